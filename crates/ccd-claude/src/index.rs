@@ -1,0 +1,342 @@
+//! One record per session id, merged from the registry and the transcripts.
+//!
+//! Built afresh on every call ([`build`]): liveness is re-validated against
+//! the process table each time, transcripts are re-read (bounded). Rules:
+//!
+//! - A session with a transcript and no live process is `dead` (resumable).
+//! - A registry entry that may be running (`live` or `unknown`) makes its
+//!   session `live`/`unknown`; every such entry is a *writer*. Two writers on
+//!   one id (someone resumed a running session by hand) are both reported
+//!   and the record says so (`several_writers`).
+//! - The `/clear` drift: a live entry whose id has no transcript, while a
+//!   transcript in the same project folder was started after the entry's
+//!   `startedAt` and is held by no registry entry, is reported as that
+//!   process's current session, with `registry_session_id` naming the id the
+//!   registry still shows.
+//! - A dead entry with no transcript (a process killed before its first
+//!   turn) leaves nothing to resume: it is not listed, only counted.
+//!
+//! Recorded cwds come from the CLI's own `getcwd`, already resolved, so they
+//! are only cleaned lexically here (no file-system calls per session); paths
+//! given by a user go through [`crate::paths::normalize`].
+
+use crate::config::ClaudeConfigDir;
+use crate::context::{ContextWindows, Window};
+use crate::liveness::{self, Liveness, ProcessProbe};
+use crate::paths::lexical_clean;
+use crate::registry::{self, RegistryEntry};
+use crate::transcript::{self, TranscriptFile, TranscriptSummary};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use time::OffsetDateTime;
+
+/// A process that holds (may be writing) a session.
+#[derive(Debug, Clone, Serialize)]
+pub struct Writer {
+    pub pid: u32,
+    pub liveness: Liveness,
+    pub kind: Option<String>,
+    pub cwd: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub started_at: Option<OffsetDateTime>,
+    pub status: Option<String>,
+    pub waiting_for: Option<String>,
+    pub version: Option<String>,
+    /// The session id its registry entry shows (differs from the record's
+    /// id only under the `/clear` drift).
+    pub registry_session_id: String,
+}
+
+/// Everything known about one session id.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionRecord {
+    pub session_id: String,
+    pub state: Liveness,
+    /// The primary writer's pid; `None` when dead.
+    pub pid: Option<u32>,
+    /// The original cwd (the transcript's first), else the registry's.
+    pub cwd: Option<String>,
+    /// `idle` / `busy` / `waiting` from the registry; `None` when dead.
+    pub status: Option<String>,
+    pub waiting_for: Option<String>,
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub started_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_activity: Option<OffsetDateTime>,
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub context_tokens: Option<u64>,
+    pub context_percent: Option<f64>,
+    /// The window the percentage assumes, and where that figure came from.
+    pub context_window: Option<Window>,
+    pub transcript: Option<PathBuf>,
+    pub transcript_bytes: Option<u64>,
+    pub writers: Vec<Writer>,
+    pub several_writers: bool,
+    /// Set when the registry shows another id for this session's process
+    /// (the `/clear` drift).
+    pub registry_session_id: Option<String>,
+}
+
+/// The merged view of every session under one config dir.
+#[derive(Debug, Default, Serialize)]
+pub struct SessionIndex {
+    /// Newest activity first.
+    pub sessions: Vec<SessionRecord>,
+    /// Dead registry entries with no transcript (not listed).
+    pub stale_entries: usize,
+}
+
+impl SessionIndex {
+    /// Records whose id is `query`, starts with `query`, or whose name is
+    /// `query`. An exact id match wins over prefixes.
+    pub fn find(&self, query: &str) -> Vec<&SessionRecord> {
+        if let Some(r) = self.sessions.iter().find(|r| r.session_id == query) {
+            return vec![r];
+        }
+        let by_prefix: Vec<_> = self
+            .sessions
+            .iter()
+            .filter(|r| r.session_id.starts_with(query))
+            .collect();
+        if !by_prefix.is_empty() || query.is_empty() {
+            return by_prefix;
+        }
+        self.sessions
+            .iter()
+            .filter(|r| r.name.as_deref() == Some(query))
+            .collect()
+    }
+}
+
+/// Builds the index from `config` as the OS is now.
+pub fn build(
+    config: &ClaudeConfigDir,
+    probe: &dyn ProcessProbe,
+    windows: &ContextWindows,
+) -> std::io::Result<SessionIndex> {
+    let entries = registry::read_all(&config.sessions_dir())?;
+    let files = transcript::list_all(&config.projects_dir());
+    let summaries = read_summaries(&files);
+    Ok(merge(
+        &config.projects_dir(),
+        entries,
+        summaries,
+        probe,
+        windows,
+    ))
+}
+
+/// Reads transcript summaries on a few threads; unreadable files are skipped.
+fn read_summaries(files: &[TranscriptFile]) -> Vec<TranscriptSummary> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8)
+        .min(files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new(Vec::with_capacity(files.len()));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(f) = files.get(i) else { break };
+                    match transcript::read_summary(&f.path) {
+                        Ok(sum) => mine.push(sum),
+                        Err(error) => {
+                            tracing::debug!(path = %f.path.display(), %error, "transcript skipped")
+                        }
+                    }
+                }
+                if let Ok(mut all) = out.lock() {
+                    all.append(&mut mine);
+                }
+            });
+        }
+    });
+    out.into_inner().unwrap_or_default()
+}
+
+fn millis_to_time(ms: i64) -> Option<OffsetDateTime> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
+}
+
+fn writer_of(e: &RegistryEntry, liveness: Liveness) -> Writer {
+    Writer {
+        pid: e.pid,
+        liveness,
+        kind: e.kind.clone(),
+        cwd: e.cwd.clone(),
+        started_at: e.started_at.and_then(millis_to_time),
+        status: e.status.clone(),
+        waiting_for: e.waiting_for.clone(),
+        version: e.version.clone(),
+        registry_session_id: e.session_id.clone(),
+    }
+}
+
+fn clean_cwd(cwd: &str) -> String {
+    lexical_clean(Path::new(cwd)).to_string_lossy().into_owned()
+}
+
+fn merge(
+    projects: &Path,
+    entries: Vec<RegistryEntry>,
+    summaries: Vec<TranscriptSummary>,
+    probe: &dyn ProcessProbe,
+    windows: &ContextWindows,
+) -> SessionIndex {
+    let mut by_sid: HashMap<String, TranscriptSummary> = HashMap::with_capacity(summaries.len());
+    for s in summaries {
+        // Two folders holding one id is unusual; keep the newest.
+        match by_sid.get(&s.session_id) {
+            Some(old) if old.last_activity >= s.last_activity => {}
+            _ => {
+                by_sid.insert(s.session_id.clone(), s);
+            }
+        }
+    }
+    let claimed: HashSet<&str> = entries.iter().map(|e| e.session_id.as_str()).collect();
+
+    // Every entry judged once, now.
+    let judged: Vec<(RegistryEntry, Liveness)> = entries
+        .iter()
+        .map(|e| (e.clone(), liveness::check(e, probe).liveness))
+        .collect();
+
+    let mut writers: HashMap<String, Vec<(Writer, &RegistryEntry)>> = HashMap::new();
+    let mut names: HashMap<String, (Option<i64>, String)> = HashMap::new();
+    let mut stale = 0usize;
+    let mut drift_taken: HashSet<String> = HashSet::new();
+    for (e, live) in &judged {
+        if let Some(n) = &e.name {
+            let newer = names
+                .get(&e.session_id)
+                .is_none_or(|(t, _)| e.started_at > *t);
+            if newer {
+                names.insert(e.session_id.clone(), (e.started_at, n.clone()));
+            }
+        }
+        if !live.may_be_running() {
+            if !by_sid.contains_key(&e.session_id) {
+                stale += 1;
+            }
+            continue;
+        }
+        let mut sid = e.session_id.clone();
+        if !by_sid.contains_key(&sid) {
+            if let Some(current) =
+                clear_drift_successor(projects, e, &by_sid, &claimed, &drift_taken)
+            {
+                drift_taken.insert(current.clone());
+                sid = current;
+            }
+        }
+        writers
+            .entry(sid)
+            .or_default()
+            .push((writer_of(e, *live), e));
+    }
+
+    let mut sids: HashSet<String> = by_sid.keys().cloned().collect();
+    sids.extend(writers.keys().cloned());
+    let mut sessions: Vec<SessionRecord> = sids
+        .into_iter()
+        .map(|sid| {
+            let summary = by_sid.get(&sid);
+            let mut ws = writers.remove(&sid).unwrap_or_default();
+            // Most recently started writer first.
+            ws.sort_by(|a, b| b.0.started_at.cmp(&a.0.started_at));
+            let state = if ws.iter().any(|(w, _)| w.liveness == Liveness::Live) {
+                Liveness::Live
+            } else if ws.is_empty() {
+                Liveness::Dead
+            } else {
+                Liveness::Unknown
+            };
+            let primary = ws.first().map(|(_, e)| *e);
+            let window = summary
+                .and_then(|s| s.context_tokens)
+                .map(|_| windows.window_for(summary.and_then(|s| s.model.as_deref())));
+            let context_tokens = summary.and_then(|s| s.context_tokens);
+            let registry_session_id = primary
+                .filter(|e| e.session_id != sid)
+                .map(|e| e.session_id.clone());
+            SessionRecord {
+                state,
+                pid: primary.map(|e| e.pid),
+                cwd: summary
+                    .and_then(|s| s.cwd.as_deref())
+                    .or(primary.and_then(|e| e.cwd.as_deref()))
+                    .map(clean_cwd),
+                status: primary.and_then(|e| e.status.clone()),
+                waiting_for: primary.and_then(|e| e.waiting_for.clone()),
+                kind: primary.and_then(|e| e.kind.clone()),
+                name: primary
+                    .and_then(|e| e.name.clone())
+                    .or_else(|| names.get(&sid).map(|(_, n)| n.clone())),
+                version: primary.and_then(|e| e.version.clone()),
+                started_at: primary
+                    .and_then(|e| e.started_at)
+                    .and_then(millis_to_time)
+                    .or(summary.and_then(|s| s.created)),
+                last_activity: summary.and_then(|s| s.last_activity).or_else(|| {
+                    primary.and_then(|e| e.updated_at.or(e.started_at).and_then(millis_to_time))
+                }),
+                title: summary.and_then(|s| s.title.clone()),
+                model: summary.and_then(|s| s.model.clone()),
+                context_tokens,
+                context_percent: context_tokens
+                    .zip(window)
+                    .map(|(t, w)| ContextWindows::percent(t, w)),
+                context_window: window,
+                transcript: summary.map(|s| s.path.clone()),
+                transcript_bytes: summary.map(|s| s.size),
+                several_writers: ws.len() > 1,
+                writers: ws.into_iter().map(|(w, _)| w).collect(),
+                registry_session_id,
+                session_id: sid,
+            }
+        })
+        .collect();
+    sessions.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    SessionIndex {
+        sessions,
+        stale_entries: stale,
+    }
+}
+
+/// The transcript that a live entry without a transcript of its own has
+/// most likely moved to after `/clear`: in the entry's project folder,
+/// created at or after the entry's `startedAt`, held by no registry entry,
+/// newest first.
+fn clear_drift_successor(
+    projects: &Path,
+    e: &RegistryEntry,
+    by_sid: &HashMap<String, TranscriptSummary>,
+    claimed: &HashSet<&str>,
+    taken: &HashSet<String>,
+) -> Option<String> {
+    let cwd = e.cwd.as_deref()?;
+    let started = millis_to_time(e.started_at?)?;
+    let dirs = transcript::locate::project_dirs_for_cwd(projects, &clean_cwd(cwd));
+    by_sid
+        .values()
+        .filter(|s| s.path.parent().is_some_and(|p| dirs.iter().any(|d| d == p)))
+        .filter(|s| !claimed.contains(s.session_id.as_str()) && !taken.contains(&s.session_id))
+        .filter(|s| s.created.is_some_and(|c| c >= started))
+        .max_by_key(|s| s.last_activity)
+        .map(|s| s.session_id.clone())
+}

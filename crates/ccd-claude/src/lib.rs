@@ -1,0 +1,26 @@
+//! Everything ccd knows about Claude Code's own files.
+//!
+//! This crate is the single owner of that knowledge: where the config dir is
+//! ([`config`]), how the session registry is read ([`registry`]) and how a
+//! registry entry is judged live, dead or unknown ([`liveness`]), where
+//! transcripts live and what a bounded read of one yields ([`transcript`],
+//! [`slug`]), how cwds are normalized and compared ([`paths`]), how many
+//! tokens a model's context window holds ([`context`]), and how all of it is
+//! merged into one record per session id ([`index`]).
+//!
+//! It has no async runtime and performs only blocking file reads. Nothing here
+//! caches liveness: every call to [`index::build`] or
+//! [`liveness::check`] looks at the process table again.
+
+pub mod config;
+pub mod context;
+pub mod index;
+pub mod liveness;
+pub mod paths;
+pub mod registry;
+pub mod slug;
+pub mod transcript;
+
+pub use config::ClaudeConfigDir;
+pub use index::{SessionIndex, SessionRecord};
+pub use liveness::Liveness;

@@ -1,0 +1,278 @@
+//! Reading Claude Code's session registry, `<config>/sessions/<pid>.json`.
+//!
+//! One file per running interactive process, written by the CLI after the
+//! trust dialog. The reader is tolerant by design: every field but `pid` and
+//! `sessionId` is optional, fields of an unexpected type are dropped, unknown
+//! fields are kept in [`RegistryEntry::extra`]. A file that is not a plain
+//! regular file, is larger than [`MAX_ENTRY_BYTES`], is not valid JSON, or
+//! whose name does not match its `pid` is skipped with a debug line; a file
+//! that vanishes between listing and reading is simply absent. Sibling
+//! `<pid>.<hash>.key` files hold secrets and are never opened: only names
+//! matching `^\d+\.json$` are considered.
+//!
+//! Presence of a file proves nothing about liveness; see [`crate::liveness`].
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Registry files larger than this are not read.
+pub const MAX_ENTRY_BYTES: u64 = 1 << 20;
+
+/// One registry file, parsed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegistryEntry {
+    pub pid: u32,
+    pub session_id: String,
+    pub cwd: Option<String>,
+    /// Unix milliseconds.
+    pub started_at: Option<i64>,
+    /// The process-instance stamp (Linux: `/proc/<pid>/stat` field 22).
+    pub proc_start: Option<String>,
+    pub pid_domain: Option<String>,
+    pub version: Option<String>,
+    /// `interactive`, `bg`, or a headless kind.
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    /// `idle`, `busy`, `waiting`.
+    pub status: Option<String>,
+    pub waiting_for: Option<String>,
+    /// Unix milliseconds; changes only when `status` changes (no heartbeat).
+    pub updated_at: Option<i64>,
+    pub job_id: Option<String>,
+    /// Where the entry was read from.
+    pub path: PathBuf,
+    /// Every field ccd does not interpret, kept as read.
+    #[serde(skip)]
+    pub extra: Map<String, Value>,
+}
+
+/// Why one registry file was skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("not a registry entry name")]
+    NotAnEntryName,
+    #[error("vanished before it could be read")]
+    Vanished,
+    #[error("not a regular file (symlink, directory or special file)")]
+    NotRegular,
+    #[error("larger than {MAX_ENTRY_BYTES} bytes ({0} bytes)")]
+    TooLarge(u64),
+    #[error("cannot be read: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("is not a JSON object")]
+    NotAnObject,
+    #[error("has no numeric `pid`")]
+    NoPid,
+    #[error("has no string `sessionId`")]
+    NoSessionId,
+    #[error("is named for pid {file} but holds pid {inner}")]
+    PidMismatch { file: u32, inner: u32 },
+}
+
+/// The pid a registry file name stands for, if the name is `^\d+\.json$`.
+pub fn pid_from_file_name(name: &str) -> Option<u32> {
+    let digits = name.strip_suffix(".json")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Reads every valid entry in `sessions_dir`. A missing directory is an
+/// empty registry; an unreadable one is an error.
+pub fn read_all(sessions_dir: &Path) -> std::io::Result<Vec<RegistryEntry>> {
+    let dir = match std::fs::read_dir(sessions_dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for item in dir {
+        let item = match item {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::debug!(dir = %sessions_dir.display(), error = %e, "registry: unreadable directory item skipped");
+                continue;
+            }
+        };
+        let name = item.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if pid_from_file_name(name).is_none() {
+            continue;
+        }
+        match read_entry(&item.path()) {
+            Ok(e) => out.push(e),
+            Err(EntryError::Vanished) => {}
+            Err(error) => {
+                tracing::debug!(path = %item.path().display(), %error, "registry: entry skipped");
+            }
+        }
+    }
+    out.sort_by_key(|e| e.pid);
+    Ok(out)
+}
+
+/// Reads and validates one registry file.
+pub fn read_entry(path: &Path) -> Result<RegistryEntry, EntryError> {
+    let file_pid = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(pid_from_file_name)
+        .ok_or(EntryError::NotAnEntryName)?;
+    let bytes = read_regular_file_bounded(path)?;
+    let mut entry = parse_entry(&bytes, path)?;
+    if entry.pid != file_pid {
+        return Err(EntryError::PidMismatch {
+            file: file_pid,
+            inner: entry.pid,
+        });
+    }
+    entry.path = path.to_path_buf();
+    Ok(entry)
+}
+
+/// Opens `path` without following a final symlink, checks on the open
+/// descriptor that it is a regular file of bounded size, and reads it.
+fn read_regular_file_bounded(path: &Path) -> Result<Vec<u8>, EntryError> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let file = match opts.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(EntryError::Vanished),
+        // O_NOFOLLOW on a symlink fails with ELOOP.
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(EntryError::NotRegular),
+        Err(e) => return Err(e.into()),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(EntryError::NotRegular);
+    }
+    if meta.len() > MAX_ENTRY_BYTES {
+        return Err(EntryError::TooLarge(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_ENTRY_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_ENTRY_BYTES {
+        return Err(EntryError::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Parses the JSON of one entry. `path` is only recorded, not read.
+pub fn parse_entry(bytes: &[u8], path: &Path) -> Result<RegistryEntry, EntryError> {
+    let value: Value = serde_json::from_slice(bytes)?;
+    let Value::Object(mut map) = value else {
+        return Err(EntryError::NotAnObject);
+    };
+    let pid = map
+        .get("pid")
+        .and_then(Value::as_u64)
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or(EntryError::NoPid)?;
+    let session_id = match map.get("sessionId") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => return Err(EntryError::NoSessionId),
+    };
+    let mut take_str = |k: &str| match map.remove(k) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    let cwd = take_str("cwd");
+    let pid_domain = take_str("pidDomain");
+    let version = take_str("version");
+    let kind = take_str("kind");
+    let name = take_str("name");
+    let status = take_str("status");
+    let waiting_for = take_str("waitingFor");
+    let job_id = take_str("jobId");
+    // procStart is a string today; accept a number should a version write one.
+    let proc_start = match map.remove("procStart") {
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let started_at = map.get("startedAt").and_then(Value::as_i64);
+    let updated_at = map.get("updatedAt").and_then(Value::as_i64);
+    for k in ["pid", "sessionId", "startedAt", "updatedAt"] {
+        map.remove(k);
+    }
+    Ok(RegistryEntry {
+        pid,
+        session_id,
+        cwd,
+        started_at,
+        proc_start,
+        pid_domain,
+        version,
+        kind,
+        name,
+        status,
+        waiting_for,
+        updated_at,
+        job_id,
+        path: path.to_path_buf(),
+        extra: map,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names() {
+        assert_eq!(pid_from_file_name("2244.json"), Some(2244));
+        assert_eq!(pid_from_file_name("2244.abcd.key"), None);
+        assert_eq!(pid_from_file_name("x2244.json"), None);
+        assert_eq!(pid_from_file_name(".json"), None);
+        assert_eq!(pid_from_file_name("+12.json"), None);
+        assert_eq!(pid_from_file_name("99999999999.json"), None);
+    }
+
+    #[test]
+    fn tolerant_of_types_and_unknown_fields() {
+        let e = parse_entry(
+            br#"{"pid":7,"sessionId":"s","status":3,"procStart":123,"newField":{"a":1}}"#,
+            Path::new("7.json"),
+        )
+        .unwrap();
+        assert_eq!(e.status, None);
+        assert_eq!(e.proc_start.as_deref(), Some("123"));
+        assert!(e.extra.contains_key("newField"));
+    }
+
+    #[test]
+    fn required_fields() {
+        let p = Path::new("7.json");
+        assert!(matches!(
+            parse_entry(br#"{"sessionId":"s"}"#, p),
+            Err(EntryError::NoPid)
+        ));
+        assert!(matches!(
+            parse_entry(br#"{"pid":7}"#, p),
+            Err(EntryError::NoSessionId)
+        ));
+        assert!(matches!(
+            parse_entry(br#"{"pid":-7,"sessionId":"s"}"#, p),
+            Err(EntryError::NoPid)
+        ));
+        assert!(matches!(
+            parse_entry(b"[1]", p),
+            Err(EntryError::NotAnObject)
+        ));
+        assert!(matches!(
+            parse_entry(br#"{"pid":7,"sess"#, p),
+            Err(EntryError::Json(_))
+        ));
+    }
+}

@@ -1,0 +1,161 @@
+//! `ccd ls`: every session on the machine, for people or scripts.
+
+use crate::cli::{GlobalArgs, LsArgs};
+use crate::settings::Settings;
+use anyhow::Context;
+use ccd_claude::context::ContextWindows;
+use ccd_claude::index::{self, SessionRecord};
+use ccd_claude::paths::{is_within, normalize};
+use ccd_claude::{ClaudeConfigDir, Liveness};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use time::OffsetDateTime;
+
+pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
+    let settings = Settings::load(global.config.as_deref())?;
+    let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
+    let probe = ccd_claude::liveness::system_probe();
+    let windows = ContextWindows::new(settings.context_windows);
+    let idx = index::build(&config, probe.as_ref(), &windows)
+        .with_context(|| format!("reading sessions under {}", config.root().display()))?;
+    let cwd_filter = args.cwd.as_deref().map(normalize);
+    let rows: Vec<&SessionRecord> = idx
+        .sessions
+        .iter()
+        .filter(|r| !args.live || r.state.may_be_running())
+        .filter(|r| match (&cwd_filter, &r.cwd) {
+            (None, _) => true,
+            (Some(dir), Some(cwd)) => is_within(Path::new(cwd), dir),
+            (Some(_), None) => false,
+        })
+        .collect();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let home = std::env::var("HOME").ok();
+        write_table(
+            &mut out,
+            &rows,
+            colour,
+            home.as_deref(),
+            OffsetDateTime::now_utc(),
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_table(
+    out: &mut impl Write,
+    rows: &[&SessionRecord],
+    colour: bool,
+    home: Option<&str>,
+    now: OffsetDateTime,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<8}  {:<7}  {:<7}  {:>5}  {:>8}  {:<32}  TITLE",
+        "ID", "STATE", "STATUS", "CTX", "ACTIVE", "CWD"
+    )?;
+    for r in rows {
+        let state = r.state.as_str();
+        let (on, off) = match (colour, r.state) {
+            (false, _) => ("", ""),
+            (true, Liveness::Live) => ("\x1b[32m", "\x1b[0m"),
+            (true, Liveness::Unknown) => ("\x1b[33m", "\x1b[0m"),
+            (true, Liveness::Dead) => ("\x1b[2m", "\x1b[0m"),
+        };
+        let mut marks = String::new();
+        if r.several_writers {
+            marks.push_str(" [several writers]");
+        }
+        if r.registry_session_id.is_some() {
+            marks.push_str(" [after /clear]");
+        }
+        writeln!(
+            out,
+            "{:<8}  {on}{:<7}{off}  {:<7}  {:>5}  {:>8}  {:<32}  {}{}",
+            short_id(&r.session_id),
+            state,
+            r.status.as_deref().unwrap_or("-"),
+            r.context_percent
+                .map(|p| format!("{p:.0}%"))
+                .unwrap_or_else(|| "-".into()),
+            r.last_activity
+                .map(|t| ago(now, t))
+                .unwrap_or_else(|| "-".into()),
+            r.cwd
+                .as_deref()
+                .map(|c| tilde(c, home))
+                .unwrap_or_else(|| "-".into()),
+            r.title.as_deref().map(|t| clip(t, 60)).unwrap_or_default(),
+            marks,
+        )?;
+    }
+    Ok(())
+}
+
+/// The first 8 characters of a session id.
+pub fn short_id(sid: &str) -> &str {
+    sid.get(..8).unwrap_or(sid)
+}
+
+/// "12s ago", "3m ago", "5h ago", "4d ago".
+pub fn ago(now: OffsetDateTime, then: OffsetDateTime) -> String {
+    let secs = (now - then).whole_seconds();
+    match secs {
+        s if s < 5 => "just now".into(),
+        s if s < 60 => format!("{s}s ago"),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s if s < 86_400 => format!("{}h ago", s / 3600),
+        s => format!("{}d ago", s / 86_400),
+    }
+}
+
+/// `cwd` with the home directory shown as `~`.
+pub fn tilde(cwd: &str, home: Option<&str>) -> String {
+    match home.filter(|h| h.len() > 1) {
+        Some(h) if cwd == h => "~".into(),
+        Some(h) => match cwd.strip_prefix(h) {
+            Some(rest) if rest.starts_with('/') => format!("~{rest}"),
+            _ => cwd.into(),
+        },
+        None => cwd.into(),
+    }
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::Duration;
+
+    #[test]
+    fn ages() {
+        let now = OffsetDateTime::now_utc();
+        assert_eq!(ago(now, now), "just now");
+        assert_eq!(ago(now, now - Duration::seconds(42)), "42s ago");
+        assert_eq!(ago(now, now - Duration::minutes(3)), "3m ago");
+        assert_eq!(ago(now, now - Duration::hours(5)), "5h ago");
+        assert_eq!(ago(now, now - Duration::days(4)), "4d ago");
+        assert_eq!(ago(now, now + Duration::minutes(4)), "just now");
+    }
+
+    #[test]
+    fn home_shortening() {
+        assert_eq!(tilde("/home/u/p", Some("/home/u")), "~/p");
+        assert_eq!(tilde("/home/u", Some("/home/u")), "~");
+        assert_eq!(tilde("/home/user2/p", Some("/home/u")), "/home/user2/p");
+        assert_eq!(tilde("/x", None), "/x");
+    }
+}
