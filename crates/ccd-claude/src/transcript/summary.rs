@@ -45,6 +45,9 @@ pub struct TranscriptSummary {
     pub size: u64,
     /// The last line has no newline yet and does not parse.
     pub half_written_tail: bool,
+    /// How many bytes this read took from the file (bounded by the windows).
+    #[serde(skip)]
+    pub bytes_read: u64,
 }
 
 /// Reads the summary of the transcript at `path`.
@@ -67,11 +70,13 @@ pub fn read_summary(path: &Path) -> std::io::Result<TranscriptSummary> {
         context_tokens: None,
         size,
         half_written_tail: false,
+        bytes_read: 0,
     };
     let mut window = FIRST_WINDOW;
     let head = loop {
         let len = window.min(size);
         let buf = read_at(&file, 0, len)?;
+        s.bytes_read += buf.len() as u64;
         let mut head = HeadFinds::default();
         scan_head(&buf, len == size, &mut head);
         if head.complete() || len == size || window >= MAX_WINDOW {
@@ -83,6 +88,7 @@ pub fn read_summary(path: &Path) -> std::io::Result<TranscriptSummary> {
     let tail = loop {
         let len = window.min(size);
         let buf = read_at(&file, size - len, len)?;
+        s.bytes_read += buf.len() as u64;
         let mut tail = TailFinds::default();
         scan_tail(&buf, len == size, &mut tail);
         if tail.complete() || len == size || window >= MAX_WINDOW {

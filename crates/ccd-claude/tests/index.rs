@@ -1,0 +1,142 @@
+//! The merged index: registry × transcripts × liveness.
+
+use ccd_claude::context::ContextWindows;
+use ccd_claude::index::build;
+use ccd_claude::liveness::{current_proc_start, system_probe};
+use ccd_claude::{ClaudeConfigDir, Liveness};
+use ccd_testkit::gen::{registry_entry, transcript, write_registry_entry, TranscriptWriter};
+use std::process::{Child, Command};
+
+struct Reaped(Child);
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn live_entry(config: &std::path::Path, sid: &str, cwd: &str, started_ms: i64) -> Reaped {
+    let child = Reaped(Command::new("sleep").arg("60").spawn().unwrap());
+    let pid = child.0.id();
+    let start = current_proc_start(pid).unwrap();
+    let mut e = registry_entry(
+        pid,
+        sid,
+        cwd,
+        &start,
+        system_probe().pid_domain().as_deref(),
+    );
+    e["startedAt"] = serde_json::json!(started_ms);
+    write_registry_entry(config, &e);
+    child
+}
+
+fn index(config: &std::path::Path) -> ccd_claude::SessionIndex {
+    build(
+        &ClaudeConfigDir::new(config),
+        system_probe().as_ref(),
+        &ContextWindows::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn dead_live_and_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path();
+    transcript(c, "dead-one", "/p/dead", 2);
+    transcript(c, "live-one", "/p/live", 1);
+    let _live = live_entry(c, "live-one", "/p/live", 0);
+    // dead entry with a transcript: dead; without: stale, not listed
+    write_registry_entry(
+        c,
+        &registry_entry(999_999, "dead-one", "/p/dead", "1", None),
+    );
+    write_registry_entry(
+        c,
+        &registry_entry(999_998, "never-had-a-turn", "/p/x", "1", None),
+    );
+    let idx = index(c);
+    let ids: Vec<_> = idx
+        .sessions
+        .iter()
+        .map(|r| (r.session_id.as_str(), r.state))
+        .collect();
+    assert!(ids.contains(&("dead-one", Liveness::Dead)));
+    assert!(ids.contains(&("live-one", Liveness::Live)));
+    assert_eq!(idx.sessions.len(), 2);
+    assert_eq!(idx.stale_entries, 1);
+    let dead = idx.find("dead-one")[0];
+    assert_eq!(dead.pid, None);
+    assert_eq!(dead.status, None);
+    assert_eq!(dead.name.as_deref(), Some("gen"));
+    let live = idx.find("live")[0];
+    assert_eq!(live.status.as_deref(), Some("idle"));
+    assert!(live.pid.is_some());
+    assert!(!live.several_writers);
+}
+
+#[test]
+fn two_live_writers_on_one_id_are_both_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path();
+    transcript(c, "shared", "/p/s", 1);
+    let _a = live_entry(c, "shared", "/p/s", 1_000);
+    let _b = live_entry(c, "shared", "/p/s", 2_000);
+    let idx = index(c);
+    assert_eq!(idx.sessions.len(), 1);
+    let r = &idx.sessions[0];
+    assert!(r.several_writers);
+    assert_eq!(r.writers.len(), 2);
+    assert_eq!(r.pid, Some(r.writers[0].pid));
+    assert_eq!(r.writers[0].pid, _b.0.id(), "most recently started first");
+}
+
+#[test]
+fn clear_drift_reports_the_newer_transcript() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path();
+    // An older session in the folder, created before the process started.
+    transcript(c, "before", "/p/c", 1);
+    // The process's registry id never got a transcript; after /clear it
+    // writes "after-clear" (generated timestamps are in 2026-11).
+    let started = time::macros::datetime!(2026-10-31 00:00 UTC).unix_timestamp() * 1000;
+    let before = std::fs::read_to_string(c.join("projects/-p-c/before.jsonl")).unwrap();
+    // Make "before" older than the process start.
+    std::fs::write(
+        c.join("projects/-p-c/before.jsonl"),
+        before.replace("2026-11-", "2026-09-"),
+    )
+    .unwrap();
+    TranscriptWriter::create(c, "after-clear", "/p/c").turn("after /clear", 5, 5);
+    let _p = live_entry(c, "registry-id", "/p/c", started);
+    let idx = index(c);
+    let r = idx.find("after-clear")[0];
+    assert_eq!(r.state, Liveness::Live);
+    assert_eq!(r.registry_session_id.as_deref(), Some("registry-id"));
+    assert!(idx.find("registry-id").is_empty());
+    assert_eq!(idx.find("before")[0].state, Liveness::Dead);
+}
+
+#[test]
+fn find_by_prefix_and_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path();
+    transcript(c, "abc-1", "/p", 1);
+    transcript(c, "abc-2", "/p", 1);
+    transcript(c, "xyz", "/q", 1);
+    write_registry_entry(c, &registry_entry(999_997, "xyz", "/q", "1", None));
+    let idx = index(c);
+    assert_eq!(idx.find("abc").len(), 2);
+    assert_eq!(idx.find("abc-1").len(), 1);
+    assert_eq!(idx.find("xy")[0].session_id, "xyz");
+    assert_eq!(idx.find("gen")[0].session_id, "xyz");
+    assert!(idx.find("nothing").is_empty());
+}
+
+#[test]
+fn missing_config_dir_is_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    let idx = index(&tmp.path().join("absent"));
+    assert!(idx.sessions.is_empty());
+}

@@ -1,0 +1,6 @@
+//! Test kit for ccd: builders for Claude Code config dirs shaped like the
+//! real CLI's (registry entries, transcripts), and the location of the
+//! shared real-CLI recordings. Used by tests and benchmarks only.
+
+pub mod fixtures;
+pub mod gen;
