@@ -1,0 +1,361 @@
+//! Line framing: one JSON message per `\n`-terminated line, UTF-8.
+//!
+//! Two readers share the same rules, so the daemon (which receives byte
+//! chunks from an async socket) and a blocking client (which holds a
+//! [`BufRead`]) see the same lines:
+//!
+//! - a line is the bytes before a `\n`; one trailing `\r` is dropped, so
+//!   `\r\n` works too;
+//! - empty lines are skipped (handy when typing into `socat` by hand);
+//! - a line longer than the limit (default [`MAX_LINE_BYTES`]) yields exactly
+//!   one [`FrameError::LineTooLong`]; its bytes are dropped as they arrive, so
+//!   memory stays bounded by the limit, and decoding resumes cleanly at the
+//!   next line;
+//! - a line that is not UTF-8 yields [`FrameError::InvalidUtf8`] for that line
+//!   only.
+//!
+//! The writer side is [`encode`]: compact JSON plus `\n`. Compact `serde_json`
+//! output never holds a raw newline (newlines inside strings are escaped), so
+//! one message is always exactly one line.
+
+use std::io::{self, BufRead};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::error_code::ErrorCode;
+use crate::jsonrpc::RpcError;
+
+/// The largest line (excluding its `\n`) either side sends or accepts: 1 MiB.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Why one line could not be delivered. The connection stays usable after
+/// every variant except [`FrameError::Io`].
+#[derive(Debug, Error)]
+pub enum FrameError {
+    /// The line held `len` bytes (excluding `\n`), more than the limit. It was
+    /// discarded; the next line decodes normally.
+    #[error("line of {len} bytes exceeds the limit")]
+    LineTooLong {
+        /// Total length of the discarded line, in bytes, excluding `\n`.
+        len: usize,
+    },
+    /// The line is not valid UTF-8. It was discarded.
+    #[error("line is not valid UTF-8 (first bad byte at offset {valid_up_to})")]
+    InvalidUtf8 {
+        /// Offset of the first byte that is not valid UTF-8.
+        valid_up_to: usize,
+    },
+    /// Reading from the underlying stream failed ([`read_line_bounded`] only).
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl FrameError {
+    /// The JSON-RPC error to send back for this line (with a `null` id, since
+    /// the message could not be read). `None` for [`FrameError::Io`], which
+    /// ends the connection instead.
+    pub fn to_rpc_error(&self) -> Option<RpcError> {
+        match self {
+            FrameError::LineTooLong { len } => Some(
+                RpcError::new(
+                    ErrorCode::LineTooLong,
+                    format!("line of {len} bytes exceeds the limit of {MAX_LINE_BYTES} bytes"),
+                )
+                .with_data(serde_json::json!({ "len": len, "max": MAX_LINE_BYTES })),
+            ),
+            FrameError::InvalidUtf8 { valid_up_to } => Some(RpcError::new(
+                ErrorCode::ParseError,
+                format!("line is not valid UTF-8 (first bad byte at offset {valid_up_to})"),
+            )),
+            FrameError::Io(_) => None,
+        }
+    }
+}
+
+/// One decoded line, or the reason it was dropped.
+pub type LineResult = Result<String, FrameError>;
+
+/// Incremental line decoder over arbitrary byte chunks.
+///
+/// Feed it whatever the socket returned with [`push`](LineDecoder::push);
+/// it returns every line completed by that chunk, in order. Memory held is at
+/// most the limit: once a line grows past it, its bytes are counted and
+/// dropped until the next `\n`.
+#[derive(Debug)]
+pub struct LineDecoder {
+    max: usize,
+    buf: Vec<u8>,
+    /// `Some(n)`: inside an over-long line, `n` bytes of it seen so far.
+    discarding: Option<usize>,
+}
+
+impl Default for LineDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LineDecoder {
+    /// A decoder with the protocol limit, [`MAX_LINE_BYTES`].
+    pub fn new() -> Self {
+        Self::with_max(MAX_LINE_BYTES)
+    }
+
+    /// A decoder with a custom limit (bytes per line, excluding `\n`).
+    pub fn with_max(max: usize) -> Self {
+        Self {
+            max,
+            buf: Vec::new(),
+            discarding: None,
+        }
+    }
+
+    /// The limit this decoder enforces.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Bytes of the current, unfinished line that are held (0 while
+    /// discarding an over-long line).
+    pub fn pending_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True while the decoder is dropping the rest of an over-long line.
+    pub fn is_discarding(&self) -> bool {
+        self.discarding.is_some()
+    }
+
+    /// Feed a chunk; returns the lines it completed, in order.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<LineResult> {
+        let mut out = Vec::new();
+        self.push_into(chunk, &mut out);
+        out
+    }
+
+    /// Like [`push`](Self::push), appending to `out` (no allocation per call).
+    pub fn push_into(&mut self, chunk: &[u8], out: &mut Vec<LineResult>) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    let part = &rest[..i];
+                    rest = &rest[i + 1..];
+                    if let Some(seen) = self.discarding.take() {
+                        out.push(Err(FrameError::LineTooLong {
+                            len: seen + part.len(),
+                        }));
+                    } else if self.buf.len() + part.len() > self.max {
+                        let len = self.buf.len() + part.len();
+                        self.reset_buf();
+                        out.push(Err(FrameError::LineTooLong { len }));
+                    } else {
+                        self.buf.extend_from_slice(part);
+                        let line = std::mem::take(&mut self.buf);
+                        if let Some(item) = finish_line(line) {
+                            out.push(item);
+                        }
+                    }
+                }
+                None => {
+                    if let Some(seen) = self.discarding.as_mut() {
+                        *seen += rest.len();
+                    } else if self.buf.len() + rest.len() > self.max {
+                        self.discarding = Some(self.buf.len() + rest.len());
+                        self.reset_buf();
+                    } else {
+                        self.buf.extend_from_slice(rest);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    /// End of stream: returns the unterminated last line, if any (an
+    /// over-long one as [`FrameError::LineTooLong`]), and resets the decoder.
+    pub fn finish(&mut self) -> Option<LineResult> {
+        if let Some(seen) = self.discarding.take() {
+            self.reset_buf();
+            return Some(Err(FrameError::LineTooLong { len: seen }));
+        }
+        let line = std::mem::take(&mut self.buf);
+        finish_line(line)
+    }
+
+    fn reset_buf(&mut self) {
+        // Drop the allocation too: an attacker's near-limit line should not
+        // pin a megabyte per idle connection.
+        self.buf = Vec::new();
+    }
+}
+
+/// Strip one trailing `\r`, skip empty lines, check UTF-8.
+fn finish_line(mut line: Vec<u8>) -> Option<LineResult> {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    if line.is_empty() {
+        return None;
+    }
+    Some(
+        String::from_utf8(line).map_err(|e| FrameError::InvalidUtf8 {
+            valid_up_to: e.utf8_error().valid_up_to(),
+        }),
+    )
+}
+
+/// Read one line from a [`BufRead`] into `buf` (cleared first), holding at
+/// most `max` bytes in memory.
+///
+/// Returns `Ok(None)` at end of stream, `Ok(Some(line))` for a line (without
+/// `\n` or a trailing `\r`; empty lines are skipped). An over-long line is
+/// consumed up to and including its `\n` and reported as
+/// [`FrameError::LineTooLong`]; an invalid UTF-8 line as
+/// [`FrameError::InvalidUtf8`]: in both cases the next call reads the next
+/// line. An unterminated last line before end of stream counts as a line.
+pub fn read_line_bounded<'a, R: BufRead + ?Sized>(
+    reader: &mut R,
+    max: usize,
+    buf: &'a mut Vec<u8>,
+) -> Result<Option<&'a str>, FrameError> {
+    buf.clear();
+    let mut total = 0usize;
+    let mut too_long = false;
+    loop {
+        let avail = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(FrameError::Io(e)),
+        };
+        let eof = avail.is_empty();
+        let (part_len, found) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (avail.len(), false),
+        };
+        total += part_len;
+        if !too_long {
+            if total > max {
+                too_long = true;
+                *buf = Vec::new();
+            } else {
+                buf.extend_from_slice(&avail[..part_len]);
+            }
+        }
+        reader.consume(part_len + usize::from(found));
+
+        if !(found || eof) {
+            continue;
+        }
+        if too_long {
+            return Err(FrameError::LineTooLong { len: total });
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        if buf.is_empty() {
+            if eof {
+                return Ok(None);
+            }
+            // Blank line: skip it.
+            total = 0;
+            continue;
+        }
+        return match std::str::from_utf8(buf) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) => Err(FrameError::InvalidUtf8 {
+                valid_up_to: e.valid_up_to(),
+            }),
+        };
+    }
+}
+
+/// Serialize `msg` as one compact JSON line, `\n` included.
+///
+/// Fails only if `msg`'s `Serialize` impl fails (e.g. a map with non-string
+/// keys); none of this crate's types do.
+pub fn encode<T: Serialize + ?Sized>(msg: &T) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(128);
+    encode_into(msg, &mut out)?;
+    Ok(out)
+}
+
+/// Append `msg` as one compact JSON line (with `\n`) to `out`. On error
+/// `out` is left as it was.
+pub fn encode_into<T: Serialize + ?Sized>(msg: &T, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    let start = out.len();
+    if let Err(e) = serde_json::to_writer(&mut *out, msg) {
+        out.truncate(start);
+        return Err(e);
+    }
+    debug_assert!(
+        !out[start..].contains(&b'\n'),
+        "compact JSON never contains a raw newline"
+    );
+    out.push(b'\n');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(items: Vec<LineResult>) -> Vec<String> {
+        items
+            .into_iter()
+            .map(|r| match r {
+                Ok(s) => s,
+                Err(e) => format!("ERR {e}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splits_lines_and_skips_blank_and_cr() {
+        let mut d = LineDecoder::new();
+        let out = d.push(b"a\r\n\nb\nc");
+        assert_eq!(lines(out), vec!["a", "b"]);
+        assert_eq!(d.pending_len(), 1);
+        assert_eq!(lines(d.push(b"d\n")), vec!["cd"]);
+        assert!(d.finish().is_none());
+    }
+
+    #[test]
+    fn limit_is_inclusive() {
+        let mut d = LineDecoder::with_max(3);
+        let out = d.push(b"abc\nabcd\nx\n");
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0].as_ref().ok().map(String::as_str), Some("abc"));
+        assert!(matches!(out[1], Err(FrameError::LineTooLong { len: 4 })));
+        assert_eq!(out[2].as_ref().ok().map(String::as_str), Some("x"));
+    }
+
+    #[test]
+    fn finish_returns_unterminated_line() {
+        let mut d = LineDecoder::new();
+        assert!(d.push(b"{\"a\":1}").is_empty());
+        assert_eq!(
+            d.finish().and_then(|r| r.ok()).as_deref(),
+            Some("{\"a\":1}")
+        );
+        let mut d = LineDecoder::with_max(2);
+        assert!(d.push(b"abcdef").is_empty());
+        assert!(d.is_discarding());
+        assert!(matches!(
+            d.finish(),
+            Some(Err(FrameError::LineTooLong { len: 6 }))
+        ));
+        assert!(!d.is_discarding());
+    }
+
+    #[test]
+    fn encode_appends_newline_and_escapes() {
+        let v = serde_json::json!({"s": "a\nb"});
+        let out = encode(&v).expect("encodes");
+        assert_eq!(out, b"{\"s\":\"a\\nb\"}\n");
+        let mut buf = b"x\n".to_vec();
+        encode_into(&v, &mut buf).expect("encodes");
+        assert_eq!(buf.iter().filter(|&&b| b == b'\n').count(), 2);
+    }
+}

@@ -1,0 +1,37 @@
+//! ccd's local socket protocol, shared by the daemon, its CLI and editor
+//! plugins: JSON-RPC 2.0, one UTF-8 message per `\n`-terminated line.
+//!
+//! - [`framing`]: line decoder with a hard length limit ([`MAX_LINE_BYTES`]),
+//!   line encoder;
+//! - [`jsonrpc`]: message types, [`parse_incoming`], [`parse_params`];
+//! - [`ErrorCode`]: the stable error codes;
+//! - [`handshake`]: the `hello` version negotiation;
+//! - [`methods`]: typed params/results, one module per concern;
+//! - [`stream`]: how terminal output travels (`session.output`,
+//!   `session.resync`, `session.exited`);
+//! - [`transport`]: where the socket lives.
+//!
+//! The full contract, with an example for every method, is
+//! `docs/protocol.md`. This crate is pure and synchronous: the daemon and
+//! clients wrap it in their own I/O.
+
+pub mod b64;
+pub mod error_code;
+pub mod framing;
+pub mod handshake;
+pub mod jsonrpc;
+pub mod methods;
+pub mod stream;
+pub mod transport;
+
+pub use error_code::ErrorCode;
+pub use framing::{
+    encode, encode_into, read_line_bounded, FrameError, LineDecoder, MAX_LINE_BYTES,
+};
+pub use handshake::{negotiate, ProtocolRange, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+pub use jsonrpc::{
+    parse_incoming, parse_params, Id, Incoming, InvalidMessage, Notification, Request, Response,
+    RpcError,
+};
+pub use methods::{Method, NotificationKind};
+pub use stream::{OutputChunk, MAX_OUTPUT_CHUNK};

@@ -1,0 +1,162 @@
+//! Being inside a session: attach/observe, detach, type, resize.
+//!
+//! After a successful `session.attach` the daemon sends, on the same
+//! connection, one `session.resync` (a full redraw, terminal modes included)
+//! and then `session.output` notifications as the session writes; see
+//! [`crate::stream`]. One connection may attach to several sessions: every
+//! notification names its session. Closing the connection detaches it from
+//! everything.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Empty, Method, SessionRef, TermSize};
+
+/// How a client is attached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachMode {
+    /// Read and write: the client's size counts, and a dead session is
+    /// resumed (`claude --resume` in its original cwd).
+    #[default]
+    Interactive,
+    /// Read-only: never resumes, never resizes. The only mode accepted for a
+    /// session live elsewhere, when the daemon can follow it at all.
+    Observe,
+    /// A mode this client does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// `session.attach`: get into a session, whatever state it is in (the
+/// decision table of the design brief):
+///
+/// - `managed` → attach to its PTY;
+/// - `elsewhere` / `unknown` → `interactive` fails with
+///   `SessionLiveElsewhere` (resuming would split the conversation);
+///   `observe` may be accepted;
+/// - `dead` → resumed in its original cwd, then attached; failures name what
+///   is missing (`CwdMissing`, `TranscriptMissing`, `SpawnFailed` with the
+///   reason).
+pub struct SessionAttach;
+
+impl Method for SessionAttach {
+    const NAME: &'static str = "session.attach";
+    type Params = AttachParams;
+    type Result = AttachResult;
+}
+
+/// Params of `session.attach`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachParams {
+    /// Session id or unique prefix.
+    pub session: String,
+    /// Default `interactive`.
+    #[serde(default)]
+    pub mode: AttachMode,
+    /// The client's terminal size. For `interactive`, the session is resized
+    /// to it (the most recent interactive attach or resize wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<TermSize>,
+    /// If resuming a dead session fails, start a fresh session in the same
+    /// cwd instead (the result says so in `fresh_instead_of`). Default
+    /// `false`: only on the user's explicit request.
+    #[serde(default)]
+    pub fresh_on_failure: bool,
+}
+
+/// Result of `session.attach`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachResult {
+    /// Full id of the attached session (after a fresh start: the new one).
+    pub session: String,
+    /// The mode granted.
+    pub mode: AttachMode,
+    /// The session's terminal size now.
+    pub size: TermSize,
+    /// True if the session was dead and ccd resumed it for this attach.
+    #[serde(default)]
+    pub resumed: bool,
+    /// Set when a resume failed and `fresh_on_failure` started a new session
+    /// instead: the original session, its transcript and the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_instead_of: Option<FreshStart>,
+}
+
+/// Why an attach landed in a fresh session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreshStart {
+    /// The session that could not be resumed.
+    pub session: String,
+    /// Its transcript, untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+    /// Why the resume failed.
+    pub reason: String,
+}
+
+/// `session.detach`: stop receiving a session's stream. The session keeps
+/// running.
+pub struct SessionDetach;
+
+impl Method for SessionDetach {
+    const NAME: &'static str = "session.detach";
+    type Params = SessionRef;
+    type Result = DetachResult;
+}
+
+/// Result of `session.detach`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DetachResult {
+    /// False if this connection was not attached to the session.
+    pub detached: bool,
+}
+
+/// `session.input`: write bytes to a session's terminal, exactly as a
+/// keyboard would (e.g. `"\r"` for Enter, `"\x1b[200~...\x1b[201~"` for a
+/// bracketed paste). Works for any session ccd holds, attached or not; a
+/// session live elsewhere fails with `SessionLiveElsewhere`, a connection
+/// attached in `observe` mode with `PermissionDenied`.
+pub struct SessionInput;
+
+impl Method for SessionInput {
+    const NAME: &'static str = "session.input";
+    type Params = InputParams;
+    type Result = InputResult;
+}
+
+/// Params of `session.input`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputParams {
+    /// Session id or unique prefix.
+    pub session: String,
+    /// Raw bytes (base64 on the wire, like terminal output).
+    #[serde(with = "crate::b64")]
+    pub data: Vec<u8>,
+}
+
+/// Result of `session.input`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputResult {
+    /// Bytes queued for the PTY (all of `data`).
+    pub written: u64,
+}
+
+/// `session.resize`: set a session's terminal size (interactive clients).
+pub struct SessionResize;
+
+impl Method for SessionResize {
+    const NAME: &'static str = "session.resize";
+    type Params = ResizeParams;
+    type Result = Empty;
+}
+
+/// Params of `session.resize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResizeParams {
+    /// Session id or unique prefix.
+    pub session: String,
+    /// Columns (≥ 1).
+    pub cols: u16,
+    /// Rows (≥ 1).
+    pub rows: u16,
+}

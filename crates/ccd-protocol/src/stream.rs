@@ -1,0 +1,322 @@
+//! Terminal output for attached and observing clients.
+//!
+//! Encoding (see "Terminal streams" in `docs/protocol.md`):
+//!
+//! - Output travels as `session.output` notifications, each carrying a whole
+//!   chunk as read from the PTY (coalesced, at most [`MAX_OUTPUT_CHUNK`]
+//!   bytes), base64-encoded: never one message per byte. 64 KiB of output
+//!   becomes one ~87 KiB line; base64 characters need no JSON escaping, so
+//!   encoding is a straight copy.
+//! - `seq` is the byte offset of the chunk's first byte in the session's
+//!   output stream. A client expects `seq == previous seq + previous length`;
+//!   anything else means bytes were dropped ([`SeqTracker`]).
+//! - The daemon never blocks on a slow client: when a client's queue
+//!   overflows, its queued output is dropped and it gets a `session.resync`
+//!   instead: a full redraw of the screen from the screen model (terminal
+//!   modes included), after which output resumes at the resync's `seq`.
+//!   A resync is also the first thing sent after `session.attach`.
+//! - `session.exited` ends the stream when the `claude` process exits.
+
+use serde::{Deserialize, Serialize};
+
+use crate::jsonrpc::{Notification, RpcError, TwoPointZero};
+use crate::methods::{NotificationKind, TermSize};
+
+/// The most output bytes one `session.output` notification carries.
+/// Base64 of it is ~87 KiB, far below [`crate::MAX_LINE_BYTES`].
+pub const MAX_OUTPUT_CHUNK: usize = 64 * 1024;
+
+/// `session.output`: a chunk of terminal output.
+pub struct SessionOutput;
+
+impl NotificationKind for SessionOutput {
+    const NAME: &'static str = "session.output";
+    type Params = OutputChunk;
+}
+
+/// `session.resync`: a full redraw, replacing whatever the client showed.
+pub struct SessionResync;
+
+impl NotificationKind for SessionResync {
+    const NAME: &'static str = "session.resync";
+    type Params = Resync;
+}
+
+/// `session.exited`: the session's process ended; the attachment is over.
+pub struct SessionExited;
+
+impl NotificationKind for SessionExited {
+    const NAME: &'static str = "session.exited";
+    type Params = Exited;
+}
+
+/// Params of `session.output`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputChunk {
+    /// Full session id.
+    pub session: String,
+    /// Offset of `data[0]` in the session's output stream, in bytes.
+    pub seq: u64,
+    /// Raw terminal bytes (base64 on the wire). May split a UTF-8 character
+    /// or an escape sequence: feed it to a terminal or parser as a stream.
+    #[serde(with = "crate::b64")]
+    pub data: Vec<u8>,
+}
+
+/// Borrowed view used to encode without copying the payload twice.
+#[derive(Serialize)]
+struct OutputChunkRef<'a> {
+    session: &'a str,
+    seq: u64,
+    #[serde(serialize_with = "crate::b64::serialize")]
+    data: &'a [u8],
+}
+
+#[derive(Serialize)]
+struct NotificationRef<'a, P> {
+    jsonrpc: TwoPointZero,
+    method: &'a str,
+    params: &'a P,
+}
+
+impl OutputChunk {
+    /// A chunk.
+    pub fn new(session: impl Into<String>, seq: u64, data: impl Into<Vec<u8>>) -> Self {
+        Self {
+            session: session.into(),
+            seq,
+            data: data.into(),
+        }
+    }
+
+    /// Offset just past this chunk: the `seq` the next chunk should carry.
+    pub fn end_seq(&self) -> u64 {
+        self.seq + self.data.len() as u64
+    }
+
+    /// As a [`Notification`] value.
+    pub fn to_notification(&self) -> serde_json::Result<Notification> {
+        Notification::typed::<SessionOutput>(self)
+    }
+
+    /// Read a `session.output` notification's params.
+    pub fn from_notification(n: &Notification) -> Result<Self, RpcError> {
+        n.params_as()
+    }
+
+    /// The whole framed line (`{"jsonrpc":"2.0","method":"session.output",
+    /// "params":{...}}\n`), encoded straight from the bytes.
+    pub fn encode_line(&self) -> Vec<u8> {
+        encode_output_line(&self.session, self.seq, &self.data)
+    }
+
+    /// Split `data` (starting at stream offset `seq`) into chunks of at
+    /// most `max` bytes (`max` 0 is taken as [`MAX_OUTPUT_CHUNK`]).
+    pub fn split(session: &str, seq: u64, data: &[u8], max: usize) -> Vec<OutputChunk> {
+        let max = if max == 0 { MAX_OUTPUT_CHUNK } else { max };
+        let mut off = seq;
+        data.chunks(max)
+            .map(|c| {
+                let chunk = OutputChunk::new(session, off, c);
+                off += c.len() as u64;
+                chunk
+            })
+            .collect()
+    }
+}
+
+/// Encode one `session.output` line (with `\n`) from borrowed parts: what
+/// the daemon's per-client writer calls for each coalesced PTY read.
+/// Callers keep `data` at most [`MAX_OUTPUT_CHUNK`] bytes.
+pub fn encode_output_line(session: &str, seq: u64, data: &[u8]) -> Vec<u8> {
+    let params = OutputChunkRef { session, seq, data };
+    let msg = NotificationRef {
+        jsonrpc: TwoPointZero,
+        method: SessionOutput::NAME,
+        params: &params,
+    };
+    let mut out = Vec::with_capacity(96 + session.len() + data.len() * 4 / 3);
+    // Strings, integers and a fixed struct: serializing cannot fail.
+    if serde_json::to_writer(&mut out, &msg).is_err() {
+        out.clear();
+    }
+    out.push(b'\n');
+    out
+}
+
+/// Why the daemon sent a full redraw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResyncReason {
+    /// First message after `session.attach`.
+    Attach,
+    /// This client fell behind; its queued output was dropped.
+    Overflow,
+    /// The session was resized.
+    Resize,
+    /// A reason this client does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// Params of `session.resync`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resync {
+    /// Full session id.
+    pub session: String,
+    /// Stream offset the redraw corresponds to: the next `session.output`
+    /// starts here.
+    pub seq: u64,
+    /// Screen size of the redraw.
+    pub size: TermSize,
+    /// Why it was sent.
+    pub reason: ResyncReason,
+    /// Bytes that, written to a terminal in any state, reproduce the screen:
+    /// reset, terminal modes (bracketed paste, focus events, keyboard
+    /// protocol...), contents with attributes, cursor. Base64 on the wire.
+    #[serde(with = "crate::b64")]
+    pub data: Vec<u8>,
+}
+
+/// Params of `session.exited`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exited {
+    /// Full session id.
+    pub session: String,
+    /// Exit status, if it exited normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Signal number, if killed by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// What a client makes of the next `seq` it receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeqCheck {
+    /// The chunk continues the stream.
+    InOrder,
+    /// Bytes `expected..got` were dropped; wait for the `session.resync`
+    /// that the daemon sends after an overflow.
+    Gap {
+        /// The offset that was expected.
+        expected: u64,
+        /// The offset received.
+        got: u64,
+    },
+    /// The chunk starts before the expected offset (already seen).
+    Overlap {
+        /// The offset that was expected.
+        expected: u64,
+        /// The offset received.
+        got: u64,
+    },
+}
+
+/// Client-side continuity check for one session's stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeqTracker {
+    expected: Option<u64>,
+}
+
+impl SeqTracker {
+    /// A tracker that accepts whatever comes first.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The offset the next chunk should carry, once known.
+    pub fn expected(&self) -> Option<u64> {
+        self.expected
+    }
+
+    /// A resync sets the stream position.
+    pub fn on_resync(&mut self, resync: &Resync) {
+        self.expected = Some(resync.seq);
+    }
+
+    /// Check a chunk and advance past it.
+    pub fn on_output(&mut self, chunk: &OutputChunk) -> SeqCheck {
+        let got = chunk.seq;
+        let check = match self.expected {
+            None => SeqCheck::InOrder,
+            Some(e) if e == got => SeqCheck::InOrder,
+            Some(e) if got > e => SeqCheck::Gap { expected: e, got },
+            Some(e) => SeqCheck::Overlap { expected: e, got },
+        };
+        self.expected = Some(chunk.end_seq());
+        check
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_line_matches_serde_encoding() {
+        let c = OutputChunk::new("s1", 5, b"\x1b[1mhi\r\n".to_vec());
+        let fast = c.encode_line();
+        let slow =
+            crate::framing::encode(&c.to_notification().expect("notification")).expect("encodes");
+        // Same message (key order differs: `Value` maps are sorted).
+        let a: serde_json::Value = serde_json::from_slice(&fast).expect("json");
+        let b: serde_json::Value = serde_json::from_slice(&slow).expect("json");
+        assert_eq!(a, b);
+        assert_eq!(fast.last(), Some(&b'\n'));
+        let back = crate::parse_incoming(std::str::from_utf8(&fast).expect("utf8"));
+        match back {
+            Ok(crate::Incoming::Notification(n)) => {
+                assert_eq!(OutputChunk::from_notification(&n), Ok(c));
+            }
+            other => panic!("not a notification: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tracker() {
+        let mut t = SeqTracker::new();
+        assert_eq!(
+            t.on_output(&OutputChunk::new("s", 10, vec![0; 5])),
+            SeqCheck::InOrder
+        );
+        assert_eq!(
+            t.on_output(&OutputChunk::new("s", 15, vec![0; 5])),
+            SeqCheck::InOrder
+        );
+        assert_eq!(
+            t.on_output(&OutputChunk::new("s", 30, vec![0; 1])),
+            SeqCheck::Gap {
+                expected: 20,
+                got: 30
+            }
+        );
+        t.on_resync(&Resync {
+            session: "s".into(),
+            seq: 100,
+            size: TermSize { cols: 80, rows: 24 },
+            reason: ResyncReason::Overflow,
+            data: vec![],
+        });
+        assert_eq!(t.expected(), Some(100));
+        assert_eq!(
+            t.on_output(&OutputChunk::new("s", 90, vec![0; 1])),
+            SeqCheck::Overlap {
+                expected: 100,
+                got: 90
+            }
+        );
+    }
+
+    #[test]
+    fn split_respects_max_and_offsets() {
+        let data: Vec<u8> = (0..200u8).collect();
+        let chunks = OutputChunk::split("s", 1000, &data, 64);
+        assert_eq!(chunks.len(), 4);
+        assert_eq!(chunks[1].seq, 1064);
+        assert_eq!(chunks[3].data.len(), 8);
+        assert_eq!(chunks[3].end_seq(), 1200);
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone()).collect();
+        assert_eq!(joined, data);
+    }
+}

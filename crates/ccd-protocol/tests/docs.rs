@@ -1,0 +1,224 @@
+//! Keeps docs/protocol.md and the crate in step: every line of every
+//! ```json block must be a valid JSON-RPC 2.0 message; requests, results and
+//! notifications of known methods must decode into this crate's types
+//! without losing a field; every method, notification and error code must be
+//! documented.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use ccd_protocol::methods::{
+    attach, daemon, session, Method, NotificationKind, ALL_METHODS, ALL_NOTIFICATIONS,
+};
+use ccd_protocol::stream::{SessionExited, SessionOutput, SessionResync};
+use ccd_protocol::{parse_incoming, ErrorCode, Id, Incoming};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+fn protocol_md() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/protocol.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// (line number, line) of every non-empty line inside ```json fences.
+fn json_example_lines(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_json = false;
+    for (i, line) in md.lines().enumerate() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("```") {
+            in_json = !in_json && rest.trim() == "json";
+            continue;
+        }
+        if in_json && !t.is_empty() {
+            out.push((i + 1, t.to_owned()));
+        }
+    }
+    out
+}
+
+type Check = fn(Value) -> Result<Value, String>;
+
+/// Decode `v` as `T` and encode it again.
+fn roundtrip<T: Serialize + DeserializeOwned>(v: Value) -> Result<Value, String> {
+    let t: T = serde_json::from_value(v).map_err(|e| e.to_string())?;
+    serde_json::to_value(&t).map_err(|e| e.to_string())
+}
+
+fn method<M: Method>() -> (&'static str, Check, Check) {
+    (M::NAME, roundtrip::<M::Params>, roundtrip::<M::Result>)
+}
+
+fn notification<N: NotificationKind>() -> (&'static str, Check) {
+    (N::NAME, roundtrip::<N::Params>)
+}
+
+/// Every key of `doc` must exist in `typed` with an equal value (the typed
+/// side may add defaults). Catches misspelt or unknown fields in examples,
+/// which serde would otherwise silently ignore.
+fn assert_subset(doc: &Value, typed: &Value, at: &str) {
+    match (doc, typed) {
+        (Value::Object(d), Value::Object(t)) => {
+            for (k, dv) in d {
+                match t.get(k) {
+                    Some(tv) => assert_subset(dv, tv, &format!("{at}.{k}")),
+                    None => panic!("{at}.{k}: field unknown to the crate's types"),
+                }
+            }
+        }
+        (Value::Array(d), Value::Array(t)) => {
+            assert_eq!(d.len(), t.len(), "{at}: array length");
+            for (i, (dv, tv)) in d.iter().zip(t).enumerate() {
+                assert_subset(dv, tv, &format!("{at}[{i}]"));
+            }
+        }
+        _ => assert_eq!(doc, typed, "{at}: value changed by a typed roundtrip"),
+    }
+}
+
+#[test]
+fn every_json_example_is_valid_and_typed() {
+    let md = protocol_md();
+    let lines = json_example_lines(&md);
+    assert!(
+        lines.len() >= 30,
+        "only {} example lines found",
+        lines.len()
+    );
+
+    let methods: HashMap<&str, (Check, Check)> = [
+        method::<daemon::Hello>(),
+        method::<daemon::DaemonStatus>(),
+        method::<daemon::DaemonStop>(),
+        method::<session::SessionsList>(),
+        method::<session::SessionsGet>(),
+        method::<session::SessionNew>(),
+        method::<session::SessionFork>(),
+        method::<session::SessionKill>(),
+        method::<session::SessionScreen>(),
+        method::<attach::SessionAttach>(),
+        method::<attach::SessionDetach>(),
+        method::<attach::SessionInput>(),
+        method::<attach::SessionResize>(),
+    ]
+    .into_iter()
+    .map(|(n, p, r)| (n, (p, r)))
+    .collect();
+    assert_eq!(methods.len(), ALL_METHODS.len(), "table covers ALL_METHODS");
+    let notifications: HashMap<&str, Check> = [
+        notification::<SessionOutput>(),
+        notification::<SessionResync>(),
+        notification::<SessionExited>(),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(notifications.len(), ALL_NOTIFICATIONS.len());
+
+    let mut pending: HashMap<Id, &str> = HashMap::new();
+    let mut requested: Vec<&str> = Vec::new();
+    let mut answered: Vec<&str> = Vec::new();
+    let mut notified: Vec<String> = Vec::new();
+
+    for (n, line) in &lines {
+        let msg = parse_incoming(line)
+            .unwrap_or_else(|e| panic!("protocol.md:{n}: not valid JSON-RPC 2.0: {e}\n{line}"));
+        match msg {
+            Incoming::Request(req) => {
+                let (name, (params_check, _)) = methods
+                    .get_key_value(req.method.as_str())
+                    .unwrap_or_else(|| panic!("protocol.md:{n}: unknown method {}", req.method));
+                let params = req
+                    .params
+                    .clone()
+                    .unwrap_or(Value::Object(Default::default()));
+                let typed = params_check(params.clone())
+                    .unwrap_or_else(|e| panic!("protocol.md:{n}: params of {name}: {e}"));
+                assert_subset(&params, &typed, &format!("protocol.md:{n}: params"));
+                let id = req.id.clone().expect("requests have ids");
+                pending.insert(id, name);
+                requested.push(name);
+            }
+            Incoming::Notification(note) => {
+                let check = notifications.get(note.method.as_str()).unwrap_or_else(|| {
+                    panic!("protocol.md:{n}: unknown notification {}", note.method)
+                });
+                let params = note.params.clone().unwrap_or(Value::Null);
+                let typed = check(params.clone())
+                    .unwrap_or_else(|e| panic!("protocol.md:{n}: params of {}: {e}", note.method));
+                assert_subset(&params, &typed, &format!("protocol.md:{n}: params"));
+                notified.push(note.method);
+            }
+            Incoming::Response(resp) => {
+                let method = resp.id.as_ref().and_then(|id| pending.get(id).copied());
+                match (&resp.outcome, method) {
+                    (Ok(result), Some(name)) => {
+                        let (_, result_check) = methods[name];
+                        let typed = result_check(result.clone())
+                            .unwrap_or_else(|e| panic!("protocol.md:{n}: result of {name}: {e}"));
+                        assert_subset(result, &typed, &format!("protocol.md:{n}: result"));
+                        answered.push(name);
+                    }
+                    (Ok(_), None) => {
+                        panic!("protocol.md:{n}: result without a preceding request of that id")
+                    }
+                    (Err(e), _) => {
+                        assert!(
+                            e.error_code().is_some(),
+                            "protocol.md:{n}: undocumented error code {}",
+                            e.code
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    for m in ALL_METHODS {
+        assert!(requested.contains(m), "no request example for {m}");
+        assert!(
+            answered.contains(m),
+            "no successful response example for {m}"
+        );
+        assert!(
+            md.contains(&format!("### `{m}`")) || *m == "hello",
+            "no section for {m}"
+        );
+    }
+    for n in ALL_NOTIFICATIONS {
+        assert!(notified.iter().any(|x| x == n), "no example for {n}");
+    }
+}
+
+#[test]
+fn every_error_code_is_in_the_table() {
+    let md = protocol_md();
+    for code in ErrorCode::ALL {
+        let row = format!("| {} | `{}` |", code.code(), code.name());
+        assert!(md.contains(&row), "error table lacks the row: {row}");
+    }
+    // And the table has no code the crate does not know.
+    for line in md.lines() {
+        if let Some(rest) = line.strip_prefix("| -32") {
+            let num: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let code: i64 = format!("-32{num}").parse().expect("number");
+            assert!(
+                ErrorCode::from_code(code).is_some(),
+                "documented code {code} unknown to ErrorCode"
+            );
+        }
+    }
+}
+
+#[test]
+fn documented_limits_match_constants() {
+    let md = protocol_md();
+    assert_eq!(ccd_protocol::MAX_LINE_BYTES, 1_048_576);
+    assert!(md.contains("1 048 576 bytes"));
+    assert_eq!(ccd_protocol::MAX_OUTPUT_CHUNK, 64 * 1024);
+    assert!(md.contains("64 KiB"));
+    assert!(md.contains(&format!(
+        "This document is version **{}**",
+        ccd_protocol::PROTOCOL_VERSION
+    )));
+}
