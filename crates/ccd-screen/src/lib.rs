@@ -1,0 +1,22 @@
+//! ccd-screen: the screen model of a Claude Code session.
+//!
+//! Pure: no I/O, no async. Feed a session's raw PTY output to a [`Screen`]; ask it
+//! for its text, its [`TerminalModes`], a [`Screen::redraw`] snapshot to resync a
+//! client, or a [`ScreenState`] verdict ([`classify_screen`]) to decide what to do
+//! (pass the trust dialog, report an error, notice the prompt is ready).
+
+pub mod classify;
+pub mod keys;
+pub mod modes;
+mod redraw;
+pub mod screen;
+pub mod text;
+
+pub use classify::{
+    classify_screen, classify_text, ApiKeyDialog, PermissionPrompt, ReadyPrompt, ScreenState,
+    StartError, StartErrorKind, TrustAmbiguity, TrustDialog, TrustOption, TrustPath,
+};
+pub use keys::{KeyMoves, NavKey};
+pub use modes::{KittyKeyboard, ModeScanner, MouseEncoding, MouseMode, TerminalModes};
+pub use screen::{Screen, DEFAULT_SCROLLBACK};
+pub use text::ScreenText;

@@ -1,0 +1,618 @@
+//! Terminal modes that `vt100` does not track, recovered from the raw byte stream.
+//!
+//! `vt100` 0.18 models the screen, cursor visibility, alternate screen, mouse
+//! protocol, bracketed paste and application cursor/keypad. Claude Code also turns on
+//! focus events (`?1004`), synchronized output (`?2026`), colour-scheme notifications
+//! (`?2031`), the kitty keyboard protocol (`CSI > flags u` & co.) and xterm's
+//! modifyOtherKeys (`CSI > 4 ; n m`). A client that attaches later must be put into
+//! the same modes, so [`ModeScanner`] watches the raw output for them.
+//!
+//! The scanner is a small byte-level state machine. It keeps its state between
+//! calls, so an escape sequence split across two reads (`"\x1b[?10"` + `"04h"`) is
+//! recognised exactly as if it had arrived whole. It never allocates per byte and
+//! caps the parameter buffer, so hostile input cannot make it grow.
+
+use serde::{Deserialize, Serialize};
+
+/// Maximum number of kitty keyboard stack entries kept per screen. The kitty spec
+/// lets terminals cap the stack and evict the oldest entry when it is full.
+pub const KITTY_STACK_MAX: usize = 16;
+
+/// Longest CSI parameter string we bother to decode; longer ones are ignored.
+const MAX_CSI_PARAMS: usize = 64;
+
+/// Mouse reporting mode, mirrored from `vt100::MouseProtocolMode` so it can be
+/// serialized.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MouseMode {
+    /// No mouse reporting.
+    #[default]
+    None,
+    /// `?9`: press only (X10).
+    Press,
+    /// `?1000`: press and release.
+    PressRelease,
+    /// `?1002`: press, release, and motion while a button is held.
+    ButtonMotion,
+    /// `?1003`: all motion.
+    AnyMotion,
+}
+
+impl From<vt100::MouseProtocolMode> for MouseMode {
+    fn from(m: vt100::MouseProtocolMode) -> Self {
+        match m {
+            vt100::MouseProtocolMode::None => Self::None,
+            vt100::MouseProtocolMode::Press => Self::Press,
+            vt100::MouseProtocolMode::PressRelease => Self::PressRelease,
+            vt100::MouseProtocolMode::ButtonMotion => Self::ButtonMotion,
+            vt100::MouseProtocolMode::AnyMotion => Self::AnyMotion,
+        }
+    }
+}
+
+/// Mouse report encoding, mirrored from `vt100::MouseProtocolEncoding`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MouseEncoding {
+    /// Classic single-byte encoding.
+    #[default]
+    Default,
+    /// `?1005`.
+    Utf8,
+    /// `?1006`.
+    Sgr,
+}
+
+impl From<vt100::MouseProtocolEncoding> for MouseEncoding {
+    fn from(m: vt100::MouseProtocolEncoding) -> Self {
+        match m {
+            vt100::MouseProtocolEncoding::Default => Self::Default,
+            vt100::MouseProtocolEncoding::Utf8 => Self::Utf8,
+            vt100::MouseProtocolEncoding::Sgr => Self::Sgr,
+        }
+    }
+}
+
+/// The kitty keyboard protocol state of one screen (main or alternate; the spec
+/// gives each its own stack).
+///
+/// `base` is the flags in effect when the stack is empty (changed only by
+/// `CSI = flags ; mode u` on an empty stack); `stack` holds pushed entries, the last
+/// one being current.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KittyKeyboard {
+    /// Flags in effect when nothing is pushed.
+    pub base: u32,
+    /// Pushed entries, oldest first.
+    pub stack: Vec<u32>,
+}
+
+impl KittyKeyboard {
+    /// The flags currently in effect.
+    pub fn flags(&self) -> u32 {
+        self.stack.last().copied().unwrap_or(self.base)
+    }
+
+    /// True when nothing was ever changed (fresh terminal state).
+    pub fn is_default(&self) -> bool {
+        self.base == 0 && self.stack.is_empty()
+    }
+
+    fn push(&mut self, flags: u32) {
+        if self.stack.len() >= KITTY_STACK_MAX {
+            self.stack.remove(0);
+        }
+        self.stack.push(flags);
+    }
+
+    fn pop(&mut self, n: usize) {
+        let keep = self.stack.len().saturating_sub(n.max(1));
+        let emptied = n > self.stack.len();
+        self.stack.truncate(keep);
+        if emptied {
+            // Popping past the bottom resets the flags (kitty spec).
+            self.base = 0;
+        }
+    }
+
+    fn set(&mut self, flags: u32, mode: u32) {
+        let cur = match self.stack.last_mut() {
+            Some(top) => top,
+            None => &mut self.base,
+        };
+        match mode {
+            2 => *cur |= flags,
+            3 => *cur &= !flags,
+            // 1 (and the default) replaces all flags.
+            _ => *cur = flags,
+        }
+    }
+
+    /// Bytes that bring a fresh terminal (empty stack, flags 0) to this state.
+    pub fn replay_bytes(&self, out: &mut Vec<u8>) {
+        if self.base != 0 {
+            out.extend_from_slice(format!("\x1b[={};1u", self.base).as_bytes());
+        }
+        for f in &self.stack {
+            out.extend_from_slice(format!("\x1b[>{f}u").as_bytes());
+        }
+    }
+}
+
+/// Everything a client terminal must be told to behave like the session's terminal.
+///
+/// Fields read from `vt100`: `alternate_screen`, `hide_cursor`, `application_cursor`,
+/// `application_keypad`, `bracketed_paste`, `mouse_mode`, `mouse_encoding`.
+/// Fields recovered by [`ModeScanner`] from the raw stream: the rest.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalModes {
+    /// `?1049` / `?1047` / `?47`.
+    pub alternate_screen: bool,
+    /// `?25l`.
+    pub hide_cursor: bool,
+    /// DECCKM `?1`: arrows send `ESC O A` instead of `ESC [ A`.
+    pub application_cursor: bool,
+    /// DECKPAM `ESC =`.
+    pub application_keypad: bool,
+    /// `?2004`.
+    pub bracketed_paste: bool,
+    /// Mouse reporting mode.
+    pub mouse_mode: MouseMode,
+    /// Mouse report encoding.
+    pub mouse_encoding: MouseEncoding,
+    /// `?1004`: focus in/out reports (`ESC [ I` / `ESC [ O`).
+    pub focus_events: bool,
+    /// `?2026`: synchronized output in progress. While set, the screen may be
+    /// mid-frame; classifiers are best run once it is cleared.
+    pub synchronized_output: bool,
+    /// `?2031`: colour-scheme change notifications.
+    pub color_scheme_updates: bool,
+    /// Kitty keyboard state of the main screen.
+    pub kitty_main: KittyKeyboard,
+    /// Kitty keyboard state of the alternate screen.
+    pub kitty_alternate: KittyKeyboard,
+    /// xterm modifyOtherKeys level (0 = off, 1, 2).
+    pub modify_other_keys: u32,
+}
+
+impl TerminalModes {
+    /// Kitty keyboard flags in effect on the active screen.
+    pub fn kitty_flags(&self) -> u32 {
+        if self.alternate_screen {
+            self.kitty_alternate.flags()
+        } else {
+            self.kitty_main.flags()
+        }
+    }
+
+    /// Bytes that undo every mode here on a real terminal, e.g. when a client
+    /// detaches and hands its terminal back to the user's shell.
+    pub fn reset_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.synchronized_output {
+            out.extend_from_slice(b"\x1b[?2026l");
+        }
+        if self.alternate_screen {
+            let n = self.kitty_alternate.stack.len();
+            if n > 0 {
+                out.extend_from_slice(format!("\x1b[<{n}u").as_bytes());
+            }
+            out.extend_from_slice(b"\x1b[?1049l");
+        }
+        let n = self.kitty_main.stack.len();
+        if n > 0 {
+            out.extend_from_slice(format!("\x1b[<{n}u").as_bytes());
+        }
+        if self.kitty_main.base != 0 {
+            out.extend_from_slice(b"\x1b[=0;1u");
+        }
+        if self.modify_other_keys != 0 {
+            out.extend_from_slice(b"\x1b[>4m");
+        }
+        if self.mouse_mode != MouseMode::None {
+            out.extend_from_slice(b"\x1b[?1003l\x1b[?1002l\x1b[?1000l\x1b[?9l");
+        }
+        if self.mouse_encoding != MouseEncoding::Default {
+            out.extend_from_slice(b"\x1b[?1006l\x1b[?1005l");
+        }
+        if self.focus_events {
+            out.extend_from_slice(b"\x1b[?1004l");
+        }
+        if self.bracketed_paste {
+            out.extend_from_slice(b"\x1b[?2004l");
+        }
+        if self.color_scheme_updates {
+            out.extend_from_slice(b"\x1b[?2031l");
+        }
+        if self.application_cursor {
+            out.extend_from_slice(b"\x1b[?1l");
+        }
+        if self.application_keypad {
+            out.extend_from_slice(b"\x1b>");
+        }
+        out.extend_from_slice(b"\x1b[?25h\x1b[0m");
+        out
+    }
+}
+
+/// The modes only the scanner knows (a subset of [`TerminalModes`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScannedModes {
+    /// `?1004`.
+    pub focus_events: bool,
+    /// `?2026`.
+    pub synchronized_output: bool,
+    /// `?2031`.
+    pub color_scheme_updates: bool,
+    /// Kitty keyboard, main screen.
+    pub kitty_main: KittyKeyboard,
+    /// Kitty keyboard, alternate screen.
+    pub kitty_alternate: KittyKeyboard,
+    /// modifyOtherKeys level.
+    pub modify_other_keys: u32,
+    /// Whether the scanner believes the alternate screen is active (used only to
+    /// pick the kitty stack; the authoritative value comes from vt100).
+    pub alternate_screen: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum State {
+    Ground,
+    Escape,
+    /// `ESC` followed by intermediates (e.g. `ESC ( B`): wait for the final byte.
+    EscapeIntermediate,
+    Csi,
+    /// OSC / DCS / SOS / PM / APC payload: skip until BEL (OSC only) or ST.
+    String {
+        osc: bool,
+    },
+    /// ESC seen inside a string: `\` ends it, anything else starts a new escape.
+    StringEscape,
+}
+
+/// Parser state of [`ModeScanner`] (kept across chunks).
+#[derive(Clone, Debug)]
+struct ScannedState {
+    state: State,
+    params: [u8; MAX_CSI_PARAMS],
+    params_len: usize,
+    params_overflow: bool,
+    intermediate: Option<u8>,
+    intermediates_overflow: bool,
+}
+
+/// Byte-stream scanner plus the modes it has recovered so far.
+#[derive(Clone, Debug)]
+pub struct ModeScanner {
+    parse: ScannedState,
+    modes: ScannedModes,
+}
+
+impl Default for ModeScanner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ModeScanner {
+    /// A scanner in the state of a freshly reset terminal.
+    pub fn new() -> Self {
+        Self {
+            parse: ScannedState {
+                state: State::Ground,
+                params: [0; MAX_CSI_PARAMS],
+                params_len: 0,
+                params_overflow: false,
+                intermediate: None,
+                intermediates_overflow: false,
+            },
+            modes: ScannedModes::default(),
+        }
+    }
+
+    /// The modes recovered so far.
+    pub fn modes(&self) -> &ScannedModes {
+        &self.modes
+    }
+
+    /// Feed the next chunk of raw terminal output.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.parse.state == State::Ground {
+                // Fast path: text between escapes is irrelevant here.
+                match bytes.iter().position(|&b| b == 0x1b) {
+                    Some(i) => bytes = &bytes[i..],
+                    None => return,
+                }
+            }
+            self.step(bytes[0]);
+            bytes = &bytes[1..];
+        }
+    }
+
+    fn begin_csi(&mut self) {
+        self.parse.state = State::Csi;
+        self.parse.params_len = 0;
+        self.parse.params_overflow = false;
+        self.parse.intermediate = None;
+        self.parse.intermediates_overflow = false;
+    }
+
+    fn step(&mut self, b: u8) {
+        match self.parse.state {
+            State::Ground => {
+                if b == 0x1b {
+                    self.parse.state = State::Escape;
+                }
+            }
+            State::Escape => match b {
+                b'[' => self.begin_csi(),
+                b']' => self.parse.state = State::String { osc: true },
+                b'P' | b'X' | b'^' | b'_' => self.parse.state = State::String { osc: false },
+                0x1b => {}
+                0x18 | 0x1a => self.parse.state = State::Ground,
+                0x20..=0x2f => self.parse.state = State::EscapeIntermediate,
+                b'c' => {
+                    // RIS: full reset.
+                    self.modes = ScannedModes::default();
+                    self.parse.state = State::Ground;
+                }
+                // C0 controls are executed inside escapes without aborting them.
+                0x00..=0x1f => {}
+                _ => self.parse.state = State::Ground,
+            },
+            State::EscapeIntermediate => match b {
+                0x1b => self.parse.state = State::Escape,
+                0x18 | 0x1a => self.parse.state = State::Ground,
+                0x00..=0x2f => {}
+                _ => self.parse.state = State::Ground,
+            },
+            State::Csi => match b {
+                0x1b => self.parse.state = State::Escape,
+                0x18 | 0x1a => self.parse.state = State::Ground,
+                0x30..=0x3f => {
+                    if self.parse.intermediate.is_some() {
+                        // Parameter after an intermediate: malformed; ignore at the end.
+                        self.parse.intermediates_overflow = true;
+                    }
+                    if self.parse.params_len < MAX_CSI_PARAMS {
+                        self.parse.params[self.parse.params_len] = b;
+                        self.parse.params_len += 1;
+                    } else {
+                        self.parse.params_overflow = true;
+                    }
+                }
+                0x20..=0x2f => {
+                    if self.parse.intermediate.is_some() {
+                        self.parse.intermediates_overflow = true;
+                    }
+                    self.parse.intermediate = Some(b);
+                }
+                0x40..=0x7e => {
+                    self.parse.state = State::Ground;
+                    if !self.parse.params_overflow && !self.parse.intermediates_overflow {
+                        self.dispatch_csi(b);
+                    }
+                }
+                // Other C0 controls execute without ending the sequence; DEL and
+                // 8-bit bytes are ignored.
+                _ => {}
+            },
+            State::String { osc } => match b {
+                0x07 if osc => self.parse.state = State::Ground,
+                0x1b => self.parse.state = State::StringEscape,
+                0x18 | 0x1a => self.parse.state = State::Ground,
+                _ => {}
+            },
+            State::StringEscape => {
+                if b == b'\\' {
+                    self.parse.state = State::Ground;
+                } else {
+                    // The ESC aborted the string and starts a new sequence.
+                    self.parse.state = State::Escape;
+                    self.step(b);
+                }
+            }
+        }
+    }
+
+    fn dispatch_csi(&mut self, final_byte: u8) {
+        let raw = &self.parse.params[..self.parse.params_len];
+        let (prefix, rest) = match raw.first() {
+            Some(&p @ (b'?' | b'>' | b'<' | b'=')) => (Some(p), &raw[1..]),
+            _ => (None, raw),
+        };
+        // Parse up to 8 numeric parameters; `None` for empty ones. Sub-parameters
+        // (`:`) are folded into their parameter's first value.
+        let mut nums: [Option<u32>; 8] = [None; 8];
+        let mut count = 0usize;
+        let mut cur: Option<u32> = None;
+        let mut in_sub = false;
+        for &c in rest {
+            match c {
+                b'0'..=b'9' => {
+                    if !in_sub {
+                        let d = u32::from(c - b'0');
+                        cur = Some(cur.unwrap_or(0).saturating_mul(10).saturating_add(d));
+                    }
+                }
+                b':' => in_sub = true,
+                b';' => {
+                    if count < nums.len() {
+                        nums[count] = cur;
+                    }
+                    count += 1;
+                    cur = None;
+                    in_sub = false;
+                }
+                // A second private marker or other odd byte: not a sequence we know.
+                _ => return,
+            }
+        }
+        if count < nums.len() {
+            nums[count] = cur;
+        }
+        count += 1;
+        let nums = &nums[..count.min(nums.len())];
+        let intermediate = self.parse.intermediate;
+
+        match (prefix, intermediate, final_byte) {
+            (Some(b'?'), None, b'h') => {
+                for &n in nums.iter().flatten() {
+                    self.set_private(n, true);
+                }
+            }
+            (Some(b'?'), None, b'l') => {
+                for &n in nums.iter().flatten() {
+                    self.set_private(n, false);
+                }
+            }
+            (Some(b'>'), None, b'u') => {
+                let flags = nums.first().copied().flatten().unwrap_or(0);
+                self.kitty_mut().push(flags);
+            }
+            (Some(b'<'), None, b'u') => {
+                let n = nums.first().copied().flatten().unwrap_or(1);
+                self.kitty_mut().pop(n as usize);
+            }
+            (Some(b'='), None, b'u') => {
+                let flags = nums.first().copied().flatten().unwrap_or(0);
+                let mode = nums.get(1).copied().flatten().unwrap_or(1);
+                self.kitty_mut().set(flags, mode);
+            }
+            // XTMODKEYS: `CSI > 4 ; n m` sets modifyOtherKeys, `CSI > 4 m` resets it.
+            (Some(b'>'), None, b'm') if nums.first().copied().flatten() == Some(4) => {
+                self.modes.modify_other_keys = nums.get(1).copied().flatten().unwrap_or(0);
+            }
+            // `CSI > 4 n` disables modifyOtherKeys.
+            (Some(b'>'), None, b'n') if nums.first().copied().flatten() == Some(4) => {
+                self.modes.modify_other_keys = 0;
+            }
+            (None, Some(b'!'), b'p') => {
+                // DECSTR soft reset: xterm leaves these modes alone; nothing to do.
+            }
+            _ => {}
+        }
+    }
+
+    fn kitty_mut(&mut self) -> &mut KittyKeyboard {
+        if self.modes.alternate_screen {
+            &mut self.modes.kitty_alternate
+        } else {
+            &mut self.modes.kitty_main
+        }
+    }
+
+    fn set_private(&mut self, mode: u32, on: bool) {
+        match mode {
+            1004 => self.modes.focus_events = on,
+            2026 => self.modes.synchronized_output = on,
+            2031 => self.modes.color_scheme_updates = on,
+            47 | 1047 | 1049 => {
+                if on && !self.modes.alternate_screen && mode != 47 {
+                    // Entering a cleared alternate screen starts a fresh kitty stack.
+                    self.modes.kitty_alternate = KittyKeyboard::default();
+                }
+                self.modes.alternate_screen = on;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(chunks: &[&[u8]]) -> ScannedModes {
+        let mut s = ModeScanner::new();
+        for c in chunks {
+            s.feed(c);
+        }
+        s.modes().clone()
+    }
+
+    #[test]
+    fn decset_and_decrst() {
+        let m = scan(&[b"\x1b[?1004h\x1b[?2004h\x1b[?2026;2031h"]);
+        assert!(m.focus_events && m.synchronized_output && m.color_scheme_updates);
+        let m = scan(&[b"\x1b[?1004h\x1b[?1004l"]);
+        assert!(!m.focus_events);
+    }
+
+    #[test]
+    fn split_sequences_survive() {
+        let whole = b"ab\x1b[?1004h\x1b]0;title\x07\x1b[>5u\x1b[>4;2m";
+        for split in 0..whole.len() {
+            let (a, b) = whole.split_at(split);
+            let m = scan(&[a, b]);
+            assert!(m.focus_events, "split {split}");
+            assert_eq!(m.kitty_main.flags(), 5, "split {split}");
+            assert_eq!(m.modify_other_keys, 2, "split {split}");
+        }
+    }
+
+    #[test]
+    fn osc_payload_is_not_parsed() {
+        let m = scan(&[b"\x1b]2;\x1b[?1004h\x07"]);
+        // ESC inside the OSC aborts it and starts a real CSI, as xterm does.
+        assert!(m.focus_events);
+        let m = scan(&[b"\x1b]2;[?1004h\x07"]);
+        assert!(!m.focus_events);
+    }
+
+    #[test]
+    fn kitty_stack() {
+        let m = scan(&[b"\x1b[>1u\x1b[>3u"]);
+        assert_eq!(m.kitty_main.stack, vec![1, 3]);
+        let m = scan(&[b"\x1b[>1u\x1b[>3u\x1b[<u"]);
+        assert_eq!(m.kitty_main.flags(), 1);
+        let m = scan(&[b"\x1b[>1u\x1b[>3u\x1b[<5u"]);
+        assert_eq!(m.kitty_main.flags(), 0);
+        let m = scan(&[b"\x1b[>1u\x1b[=4;2u"]);
+        assert_eq!(m.kitty_main.flags(), 5);
+        let m = scan(&[b"\x1b[>7u\x1b[=4;3u"]);
+        assert_eq!(m.kitty_main.flags(), 3);
+        let m = scan(&[b"\x1b[=9u"]);
+        assert_eq!(m.kitty_main.base, 9);
+        // Queries don't change anything.
+        let m = scan(&[b"\x1b[?u\x1b[>0q\x1b[c"]);
+        assert!(m.kitty_main.is_default());
+        // Alternate screen has its own stack.
+        let m = scan(&[b"\x1b[>1u\x1b[?1049h\x1b[>8u"]);
+        assert_eq!(m.kitty_main.flags(), 1);
+        assert_eq!(m.kitty_alternate.flags(), 8);
+    }
+
+    #[test]
+    fn kitty_stack_is_bounded() {
+        let mut s = ModeScanner::new();
+        for _ in 0..1000 {
+            s.feed(b"\x1b[>1u");
+        }
+        assert_eq!(s.modes().kitty_main.stack.len(), KITTY_STACK_MAX);
+    }
+
+    #[test]
+    fn modify_other_keys() {
+        assert_eq!(scan(&[b"\x1b[>4;2m"]).modify_other_keys, 2);
+        assert_eq!(scan(&[b"\x1b[>4;2m\x1b[>4m"]).modify_other_keys, 0);
+        assert_eq!(scan(&[b"\x1b[>4;1m\x1b[>4n"]).modify_other_keys, 0);
+        // Plain SGR is not XTMODKEYS.
+        assert_eq!(scan(&[b"\x1b[4;2m"]).modify_other_keys, 0);
+    }
+
+    #[test]
+    fn utf8_continuation_bytes_are_not_c1() {
+        // U+259B contains 0x9b, the 8-bit CSI; it must not start a sequence.
+        let m = scan(&["▛?1004h".as_bytes()]);
+        assert!(!m.focus_events);
+    }
+
+    #[test]
+    fn ris_resets() {
+        let m = scan(&[b"\x1b[?1004h\x1b[>1u\x1bc"]);
+        assert_eq!(m, ScannedModes::default());
+    }
+}

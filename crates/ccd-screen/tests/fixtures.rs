@@ -1,0 +1,308 @@
+//! The screen model and classifiers against real Claude Code recordings.
+//!
+//! Fixtures: `$CCD_FIXTURES_DIR`, else `<repo>/../shared/fixtures/claude-cli`.
+//! A missing fixture directory FAILS these tests: they are the evidence that the
+//! classifiers work on the real CLI.
+
+use std::path::PathBuf;
+
+use ccd_screen::{
+    classify_screen, KeyMoves, NavKey, Screen, ScreenState, StartErrorKind, TrustPath,
+};
+
+struct Recording {
+    name: String,
+    data: Vec<u8>,
+    rows: u16,
+    cols: u16,
+    chunk_ends: Vec<usize>,
+}
+
+fn fixtures_dir() -> PathBuf {
+    match std::env::var_os("CCD_FIXTURES_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/claude-cli")
+        }
+    }
+}
+
+fn load(name: &str) -> Recording {
+    let dir = fixtures_dir();
+    let bin = dir.join(format!("{name}.bin"));
+    let data = std::fs::read(&bin).unwrap_or_else(|e| {
+        panic!(
+            "fixture {} missing ({e}); set CCD_FIXTURES_DIR",
+            bin.display()
+        )
+    });
+    let meta_path = dir.join(format!("{name}.json"));
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    let rows = meta["rows"].as_u64().unwrap() as u16;
+    let cols = meta["cols"].as_u64().unwrap() as u16;
+    let chunk_ends = meta["chunk_ends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(meta["total"].as_u64().unwrap() as usize, data.len());
+    Recording {
+        name: name.to_owned(),
+        data,
+        rows,
+        cols,
+        chunk_ends,
+    }
+}
+
+fn all_recordings() -> Vec<Recording> {
+    let dir = fixtures_dir();
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "fixture dir {} unreadable ({e}); set CCD_FIXTURES_DIR",
+            dir.display()
+        )
+    });
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(
+        names.len() >= 3,
+        "expected at least 3 .bin fixtures in {}",
+        dir.display()
+    );
+    names.iter().map(|n| load(n)).collect()
+}
+
+fn screen_at(rec: &Recording, end: usize) -> Screen {
+    let mut s = Screen::new(rec.rows, rec.cols);
+    s.process(&rec.data[..end]);
+    s
+}
+
+fn trust(state: ScreenState) -> ccd_screen::TrustDialog {
+    match state {
+        ScreenState::TrustDialog(d) => d,
+        other => panic!("expected trust dialog, got {other:?}"),
+    }
+}
+
+#[test]
+fn trust_dialog_2_1_332_default_no() {
+    let rec = load("trust-dialog-2.1.332");
+    let ends = &rec.chunk_ends;
+
+    // Before any key: "No, exit" selected; trust is one Down away.
+    let d = trust(classify_screen(&screen_at(&rec, ends[0])));
+    assert_eq!(d.options.len(), 2);
+    assert_eq!(d.selected, Some(0));
+    assert_eq!(d.options[0].label, "No, exit");
+    assert!(d.options[0].is_exit && !d.options[0].is_trust);
+    assert_eq!(d.trust_index, Some(1));
+    assert!(d.options[1].is_trust);
+    assert_eq!(
+        d.to_trust,
+        TrustPath::Keys(KeyMoves {
+            key: NavKey::Down,
+            count: 1
+        })
+    );
+    assert_eq!(d.keys_to_trust().unwrap().to_bytes(false), b"\x1b[B");
+    assert!(!d.trust_selected());
+
+    // After Down: the selection is on trust; nothing more to press but Enter.
+    let d = trust(classify_screen(&screen_at(&rec, ends[1])));
+    assert_eq!(d.selected, d.trust_index);
+    assert_eq!(d.selected, Some(1));
+    assert!(d.trust_selected());
+    assert_eq!(d.keys_to_trust().unwrap().count, 0);
+
+    // After Enter: the prompt.
+    let s = screen_at(&rec, ends[2]);
+    match classify_screen(&s) {
+        ScreenState::Ready(r) => {
+            assert_eq!(r.input, "");
+            assert!(r.hint.unwrap().contains("auto mode"));
+        }
+        other => panic!("expected Ready, got {other:?}"),
+    }
+    assert!(s.modes().alternate_screen);
+
+    // After the process exited and restored the terminal: blank, modes off.
+    let s = screen_at(&rec, rec.data.len());
+    assert_eq!(classify_screen(&s), ScreenState::Loading);
+    let m = s.modes();
+    assert!(!m.alternate_screen && !m.focus_events && !m.bracketed_paste);
+    assert_eq!(m.mouse_mode, ccd_screen::MouseMode::None);
+}
+
+#[test]
+fn trust_dialog_2_1_173_default_yes() {
+    let rec = load("trust-dialog-2.1.173");
+    let ends = &rec.chunk_ends;
+
+    let d = trust(classify_screen(&screen_at(&rec, ends[0])));
+    assert_eq!(d.options.len(), 2);
+    assert_eq!(d.selected, Some(0));
+    assert_eq!(d.trust_index, Some(0));
+    assert_eq!(d.options[0].label, "Yes, I trust this folder");
+    assert_eq!(d.options[1].label, "No, exit");
+    assert!(d.options[1].is_exit);
+    assert!(d.trust_selected());
+
+    match classify_screen(&screen_at(&rec, *ends.last().unwrap())) {
+        ScreenState::Ready(r) => {
+            assert_eq!(r.input, "");
+            assert!(r.hint.unwrap().contains("? for shortcuts"));
+        }
+        other => panic!("expected Ready, got {other:?}"),
+    }
+}
+
+#[test]
+fn resume_not_found_2_1_332() {
+    let rec = load("resume-not-found-2.1.332");
+    let ends = &rec.chunk_ends;
+
+    let d = trust(classify_screen(&screen_at(&rec, ends[0])));
+    assert_eq!(d.keys_to_trust().unwrap().count, 1);
+    let d = trust(classify_screen(&screen_at(&rec, ends[1])));
+    assert!(d.trust_selected());
+
+    // After Enter the CLI prints the error and exits.
+    match classify_screen(&screen_at(&rec, rec.data.len())) {
+        ScreenState::Error(e) => assert_eq!(
+            e.kind,
+            StartErrorKind::NoConversationFound {
+                session_id: "0b6c5c1e-1111-4222-8333-944455556666".into()
+            }
+        ),
+        other => panic!("expected Error, got {other:?}"),
+    }
+}
+
+#[test]
+fn modes_while_the_dialog_is_up() {
+    for name in ["trust-dialog-2.1.332", "trust-dialog-2.1.173"] {
+        let rec = load(name);
+        let m = screen_at(&rec, rec.chunk_ends[0]).modes();
+        assert!(m.focus_events, "{name}");
+        assert!(m.bracketed_paste, "{name}");
+        assert!(m.color_scheme_updates, "{name}");
+        // Nobody answered the kitty query, so the CLI never pushed flags.
+        assert_eq!(m.kitty_flags(), 0, "{name}");
+        assert_eq!(m.modify_other_keys, 0, "{name}");
+    }
+}
+
+fn assert_same(a: &Screen, b: &Screen, what: &str) {
+    assert_eq!(
+        a.vt().contents_formatted(),
+        b.vt().contents_formatted(),
+        "{what}: contents"
+    );
+    assert_eq!(a.cursor_position(), b.cursor_position(), "{what}: cursor");
+    assert_eq!(a.modes(), b.modes(), "{what}: modes");
+    assert_eq!(a.title(), b.title(), "{what}: title");
+}
+
+fn replay(s: &Screen) -> Screen {
+    let (rows, cols) = s.size();
+    let mut fresh = Screen::new(rows, cols);
+    fresh.process(&s.redraw());
+    fresh
+}
+
+#[test]
+fn redraw_reproduces_every_fixture_at_every_step() {
+    for rec in all_recordings() {
+        let mut points: Vec<usize> = rec.chunk_ends.clone();
+        points.extend((0..rec.data.len()).step_by(61));
+        points.push(rec.data.len());
+        for end in points {
+            let s = screen_at(&rec, end);
+            let r = replay(&s);
+            assert_same(&r, &s, &format!("{} @ {end}", rec.name));
+            assert_eq!(
+                classify_screen(&r),
+                classify_screen(&s),
+                "{} @ {end}: verdict",
+                rec.name
+            );
+        }
+    }
+}
+
+/// A tiny xorshift64 generator: deterministic chunk sizes without a dependency.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+fn feed_in_chunks(rec: &Recording, mut next_len: impl FnMut() -> usize) -> Screen {
+    let mut s = Screen::new(rec.rows, rec.cols);
+    let mut pos = 0;
+    while pos < rec.data.len() {
+        let end = (pos + next_len().max(1)).min(rec.data.len());
+        s.process(&rec.data[pos..end]);
+        pos = end;
+    }
+    s
+}
+
+#[test]
+fn arbitrary_chunk_splits_give_the_same_screen_and_modes() {
+    for rec in all_recordings() {
+        // Compare at the step boundaries too, where modes differ from the end.
+        let mut cut_points = rec.chunk_ends.clone();
+        cut_points.push(rec.data.len());
+        for &cut in &cut_points {
+            let part = Recording {
+                name: rec.name.clone(),
+                data: rec.data[..cut].to_vec(),
+                rows: rec.rows,
+                cols: rec.cols,
+                chunk_ends: Vec::new(),
+            };
+            let whole = screen_at(&part, cut);
+            for size in 1..=64 {
+                let s = feed_in_chunks(&part, || size);
+                assert_same(&s, &whole, &format!("{} @ {cut} split {size}", rec.name));
+                assert_eq!(classify_screen(&s), classify_screen(&whole));
+            }
+            for seed in [1u64, 0x9e37_79b9_7f4a_7c15, 42, 7_777_777] {
+                let mut rng = XorShift(seed);
+                let s = feed_in_chunks(&part, || (rng.next() % 200) as usize + 1);
+                assert_same(&s, &whole, &format!("{} @ {cut} seed {seed}", rec.name));
+                let mut rng = XorShift(seed ^ 0xdead_beef);
+                let s = feed_in_chunks(&part, || (rng.next() % 5) as usize + 1);
+                assert_same(
+                    &s,
+                    &whole,
+                    &format!("{} @ {cut} tiny seed {seed}", rec.name),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fixture_dir_override_is_honoured() {
+    // The default location must hold the fixtures when no override is set; with an
+    // override, that directory must. Either way a missing directory fails.
+    let dir = fixtures_dir();
+    assert!(dir.is_dir(), "fixture dir {} missing", dir.display());
+}
