@@ -146,10 +146,11 @@ fn read_summaries(files: &[TranscriptFile]) -> Vec<TranscriptSummary> {
         for _ in 0..threads {
             s.spawn(|| {
                 let mut mine = Vec::new();
+                let mut buf = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(f) = files.get(i) else { break };
-                    match transcript::read_summary(&f.path) {
+                    match transcript::summary::read_summary_with(&f.path, &mut buf) {
                         Ok(sum) => mine.push(sum),
                         Err(error) => {
                             tracing::debug!(path = %f.path.display(), %error, "transcript skipped")

@@ -16,8 +16,12 @@ use std::time::SystemTime;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-/// First size of the head and tail windows.
-pub const FIRST_WINDOW: u64 = 16 * 1024;
+/// First size of the head window (the first prompt is near the top).
+pub const FIRST_HEAD_WINDOW: u64 = 4 * 1024;
+/// First size of the tail window (room for a typical last reply).
+pub const FIRST_TAIL_WINDOW: u64 = 16 * 1024;
+/// Files up to this size are read in one go.
+pub const SMALL_FILE: u64 = FIRST_TAIL_WINDOW;
 /// Largest a window grows to.
 pub const MAX_WINDOW: u64 = 8 * 1024 * 1024;
 
@@ -52,6 +56,12 @@ pub struct TranscriptSummary {
 
 /// Reads the summary of the transcript at `path`.
 pub fn read_summary(path: &Path) -> std::io::Result<TranscriptSummary> {
+    read_summary_with(path, &mut Vec::new())
+}
+
+/// [`read_summary`] reusing `buf` for the reads (one per thread when
+/// summarizing many files).
+pub fn read_summary_with(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<TranscriptSummary> {
     let file = File::open(path)?;
     let meta = file.metadata()?;
     let size = meta.len();
@@ -72,29 +82,41 @@ pub fn read_summary(path: &Path) -> std::io::Result<TranscriptSummary> {
         half_written_tail: false,
         bytes_read: 0,
     };
-    let mut window = FIRST_WINDOW;
-    let head = loop {
-        let len = window.min(size);
-        let buf = read_at(&file, 0, len)?;
-        s.bytes_read += buf.len() as u64;
+    let (head, tail) = if size <= SMALL_FILE {
+        // Small enough to read once and scan from both ends.
+        read_at(&file, 0, size, buf)?;
+        s.bytes_read = buf.len() as u64;
         let mut head = HeadFinds::default();
-        scan_head(&buf, len == size, &mut head);
-        if head.complete() || len == size || window >= MAX_WINDOW {
-            break head;
-        }
-        window *= 4;
-    };
-    let mut window = FIRST_WINDOW;
-    let tail = loop {
-        let len = window.min(size);
-        let buf = read_at(&file, size - len, len)?;
-        s.bytes_read += buf.len() as u64;
+        scan_head(buf, true, &mut head);
         let mut tail = TailFinds::default();
-        scan_tail(&buf, len == size, &mut tail);
-        if tail.complete() || len == size || window >= MAX_WINDOW {
-            break tail;
-        }
-        window *= 4;
+        scan_tail(buf, true, &mut tail);
+        (head, tail)
+    } else {
+        let mut window = FIRST_HEAD_WINDOW;
+        let head = loop {
+            let len = window.min(size);
+            read_at(&file, 0, len, buf)?;
+            s.bytes_read += buf.len() as u64;
+            let mut head = HeadFinds::default();
+            scan_head(buf, len == size, &mut head);
+            if head.complete() || len == size || window >= MAX_WINDOW {
+                break head;
+            }
+            window *= 4;
+        };
+        let mut window = FIRST_TAIL_WINDOW;
+        let tail = loop {
+            let len = window.min(size);
+            read_at(&file, size - len, len, buf)?;
+            s.bytes_read += buf.len() as u64;
+            let mut tail = TailFinds::default();
+            scan_tail(buf, len == size, &mut tail);
+            if tail.complete() || len == size || window >= MAX_WINDOW {
+                break tail;
+            }
+            window *= 4;
+        };
+        (head, tail)
     };
     s.cwd = head.cwd.or(tail.cwd);
     s.title = head.first_prompt.or(tail.last_prompt);
@@ -112,8 +134,10 @@ fn to_datetime(t: SystemTime) -> OffsetDateTime {
     OffsetDateTime::from(t)
 }
 
-fn read_at(file: &File, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len as usize];
+/// Reads `len` bytes at `offset` into `buf` (replacing its contents; fewer
+/// if the file shrank).
+fn read_at(file: &File, offset: u64, len: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    buf.resize(len as usize, 0);
     let mut filled = 0usize;
     while filled < buf.len() {
         #[cfg(unix)]
@@ -131,7 +155,7 @@ fn read_at(file: &File, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
         filled += n;
     }
     buf.truncate(filled);
-    Ok(buf)
+    Ok(())
 }
 
 #[derive(Default)]

@@ -31,12 +31,12 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if args.json {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
     } else {
-        let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
         let home = std::env::var("HOME").ok();
         write_table(
             &mut out,
@@ -46,6 +46,7 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
             OffsetDateTime::now_utc(),
         )?;
     }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
