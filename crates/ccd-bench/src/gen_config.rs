@@ -36,7 +36,11 @@ pub fn run(a: &Args) -> anyhow::Result<PathBuf> {
         // 2–9 turns of a few hundred bytes: a few KB to tens of KB each.
         let turns = 2 + n % 8;
         for t in 0..turns {
-            w.turn(&format!("task {n}: step {t} of the plan"), 2_000 + t * 1_500, 300 + (n % 5) as usize * 200);
+            w.turn(
+                &format!("task {n}: step {t} of the plan"),
+                2_000 + t * 1_500,
+                300 + (n % 5) as usize * 200,
+            );
         }
         if n < a.big {
             grow(&mut w, a.big_mb * 1_000_000);
@@ -45,10 +49,25 @@ pub fn run(a: &Args) -> anyhow::Result<PathBuf> {
     for n in 0..a.entries.min(a.transcripts) {
         // Pids above the kernel's default pid_max: never running.
         let pid = 4_000_000 + n as u32;
-        write_registry_entry(&a.dir, &registry_entry(pid, &sid(n * 7 % a.transcripts), "/home/dev/work", "12345", None));
+        write_registry_entry(
+            &a.dir,
+            &registry_entry(
+                pid,
+                &sid(n * 7 % a.transcripts),
+                "/home/dev/work",
+                "12345",
+                None,
+            ),
+        );
     }
-    eprintln!("generated {} transcripts ({} of {} MB) and {} registry entries in {}",
-        a.transcripts, a.big, a.big_mb, a.entries, a.dir.display());
+    eprintln!(
+        "generated {} transcripts ({} of {} MB) and {} registry entries in {}",
+        a.transcripts,
+        a.big,
+        a.big_mb,
+        a.entries,
+        a.dir.display()
+    );
     Ok(a.dir.clone())
 }
 

@@ -35,9 +35,16 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             .context("no exe dir")?
             .join("ccd"),
     };
-    anyhow::ensure!(ccd.exists(), "{} not found: cargo build --release -p ccd", ccd.display());
+    anyhow::ensure!(
+        ccd.exists(),
+        "{} not found: cargo build --release -p ccd",
+        ccd.display()
+    );
     let mut results = Vec::new();
-    for (label, big) in [("10k transcripts, none large", 0u64), ("10k transcripts, 3 of 100 MB", 3)] {
+    for (label, big) in [
+        ("10k transcripts, none large", 0u64),
+        ("10k transcripts, 3 of 100 MB", 3),
+    ] {
         let dir = a.work.join(format!("ls-{}-{big}", a.transcripts));
         if !dir.join(".complete").exists() {
             let _ = std::fs::remove_dir_all(&dir);
@@ -53,7 +60,11 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         }
         let times = time_ls(&ccd, &dir, a.runs)?;
         let ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-        let (min, med, p90) = (ms[0], ms[ms.len() / 2], ms[(ms.len() * 9 / 10).min(ms.len() - 1)]);
+        let (min, med, p90) = (
+            ms[0],
+            ms[ms.len() / 2],
+            ms[(ms.len() * 9 / 10).min(ms.len() - 1)],
+        );
         println!("ccd ls --json, {label}: min {min:.1} ms, median {med:.1} ms, p90 {p90:.1} ms ({} runs)", a.runs);
         results.push(serde_json::json!({"case": label, "runs": a.runs, "min_ms": min, "median_ms": med, "p90_ms": p90}));
     }

@@ -255,7 +255,7 @@ fn merge(
             let summary = by_sid.get(&sid);
             let mut ws = writers.remove(&sid).unwrap_or_default();
             // Most recently started writer first.
-            ws.sort_by(|a, b| b.0.started_at.cmp(&a.0.started_at));
+            ws.sort_by_key(|w| std::cmp::Reverse(w.0.started_at));
             let state = if ws.iter().any(|(w, _)| w.liveness == Liveness::Live) {
                 Liveness::Live
             } else if ws.is_empty() {

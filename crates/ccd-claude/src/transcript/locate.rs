@@ -10,14 +10,23 @@ use crate::slug::{long_slug_prefix, slug};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// One `<sid>.jsonl` file under a project folder.
+/// One `<sid>.jsonl` file under a project folder. Listing does not stat
+/// files (the directory entry's type suffices); [`TranscriptFile::modified`]
+/// asks when needed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TranscriptFile {
     pub path: PathBuf,
     /// The file stem.
     pub session_id: String,
-    pub size: u64,
-    pub modified: Option<SystemTime>,
+}
+
+impl TranscriptFile {
+    /// The file's modification time now, if it can be read.
+    pub fn modified(&self) -> Option<SystemTime> {
+        std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
+    }
 }
 
 fn project_dirs(projects: &Path) -> Vec<PathBuf> {
@@ -40,15 +49,12 @@ fn transcripts_in(dir: &Path, out: &mut Vec<TranscriptFile>) {
             continue;
         };
         // Regular files only; symlinks and folders are not transcripts.
-        let Ok(meta) = e.metadata() else { continue };
         if !e.file_type().map(|t| t.is_file()).unwrap_or(false) {
             continue;
         }
         out.push(TranscriptFile {
             path: e.path(),
             session_id: stem.to_string(),
-            size: meta.len(),
-            modified: meta.modified().ok(),
         });
     }
 }
@@ -114,6 +120,7 @@ pub fn find_for_cwd(projects: &Path, cwd: &Path) -> Vec<TranscriptFile> {
             .and_then(|s| s.cwd)
             .is_some_and(|c| normalize(Path::new(&c)) == want)
     });
-    candidates.sort_by(|a, b| b.modified.cmp(&a.modified));
-    candidates
+    let mut dated: Vec<_> = candidates.into_iter().map(|t| (t.modified(), t)).collect();
+    dated.sort_by_key(|d| std::cmp::Reverse(d.0));
+    dated.into_iter().map(|(_, t)| t).collect()
 }

@@ -31,13 +31,13 @@ pub struct Record<'a> {
     pub message: Option<&'a RawValue>,
 }
 
-/// The parts of `message` ccd reads.
+/// The parts of `message` ccd reads; `content` stays unparsed until asked.
 #[derive(Debug, Deserialize)]
-pub struct Message {
+pub struct Message<'a> {
     #[serde(default)]
     pub model: Option<String>,
-    #[serde(default)]
-    pub content: Option<serde_json::Value>,
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
     #[serde(default)]
     pub usage: Option<Usage>,
 }
@@ -75,8 +75,8 @@ impl<'a> Record<'a> {
         self.kind.as_deref() == Some(kind)
     }
 
-    /// The `message` object, parsed.
-    pub fn message(&self) -> Option<Message> {
+    /// The `message` object, parsed (its `content` left raw).
+    pub fn message(&self) -> Option<Message<'a>> {
         self.message
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
     }
@@ -87,7 +87,9 @@ impl<'a> Record<'a> {
         if !self.is("user") || self.is_meta == Some(true) || self.is_sidechain == Some(true) {
             return None;
         }
-        let text = match self.message()?.content? {
+        let content: serde_json::Value =
+            serde_json::from_str(self.message()?.content?.get()).ok()?;
+        let text = match content {
             serde_json::Value::String(s) => s,
             serde_json::Value::Array(blocks) => blocks.into_iter().find_map(|b| {
                 (b.get("type")?.as_str()? == "text")
