@@ -5,8 +5,9 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// Environment variable that overrides the socket path (client and daemon).
-pub const SOCKET_ENV: &str = "CCD_SOCKET";
+/// Environment variable that overrides the socket directory (client, daemon
+/// and holders all live in it).
+pub const SOCKET_DIR_ENV: &str = "CCD_SOCKET_DIR";
 /// File name of the socket inside its directory.
 pub const SOCKET_FILE_NAME: &str = "ccd.sock";
 
@@ -20,16 +21,16 @@ pub fn default_socket_dir(xdg_runtime_dir: Option<&OsStr>, uid: u32) -> PathBuf 
     }
 }
 
-/// The socket path: `override_path` (from `--socket` or `$CCD_SOCKET`) when
-/// given and non-empty, else [`default_socket_dir`]`/ccd.sock`.
-pub fn socket_path(
-    override_path: Option<&OsStr>,
+/// The socket directory: `override_dir` (from `--socket-dir` or
+/// `$CCD_SOCKET_DIR`) when given and non-empty, else [`default_socket_dir`].
+pub fn socket_dir(
+    override_dir: Option<&OsStr>,
     xdg_runtime_dir: Option<&OsStr>,
     uid: u32,
 ) -> PathBuf {
-    match override_path {
+    match override_dir {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => default_socket_dir(xdg_runtime_dir, uid).join(SOCKET_FILE_NAME),
+        _ => default_socket_dir(xdg_runtime_dir, uid),
     }
 }
 
@@ -41,24 +42,21 @@ mod tests {
     fn paths() {
         let xdg = OsStr::new("/run/user/1000");
         assert_eq!(
-            socket_path(None, Some(xdg), 1000),
-            PathBuf::from("/run/user/1000/ccd/ccd.sock")
+            socket_dir(None, Some(xdg), 1000),
+            PathBuf::from("/run/user/1000/ccd")
+        );
+        assert_eq!(socket_dir(None, None, 1000), PathBuf::from("/tmp/ccd-1000"));
+        assert_eq!(
+            socket_dir(None, Some(OsStr::new("relative")), 7),
+            PathBuf::from("/tmp/ccd-7")
         );
         assert_eq!(
-            socket_path(None, None, 1000),
-            PathBuf::from("/tmp/ccd-1000/ccd.sock")
+            socket_dir(Some(OsStr::new("/x/y")), Some(xdg), 1),
+            PathBuf::from("/x/y")
         );
         assert_eq!(
-            socket_path(None, Some(OsStr::new("relative")), 7),
-            PathBuf::from("/tmp/ccd-7/ccd.sock")
-        );
-        assert_eq!(
-            socket_path(Some(OsStr::new("/x/y.sock")), Some(xdg), 1),
-            PathBuf::from("/x/y.sock")
-        );
-        assert_eq!(
-            socket_path(Some(OsStr::new("")), None, 5),
-            PathBuf::from("/tmp/ccd-5/ccd.sock")
+            socket_dir(Some(OsStr::new("")), None, 5),
+            PathBuf::from("/tmp/ccd-5")
         );
     }
 }

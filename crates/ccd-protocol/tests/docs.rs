@@ -110,6 +110,7 @@ fn every_json_example_is_valid_and_typed() {
         notification::<SessionOutput>(),
         notification::<SessionResync>(),
         notification::<SessionExited>(),
+        notification::<session::SessionProgress>(),
     ]
     .into_iter()
     .collect();

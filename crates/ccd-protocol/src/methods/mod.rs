@@ -58,6 +58,7 @@ pub const ALL_NOTIFICATIONS: &[&str] = &[
     crate::stream::SessionOutput::NAME,
     crate::stream::SessionResync::NAME,
     crate::stream::SessionExited::NAME,
+    session::SessionProgress::NAME,
 ];
 
 /// True if `name` is a method of this protocol version.

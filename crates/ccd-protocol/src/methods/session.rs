@@ -7,17 +7,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{Method, SessionRef, TermSize};
 
-/// Where a session runs, as verified at the moment of the request.
+/// Liveness of a session, verified against the process table at the moment
+/// of the request (Claude Code's registry entry's pid runs with the start
+/// time the entry records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
-    /// Live, in a PTY ccd holds: attach, input, screen all work.
-    Managed,
-    /// Live in a process ccd does not own (a plain terminal, an IDE).
-    /// ccd refuses to resume it; observe or fork instead.
-    Elsewhere,
-    /// A registry entry exists but liveness cannot be verified (e.g. another
-    /// pid namespace). Treated as live: same rules as `elsewhere`.
+    /// A process holds it (under ccd when `ccd` is set, else elsewhere).
+    Live,
+    /// A registry entry exists but cannot be verified (another pid
+    /// namespace, unreadable `/proc`, ...). Treated as live: never resumed.
     Unknown,
     /// No live process holds it; attaching resumes it in its original cwd.
     Dead,
@@ -42,43 +41,98 @@ pub enum ActivityStatus {
     Other,
 }
 
-/// One session in a listing.
+/// The context window a percentage assumes, and where the figure came from
+/// (`config`: ccd's config file; `built-in`: ccd's table; `default`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionSummary {
-    /// Full session id (a UUID).
-    pub id: String,
-    /// Where it runs now.
-    pub state: SessionState,
-    /// The session's original working directory, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+pub struct ContextWindow {
+    pub tokens: u64,
+    pub source: String,
+}
+
+/// A process that holds (may be writing) a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriterInfo {
+    pub pid: u32,
+    /// `live` or `unknown`.
+    pub liveness: SessionState,
+    pub kind: Option<String>,
     pub cwd: Option<String>,
-    /// Claude Code's own status, for live sessions that report one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// RFC 3339.
+    pub started_at: Option<String>,
     pub status: Option<ActivityStatus>,
-    /// What a `waiting` session waits for, e.g. `"permission prompt"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<String>,
-    /// Process id of the live `claude` process.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// Display name from the registry (e.g. `"proj1-b7"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Claude Code version that runs (or last wrote) the session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// When the live process started, unix milliseconds.
+    /// The session id the process's registry entry shows.
+    pub registry_session_id: String,
+}
+
+/// What ccd knows of a session it holds in a PTY.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnedInfo {
+    /// The holder process's id (stable while the session runs).
+    pub holder: String,
+    /// `starting`, `trust`, `ready`, `idle`, `busy`, `waiting`,
+    /// `needs-attention`, `exited`, `failed`.
+    pub lifecycle: String,
+    /// Why the session needs a person (with `lifecycle: needs-attention`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<u64>,
-    /// Last activity (transcript or status change), unix milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<u64>,
-    /// The latest prompt text, possibly shortened.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_prompt: Option<String>,
-    /// Clients attached through ccd (0 unless `managed`).
+    pub attention: Option<String>,
+    /// Clients attached now.
     #[serde(default)]
     pub attached: u32,
+    /// Exit code, once exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+/// One session, with exactly the fields of `ccd ls --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Full session id (a UUID).
+    pub session_id: String,
+    pub state: SessionState,
+    /// The pid of the process holding it; `null` when dead.
+    pub pid: Option<u32>,
+    /// The session's original working directory.
+    pub cwd: Option<String>,
+    /// Claude Code's status; `null` when dead.
+    pub status: Option<ActivityStatus>,
+    /// What a `waiting` session waits for, e.g. `"permission prompt"`.
+    pub waiting_for: Option<String>,
+    /// `interactive`, `bg`, ... (the registry's `kind`).
+    pub kind: Option<String>,
+    /// Display name from the registry (e.g. `"proj1-b7"`).
+    pub name: Option<String>,
+    /// Claude Code version of the live process.
+    pub version: Option<String>,
+    /// RFC 3339.
+    pub started_at: Option<String>,
+    /// RFC 3339: the newest transcript record, else the registry's update.
+    pub last_activity: Option<String>,
+    /// The first prompt, else the newest `last-prompt`.
+    pub title: Option<String>,
+    /// The model of the last assistant record.
+    pub model: Option<String>,
+    /// Input + cache-creation + cache-read tokens of the last assistant
+    /// record.
+    pub context_tokens: Option<u64>,
+    /// `context_tokens` as a percentage of `context_window.tokens`.
+    pub context_percent: Option<f64>,
+    pub context_window: Option<ContextWindow>,
+    /// Path of the transcript file.
+    pub transcript: Option<String>,
+    pub transcript_bytes: Option<u64>,
+    /// Every process that may be writing the session.
+    #[serde(default)]
+    pub writers: Vec<WriterInfo>,
+    /// Two or more writers: someone resumed a running session by hand.
+    #[serde(default)]
+    pub several_writers: bool,
+    /// The id the registry still shows for this process (after `/clear`).
+    pub registry_session_id: Option<String>,
+    /// Set when ccd holds the session in a PTY.
+    #[serde(default)]
+    pub ccd: Option<OwnedInfo>,
 }
 
 /// `sessions.list`: every session on the machine, most recently active
@@ -94,28 +148,33 @@ impl Method for SessionsList {
 /// Params of `sessions.list` (all optional).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListParams {
-    /// Only sessions whose original cwd is this directory (exact match after
-    /// normalization).
+    /// Only sessions whose original cwd is this directory or below it
+    /// (compared after normalization).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    /// Only live sessions (`managed`, `elsewhere`, `unknown`). Default
+    /// Only sessions a process may be running (`live`, `unknown`). Default
     /// `false`.
     #[serde(default)]
     pub live_only: bool,
-    /// At most this many entries; the daemon also caps the reply to fit in
-    /// one line.
+    /// Skip this many sessions (paging; see `next_offset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u32>,
+    /// At most this many entries (default and maximum 500, so a reply fits
+    /// in one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
 }
 
 /// Result of `sessions.list`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListResult {
     /// The sessions, most recently active first.
-    pub sessions: Vec<SessionSummary>,
-    /// True if more sessions matched than were returned.
-    #[serde(default)]
-    pub truncated: bool,
+    pub sessions: Vec<SessionInfo>,
+    /// How many sessions matched in all.
+    pub total: u32,
+    /// The `offset` of the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u32>,
 }
 
 /// `sessions.get`: one session in detail.
@@ -124,38 +183,7 @@ pub struct SessionsGet;
 impl Method for SessionsGet {
     const NAME: &'static str = "sessions.get";
     type Params = SessionRef;
-    type Result = SessionDetail;
-}
-
-/// Result of `sessions.get`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionDetail {
-    /// The summary, as in `sessions.list`.
-    pub session: SessionSummary,
-    /// Path of the transcript file, if found.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transcript: Option<String>,
-    /// Context in use after the last turn, if the transcript tells.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<ContextUsage>,
-}
-
-/// Tokens of context in use after the last assistant turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextUsage {
-    /// Input + cache-creation + cache-read tokens of the last assistant
-    /// record.
-    pub tokens: u64,
-    /// The context window assumed for the model, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<u64>,
-    /// True when `window` is a configured or default guess rather than a
-    /// figure reported by Claude Code.
-    #[serde(default)]
-    pub window_assumed: bool,
-    /// The model of the last assistant record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    type Result = SessionInfo;
 }
 
 /// `session.new`: start a fresh `claude` under a PTY ccd holds.
@@ -170,32 +198,51 @@ impl Method for SessionNew {
 /// Params of `session.new`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewParams {
-    /// Absolute working directory for the session.
+    /// Working directory for the session (normalized by the daemon; must be
+    /// an existing directory).
     pub cwd: String,
     /// Extra arguments for `claude` (e.g. `["--model", "opus"]`). ccd adds
-    /// `--session-id` itself.
+    /// `--session-id` itself, so the id is known at once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Initial terminal size; default 80x24 (or the first attacher's).
+    /// A name for the session, usable wherever an id is (`ccd attach NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Initial terminal size; default 120x40.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<TermSize>,
-    /// If Claude Code shows its folder trust dialog, answer "trust" on the
-    /// user's behalf. Default `false`: the dialog is left for the user, and
-    /// the session stays in `starting` until someone attaches and answers.
-    #[serde(default)]
-    pub trust_folder: bool,
+    /// Answer Claude Code's folder-trust dialog with "trust" (only ever after
+    /// verifying the selected option on screen). Default `true`: the user
+    /// asked ccd to open this folder. With `false` the dialog is left for
+    /// the user and the session is `needs-attention`.
+    #[serde(default = "yes")]
+    pub auto_trust: bool,
+    /// Reply only once the session is ready (or failed / needs attention),
+    /// sending `session.progress` notifications meanwhile. Default `true`.
+    #[serde(default = "yes")]
+    pub wait: bool,
 }
 
 /// Result of `session.new` and `session.fork`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewResult {
-    /// The new session's id.
-    pub session: String,
+    /// The new session's id (for a fork not yet ready: `null`).
+    pub session: Option<String>,
+    /// The holder process's id.
+    pub holder: String,
     /// The `claude` process id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// The session's working directory.
+    /// The session's working directory (normalized).
     pub cwd: String,
+    /// Lifecycle at reply time (`ready` when `wait` succeeded).
+    pub lifecycle: String,
+    /// Why the session needs a person, or why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The screen text when it failed or needs attention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen: Option<Vec<String>>,
     /// For a fork: the session it was forked from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<String>,
@@ -336,4 +383,28 @@ pub struct ScreenResult {
     /// for display and scripting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shows: Option<String>,
+}
+
+/// `session.progress`: a lifecycle step of a session being started
+/// (`session.new` / `session.fork` with `wait`), sent before the reply.
+pub struct SessionProgress;
+
+impl super::NotificationKind for SessionProgress {
+    const NAME: &'static str = "session.progress";
+    type Params = Progress;
+}
+
+/// Params of `session.progress`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The holder starting the session.
+    pub holder: String,
+    /// The session id, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// `starting`, `trust`, `ready`, `needs-attention`, `failed`, ...
+    pub lifecycle: String,
+    /// For `needs-attention` and `failed`: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
