@@ -1,0 +1,41 @@
+//! `fake-claude`: a deterministic stand-in for Claude Code's interactive TUI, for ccd's
+//! integration tests. See the crate README for the behaviours and environment variables.
+
+mod app;
+mod args;
+mod input;
+mod registry;
+mod session;
+mod settings;
+mod signals;
+mod term;
+mod transcript;
+mod trust;
+mod tui;
+mod util;
+
+use args::Args;
+use settings::Settings;
+
+fn main() {
+    let args = Args::parse(std::env::args().skip(1));
+    if args.version {
+        println!("{} (Claude Code)", settings::version());
+        return;
+    }
+    let settings = match Settings::from_env() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fake-claude: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = match app::run(settings, args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fake-claude: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
