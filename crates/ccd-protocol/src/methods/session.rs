@@ -285,9 +285,9 @@ impl Method for SessionKill {
 #[serde(rename_all = "snake_case")]
 pub enum KillSignal {
     /// SIGHUP, as when a terminal closes: Claude Code exits cleanly.
-    #[default]
     Hup,
-    /// SIGTERM.
+    /// SIGTERM (the default): Claude Code exits cleanly.
+    #[default]
     Term,
     /// SIGKILL: leaves Claude Code's registry entry behind.
     Kill,
@@ -298,17 +298,26 @@ pub enum KillSignal {
 pub struct KillParams {
     /// Session id or unique prefix.
     pub session: String,
-    /// Default `hup`.
+    /// Default `term`.
     #[serde(default)]
     pub signal: KillSignal,
+    /// With `term`/`hup`: SIGKILL after this many ms if the process is still
+    /// there (default 3000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_ms: Option<u64>,
 }
 
 /// Result of `session.kill`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KillResult {
     /// True if a signal was sent; false if the session had already exited.
-    /// Attached clients get `session.exited` when it is gone.
     pub signalled: bool,
+    /// True once the process is gone (its exit collected).
+    pub exited: bool,
+    /// Exit status, if it exited normally.
+    pub exit_code: Option<i32>,
+    /// Signal number, if a signal ended it.
+    pub exit_signal: Option<i32>,
 }
 
 /// `session.screen`: the current screen of a session ccd holds, from its

@@ -1,0 +1,118 @@
+//! Connect to the daemon, starting one first when none answers.
+//!
+//! Racing clients start exactly one daemon: the starter holds an exclusive
+//! lock on `start.lock` in the socket directory from its second connection
+//! attempt until the new daemon answers, and every client tries to connect
+//! again once it holds the lock. (The daemon's own lock on `daemon.lock`
+//! guards the single instance independently.)
+
+use crate::client::{Client, ClientError};
+use crate::socket_dir::SocketDir;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How to start a daemon in the background.
+#[derive(Debug, Clone)]
+pub struct DaemonCommand {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+/// How long a client waits for a daemon it started.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connects to the daemon of `dir`, starting it with `cmd` if none answers.
+pub fn connect_or_start(
+    dir: &SocketDir,
+    cmd: &DaemonCommand,
+    client_name: &str,
+) -> Result<Client, ClientError> {
+    if dir.socket().exists() {
+        if let Ok(c) = Client::connect(dir, client_name) {
+            return Ok(c);
+        }
+    }
+    dir.create_private()?;
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.start_lock())?;
+    let _lock = lock_exclusive(lock_file, START_TIMEOUT)?;
+    // Someone may have started it while we waited for the lock.
+    if let Ok(c) = Client::connect(dir, client_name) {
+        return Ok(c);
+    }
+    tracing::debug!(program = %cmd.program.display(), "starting the ccd daemon");
+    let mut command = Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own session: the daemon outlives this terminal.
+        unsafe {
+            command.pre_exec(|| {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                Ok(())
+            });
+        }
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| ClientError::Start(format!("{}: {e}", cmd.program.display())))?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(c) = Client::connect(dir, client_name) {
+            // Reap the daemon if it ever exits while we live.
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+            return Ok(c);
+        }
+        if let Some(status) = child.try_wait()? {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            let err = err.trim();
+            return Err(ClientError::Start(if err.is_empty() {
+                format!("the daemon exited with {status}")
+            } else {
+                err.to_string()
+            }));
+        }
+        if Instant::now() >= deadline {
+            return Err(ClientError::Start(format!(
+                "no answer on {} after {:?}",
+                dir.socket().display(),
+                START_TIMEOUT
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn lock_exclusive(
+    file: std::fs::File,
+    timeout: Duration,
+) -> Result<nix::fcntl::Flock<std::fs::File>, ClientError> {
+    let deadline = Instant::now() + timeout;
+    let mut file = file;
+    loop {
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(l) => return Ok(l),
+            Err((f, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                file = f;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err((_, e)) => return Err(ClientError::Start(format!("start lock: {e}"))),
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! A blocking connection to the daemon.
+//!
+//! One connection carries requests, their responses and notifications, in
+//! any interleaving. [`Client::call`] sends a request and reads until its
+//! response arrives, queueing notifications met on the way for
+//! [`Client::next_notification`]. For a terminal stream, [`Client::split`]
+//! gives a writer half (requests whose responses are not awaited) and a
+//! reader half (every message as it arrives), usable from two threads.
+
+use crate::socket_dir::{SocketDir, SocketDirError};
+use ccd_protocol::methods::daemon::{Hello, HelloParams, HelloResult};
+use ccd_protocol::{
+    parse_incoming, read_line_bounded, FrameError, Id, Incoming, Method, Notification,
+    ProtocolRange, Request, RpcError, MAX_LINE_BYTES,
+};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::io::{BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// What can go wrong talking to the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no ccd daemon answers at {path}: {source}")]
+    NotRunning {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    SocketDir(#[from] SocketDirError),
+    #[error("connection to the ccd daemon: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the ccd daemon closed the connection")]
+    Closed,
+    #[error("{}", .0.message)]
+    Rpc(RpcError),
+    #[error("unexpected message from the ccd daemon: {0}")]
+    Protocol(String),
+    #[error("could not start the ccd daemon: {0}")]
+    Start(String),
+}
+
+impl ClientError {
+    /// The JSON-RPC error, when the daemon answered with one.
+    pub fn rpc(&self) -> Option<&RpcError> {
+        match self {
+            ClientError::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A connection that has completed `hello`.
+pub struct Client {
+    reader: Reader,
+    writer: Writer,
+    queued: VecDeque<Notification>,
+    /// What the daemon said in `hello`.
+    pub hello: HelloResult,
+}
+
+/// The sending half of a connection.
+pub struct Writer {
+    stream: UnixStream,
+    next_id: i64,
+}
+
+/// The receiving half of a connection.
+pub struct Reader {
+    stream: BufReader<UnixStream>,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    /// Connects to the daemon of `dir` (after checking the directory is
+    /// private) and says `hello` as `client_name`.
+    pub fn connect(dir: &SocketDir, client_name: &str) -> Result<Self, ClientError> {
+        dir.verify()?;
+        Self::connect_socket(&dir.socket(), client_name)
+    }
+
+    /// Connects to the socket at `path` and says `hello`.
+    pub fn connect_socket(path: &Path, client_name: &str) -> Result<Self, ClientError> {
+        let stream = UnixStream::connect(path).map_err(|source| ClientError::NotRunning {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let writer = Writer {
+            stream: stream.try_clone()?,
+            next_id: 1,
+        };
+        let reader = Reader {
+            stream: BufReader::new(stream),
+            buf: Vec::new(),
+        };
+        let mut c = Self {
+            reader,
+            writer,
+            queued: VecDeque::new(),
+            hello: HelloResult {
+                daemon_version: String::new(),
+                protocol: 0,
+                server: String::new(),
+            },
+        };
+        c.hello = c.call::<Hello>(&HelloParams {
+            client: client_name.to_string(),
+            protocol: ProtocolRange::CURRENT,
+        })?;
+        Ok(c)
+    }
+
+    /// Calls a typed method and waits for its result.
+    pub fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
+        let params =
+            serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let v = self.call_value(M::NAME, params)?;
+        serde_json::from_value(v).map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))
+    }
+
+    /// Calls `method` with raw params and waits for its result.
+    pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.writer.send(method, params)?;
+        loop {
+            match self.reader.next()? {
+                Incoming::Response(r) if r.id.as_ref() == Some(&id) => {
+                    return r.outcome.map_err(ClientError::Rpc);
+                }
+                Incoming::Response(r) if r.id.is_none() => {
+                    if let Err(e) = r.outcome {
+                        return Err(ClientError::Rpc(e));
+                    }
+                }
+                Incoming::Response(_) => {} // an answer to a request not awaited
+                Incoming::Notification(n) => self.queued.push_back(n),
+                Incoming::Request(r) => {
+                    return Err(ClientError::Protocol(format!(
+                        "request {} from the daemon",
+                        r.method
+                    )))
+                }
+            }
+        }
+    }
+
+    /// The next notification: queued ones first, then from the socket.
+    /// `timeout` bounds the wait (`None` waits forever); `Ok(None)` on timeout.
+    pub fn next_notification(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Notification>, ClientError> {
+        if let Some(n) = self.queued.pop_front() {
+            return Ok(Some(n));
+        }
+        self.reader.stream.get_ref().set_read_timeout(timeout)?;
+        let result = loop {
+            match self.reader.next() {
+                Ok(Incoming::Notification(n)) => break Ok(Some(n)),
+                Ok(_) => continue,
+                Err(ClientError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break Ok(None)
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        self.reader.stream.get_ref().set_read_timeout(None)?;
+        result
+    }
+
+    /// Splits into independent halves (queued notifications are lost: call
+    /// this right after the request that starts a stream).
+    pub fn split(self) -> (Reader, Writer, VecDeque<Notification>) {
+        (self.reader, self.writer, self.queued)
+    }
+}
+
+impl Writer {
+    /// Sends a request without waiting; returns its id.
+    pub fn send(&mut self, method: &str, params: Value) -> Result<Id, ClientError> {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        let req = Request::new(id.clone(), method, Some(params));
+        let mut line =
+            serde_json::to_vec(&req).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        self.stream.write_all(&line)?;
+        Ok(id)
+    }
+
+    /// Closes the sending direction (the daemon sees end of input).
+    pub fn shutdown(&self) -> std::io::Result<()> {
+        self.stream.shutdown(std::net::Shutdown::Write)
+    }
+}
+
+impl Reader {
+    /// The next message of any kind.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Incoming, ClientError> {
+        loop {
+            match read_line_bounded(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
+                Ok(Some(line)) => match parse_incoming(line) {
+                    Ok(m) => return Ok(m),
+                    Err(e) => return Err(ClientError::Protocol(e.error.message)),
+                },
+                Ok(None) => return Err(ClientError::Closed),
+                Err(FrameError::Io(e)) => return Err(ClientError::Io(e)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipping a bad line from the daemon");
+                    continue;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The Rust client of ccd's socket API, used by the `ccd` CLI for every
+//! call (and usable by any Rust program).
+//!
+//! - [`socket_dir`]: where the daemon's socket lives and the checks that
+//!   make that directory private (shared with the daemon, which creates it);
+//! - [`client`]: a blocking connection that speaks the protocol
+//!   (`hello`, typed calls, notifications);
+//! - [`autostart`]: connect, starting a daemon first when none answers, with
+//!   a start lock so racing clients start exactly one.
+
+pub mod autostart;
+pub mod client;
+pub mod socket_dir;
+
+pub use autostart::{connect_or_start, DaemonCommand};
+pub use client::{Client, ClientError};
+pub use socket_dir::{SocketDir, SocketDirError};

@@ -1,0 +1,374 @@
+//! `session.attach` / `detach` / `input` / `resize`: being inside a session.
+//!
+//! An attachment is one connection from the daemon to the session's holder,
+//! owned by the client connection that attached. Its forwarder task copies
+//! the holder's notifications (output, resync, exited) to the client line
+//! for line, without decoding them, and drops the holder's replies to the
+//! input/resize requests sent on it. Dropping the attachment closes the
+//! holder connection, which detaches it there.
+//!
+//! Size policy: the most recently active client sets the size. A client's
+//! size is remembered per attachment (from attach and resize); when a
+//! client types and its size differs from the size last applied to the
+//! session, its size is applied first.
+
+use crate::connection::ConnCtx;
+use crate::handlers::lifecycle::{checked_cwd, start};
+use crate::handlers::sessions::resolve;
+use crate::holders::rpc::{call_once, HolderConn};
+use crate::holders::spawn::new_holder_id;
+use crate::holders::spec::{HolderMeta, Origin};
+use crate::holders::HolderEntry;
+use ccd_holder::rpc::types as h;
+use ccd_protocol::methods::attach::{
+    AttachMode, AttachParams, AttachResult, InputParams, ResizeParams,
+};
+use ccd_protocol::methods::session::SessionState;
+use ccd_protocol::methods::{SessionRef, TermSize};
+use ccd_protocol::{parse_params, ErrorCode, Id, RpcError};
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::OwnedWriteHalf;
+
+/// One client connection's attachment to one session.
+pub struct Attachment {
+    pub holder: HolderEntry,
+    pub mode: AttachMode,
+    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    size: Mutex<Option<TermSize>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Attachment {
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> RpcError {
+    RpcError::internal(e.to_string())
+}
+
+pub async fn attach(
+    ctx: &Arc<ConnCtx>,
+    id: Option<Id>,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    let p: AttachParams = parse_params(params)?;
+    if p.mode == AttachMode::Other {
+        return Err(RpcError::invalid_params(
+            "mode must be interactive or observe",
+        ));
+    }
+    let (info, holder) = resolve(&ctx.daemon, &p.session).await?;
+    let mut resumed = false;
+    let holder = match holder {
+        Some(h) if h.info.as_ref().is_some_and(|i| i.exit.is_none()) || h.info.is_none() => h,
+        _ => match info.state {
+            SessionState::Dead if p.mode == AttachMode::Interactive => {
+                resumed = true;
+                resume(
+                    ctx,
+                    &info.session_id,
+                    info.cwd.as_deref(),
+                    info.transcript.as_deref(),
+                    p.size,
+                )
+                .await?
+            }
+            SessionState::Dead => {
+                return Err(RpcError::new(
+                    ErrorCode::SessionNotFound,
+                    format!(
+                        "session {} is not running: nothing to observe",
+                        info.session_id
+                    ),
+                ))
+            }
+            _ => return Err(live_elsewhere(&info)),
+        },
+    };
+    let mut conn = HolderConn::connect(&holder.socket)
+        .await
+        .map_err(internal)?;
+    let mode = match p.mode {
+        AttachMode::Observe => "observe",
+        _ => "interactive",
+    };
+    let r: ccd_holder::AttachResult = conn
+        .call(h::ATTACH, json!({"mode": mode}))
+        .await
+        .map_err(internal)?;
+    let mut size = TermSize {
+        cols: r.size.cols,
+        rows: r.size.rows,
+    };
+    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
+        if want != size {
+            let _: Value = conn
+                .call(h::RESIZE, json!({"rows": want.rows, "cols": want.cols}))
+                .await
+                .map_err(internal)?;
+            ctx.daemon.holders.set_applied_size(&holder.id, want);
+            size = want;
+        }
+    }
+    let session = holder.session_id().unwrap_or(&holder.id).to_string();
+    let replied = id.as_ref().map(|id| ctx.after_reply(id));
+    let out = ctx.out();
+    let HolderConn {
+        mut reader, writer, ..
+    } = conn;
+    let conn_ctx = ctx.clone();
+    let key = session.clone();
+    let task = tokio::spawn(async move {
+        if let Some(r) = replied {
+            let _ = r.await;
+        }
+        loop {
+            match reader.next_line().await {
+                Ok(Some(line)) => {
+                    if !is_notification(&line) {
+                        continue; // the holder's reply to our input/resize
+                    }
+                    let mut bytes = line.into_bytes();
+                    bytes.push(b'\n');
+                    if out.send(bytes).await.is_err() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        // The holder went away: forget this attachment.
+        if let Ok(mut m) = conn_ctx.attachments.lock() {
+            m.remove(&key);
+        }
+    });
+    let attachment = Attachment {
+        holder: holder.clone(),
+        mode: p.mode,
+        writer: Arc::new(tokio::sync::Mutex::new(writer)),
+        size: Mutex::new(p.size),
+        task,
+    };
+    let old = ctx
+        .attachments
+        .lock()
+        .ok()
+        .and_then(|mut m| m.insert(session.clone(), attachment));
+    if let Some(old) = old {
+        old.stop();
+    }
+    tracing::info!(session = %session, holder = %holder.id, mode, resumed, "client attached");
+    let r = AttachResult {
+        session,
+        mode: p.mode,
+        size,
+        resumed,
+        fresh_instead_of: None,
+    };
+    serde_json::to_value(r).map_err(internal)
+}
+
+/// Notifications are serialized `{"jsonrpc":"2.0","method":...`; replies
+/// carry an `id` instead.
+fn is_notification(line: &str) -> bool {
+    line.starts_with(r#"{"jsonrpc":"2.0","method""#)
+}
+
+fn live_elsewhere(info: &ccd_protocol::methods::session::SessionInfo) -> RpcError {
+    let w = info.writers.first();
+    let short = info.session_id.get(..8).unwrap_or(&info.session_id);
+    RpcError::new(
+        ErrorCode::SessionLiveElsewhere,
+        format!(
+            "session {} is {} outside ccd (pid {}); ccd will not resume it. Use `ccd observe {short}` or `ccd fork {short}`",
+            info.session_id,
+            if info.state == SessionState::Unknown { "possibly running" } else { "running" },
+            info.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+        ),
+    )
+    .with_data(json!({
+        "session": info.session_id,
+        "state": info.state,
+        "pid": info.pid,
+        "cwd": info.cwd,
+        "since": w.and_then(|w| w.started_at.clone()),
+        "kind": info.kind,
+    }))
+}
+
+/// `claude --resume <sid>` in the session's original cwd, under a new
+/// holder. Never in another directory.
+async fn resume(
+    ctx: &Arc<ConnCtx>,
+    session_id: &str,
+    cwd: Option<&str>,
+    transcript: Option<&str>,
+    size: Option<TermSize>,
+) -> Result<HolderEntry, RpcError> {
+    let Some(transcript) = transcript.filter(|t| std::path::Path::new(t).is_file()) else {
+        return Err(RpcError::new(
+            ErrorCode::TranscriptMissing,
+            format!("session {session_id} has no transcript to resume"),
+        ));
+    };
+    let Some(cwd) = cwd else {
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("session {session_id}'s original directory is not recorded in {transcript}"),
+        ));
+    };
+    let cwd = checked_cwd(cwd)?;
+    let meta = HolderMeta {
+        id: new_holder_id(),
+        session_id: Some(session_id.to_string()),
+        name: None,
+        cwd: cwd.to_string_lossy().into_owned(),
+        origin: Origin::Resume,
+        forked_from: None,
+        created_at: 0,
+    };
+    let hid = meta.id.clone();
+    let size = size.unwrap_or(TermSize {
+        cols: 120,
+        rows: 40,
+    });
+    let r = start(
+        ctx,
+        meta,
+        vec!["--resume".into(), session_id.into()],
+        cwd,
+        size,
+        ctx.daemon.options.auto_trust_default,
+        true,
+    )
+    .await?;
+    let lifecycle = r.get("lifecycle").and_then(Value::as_str).unwrap_or("");
+    if matches!(lifecycle, "failed" | "exited") {
+        return Err(RpcError::new(
+            ErrorCode::SpawnFailed,
+            format!(
+                "resuming {session_id} failed: {}",
+                r.get("reason").and_then(Value::as_str).unwrap_or(lifecycle)
+            ),
+        )
+        .with_data(r));
+    }
+    ctx.daemon.holders.get(&hid).ok_or_else(|| {
+        RpcError::new(
+            ErrorCode::SpawnFailed,
+            format!("resuming {session_id}: the session ended at once"),
+        )
+    })
+}
+
+pub async fn detach(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: SessionRef = parse_params(params)?;
+    let a = ctx.attachments.lock().ok().and_then(|mut m| {
+        let key = m
+            .iter()
+            .find(|(k, a)| k.starts_with(&p.session) || a.holder.id == p.session)
+            .map(|(k, _)| k.clone())?;
+        m.remove(&key)
+    });
+    let detached = a.is_some();
+    if let Some(a) = a {
+        a.stop();
+    }
+    Ok(json!({"detached": detached}))
+}
+
+fn attachment_of(
+    ctx: &ConnCtx,
+    session: &str,
+) -> Option<(
+    Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    AttachMode,
+    String,
+    Option<TermSize>,
+)> {
+    let m = ctx.attachments.lock().ok()?;
+    let (k, a) = m.iter().find(|(k, a)| {
+        k.as_str() == session
+            || a.holder.id == session
+            || (session.len() >= 4 && k.starts_with(session))
+    })?;
+    let size = a.size.lock().ok().and_then(|s| *s);
+    Some((a.writer.clone(), a.mode, a.holder.id.clone(), size).clone()).map(|(w, m, h, s)| {
+        let _ = k;
+        (w, m, h, s)
+    })
+}
+
+async fn send_on(
+    writer: &tokio::sync::Mutex<OwnedWriteHalf>,
+    method: &str,
+    params: Value,
+) -> Result<(), RpcError> {
+    let req = ccd_protocol::Request::new(Id::Number(0), method, Some(params));
+    let line = ccd_protocol::encode(&req).map_err(internal)?;
+    writer.lock().await.write_all(&line).await.map_err(internal)
+}
+
+pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: InputParams = parse_params(params)?;
+    let n = p.data.len() as u64;
+    let data = ccd_protocol::b64::encode(&p.data);
+    if let Some((writer, mode, holder_id, size)) = attachment_of(ctx, &p.session) {
+        if mode != AttachMode::Interactive {
+            return Err(RpcError::new(
+                ErrorCode::PermissionDenied,
+                "this attachment only observes",
+            ));
+        }
+        if let Some(size) = size {
+            if ctx.daemon.holders.applied_size(&holder_id) != Some(size) {
+                send_on(
+                    &writer,
+                    h::RESIZE,
+                    json!({"rows": size.rows, "cols": size.cols}),
+                )
+                .await?;
+                ctx.daemon.holders.set_applied_size(&holder_id, size);
+            }
+        }
+        send_on(&writer, h::INPUT, json!({"data": data})).await?;
+        return Ok(json!({"written": n}));
+    }
+    let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
+    let _: Value = call_once(&entry.socket, h::INPUT, json!({"data": data}))
+        .await
+        .map_err(internal)?;
+    Ok(json!({"written": n}))
+}
+
+pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: ResizeParams = parse_params(params)?;
+    if p.cols == 0 || p.rows == 0 {
+        return Err(RpcError::invalid_params("cols and rows must be at least 1"));
+    }
+    let size = TermSize {
+        cols: p.cols,
+        rows: p.rows,
+    };
+    let params = json!({"rows": p.rows, "cols": p.cols});
+    if let Some((writer, _, holder_id, _)) = attachment_of(ctx, &p.session) {
+        if let Ok(m) = ctx.attachments.lock() {
+            if let Some(a) = m.values().find(|a| a.holder.id == holder_id) {
+                if let Ok(mut s) = a.size.lock() {
+                    *s = Some(size);
+                }
+            }
+        }
+        send_on(&writer, h::RESIZE, params).await?;
+    } else {
+        let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
+        let _: Value = call_once(&entry.socket, h::RESIZE, params)
+            .await
+            .map_err(internal)?;
+    }
+    Ok(json!({}))
+}

@@ -1,0 +1,73 @@
+//! `hello`, `daemon.status`, `daemon.stop`.
+
+use crate::connection::ConnCtx;
+use ccd_protocol::methods::daemon::{HelloParams, HelloResult};
+use ccd_protocol::{handshake, parse_params, RpcError, PROTOCOL_VERSION};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+
+pub fn hello(params: Option<Value>) -> Result<Value, RpcError> {
+    let p: HelloParams = parse_params(params)?;
+    let v = handshake::negotiate(
+        p.protocol.min,
+        p.protocol.max,
+        ccd_protocol::MIN_PROTOCOL_VERSION,
+        PROTOCOL_VERSION,
+    )?;
+    tracing::debug!(client = %p.client, protocol = v, "hello");
+    let r = HelloResult {
+        daemon_version: env!("CARGO_PKG_VERSION").into(),
+        protocol: v,
+        server: handshake::SERVER_NAME.into(),
+    };
+    serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
+}
+
+pub async fn status(ctx: &ConnCtx) -> Result<Value, RpcError> {
+    let d = &ctx.daemon;
+    let started = d
+        .started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.as_millis() as u64)
+        .unwrap_or(0);
+    Ok(json!({
+        "daemon_version": env!("CARGO_PKG_VERSION"),
+        "protocol": PROTOCOL_VERSION,
+        "pid": std::process::id(),
+        "started_at": started,
+        "socket": d.options.socket_dir.socket(),
+        "sessions": d.holders.snapshot().len(),
+        "clients": d.clients.load(Ordering::Relaxed),
+        "refused_connections": d.refused.load(Ordering::Relaxed),
+        "claude_bin": d.options.claude_bin,
+        "claude_config_dir": d.options.claude_config.root(),
+        "state_dir": d.options.state_dir,
+    }))
+}
+
+pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    #[derive(serde::Deserialize, Default)]
+    struct P {
+        #[serde(default)]
+        kill_sessions: bool,
+    }
+    let p: P = parse_params(params)?;
+    if p.kill_sessions {
+        for e in ctx.daemon.holders.snapshot() {
+            let _ = crate::holders::rpc::call_once::<Value>(
+                &e.socket,
+                ccd_holder::rpc::types::KILL,
+                json!({"signal": "hup", "grace_ms": 3000}),
+            )
+            .await;
+        }
+    }
+    tracing::info!(kill_sessions = p.kill_sessions, "daemon.stop requested");
+    let daemon = ctx.daemon.clone();
+    tokio::spawn(async move {
+        // Reply first, then stop.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let _ = daemon.shutdown.send(true);
+    });
+    Ok(json!({"stopping": true}))
+}

@@ -1,0 +1,278 @@
+//! `session.new`, `session.kill`, `session.screen`: starting, ending and
+//! looking at sessions ccd holds.
+
+use crate::connection::ConnCtx;
+use crate::handlers::sessions::resolve;
+use crate::holders::rpc::call_once;
+use crate::holders::spawn::{new_holder_id, spawn_holder, Launch};
+use crate::holders::spec::{HolderMeta, Origin};
+use crate::holders::HolderEntry;
+use crate::views;
+use ccd_holder::rpc::types as h;
+use ccd_protocol::methods::session::{
+    Cursor, KillParams, NewParams, NewResult, ScreenFormat, ScreenParams, ScreenResult,
+};
+use ccd_protocol::methods::TermSize;
+use ccd_protocol::{parse_params, ErrorCode, RpcError};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long `session.new` with `wait` waits for a settled start.
+const START_WAIT: Duration = Duration::from_secs(90);
+
+fn internal(e: impl std::fmt::Display) -> RpcError {
+    RpcError::internal(e.to_string())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Normalizes `cwd` and checks it is an existing directory.
+pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
+    let p = ccd_claude::paths::normalize(Path::new(cwd));
+    if !p.is_dir() {
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("{} is not an existing directory", p.display()),
+        )
+        .with_data(json!({"cwd": p})));
+    }
+    Ok(p)
+}
+
+pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: NewParams = parse_params(params)?;
+    let cwd = checked_cwd(&p.cwd)?;
+    if p.args
+        .iter()
+        .any(|a| a == "--resume" || a == "-r" || a == "--continue" || a == "-c")
+    {
+        return Err(RpcError::invalid_params(
+            "session.new starts fresh sessions; use session.attach (resume) or session.fork",
+        ));
+    }
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let mut args = vec!["--session-id".to_string(), session_id.clone()];
+    args.extend(p.args.iter().cloned());
+    let size = p.size.unwrap_or(TermSize {
+        cols: 120,
+        rows: 40,
+    });
+    let meta = HolderMeta {
+        id: new_holder_id(),
+        session_id: Some(session_id),
+        name: p.name.clone(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        origin: Origin::New,
+        forked_from: None,
+        created_at: now_ms(),
+    };
+    start(ctx, meta, args, cwd, size, p.auto_trust, p.wait).await
+}
+
+/// Starts a holder and, with `wait`, follows it until its start settles,
+/// sending `session.progress` on each step.
+pub async fn start(
+    ctx: &ConnCtx,
+    meta: HolderMeta,
+    args: Vec<String>,
+    cwd: std::path::PathBuf,
+    size: TermSize,
+    auto_trust: bool,
+    wait: bool,
+) -> Result<Value, RpcError> {
+    let id = meta.id.clone();
+    let forked_from = meta.forked_from.clone();
+    spawn_holder(
+        &ctx.daemon,
+        Launch {
+            args,
+            cwd: cwd.clone(),
+            rows: size.rows,
+            cols: size.cols,
+            auto_trust,
+            meta,
+        },
+    )
+    .await?;
+    let deadline = Instant::now() + START_WAIT;
+    let mut last = String::new();
+    let entry = loop {
+        let entry = ctx
+            .daemon
+            .holders
+            .refresh(&id)
+            .await
+            .and_then(|_| ctx.daemon.holders.get(&id));
+        let Some(entry) = entry else {
+            // Collected already (it ended quickly) or died.
+            let f = ctx.daemon.holders.finished_for_holder(&id);
+            return Err(start_failed(f));
+        };
+        let l = entry.lifecycle();
+        if wait && l != last {
+            ctx.notify(
+                "session.progress",
+                json!({"holder": id, "session": entry.session_id(), "lifecycle": l}),
+            )
+            .await;
+            last = l;
+        }
+        if !wait || views::start_settled(&entry) || Instant::now() > deadline {
+            break entry;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let info = entry.info.as_ref();
+    let lifecycle = entry.lifecycle();
+    let reason = info.and_then(|i| {
+        i.needs_attention
+            .as_ref()
+            .map(|a| views::attention_text(&a.reason))
+            .or_else(|| i.failure.clone())
+    });
+    let screen = if matches!(lifecycle.as_str(), "needs-attention" | "failed" | "exited") {
+        screen_rows(&entry).await
+    } else {
+        None
+    };
+    let r = NewResult {
+        session: entry.session_id().map(String::from),
+        holder: id,
+        pid: info.map(|i| i.child_pid),
+        cwd: cwd.to_string_lossy().into_owned(),
+        lifecycle,
+        reason,
+        screen,
+        forked_from,
+    };
+    serde_json::to_value(r).map_err(internal)
+}
+
+fn start_failed(f: Option<crate::holders::Finished>) -> RpcError {
+    let (reason, screen, exit) = match f {
+        Some(f) => (
+            f.failure
+                .unwrap_or_else(|| format!("claude {} before it was ready", f.state)),
+            f.screen,
+            f.exit,
+        ),
+        None => (
+            "the session ended before it was ready".into(),
+            String::new(),
+            None,
+        ),
+    };
+    RpcError::new(ErrorCode::SpawnFailed, reason.clone()).with_data(json!({
+        "reason": reason,
+        "exit_code": exit.as_ref().and_then(|e| e.code),
+        "signal": exit.as_ref().and_then(|e| e.signal),
+        "screen": screen.lines().map(str::trim_end).collect::<Vec<_>>(),
+    }))
+}
+
+async fn screen_rows(e: &HolderEntry) -> Option<Vec<String>> {
+    let s: ccd_holder::ScreenResult = call_once(&e.socket, h::SCREEN, json!({"format": "text"}))
+        .await
+        .ok()?;
+    Some(
+        s.rows
+            .into_iter()
+            .map(|r| r.trim_end().to_string())
+            .collect(),
+    )
+}
+
+/// The holder of `query`, or the error saying why there is none.
+pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
+    let (info, holder) = resolve(&ctx.daemon, query).await?;
+    holder.ok_or_else(|| {
+        let why = match info.state {
+            ccd_protocol::methods::session::SessionState::Dead => "it is not running",
+            _ => "it runs outside ccd",
+        };
+        RpcError::new(
+            ErrorCode::SessionLiveElsewhere,
+            format!("ccd does not hold session {}: {why}", info.session_id),
+        )
+        .with_data(json!({"session": info.session_id, "state": info.state, "pid": info.pid}))
+    })
+}
+
+pub async fn kill(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: KillParams = parse_params(params)?;
+    let entry = held(ctx, &p.session).await?;
+    let signal = match p.signal {
+        ccd_protocol::methods::session::KillSignal::Hup => "hup",
+        ccd_protocol::methods::session::KillSignal::Term => "term",
+        ccd_protocol::methods::session::KillSignal::Kill => "kill",
+    };
+    let grace = p.grace_ms.unwrap_or(3000);
+    let k: ccd_holder::rpc::types::KillResult = call_once(
+        &entry.socket,
+        h::KILL,
+        json!({"signal": signal, "grace_ms": grace}),
+    )
+    .await
+    .map_err(internal)?;
+    tracing::info!(holder = %entry.id, session = ?entry.session_id(), signal, "session.kill");
+    // Wait for the exit (the grace period plus a margin) and collect it.
+    let c: ccd_holder::CollectResult =
+        call_once(&entry.socket, h::COLLECT, json!({"wait_ms": grace + 2000}))
+            .await
+            .map_err(internal)?;
+    if c.collected {
+        ctx.daemon.holders.refresh(&entry.id).await;
+    }
+    Ok(json!({
+        "signalled": k.sent,
+        "exited": c.collected,
+        "exit_code": c.exit.as_ref().and_then(|e| e.code),
+        "exit_signal": c.exit.as_ref().and_then(|e| e.signal),
+    }))
+}
+
+pub async fn screen(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: ScreenParams = parse_params(params)?;
+    let entry = held(ctx, &p.session).await?;
+    let fmt = match p.format {
+        ScreenFormat::Text => "text",
+        ScreenFormat::Ansi => "ansi",
+    };
+    let s: ccd_holder::ScreenResult = call_once(&entry.socket, h::SCREEN, json!({"format": fmt}))
+        .await
+        .map_err(internal)?;
+    let r = ScreenResult {
+        session: entry.session_id().unwrap_or(&entry.id).to_string(),
+        size: TermSize {
+            cols: s.size.cols,
+            rows: s.size.rows,
+        },
+        cursor: Cursor {
+            row: s.cursor.row,
+            col: s.cursor.col,
+            visible: !s.modes.hide_cursor,
+        },
+        lines: Some(s.rows.iter().map(|r| r.trim_end().to_string()).collect()),
+        data: s.ansi.map(String::into_bytes),
+        shows: Some(shows(&s.verdict)),
+    };
+    serde_json::to_value(r).map_err(internal)
+}
+
+/// A word for what the screen shows.
+fn shows(v: &ccd_screen::ScreenState) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| match v {
+            Value::String(s) => Some(s),
+            Value::Object(m) => m.keys().next().cloned(),
+            _ => None,
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

@@ -1,0 +1,6 @@
+//! The API's handlers, one module per concern.
+
+pub mod attach;
+pub mod daemon_ctl;
+pub mod lifecycle;
+pub mod sessions;

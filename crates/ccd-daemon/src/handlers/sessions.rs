@@ -1,0 +1,157 @@
+//! `sessions.list`, `sessions.get`, and resolving what a client names.
+
+use crate::connection::ConnCtx;
+use crate::holders::HolderEntry;
+use crate::state::Daemon;
+use crate::views;
+use ccd_claude::paths::{is_within, normalize};
+use ccd_protocol::methods::session::{ListParams, ListResult, SessionInfo, SessionState};
+use ccd_protocol::methods::SessionRef;
+use ccd_protocol::{parse_params, ErrorCode, RpcError};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Largest page of `sessions.list`.
+pub const MAX_PAGE: u32 = 500;
+
+/// Every session on the machine as the wire shows it, newest first: the
+/// index (built now, on the blocking pool) with ccd's holders merged in.
+pub async fn all_sessions(
+    daemon: &Daemon,
+) -> Result<Vec<(SessionInfo, Option<HolderEntry>)>, RpcError> {
+    let config = daemon.options.claude_config.clone();
+    let windows = daemon.options.context_windows.clone();
+    let index = tokio::task::spawn_blocking(move || {
+        let probe = ccd_claude::liveness::system_probe();
+        ccd_claude::index::build(&config, probe.as_ref(), &windows)
+    })
+    .await
+    .map_err(|e| RpcError::internal(e.to_string()))?
+    .map_err(|e| RpcError::internal(format!("reading Claude Code's files: {e}")))?;
+    let mut by_session: HashMap<String, HolderEntry> = HashMap::new();
+    let mut unmatched = Vec::new();
+    for h in daemon.holders.snapshot() {
+        match h.session_id() {
+            Some(s) if index.sessions.iter().any(|r| r.session_id == s) => {
+                by_session.insert(s.to_string(), h);
+            }
+            _ => unmatched.push(h),
+        }
+    }
+    let mut out: Vec<(SessionInfo, Option<HolderEntry>)> = unmatched
+        .into_iter()
+        .map(|h| (views::holder_only_info(&h), Some(h)))
+        .collect();
+    for r in &index.sessions {
+        let mut info = views::record_to_info(r);
+        let holder = by_session.remove(&r.session_id);
+        match &holder {
+            Some(h) => info.ccd = Some(views::owned_info(h)),
+            None => {
+                if let Some(f) = daemon.holders.finished_for(&r.session_id) {
+                    if info.state == SessionState::Dead {
+                        info.ccd = Some(views::finished_info(&f));
+                    }
+                }
+            }
+        }
+        out.push((info, holder));
+    }
+    Ok(out)
+}
+
+pub async fn list(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: ListParams = parse_params(params)?;
+    let cwd = p.cwd.as_deref().map(|c| normalize(Path::new(c)));
+    let all = all_sessions(&ctx.daemon).await?;
+    let matching: Vec<SessionInfo> = all
+        .into_iter()
+        .map(|(i, _)| i)
+        .filter(|i| !p.live_only || i.state != SessionState::Dead)
+        .filter(|i| match (&cwd, &i.cwd) {
+            (None, _) => true,
+            (Some(dir), Some(c)) => is_within(Path::new(c), dir),
+            (Some(_), None) => false,
+        })
+        .collect();
+    let total = matching.len() as u32;
+    let offset = p.offset.unwrap_or(0);
+    let limit = p.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
+    let page: Vec<SessionInfo> = matching
+        .into_iter()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .collect();
+    let end = offset.saturating_add(page.len() as u32);
+    let r = ListResult {
+        sessions: page,
+        total,
+        next_offset: (end < total).then_some(end),
+    };
+    serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
+}
+
+pub async fn get(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: SessionRef = parse_params(params)?;
+    let (info, _) = resolve(&ctx.daemon, &p.session).await?;
+    serde_json::to_value(info).map_err(|e| RpcError::internal(e.to_string()))
+}
+
+/// Finds the one session `query` names: a full id, a unique id prefix, a
+/// session name, or a holder id.
+pub async fn resolve(
+    daemon: &Daemon,
+    query: &str,
+) -> Result<(SessionInfo, Option<HolderEntry>), RpcError> {
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(RpcError::invalid_params("empty session id"));
+    }
+    // Fast path: a full id or a holder id of a session ccd holds needs no
+    // index (and cannot be ambiguous).
+    if let Some(h) = daemon
+        .holders
+        .snapshot()
+        .into_iter()
+        .find(|h| h.id == query || h.session_id() == Some(query))
+    {
+        return Ok((crate::views::holder_only_info(&h), Some(h)));
+    }
+    let all = all_sessions(daemon).await?;
+    if let Some(hit) = all
+        .iter()
+        .find(|(i, h)| i.session_id == query || h.as_ref().is_some_and(|h| h.id == query))
+    {
+        return Ok(hit.clone());
+    }
+    let mut hits: Vec<&(SessionInfo, Option<HolderEntry>)> = all
+        .iter()
+        .filter(|(i, _)| i.session_id.starts_with(query))
+        .collect();
+    if hits.is_empty() {
+        hits = all
+            .iter()
+            .filter(|(i, h)| {
+                i.name.as_deref() == Some(query)
+                    || h.as_ref().and_then(|h| h.meta.name.as_deref()) == Some(query)
+            })
+            .collect();
+    }
+    match hits.len() {
+        0 => Err(RpcError::new(
+            ErrorCode::SessionNotFound,
+            format!("no session matches {query:?}"),
+        )
+        .with_data(json!({"session": query}))),
+        1 => Ok(hits[0].clone()),
+        _ => Err(RpcError::new(
+            ErrorCode::AmbiguousSessionId,
+            format!("{query:?} matches {} sessions", hits.len()),
+        )
+        .with_data(json!({
+            "session": query,
+            "candidates": hits.iter().take(20).map(|(i, _)| i.session_id.clone()).collect::<Vec<_>>(),
+        }))),
+    }
+}

@@ -1,0 +1,343 @@
+//! The holders: one process per session ccd runs, each owning its PTY.
+//!
+//! The table is the daemon's only view of them. It is rebuilt at start by
+//! adopting every socket in `holders/` that answers, refreshed by [`watch`]
+//! twice a second, and entries leave it when their exit has been collected
+//! (kept in `finished` for reporting) or when the holder process died.
+//! The lock is a plain mutex held only to copy or update entries, never
+//! across I/O.
+
+pub mod rpc;
+pub mod spawn;
+pub mod spec;
+
+use crate::state::Daemon;
+use ccd_holder::{CollectResult, ExitInfo, InfoResult};
+use rpc::{call_once, HolderError};
+use serde_json::json;
+use spec::HolderMeta;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One live holder.
+#[derive(Debug, Clone)]
+pub struct HolderEntry {
+    pub id: String,
+    pub socket: PathBuf,
+    pub meta: HolderMeta,
+    /// The latest `holder.info`.
+    pub info: Option<InfoResult>,
+    /// Consecutive ticks on which the child was seen exited.
+    exited_ticks: u32,
+    failed_calls: u32,
+}
+
+impl HolderEntry {
+    /// The session id: the registry's once ready, else the expected one.
+    pub fn session_id(&self) -> Option<&str> {
+        self.info
+            .as_ref()
+            .and_then(|i| i.session_id.as_deref())
+            .or(self.meta.session_id.as_deref())
+    }
+
+    /// ccd's lifecycle word for the session.
+    pub fn lifecycle(&self) -> String {
+        match &self.info {
+            None => "starting".into(),
+            Some(i) => lifecycle_of(i),
+        }
+    }
+}
+
+/// `needs-attention` beats the state; a ready session shows its registry
+/// status (`idle`/`busy`/`waiting`).
+pub fn lifecycle_of(i: &InfoResult) -> String {
+    if i.needs_attention.is_some() && i.exit.is_none() {
+        return "needs-attention".into();
+    }
+    let state = i.state.as_str();
+    if state == "ready" {
+        if let Some(s) = i.status.as_ref().and_then(|s| s.status.clone()) {
+            return s;
+        }
+    }
+    state.into()
+}
+
+/// A session whose holder is gone.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub meta: HolderMeta,
+    pub session_id: Option<String>,
+    pub exit: Option<ExitInfo>,
+    /// `exited` or `failed`.
+    pub state: String,
+    pub failure: Option<String>,
+    pub screen: String,
+}
+
+const FINISHED_KEPT: usize = 200;
+
+/// Every holder the daemon knows.
+pub struct HolderTable {
+    dir: PathBuf,
+    /// The size last applied to each holder's PTY (by holder id).
+    sizes: Mutex<HashMap<String, ccd_protocol::methods::TermSize>>,
+    live: Mutex<HashMap<String, HolderEntry>>,
+    finished: Mutex<VecDeque<Finished>>,
+}
+
+impl HolderTable {
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            sizes: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
+            finished: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn socket_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.sock"))
+    }
+
+    fn meta_path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    /// Copies of every live entry.
+    pub fn snapshot(&self) -> Vec<HolderEntry> {
+        self.live
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn get(&self, id: &str) -> Option<HolderEntry> {
+        self.live.lock().ok()?.get(id).cloned()
+    }
+
+    /// The latest finished record for `session_id`.
+    pub fn finished_for(&self, session_id: &str) -> Option<Finished> {
+        let f = self.finished.lock().ok()?;
+        f.iter()
+            .rev()
+            .find(|f| f.session_id.as_deref() == Some(session_id))
+            .cloned()
+    }
+
+    /// The finished record of holder `id`.
+    pub fn finished_for_holder(&self, id: &str) -> Option<Finished> {
+        let f = self.finished.lock().ok()?;
+        f.iter().rev().find(|f| f.meta.id == id).cloned()
+    }
+
+    /// Adds a holder the daemon just started (its metadata is written).
+    pub fn insert(&self, meta: HolderMeta) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec(&meta).map_err(std::io::Error::other)?;
+        std::fs::write(self.meta_path(&meta.id), bytes)?;
+        let entry = HolderEntry {
+            id: meta.id.clone(),
+            socket: self.socket_of(&meta.id),
+            meta,
+            info: None,
+            exited_ticks: 0,
+            failed_calls: 0,
+        };
+        if let Ok(mut m) = self.live.lock() {
+            m.insert(entry.id.clone(), entry);
+        }
+        Ok(())
+    }
+
+    pub fn applied_size(&self, id: &str) -> Option<ccd_protocol::methods::TermSize> {
+        self.sizes.lock().ok()?.get(id).copied()
+    }
+
+    pub fn set_applied_size(&self, id: &str, size: ccd_protocol::methods::TermSize) {
+        if let Ok(mut m) = self.sizes.lock() {
+            m.insert(id.to_string(), size);
+        }
+    }
+
+    /// Drops a holder that never came up.
+    pub fn forget(&self, id: &str) {
+        if let Ok(mut m) = self.live.lock() {
+            m.remove(id);
+        }
+        let _ = std::fs::remove_file(self.meta_path(id));
+        let _ = std::fs::remove_file(self.socket_of(id));
+    }
+
+    fn update(&self, id: &str, f: impl FnOnce(&mut HolderEntry)) {
+        if let Ok(mut m) = self.live.lock() {
+            if let Some(e) = m.get_mut(id) {
+                f(e);
+            }
+        }
+    }
+
+    fn retire(&self, id: &str, finished: Finished) {
+        if let Ok(mut m) = self.live.lock() {
+            m.remove(id);
+        }
+        let _ = std::fs::remove_file(self.meta_path(id));
+        if let Ok(mut f) = self.finished.lock() {
+            f.push_back(finished);
+            while f.len() > FINISHED_KEPT {
+                f.pop_front();
+            }
+        }
+    }
+
+    /// Adopts every holder whose socket answers; removes sockets nobody
+    /// answers on (and their metadata). Returns how many were adopted.
+    pub async fn adopt_all(&self) -> usize {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut adopted = 0;
+        for e in rd.filter_map(Result::ok) {
+            let path = e.path();
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".sock"))
+                .map(String::from)
+            else {
+                continue;
+            };
+            match call_once::<InfoResult>(&path, ccd_holder::rpc::types::INFO, json!({})).await {
+                Ok(info) => {
+                    let meta = std::fs::read(self.meta_path(&id))
+                        .ok()
+                        .and_then(|b| serde_json::from_slice::<HolderMeta>(&b).ok())
+                        .unwrap_or_else(|| HolderMeta {
+                            id: id.clone(),
+                            session_id: info.session_id.clone(),
+                            name: None,
+                            cwd: info.cwd.clone(),
+                            origin: spec::Origin::New,
+                            forked_from: None,
+                            created_at: info.started_at,
+                        });
+                    tracing::info!(holder = %id, session = ?info.session_id, state = info.state.as_str(), "adopted holder");
+                    if let Ok(mut m) = self.live.lock() {
+                        m.insert(
+                            id.clone(),
+                            HolderEntry {
+                                id,
+                                socket: path,
+                                meta,
+                                info: Some(info),
+                                exited_ticks: 0,
+                                failed_calls: 0,
+                            },
+                        );
+                    }
+                    adopted += 1;
+                }
+                Err(error) => {
+                    tracing::info!(holder = %id, %error, "removing the socket of a holder that does not answer");
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(self.meta_path(&id));
+                }
+            }
+        }
+        adopted
+    }
+
+    /// One refresh of one holder: info, and collection once it has exited.
+    pub async fn refresh(&self, id: &str) -> Option<InfoResult> {
+        let entry = self.get(id)?;
+        match call_once::<InfoResult>(&entry.socket, ccd_holder::rpc::types::INFO, json!({})).await
+        {
+            Ok(info) => {
+                let done = info.exit.is_some() || info.state.as_str() == "failed";
+                self.update(id, |e| {
+                    e.info = Some(info.clone());
+                    e.failed_calls = 0;
+                    e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
+                });
+                if done && entry.exited_ticks >= 1 {
+                    self.collect(&entry).await;
+                }
+                Some(info)
+            }
+            Err(error) => {
+                let gone = matches!(&error, HolderError::Io(_) | HolderError::Closed)
+                    && !holder_alive(&entry);
+                self.update(id, |e| e.failed_calls += 1);
+                if gone || entry.failed_calls >= 5 {
+                    tracing::warn!(holder = %id, %error, "holder process is gone");
+                    let _ = std::fs::remove_file(&entry.socket);
+                    self.retire(
+                        id,
+                        Finished {
+                            session_id: entry.session_id().map(String::from),
+                            meta: entry.meta.clone(),
+                            exit: None,
+                            state: "failed".into(),
+                            failure: Some("the holder process died".into()),
+                            screen: String::new(),
+                        },
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    async fn collect(&self, entry: &HolderEntry) {
+        let r = call_once::<CollectResult>(
+            &entry.socket,
+            ccd_holder::rpc::types::COLLECT,
+            json!({"wait_ms": 0}),
+        )
+        .await;
+        match r {
+            Ok(c) if c.collected => {
+                tracing::info!(holder = %entry.id, session = ?entry.session_id(), exit = ?c.exit, state = c.state.as_str(), "session ended; holder collected");
+                self.retire(
+                    &entry.id,
+                    Finished {
+                        session_id: entry.session_id().map(String::from),
+                        meta: entry.meta.clone(),
+                        exit: c.exit,
+                        state: c.state.as_str().into(),
+                        failure: c.failure,
+                        screen: c.screen,
+                    },
+                );
+            }
+            Ok(_) => {}
+            Err(error) => tracing::debug!(holder = %entry.id, %error, "collect failed"),
+        }
+    }
+}
+
+/// Whether the holder's socket still accepts connections.
+fn holder_alive(e: &HolderEntry) -> bool {
+    std::os::unix::net::UnixStream::connect(&e.socket).is_ok()
+}
+
+/// Refreshes every holder twice a second until the daemon stops.
+pub async fn watch(daemon: Arc<Daemon>) {
+    let mut stop = daemon.shutdown.subscribe();
+    loop {
+        for e in daemon.holders.snapshot() {
+            daemon.holders.refresh(&e.id).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}

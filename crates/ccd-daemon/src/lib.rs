@@ -1,0 +1,28 @@
+//! ccd's daemon: one local socket that the CLI and editors share.
+//!
+//! Ownership, top down:
+//! - [`server`] owns the listening socket and the [`state::Daemon`] shared by
+//!   every connection task (behind an `Arc`; every field is either
+//!   immutable or behind its own lock, never held across an `.await`);
+//! - [`connection`] owns one client connection: a reader loop, a writer task
+//!   fed by a bounded channel, and the attachments of that connection;
+//! - [`holders`] owns the table of per-session holder processes (which own
+//!   the PTYs: the daemon never does, so a daemon crash interrupts no
+//!   session) and the async client that talks to them;
+//! - [`handlers`] answer the API's methods, one module per concern, chosen
+//!   by [`router`].
+//!
+//! Nothing in a handler blocks the runtime: file-system scans (the session
+//! index) run on the blocking pool.
+
+pub mod connection;
+pub mod handlers;
+pub mod holders;
+pub mod router;
+pub mod server;
+pub mod startup;
+pub mod state;
+pub mod views;
+
+pub use server::run;
+pub use state::DaemonOptions;

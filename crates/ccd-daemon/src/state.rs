@@ -1,0 +1,63 @@
+//! What every connection shares.
+
+use crate::holders::HolderTable;
+use ccd_claude::context::ContextWindows;
+use ccd_claude::ClaudeConfigDir;
+use ccd_client::SocketDir;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::time::SystemTime;
+use tokio::sync::watch;
+
+/// How the daemon was started.
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    pub socket_dir: SocketDir,
+    /// Claude Code's config dir (for the session index; passed to children
+    /// as `CLAUDE_CONFIG_DIR` when `claude_config_explicit`).
+    pub claude_config: ClaudeConfigDir,
+    pub claude_config_explicit: bool,
+    /// The `claude` binary sessions run.
+    pub claude_bin: PathBuf,
+    /// The executable that runs `__holder` (normally this `ccd`).
+    pub holder_exe: PathBuf,
+    /// Where logs (the daemon's and the holders') go.
+    pub state_dir: PathBuf,
+    pub context_windows: ContextWindows,
+    /// How long a holder's trust dialog must be stable before keys are sent.
+    pub trust_stable_ms: u64,
+    /// Auto-trust unless a request says otherwise (config `auto_trust`).
+    pub auto_trust_default: bool,
+}
+
+/// The daemon's shared state. Fields are immutable or internally locked;
+/// no lock is held across an `.await`.
+pub struct Daemon {
+    pub options: DaemonOptions,
+    pub started_at: SystemTime,
+    pub holders: HolderTable,
+    /// Open client connections.
+    pub clients: AtomicUsize,
+    /// Connections refused for a wrong peer uid.
+    pub refused: AtomicU64,
+    /// Set to true when the daemon is stopping.
+    pub shutdown: watch::Sender<bool>,
+}
+
+impl Daemon {
+    pub fn new(options: DaemonOptions) -> Self {
+        let holders = HolderTable::new(options.socket_dir.holders_dir());
+        Self {
+            options,
+            started_at: SystemTime::now(),
+            holders,
+            clients: AtomicUsize::new(0),
+            refused: AtomicU64::new(0),
+            shutdown: watch::channel(false).0,
+        }
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+}

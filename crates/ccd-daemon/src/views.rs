@@ -1,0 +1,181 @@
+//! Conversions from what the daemon knows to the wire's `SessionInfo`
+//! (exactly the fields of `ccd ls --json`).
+
+use crate::holders::{lifecycle_of, Finished, HolderEntry};
+use ccd_claude::index::{SessionRecord, Writer};
+use ccd_claude::Liveness;
+use ccd_protocol::methods::session::{
+    ActivityStatus, ContextWindow, OwnedInfo, SessionInfo, SessionState, WriterInfo,
+};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+fn rfc3339(t: Option<OffsetDateTime>) -> Option<String> {
+    t.and_then(|t| t.format(&Rfc3339).ok())
+}
+
+fn millis(ms: i64) -> Option<String> {
+    rfc3339(OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok())
+}
+
+pub fn state_of(l: Liveness) -> SessionState {
+    match l {
+        Liveness::Live => SessionState::Live,
+        Liveness::Dead => SessionState::Dead,
+        Liveness::Unknown => SessionState::Unknown,
+    }
+}
+
+fn status_of(s: Option<&str>) -> Option<ActivityStatus> {
+    s.map(|s| match s {
+        "idle" => ActivityStatus::Idle,
+        "busy" => ActivityStatus::Busy,
+        "waiting" => ActivityStatus::Waiting,
+        _ => ActivityStatus::Other,
+    })
+}
+
+fn writer_info(w: &Writer) -> WriterInfo {
+    WriterInfo {
+        pid: w.pid,
+        liveness: state_of(w.liveness),
+        kind: w.kind.clone(),
+        cwd: w.cwd.clone(),
+        started_at: rfc3339(w.started_at),
+        status: status_of(w.status.as_deref()),
+        waiting_for: w.waiting_for.clone(),
+        version: w.version.clone(),
+        registry_session_id: w.registry_session_id.clone(),
+    }
+}
+
+/// One index record on the wire.
+pub fn record_to_info(r: &SessionRecord) -> SessionInfo {
+    SessionInfo {
+        session_id: r.session_id.clone(),
+        state: state_of(r.state),
+        pid: r.pid,
+        cwd: r.cwd.clone(),
+        status: status_of(r.status.as_deref()),
+        waiting_for: r.waiting_for.clone(),
+        kind: r.kind.clone(),
+        name: r.name.clone(),
+        version: r.version.clone(),
+        started_at: rfc3339(r.started_at),
+        last_activity: rfc3339(r.last_activity),
+        title: r.title.clone(),
+        model: r.model.clone(),
+        context_tokens: r.context_tokens,
+        context_percent: r.context_percent,
+        context_window: r.context_window.map(|w| ContextWindow {
+            tokens: w.tokens,
+            source: match w.source {
+                ccd_claude::context::WindowSource::Config => "config",
+                ccd_claude::context::WindowSource::BuiltIn => "built-in",
+                ccd_claude::context::WindowSource::Default => "default",
+            }
+            .into(),
+        }),
+        transcript: r
+            .transcript
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned()),
+        transcript_bytes: r.transcript_bytes,
+        writers: r.writers.iter().map(writer_info).collect(),
+        several_writers: r.several_writers,
+        registry_session_id: r.registry_session_id.clone(),
+        ccd: None,
+    }
+}
+
+/// ccd's part of a session it holds.
+pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
+    OwnedInfo {
+        holder: e.id.clone(),
+        lifecycle: e.lifecycle(),
+        attention: e
+            .info
+            .as_ref()
+            .and_then(|i| i.needs_attention.as_ref())
+            .map(|a| attention_text(&a.reason)),
+        attached: e.info.as_ref().map(|i| i.clients.len() as u32).unwrap_or(0),
+        exit_code: e
+            .info
+            .as_ref()
+            .and_then(|i| i.exit.as_ref())
+            .and_then(|x| x.code),
+    }
+}
+
+/// ccd's part of a session whose holder is gone.
+pub fn finished_info(f: &Finished) -> OwnedInfo {
+    OwnedInfo {
+        holder: f.meta.id.clone(),
+        lifecycle: f.state.clone(),
+        attention: f.failure.clone(),
+        attached: 0,
+        exit_code: f.exit.as_ref().and_then(|x| x.code),
+    }
+}
+
+/// A session ccd holds that the index does not show yet (before its
+/// registry entry and transcript exist).
+pub fn holder_only_info(e: &HolderEntry) -> SessionInfo {
+    let info = e.info.as_ref();
+    let exited = info.is_some_and(|i| i.exit.is_some());
+    SessionInfo {
+        session_id: e.session_id().unwrap_or(&e.id).to_string(),
+        state: if exited {
+            SessionState::Dead
+        } else {
+            SessionState::Live
+        },
+        pid: info.filter(|_| !exited).map(|i| i.child_pid),
+        cwd: Some(e.meta.cwd.clone()),
+        status: info
+            .and_then(|i| i.status.as_ref())
+            .and_then(|s| status_of(s.status.as_deref())),
+        waiting_for: info
+            .and_then(|i| i.status.as_ref())
+            .and_then(|s| s.waiting_for.clone()),
+        kind: Some("interactive".into()),
+        name: e.meta.name.clone(),
+        version: None,
+        started_at: millis(info.map(|i| i.started_at).unwrap_or(e.meta.created_at)),
+        last_activity: millis(e.meta.created_at),
+        title: None,
+        model: None,
+        context_tokens: None,
+        context_percent: None,
+        context_window: None,
+        transcript: None,
+        transcript_bytes: None,
+        writers: Vec::new(),
+        several_writers: false,
+        registry_session_id: None,
+        ccd: Some(owned_info(e)),
+    }
+}
+
+/// A human sentence for an attention reason.
+pub fn attention_text(r: &ccd_holder::AttentionReason) -> String {
+    use ccd_holder::AttentionReason as A;
+    match r {
+        A::ApiKeyDialog => "Claude Code asks whether to use the API key in the environment (ccd never answers this)".into(),
+        A::TrustDialog => "the folder-trust dialog is waiting (auto-trust is off)".into(),
+        A::TrustAmbiguous { detail } => format!("the trust dialog cannot be answered safely: {detail}"),
+        A::TrustUnverified { detail } => format!("could not verify the trust option was selected: {detail}"),
+        A::UnknownBlockingScreen { hint } => format!("an unrecognized screen is waiting for input: {hint}"),
+    }
+}
+
+/// Whether `lifecycle` means the start is over, one way or another.
+pub fn start_settled(e: &HolderEntry) -> bool {
+    match &e.info {
+        None => false,
+        Some(i) => {
+            let l = lifecycle_of(i);
+            !matches!(l.as_str(), "starting" | "trust")
+        }
+    }
+}
