@@ -147,7 +147,7 @@ fn params_errors_are_invalid_params() {
     assert_eq!(parse_params::<Empty>(None), Ok(Empty {}));
     assert_eq!(parse_params::<Empty>(Some(Value::Null)), Ok(Empty {}));
     let k: KillParams = parse_params(Some(json!({"session": "ab"}))).expect("defaults");
-    assert_eq!(k.signal, KillSignal::Hup);
+    assert_eq!(k.signal, KillSignal::Term);
     let a: AttachParams = parse_params(Some(json!({"session": "ab"}))).expect("defaults");
     assert_eq!(a.mode, AttachMode::Interactive);
     assert!(!a.fresh_on_failure);
