@@ -124,6 +124,27 @@ impl Client {
     /// Calls `method` with raw params and waits for its result.
     pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
         let id = self.writer.send(method, params)?;
+        self.wait_for(&id, None)
+    }
+
+    /// Calls `method`, handing every notification that arrives meanwhile
+    /// to `on_note` (instead of queueing it).
+    pub fn call_value_with(
+        &mut self,
+        method: &str,
+        params: Value,
+        on_note: &mut dyn FnMut(&Notification),
+    ) -> Result<Value, ClientError> {
+        let id = self.writer.send(method, params)?;
+        self.wait_for(&id, Some(on_note))
+    }
+
+    fn wait_for(
+        &mut self,
+        id: &Id,
+        mut on_note: Option<&mut dyn FnMut(&Notification)>,
+    ) -> Result<Value, ClientError> {
+        let id = id.clone();
         loop {
             match self.reader.next()? {
                 Incoming::Response(r) if r.id.as_ref() == Some(&id) => {
@@ -135,7 +156,10 @@ impl Client {
                     }
                 }
                 Incoming::Response(_) => {} // an answer to a request not awaited
-                Incoming::Notification(n) => self.queued.push_back(n),
+                Incoming::Notification(n) => match on_note.as_mut() {
+                    Some(f) => f(&n),
+                    None => self.queued.push_back(n),
+                },
                 Incoming::Request(r) => {
                     return Err(ClientError::Protocol(format!(
                         "request {} from the daemon",

@@ -17,14 +17,22 @@ pub struct Cli {
 }
 
 /// Options every command takes.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
     /// Claude Code's config dir (default: $CLAUDE_CONFIG_DIR, else ~/.claude).
     #[arg(long, global = true, value_name = "DIR")]
     pub claude_config_dir: Option<PathBuf>,
-    /// ccd's own config file (default: $CCD_CONFIG, else <config dir>/ccd/config.toml).
+    /// ccd's own config file (default: $CCD_CONFIG, else ~/.config/ccd/config.toml).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The private directory of the daemon's socket (default: $CCD_SOCKET_DIR,
+    /// else $XDG_RUNTIME_DIR/ccd, else /tmp/ccd-<uid>).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub socket_dir: Option<PathBuf>,
+    /// The claude binary sessions run (default: $CCD_CLAUDE_BIN, the config
+    /// file's claude_bin, else `claude` on PATH). Read by the daemon when it starts.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub claude_bin: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -34,6 +42,25 @@ pub enum Command {
         after_help = "Examples:\n  ccd ls\n  ccd ls --live\n  ccd ls --cwd ~/src/project --json | jq '.[0].session_id'"
     )]
     Ls(LsArgs),
+    /// Start a new claude session under ccd.
+    #[command(
+        after_help = "Examples:\n  ccd new                      # in the current directory, then attach\n  ccd new --cwd ~/src/api --name api --detach\n  ccd new -- --model opus      # extra arguments for claude"
+    )]
+    New(NewArgs),
+    /// End a session ccd holds (SIGTERM, then SIGKILL after a grace period).
+    #[command(after_help = "Examples:\n  ccd kill 9cc17429\n  ccd kill api --signal hup")]
+    Kill(KillArgs),
+    /// Print the current screen of a session ccd holds.
+    #[command(after_help = "Examples:\n  ccd screen 9cc17429\n  ccd screen api --ansi")]
+    Screen(ScreenArgs),
+    /// Run the daemon in the foreground, or control it.
+    #[command(
+        after_help = "Examples:\n  ccd daemon            # foreground (systemd, launchd, debugging)\n  ccd daemon status\n  ccd daemon stop"
+    )]
+    Daemon(DaemonArgs),
+    /// The per-session holder process (started by the daemon).
+    #[command(name = "__holder", hide = true)]
+    Holder,
 }
 
 #[derive(Debug, Args)]
@@ -47,4 +74,68 @@ pub struct LsArgs {
     /// Only sessions whose cwd is DIR or below it.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// Working directory (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// A name to use instead of the id.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print the session id and return instead of attaching.
+    #[arg(long, short)]
+    pub detach: bool,
+    /// Leave Claude Code's folder-trust dialog to you.
+    #[arg(long)]
+    pub no_auto_trust: bool,
+    /// Extra arguments for claude (after `--`).
+    #[arg(last = true)]
+    pub claude_args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// term (default), hup, or kill.
+    #[arg(long, default_value = "term")]
+    pub signal: String,
+    /// Milliseconds before SIGKILL follows term/hup.
+    #[arg(long, default_value_t = 3000)]
+    pub grace_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ScreenArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// With colours and attributes (escape sequences).
+    #[arg(long)]
+    pub ansi: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    #[command(subcommand)]
+    pub action: Option<DaemonAction>,
+    /// Started by a client: log to the file only.
+    #[arg(long, hide = true)]
+    pub background: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DaemonAction {
+    /// Is a daemon running? Its pid, version, socket, sessions.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the daemon (sessions keep running; the next daemon adopts them).
+    Stop {
+        /// Also end every session ccd holds.
+        #[arg(long)]
+        kill_sessions: bool,
+    },
 }

@@ -1,6 +1,10 @@
 //! ccd's own config file (TOML). Absent file = defaults.
 //!
 //! ```toml
+//! # The claude binary sessions run (else $CCD_CLAUDE_BIN, else `claude` on PATH).
+//! claude_bin = "/usr/local/bin/claude"
+//! # Answer the folder-trust dialog for folders you ask ccd to open (default true).
+//! auto_trust = true
 //! # Context window per model id (or id prefix), in tokens.
 //! [context_windows]
 //! "claude-opus-5-5" = 1000000
@@ -17,6 +21,10 @@ pub struct Settings {
     /// Model id or prefix → context window in tokens.
     #[serde(default)]
     pub context_windows: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub claude_bin: Option<PathBuf>,
+    #[serde(default)]
+    pub auto_trust: Option<bool>,
 }
 
 impl Settings {
@@ -47,4 +55,34 @@ impl Settings {
         };
         toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
     }
+}
+
+/// ccd's state directory (logs): `$CCD_STATE_DIR`, else the platform's
+/// state dir (`~/.local/state/ccd`).
+pub fn state_dir() -> PathBuf {
+    if let Some(p) = std::env::var_os("CCD_STATE_DIR").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    directories::BaseDirs::new()
+        .map(|d| {
+            d.state_dir()
+                .unwrap_or_else(|| d.data_local_dir())
+                .join("ccd")
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("ccd-state"))
+}
+
+/// Finds `name` on `PATH`.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }

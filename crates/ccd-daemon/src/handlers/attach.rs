@@ -126,19 +126,14 @@ pub async fn attach(
         if let Some(r) = replied {
             let _ = r.await;
         }
-        loop {
-            match reader.next_line().await {
-                Ok(Some(line)) => {
-                    if !is_notification(&line) {
-                        continue; // the holder's reply to our input/resize
-                    }
-                    let mut bytes = line.into_bytes();
-                    bytes.push(b'\n');
-                    if out.send(bytes).await.is_err() {
-                        break;
-                    }
-                }
-                _ => break,
+        while let Ok(Some(line)) = reader.next_line().await {
+            if !is_notification(&line) {
+                continue; // the holder's reply to our input/resize
+            }
+            let mut bytes = line.into_bytes();
+            bytes.push(b'\n');
+            if out.send(bytes).await.is_err() {
+                break;
             }
         }
         // The holder went away: forget this attachment.
@@ -281,25 +276,26 @@ pub async fn detach(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
     Ok(json!({"detached": detached}))
 }
 
-fn attachment_of(
-    ctx: &ConnCtx,
-    session: &str,
-) -> Option<(
-    Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
-    AttachMode,
-    String,
-    Option<TermSize>,
-)> {
+/// What input and resize need of an attachment, copied out of the lock.
+struct AttachedTo {
+    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    mode: AttachMode,
+    holder_id: String,
+    size: Option<TermSize>,
+}
+
+fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
     let m = ctx.attachments.lock().ok()?;
-    let (k, a) = m.iter().find(|(k, a)| {
+    let (_, a) = m.iter().find(|(k, a)| {
         k.as_str() == session
             || a.holder.id == session
             || (session.len() >= 4 && k.starts_with(session))
     })?;
-    let size = a.size.lock().ok().and_then(|s| *s);
-    Some((a.writer.clone(), a.mode, a.holder.id.clone(), size).clone()).map(|(w, m, h, s)| {
-        let _ = k;
-        (w, m, h, s)
+    Some(AttachedTo {
+        writer: a.writer.clone(),
+        mode: a.mode,
+        holder_id: a.holder.id.clone(),
+        size: a.size.lock().ok().and_then(|s| *s),
     })
 }
 
@@ -317,7 +313,13 @@ pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErr
     let p: InputParams = parse_params(params)?;
     let n = p.data.len() as u64;
     let data = ccd_protocol::b64::encode(&p.data);
-    if let Some((writer, mode, holder_id, size)) = attachment_of(ctx, &p.session) {
+    if let Some(AttachedTo {
+        writer,
+        mode,
+        holder_id,
+        size,
+    }) = attachment_of(ctx, &p.session)
+    {
         if mode != AttachMode::Interactive {
             return Err(RpcError::new(
                 ErrorCode::PermissionDenied,
@@ -355,7 +357,10 @@ pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
         rows: p.rows,
     };
     let params = json!({"rows": p.rows, "cols": p.cols});
-    if let Some((writer, _, holder_id, _)) = attachment_of(ctx, &p.session) {
+    if let Some(AttachedTo {
+        writer, holder_id, ..
+    }) = attachment_of(ctx, &p.session)
+    {
         if let Ok(m) = ctx.attachments.lock() {
             if let Some(a) = m.values().find(|a| a.holder.id == holder_id) {
                 if let Ok(mut s) = a.size.lock() {

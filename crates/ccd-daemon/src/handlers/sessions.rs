@@ -64,7 +64,16 @@ pub async fn all_sessions(
 pub async fn list(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: ListParams = parse_params(params)?;
     let cwd = p.cwd.as_deref().map(|c| normalize(Path::new(c)));
-    let all = all_sessions(&ctx.daemon).await?;
+    let all = if p.held_only {
+        ctx.daemon
+            .holders
+            .snapshot()
+            .into_iter()
+            .map(|h| (views::holder_only_info(&h), Some(h)))
+            .collect()
+    } else {
+        all_sessions(&ctx.daemon).await?
+    };
     let matching: Vec<SessionInfo> = all
         .into_iter()
         .map(|(i, _)| i)

@@ -267,7 +267,9 @@ impl HolderTable {
                     e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
                 });
                 if done && entry.exited_ticks >= 1 {
-                    self.collect(&entry).await;
+                    if let Err(error) = self.collect(&entry, 0).await {
+                        tracing::debug!(holder = %entry.id, %error, "collect failed");
+                    }
                 }
                 Some(info)
             }
@@ -295,31 +297,35 @@ impl HolderTable {
         }
     }
 
-    async fn collect(&self, entry: &HolderEntry) {
-        let r = call_once::<CollectResult>(
-            &entry.socket,
-            ccd_holder::rpc::types::COLLECT,
-            json!({"wait_ms": 0}),
-        )
-        .await;
-        match r {
-            Ok(c) if c.collected => {
-                tracing::info!(holder = %entry.id, session = ?entry.session_id(), exit = ?c.exit, state = c.state.as_str(), "session ended; holder collected");
-                self.retire(
-                    &entry.id,
-                    Finished {
-                        session_id: entry.session_id().map(String::from),
-                        meta: entry.meta.clone(),
-                        exit: c.exit,
-                        state: c.state.as_str().into(),
-                        failure: c.failure,
-                        screen: c.screen,
-                    },
-                );
-            }
-            Ok(_) => {}
-            Err(error) => tracing::debug!(holder = %entry.id, %error, "collect failed"),
+    /// Asks the holder for the session's exit (waiting up to `wait_ms`);
+    /// once collected the holder exits and the entry moves to `finished`.
+    pub async fn collect(
+        &self,
+        entry: &HolderEntry,
+        wait_ms: u64,
+    ) -> Result<CollectResult, HolderError> {
+        let mut conn = rpc::HolderConn::connect(&entry.socket).await?;
+        let c: CollectResult = conn
+            .call(
+                ccd_holder::rpc::types::COLLECT,
+                json!({ "wait_ms": wait_ms }),
+            )
+            .await?;
+        if c.collected {
+            tracing::info!(holder = %entry.id, session = ?entry.session_id(), exit = ?c.exit, state = c.state.as_str(), "session ended; holder collected");
+            self.retire(
+                &entry.id,
+                Finished {
+                    session_id: entry.session_id().map(String::from),
+                    meta: entry.meta.clone(),
+                    exit: c.exit.clone(),
+                    state: c.state.as_str().into(),
+                    failure: c.failure.clone(),
+                    screen: c.screen.clone(),
+                },
+            );
         }
+        Ok(c)
     }
 }
 

@@ -156,6 +156,9 @@ pub struct ListParams {
     /// `false`.
     #[serde(default)]
     pub live_only: bool,
+    /// Only sessions ccd holds, from its own table (no file scan: cheap).
+    #[serde(default)]
+    pub held_only: bool,
     /// Skip this many sessions (paging; see `next_offset`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<u32>,

@@ -4,12 +4,17 @@ use crate::cli::{GlobalArgs, LsArgs};
 use crate::settings::Settings;
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
-use ccd_claude::index::{self, SessionRecord};
+use ccd_claude::index;
 use ccd_claude::paths::{is_within, normalize};
-use ccd_claude::{ClaudeConfigDir, Liveness};
+use ccd_claude::ClaudeConfigDir;
+use ccd_daemon::views::record_to_info;
+use ccd_protocol::methods::session::{
+    ActivityStatus, ListParams, ListResult, SessionInfo, SessionState, SessionsList,
+};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
@@ -19,17 +24,15 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     let windows = ContextWindows::new(settings.context_windows);
     let idx = index::build(&config, probe.as_ref(), &windows)
         .with_context(|| format!("reading sessions under {}", config.root().display()))?;
+    let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
+    merge_held(global, &mut rows);
     let cwd_filter = args.cwd.as_deref().map(normalize);
-    let rows: Vec<&SessionRecord> = idx
-        .sessions
-        .iter()
-        .filter(|r| !args.live || r.state.may_be_running())
-        .filter(|r| match (&cwd_filter, &r.cwd) {
-            (None, _) => true,
-            (Some(dir), Some(cwd)) => is_within(Path::new(cwd), dir),
-            (Some(_), None) => false,
-        })
-        .collect();
+    rows.retain(|r| !args.live || r.state != SessionState::Dead);
+    rows.retain(|r| match (&cwd_filter, &r.cwd) {
+        (None, _) => true,
+        (Some(dir), Some(cwd)) => is_within(Path::new(cwd), dir),
+        (Some(_), None) => false,
+    });
     let stdout = std::io::stdout();
     let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -50,25 +53,57 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Marks the sessions ccd holds, asking a running daemon (never starting
+/// one: listing needs no daemon). Held sessions the files do not show yet
+/// (before their first registry entry) are added first.
+fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) {
+    let Some(mut client) = super::connect_existing(global) else {
+        return;
+    };
+    let held: ListResult = match client.call::<SessionsList>(&ListParams {
+        held_only: true,
+        ..Default::default()
+    }) {
+        Ok(r) => r,
+        Err(error) => {
+            tracing::warn!(%error, "could not ask the daemon which sessions it holds");
+            return;
+        }
+    };
+    let mut extra = Vec::new();
+    for h in held.sessions {
+        match rows.iter_mut().find(|r| r.session_id == h.session_id) {
+            Some(r) => r.ccd = h.ccd,
+            None => extra.push(h),
+        }
+    }
+    extra.append(rows);
+    *rows = extra;
+}
+
 fn write_table(
     out: &mut impl Write,
-    rows: &[&SessionRecord],
+    rows: &[SessionInfo],
     colour: bool,
     home: Option<&str>,
     now: OffsetDateTime,
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<8}  {:<7}  {:<7}  {:>5}  {:>8}  {:<32}  TITLE",
-        "ID", "STATE", "STATUS", "CTX", "ACTIVE", "CWD"
+        "{:<8}  {:<7}  {:<8}  {:>5}  {:>8}  {:<16}  {:<32}  TITLE",
+        "ID", "STATE", "STATUS", "CTX", "ACTIVE", "CCD", "CWD"
     )?;
     for r in rows {
-        let state = r.state.as_str();
+        let state = match r.state {
+            SessionState::Live => "live",
+            SessionState::Dead => "dead",
+            _ => "unknown",
+        };
         let (on, off) = match (colour, r.state) {
             (false, _) => ("", ""),
-            (true, Liveness::Live) => ("\x1b[32m", "\x1b[0m"),
-            (true, Liveness::Unknown) => ("\x1b[33m", "\x1b[0m"),
-            (true, Liveness::Dead) => ("\x1b[2m", "\x1b[0m"),
+            (true, SessionState::Live) => ("\x1b[32m", "\x1b[0m"),
+            (true, SessionState::Dead) => ("\x1b[2m", "\x1b[0m"),
+            (true, _) => ("\x1b[33m", "\x1b[0m"),
         };
         let mut marks = String::new();
         if r.several_writers {
@@ -77,18 +112,33 @@ fn write_table(
         if r.registry_session_id.is_some() {
             marks.push_str(" [after /clear]");
         }
+        let status = r
+            .status
+            .map(|s| match s {
+                ActivityStatus::Idle => "idle",
+                ActivityStatus::Busy => "busy",
+                ActivityStatus::Waiting => "waiting",
+                ActivityStatus::Other => "?",
+            })
+            .unwrap_or("-");
+        let held = r.ccd.as_ref().map(|c| c.lifecycle.as_str()).unwrap_or("-");
+        let last = r
+            .last_activity
+            .as_deref()
+            .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+            .map(|t| ago(now, t))
+            .unwrap_or_else(|| "-".into());
         writeln!(
             out,
-            "{:<8}  {on}{:<7}{off}  {:<7}  {:>5}  {:>8}  {:<32}  {}{}",
+            "{:<8}  {on}{:<7}{off}  {:<8}  {:>5}  {:>8}  {:<16}  {:<32}  {}{}",
             short_id(&r.session_id),
             state,
-            r.status.as_deref().unwrap_or("-"),
+            status,
             r.context_percent
                 .map(|p| format!("{p:.0}%"))
                 .unwrap_or_else(|| "-".into()),
-            r.last_activity
-                .map(|t| ago(now, t))
-                .unwrap_or_else(|| "-".into()),
+            last,
+            clip(held, 16),
             r.cwd
                 .as_deref()
                 .map(|c| tilde(c, home))
@@ -100,10 +150,7 @@ fn write_table(
     Ok(())
 }
 
-/// The first 8 characters of a session id.
-pub fn short_id(sid: &str) -> &str {
-    sid.get(..8).unwrap_or(sid)
-}
+use super::short_id;
 
 /// "12s ago", "3m ago", "5h ago", "4d ago".
 pub fn ago(now: OffsetDateTime, then: OffsetDateTime) -> String {

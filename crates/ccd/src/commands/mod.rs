@@ -1,12 +1,69 @@
 //! One module per subcommand.
 
+mod daemon;
+mod holder;
+mod kill;
 mod ls;
+mod new;
+mod screen;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, GlobalArgs};
+use ccd_client::{connect_or_start, Client, DaemonCommand, SocketDir};
 use std::process::ExitCode;
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Ls(args) => ls::run(&cli.global, &args),
+        Command::Daemon(args) => daemon::run(&cli.global, &args),
+        Command::Holder => holder::run(),
+        other => {
+            crate::logging::init_client();
+            match other {
+                Command::Ls(args) => ls::run(&cli.global, &args),
+                Command::New(args) => new::run(&cli.global, &args),
+                Command::Kill(args) => kill::run(&cli.global, &args),
+                Command::Screen(args) => screen::run(&cli.global, &args),
+                Command::Daemon(_) | Command::Holder => unreachable!("handled above"),
+            }
+        }
     }
+}
+
+/// The client name sent in `hello`.
+pub const CLIENT_NAME: &str = concat!("ccd-cli/", env!("CARGO_PKG_VERSION"));
+
+/// Connects to the daemon, starting one (with this invocation's options)
+/// when none answers.
+pub fn connect(global: &GlobalArgs) -> anyhow::Result<Client> {
+    let dir = SocketDir::resolve(global.socket_dir.as_deref());
+    let mut args: Vec<std::ffi::OsString> = vec!["daemon".into(), "--background".into()];
+    args.push("--socket-dir".into());
+    args.push(dir.path().into());
+    if let Some(c) = &global.claude_config_dir {
+        args.push("--claude-config-dir".into());
+        args.push(c.into());
+    }
+    if let Some(c) = &global.config {
+        args.push("--config".into());
+        args.push(c.into());
+    }
+    if let Some(c) = &global.claude_bin {
+        args.push("--claude-bin".into());
+        args.push(c.into());
+    }
+    let cmd = DaemonCommand {
+        program: std::env::current_exe()?,
+        args,
+    };
+    Ok(connect_or_start(&dir, &cmd, CLIENT_NAME)?)
+}
+
+/// Connects only if a daemon is already running.
+pub fn connect_existing(global: &GlobalArgs) -> Option<Client> {
+    let dir = SocketDir::resolve(global.socket_dir.as_deref());
+    Client::connect(&dir, CLIENT_NAME).ok()
+}
+
+/// The first 8 characters of a session id.
+pub fn short_id(sid: &str) -> &str {
+    sid.get(..8).unwrap_or(sid)
 }

@@ -1,0 +1,659 @@
+//! The pure core of the startup/lifecycle state machine.
+//!
+//! Inputs ([`Observation`]): the screen verdict and text, when the screen last
+//! changed, the time, whether a live registry entry for the child was seen,
+//! whether the child exited. Outputs ([`Action`]): keys to send, state changes,
+//! attention changes. No processes, no clock, no I/O: tests drive it with
+//! literal screens and instants.
+//!
+//! ```text
+//! starting ──trust dialog──▶ trust ──registry entry live──▶ ready
+//!     │                        │                               │
+//!     └──────── error on screen / exit before ready ──▶ failed  └─exit─▶ exited
+//! needs_attention (orthogonal): API-key dialog, trust dialog with auto-trust
+//! off, ambiguous or unverifiable trust dialog, unknown blocking screen
+//! persisting before ready.
+//! ```
+//!
+//! # The trust step
+//!
+//! 1. wait until the dialog has been unchanged for `trust_stable`;
+//! 2. ask the classifier for the way to the trust option; ambiguous → attention;
+//! 3. if the pointer is not on it, press ONE arrow key, then wait until the
+//!    screen changed and settled (or a timeout, the key may have been lost),
+//!    re-classify and go to 3 (bounded by `max_attempts`);
+//! 4. only when a settled screen shows the pointer on the trust option, press
+//!    Enter; then wait for the dialog to go away (a verified Enter is retried
+//!    if the dialog stays, within the same bound).
+//!
+//! Enter is never pressed on an option that was not verified, on a settled
+//! screen, to be the trust option.
+
+use std::time::{Duration, Instant};
+
+use ccd_screen::{ScreenState, TrustDialog, TrustPath};
+use serde::{Deserialize, Serialize};
+
+use crate::exit::ExitInfo;
+
+/// Where the session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Spawned; nothing recognized yet.
+    Starting,
+    /// The trust dialog was seen (and possibly answered); not ready yet.
+    Trust,
+    /// The registry entry for the child is live.
+    Ready,
+    /// The child exited after being ready.
+    Exited,
+    /// Start failed (error on screen, or exit before ready).
+    Failed,
+}
+
+impl State {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Trust => "trust",
+            State::Ready => "ready",
+            State::Exited => "exited",
+            State::Failed => "failed",
+        }
+    }
+}
+
+/// Why a person must look at the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum AttentionReason {
+    /// The custom API key dialog: a security choice, never answered by ccd.
+    ApiKeyDialog,
+    /// The trust dialog, and auto-trust is off.
+    TrustDialog,
+    /// The trust dialog cannot be answered safely.
+    TrustAmbiguous {
+        /// What is ambiguous.
+        detail: String,
+    },
+    /// Navigation to the trust option could not be verified.
+    TrustUnverified {
+        /// What went wrong.
+        detail: String,
+    },
+    /// An unrecognized screen that seems to wait for the user.
+    UnknownBlockingScreen {
+        /// The classifier's hint.
+        hint: String,
+    },
+}
+
+/// Timing and policy of the core.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    /// Answer the trust dialog.
+    pub auto_trust: bool,
+    /// Dialog must be unchanged this long before the first key.
+    pub trust_stable: Duration,
+    /// After a key, the screen must be unchanged this long before re-reading.
+    pub settle: Duration,
+    /// After a key with no screen change, assume it was lost.
+    pub key_timeout: Duration,
+    /// After Enter, how long the dialog may stay before Enter is retried.
+    pub enter_timeout: Duration,
+    /// Key presses (arrows + Enters) allowed in total.
+    pub max_attempts: u32,
+    /// How long an unknown blocking screen may persist before ready.
+    pub blocking_grace: Duration,
+}
+
+impl CoreConfig {
+    /// Defaults derived from the trust stability time.
+    pub fn new(auto_trust: bool, trust_stable: Duration) -> Self {
+        Self {
+            auto_trust,
+            trust_stable,
+            settle: (trust_stable / 3)
+                .clamp(Duration::from_millis(100), Duration::from_millis(300)),
+            key_timeout: Duration::from_millis(800),
+            enter_timeout: Duration::from_secs(3),
+            max_attempts: 4,
+            blocking_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// One tick's worth of facts.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    /// Now.
+    pub now: Instant,
+    /// The classifier's verdict on the current screen.
+    pub verdict: &'a ScreenState,
+    /// When the screen text last changed.
+    pub changed_at: Instant,
+    /// DECCKM: arrows are sent as `ESC O x`.
+    pub application_cursor: bool,
+    /// A live registry entry for the child, with its session id.
+    pub registry_session: Option<&'a str>,
+    /// The child exited.
+    pub exit: Option<&'a ExitInfo>,
+}
+
+/// What a key press is for (logged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyPurpose {
+    /// An arrow towards the trust option.
+    TrustNavigate,
+    /// Enter on the verified trust option.
+    TrustConfirm,
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Write these bytes to the PTY.
+    Send {
+        /// The bytes.
+        bytes: Vec<u8>,
+        /// Why.
+        purpose: KeyPurpose,
+    },
+    /// The state changed.
+    Transition {
+        /// The new state.
+        state: State,
+        /// Failure reason or other detail.
+        detail: Option<String>,
+    },
+    /// The session learned its id from the registry.
+    SessionId(String),
+    /// needs_attention changed (None: cleared).
+    Attention(Option<AttentionReason>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrustStep {
+    /// Waiting for the dialog to be stable.
+    WaitStable,
+    /// An arrow was sent at this instant.
+    AwaitMove(Instant),
+    /// Enter was sent at this instant.
+    AwaitGone(Instant),
+    /// The dialog went away after our Enter (or was answered by someone).
+    Done,
+    /// Gave up; attention raised.
+    GaveUp,
+}
+
+/// The state machine.
+#[derive(Debug, Clone)]
+pub struct Lifecycle {
+    cfg: CoreConfig,
+    state: State,
+    trust: TrustStep,
+    attempts: u32,
+    trust_problem: Option<AttentionReason>,
+    attention: Option<AttentionReason>,
+    unknown_since: Option<Instant>,
+    session_id: Option<String>,
+}
+
+impl Lifecycle {
+    /// A session that was just spawned.
+    pub fn new(cfg: CoreConfig) -> Self {
+        Self {
+            cfg,
+            state: State::Starting,
+            trust: TrustStep::WaitStable,
+            attempts: 0,
+            trust_problem: None,
+            attention: None,
+            unknown_since: None,
+            session_id: None,
+        }
+    }
+
+    /// Current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Current attention reason.
+    pub fn attention(&self) -> Option<&AttentionReason> {
+        self.attention.as_ref()
+    }
+
+    /// True when nothing more can happen (the child is gone).
+    pub fn is_final(&self) -> bool {
+        matches!(self.state, State::Exited | State::Failed) && self.attention.is_none()
+    }
+
+    fn go(&mut self, state: State, detail: Option<String>, out: &mut Vec<Action>) {
+        if self.state != state {
+            tracing::info!(from = self.state.as_str(), to = state.as_str(), detail = ?detail, "lifecycle transition");
+            self.state = state;
+            out.push(Action::Transition { state, detail });
+        }
+    }
+
+    /// Feed one observation; returns what to do.
+    pub fn step(&mut self, obs: &Observation<'_>) -> Vec<Action> {
+        let mut out = Vec::new();
+        let before_ready = matches!(self.state, State::Starting | State::Trust);
+
+        if let Some(exit) = obs.exit {
+            match self.state {
+                State::Starting | State::Trust => {
+                    let reason = match obs.verdict {
+                        ScreenState::Error(e) => e.text.clone(),
+                        _ => format!(
+                            "exited before it was ready (code {:?}, signal {:?})",
+                            exit.code, exit.signal
+                        ),
+                    };
+                    self.go(State::Failed, Some(reason), &mut out);
+                }
+                State::Ready => self.go(State::Exited, None, &mut out),
+                State::Exited | State::Failed => {}
+            }
+            self.set_attention(None, &mut out);
+            return out;
+        }
+
+        if before_ready {
+            if let ScreenState::Error(e) = obs.verdict {
+                self.go(State::Failed, Some(e.text.clone()), &mut out);
+                self.set_attention(None, &mut out);
+                return out;
+            }
+        }
+
+        if let (true, Some(sid)) = (before_ready, obs.registry_session) {
+            self.session_id = Some(sid.to_owned());
+            out.push(Action::SessionId(sid.to_owned()));
+            if self.trust != TrustStep::WaitStable {
+                self.trust = TrustStep::Done;
+            }
+            self.go(State::Ready, None, &mut out);
+        }
+
+        let before_ready = matches!(self.state, State::Starting | State::Trust);
+        if before_ready {
+            if let ScreenState::TrustDialog(d) = obs.verdict {
+                if self.state == State::Starting {
+                    self.go(State::Trust, None, &mut out);
+                }
+                if self.cfg.auto_trust {
+                    self.trust_step(d, obs, &mut out);
+                }
+            } else {
+                self.dialog_absent(obs);
+            }
+        }
+
+        // Unknown blocking screens before ready.
+        match obs.verdict {
+            ScreenState::Unknown {
+                blocking_hint: Some(_),
+            } if before_ready => {
+                self.unknown_since.get_or_insert(obs.now);
+            }
+            _ => self.unknown_since = None,
+        }
+
+        let want = self.wanted_attention(obs, before_ready);
+        self.set_attention(want, &mut out);
+        out
+    }
+
+    fn wanted_attention(
+        &self,
+        obs: &Observation<'_>,
+        before_ready: bool,
+    ) -> Option<AttentionReason> {
+        match obs.verdict {
+            ScreenState::TrustDialog(_) if before_ready => {
+                if !self.cfg.auto_trust {
+                    Some(AttentionReason::TrustDialog)
+                } else {
+                    self.trust_problem.clone()
+                }
+            }
+            ScreenState::ApiKeyDialog(_) => Some(AttentionReason::ApiKeyDialog),
+            ScreenState::Unknown {
+                blocking_hint: Some(hint),
+            } => match self.unknown_since {
+                Some(since)
+                    if obs.now.saturating_duration_since(since) >= self.cfg.blocking_grace =>
+                {
+                    Some(AttentionReason::UnknownBlockingScreen { hint: hint.clone() })
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn set_attention(&mut self, want: Option<AttentionReason>, out: &mut Vec<Action>) {
+        if self.attention != want {
+            tracing::info!(attention = ?want, state = self.state.as_str(), "needs_attention changed");
+            self.attention = want.clone();
+            out.push(Action::Attention(want));
+        }
+    }
+
+    /// The trust dialog is not on screen (any more).
+    fn dialog_absent(&mut self, _obs: &Observation<'_>) {
+        match self.trust {
+            TrustStep::AwaitGone(_) | TrustStep::AwaitMove(_) | TrustStep::GaveUp => {
+                tracing::info!(step = ?self.trust, "trust dialog gone");
+                self.trust = TrustStep::Done;
+                self.trust_problem = None;
+            }
+            TrustStep::WaitStable | TrustStep::Done => {}
+        }
+    }
+
+    fn give_up(&mut self, reason: AttentionReason) {
+        tracing::warn!(reason = ?reason, attempts = self.attempts, "trust step gave up");
+        self.trust = TrustStep::GaveUp;
+        self.trust_problem = Some(reason);
+    }
+
+    fn trust_step(&mut self, d: &TrustDialog, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        let stable_for = obs.now.saturating_duration_since(obs.changed_at);
+        tracing::debug!(
+            step = ?self.trust,
+            selected = ?d.selected,
+            trust_index = ?d.trust_index,
+            to_trust = ?d.to_trust,
+            stable_ms = stable_for.as_millis() as u64,
+            attempts = self.attempts,
+            "trust dialog verdict"
+        );
+        match self.trust {
+            TrustStep::GaveUp => {}
+            // Dialog back after it went away: start over (bounded by attempts).
+            TrustStep::WaitStable | TrustStep::Done => {
+                if stable_for >= self.cfg.trust_stable {
+                    self.decide(d, obs, out);
+                } else {
+                    self.trust = TrustStep::WaitStable;
+                }
+            }
+            TrustStep::AwaitMove(sent) => {
+                let changed_since = obs.changed_at > sent;
+                let settled = stable_for >= self.cfg.settle;
+                let lost = !changed_since
+                    && obs.now.saturating_duration_since(sent) >= self.cfg.key_timeout;
+                if (changed_since && settled) || lost {
+                    self.decide(d, obs, out);
+                } else if obs.now.saturating_duration_since(sent) >= self.cfg.key_timeout * 10 {
+                    self.give_up(AttentionReason::TrustUnverified {
+                        detail: "the screen never settled after a key".into(),
+                    });
+                }
+            }
+            TrustStep::AwaitGone(sent) => {
+                let waited = obs.now.saturating_duration_since(sent);
+                if waited >= self.cfg.enter_timeout && stable_for >= self.cfg.settle {
+                    // Still there: Enter was lost. Retry only if verified again.
+                    self.decide(d, obs, out);
+                }
+            }
+        }
+    }
+
+    /// Read the settled dialog and press at most one key.
+    fn decide(&mut self, d: &TrustDialog, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        if self.attempts >= self.cfg.max_attempts {
+            self.give_up(AttentionReason::TrustUnverified {
+                detail: format!(
+                    "selection not verified on the trust option after {} key presses",
+                    self.attempts
+                ),
+            });
+            return;
+        }
+        let keys = match &d.to_trust {
+            TrustPath::Keys(k) => *k,
+            TrustPath::Ambiguous(a) => {
+                self.give_up(AttentionReason::TrustAmbiguous {
+                    detail: format!("{a:?}"),
+                });
+                return;
+            }
+        };
+        self.attempts += 1;
+        if d.trust_selected() {
+            tracing::info!(
+                option = d
+                    .trust_index
+                    .and_then(|i| d.options.get(i))
+                    .map(|o| o.label.as_str()),
+                attempt = self.attempts,
+                "trust option verified selected; sending Enter"
+            );
+            out.push(Action::Send {
+                bytes: b"\r".to_vec(),
+                purpose: KeyPurpose::TrustConfirm,
+            });
+            self.trust = TrustStep::AwaitGone(obs.now);
+        } else {
+            let bytes = keys.key.bytes(obs.application_cursor).to_vec();
+            tracing::info!(
+                key = ?keys.key,
+                remaining = keys.count,
+                selected = ?d.selected,
+                trust_index = ?d.trust_index,
+                attempt = self.attempts,
+                "sending one navigation key towards the trust option"
+            );
+            out.push(Action::Send {
+                bytes,
+                purpose: KeyPurpose::TrustNavigate,
+            });
+            self.trust = TrustStep::AwaitMove(obs.now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccd_screen::{classify_text, ScreenText};
+
+    fn trust_screen(opts: &[&str]) -> ScreenState {
+        let mut lines = vec![
+            " Accessing workspace:".to_owned(),
+            " Quick safety check: Is this a project you created or one you trust?".to_owned(),
+            String::new(),
+        ];
+        lines.extend(opts.iter().map(|s| (*s).to_owned()));
+        classify_text(&ScreenText::from_lines(lines))
+    }
+
+    fn cfg() -> CoreConfig {
+        let mut c = CoreConfig::new(true, Duration::from_millis(1000));
+        c.settle = Duration::from_millis(200);
+        c
+    }
+
+    struct Run {
+        lc: Lifecycle,
+        t0: Instant,
+    }
+
+    impl Run {
+        fn new(c: CoreConfig) -> Self {
+            Self {
+                lc: Lifecycle::new(c),
+                t0: Instant::now(),
+            }
+        }
+        fn at(&mut self, ms: u64, changed_ms: u64, v: &ScreenState) -> Vec<Action> {
+            self.at_full(ms, changed_ms, v, None, None)
+        }
+        fn at_full(
+            &mut self,
+            ms: u64,
+            changed_ms: u64,
+            v: &ScreenState,
+            reg: Option<&str>,
+            exit: Option<&ExitInfo>,
+        ) -> Vec<Action> {
+            let obs = Observation {
+                now: self.t0 + Duration::from_millis(ms),
+                verdict: v,
+                changed_at: self.t0 + Duration::from_millis(changed_ms),
+                application_cursor: false,
+                registry_session: reg,
+                exit,
+            };
+            self.lc.step(&obs)
+        }
+    }
+
+    fn sends(a: &[Action]) -> Vec<Vec<u8>> {
+        a.iter()
+            .filter_map(|a| match a {
+                Action::Send { bytes, .. } => Some(bytes.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn new_variant_navigates_verifies_then_enters() {
+        let mut r = Run::new(cfg());
+        let no_sel = trust_screen(&[" ❯ No, exit", "   Yes, I trust this folder"]);
+        let yes_sel = trust_screen(&["   No, exit", " ❯ Yes, I trust this folder"]);
+        let a = r.at(100, 0, &no_sel);
+        assert!(a.contains(&Action::Transition {
+            state: State::Trust,
+            detail: None
+        }));
+        assert!(sends(&a).is_empty(), "not stable yet");
+        assert!(sends(&r.at(900, 0, &no_sel)).is_empty());
+        // Stable: one Down.
+        assert_eq!(sends(&r.at(1000, 0, &no_sel)), vec![b"\x1b[B".to_vec()]);
+        // Screen changed at 1100 but not settled yet: nothing.
+        assert!(sends(&r.at(1150, 1100, &yes_sel)).is_empty());
+        // Settled and verified: Enter.
+        assert_eq!(sends(&r.at(1300, 1100, &yes_sel)), vec![b"\r".to_vec()]);
+        // Dialog gone.
+        let blank = ScreenState::Loading;
+        assert!(sends(&r.at(1400, 1350, &blank)).is_empty());
+        let a = r.at_full(1500, 1350, &blank, Some("sid-1"), None);
+        assert!(a.contains(&Action::SessionId("sid-1".into())));
+        assert_eq!(r.lc.state(), State::Ready);
+        assert_eq!(r.lc.attention(), None);
+    }
+
+    #[test]
+    fn old_variant_enters_at_once_when_already_on_trust() {
+        let mut r = Run::new(cfg());
+        let v = trust_screen(&[" ❯ 1. Yes, I trust this folder", "   2. No, exit"]);
+        assert!(sends(&r.at(500, 0, &v)).is_empty());
+        assert_eq!(sends(&r.at(1000, 0, &v)), vec![b"\r".to_vec()]);
+    }
+
+    #[test]
+    fn lost_key_is_resent_and_never_enter_unverified() {
+        let mut r = Run::new(cfg());
+        let no_sel = trust_screen(&[" ❯ No, exit", "   Yes, I trust this folder"]);
+        assert_eq!(sends(&r.at(1000, 0, &no_sel)).len(), 1);
+        // No change: before the key timeout nothing, after it the key again.
+        assert!(sends(&r.at(1500, 0, &no_sel)).is_empty());
+        assert_eq!(sends(&r.at(1800, 0, &no_sel)), vec![b"\x1b[B".to_vec()]);
+        assert_eq!(sends(&r.at(2600, 0, &no_sel)), vec![b"\x1b[B".to_vec()]);
+        assert_eq!(sends(&r.at(3400, 0, &no_sel)), vec![b"\x1b[B".to_vec()]);
+        // Out of attempts: attention, and no Enter ever.
+        let a = r.at(4200, 0, &no_sel);
+        assert!(sends(&a).is_empty());
+        assert!(matches!(
+            r.lc.attention(),
+            Some(AttentionReason::TrustUnverified { .. })
+        ));
+        assert!(sends(&r.at(9000, 0, &no_sel)).is_empty());
+    }
+
+    #[test]
+    fn ambiguous_dialog_needs_attention() {
+        let mut r = Run::new(cfg());
+        let v = trust_screen(&["   No, exit", "   Yes, I trust this folder"]);
+        let a = r.at(1000, 0, &v);
+        assert!(sends(&a).is_empty());
+        assert!(matches!(
+            r.lc.attention(),
+            Some(AttentionReason::TrustAmbiguous { .. })
+        ));
+    }
+
+    #[test]
+    fn manual_trust_needs_attention_and_clears_when_answered() {
+        let mut c = cfg();
+        c.auto_trust = false;
+        let mut r = Run::new(c);
+        let v = trust_screen(&[" ❯ No, exit", "   Yes, I trust this folder"]);
+        let a = r.at(5000, 0, &v);
+        assert!(sends(&a).is_empty());
+        assert_eq!(r.lc.attention(), Some(&AttentionReason::TrustDialog));
+        r.at(5100, 5050, &ScreenState::Loading);
+        assert_eq!(r.lc.attention(), None);
+    }
+
+    #[test]
+    fn api_key_dialog_is_attention_even_after_ready() {
+        let mut r = Run::new(cfg());
+        let v = ScreenState::ApiKeyDialog(ccd_screen::ApiKeyDialog {
+            options: vec!["Yes".into(), "No (recommended)".into()],
+            selected: Some(1),
+        });
+        r.at_full(100, 0, &ScreenState::Loading, Some("s"), None);
+        assert_eq!(r.lc.state(), State::Ready);
+        let a = r.at(200, 150, &v);
+        assert!(sends(&a).is_empty());
+        assert_eq!(r.lc.attention(), Some(&AttentionReason::ApiKeyDialog));
+    }
+
+    #[test]
+    fn start_error_fails_and_exit_before_ready_fails() {
+        let mut r = Run::new(cfg());
+        let v = classify_text(&ScreenText::from_lines([
+            "No conversation found with session ID: abc",
+        ]));
+        r.at(100, 0, &v);
+        assert_eq!(r.lc.state(), State::Failed);
+        let mut r = Run::new(cfg());
+        let exit = ExitInfo {
+            code: Some(1),
+            signal: None,
+        };
+        r.at_full(100, 0, &ScreenState::Loading, None, Some(&exit));
+        assert_eq!(r.lc.state(), State::Failed);
+        let mut r = Run::new(cfg());
+        r.at_full(100, 0, &ScreenState::Loading, Some("s"), None);
+        r.at_full(200, 0, &ScreenState::Loading, None, Some(&exit));
+        assert_eq!(r.lc.state(), State::Exited);
+    }
+
+    #[test]
+    fn unknown_blocking_screen_after_grace() {
+        let mut r = Run::new(cfg());
+        let v = ScreenState::Unknown {
+            blocking_hint: Some("Press Enter to continue".into()),
+        };
+        r.at(100, 0, &v);
+        assert_eq!(r.lc.attention(), None);
+        r.at(3200, 0, &v);
+        assert!(matches!(
+            r.lc.attention(),
+            Some(AttentionReason::UnknownBlockingScreen { .. })
+        ));
+    }
+}

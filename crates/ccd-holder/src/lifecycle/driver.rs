@@ -1,0 +1,119 @@
+//! The lifecycle thread: every tick, observe the session (screen verdict,
+//! when the screen text last changed, the registry entry of the child, the
+//! exit status), step the [`Lifecycle`] core and apply its actions.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ccd_claude::liveness::{self, ProcessProbe};
+use ccd_screen::{classify_screen, ScreenState};
+
+use super::core::{Action, CoreConfig, Lifecycle, Observation, State};
+use crate::session::Session;
+
+/// What the driver remembers between ticks.
+struct Seen {
+    seq: u64,
+    text: String,
+    changed_at: Instant,
+    verdict: ScreenState,
+}
+
+/// The session id of a live registry entry for `pid` at `path`, if any.
+fn registry_session(path: &Path, probe: &dyn ProcessProbe) -> Option<String> {
+    let entry = ccd_claude::registry::read_entry(path).ok()?;
+    let verdict = liveness::check(&entry, probe);
+    // Unknown counts as live: the pid is our unreaped child, it cannot have
+    // been recycled; Dead means a stale file from an earlier process.
+    if verdict.liveness.may_be_running() {
+        tracing::info!(session_id = %entry.session_id, liveness = verdict.liveness.as_str(), reason = ?verdict.reason, "registry entry for the child is live");
+        Some(entry.session_id)
+    } else {
+        tracing::debug!(reason = ?verdict.reason, "registry entry present but not live");
+        None
+    }
+}
+
+/// Start the lifecycle thread.
+pub fn spawn_driver(
+    session: Arc<Session>,
+    cfg: CoreConfig,
+    tick: Duration,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("holder-lifecycle".into())
+        .spawn(move || run(&session, cfg, tick))
+}
+
+fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
+    let probe = liveness::system_probe();
+    let mut lc = Lifecycle::new(cfg);
+    let mut seen = Seen {
+        seq: u64::MAX,
+        text: String::new(),
+        changed_at: Instant::now(),
+        verdict: ScreenState::Loading,
+    };
+    session.record_transition(State::Starting.as_str(), None);
+    loop {
+        if session.stopping() {
+            return;
+        }
+        let now = Instant::now();
+        let (app_cursor, exit) = {
+            let g = session.lock();
+            if g.seq != seen.seq {
+                seen.seq = g.seq;
+                let text = g.screen.contents();
+                if text != seen.text {
+                    seen.text = text;
+                    seen.changed_at = now;
+                }
+                let verdict = classify_screen(&g.screen);
+                if verdict != seen.verdict && matches!(lc.state(), State::Starting | State::Trust) {
+                    tracing::info!(verdict = ?verdict, state = lc.state().as_str(), "screen verdict");
+                }
+                seen.verdict = verdict;
+            }
+            (g.screen.vt().application_cursor(), g.exit.clone())
+        };
+        let sid = if matches!(lc.state(), State::Starting | State::Trust) && exit.is_none() {
+            registry_session(&session.fixed.registry_path, probe.as_ref())
+        } else {
+            None
+        };
+        let obs = Observation {
+            now,
+            verdict: &seen.verdict,
+            changed_at: seen.changed_at,
+            application_cursor: app_cursor,
+            registry_session: sid.as_deref(),
+            exit: exit.as_ref(),
+        };
+        for action in lc.step(&obs) {
+            apply(session, action);
+        }
+        if exit.is_some() {
+            tracing::debug!(state = lc.state().as_str(), "lifecycle driver done");
+            return;
+        }
+        let (g, _) = session.wait_for(tick, |g| g.exit.is_some());
+        drop(g);
+    }
+}
+
+fn apply(session: &Session, action: Action) {
+    match action {
+        Action::Send { bytes, purpose } => {
+            tracing::info!(purpose = ?purpose, bytes = ?String::from_utf8_lossy(&bytes), "trust step: key sent");
+            if let Err(e) = session.send_input(bytes) {
+                tracing::warn!(error = %e, "trust step: key could not be sent");
+            }
+        }
+        Action::Transition { state, detail } => session.set_state(state, detail),
+        Action::SessionId(sid) => session.set_session_id(sid),
+        Action::Attention(reason) => session.set_attention(reason),
+    }
+}

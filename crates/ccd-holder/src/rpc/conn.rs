@@ -1,0 +1,306 @@
+//! One connection: read requests line by line, answer each, and for an
+//! attached client run the output pump on its own thread.
+//!
+//! Bad input (not JSON, over-long line, unknown method, bad params) gets a
+//! JSON-RPC error reply and the connection keeps going. Lines are written
+//! whole under a per-connection mutex, so replies and notifications never
+//! interleave inside a line.
+
+use std::io::{BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ccd_protocol::methods::NotificationKind;
+use ccd_protocol::stream::{encode_output_line, Exited, SessionExited, SessionResync};
+use ccd_protocol::{
+    encode, parse_incoming, parse_params, read_line_bounded, ErrorCode, FrameError, Id, Incoming,
+    Notification, Request, Response, RpcError, MAX_LINE_BYTES, MAX_OUTPUT_CHUNK,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::types::{
+    self as t, AttachParams, AttachResult, CollectParams, CollectResult, Done, InputParams,
+    KillParams, KillResult, ScreenParams,
+};
+use crate::config::{KillSignal, Size};
+use crate::fanout::{AttachMode, ClientQueue, Event};
+use crate::lifecycle::State;
+use crate::session::{Session, SessionError};
+
+type Writer = Arc<Mutex<UnixStream>>;
+
+fn write_line(w: &Writer, line: &[u8]) -> std::io::Result<()> {
+    let mut s = w.lock().unwrap_or_else(|p| p.into_inner());
+    s.write_all(line)
+}
+
+fn send_response(w: &Writer, resp: &Response) -> std::io::Result<()> {
+    match encode(resp) {
+        Ok(line) => write_line(w, &line),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot encode a response");
+            Ok(())
+        }
+    }
+}
+
+fn send_notification<P: Serialize>(w: &Writer, method: &str, params: &P) -> std::io::Result<()> {
+    let params = serde_json::to_value(params).map_err(std::io::Error::other)?;
+    let n = Notification::new(method, Some(params));
+    let line = encode(&n).map_err(std::io::Error::other)?;
+    write_line(w, &line)
+}
+
+fn ok<T: Serialize>(v: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(v).map_err(|e| RpcError::internal(format!("encoding result: {e}")))
+}
+
+fn session_error(e: SessionError) -> RpcError {
+    match e {
+        SessionError::Exited => RpcError::new(ErrorCode::InvalidRequest, "the child has exited")
+            .with_data(serde_json::json!({ "reason": "exited" })),
+        other => RpcError::internal(other.to_string()),
+    }
+}
+
+/// Per-connection state.
+struct Conn<'a> {
+    session: &'a Arc<Session>,
+    writer: Writer,
+    attached: Option<Arc<ClientQueue>>,
+    /// Set by `holder.collect` once the final reply is out.
+    stop_after_reply: bool,
+}
+
+/// Serve one connection until it closes.
+pub fn handle(session: &Arc<Session>, stream: UnixStream) {
+    let writer = match stream.try_clone() {
+        Ok(w) => Arc::new(Mutex::new(w)),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot clone connection");
+            return;
+        }
+    };
+    let mut conn = Conn {
+        session,
+        writer,
+        attached: None,
+        stop_after_reply: false,
+    };
+    let mut reader = BufReader::new(stream);
+    let mut buf = Vec::new();
+    loop {
+        let reply = match read_line_bounded(&mut reader, MAX_LINE_BYTES, &mut buf) {
+            Ok(None) => break,
+            Ok(Some(line)) => match parse_incoming(line) {
+                Ok(Incoming::Request(req)) => conn.dispatch(req),
+                Ok(Incoming::Notification(n)) => {
+                    tracing::debug!(method = %n.method, "client notification ignored");
+                    None
+                }
+                Ok(Incoming::Response(_)) => None,
+                Err(invalid) => Some(invalid.into_response()),
+            },
+            Err(FrameError::Io(e)) => {
+                tracing::debug!(error = %e, "connection read failed");
+                break;
+            }
+            Err(e) => e.to_rpc_error().map(|err| Response::error(None, err)),
+        };
+        if let Some(resp) = reply {
+            if send_response(&conn.writer, &resp).is_err() {
+                break;
+            }
+        }
+        if conn.stop_after_reply {
+            session.request_stop();
+        }
+    }
+    if let Some(q) = conn.attached.take() {
+        q.close();
+    }
+}
+
+impl Conn<'_> {
+    /// Answer one request; `None` when the handler wrote its own reply.
+    fn dispatch(&mut self, req: Request) -> Option<Response> {
+        let id = req.id.clone().unwrap_or(Id::Number(0));
+        tracing::debug!(method = %req.method, "request");
+        let outcome = match req.method.as_str() {
+            t::INFO => ok(&self.session.info()),
+            t::SCREEN => parse_params::<ScreenParams>(req.params)
+                .and_then(|p| ok(&self.session.screen(p.format))),
+            t::ATTACH => {
+                match parse_params::<AttachParams>(req.params).and_then(|p| self.attach(&id, p)) {
+                    Ok(()) => return None,
+                    Err(e) => Err(e),
+                }
+            }
+            t::DETACH => {
+                if let Some(q) = self.attached.take() {
+                    q.close();
+                }
+                ok(&Done { ok: true })
+            }
+            t::INPUT => parse_params::<InputParams>(req.params).and_then(|p| self.input(p)),
+            t::RESIZE => parse_params::<Size>(req.params).and_then(|p| self.resize(p)),
+            t::KILL => parse_params::<KillParams>(req.params).and_then(|p| self.kill(p)),
+            t::COLLECT => parse_params::<CollectParams>(req.params).and_then(|p| self.collect(p)),
+            other => Err(RpcError::method_not_found(other)),
+        };
+        Some(match outcome {
+            Ok(v) => Response::success(id, v),
+            Err(e) => Response::error(Some(id), e),
+        })
+    }
+
+    fn is_observer(&self) -> bool {
+        self.attached
+            .as_ref()
+            .is_some_and(|q| q.mode() == AttachMode::Observe)
+    }
+
+    fn refuse_observer(&self) -> Result<(), RpcError> {
+        if self.is_observer() {
+            return Err(RpcError::new(
+                ErrorCode::PermissionDenied,
+                "this connection is attached in observe mode",
+            ));
+        }
+        Ok(())
+    }
+
+    fn input(&mut self, p: InputParams) -> Result<Value, RpcError> {
+        self.refuse_observer()?;
+        self.session.send_input(p.data).map_err(session_error)?;
+        ok(&Done { ok: true })
+    }
+
+    fn resize(&mut self, p: Size) -> Result<Value, RpcError> {
+        self.refuse_observer()?;
+        if p.rows == 0 || p.cols == 0 {
+            return Err(RpcError::invalid_params("rows and cols must be at least 1"));
+        }
+        self.session.resize(p).map_err(session_error)?;
+        ok(&Done { ok: true })
+    }
+
+    fn kill(&mut self, p: KillParams) -> Result<Value, RpcError> {
+        self.refuse_observer()?;
+        let grace = match p.signal {
+            KillSignal::Kill => None,
+            _ => p.grace_ms.map(Duration::from_millis),
+        };
+        let sent = self
+            .session
+            .kill_with_grace(p.signal.number(), grace)
+            .map_err(session_error)?;
+        ok(&KillResult { sent })
+    }
+
+    fn collect(&mut self, p: CollectParams) -> Result<Value, RpcError> {
+        let (g, exited) = self
+            .session
+            .wait_for(Duration::from_millis(p.wait_ms), |g| g.exit.is_some());
+        drop(g);
+        if exited {
+            // Give the lifecycle driver a moment to record the final state.
+            let (g, _) = self.session.wait_for(Duration::from_secs(1), |g| {
+                matches!(g.life.state, State::Exited | State::Failed)
+            });
+            drop(g);
+        }
+        let mut g = self.session.lock();
+        let result = CollectResult {
+            collected: exited,
+            exit: g.exit.clone(),
+            state: g.life.state,
+            failure: g.life.failure.clone(),
+            screen: g.screen.contents(),
+        };
+        if exited {
+            g.collected = true;
+            self.stop_after_reply = true;
+            tracing::info!(exit = ?g.exit, "collected; holder will exit");
+        }
+        drop(g);
+        ok(&result)
+    }
+
+    /// Writes its own reply (then the resync) on success.
+    fn attach(&mut self, id: &Id, p: AttachParams) -> Result<(), RpcError> {
+        if self.attached.is_some() {
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "this connection is already attached",
+            ));
+        }
+        let (q, resync) = self.session.attach(p.mode);
+        let result = AttachResult {
+            client_id: q.id(),
+            seq: resync.seq,
+            size: Size {
+                rows: resync.size.rows,
+                cols: resync.size.cols,
+            },
+        };
+        // The reply, then the resync, then the pump: in that order.
+        let resp = Response::success(id.clone(), ok(&result)?);
+        let sent = send_response(&self.writer, &resp)
+            .and_then(|()| send_notification(&self.writer, SessionResync::NAME, &resync));
+        if let Err(e) = sent {
+            q.close();
+            return Err(RpcError::internal(format!("write failed: {e}")));
+        }
+        let session = Arc::clone(self.session);
+        let writer = Arc::clone(&self.writer);
+        let pump_q = Arc::clone(&q);
+        std::thread::Builder::new()
+            .name("holder-pump".into())
+            .spawn(move || pump(&session, &writer, &pump_q))
+            .map_err(|e| {
+                q.close();
+                RpcError::internal(format!("cannot start the output pump: {e}"))
+            })?;
+        self.attached = Some(q);
+        Ok(())
+    }
+}
+
+/// Move output from a client's queue to its socket.
+fn pump(session: &Session, writer: &Writer, q: &ClientQueue) {
+    loop {
+        let res = match q.next(Duration::from_millis(500), MAX_OUTPUT_CHUNK) {
+            Event::Output { seq, data } => {
+                write_line(writer, &encode_output_line(&session.label(), seq, &data))
+            }
+            Event::Resync => {
+                let r = session.resync(q);
+                send_notification(writer, SessionResync::NAME, &r)
+            }
+            Event::Exited(e) => {
+                let ex = Exited {
+                    session: session.label(),
+                    exit_code: e.code,
+                    signal: e.signal,
+                };
+                let _ = send_notification(writer, SessionExited::NAME, &ex);
+                break;
+            }
+            Event::Closed => break,
+            Event::Idle => {
+                if session.stopping() {
+                    break;
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = res {
+            tracing::debug!(client = q.id(), error = %e, "client write failed; detaching");
+            q.close();
+            break;
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The holder's socket: bind (0600), accept (peer uid checked), one thread
+//! per connection ([`super::conn`]).
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+
+use crate::session::Session;
+
+/// Bind the holder socket at `path` with mode 0600. An existing socket is
+/// replaced only if nothing answers on it.
+pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            anyhow::bail!("{} is in use by a live holder", path.display());
+        }
+        std::fs::remove_file(path)
+            .with_context(|| format!("removing stale socket {}", path.display()))?;
+    }
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("chmod 0600 {}", path.display()))?;
+    Ok(listener)
+}
+
+/// The uid of the process at the other end of `stream`.
+fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    // SAFETY: zeroed ucred is a valid out-parameter; len matches its size.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: valid fd, pointer and length.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            std::ptr::addr_of_mut!(cred).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(cred.uid)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Wait up to `ms` for the listener to become readable.
+fn poll_readable(listener: &UnixListener, ms: i32) -> bool {
+    let mut fds = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let rc = unsafe { libc::poll(&mut fds, 1, ms) };
+    rc > 0
+}
+
+/// Accept connections until the session is asked to stop.
+pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::Result<()> {
+    listener
+        .set_nonblocking(true)
+        .context("listener nonblocking")?;
+    // SAFETY: getuid cannot fail.
+    let my_uid = unsafe { libc::getuid() };
+    // A clone of every open connection, to shut them down at the end.
+    let conns: Arc<Mutex<HashMap<u64, UnixStream>>> = Arc::new(Mutex::new(HashMap::new()));
+    let mut next_id = 0u64;
+    while !session.stopping() {
+        if !poll_readable(listener, 200) {
+            continue;
+        }
+        let stream = match listener.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        match peer_uid(&stream) {
+            Ok(uid) if uid == my_uid => {}
+            Ok(uid) => {
+                tracing::warn!(uid, "connection from another uid refused");
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read peer credentials; connection refused");
+                continue;
+            }
+        }
+        if let Err(e) = stream.set_nonblocking(false) {
+            tracing::warn!(error = %e, "connection setup failed");
+            continue;
+        }
+        next_id += 1;
+        let id = next_id;
+        if let Ok(clone) = stream.try_clone() {
+            let mut list = conns.lock().unwrap_or_else(|p| p.into_inner());
+            list.insert(id, clone);
+        }
+        let s = Arc::clone(session);
+        let registry = Arc::clone(&conns);
+        let spawned = std::thread::Builder::new()
+            .name("holder-conn".into())
+            .spawn(move || {
+                super::conn::handle(&s, stream);
+                let mut list = registry.lock().unwrap_or_else(|p| p.into_inner());
+                list.remove(&id);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start a connection thread");
+        }
+    }
+    // Shut every connection so their threads end.
+    let list = std::mem::take(&mut *conns.lock().unwrap_or_else(|p| p.into_inner()));
+    for c in list.into_values() {
+        let _ = c.shutdown(std::net::Shutdown::Both);
+    }
+    Ok(())
+}

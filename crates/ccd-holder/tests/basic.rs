@@ -1,0 +1,200 @@
+//! Holder with `/bin/sh` children: attach/resync/output, input, resize, exit
+//! status, descriptors and environment of the child, cwd refusal, kill.
+
+mod common;
+
+use std::time::Duration;
+
+use ccd_holder::{
+    AttachMode, ClientError, Holder, KillSignal, ScreenFormat, SpawnError, State, StreamEvent,
+};
+use ccd_screen::Screen;
+use common::{start, wait_screen, Env};
+
+const T: Duration = Duration::from_secs(10);
+
+#[test]
+fn attach_gets_resync_then_output_and_input_reaches_child() {
+    let env = Env::new();
+    let (serve, mut c) = start(env.sh("printf hello; read x; echo got:$x; read y; exit 3"));
+    wait_screen(&mut c, T, "hello");
+
+    let mut a = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+    let res = a.attach(AttachMode::Interactive).unwrap();
+    assert_eq!(res.size.rows, 40);
+    assert_eq!(res.size.cols, 120);
+    // First notification: the full redraw.
+    let mut screen = Screen::new(40, 120);
+    let mut expected = match a.next_event(T).unwrap() {
+        StreamEvent::Resync(r) => {
+            assert_eq!(r.seq, res.seq);
+            screen.process(&r.data);
+            r.seq
+        }
+        other => panic!("expected a resync first, got {other:?}"),
+    };
+    assert!(screen.contents().contains("hello"), "{}", screen.contents());
+
+    a.input(b"abc\r").unwrap();
+    // Output follows in order, coalesced.
+    while !screen.contents().contains("got:abc") {
+        match a.next_event(T).unwrap() {
+            StreamEvent::Output(o) => {
+                assert_eq!(o.seq, expected, "output in order");
+                expected = o.end_seq();
+                screen.process(&o.data);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    a.input(b"\r").unwrap();
+    // The attached client is told about the exit.
+    loop {
+        match a.next_event(T).unwrap() {
+            StreamEvent::Exited(e) => {
+                assert_eq!(e.exit_code, Some(3));
+                break;
+            }
+            StreamEvent::Output(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let r = c.collect(T).unwrap();
+    assert!(r.collected);
+    assert_eq!(r.exit.as_ref().and_then(|e| e.code), Some(3));
+    assert!(r.screen.contains("got:abc"));
+    // A shell never registers: it exited before being ready.
+    assert_eq!(r.state, State::Failed);
+    let outcome = serve.join().unwrap().unwrap();
+    assert_eq!(outcome.exit.and_then(|e| e.code), Some(3));
+}
+
+#[test]
+fn resize_changes_stty_size_and_model() {
+    let env = Env::new();
+    let (serve, mut c) = start(env.sh("stty size; read x; stty size; read y"));
+    wait_screen(&mut c, T, "40 120");
+    c.resize(30, 100).unwrap();
+    let s = c.screen(ScreenFormat::Text).unwrap();
+    assert_eq!((s.size.rows, s.size.cols), (30, 100));
+    assert_eq!(s.rows.len(), 30);
+    c.input(b"\r").unwrap();
+    wait_screen(&mut c, T, "30 100");
+    assert_eq!(c.info().unwrap().size.rows, 30);
+    c.input(b"\r").unwrap();
+    let r = c.collect(T).unwrap();
+    assert_eq!(r.exit.and_then(|e| e.code), Some(0));
+    serve.join().unwrap().unwrap();
+}
+
+#[test]
+fn child_inherits_no_descriptors_and_no_ccd_variables() {
+    let env = Env::new();
+    // No pipeline around `ls`: the shell would hold the pipe's fds itself.
+    let mut cfg = env
+        .sh("ls /proc/$$/fd; echo ccdvars=$(env | grep -c '^CCD_'); echo term=$TERM; pwd; read x");
+    let mut base = cfg.base_env.clone().unwrap();
+    base.push(("CCD_SECRET".into(), "s3cret".into()));
+    base.push(("CCD_SOCKET".into(), "/x".into()));
+    base.push(("TERM".into(), "dumb".into()));
+    cfg.base_env = Some(base);
+    let (serve, mut c) = start(cfg);
+    let text = wait_screen(&mut c, T, "term=");
+    let fd_line = text.lines().next().unwrap();
+    let fds: Vec<&str> = fd_line.split_whitespace().collect();
+    assert_eq!(fds, vec!["0", "1", "2"], "child fds: {text}");
+    assert!(text.contains("ccdvars=0"), "{text}");
+    assert!(text.contains("term=xterm-256color"), "{text}");
+    assert!(text.contains(env.proj.to_str().unwrap()), "{text}");
+    // The listening socket is 0600.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(env.socket())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    c.kill(KillSignal::Hup, None).unwrap();
+    let r = c.collect(T).unwrap();
+    assert!(r.collected);
+    serve.join().unwrap().unwrap();
+}
+
+#[test]
+fn cwd_that_is_a_file_or_missing_is_refused() {
+    let env = Env::new();
+    let file = env.proj.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let mut cfg = env.sh("true");
+    cfg.cwd = file;
+    match Holder::spawn(&cfg) {
+        Err(SpawnError::CwdNotDirectory(p)) => assert!(p.ends_with("a-file")),
+        Err(e) => panic!("wrong error {e}"),
+        Ok(_) => panic!("a file as cwd was accepted"),
+    }
+    cfg.cwd = env.proj.join("missing");
+    assert!(matches!(
+        Holder::spawn(&cfg),
+        Err(SpawnError::CwdMissing(_))
+    ));
+    // Relative and dotted paths are normalized.
+    cfg.cwd = env.proj.join("sub/..");
+    std::fs::create_dir_all(env.proj.join("sub")).unwrap();
+    let (serve, mut c) = start({
+        let mut c2 = cfg.clone();
+        c2.args = vec!["-c".into(), "pwd; read x".into()];
+        c2
+    });
+    let info = c.info().unwrap();
+    assert_eq!(info.cwd, env.proj.to_str().unwrap());
+    c.kill(KillSignal::Kill, None).unwrap();
+    c.collect(T).unwrap();
+    serve.join().unwrap().unwrap();
+}
+
+#[test]
+fn kill_term_then_kill_after_grace_and_collect_reports_signal() {
+    let env = Env::new();
+    // The shell ignores SIGTERM: only the SIGKILL after the grace ends it.
+    let (serve, mut c) = start(env.sh("trap '' TERM; echo ready; while :; do sleep 0.05; done"));
+    wait_screen(&mut c, T, "ready");
+    // Not exited yet: collect says so and the holder keeps serving.
+    let r = c.collect(Duration::from_millis(50)).unwrap();
+    assert!(!r.collected);
+    assert!(c
+        .kill(KillSignal::Term, Some(Duration::from_millis(300)))
+        .unwrap());
+    let r = c.collect(T).unwrap();
+    assert!(r.collected);
+    assert_eq!(r.exit.as_ref().and_then(|e| e.signal), Some(libc_sigkill()));
+    serve.join().unwrap().unwrap();
+    // The holder is gone.
+    assert!(matches!(
+        ccd_holder::HolderClient::connect(&env.socket()).and_then(|mut c| c.info()),
+        Err(ClientError::Io(_) | ClientError::Closed)
+    ));
+}
+
+#[test]
+fn observe_clients_cannot_type() {
+    let env = Env::new();
+    let (serve, mut c) = start(env.sh("echo up; read x"));
+    wait_screen(&mut c, T, "up");
+    let mut o = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+    o.attach(AttachMode::Observe).unwrap();
+    match o.input(b"x\r") {
+        Err(ClientError::Rpc(e)) => assert_eq!(e.code, -32010),
+        other => panic!("observer typed: {other:?}"),
+    }
+    let info = c.info().unwrap();
+    assert_eq!(info.clients.len(), 1);
+    assert_eq!(info.clients[0].mode, AttachMode::Observe);
+    c.kill(KillSignal::Term, None).unwrap();
+    let r = c.collect(T).unwrap();
+    assert_eq!(r.exit.and_then(|e| e.signal), Some(15));
+    serve.join().unwrap().unwrap();
+}
+
+fn libc_sigkill() -> i32 {
+    9
+}

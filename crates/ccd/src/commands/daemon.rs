@@ -1,0 +1,124 @@
+//! `ccd daemon` (foreground), `ccd daemon status`, `ccd daemon stop`.
+
+use crate::cli::{DaemonAction, DaemonArgs, GlobalArgs};
+use crate::settings::{find_on_path, state_dir, Settings};
+use anyhow::Context;
+use ccd_claude::context::ContextWindows;
+use ccd_claude::ClaudeConfigDir;
+use ccd_client::SocketDir;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub fn run(global: &GlobalArgs, args: &DaemonArgs) -> anyhow::Result<ExitCode> {
+    match &args.action {
+        None => serve(global, args.background),
+        Some(DaemonAction::Status { json }) => {
+            crate::logging::init_client();
+            status(global, *json)
+        }
+        Some(DaemonAction::Stop { kill_sessions }) => {
+            crate::logging::init_client();
+            stop(global, *kill_sessions)
+        }
+    }
+}
+
+/// The claude binary: flag, `$CCD_CLAUDE_BIN`, config file, else `claude`
+/// on PATH (kept as the bare name when not found: sessions then fail with
+/// a clear reason).
+fn claude_bin(global: &GlobalArgs, settings: &Settings) -> PathBuf {
+    global
+        .claude_bin
+        .clone()
+        .or_else(|| {
+            std::env::var_os("CCD_CLAUDE_BIN")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| settings.claude_bin.clone())
+        .or_else(|| find_on_path("claude"))
+        .unwrap_or_else(|| PathBuf::from("claude"))
+}
+
+fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
+    let state = state_dir();
+    let _guard = crate::logging::init_daemon(&state, !background);
+    let settings = Settings::load(global.config.as_deref())?;
+    let claude_config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
+    let options = ccd_daemon::DaemonOptions {
+        socket_dir: SocketDir::resolve(global.socket_dir.as_deref()),
+        claude_config,
+        claude_config_explicit: global.claude_config_dir.is_some(),
+        claude_bin: claude_bin(global, &settings),
+        holder_exe: std::env::current_exe().context("locating the ccd executable")?,
+        state_dir: state,
+        context_windows: ContextWindows::new(settings.context_windows.clone()),
+        trust_stable_ms: std::env::var("CCD_TRUST_STABLE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000),
+        auto_trust_default: settings.auto_trust.unwrap_or(true),
+    };
+    ccd_daemon::run(options)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
+    let Some(mut c) = super::connect_existing(global) else {
+        let dir = SocketDir::resolve(global.socket_dir.as_deref());
+        if as_json {
+            println!("{}", json!({"running": false, "socket": dir.socket()}));
+        } else {
+            println!("no ccd daemon is running ({})", dir.socket().display());
+        }
+        return Ok(ExitCode::from(3));
+    };
+    let mut s: Value = c.call_value("daemon.status", json!({}))?;
+    if as_json {
+        s["running"] = json!(true);
+        println!("{s}");
+    } else {
+        println!(
+            "ccd daemon {} running, pid {}, socket {}\n{} session(s) held, {} client(s) connected\nclaude: {}\nlogs: {}",
+            s["daemon_version"].as_str().unwrap_or("?"),
+            s["pid"],
+            s["socket"].as_str().unwrap_or("?"),
+            s["sessions"],
+            s["clients"],
+            s["claude_bin"].as_str().unwrap_or("?"),
+            s["state_dir"].as_str().unwrap_or("?"),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
+    let Some(mut c) = super::connect_existing(global) else {
+        println!("no ccd daemon is running");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let pid = c
+        .call_value("daemon.status", json!({}))?
+        .get("pid")
+        .and_then(Value::as_u64);
+    c.call_value("daemon.stop", json!({"kill_sessions": kill_sessions}))?;
+    // Wait until it is gone, so a following command starts a fresh one.
+    if let Some(pid) = pid {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    println!(
+        "ccd daemon stopped{}",
+        if kill_sessions {
+            " (sessions ended)"
+        } else {
+            "; sessions keep running"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

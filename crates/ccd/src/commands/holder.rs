@@ -1,0 +1,29 @@
+//! `ccd __holder`: the per-session holder process. Reads its spec (JSON)
+//! from stdin, then runs until the daemon has collected the session's exit.
+
+use ccd_daemon::holders::spec::HolderSpec;
+use std::io::Read;
+use std::process::ExitCode;
+
+pub fn run() -> anyhow::Result<ExitCode> {
+    let mut buf = Vec::new();
+    std::io::stdin().take(1 << 20).read_to_end(&mut buf)?;
+    let spec: HolderSpec = serde_json::from_slice(&buf)
+        .map_err(|e| anyhow::anyhow!("invalid holder spec on stdin: {e}"))?;
+    let _guard = spec.log_file.as_deref().map(crate::logging::init_file);
+    // Nothing more comes on stdin; don't keep the daemon's pipe.
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto fd 0 with a valid open descriptor.
+        unsafe {
+            nix::libc::dup2(null.as_raw_fd(), 0);
+        }
+    }
+    match ccd_holder::run(spec.into_config()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "holder failed");
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! `ccd new`: start a claude session under ccd, show progress, print its id.
+
+use crate::cli::{GlobalArgs, NewArgs};
+use serde_json::{json, Value};
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
+    let cwd = match &args.cwd {
+        Some(c) => c.clone(),
+        None => std::env::current_dir()?,
+    };
+    let cwd = ccd_claude::paths::normalize(&cwd);
+    let mut client = super::connect(global)?;
+    let size = terminal_size();
+    let mut params = json!({
+        "cwd": cwd,
+        "args": args.claude_args,
+        "auto_trust": !args.no_auto_trust,
+        "wait": true,
+    });
+    if let Some(n) = &args.name {
+        params["name"] = json!(n);
+    }
+    if let Some((cols, rows)) = size {
+        params["size"] = json!({"cols": cols, "rows": rows});
+    }
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = Progress::new(tty);
+    progress.show("starting claude");
+    let r = client.call_value_with("session.new", params, &mut |n| {
+        if n.method == "session.progress" {
+            let l = n
+                .params
+                .as_ref()
+                .and_then(|p| p.get("lifecycle"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            progress.show(match l {
+                "starting" => "starting claude",
+                "trust" => "answering the folder-trust dialog",
+                "needs-attention" => "needs attention",
+                other => other,
+            });
+        }
+    });
+    progress.done();
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(rpc) = e.rpc() {
+                eprintln!("ccd new: {}", rpc.message);
+                print_screen(rpc.data.as_ref().and_then(|d| d.get("screen")));
+                return Ok(ExitCode::FAILURE);
+            }
+            return Err(e.into());
+        }
+    };
+    let lifecycle = r["lifecycle"].as_str().unwrap_or("");
+    let sid = r["session"].as_str().unwrap_or("").to_string();
+    match lifecycle {
+        "needs-attention" | "failed" | "exited" | "starting" | "trust" => {
+            eprintln!(
+                "ccd new: session {} is {lifecycle}: {}",
+                if sid.is_empty() {
+                    r["holder"].as_str().unwrap_or("?")
+                } else {
+                    &sid
+                },
+                r["reason"]
+                    .as_str()
+                    .unwrap_or("it did not reach the prompt")
+            );
+            print_screen(r.get("screen"));
+            if lifecycle == "needs-attention" {
+                eprintln!(
+                    "Answer it yourself with `ccd attach {}`.",
+                    super::short_id(&sid)
+                );
+                println!("{sid}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+        _ => {}
+    }
+    println!("{sid}");
+    if !args.detach && std::io::stdin().is_terminal() {
+        eprintln!("attach with `ccd attach {}`", super::short_id(&sid));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_screen(screen: Option<&Value>) {
+    let Some(rows) = screen.and_then(Value::as_array) else {
+        return;
+    };
+    let rows: Vec<&str> = rows.iter().filter_map(Value::as_str).collect();
+    let last = rows
+        .iter()
+        .rposition(|r| !r.trim().is_empty())
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    if last == 0 {
+        return;
+    }
+    eprintln!("--- screen ---");
+    for r in &rows[..last] {
+        eprintln!("{r}");
+    }
+    eprintln!("--------------");
+}
+
+/// The controlling terminal's size, if there is one.
+pub fn terminal_size() -> Option<(u16, u16)> {
+    let mut ws = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+    let r = unsafe { nix::libc::ioctl(2, nix::libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
+}
+
+/// One-line progress on stderr: a spinner line on a terminal, plain lines
+/// otherwise.
+struct Progress {
+    tty: bool,
+    last: String,
+}
+
+impl Progress {
+    fn new(tty: bool) -> Self {
+        Self {
+            tty,
+            last: String::new(),
+        }
+    }
+
+    fn show(&mut self, what: &str) {
+        if what == self.last {
+            return;
+        }
+        self.last = what.to_string();
+        let mut e = std::io::stderr();
+        if self.tty {
+            let _ = write!(e, "\r\x1b[2K⠿ {what}…");
+        } else {
+            let _ = writeln!(e, "ccd: {what}");
+        }
+        let _ = e.flush();
+    }
+
+    fn done(&mut self) {
+        if self.tty {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Where diagnostics go: stderr for client commands; a daily-rotated file
+//! in the state directory for the daemon (and stderr too in the
+//! foreground); a per-holder file for holders. Filter: `CCD_LOG`.
+//!
+//! File logging goes through a non-blocking writer that drops lines when
+//! the disk is full or the file unwritable: logging never stops serving.
+
+use std::path::Path;
+use tracing_subscriber::fmt::writer::MakeWriterExt;
+use tracing_subscriber::EnvFilter;
+
+fn filter(default: &str) -> EnvFilter {
+    EnvFilter::try_from_env("CCD_LOG").unwrap_or_else(|_| EnvFilter::new(default))
+}
+
+/// Client commands: warnings on stderr.
+pub fn init_client() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter("warn"))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Keeps the non-blocking writer's worker alive.
+pub struct Guard(#[allow(dead_code)] Option<tracing_appender::non_blocking::WorkerGuard>);
+
+/// The daemon: `ccd.log` (rotated daily, 7 kept) in `state_dir`, plus
+/// stderr in the foreground.
+pub fn init_daemon(state_dir: &Path, foreground: bool) -> Guard {
+    let appender = std::fs::create_dir_all(state_dir).ok().and_then(|_| {
+        tracing_appender::rolling::Builder::new()
+            .rotation(tracing_appender::rolling::Rotation::DAILY)
+            .filename_prefix("ccd")
+            .filename_suffix("log")
+            .max_log_files(7)
+            .build(state_dir)
+            .ok()
+    });
+    match appender {
+        Some(a) => {
+            let (file, guard) = tracing_appender::non_blocking(a);
+            let file = file.with_max_level(tracing::Level::TRACE);
+            if foreground {
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(filter("info"))
+                    .with_ansi(false)
+                    .with_writer(file.and(std::io::stderr))
+                    .try_init();
+            } else {
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(filter("info"))
+                    .with_ansi(false)
+                    .with_writer(file)
+                    .try_init();
+            }
+            Guard(Some(guard))
+        }
+        None => {
+            eprintln!(
+                "ccd: cannot write logs under {}; logging to stderr only",
+                state_dir.display()
+            );
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter("info"))
+                .with_writer(std::io::stderr)
+                .try_init();
+            Guard(None)
+        }
+    }
+}
+
+/// A holder: its own file, appended.
+pub fn init_file(path: &Path) -> Guard {
+    let file = path.parent().and_then(|dir| {
+        std::fs::create_dir_all(dir).ok()?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()
+    });
+    match file {
+        Some(f) => {
+            let (w, guard) = tracing_appender::non_blocking(f);
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter("info"))
+                .with_ansi(false)
+                .with_writer(w)
+                .try_init();
+            Guard(Some(guard))
+        }
+        None => Guard(None),
+    }
+}
