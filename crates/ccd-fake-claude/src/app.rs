@@ -640,6 +640,8 @@ impl App {
                 }
             }
         }
+        // A marker a reader can wait for.
+        buf.push_str("\r\nflood done\r\n");
         self.out(&buf);
     }
 

@@ -67,6 +67,9 @@ pub struct HolderConfig {
     /// Bytes of output queued per client before its queue is dropped and it
     /// is resynced.
     pub client_queue_bytes: usize,
+    /// The session id the launcher expects (`--session-id`, `--resume`);
+    /// `None` for a fork, whose id only the registry tells.
+    pub expected_session_id: Option<String>,
 }
 
 impl HolderConfig {
@@ -88,6 +91,7 @@ impl HolderConfig {
             tick: Duration::from_millis(100),
             scrollback: 100,
             client_queue_bytes: 1 << 20,
+            expected_session_id: None,
         }
     }
 }

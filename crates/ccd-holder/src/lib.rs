@@ -91,6 +91,7 @@ impl Holder {
                 argv: spawned.argv,
                 started_at: session::unix_ms(),
                 registry_path,
+                expected_session_id: config.expected_session_id.clone(),
             },
             config.client_queue_bytes,
         ));

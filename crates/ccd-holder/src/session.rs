@@ -74,6 +74,9 @@ pub struct Fixed {
     pub started_at: i64,
     /// `<config>/sessions/<pid>.json`.
     pub registry_path: PathBuf,
+    /// The session id the launcher expects (`--session-id`, `--resume`):
+    /// reported and used to label output until the registry says otherwise.
+    pub expected_session_id: Option<String>,
 }
 
 /// One session, shared by the holder's threads.
@@ -124,7 +127,7 @@ impl Session {
                     state: State::Starting,
                     failure: None,
                     attention: None,
-                    session_id: None,
+                    session_id: fixed.expected_session_id.clone(),
                     transitions: VecDeque::new(),
                 },
                 collected: false,

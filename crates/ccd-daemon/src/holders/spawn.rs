@@ -53,6 +53,7 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
         auto_trust: launch.auto_trust,
         trust_stable_ms: o.trust_stable_ms,
         log_file: Some(log_file.clone()),
+        session_id: launch.meta.session_id.clone(),
     };
     let spawn_failed = |reason: String| {
         RpcError::new(

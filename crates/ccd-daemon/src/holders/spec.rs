@@ -21,6 +21,9 @@ pub struct HolderSpec {
     pub trust_stable_ms: u64,
     /// The holder's own log file.
     pub log_file: Option<PathBuf>,
+    /// The session id ccd expects (`None` for a fork).
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 impl HolderSpec {
@@ -39,6 +42,7 @@ impl HolderSpec {
         c.claude_config_dir = self.claude_config_dir;
         c.auto_trust = self.auto_trust;
         c.trust_stable = std::time::Duration::from_millis(self.trust_stable_ms);
+        c.expected_session_id = self.session_id;
         c
     }
 }

@@ -1,0 +1,207 @@
+//! A sandbox per test: temp HOME, Claude config dir, socket dir, state dir
+//! and TMPDIR, the fake claude as the claude binary, and a daemon that is
+//! stopped (with its sessions) when the sandbox drops. Never the machine's
+//! own ~/.claude.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub fn ccd_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ccd"))
+}
+
+/// The fake claude, built on first use when `cargo test -p ccd` alone ran.
+pub fn fake_claude() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let p = ccd_bin().with_file_name("fake-claude");
+        if !p.exists() {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "-p", "ccd-fake-claude"])
+                .status()
+                .expect("cargo build fake-claude");
+            assert!(status.success(), "building fake-claude failed");
+        }
+        assert!(p.exists(), "fake-claude not found at {}", p.display());
+        p
+    })
+    .clone()
+}
+
+pub struct Sandbox {
+    pub tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub config: PathBuf,
+    pub sock: PathBuf,
+    pub state: PathBuf,
+    pub work: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Self::with_env(&[])
+    }
+
+    /// `extra` is set for the daemon (and so for every session it starts).
+    pub fn with_env(extra: &[(&str, &str)]) -> Self {
+        let tmp = tempfile::Builder::new().prefix("ccd-t").tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let home = root.join("home");
+        let config = home.join(".claude");
+        let sock = root.join("sock");
+        let state = root.join("state");
+        let work = root.join("work");
+        for d in [&home, &work] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let mut env: Vec<(String, String)> = vec![
+            ("HOME".into(), home.display().to_string()),
+            ("CLAUDE_CONFIG_DIR".into(), config.display().to_string()),
+            ("CCD_SOCKET_DIR".into(), sock.display().to_string()),
+            ("CCD_STATE_DIR".into(), state.display().to_string()),
+            ("CCD_CLAUDE_BIN".into(), fake_claude().display().to_string()),
+            (
+                "CCD_CONFIG".into(),
+                root.join("ccd.toml").display().to_string(),
+            ),
+            ("CCD_TRUST_STABLE_MS".into(), "300".into()),
+            ("TMPDIR".into(), root.display().to_string()),
+            ("CCD_LOG".into(), "debug".into()),
+        ];
+        for (k, v) in extra {
+            env.push((k.to_string(), v.to_string()));
+        }
+        Self {
+            tmp,
+            home,
+            config,
+            sock,
+            state,
+            work,
+            env,
+        }
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(ccd_bin());
+        c.args(args)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("CCD_CLAUDE_BIN");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Runs and requires success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "ccd {args:?} failed: {}\nstdout: {}\nlogs:\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout),
+            self.logs()
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// A fresh project folder (untrusted).
+    pub fn project(&self, name: &str) -> PathBuf {
+        let p = self.work.join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    /// `ccd new --detach` in a new folder; returns the session id.
+    pub fn new_session(&self, name: &str) -> String {
+        let p = self.project(name);
+        self.ok(&["new", "--detach", "--cwd", p.to_str().unwrap()])
+            .trim()
+            .to_string()
+    }
+
+    /// Starts the daemon if needed (through a harmless command).
+    pub fn client_or_start(&self) -> ccd_client::Client {
+        let _ = self.run(&["screen", "no-such-session"]);
+        self.client()
+    }
+
+    pub fn client(&self) -> ccd_client::Client {
+        ccd_client::Client::connect(&ccd_client::SocketDir::new(&self.sock), "test/0").unwrap()
+    }
+
+    pub fn daemon_pid(&self) -> Option<u32> {
+        let s = std::fs::read_to_string(self.sock.join("daemon.lock")).ok()?;
+        let pid: u32 = s.trim().parse().ok()?;
+        Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+    }
+
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        if let Ok(rd) = std::fs::read_dir(&self.state) {
+            for e in rd.flatten() {
+                out.push_str(&format!("== {}\n", e.path().display()));
+                out.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+            }
+        }
+        out
+    }
+
+    /// The holder processes' pids (from their sockets' peers is not
+    /// available; read from the daemon's view).
+    pub fn holder_pids(&self) -> Vec<u32> {
+        let mut c = self.client();
+        let v = c
+            .call_value("sessions.list", serde_json::json!({"held_only": true}))
+            .unwrap();
+        let mut pids = Vec::new();
+        for s in v["sessions"].as_array().cloned().unwrap_or_default() {
+            let holder = s["ccd"]["holder"].as_str().unwrap_or("").to_string();
+            let sock = self.sock.join("holders").join(format!("{holder}.sock"));
+            if let Ok(mut h) = ccd_holder::HolderClient::connect(&sock) {
+                if let Ok(i) = h.info() {
+                    pids.push(i.holder_pid);
+                }
+            }
+        }
+        pids
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        // End every session and the daemon this sandbox started.
+        let _ = self.run(&["daemon", "stop", "--kill-sessions"]);
+    }
+}
+
+/// Polls `f` until it returns `Some`, or panics after `timeout`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn ls_json(sb: &Sandbox) -> Vec<serde_json::Value> {
+    let out = sb.ok(&["ls", "--json"]);
+    serde_json::from_str::<serde_json::Value>(&out)
+        .unwrap()
+        .as_array()
+        .cloned()
+        .unwrap()
+}
