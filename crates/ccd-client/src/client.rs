@@ -219,9 +219,24 @@ impl Writer {
         Ok(id)
     }
 
+    /// Sends a notification (a request that gets no reply).
+    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
+        let n = Notification::new(method, Some(params));
+        let mut line = serde_json::to_vec(&n).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        self.stream.write_all(&line)?;
+        Ok(())
+    }
+
     /// Closes the sending direction (the daemon sees end of input).
     pub fn shutdown(&self) -> std::io::Result<()> {
         self.stream.shutdown(std::net::Shutdown::Write)
+    }
+
+    /// Closes both directions: a thread blocked reading this connection
+    /// wakes up with end of stream.
+    pub fn shutdown_both(&self) -> std::io::Result<()> {
+        self.stream.shutdown(std::net::Shutdown::Both)
     }
 }
 

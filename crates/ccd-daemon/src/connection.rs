@@ -156,8 +156,10 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str) {
     let req = match parse_incoming(text) {
         Ok(Incoming::Request(r)) => r,
         Ok(Incoming::Notification(n)) => {
-            // Client notifications: only input is accepted this way (no reply).
-            if ctx.handshaken.load(Ordering::Acquire) && n.method == "session.input" {
+            // Client notifications: input and resize may come this way (no
+            // reply, less traffic); anything else is ignored.
+            let allowed = matches!(n.method.as_str(), "session.input" | "session.resize");
+            if ctx.handshaken.load(Ordering::Acquire) && allowed {
                 let _ = crate::router::dispatch(ctx.clone(), None, &n.method, n.params).await;
             }
             return;

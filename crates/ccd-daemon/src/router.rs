@@ -19,6 +19,7 @@ pub async fn dispatch(
         "sessions.list" => sessions::list(&ctx, params).await,
         "sessions.get" => sessions::get(&ctx, params).await,
         "session.new" => lifecycle::new(&ctx, params).await,
+        "session.fork" => lifecycle::fork(&ctx, params).await,
         "session.kill" => lifecycle::kill(&ctx, params).await,
         "session.screen" => lifecycle::screen(&ctx, params).await,
         "session.attach" => attach::attach(&ctx, id, params).await,

@@ -42,6 +42,28 @@ pub enum Command {
         after_help = "Examples:\n  ccd ls\n  ccd ls --live\n  ccd ls --cwd ~/src/project --json | jq '.[0].session_id'"
     )]
     Ls(LsArgs),
+    /// Get into a session, whatever its state: attach if ccd runs it, resume
+    /// it if it is dead, refuse (and say why) if it runs elsewhere.
+    #[command(
+        after_help = "Examples:\n  ccd attach 9cc17429          # id, unique prefix, or name\n  ccd attach api --fork       # branch it instead (safe while it runs elsewhere)\n  ccd attach 9cc1 --fresh-on-failure\n\nDetach with Ctrl-\\ (press it twice to send it to claude)."
+    )]
+    Attach(AttachArgs),
+    /// Branch a session (claude --resume --fork-session in its original cwd).
+    #[command(
+        after_help = "Examples:\n  ccd fork 9cc17429\n  ccd fork api --detach        # print the new id, don't attach"
+    )]
+    Fork(ForkArgs),
+    /// Watch a session read-only (a live mirror, or its transcript as it grows).
+    #[command(after_help = "Examples:\n  ccd observe 9cc17429\n\nLeave with Ctrl-\\.")]
+    Observe(ObserveArgs),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  ccd completions bash > ~/.local/share/bash-completion/completions/ccd\n  ccd completions zsh > ~/.zfunc/_ccd"
+    )]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Start a new claude session under ccd.
     #[command(
         after_help = "Examples:\n  ccd new                      # in the current directory, then attach\n  ccd new --cwd ~/src/api --name api --detach\n  ccd new -- --model opus      # extra arguments for claude"
@@ -76,6 +98,51 @@ pub struct LsArgs {
     pub cwd: Option<PathBuf>,
 }
 
+/// How to leave an attached session.
+#[derive(Debug, Args, Clone)]
+pub struct DetachKeyArg {
+    /// The detach key (default ctrl-\\, or the config file's detach_key).
+    #[arg(long, value_name = "KEY")]
+    pub detach_key: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// Fork the session and attach to the fork.
+    #[arg(long)]
+    pub fork: bool,
+    /// If resuming fails, start a fresh session in the same directory
+    /// (says so, naming the original transcript).
+    #[arg(long)]
+    pub fresh_on_failure: bool,
+    #[command(flatten)]
+    pub key: DetachKeyArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// Print the new session id and return instead of attaching.
+    #[arg(long, short)]
+    pub detach: bool,
+    #[command(flatten)]
+    pub key: DetachKeyArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ObserveArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// How many earlier messages to show first (sessions running elsewhere).
+    #[arg(long, default_value_t = 10)]
+    pub last: usize,
+    #[command(flatten)]
+    pub key: DetachKeyArg,
+}
+
 #[derive(Debug, Args)]
 pub struct NewArgs {
     /// Working directory (default: the current one).
@@ -93,6 +160,8 @@ pub struct NewArgs {
     /// Extra arguments for claude (after `--`).
     #[arg(last = true)]
     pub claude_args: Vec<String>,
+    #[command(flatten)]
+    pub key: DetachKeyArg,
 }
 
 #[derive(Debug, Args)]

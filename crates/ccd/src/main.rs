@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod logging;
 mod settings;
+mod term;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -5,6 +5,10 @@
 //! claude_bin = "/usr/local/bin/claude"
 //! # Answer the folder-trust dialog for folders you ask ccd to open (default true).
 //! auto_trust = true
+//! # The key that leaves an attached session (pressed twice, it is sent through).
+//! detach_key = "ctrl-\\"
+//! # When resuming a session fails, start a fresh one in its directory instead.
+//! fresh_on_failure = false
 //! # Context window per model id (or id prefix), in tokens.
 //! [context_windows]
 //! "claude-opus-5-5" = 1000000
@@ -25,6 +29,12 @@ pub struct Settings {
     pub claude_bin: Option<PathBuf>,
     #[serde(default)]
     pub auto_trust: Option<bool>,
+    /// The key that leaves an attached session (`ctrl-\\` by default).
+    #[serde(default)]
+    pub detach_key: Option<String>,
+    /// `ccd attach` starts a fresh session when a resume fails.
+    #[serde(default)]
+    pub fresh_on_failure: Option<bool>,
 }
 
 impl Settings {

@@ -24,6 +24,10 @@ pub struct Record<'a> {
     pub is_meta: Option<bool>,
     #[serde(rename = "isSidechain", default)]
     pub is_sidechain: Option<bool>,
+    /// Set on the user record that carries the summary written by a
+    /// compaction: text the CLI wrote, not a person.
+    #[serde(rename = "isCompactSummary", default)]
+    pub is_compact_summary: Option<bool>,
     #[serde(rename = "lastPrompt", default)]
     pub last_prompt: Option<String>,
     /// Parsed on demand with [`Record::message`].
@@ -82,9 +86,14 @@ impl<'a> Record<'a> {
     }
 
     /// The text a person typed, for a `user` record that holds one: not
-    /// meta, not a sidechain, not a tool result, not a command wrapper.
+    /// meta, not a sidechain, not a compaction summary, not a tool result,
+    /// not a command wrapper.
     pub fn human_prompt(&self) -> Option<String> {
-        if !self.is("user") || self.is_meta == Some(true) || self.is_sidechain == Some(true) {
+        if !self.is("user")
+            || self.is_meta == Some(true)
+            || self.is_sidechain == Some(true)
+            || self.is_compact_summary == Some(true)
+        {
             return None;
         }
         let content: serde_json::Value =
@@ -127,6 +136,11 @@ mod tests {
         assert_eq!(r.human_prompt(), None);
         let r = Record::parse(br#"{"type":"user","message":{"content":"<command-name>/clear"}}"#)
             .unwrap();
+        assert_eq!(r.human_prompt(), None);
+        let r = Record::parse(
+            br#"{"type":"user","isCompactSummary":true,"message":{"content":"This session is being continued"}}"#,
+        )
+        .unwrap();
         assert_eq!(r.human_prompt(), None);
         assert!(Record::parse(br#"{"type":"user","mess"#).is_none());
         assert!(Record::parse(b"[1,2]").is_none());

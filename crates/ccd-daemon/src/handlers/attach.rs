@@ -13,7 +13,7 @@
 //! session, its size is applied first.
 
 use crate::connection::ConnCtx;
-use crate::handlers::lifecycle::{checked_cwd, start};
+use crate::handlers::lifecycle::{checked_cwd, resumable, start};
 use crate::handlers::sessions::resolve;
 use crate::holders::rpc::{call_once, HolderConn};
 use crate::holders::spawn::new_holder_id;
@@ -21,13 +21,14 @@ use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
 use ccd_holder::rpc::types as h;
 use ccd_protocol::methods::attach::{
-    AttachMode, AttachParams, AttachResult, InputParams, ResizeParams,
+    AttachMode, AttachParams, AttachResult, FreshStart, InputParams, ResizeParams,
 };
-use ccd_protocol::methods::session::SessionState;
+use ccd_protocol::methods::session::{SessionInfo, SessionState};
 use ccd_protocol::methods::{SessionRef, TermSize};
 use ccd_protocol::{parse_params, ErrorCode, Id, RpcError};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 
@@ -63,19 +64,23 @@ pub async fn attach(
     }
     let (info, holder) = resolve(&ctx.daemon, &p.session).await?;
     let mut resumed = false;
+    let mut fresh = None;
     let holder = match holder {
         Some(h) if h.info.as_ref().is_some_and(|i| i.exit.is_none()) || h.info.is_none() => h,
         _ => match info.state {
             SessionState::Dead if p.mode == AttachMode::Interactive => {
-                resumed = true;
-                resume(
-                    ctx,
-                    &info.session_id,
-                    info.cwd.as_deref(),
-                    info.transcript.as_deref(),
-                    p.size,
-                )
-                .await?
+                match resume(ctx, &info, p.size).await {
+                    Ok(h) => {
+                        resumed = true;
+                        h
+                    }
+                    Err(e) if p.fresh_on_failure && e.code == ErrorCode::SpawnFailed.code() => {
+                        let (h, f) = fresh_instead(ctx, &info, &e.message, p.size).await?;
+                        fresh = Some(f);
+                        h
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             SessionState::Dead => {
                 return Err(RpcError::new(
@@ -162,7 +167,7 @@ pub async fn attach(
         mode: p.mode,
         size,
         resumed,
-        fresh_instead_of: None,
+        fresh_instead_of: fresh,
     };
     serde_json::to_value(r).map_err(internal)
 }
@@ -195,36 +200,180 @@ fn live_elsewhere(info: &ccd_protocol::methods::session::SessionInfo) -> RpcErro
     }))
 }
 
+/// Processes whose registry entries hold `sid` and may be running (live or
+/// unknown), read now.
+async fn writers_now(ctx: &ConnCtx, sid: &str) -> Vec<(u32, ccd_claude::Liveness)> {
+    let dir = ctx.daemon.options.claude_config.sessions_dir();
+    let sid = sid.to_string();
+    tokio::task::spawn_blocking(move || {
+        let probe = ccd_claude::liveness::system_probe();
+        ccd_claude::registry::read_all(&dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.session_id == sid)
+            .map(|e| {
+                (
+                    e.pid,
+                    ccd_claude::liveness::check(&e, probe.as_ref()).liveness,
+                )
+            })
+            .filter(|(_, l)| l.may_be_running())
+            .collect()
+    })
+    .await
+    .unwrap_or_default()
+}
+
+/// How long a resumed session must stay up after `ready` to count as
+/// resumed (an exit within this is a failed resume).
+const SETTLE_AFTER_READY: Duration = Duration::from_millis(1500);
+
 /// `claude --resume <sid>` in the session's original cwd, under a new
-/// holder. Never in another directory.
+/// holder. Never in another directory; never while another process holds
+/// the id (checked right before spawning and again once ready).
 async fn resume(
     ctx: &Arc<ConnCtx>,
-    session_id: &str,
-    cwd: Option<&str>,
-    transcript: Option<&str>,
+    info: &SessionInfo,
     size: Option<TermSize>,
 ) -> Result<HolderEntry, RpcError> {
-    let Some(transcript) = transcript.filter(|t| std::path::Path::new(t).is_file()) else {
-        return Err(RpcError::new(
-            ErrorCode::TranscriptMissing,
-            format!("session {session_id} has no transcript to resume"),
-        ));
-    };
-    let Some(cwd) = cwd else {
-        return Err(RpcError::new(
-            ErrorCode::CwdMissing,
-            format!("session {session_id}'s original directory is not recorded in {transcript}"),
-        ));
-    };
-    let cwd = checked_cwd(cwd)?;
+    let sid = info.session_id.as_str();
+    let (cwd, transcript) = resumable(info)?;
+    let transcript_bytes = std::fs::metadata(&transcript).map(|m| m.len()).unwrap_or(0);
+    let holders = writers_now(ctx, sid).await;
+    if !holders.is_empty() {
+        let mut now = info.clone();
+        now.state = SessionState::Live;
+        now.pid = holders.first().map(|(p, _)| *p);
+        return Err(live_elsewhere(&now));
+    }
     let meta = HolderMeta {
         id: new_holder_id(),
-        session_id: Some(session_id.to_string()),
-        name: None,
+        session_id: Some(sid.to_string()),
+        name: info.name.clone(),
         cwd: cwd.to_string_lossy().into_owned(),
         origin: Origin::Resume,
         forked_from: None,
-        created_at: 0,
+        created_at: now_ms(),
+    };
+    let hid = meta.id.clone();
+    tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
+    let size = size.unwrap_or(TermSize {
+        cols: 120,
+        rows: 40,
+    });
+    let failed = |reason: String, screen: Option<Value>| {
+        tracing::warn!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, %reason, "resume failed");
+        RpcError::new(
+            ErrorCode::SpawnFailed,
+            format!("resuming {sid} failed: {reason}"),
+        )
+        .with_data(json!({
+            "reason": reason,
+            "session": sid,
+            "cwd": cwd,
+            "transcript": transcript,
+            "transcript_bytes": transcript_bytes,
+            "screen": screen,
+        }))
+    };
+    let r = match start(
+        ctx,
+        meta,
+        vec!["--resume".into(), sid.into()],
+        cwd.clone(),
+        size,
+        ctx.daemon.options.auto_trust_default,
+        true,
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let screen = e.data.as_ref().and_then(|d| d.get("screen")).cloned();
+            return Err(failed(e.message, screen));
+        }
+    };
+    let lifecycle = r["lifecycle"].as_str().unwrap_or("").to_string();
+    if matches!(lifecycle.as_str(), "failed" | "exited") {
+        let reason = r["reason"].as_str().unwrap_or(&lifecycle).to_string();
+        return Err(failed(reason, r.get("screen").cloned()));
+    }
+    // An exit within the first moments is a failed resume too.
+    let deadline = tokio::time::Instant::now() + SETTLE_AFTER_READY;
+    while tokio::time::Instant::now() < deadline {
+        match ctx.daemon.holders.refresh(&hid).await {
+            Some(i) if i.exit.is_none() => {}
+            _ => {
+                let f = ctx.daemon.holders.finished_for_holder(&hid);
+                let screen = f
+                    .as_ref()
+                    .map(|f| json!(f.screen.lines().collect::<Vec<_>>()));
+                let reason = f
+                    .and_then(|f| {
+                        f.failure
+                            .or(f.exit.map(|e| format!("claude exited at once ({e:?})")))
+                    })
+                    .unwrap_or_else(|| "claude exited at once".into());
+                return Err(failed(reason, screen));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let entry = ctx
+        .daemon
+        .holders
+        .get(&hid)
+        .ok_or_else(|| failed("the session ended at once".into(), None))?;
+    // Someone may have started the same session by hand meanwhile.
+    let ours = entry.info.as_ref().map(|i| i.child_pid);
+    let others: Vec<u32> = writers_now(ctx, sid)
+        .await
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| Some(*p) != ours)
+        .collect();
+    if !others.is_empty() {
+        tracing::warn!(
+            session = sid,
+            ?others,
+            "another process resumed the same session meanwhile; stopping ours"
+        );
+        let _: Result<Value, _> = call_once(
+            &entry.socket,
+            h::KILL,
+            json!({"signal": "term", "grace_ms": 2000}),
+        )
+        .await;
+        return Err(RpcError::new(
+            ErrorCode::SessionLiveElsewhere,
+            format!("another process (pid {}) started session {sid} at the same moment; ccd stopped its own copy", others[0]),
+        )
+        .with_data(json!({"session": sid, "pid": others[0]})));
+    }
+    Ok(entry)
+}
+
+/// After a failed resume, with the user's consent (`fresh_on_failure`): a
+/// new session in the same cwd. Says so, naming the original.
+async fn fresh_instead(
+    ctx: &Arc<ConnCtx>,
+    info: &SessionInfo,
+    reason: &str,
+    size: Option<TermSize>,
+) -> Result<(HolderEntry, FreshStart), RpcError> {
+    let cwd = info.cwd.as_deref().ok_or_else(|| {
+        RpcError::new(ErrorCode::CwdMissing, "no cwd to start a fresh session in")
+    })?;
+    let cwd = checked_cwd(cwd)?;
+    let new_id = uuid::Uuid::new_v4().to_string();
+    let meta = HolderMeta {
+        id: new_holder_id(),
+        session_id: Some(new_id.clone()),
+        name: None,
+        cwd: cwd.to_string_lossy().into_owned(),
+        origin: Origin::New,
+        forked_from: None,
+        created_at: now_ms(),
     };
     let hid = meta.id.clone();
     let size = size.unwrap_or(TermSize {
@@ -234,30 +383,35 @@ async fn resume(
     let r = start(
         ctx,
         meta,
-        vec!["--resume".into(), session_id.into()],
+        vec!["--session-id".into(), new_id.clone()],
         cwd,
         size,
         ctx.daemon.options.auto_trust_default,
         true,
     )
     .await?;
-    let lifecycle = r.get("lifecycle").and_then(Value::as_str).unwrap_or("");
-    if matches!(lifecycle, "failed" | "exited") {
-        return Err(RpcError::new(
-            ErrorCode::SpawnFailed,
-            format!(
-                "resuming {session_id} failed: {}",
-                r.get("reason").and_then(Value::as_str).unwrap_or(lifecycle)
-            ),
-        )
-        .with_data(r));
-    }
-    ctx.daemon.holders.get(&hid).ok_or_else(|| {
+    tracing::warn!(old = %info.session_id, new = %new_id, %reason, "resume failed; started a fresh session as asked");
+    let entry = ctx.daemon.holders.get(&hid).ok_or_else(|| {
         RpcError::new(
             ErrorCode::SpawnFailed,
-            format!("resuming {session_id}: the session ended at once"),
+            format!("the fresh session ended at once: {}", r["reason"]),
         )
-    })
+    })?;
+    Ok((
+        entry,
+        FreshStart {
+            session: info.session_id.clone(),
+            transcript: info.transcript.clone(),
+            reason: reason.to_string(),
+        },
+    ))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 pub async fn detach(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {

@@ -10,7 +10,7 @@ use crate::holders::HolderEntry;
 use crate::views;
 use ccd_holder::rpc::types as h;
 use ccd_protocol::methods::session::{
-    Cursor, KillParams, NewParams, NewResult, ScreenFormat, ScreenParams, ScreenResult,
+    Cursor, ForkParams, KillParams, NewParams, NewResult, ScreenFormat, ScreenParams, ScreenResult,
 };
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::{parse_params, ErrorCode, RpcError};
@@ -73,6 +73,90 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
         created_at: now_ms(),
     };
     start(ctx, meta, args, cwd, size, p.auto_trust, p.wait).await
+}
+
+/// `session.fork`: `claude --resume <id> --fork-session` in the session's
+/// original cwd, whatever its state; the new id comes from the registry
+/// entry of the child's pid.
+pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: ForkParams = parse_params(params)?;
+    let (info, _) = resolve(&ctx.daemon, &p.session).await?;
+    let (cwd, _transcript) = resumable(&info)?;
+    let meta = HolderMeta {
+        id: new_holder_id(),
+        session_id: None,
+        name: None,
+        cwd: cwd.to_string_lossy().into_owned(),
+        origin: Origin::Fork,
+        forked_from: Some(info.session_id.clone()),
+        created_at: now_ms(),
+    };
+    tracing::info!(original = %info.session_id, cwd = %cwd.display(), "fork");
+    let size = p.size.unwrap_or(TermSize {
+        cols: 120,
+        rows: 40,
+    });
+    let args = vec![
+        "--resume".to_string(),
+        info.session_id.clone(),
+        "--fork-session".to_string(),
+    ];
+    let r = start(
+        ctx,
+        meta,
+        args,
+        cwd,
+        size,
+        ctx.daemon.options.auto_trust_default,
+        true,
+    )
+    .await?;
+    if r["session"].as_str() == Some(info.session_id.as_str()) {
+        // The registry showed the original id for our child: not a fork.
+        return Err(RpcError::new(
+            ErrorCode::SpawnFailed,
+            "claude kept the original session id: the fork did not happen",
+        ));
+    }
+    Ok(r)
+}
+
+/// The cwd and transcript a resume or fork of `info` needs, or the error
+/// naming exactly what is missing.
+pub fn resumable(
+    info: &ccd_protocol::methods::session::SessionInfo,
+) -> Result<(std::path::PathBuf, String), RpcError> {
+    let sid = &info.session_id;
+    let Some(transcript) = info.transcript.clone() else {
+        return Err(RpcError::new(
+            ErrorCode::TranscriptMissing,
+            format!("session {sid} has no transcript (it never had a turn, or the file was deleted): nothing to resume"),
+        )
+        .with_data(json!({"session": sid})));
+    };
+    if !Path::new(&transcript).is_file() {
+        return Err(RpcError::new(
+            ErrorCode::TranscriptMissing,
+            format!("session {sid}'s transcript {transcript} is gone"),
+        )
+        .with_data(json!({"session": sid, "transcript": transcript})));
+    }
+    let Some(cwd) = info.cwd.clone() else {
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("session {sid}'s transcript {transcript} records no working directory"),
+        )
+        .with_data(json!({"session": sid, "transcript": transcript})));
+    };
+    let p = ccd_claude::paths::normalize(Path::new(&cwd));
+    if !p.is_dir() {
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("session {sid}'s original directory {cwd} is gone; ccd never resumes a session in another directory"),
+        )
+        .with_data(json!({"session": sid, "cwd": cwd, "transcript": transcript})));
+    }
+    Ok((p, transcript))
 }
 
 /// Starts a holder and, with `wait`, follows it until its start settles,

@@ -147,6 +147,11 @@ pub async fn resolve(
             })
             .collect();
     }
+    if hits.is_empty() {
+        if let Some(e) = registry_only(daemon, query).await {
+            return Err(e);
+        }
+    }
     match hits.len() {
         0 => Err(RpcError::new(
             ErrorCode::SessionNotFound,
@@ -163,4 +168,29 @@ pub async fn resolve(
             "candidates": hits.iter().take(20).map(|(i, _)| i.session_id.clone()).collect::<Vec<_>>(),
         }))),
     }
+}
+
+/// A registry entry names `query` but no transcript exists for it (a
+/// process that died before its first turn, or a deleted transcript).
+async fn registry_only(daemon: &Daemon, query: &str) -> Option<RpcError> {
+    let dir = daemon.options.claude_config.sessions_dir();
+    let q = query.to_string();
+    let entry = tokio::task::spawn_blocking(move || {
+        ccd_claude::registry::read_all(&dir)
+            .ok()?
+            .into_iter()
+            .find(|e| e.session_id == q || (q.len() >= 4 && e.session_id.starts_with(&q)))
+    })
+    .await
+    .ok()??;
+    Some(
+        RpcError::new(
+            ErrorCode::TranscriptMissing,
+            format!(
+                "session {} has no transcript (its process {} died before a first turn, or the file was deleted): nothing to resume",
+                entry.session_id, entry.pid
+            ),
+        )
+        .with_data(json!({"session": entry.session_id, "registry_entry": entry.path})),
+    )
 }

@@ -62,6 +62,10 @@ pub struct AttachParams {
     /// `false`: only on the user's explicit request.
     #[serde(default)]
     pub fresh_on_failure: bool,
+    /// `observe` of a session running outside ccd: how many earlier
+    /// transcript messages to send first (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<u32>,
 }
 
 /// Result of `session.attach`.

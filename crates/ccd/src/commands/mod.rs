@@ -1,10 +1,14 @@
 //! One module per subcommand.
 
+mod attach;
+mod attached;
 mod daemon;
+mod fork;
 mod holder;
 mod kill;
 mod ls;
 mod new;
+mod observe;
 mod screen;
 
 use crate::cli::{Cli, Command, GlobalArgs};
@@ -19,6 +23,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::logging::init_client();
             match other {
                 Command::Ls(args) => ls::run(&cli.global, &args),
+                Command::Attach(args) => attach::run(&cli.global, &args),
+                Command::Fork(args) => fork::run(&cli.global, &args),
+                Command::Observe(args) => observe::run(&cli.global, &args),
+                Command::Completions { shell } => {
+                    use clap::CommandFactory;
+                    let mut cmd = Cli::command();
+                    clap_complete::generate(shell, &mut cmd, "ccd", &mut std::io::stdout());
+                    Ok(ExitCode::SUCCESS)
+                }
                 Command::New(args) => new::run(&cli.global, &args),
                 Command::Kill(args) => kill::run(&cli.global, &args),
                 Command::Screen(args) => screen::run(&cli.global, &args),

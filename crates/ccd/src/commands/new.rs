@@ -84,10 +84,11 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     println!("{sid}");
-    if !args.detach && std::io::stdin().is_terminal() {
-        eprintln!("attach with `ccd attach {}`", super::short_id(&sid));
+    if args.detach || !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Ok(ExitCode::SUCCESS);
     }
-    Ok(ExitCode::SUCCESS)
+    let key = super::attached::detach_key(global, &args.key)?;
+    super::attached::attach_and_report(client, &sid, crate::term::Mode::Interactive, key, json!({}))
 }
 
 fn print_screen(screen: Option<&Value>) {

@@ -1,0 +1,134 @@
+//! Being attached, for `attach`, `fork`, `new` and `observe`: the terminal
+//! client, and the line that says how it ended and how to come back.
+
+use crate::cli::{DetachKeyArg, GlobalArgs};
+use crate::settings::Settings;
+use crate::term::{attach_loop, DetachKey, Mode, Outcome};
+use ccd_client::{Client, ClientError};
+use ccd_protocol::ErrorCode;
+use serde_json::Value;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// The detach key: flag, config file, else `ctrl-\`.
+pub fn detach_key(global: &GlobalArgs, arg: &DetachKeyArg) -> anyhow::Result<DetachKey> {
+    let configured = match &arg.detach_key {
+        Some(k) => Some(k.clone()),
+        None => Settings::load(global.config.as_deref())?.detach_key,
+    };
+    match configured {
+        Some(k) => k.parse().map_err(|e: String| anyhow::anyhow!(e)),
+        None => Ok(DetachKey::default()),
+    }
+}
+
+pub fn require_terminal(what: &str) -> anyhow::Result<()> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!("{what} needs a terminal (use `ccd screen` or the socket API from scripts)");
+    }
+    Ok(())
+}
+
+/// Attaches and reports; the exit code says how it ended.
+pub fn attach_and_report(
+    client: Client,
+    session: &str,
+    mode: Mode,
+    key: DetachKey,
+    extra: Value,
+) -> anyhow::Result<ExitCode> {
+    let mut notice = None;
+    let r = attach_loop(client, session, mode, key, extra, &mut |attached| {
+        if let Some(f) = attached.get("fresh_instead_of").filter(|f| !f.is_null()) {
+            let text = format!(
+                "ccd: RESUMING {} FAILED ({}).\nccd: started a NEW session {} in the same directory instead.\nccd: the original conversation is untouched in {}",
+                f["session"].as_str().unwrap_or("?"),
+                f["reason"].as_str().unwrap_or("?"),
+                attached["session"].as_str().unwrap_or("?"),
+                f["transcript"].as_str().unwrap_or("its transcript"),
+            );
+            eprintln!("{text}");
+            notice = Some(text);
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+        }
+    });
+    let (outcome, attached) = match r {
+        Ok(v) => v,
+        Err(e) => return report_error(session, &e),
+    };
+    if let Some(n) = notice {
+        eprintln!("{n}");
+    }
+    let sid = attached["session"].as_str().unwrap_or(session).to_string();
+    let short = super::short_id(&sid);
+    match outcome {
+        Outcome::Detached => {
+            eprintln!("[detached from {short}] come back with: ccd attach {short}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::Exited { code, signal } => {
+            let how = match (code, signal) {
+                (Some(c), _) => format!("exited with status {c}"),
+                (None, Some(s)) => format!("was killed by signal {s}"),
+                _ => "ended".into(),
+            };
+            eprintln!("[session {short} {how}] resume it with: ccd attach {short}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::DaemonGone => {
+            eprintln!("[the ccd daemon went away; the session keeps running] come back with: ccd attach {short}");
+            Ok(ExitCode::from(3))
+        }
+        Outcome::Signalled(s) => {
+            eprintln!("[ccd ended by signal {s}; the session keeps running] come back with: ccd attach {short}");
+            Ok(ExitCode::from(3))
+        }
+    }
+}
+
+/// Explains a refused or failed attach.
+pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> {
+    let Some(rpc) = e.rpc() else {
+        eprintln!("ccd: {e}");
+        return Ok(ExitCode::FAILURE);
+    };
+    let data = rpc.data.clone().unwrap_or(Value::Null);
+    if rpc.code == ErrorCode::SessionLiveElsewhere.code() {
+        let sid = data["session"].as_str().unwrap_or(session);
+        let short = super::short_id(sid);
+        eprintln!("ccd: session {sid} is {} outside ccd; ccd will not resume it (two writers would split the conversation).",
+            if data["state"] == "unknown" { "possibly running (its liveness cannot be verified)" } else { "running" });
+        eprintln!(
+            "  held by: pid {}, kind {}, in {}, since {}",
+            data["pid"]
+                .as_u64()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "?".into()),
+            data["kind"].as_str().unwrap_or("?"),
+            data["cwd"].as_str().unwrap_or("?"),
+            data["since"].as_str().unwrap_or("?")
+        );
+        eprintln!("  safe instead:\n    ccd observe {short}     # watch it, read-only\n    ccd fork {short}        # branch it into a new session");
+        return Ok(ExitCode::from(2));
+    }
+    eprintln!("ccd: {}", rpc.message);
+    if let Some(rows) = data.get("screen").and_then(Value::as_array) {
+        let rows: Vec<&str> = rows.iter().filter_map(Value::as_str).collect();
+        let last = rows
+            .iter()
+            .rposition(|r| !r.trim().is_empty())
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        if last > 0 {
+            eprintln!("--- last screen ---");
+            for r in &rows[..last] {
+                eprintln!("{r}");
+            }
+            eprintln!("-------------------");
+        }
+    }
+    if rpc.code == ErrorCode::SpawnFailed.code() && data.get("transcript").is_some() {
+        eprintln!("The conversation is untouched. `ccd attach {} --fresh-on-failure` starts a new session in its directory instead.", super::short_id(session));
+    }
+    Ok(ExitCode::FAILURE)
+}

@@ -1,0 +1,21 @@
+//! `ccd observe`: read-only. A live mirror of a session ccd holds; for a
+//! session running elsewhere, its transcript as it grows.
+
+use super::attached::{attach_and_report, detach_key, require_terminal};
+use crate::cli::{GlobalArgs, ObserveArgs};
+use crate::term::Mode;
+use serde_json::json;
+use std::process::ExitCode;
+
+pub fn run(global: &GlobalArgs, args: &ObserveArgs) -> anyhow::Result<ExitCode> {
+    let key = detach_key(global, &args.key)?;
+    require_terminal("ccd observe")?;
+    let client = super::connect(global)?;
+    attach_and_report(
+        client,
+        &args.session,
+        Mode::Observe,
+        key,
+        json!({"last": args.last}),
+    )
+}

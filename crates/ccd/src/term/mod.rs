@@ -1,0 +1,19 @@
+//! The terminal client of `ccd attach` and `ccd observe`.
+//!
+//! Threads and what they own:
+//! - the main thread reads the daemon's messages and owns stdout;
+//! - the input thread owns stdin (raw mode) and the detach key state, and
+//!   sends keys as `session.input` notifications;
+//! - the signal thread turns SIGWINCH into `session.resize` and SIGTERM /
+//!   SIGHUP / SIGINT into a clean exit.
+//!
+//! Every way out — detach key, session exit, daemon gone, a signal, a panic
+//! — restores the terminal: the saved termios and a reset of every mode a
+//! session may have turned on ([`raw::RESET_MODES`]).
+
+pub mod keys;
+pub mod raw;
+pub mod run;
+
+pub use keys::DetachKey;
+pub use run::{attach_loop, Mode, Outcome};

@@ -1,0 +1,83 @@
+//! Raw mode on the controlling terminal, restored on every way out.
+
+use nix::sys::termios::{self, SetArg, Termios};
+use std::io::Write;
+use std::os::fd::BorrowedFd;
+use std::sync::Mutex;
+
+/// Undoes every mode an attached session may have set: mouse reporting,
+/// bracketed paste, focus events, synchronized output, kitty keyboard
+/// flags, modifyOtherKeys, application cursor/keypad, hidden cursor,
+/// alternate screen, colours and attributes.
+pub const RESET_MODES: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l\
+\x1b[?2004l\x1b[?1004l\x1b[?2026l\x1b[?2031l\x1b[=0;1u\x1b[>4;0m\x1b[?1l\x1b>\x1b[?25h\x1b[?1049l\x1b[0m\x1b[r";
+
+/// The termios saved when raw mode was entered, for restores from a
+/// signal thread or the panic hook.
+static SAVED: Mutex<Option<Termios>> = Mutex::new(None);
+
+fn stdin_fd() -> BorrowedFd<'static> {
+    // SAFETY: fd 0 stays open for the life of the process.
+    unsafe { BorrowedFd::borrow_raw(0) }
+}
+
+/// Raw mode while alive.
+pub struct RawMode {
+    _private: (),
+}
+
+impl RawMode {
+    /// Puts the terminal on stdin in raw mode and installs a panic hook
+    /// that restores it.
+    pub fn enter() -> std::io::Result<Self> {
+        let fd = stdin_fd();
+        let original = termios::tcgetattr(fd).map_err(std::io::Error::from)?;
+        let mut raw = original.clone();
+        termios::cfmakeraw(&mut raw);
+        if let Ok(mut s) = SAVED.lock() {
+            *s = Some(original);
+        }
+        termios::tcsetattr(fd, SetArg::TCSANOW, &raw).map_err(std::io::Error::from)?;
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        Ok(Self { _private: () })
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Restores the saved termios and resets the modes (idempotent).
+pub fn restore() {
+    let saved = SAVED.lock().ok().and_then(|mut s| s.take());
+    if let Some(t) = saved {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(RESET_MODES);
+        let _ = out.flush();
+        let _ = termios::tcsetattr(stdin_fd(), SetArg::TCSANOW, &t);
+    }
+}
+
+/// The terminal's size (cols, rows).
+pub fn size() -> Option<(u16, u16)> {
+    let mut ws = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    for fd in [0, 1, 2] {
+        // SAFETY: TIOCGWINSZ fills a winsize we own.
+        let r = unsafe { nix::libc::ioctl(fd, nix::libc::TIOCGWINSZ, &mut ws) };
+        if r == 0 && ws.ws_col > 0 && ws.ws_row > 0 {
+            return Some((ws.ws_col, ws.ws_row));
+        }
+    }
+    None
+}

@@ -1,0 +1,250 @@
+//! The attach loop: the daemon's stream to the terminal, the keyboard to
+//! the session.
+
+use super::keys::{DetachFilter, DetachKey, Filtered};
+use super::raw::{self, RawMode};
+use ccd_client::client::{Reader, Writer};
+use ccd_client::{Client, ClientError};
+use ccd_protocol::{Incoming, Notification};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Interactive (keys go to the session) or observe (keys ignored but the
+/// detach key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Interactive,
+    Observe,
+}
+
+/// How an attachment ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Detached,
+    Exited {
+        code: Option<i64>,
+        signal: Option<i64>,
+    },
+    DaemonGone,
+    Signalled(i32),
+}
+
+/// Why the loop is ending, set by the input and signal threads.
+const RUNNING: u8 = 0;
+const DETACH: u8 = 1;
+const SIGNAL_BASE: u8 = 100;
+
+/// Attaches `client` to `session` and runs until detached or ended.
+/// `extra` is merged into the `session.attach` params (e.g.
+/// `fresh_on_failure`); `on_attached` sees the reply before the terminal
+/// switches to raw mode.
+pub fn attach_loop(
+    mut client: Client,
+    session: &str,
+    mode: Mode,
+    key: DetachKey,
+    extra: Value,
+    on_attached: &mut dyn FnMut(&Value),
+) -> Result<(Outcome, Value), ClientError> {
+    let size = raw::size();
+    let mut params = json!({
+        "session": session,
+        "mode": if mode == Mode::Interactive { "interactive" } else { "observe" },
+    });
+    if let Some((cols, rows)) = size {
+        params["size"] = json!({"cols": cols, "rows": rows});
+    }
+    if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
+        p.extend(e);
+    }
+    let attached = client.call_value("session.attach", params)?;
+    on_attached(&attached);
+    let sid = attached["session"].as_str().unwrap_or(session).to_string();
+    let (mut reader, writer, queued) = client.split();
+    let writer = Arc::new(Mutex::new(writer));
+    let why = Arc::new(AtomicU8::new(RUNNING));
+
+    let guard = RawMode::enter().map_err(ClientError::Io)?;
+    let mut out = std::io::stdout().lock();
+    // Our own screen, like tmux: the shell's screen comes back on leaving.
+    let _ = out.write_all(b"\x1b[?1049h\x1b[H\x1b[2J");
+    let _ = out.flush();
+
+    spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
+    spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
+
+    let mut outcome = None;
+    for n in queued {
+        if let Some(o) = show(&mut out, &n) {
+            outcome = Some(o);
+        }
+    }
+    let outcome = match outcome {
+        Some(o) => o,
+        None => loop {
+            match reader_next(&mut reader) {
+                Ok(Incoming::Notification(n)) => {
+                    if let Some(o) = show(&mut out, &n) {
+                        break o;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    break match why.load(Ordering::Acquire) {
+                        DETACH => Outcome::Detached,
+                        s if s >= SIGNAL_BASE => Outcome::Signalled(i32::from(s - SIGNAL_BASE)),
+                        _ => Outcome::DaemonGone,
+                    };
+                }
+            }
+        },
+    };
+    drop(out);
+    drop(guard); // restores the terminal
+    if let Ok(w) = writer.lock() {
+        let _ = w.shutdown_both();
+    }
+    Ok((outcome, attached))
+}
+
+fn reader_next(r: &mut Reader) -> Result<Incoming, ClientError> {
+    r.next()
+}
+
+/// Writes one notification to the terminal; `Some` when it ends the loop.
+fn show(out: &mut impl Write, n: &Notification) -> Option<Outcome> {
+    match n.method.as_str() {
+        "session.output" | "session.resync" => {
+            let data = n
+                .params
+                .as_ref()
+                .and_then(|p| p.get("data"))
+                .and_then(Value::as_str)
+                .and_then(|d| ccd_protocol::b64::decode(d).ok())
+                .unwrap_or_default();
+            if n.method == "session.resync" {
+                let _ = out.write_all(b"\x1b[H\x1b[2J");
+            }
+            let _ = out.write_all(&data);
+            let _ = out.flush();
+            None
+        }
+        "session.exited" => {
+            let p = n.params.clone().unwrap_or(Value::Null);
+            Some(Outcome::Exited {
+                code: p.get("exit_code").and_then(Value::as_i64),
+                signal: p.get("signal").and_then(Value::as_i64),
+            })
+        }
+        _ => None,
+    }
+}
+
+fn send(writer: &Mutex<Writer>, method: &str, params: Value) -> bool {
+    let Ok(mut w) = writer.lock() else {
+        return false;
+    };
+    w.notify(method, params).is_ok()
+}
+
+fn stop(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
+    why.store(reason, Ordering::Release);
+    if let Ok(w) = writer.lock() {
+        let _ = w.shutdown_both();
+    }
+}
+
+fn spawn_input(
+    writer: Arc<Mutex<Writer>>,
+    why: Arc<AtomicU8>,
+    sid: String,
+    mode: Mode,
+    key: DetachKey,
+) {
+    std::thread::spawn(move || {
+        let mut filter = DetachFilter::new(key);
+        let mut buf = [0u8; 8192];
+        loop {
+            let now = Instant::now();
+            if filter.expired(now) {
+                stop(&writer, &why, DETACH);
+                return;
+            }
+            let timeout = filter.wait_hint(now).unwrap_or(Duration::from_millis(500));
+            if !stdin_ready(timeout) {
+                if why.load(Ordering::Acquire) != RUNNING {
+                    return;
+                }
+                continue;
+            }
+            // SAFETY: reading into a buffer we own from fd 0.
+            let n = unsafe { nix::libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                // The terminal is gone: leave.
+                stop(&writer, &why, DETACH);
+                return;
+            }
+            let (send_now, detach) = match filter.feed(&buf[..n as usize], Instant::now()) {
+                Filtered::Send(b) => (b, false),
+                Filtered::Detach(b) => (b, true),
+            };
+            if mode == Mode::Interactive && !send_now.is_empty() {
+                let data = ccd_protocol::b64::encode(&send_now);
+                if !send(
+                    &writer,
+                    "session.input",
+                    json!({"session": sid, "data": data}),
+                ) {
+                    return;
+                }
+            }
+            if detach {
+                stop(&writer, &why, DETACH);
+                return;
+            }
+        }
+    });
+}
+
+fn stdin_ready(timeout: Duration) -> bool {
+    let mut fds = [nix::libc::pollfd {
+        fd: 0,
+        events: nix::libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: poll on one pollfd we own.
+    let r = unsafe { nix::libc::poll(fds.as_mut_ptr(), 1, timeout.as_millis() as i32) };
+    r > 0
+}
+
+fn spawn_signals(writer: Arc<Mutex<Writer>>, why: Arc<AtomicU8>, sid: String, mode: Mode) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGWINCH};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGWINCH, SIGTERM, SIGHUP, SIGINT])
+    else {
+        return;
+    };
+    std::thread::spawn(move || {
+        for s in signals.forever() {
+            match s {
+                SIGWINCH => {
+                    if mode == Mode::Interactive {
+                        if let Some((cols, rows)) = raw::size() {
+                            send(
+                                &writer,
+                                "session.resize",
+                                json!({"session": sid, "cols": cols, "rows": rows}),
+                            );
+                        }
+                    }
+                }
+                other => {
+                    stop(&writer, &why, SIGNAL_BASE + other as u8);
+                    return;
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,437 @@
+//! attach / observe / fork / resume through the built binary under a PTY,
+//! against a daemon running the fake claude. Implements DESIGN.md §2's
+//! decision table, row by row.
+
+mod common;
+
+use common::pty::PtyRun;
+use common::{ls_json, wait_for, Sandbox};
+use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(20);
+
+/// A session started outside ccd: the fake claude under the test's own PTY.
+struct External {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    _writer: Box<dyn std::io::Write + Send>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+    sid: String,
+    transcript: PathBuf,
+}
+
+impl Drop for External {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn trust(sb: &Sandbox, dir: &Path) {
+    let p = sb.config.join(".claude.json");
+    std::fs::create_dir_all(&sb.config).unwrap();
+    let mut v: serde_json::Value = std::fs::read(&p)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(json!({}));
+    v["projects"][dir.to_str().unwrap()] = json!({"hasTrustDialogAccepted": true});
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+fn external(sb: &Sandbox, dir: &Path) -> External {
+    trust(sb, dir);
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(common::fake_claude());
+    for (k, v) in &sb.env {
+        cmd.env(k, v);
+    }
+    cmd.cwd(dir);
+    let child = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 65536];
+        while matches!(std::io::Read::read(&mut reader, &mut b), Ok(n) if n > 0) {}
+    });
+    let mut writer = pty.master.take_writer().unwrap();
+    let pid = child.process_id().unwrap();
+    let entry = sb.config.join("sessions").join(format!("{pid}.json"));
+    let sid = wait_for(T, "the external session's registry entry", || {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&entry).ok()?).ok()?;
+        v["sessionId"].as_str().map(String::from)
+    });
+    std::thread::sleep(Duration::from_millis(400)); // input handler live
+    writer.write_all(b"hello from outside\r").unwrap();
+    let transcript = wait_for(T, "the external transcript", || {
+        let p = ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid)?;
+        let t = std::fs::read_to_string(&p).ok()?;
+        t.contains("\"assistant\"").then_some(p)
+    });
+    External {
+        child,
+        _writer: writer,
+        _master: pty.master,
+        sid,
+        transcript,
+    }
+}
+
+use std::io::Write as _;
+
+#[test]
+fn attach_type_detach_and_reattach_redraws_the_same_screen() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("typing");
+    let mut a = PtyRun::start(&sb, &["attach", &sid[..8]], None);
+    a.wait_text("❯", T);
+    a.send(b"hello there\r");
+    a.wait_text("echo: hello there", T);
+    let before = a.text();
+    a.send(b"\x1c");
+    assert_eq!(a.wait_exit(T), 0);
+    assert!(a.terminal_is_cooked(), "terminal left in raw mode");
+    let raw = a.raw_text();
+    assert!(raw.contains("\x1b[?1049l"), "alternate screen left");
+    assert!(raw.contains("\x1b[?2004l"), "bracketed paste reset");
+    assert!(
+        raw.contains(&format!("ccd attach {}", &sid[..8])),
+        "how to come back: {raw}"
+    );
+
+    let b = PtyRun::start(&sb, &["attach", &sid], None);
+    b.wait_text("echo: hello there", T);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = b.text();
+    let rows = |s: &str| {
+        s.lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&before), rows(&after), "redraw differs");
+}
+
+#[test]
+fn detach_key_twice_is_sent_through_and_is_configurable() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("keys");
+    let mut a = PtyRun::start(&sb, &["attach", &sid, "--detach-key", "ctrl-]"], None);
+    a.wait_text("❯", T);
+    a.send(b"\x1c"); // no longer the detach key
+    a.send(b"abc\r");
+    a.wait_text("echo: ", T);
+    a.send(b"\x1d\x1d"); // twice: sent through, still attached
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        a.child.try_wait().unwrap().is_none(),
+        "detached on a double press"
+    );
+    a.send(b"\x1d");
+    assert_eq!(a.wait_exit(T), 0);
+}
+
+#[test]
+fn resize_propagates_and_two_clients_share_a_session() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("two");
+    let mut a = PtyRun::start(&sb, &["attach", &sid], None);
+    let b = PtyRun::start(&sb, &["attach", &sid], None);
+    a.wait_text("❯", T);
+    b.wait_text("❯", T);
+    a.send(b"from a\r");
+    b.wait_text("echo: from a", T);
+    a.resize(30, 100);
+    let mut c = sb.client();
+    wait_for(T, "the session at 30x100", || {
+        let s = c
+            .call_value("session.screen", json!({"session": sid}))
+            .ok()?;
+        (s["size"]["rows"] == 30 && s["size"]["cols"] == 100).then_some(())
+    });
+    a.send(b"\x1c");
+    a.wait_exit(T);
+}
+
+#[test]
+fn the_session_keeps_running_when_the_client_is_killed() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("sigkill");
+    let mut a = PtyRun::start(&sb, &["attach", &sid], None);
+    a.wait_text("❯", T);
+    a.child.kill().unwrap(); // SIGKILL
+    a.wait_exit(T);
+    let rows = ls_json(&sb);
+    let r = rows
+        .iter()
+        .find(|r| r["session_id"] == sid.as_str())
+        .unwrap();
+    assert_eq!(r["state"], "live");
+    let screen = sb.ok(&["screen", &sid]);
+    assert!(screen.contains('❯'));
+}
+
+#[test]
+fn a_session_running_elsewhere_is_never_resumed() {
+    let sb = Sandbox::new();
+    let dir = sb.project("outside");
+    let ext = external(&sb, &dir);
+    let before = std::fs::read(&ext.transcript).unwrap();
+    let rows = ls_json(&sb);
+    let r = rows
+        .iter()
+        .find(|r| r["session_id"] == ext.sid.as_str())
+        .unwrap();
+    assert_eq!(r["state"], "live");
+    assert!(r["ccd"].is_null());
+
+    let mut a = PtyRun::start(&sb, &["attach", &ext.sid[..8]], None);
+    assert_eq!(a.wait_exit(T), 2);
+    let out = a.raw_text();
+    assert!(out.contains("will not resume"), "{out}");
+    assert!(
+        out.contains(&format!("ccd observe {}", &ext.sid[..8])),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("ccd fork {}", &ext.sid[..8])),
+        "{out}"
+    );
+    assert!(
+        out.contains(&ext.child.process_id().unwrap().to_string()),
+        "pid shown: {out}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        std::fs::read(&ext.transcript).unwrap(),
+        before,
+        "transcript changed"
+    );
+
+    // Forking it is safe: a new id, the original byte for byte.
+    let new = sb
+        .ok(&["fork", &ext.sid[..8], "--detach"])
+        .trim()
+        .to_string();
+    assert_eq!(new.len(), 36, "{new}");
+    assert_ne!(new, ext.sid);
+    let mut c = sb.client();
+    c.call_value(
+        "session.input",
+        json!({"session": new, "data": ccd_protocol::b64::encode(b"in the fork\r")}),
+    )
+    .unwrap();
+    let fork_t = wait_for(T, "the fork's transcript", || {
+        ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &new)
+    });
+    wait_for(T, "the fork's turn", || {
+        std::fs::read_to_string(&fork_t)
+            .ok()?
+            .contains("in the fork")
+            .then_some(())
+    });
+    assert_eq!(
+        std::fs::read(&ext.transcript).unwrap(),
+        before,
+        "original changed by the fork"
+    );
+    drop(ext);
+}
+
+#[test]
+fn unknown_liveness_is_treated_as_live() {
+    let sb = Sandbox::new();
+    ccd_testkit::gen::transcript(
+        &sb.config,
+        "aaaaaaaa-1111-4222-8333-444455556666",
+        sb.project("u").to_str().unwrap(),
+        1,
+    );
+    let sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id();
+    let start = ccd_claude::liveness::current_proc_start(pid).unwrap();
+    ccd_testkit::gen::write_registry_entry(
+        &sb.config,
+        &ccd_testkit::gen::registry_entry(
+            pid,
+            "aaaaaaaa-1111-4222-8333-444455556666",
+            "/x",
+            &start,
+            Some("linux:other-machine:pid:[1]"),
+        ),
+    );
+    let mut a = PtyRun::start(&sb, &["attach", "aaaaaaaa"], None);
+    assert_eq!(a.wait_exit(T), 2);
+    assert!(
+        a.raw_text().contains("possibly running"),
+        "{}",
+        a.raw_text()
+    );
+    let mut s = sleeper;
+    let _ = s.kill();
+    let _ = s.wait();
+}
+
+#[test]
+fn a_dead_session_is_resumed_in_its_original_cwd_from_anywhere() {
+    let sb = Sandbox::new();
+    let dir = sb.project("resume-me");
+    let sid = {
+        let ext = external(&sb, &dir);
+        ext.sid.clone()
+        // dropped: SIGKILL, the registry entry stays behind
+    };
+    wait_for(T, "the session to be dead", || {
+        let rows = ls_json(&sb);
+        rows.iter()
+            .find(|r| r["session_id"] == sid.as_str() && r["state"] == "dead")
+            .map(|_| ())
+    });
+    // From another directory, through a symlinked and trailing-slash cwd of ours.
+    let elsewhere = sb.project("elsewhere");
+    let a = PtyRun::start(&sb, &["attach", &sid[..8]], Some(&elsewhere));
+    a.wait_text("hello from outside", T);
+    let rows = ls_json(&sb);
+    let r = rows
+        .iter()
+        .find(|r| r["session_id"] == sid.as_str())
+        .unwrap();
+    assert_eq!(r["state"], "live", "{r}");
+    assert_eq!(r["cwd"], dir.to_str().unwrap());
+    let held = r["writers"][0]["cwd"].as_str().unwrap().to_string();
+    assert_eq!(held, dir.to_str().unwrap(), "resumed in the original cwd");
+}
+
+#[test]
+fn missing_cwd_and_missing_transcript_are_named() {
+    let sb = Sandbox::new();
+    let gone = sb.work.join("gone");
+    ccd_testkit::gen::transcript(
+        &sb.config,
+        "bbbbbbbb-1111-4222-8333-444455556666",
+        gone.to_str().unwrap(),
+        1,
+    );
+    let mut a = PtyRun::start(&sb, &["attach", "bbbbbbbb"], None);
+    assert_eq!(a.wait_exit(T), 1);
+    let out = a.raw_text();
+    assert!(
+        out.contains("original directory") && out.contains("gone"),
+        "{out}"
+    );
+
+    // A dead registry entry whose transcript never existed.
+    ccd_testkit::gen::write_registry_entry(
+        &sb.config,
+        &ccd_testkit::gen::registry_entry(
+            4_000_001,
+            "cccccccc-1111-4222-8333-444455556666",
+            "/x",
+            "1",
+            None,
+        ),
+    );
+    let mut a = PtyRun::start(
+        &sb,
+        &["attach", "cccccccc-1111-4222-8333-444455556666"],
+        None,
+    );
+    assert_eq!(a.wait_exit(T), 1);
+    let out = a.raw_text();
+    assert!(out.contains("no transcript"), "{out}");
+
+    let mut a = PtyRun::start(&sb, &["attach", "dddddddd"], None);
+    assert_eq!(a.wait_exit(T), 1);
+    assert!(
+        a.raw_text().contains("no session matches"),
+        "{}",
+        a.raw_text()
+    );
+}
+
+#[test]
+fn fork_of_a_dead_session_leaves_the_original_untouched() {
+    let sb = Sandbox::new();
+    let dir = sb.project("fork-dead");
+    let (sid, transcript) = {
+        let ext = external(&sb, &dir);
+        (ext.sid.clone(), ext.transcript.clone())
+    };
+    let before = std::fs::read(&transcript).unwrap();
+    let new = sb.ok(&["fork", &sid, "--detach"]).trim().to_string();
+    assert_ne!(new, sid);
+    let mut c = sb.client();
+    c.call_value(
+        "session.input",
+        json!({"session": new, "data": ccd_protocol::b64::encode(b"branch\r")}),
+    )
+    .unwrap();
+    wait_for(T, "the fork's turn", || {
+        let p = ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &new)?;
+        std::fs::read_to_string(p)
+            .ok()?
+            .contains("branch")
+            .then_some(())
+    });
+    assert_eq!(std::fs::read(&transcript).unwrap(), before);
+}
+
+#[test]
+fn resume_failure_is_reported_and_fresh_only_on_request() {
+    let sb = Sandbox::with_env(&[("FAKE_CLAUDE_PROMPT_TOO_LONG", "1")]);
+    let dir = sb.project("too-long");
+    let (sid, transcript) = {
+        let ext = external(&sb, &dir);
+        (ext.sid.clone(), ext.transcript.clone())
+    };
+    let before = std::fs::read(&transcript).unwrap();
+    let mut a = PtyRun::start(&sb, &["attach", &sid], None);
+    assert_eq!(a.wait_exit(T), 1);
+    let out = a.raw_text();
+    assert!(out.contains("Prompt is too long"), "{out}");
+    assert!(out.contains("--fresh-on-failure"), "{out}");
+    assert_eq!(std::fs::read(&transcript).unwrap(), before);
+    let count = || ls_json(&sb).len();
+    let n = count();
+
+    let a = PtyRun::start(&sb, &["attach", &sid, "--fresh-on-failure"], None);
+    a.wait_text("❯", T);
+    let out = a.raw_text();
+    assert!(
+        out.contains("RESUMING") && out.contains("NEW session"),
+        "{out}"
+    );
+    assert!(
+        out.contains(transcript.to_str().unwrap()),
+        "names the original transcript: {out}"
+    );
+    wait_for(T, "a new session listed", || {
+        (count() > n || sb.holder_pids().len() == 1).then_some(())
+    });
+    assert_eq!(std::fs::read(&transcript).unwrap(), before);
+}
+
+#[test]
+fn completions_and_help_examples() {
+    let sb = Sandbox::new();
+    let out = sb.ok(&["completions", "bash"]);
+    assert!(out.contains("ccd"), "{out}");
+    for cmd in [
+        "ls", "new", "attach", "fork", "observe", "kill", "screen", "daemon",
+    ] {
+        let help = sb.ok(&[cmd, "--help"]);
+        assert!(help.contains("Examples:"), "{cmd} --help has no example");
+    }
+}
