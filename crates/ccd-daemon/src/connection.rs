@@ -33,6 +33,9 @@ pub struct ConnCtx {
     handshaken: AtomicBool,
     /// Session id → this connection's attachment to it.
     pub attachments: Mutex<HashMap<String, Attachment>>,
+    /// Session id → the task following its transcript (observe of a
+    /// session running outside ccd).
+    pub followers: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
     /// Fired once the reply to a request (by id) is queued: streams a
     /// request starts wait for it, so the reply precedes their output.
     replied: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
@@ -100,6 +103,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         out: tx,
         handshaken: AtomicBool::new(false),
         attachments: Mutex::new(HashMap::new()),
+        followers: Mutex::new(HashMap::new()),
         replied: Mutex::new(HashMap::new()),
     });
     let mut stop = daemon.shutdown.subscribe();
@@ -136,6 +140,11 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     };
     for a in gone {
         a.stop();
+    }
+    if let Ok(mut f) = ctx.followers.lock() {
+        for (_, t) in f.drain() {
+            t.abort();
+        }
     }
     drop(ctx);
     let _ = writer.await;

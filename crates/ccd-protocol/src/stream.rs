@@ -42,6 +42,36 @@ impl NotificationKind for SessionResync {
     type Params = Resync;
 }
 
+/// `session.transcript`: new conversation items of a session observed
+/// through its transcript (a session running outside ccd).
+pub struct SessionTranscript;
+
+impl NotificationKind for SessionTranscript {
+    const NAME: &'static str = "session.transcript";
+    type Params = TranscriptItems;
+}
+
+/// Params of `session.transcript`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptItems {
+    /// Full session id.
+    pub session: String,
+    /// Items in transcript order.
+    pub items: Vec<TranscriptItem>,
+}
+
+/// One readable line of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptItem {
+    /// `user`, `assistant`, `tool`, `tool_result` or `system`.
+    pub kind: String,
+    /// One line of text (already cut to a few hundred characters).
+    pub text: String,
+    /// RFC 3339, when the record has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+}
+
 /// `session.exited`: the session's process ended; the attachment is over.
 pub struct SessionExited;
 

@@ -111,6 +111,7 @@ fn every_json_example_is_valid_and_typed() {
         notification::<SessionResync>(),
         notification::<SessionExited>(),
         notification::<session::SessionProgress>(),
+        notification::<ccd_protocol::stream::SessionTranscript>(),
     ]
     .into_iter()
     .collect();

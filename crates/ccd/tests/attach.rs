@@ -435,3 +435,45 @@ fn completions_and_help_examples() {
         assert!(help.contains("Examples:"), "{cmd} --help has no example");
     }
 }
+
+#[test]
+fn observe_mirrors_a_held_session_and_follows_an_external_transcript() {
+    let sb = Sandbox::new();
+    // Held: a read-only mirror; keys other than detach are ignored.
+    let sid = sb.new_session("mirror");
+    let mut o = PtyRun::start(&sb, &["observe", &sid], None);
+    o.wait_text("❯", T);
+    o.send(b"typed by the observer\r");
+    let mut c = sb.client();
+    c.call_value(
+        "session.input",
+        json!({"session": sid, "data": ccd_protocol::b64::encode(b"typed by the owner\r")}),
+    )
+    .unwrap();
+    o.wait_text("echo: typed by the owner", T);
+    assert!(
+        !o.text().contains("typed by the observer"),
+        "observer keys reached the session"
+    );
+    o.send(b"\x1c");
+    assert_eq!(o.wait_exit(T), 0);
+
+    // External: its transcript, readably, as it grows; ends when it ends.
+    let dir = sb.project("watched");
+    let mut ext = external(&sb, &dir);
+    let mut o = PtyRun::start(&sb, &["observe", &ext.sid[..8]], None);
+    o.wait_text("› hello from outside", T);
+    o.wait_text("● echo: hello from outside", T);
+    ext._writer.write_all(b"second message\r").unwrap();
+    o.wait_text("› second message", T);
+    o.wait_text("● echo: second message", T);
+    let before = std::fs::read(&ext.transcript).unwrap();
+    o.send(b"ignored keys\r");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(std::fs::read(&ext.transcript).unwrap(), before);
+    // The external process ends: so does the observer.
+    ext.child.kill().unwrap();
+    let _ = ext.child.wait();
+    assert_eq!(o.wait_exit(T), 0);
+    assert!(o.raw_text().contains("ended"), "{}", o.raw_text());
+}

@@ -91,6 +91,10 @@ pub async fn attach(
                     ),
                 ))
             }
+            _ if p.mode == AttachMode::Observe => {
+                return crate::handlers::observe::follow(ctx, id, &info, p.last.unwrap_or(10))
+                    .await;
+            }
             _ => return Err(live_elsewhere(&info)),
         },
     };
@@ -423,9 +427,16 @@ pub async fn detach(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
             .map(|(k, _)| k.clone())?;
         m.remove(&key)
     });
-    let detached = a.is_some();
+    let follower = ctx.followers.lock().ok().and_then(|mut m| {
+        let key = m.keys().find(|k| k.starts_with(&p.session)).cloned()?;
+        m.remove(&key)
+    });
+    let detached = a.is_some() || follower.is_some();
     if let Some(a) = a {
         a.stop();
+    }
+    if let Some(f) = follower {
+        f.abort();
     }
     Ok(json!({"detached": detached}))
 }

@@ -3,4 +3,5 @@
 pub mod attach;
 pub mod daemon_ctl;
 pub mod lifecycle;
+pub mod observe;
 pub mod sessions;

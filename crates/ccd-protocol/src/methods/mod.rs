@@ -59,6 +59,7 @@ pub const ALL_NOTIFICATIONS: &[&str] = &[
     crate::stream::SessionResync::NAME,
     crate::stream::SessionExited::NAME,
     session::SessionProgress::NAME,
+    crate::stream::SessionTranscript::NAME,
 ];
 
 /// True if `name` is a method of this protocol version.

@@ -132,6 +132,25 @@ fn show(out: &mut impl Write, n: &Notification) -> Option<Outcome> {
             let _ = out.flush();
             None
         }
+        "session.transcript" => {
+            let width = raw::size().map(|(c, _)| c as usize).unwrap_or(100);
+            let items = n
+                .params
+                .as_ref()
+                .and_then(|p| p.get("items"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for item in items {
+                if let Ok(r) = serde_json::from_value::<ccd_claude::transcript::Rendered>(item) {
+                    let line = ccd_claude::transcript::render::render_line(&r, width);
+                    let _ = out.write_all(line.as_bytes());
+                    let _ = out.write_all(b"\r\n");
+                }
+            }
+            let _ = out.flush();
+            None
+        }
         "session.exited" => {
             let p = n.params.clone().unwrap_or(Value::Null);
             Some(Outcome::Exited {
