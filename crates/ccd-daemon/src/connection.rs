@@ -36,6 +36,8 @@ pub struct ConnCtx {
     /// Session id → the task following its transcript (observe of a
     /// session running outside ccd).
     pub followers: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
+    /// The task forwarding events to this connection, once subscribed.
+    pub subscription: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Fired once the reply to a request (by id) is queued: streams a
     /// request starts wait for it, so the reply precedes their output.
     replied: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
@@ -104,6 +106,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         handshaken: AtomicBool::new(false),
         attachments: Mutex::new(HashMap::new()),
         followers: Mutex::new(HashMap::new()),
+        subscription: Mutex::new(None),
         replied: Mutex::new(HashMap::new()),
     });
     let mut stop = daemon.shutdown.subscribe();
@@ -145,6 +148,9 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         for (_, t) in f.drain() {
             t.abort();
         }
+    }
+    if let Some(t) = ctx.subscription.lock().ok().and_then(|mut s| s.take()) {
+        t.abort();
     }
     drop(ctx);
     let _ = writer.await;

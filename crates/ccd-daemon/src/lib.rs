@@ -16,6 +16,7 @@
 //! index) run on the blocking pool.
 
 pub mod connection;
+pub mod events;
 pub mod handlers;
 pub mod holders;
 pub mod router;

@@ -26,6 +26,8 @@ pub async fn dispatch(
         "session.detach" => attach::detach(&ctx, params).await,
         "session.input" => attach::input(&ctx, params).await,
         "session.resize" => attach::resize(&ctx, params).await,
+        "session.send" => lifecycle::send(&ctx, params).await,
+        "events.subscribe" => crate::events::subscribe(&ctx, id, params).await,
         other => Err(RpcError::method_not_found(other)),
     }
 }

@@ -31,6 +31,7 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     let adopted = daemon.holders.adopt_all().await;
     tracing::info!(adopted, "holders adopted");
     tokio::spawn(crate::holders::watch(daemon.clone()));
+    tokio::spawn(crate::events::registry_watch::run(daemon.clone()));
 
     let our_uid = nix::unistd::getuid().as_raw();
     let mut stop = daemon.shutdown.subscribe();

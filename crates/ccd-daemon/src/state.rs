@@ -42,11 +42,14 @@ pub struct Daemon {
     pub refused: AtomicU64,
     /// Set to true when the daemon is stopping.
     pub shutdown: watch::Sender<bool>,
+    /// Where events are published.
+    pub events: crate::events::EventHub,
 }
 
 impl Daemon {
     pub fn new(options: DaemonOptions) -> Self {
-        let holders = HolderTable::new(options.socket_dir.holders_dir());
+        let events = crate::events::EventHub::default();
+        let holders = HolderTable::new(options.socket_dir.holders_dir(), events.clone());
         Self {
             options,
             started_at: SystemTime::now(),
@@ -54,6 +57,7 @@ impl Daemon {
             clients: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             shutdown: watch::channel(false).0,
+            events,
         }
     }
 

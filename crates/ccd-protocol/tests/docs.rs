@@ -101,6 +101,8 @@ fn every_json_example_is_valid_and_typed() {
         method::<attach::SessionDetach>(),
         method::<attach::SessionInput>(),
         method::<attach::SessionResize>(),
+        method::<session::SessionSend>(),
+        method::<ccd_protocol::methods::events::EventsSubscribe>(),
     ]
     .into_iter()
     .map(|(n, p, r)| (n, (p, r)))
@@ -112,6 +114,7 @@ fn every_json_example_is_valid_and_typed() {
         notification::<SessionExited>(),
         notification::<session::SessionProgress>(),
         notification::<ccd_protocol::stream::SessionTranscript>(),
+        notification::<ccd_protocol::methods::events::EventNotification>(),
     ]
     .into_iter()
     .collect();

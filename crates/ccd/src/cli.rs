@@ -56,6 +56,16 @@ pub enum Command {
     /// Watch a session read-only (a live mirror, or its transcript as it grows).
     #[command(after_help = "Examples:\n  ccd observe 9cc17429\n\nLeave with Ctrl-\\.")]
     Observe(ObserveArgs),
+    /// Type a prompt into a session ccd holds and submit it.
+    #[command(
+        after_help = "Examples:\n  ccd send 9cc17429 \"run the tests and fix what fails\"\n  ccd send api --force \"y\"      # even while a dialog is open"
+    )]
+    Send(SendArgs),
+    /// Stream events (sessions appearing, status changes, attention, exits) as lines.
+    #[command(
+        after_help = "Examples:\n  ccd events\n  ccd events --json | jq 'select(.type == \"session.attention\")'"
+    )]
+    Events(EventsArgs),
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  ccd completions bash > ~/.local/share/bash-completion/completions/ccd\n  ccd completions zsh > ~/.zfunc/_ccd"
@@ -83,6 +93,27 @@ pub enum Command {
     /// The per-session holder process (started by the daemon).
     #[command(name = "__holder", hide = true)]
     Holder,
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// The prompt.
+    pub text: String,
+    /// Type it even when the session is not at its prompt.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Only these event types (repeatable), e.g. --type session.attention.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub types: Vec<String>,
 }
 
 #[derive(Debug, Args)]

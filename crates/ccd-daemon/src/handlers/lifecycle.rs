@@ -306,13 +306,12 @@ pub async fn kill(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
     .map_err(internal)?;
     tracing::info!(holder = %entry.id, session = ?entry.session_id(), signal, "session.kill");
     // Wait for the exit (the grace period plus a margin) and collect it.
-    let c: ccd_holder::CollectResult =
-        call_once(&entry.socket, h::COLLECT, json!({"wait_ms": grace + 2000}))
-            .await
-            .map_err(internal)?;
-    if c.collected {
-        ctx.daemon.holders.refresh(&entry.id).await;
-    }
+    let c = ctx
+        .daemon
+        .holders
+        .collect(&entry, grace + 2000)
+        .await
+        .map_err(internal)?;
     Ok(json!({
         "signalled": k.sent,
         "exited": c.collected,
@@ -359,4 +358,52 @@ fn shows(v: &ccd_screen::ScreenState) -> String {
             _ => None,
         })
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// `session.send`: type a prompt and submit it, only at the prompt.
+pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: ccd_protocol::methods::session::SendParams = parse_params(params)?;
+    let entry = held(ctx, &p.session).await?;
+    let s: ccd_holder::ScreenResult =
+        call_once(&entry.socket, h::SCREEN, json!({"format": "text"}))
+            .await
+            .map_err(internal)?;
+    let at_prompt = matches!(s.verdict, ccd_screen::ScreenState::Ready(_));
+    if !at_prompt && !p.force {
+        let what = shows(&s.verdict);
+        return Err(RpcError::new(
+            ErrorCode::NotAtPrompt,
+            format!("session {} is not at its prompt (the screen shows {what}); nothing was typed. Use force to type anyway", entry.session_id().unwrap_or(&entry.id)),
+        )
+        .with_data(json!({"shows": what, "screen": s.rows.iter().map(|r| r.trim_end()).collect::<Vec<_>>()})));
+    }
+    let mut typed = Vec::new();
+    if s.modes.bracketed_paste {
+        typed.extend_from_slice(b"\x1b[200~");
+        typed.extend_from_slice(p.text.as_bytes());
+        typed.extend_from_slice(b"\x1b[201~");
+    } else {
+        typed.extend_from_slice(p.text.replace('\n', " ").as_bytes());
+    }
+    let _: Value = call_once(
+        &entry.socket,
+        h::INPUT,
+        json!({"data": ccd_protocol::b64::encode(&typed)}),
+    )
+    .await
+    .map_err(internal)?;
+    // Let the TUI take the paste before Enter arrives as its own key.
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    let _: Value = call_once(
+        &entry.socket,
+        h::INPUT,
+        json!({"data": ccd_protocol::b64::encode(b"\r")}),
+    )
+    .await
+    .map_err(internal)?;
+    tracing::info!(holder = %entry.id, session = ?entry.session_id(), bytes = typed.len() + 1, "session.send");
+    Ok(json!({
+        "session": entry.session_id().unwrap_or(&entry.id),
+        "bytes": typed.len() + 1,
+    }))
 }

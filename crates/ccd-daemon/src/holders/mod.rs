@@ -32,6 +32,9 @@ pub struct HolderEntry {
     /// Consecutive ticks on which the child was seen exited.
     exited_ticks: u32,
     failed_calls: u32,
+    /// A collect is in flight: the holder may vanish any moment, which is
+    /// not a death.
+    collecting: bool,
 }
 
 impl HolderEntry {
@@ -84,6 +87,7 @@ const FINISHED_KEPT: usize = 200;
 /// Every holder the daemon knows.
 pub struct HolderTable {
     dir: PathBuf,
+    events: crate::events::EventHub,
     /// The size last applied to each holder's PTY (by holder id).
     sizes: Mutex<HashMap<String, ccd_protocol::methods::TermSize>>,
     live: Mutex<HashMap<String, HolderEntry>>,
@@ -91,9 +95,10 @@ pub struct HolderTable {
 }
 
 impl HolderTable {
-    pub fn new(dir: PathBuf) -> Self {
+    pub fn new(dir: PathBuf, events: crate::events::EventHub) -> Self {
         Self {
             dir,
+            events,
             sizes: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             finished: Mutex::new(VecDeque::new()),
@@ -150,6 +155,7 @@ impl HolderTable {
             info: None,
             exited_ticks: 0,
             failed_calls: 0,
+            collecting: false,
         };
         if let Ok(mut m) = self.live.lock() {
             m.insert(entry.id.clone(), entry);
@@ -184,7 +190,60 @@ impl HolderTable {
         }
     }
 
+    /// Lifecycle and attention events for a holder whose info changed.
+    fn publish_changes(&self, entry: &HolderEntry, info: &InfoResult) {
+        use crate::events::now_ms;
+        use ccd_protocol::methods::events::Event;
+        let new = lifecycle_of(info);
+        let old = entry.info.as_ref().map(lifecycle_of);
+        if old.as_deref() == Some(new.as_str()) {
+            return;
+        }
+        let session = info
+            .session_id
+            .clone()
+            .or_else(|| entry.meta.session_id.clone());
+        let mut e = Event::new("session.lifecycle", session.clone(), now_ms());
+        e.pid = Some(info.child_pid);
+        e.held = Some(true);
+        e.status = Some(new.clone());
+        e.previous = old;
+        self.events.publish(e);
+        if new == "needs-attention" {
+            let mut a = Event::new("session.attention", session, now_ms());
+            a.pid = Some(info.child_pid);
+            a.held = Some(true);
+            a.reason = info
+                .needs_attention
+                .as_ref()
+                .map(|n| crate::views::attention_text(&n.reason));
+            self.events.publish(a);
+        }
+    }
+
     fn retire(&self, id: &str, finished: Finished) {
+        let was_live = self
+            .live
+            .lock()
+            .map(|mut m| m.remove(id).is_some())
+            .unwrap_or(false);
+        if !was_live {
+            return; // retired already (two collectors raced)
+        }
+        {
+            use ccd_protocol::methods::events::Event;
+            let mut e = Event::new(
+                "session.exited",
+                finished.session_id.clone(),
+                crate::events::now_ms(),
+            );
+            e.held = Some(true);
+            e.exit_code = finished.exit.as_ref().and_then(|x| x.code);
+            e.exit_signal = finished.exit.as_ref().and_then(|x| x.signal);
+            e.reason = finished.failure.clone();
+            e.status = Some(finished.state.clone());
+            self.events.publish(e);
+        }
         if let Ok(mut m) = self.live.lock() {
             m.remove(id);
         }
@@ -239,6 +298,7 @@ impl HolderTable {
                                 info: Some(info),
                                 exited_ticks: 0,
                                 failed_calls: 0,
+                                collecting: false,
                             },
                         );
                     }
@@ -260,19 +320,21 @@ impl HolderTable {
         match call_once::<InfoResult>(&entry.socket, ccd_holder::rpc::types::INFO, json!({})).await
         {
             Ok(info) => {
+                self.publish_changes(&entry, &info);
                 let done = info.exit.is_some() || info.state.as_str() == "failed";
                 self.update(id, |e| {
                     e.info = Some(info.clone());
                     e.failed_calls = 0;
                     e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
                 });
-                if done && entry.exited_ticks >= 1 {
+                if done && entry.exited_ticks >= 1 && !entry.collecting {
                     if let Err(error) = self.collect(&entry, 0).await {
                         tracing::debug!(holder = %entry.id, %error, "collect failed");
                     }
                 }
                 Some(info)
             }
+            Err(_) if self.get(id).is_none_or(|e| e.collecting) => None,
             Err(error) => {
                 let gone = matches!(&error, HolderError::Io(_) | HolderError::Closed)
                     && !holder_alive(&entry);

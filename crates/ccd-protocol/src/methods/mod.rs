@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod attach;
 pub mod daemon;
+pub mod events;
 pub mod session;
 
 /// A request/response method.
@@ -51,6 +52,8 @@ pub const ALL_METHODS: &[&str] = &[
     attach::SessionDetach::NAME,
     attach::SessionInput::NAME,
     attach::SessionResize::NAME,
+    session::SessionSend::NAME,
+    events::EventsSubscribe::NAME,
 ];
 
 /// Every notification the daemon sends in this protocol version.
@@ -60,6 +63,7 @@ pub const ALL_NOTIFICATIONS: &[&str] = &[
     crate::stream::SessionExited::NAME,
     session::SessionProgress::NAME,
     crate::stream::SessionTranscript::NAME,
+    events::EventNotification::NAME,
 ];
 
 /// True if `name` is a method of this protocol version.

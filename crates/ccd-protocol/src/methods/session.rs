@@ -420,3 +420,36 @@ pub struct Progress {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
+
+/// `session.send`: type `text` into a session ccd holds as a prompt and
+/// submit it. Refused with `not_at_prompt` while the screen does not show
+/// Claude Code's prompt (a dialog, a running turn), unless `force`.
+pub struct SessionSend;
+
+impl Method for SessionSend {
+    const NAME: &'static str = "session.send";
+    type Params = SendParams;
+    type Result = SendResult;
+}
+
+/// Params of `session.send`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendParams {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// The prompt. Sent as a bracketed paste when the session accepts one,
+    /// then Enter.
+    pub text: String,
+    /// Type it even when the prompt is not showing.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Result of `session.send`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendResult {
+    /// Full session id.
+    pub session: String,
+    /// Bytes typed (paste markers and Enter included).
+    pub bytes: u64,
+}

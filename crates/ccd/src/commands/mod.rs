@@ -3,6 +3,7 @@
 mod attach;
 mod attached;
 mod daemon;
+mod events;
 mod fork;
 mod holder;
 mod kill;
@@ -10,6 +11,7 @@ mod ls;
 mod new;
 mod observe;
 mod screen;
+mod send;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ccd_client::{connect_or_start, Client, DaemonCommand, SocketDir};
@@ -26,6 +28,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Attach(args) => attach::run(&cli.global, &args),
                 Command::Fork(args) => fork::run(&cli.global, &args),
                 Command::Observe(args) => observe::run(&cli.global, &args),
+                Command::Send(args) => send::run(&cli.global, &args),
+                Command::Events(args) => events::run(&cli.global, &args),
                 Command::Completions { shell } => {
                     use clap::CommandFactory;
                     let mut cmd = Cli::command();

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod external;
 pub mod pty;
 
 use std::path::{Path, PathBuf};

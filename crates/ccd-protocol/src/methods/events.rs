@@ -1,0 +1,119 @@
+//! Events: what happens to sessions, pushed to subscribers.
+//!
+//! After `events.subscribe` the connection receives `event` notifications.
+//! One struct carries every event type (fields that do not apply are
+//! absent); clients skip types they do not know.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Method, NotificationKind};
+
+/// `events.subscribe`: start receiving `event` notifications on this
+/// connection (until it closes).
+pub struct EventsSubscribe;
+
+impl Method for EventsSubscribe {
+    const NAME: &'static str = "events.subscribe";
+    type Params = SubscribeParams;
+    type Result = SubscribeResult;
+}
+
+/// Params of `events.subscribe`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeParams {
+    /// Only these event types (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub types: Option<Vec<String>>,
+}
+
+/// Result of `events.subscribe`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeResult {
+    pub subscribed: bool,
+}
+
+/// `event`: something happened to a session.
+pub struct EventNotification;
+
+impl NotificationKind for EventNotification {
+    const NAME: &'static str = "event";
+    type Params = Event;
+}
+
+/// One event. `type` is one of:
+/// - `session.appeared` / `session.disappeared`: a process started or
+///   stopped holding a session (any session on the machine, ccd's or not);
+/// - `session.status`: Claude Code's status changed (`idle`, `busy`,
+///   `waiting`); `previous` says from what;
+/// - `session.lifecycle`: ccd's lifecycle of a session it holds changed;
+/// - `session.attention`: the session needs a person (`reason`);
+/// - `session.context`: the context in use changed;
+/// - `session.exited`: a session ccd held ended (`exit_code` /
+///   `exit_signal`);
+/// - `events.lagged`: this subscriber fell behind and `missed` events were
+///   dropped (re-list sessions to resync).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Full session id (absent for `events.lagged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Unix milliseconds when the daemon saw it.
+    pub at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `live` / `unknown` / `dead`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Whether ccd holds the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<bool>,
+    /// New status or lifecycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
+    /// Why attention is needed (`session.attention`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_signal: Option<i32>,
+    /// `events.lagged`: how many events were dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed: Option<u64>,
+}
+
+impl Event {
+    /// An event of `kind` about `session`, at `at`, with no other field.
+    pub fn new(kind: &str, session: Option<String>, at: i64) -> Self {
+        Self {
+            kind: kind.into(),
+            session,
+            at,
+            pid: None,
+            cwd: None,
+            state: None,
+            held: None,
+            status: None,
+            previous: None,
+            waiting_for: None,
+            reason: None,
+            context_tokens: None,
+            context_percent: None,
+            exit_code: None,
+            exit_signal: None,
+            missed: None,
+        }
+    }
+}

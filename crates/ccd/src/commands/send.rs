@@ -1,0 +1,22 @@
+//! `ccd send`: a prompt into a session ccd holds, only at its prompt.
+
+use crate::cli::{GlobalArgs, SendArgs};
+use serde_json::json;
+use std::process::ExitCode;
+
+pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
+    let mut c = super::connect(global)?;
+    match c.call_value(
+        "session.send",
+        json!({"session": args.session, "text": args.text, "force": args.force}),
+    ) {
+        Ok(r) => {
+            eprintln!("sent to {}", r["session"].as_str().unwrap_or(&args.session));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("ccd send: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! A session started outside ccd: the fake claude under the test's own PTY.
+
+use super::{wait_for, Sandbox};
+use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(20);
+
+/// A session started outside ccd: the fake claude under the test's own PTY.
+pub struct External {
+    pub child: Box<dyn portable_pty::Child + Send + Sync>,
+    pub _writer: Box<dyn std::io::Write + Send>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+    pub sid: String,
+    pub transcript: PathBuf,
+}
+
+impl Drop for External {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn trust(sb: &Sandbox, dir: &Path) {
+    let p = sb.config.join(".claude.json");
+    std::fs::create_dir_all(&sb.config).unwrap();
+    let mut v: serde_json::Value = std::fs::read(&p)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(json!({}));
+    v["projects"][dir.to_str().unwrap()] = json!({"hasTrustDialogAccepted": true});
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+pub fn external(sb: &Sandbox, dir: &Path) -> External {
+    trust(sb, dir);
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(super::fake_claude());
+    for (k, v) in &sb.env {
+        cmd.env(k, v);
+    }
+    cmd.cwd(dir);
+    let child = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 65536];
+        while matches!(std::io::Read::read(&mut reader, &mut b), Ok(n) if n > 0) {}
+    });
+    let mut writer = pty.master.take_writer().unwrap();
+    let pid = child.process_id().unwrap();
+    let entry = sb.config.join("sessions").join(format!("{pid}.json"));
+    let sid = wait_for(T, "the external session's registry entry", || {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&entry).ok()?).ok()?;
+        v["sessionId"].as_str().map(String::from)
+    });
+    std::thread::sleep(Duration::from_millis(400)); // input handler live
+    writer.write_all(b"hello from outside\r").unwrap();
+    let transcript = wait_for(T, "the external transcript", || {
+        let p = ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid)?;
+        let t = std::fs::read_to_string(&p).ok()?;
+        t.contains("\"assistant\"").then_some(p)
+    });
+    External {
+        child,
+        _writer: writer,
+        _master: pty.master,
+        sid,
+        transcript,
+    }
+}

@@ -1,0 +1,168 @@
+//! Events and `ccd send`, end to end with the fake claude.
+
+mod common;
+
+use common::external::external;
+use common::{wait_for, Sandbox};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(20);
+
+/// An event type and a test on the event.
+type Wanted<'a> = (&'a str, &'a dyn Fn(&Value) -> bool);
+
+/// Collects events until `pred` has matched each of `wanted` in order.
+fn expect_events(c: &mut ccd_client::Client, wanted: &[Wanted<'_>]) -> Vec<Value> {
+    let deadline = Instant::now() + T;
+    let mut seen = Vec::new();
+    let mut i = 0;
+    while i < wanted.len() {
+        assert!(
+            Instant::now() < deadline,
+            "missing {} after {seen:#?}",
+            wanted[i].0
+        );
+        let Some(n) = c
+            .next_notification(Some(Duration::from_millis(200)))
+            .unwrap()
+        else {
+            continue;
+        };
+        if n.method != "event" {
+            continue;
+        }
+        let e = n.params.unwrap();
+        if e["type"] == wanted[i].0 && (wanted[i].1)(&e) {
+            i += 1;
+        }
+        seen.push(e);
+    }
+    seen
+}
+
+#[test]
+fn an_external_session_start_status_and_exit_are_events() {
+    // Turns long enough that `busy` is a state, not a blink.
+    let sb = Sandbox::with_env(&[("FAKE_CLAUDE_TURN_MS", "800")]);
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({})).unwrap();
+    let dir = sb.project("evented");
+    let mut ext = external(&sb, &dir);
+    let sid = ext.sid.clone();
+    let is = |s: &str| {
+        let s = s.to_string();
+        move |e: &Value| e["session"] == s.as_str()
+    };
+    let mine = is(&sid);
+    let seen = expect_events(
+        &mut c,
+        &[
+            ("session.appeared", &|e: &Value| {
+                mine(e) && e["held"] == false
+            }),
+            ("session.status", &|e: &Value| {
+                mine(e) && e["status"] == "busy"
+            }),
+            ("session.status", &|e: &Value| {
+                mine(e) && e["status"] == "idle" && e["previous"] == "busy"
+            }),
+            ("session.context", &|e: &Value| {
+                mine(e) && e["context_tokens"].as_u64().unwrap_or(0) > 0
+            }),
+        ],
+    );
+    assert!(!seen.is_empty());
+    // A permission prompt: waiting, and attention with the reason.
+    ext._writer.write_all(b"perm rm -rf build\r").unwrap();
+    expect_events(
+        &mut c,
+        &[("session.attention", &|e: &Value| {
+            mine(e) && e["reason"] == "permission prompt"
+        })],
+    );
+    // The process exits: the session disappears.
+    ext._writer.write_all(b"1").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    ext._writer.write_all(b"/exit\r").unwrap();
+    expect_events(&mut c, &[("session.disappeared", &|e: &Value| mine(e))]);
+}
+
+#[test]
+fn held_sessions_report_lifecycle_and_exit() {
+    let sb = Sandbox::new();
+    let mut c = sb.client_or_start();
+    c.call_value(
+        "events.subscribe",
+        json!({"types": ["session.lifecycle", "session.exited"]}),
+    )
+    .unwrap();
+    let sid = sb.new_session("held");
+    let is_mine = |e: &Value| e["session"] == sid.as_str();
+    expect_events(
+        &mut c,
+        &[("session.lifecycle", &|e: &Value| {
+            is_mine(e) && e["status"] == "idle"
+        })],
+    );
+    sb.ok(&["kill", &sid]);
+    let seen = expect_events(
+        &mut c,
+        &[("session.exited", &|e: &Value| {
+            is_mine(e) && e["exit_code"] == 143
+        })],
+    );
+    assert!(
+        seen.iter()
+            .all(|e| e["type"] == "session.lifecycle" || e["type"] == "session.exited"),
+        "type filter: {seen:#?}"
+    );
+}
+
+#[test]
+fn send_types_at_the_prompt_and_refuses_while_a_dialog_is_open() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("send");
+    sb.ok(&["send", &sid, "first prompt"]);
+    let projects = sb.config.join("projects");
+    let transcript = wait_for(T, "the transcript", || {
+        let p = ccd_claude::transcript::find_by_session_id(&projects, &sid)?;
+        std::fs::read_to_string(&p)
+            .ok()?
+            .contains("echo: first prompt")
+            .then_some(p)
+    });
+    // Open the permission dialog, then try to send.
+    sb.ok(&["send", &sid, "perm rm -rf build"]);
+    wait_for(T, "the permission dialog", || {
+        sb.ok(&["screen", &sid])
+            .contains("Do you want to proceed?")
+            .then_some(())
+    });
+    let o = sb.run(&["send", &sid, "second prompt"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not at its prompt"), "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!std::fs::read_to_string(&transcript)
+        .unwrap()
+        .contains("second prompt"));
+    // Multi-line prompts arrive whole (bracketed paste).
+    let mut c = sb.client();
+    c.call_value(
+        "session.input",
+        json!({"session": sid, "data": ccd_protocol::b64::encode(b"1")}),
+    )
+    .unwrap();
+    wait_for(T, "the prompt back", || {
+        let o = sb.run(&["send", &sid, "line one\nline two"]);
+        o.status.success().then_some(())
+    });
+    wait_for(T, "the multi-line turn", || {
+        std::fs::read_to_string(&transcript)
+            .ok()?
+            .contains("line one\\nline two")
+            .then_some(())
+    });
+}
