@@ -4,8 +4,10 @@
 //! ```text
 //! cargo build --release -p ccd -p ccd-bench
 //! target/release/ccd-bench ls            # generates once, then times `ccd ls --json`
+//! target/release/ccd-bench events        # registry change → event latency
 //! ```
 
+mod events;
 mod gen_config;
 mod ls;
 
@@ -24,11 +26,15 @@ enum Cmd {
     GenConfig(gen_config::Args),
     /// Time `ccd ls --json` over generated config dirs.
     Ls(ls::Args),
+    /// Latency from a change in an external session's registry entry to
+    /// the event reaching a subscriber.
+    Events(events::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Cmd::GenConfig(a) => gen_config::run(&a).map(|_| ()),
         Cmd::Ls(a) => ls::run(&a),
+        Cmd::Events(a) => events::run(&a),
     }
 }
