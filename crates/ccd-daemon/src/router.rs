@@ -27,6 +27,7 @@ pub async fn dispatch(
         "session.input" => attach::input(&ctx, params).await,
         "session.resize" => attach::resize(&ctx, params).await,
         "session.send" => lifecycle::send(&ctx, params).await,
+        "session.pin" => lifecycle::pin(&ctx, params).await,
         "events.subscribe" => crate::events::subscribe(&ctx, id, params).await,
         other => Err(RpcError::method_not_found(other)),
     }

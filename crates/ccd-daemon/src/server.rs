@@ -32,6 +32,9 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     tracing::info!(adopted, "holders adopted");
     tokio::spawn(crate::holders::watch(daemon.clone()));
     tokio::spawn(crate::events::registry_watch::run(daemon.clone()));
+    if let Some(limit) = daemon.options.reap_idle {
+        tokio::spawn(crate::holders::reap::run(daemon.clone(), limit));
+    }
 
     let our_uid = nix::unistd::getuid().as_raw();
     let mut stop = daemon.shutdown.subscribe();

@@ -28,6 +28,8 @@ pub struct DaemonOptions {
     pub trust_stable_ms: u64,
     /// Auto-trust unless a request says otherwise (config `auto_trust`).
     pub auto_trust_default: bool,
+    /// Stop held sessions idle (no client) for longer than this.
+    pub reap_idle: Option<std::time::Duration>,
 }
 
 /// The daemon's shared state. Fields are immutable or internally locked;

@@ -104,6 +104,7 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
             .as_ref()
             .and_then(|i| i.exit.as_ref())
             .and_then(|x| x.code),
+        pinned: e.meta.pinned,
     }
 }
 
@@ -115,6 +116,7 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
         attention: f.failure.clone(),
         attached: 0,
         exit_code: f.exit.as_ref().and_then(|x| x.code),
+        pinned: f.meta.pinned,
     }
 }
 
@@ -178,4 +180,32 @@ pub fn start_settled(e: &HolderEntry) -> bool {
             !matches!(l.as_str(), "starting" | "trust")
         }
     }
+}
+
+/// A session ccd held that ended, as far as ccd knows it (no file scan).
+pub fn finished_only_info(f: &Finished) -> Option<SessionInfo> {
+    Some(SessionInfo {
+        session_id: f.session_id.clone()?,
+        state: SessionState::Dead,
+        pid: None,
+        cwd: Some(f.meta.cwd.clone()),
+        status: None,
+        waiting_for: None,
+        kind: Some("interactive".into()),
+        name: f.meta.name.clone(),
+        version: None,
+        started_at: millis(f.meta.created_at),
+        last_activity: None,
+        title: None,
+        model: None,
+        context_tokens: None,
+        context_percent: None,
+        context_window: None,
+        transcript: None,
+        transcript_bytes: None,
+        writers: Vec::new(),
+        several_writers: false,
+        registry_session_id: None,
+        ccd: Some(finished_info(f)),
+    })
 }

@@ -102,6 +102,7 @@ fn every_json_example_is_valid_and_typed() {
         method::<attach::SessionInput>(),
         method::<attach::SessionResize>(),
         method::<session::SessionSend>(),
+        method::<session::SessionPin>(),
         method::<ccd_protocol::methods::events::EventsSubscribe>(),
     ]
     .into_iter()

@@ -66,6 +66,18 @@ pub enum Command {
         after_help = "Examples:\n  ccd events\n  ccd events --json | jq 'select(.type == \"session.attention\")'"
     )]
     Events(EventsArgs),
+    /// Exempt a session from idle reaping (reap_idle_minutes).
+    #[command(after_help = "Examples:\n  ccd pin 9cc17429")]
+    Pin {
+        /// Session id, unique prefix, or name.
+        session: String,
+    },
+    /// Make a pinned session reapable again.
+    #[command(after_help = "Examples:\n  ccd unpin 9cc17429")]
+    Unpin {
+        /// Session id, unique prefix, or name.
+        session: String,
+    },
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  ccd completions bash > ~/.local/share/bash-completion/completions/ccd\n  ccd completions zsh > ~/.zfunc/_ccd"

@@ -9,6 +9,8 @@
 //! detach_key = "ctrl-\\"
 //! # When resuming a session fails, start a fresh one in its directory instead.
 //! fresh_on_failure = false
+//! # Stop held sessions idle with no client for this long (off when absent).
+//! reap_idle_minutes = 120
 //! # Context window per model id (or id prefix), in tokens.
 //! [context_windows]
 //! "claude-opus-5-5" = 1000000
@@ -35,6 +37,10 @@ pub struct Settings {
     /// `ccd attach` starts a fresh session when a resume fails.
     #[serde(default)]
     pub fresh_on_failure: Option<bool>,
+    /// Stop sessions ccd holds that stay idle with no client attached for
+    /// longer than this many minutes (off by default).
+    #[serde(default)]
+    pub reap_idle_minutes: Option<u64>,
 }
 
 impl Settings {

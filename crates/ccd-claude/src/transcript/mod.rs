@@ -6,6 +6,7 @@
 //! one line; [`render`] turns records into a readable conversation and
 //! [`follow`] follows a growing file with bounded reads (`ccd observe`).
 
+pub mod background;
 pub mod follow;
 pub mod locate;
 pub mod record;

@@ -258,6 +258,7 @@ async fn resume(
         origin: Origin::Resume,
         forked_from: None,
         created_at: now_ms(),
+        pinned: false,
     };
     let hid = meta.id.clone();
     tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
@@ -378,6 +379,7 @@ async fn fresh_instead(
         origin: Origin::New,
         forked_from: None,
         created_at: now_ms(),
+        pinned: false,
     };
     let hid = meta.id.clone();
     let size = size.unwrap_or(TermSize {

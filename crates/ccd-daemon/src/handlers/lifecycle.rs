@@ -71,6 +71,7 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
         origin: Origin::New,
         forked_from: None,
         created_at: now_ms(),
+        pinned: false,
     };
     start(ctx, meta, args, cwd, size, p.auto_trust, p.wait).await
 }
@@ -90,6 +91,7 @@ pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         origin: Origin::Fork,
         forked_from: Some(info.session_id.clone()),
         created_at: now_ms(),
+        pinned: false,
     };
     tracing::info!(original = %info.session_id, cwd = %cwd.display(), "fork");
     let size = p.size.unwrap_or(TermSize {
@@ -406,4 +408,16 @@ pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         "session": entry.session_id().unwrap_or(&entry.id),
         "bytes": typed.len() + 1,
     }))
+}
+
+/// `session.pin`: exempt a held session from idle reaping, or undo it.
+pub async fn pin(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+    let p: ccd_protocol::methods::session::PinParams = parse_params(params)?;
+    let entry = held(ctx, &p.session).await?;
+    ctx.daemon
+        .holders
+        .set_pinned(&entry.id, p.pinned)
+        .map_err(internal)?;
+    tracing::info!(holder = %entry.id, session = ?entry.session_id(), pinned = p.pinned, "session.pin");
+    Ok(json!({"session": entry.session_id().unwrap_or(&entry.id), "pinned": p.pinned}))
 }

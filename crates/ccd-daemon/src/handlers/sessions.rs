@@ -65,12 +65,24 @@ pub async fn list(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
     let p: ListParams = parse_params(params)?;
     let cwd = p.cwd.as_deref().map(|c| normalize(Path::new(c)));
     let all = if p.held_only {
-        ctx.daemon
+        let mut held: Vec<(SessionInfo, Option<HolderEntry>)> = ctx
+            .daemon
             .holders
             .snapshot()
             .into_iter()
             .map(|h| (views::holder_only_info(&h), Some(h)))
-            .collect()
+            .collect();
+        // Sessions ccd held that ended (exited, failed, reaped), newest first.
+        held.extend(
+            ctx.daemon
+                .holders
+                .finished()
+                .into_iter()
+                .rev()
+                .filter_map(|f| views::finished_only_info(&f))
+                .map(|i| (i, None)),
+        );
+        held
     } else {
         all_sessions(&ctx.daemon).await?
     };

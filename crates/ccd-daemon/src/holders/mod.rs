@@ -7,6 +7,7 @@
 //! The lock is a plain mutex held only to copy or update entries, never
 //! across I/O.
 
+pub mod reap;
 pub mod rpc;
 pub mod spawn;
 pub mod spec;
@@ -138,6 +139,14 @@ impl HolderTable {
             .cloned()
     }
 
+    /// Every finished record kept, oldest first.
+    pub fn finished(&self) -> Vec<Finished> {
+        self.finished
+            .lock()
+            .map(|f| f.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The finished record of holder `id`.
     pub fn finished_for_holder(&self, id: &str) -> Option<Finished> {
         let f = self.finished.lock().ok()?;
@@ -171,6 +180,26 @@ impl HolderTable {
         if let Ok(mut m) = self.sizes.lock() {
             m.insert(id.to_string(), size);
         }
+    }
+
+    /// Pins or unpins holder `id` (persisted beside its socket).
+    pub fn set_pinned(&self, id: &str, pinned: bool) -> std::io::Result<()> {
+        let meta = {
+            let mut m = self
+                .live
+                .lock()
+                .map_err(|_| std::io::Error::other("holder table poisoned"))?;
+            let Some(e) = m.get_mut(id) else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such holder",
+                ));
+            };
+            e.meta.pinned = pinned;
+            e.meta.clone()
+        };
+        let bytes = serde_json::to_vec(&meta).map_err(std::io::Error::other)?;
+        std::fs::write(self.meta_path(id), bytes)
     }
 
     /// Drops a holder that never came up.
@@ -286,6 +315,7 @@ impl HolderTable {
                             origin: spec::Origin::New,
                             forked_from: None,
                             created_at: info.started_at,
+                            pinned: false,
                         });
                     tracing::info!(holder = %id, session = ?info.session_id, state = info.state.as_str(), "adopted holder");
                     if let Ok(mut m) = self.live.lock() {
@@ -366,27 +396,56 @@ impl HolderTable {
         entry: &HolderEntry,
         wait_ms: u64,
     ) -> Result<CollectResult, HolderError> {
-        let mut conn = rpc::HolderConn::connect(&entry.socket).await?;
-        let c: CollectResult = conn
-            .call(
+        self.collect_as(entry, wait_ms, None).await
+    }
+
+    /// [`Self::collect`], recording `state` (e.g. `reaped`) instead of the
+    /// holder's own final state.
+    pub async fn collect_as(
+        &self,
+        entry: &HolderEntry,
+        wait_ms: u64,
+        state: Option<(&str, String)>,
+    ) -> Result<CollectResult, HolderError> {
+        // While a collect is in flight the holder may vanish at any moment:
+        // that is not a death (see `refresh`).
+        self.update(&entry.id, |e| e.collecting = true);
+        let r = async {
+            let mut conn = rpc::HolderConn::connect(&entry.socket).await?;
+            conn.call::<CollectResult>(
                 ccd_holder::rpc::types::COLLECT,
                 json!({ "wait_ms": wait_ms }),
             )
-            .await?;
-        if c.collected {
-            tracing::info!(holder = %entry.id, session = ?entry.session_id(), exit = ?c.exit, state = c.state.as_str(), "session ended; holder collected");
-            self.retire(
-                &entry.id,
-                Finished {
-                    session_id: entry.session_id().map(String::from),
-                    meta: entry.meta.clone(),
-                    exit: c.exit.clone(),
-                    state: c.state.as_str().into(),
-                    failure: c.failure.clone(),
-                    screen: c.screen.clone(),
-                },
-            );
+            .await
         }
+        .await;
+        let c = match r {
+            Ok(c) => c,
+            Err(e) => {
+                self.update(&entry.id, |e| e.collecting = false);
+                return Err(e);
+            }
+        };
+        if !c.collected {
+            self.update(&entry.id, |e| e.collecting = false);
+            return Ok(c);
+        }
+        tracing::info!(holder = %entry.id, session = ?entry.session_id(), exit = ?c.exit, state = c.state.as_str(), "session ended; holder collected");
+        let (state, failure) = match state {
+            Some((s, why)) => (s.to_string(), Some(why)),
+            None => (c.state.as_str().to_string(), c.failure.clone()),
+        };
+        self.retire(
+            &entry.id,
+            Finished {
+                session_id: entry.session_id().map(String::from),
+                meta: entry.meta.clone(),
+                exit: c.exit.clone(),
+                state,
+                failure,
+                screen: c.screen.clone(),
+            },
+        );
         Ok(c)
     }
 }

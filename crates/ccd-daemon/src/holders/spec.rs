@@ -70,4 +70,7 @@ pub struct HolderMeta {
     pub forked_from: Option<String>,
     /// Unix ms.
     pub created_at: i64,
+    /// Exempt from idle reaping.
+    #[serde(default)]
+    pub pinned: bool,
 }

@@ -53,6 +53,7 @@ pub const ALL_METHODS: &[&str] = &[
     attach::SessionInput::NAME,
     attach::SessionResize::NAME,
     session::SessionSend::NAME,
+    session::SessionPin::NAME,
     events::EventsSubscribe::NAME,
 ];
 

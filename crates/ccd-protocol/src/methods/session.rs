@@ -83,6 +83,9 @@ pub struct OwnedInfo {
     /// Exit code, once exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// Exempt from idle reaping (`session.pin`).
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 /// One session, with exactly the fields of `ccd ls --json`.
@@ -419,6 +422,32 @@ pub struct Progress {
     /// For `needs-attention` and `failed`: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// `session.pin`: exempt a session ccd holds from idle reaping (or undo).
+pub struct SessionPin;
+
+impl Method for SessionPin {
+    const NAME: &'static str = "session.pin";
+    type Params = PinParams;
+    type Result = PinResult;
+}
+
+/// Params of `session.pin`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinParams {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// `true` to pin (never reaped), `false` to unpin. Default `true`.
+    #[serde(default = "yes")]
+    pub pinned: bool,
+}
+
+/// Result of `session.pin`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinResult {
+    pub session: String,
+    pub pinned: bool,
 }
 
 /// `session.send`: type `text` into a session ccd holds as a prompt and

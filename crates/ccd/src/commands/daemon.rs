@@ -59,6 +59,14 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1000),
         auto_trust_default: settings.auto_trust.unwrap_or(true),
+        // CCD_REAP_IDLE_SECS overrides the config (tests, debugging).
+        reap_idle: std::env::var("CCD_REAP_IDLE_SECS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(std::time::Duration::from_secs)
+            .or(settings
+                .reap_idle_minutes
+                .map(|m| std::time::Duration::from_secs(m * 60))),
     };
     ccd_daemon::run(options)?;
     Ok(ExitCode::SUCCESS)

@@ -73,8 +73,13 @@ fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) {
     let mut extra = Vec::new();
     for h in held.sessions {
         match rows.iter_mut().find(|r| r.session_id == h.session_id) {
-            Some(r) => r.ccd = h.ccd,
-            None => extra.push(h),
+            // A live record keeps the live holder's view over an old finish.
+            Some(r) if r.ccd.is_none() => r.ccd = h.ccd,
+            Some(_) => {}
+            // Held sessions the files do not show yet; ended ones only
+            // annotate rows the files show.
+            None if h.state != SessionState::Dead => extra.push(h),
+            None => {}
         }
     }
     extra.append(rows);

@@ -29,6 +29,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Fork(args) => fork::run(&cli.global, &args),
                 Command::Observe(args) => observe::run(&cli.global, &args),
                 Command::Send(args) => send::run(&cli.global, &args),
+                Command::Pin { session } => send::pin(&cli.global, &session, true),
+                Command::Unpin { session } => send::pin(&cli.global, &session, false),
                 Command::Events(args) => events::run(&cli.global, &args),
                 Command::Completions { shell } => {
                     use clap::CommandFactory;

@@ -1,4 +1,5 @@
-//! `ccd send`: a prompt into a session ccd holds, only at its prompt.
+//! `ccd send` (a prompt into a session ccd holds, only at its prompt) and
+//! `ccd pin` / `ccd unpin` (idle reaping exemption).
 
 use crate::cli::{GlobalArgs, SendArgs};
 use serde_json::json;
@@ -16,6 +17,25 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             eprintln!("ccd send: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `ccd pin` / `ccd unpin`.
+pub fn pin(global: &GlobalArgs, session: &str, pinned: bool) -> anyhow::Result<ExitCode> {
+    let mut c = super::connect(global)?;
+    match c.call_value("session.pin", json!({"session": session, "pinned": pinned})) {
+        Ok(r) => {
+            eprintln!(
+                "{} {}",
+                if pinned { "pinned" } else { "unpinned" },
+                r["session"].as_str().unwrap_or(session)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("ccd {}: {e}", if pinned { "pin" } else { "unpin" });
             Ok(ExitCode::FAILURE)
         }
     }

@@ -1,0 +1,87 @@
+//! Opt-in idle reaping, with a 2-second limit.
+
+mod common;
+
+use common::{ls_json, wait_for, Sandbox};
+use serde_json::json;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(30);
+
+fn row(sb: &Sandbox, sid: &str) -> serde_json::Value {
+    ls_json(sb)
+        .into_iter()
+        .find(|r| r["session_id"] == sid)
+        .unwrap_or(serde_json::Value::Null)
+}
+
+fn with_a_turn(sb: &Sandbox, name: &str) -> String {
+    let sid = sb.new_session(name);
+    sb.ok(&["send", &sid, "make a transcript"]);
+    wait_for(T, "the turn", || {
+        (row(sb, &sid)["status"] == "idle" && !row(sb, &sid)["transcript"].is_null()).then_some(())
+    });
+    sid
+}
+
+#[test]
+fn idle_sessions_are_reaped_unless_pinned_attached_or_working() {
+    let sb = Sandbox::with_env(&[("CCD_REAP_IDLE_SECS", "2"), ("FAKE_CLAUDE_TURN_MS", "300")]);
+    let reaped = with_a_turn(&sb, "reaped");
+    let pinned = with_a_turn(&sb, "pinned");
+    sb.ok(&["pin", &pinned]);
+    let background = with_a_turn(&sb, "background");
+    // The transcript says a background shell is still running.
+    let path = row(&sb, &background)["transcript"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    use std::io::Write;
+    writeln!(f, "{}", json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_bg","name":"Bash","input":{"command":"sleep 999","run_in_background":true}}]}})).unwrap();
+    // An attached client keeps a session.
+    let attached = with_a_turn(&sb, "attached");
+    let mut c = sb.client();
+    c.call_value(
+        "session.attach",
+        json!({"session": attached, "mode": "observe"}),
+    )
+    .unwrap();
+
+    wait_for(T, "the idle session reaped", || {
+        let r = row(&sb, &reaped);
+        (r["state"] == "dead" && r["ccd"]["lifecycle"] == "reaped").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    for (name, sid) in [
+        ("pinned", &pinned),
+        ("background", &background),
+        ("attached", &attached),
+    ] {
+        let r = row(&sb, sid);
+        assert_eq!(r["state"], "live", "{name} was reaped: {r}");
+    }
+    // Reaped sessions stay resumable: the transcript is there, attach resumes.
+    let r = row(&sb, &reaped);
+    assert!(r["transcript"].as_str().is_some());
+    let logs = sb.logs();
+    assert!(
+        logs.contains("reaping an idle session") && logs.contains("context_tokens"),
+        "reap not logged"
+    );
+    sb.ok(&["unpin", &pinned]);
+    wait_for(T, "the unpinned session reaped", || {
+        (row(&sb, &pinned)["ccd"]["lifecycle"] == "reaped").then_some(())
+    });
+}
+
+#[test]
+fn without_the_setting_nothing_is_reaped() {
+    let sb = Sandbox::new();
+    let sid = with_a_turn(&sb, "kept");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(row(&sb, &sid)["state"], "live");
+}
