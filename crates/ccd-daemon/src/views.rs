@@ -5,7 +5,7 @@ use crate::holders::{lifecycle_of, Finished, HolderEntry};
 use ccd_claude::index::{SessionRecord, Writer};
 use ccd_claude::Liveness;
 use ccd_protocol::methods::session::{
-    ActivityStatus, ContextWindow, OwnedInfo, SessionInfo, SessionState, WriterInfo,
+    ActivityStatus, ClientCounters, ContextWindow, OwnedInfo, SessionInfo, SessionState, WriterInfo,
 };
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -105,6 +105,23 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
             .and_then(|i| i.exit.as_ref())
             .and_then(|x| x.code),
         pinned: e.meta.pinned,
+        clients: e
+            .info
+            .as_ref()
+            .map(|i| {
+                i.clients
+                    .iter()
+                    .map(|c| ClientCounters {
+                        mode: serde_json::to_value(c.mode)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default(),
+                        bytes_dropped: c.bytes_dropped,
+                        resyncs: c.resyncs,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -117,6 +134,7 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
         attached: 0,
         exit_code: f.exit.as_ref().and_then(|x| x.code),
         pinned: f.meta.pinned,
+        clients: Vec::new(),
     }
 }
 

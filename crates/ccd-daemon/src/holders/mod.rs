@@ -364,7 +364,16 @@ impl HolderTable {
                 }
                 Some(info)
             }
-            Err(_) if self.get(id).is_none_or(|e| e.collecting) => None,
+            // Being collected (it may vanish any moment), or not yet
+            // listening (spawn_holder waits for that and handles failure):
+            // neither is a death.
+            Err(_)
+                if self
+                    .get(id)
+                    .is_none_or(|e| e.collecting || e.info.is_none()) =>
+            {
+                None
+            }
             Err(error) => {
                 let gone = matches!(&error, HolderError::Io(_) | HolderError::Closed)
                     && !holder_alive(&entry);

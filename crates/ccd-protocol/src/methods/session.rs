@@ -86,6 +86,21 @@ pub struct OwnedInfo {
     /// Exempt from idle reaping (`session.pin`).
     #[serde(default)]
     pub pinned: bool,
+    /// Per attached client: what its queue lost and how often it was
+    /// redrawn after falling behind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientCounters>,
+}
+
+/// Counters of one client attached to a session ccd holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientCounters {
+    /// `interactive` or `observe`.
+    pub mode: String,
+    /// Output bytes dropped from its queue (it fell behind).
+    pub bytes_dropped: u64,
+    /// Full redraws sent after it fell behind.
+    pub resyncs: u64,
 }
 
 /// One session, with exactly the fields of `ccd ls --json`.
