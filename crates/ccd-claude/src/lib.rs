@@ -14,6 +14,7 @@
 
 pub mod config;
 pub mod context;
+pub mod drift;
 pub mod index;
 pub mod liveness;
 pub mod paths;

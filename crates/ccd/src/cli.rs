@@ -78,6 +78,19 @@ pub enum Command {
         /// Session id, unique prefix, or name.
         session: String,
     },
+    /// Check the claude CLI, Claude Code's file formats (drift), the daemon,
+    /// the socket directory and the logs; each problem with a one-line fix.
+    #[command(
+        after_help = "Examples:\n  ccd doctor\n  ccd doctor --json | jq '.[] | select(.status != \"ok\")'"
+    )]
+    Doctor {
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+        /// How many recent transcripts to check for format drift.
+        #[arg(long, default_value_t = 20)]
+        sample: usize,
+    },
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  ccd completions bash > ~/.local/share/bash-completion/completions/ccd\n  ccd completions zsh > ~/.zfunc/_ccd"

@@ -27,7 +27,7 @@ pub fn run(global: &GlobalArgs, args: &DaemonArgs) -> anyhow::Result<ExitCode> {
 /// The claude binary: flag, `$CCD_CLAUDE_BIN`, config file, else `claude`
 /// on PATH (kept as the bare name when not found: sessions then fail with
 /// a clear reason).
-fn claude_bin(global: &GlobalArgs, settings: &Settings) -> PathBuf {
+pub fn claude_bin(global: &GlobalArgs, settings: &Settings) -> PathBuf {
     global
         .claude_bin
         .clone()

@@ -3,6 +3,7 @@
 mod attach;
 mod attached;
 mod daemon;
+mod doctor;
 mod events;
 mod fork;
 mod holder;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Fork(args) => fork::run(&cli.global, &args),
                 Command::Observe(args) => observe::run(&cli.global, &args),
                 Command::Send(args) => send::run(&cli.global, &args),
+                Command::Doctor { json, sample } => doctor::run(&cli.global, json, sample),
                 Command::Pin { session } => send::pin(&cli.global, &session, true),
                 Command::Unpin { session } => send::pin(&cli.global, &session, false),
                 Command::Events(args) => events::run(&cli.global, &args),

@@ -1,0 +1,241 @@
+//! `ccd doctor`: is everything ccd depends on as it expects? The claude
+//! CLI, the format of Claude Code's files on this machine (the drift
+//! guard), the daemon, the socket directory, the logs. Each problem comes
+//! with a one-line fix.
+
+use crate::cli::GlobalArgs;
+use crate::settings::{state_dir, Settings};
+use ccd_claude::drift::{self, Severity};
+use ccd_claude::ClaudeConfigDir;
+use ccd_client::{SocketDir, SocketDirError};
+use serde::Serialize;
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+#[derive(Debug, Serialize)]
+struct Check {
+    check: &'static str,
+    /// `ok`, `warn` or `error`.
+    status: &'static str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+fn ok(check: &'static str, message: impl Into<String>) -> Check {
+    Check {
+        check,
+        status: "ok",
+        message: message.into(),
+        file: None,
+        fix: None,
+    }
+}
+
+fn bad(
+    check: &'static str,
+    status: &'static str,
+    message: impl Into<String>,
+    fix: impl Into<String>,
+) -> Check {
+    Check {
+        check,
+        status,
+        message: message.into(),
+        file: None,
+        fix: Some(fix.into()),
+    }
+}
+
+pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<ExitCode> {
+    let settings = Settings::load(global.config.as_deref())?;
+    let mut checks = vec![cli(global, &settings)];
+    checks.extend(formats(global, sample));
+    checks.extend(socket_and_daemon(global));
+    checks.push(logs());
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for c in &checks {
+            let mark = match c.status {
+                "ok" => "ok  ",
+                "warn" => "warn",
+                _ => "FAIL",
+            };
+            println!("[{mark}] {:<10} {}", c.check, c.message);
+            if let Some(f) = &c.file {
+                println!("            in {}", f.display());
+            }
+            if let Some(fix) = &c.fix {
+                println!("            fix: {fix}");
+            }
+        }
+    }
+    Ok(if checks.iter().any(|c| c.status == "error") {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn cli(global: &GlobalArgs, settings: &Settings) -> Check {
+    let bin = super::daemon::claude_bin(global, settings);
+    let out = Command::new(&bin)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|c| wait_timeout(c, Duration::from_secs(10)));
+    match out {
+        Ok(Some(v)) => ok("claude", format!("{} is {}", bin.display(), v.trim())),
+        Ok(None) => bad("claude", "error", format!("{} --version printed nothing", bin.display()),
+            "check the binary, or point ccd at another one with --claude-bin / CCD_CLAUDE_BIN / claude_bin in the config"),
+        Err(e) => bad("claude", "error", format!("cannot run {}: {e}", bin.display()),
+            "install Claude Code (npm install -g @anthropic-ai/claude-code) or set CCD_CLAUDE_BIN"),
+    }
+}
+
+fn wait_timeout(
+    mut child: std::process::Child,
+    limit: Duration,
+) -> std::io::Result<Option<String>> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(_status) = child.try_wait()? {
+            let mut s = String::new();
+            if let Some(mut o) = child.stdout.take() {
+                use std::io::Read;
+                o.read_to_string(&mut s)?;
+            }
+            return Ok((!s.trim().is_empty()).then_some(s));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("timed out"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn formats(global: &GlobalArgs, sample: usize) -> Vec<Check> {
+    let config = match ClaudeConfigDir::resolve(global.claude_config_dir.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![bad(
+                "formats",
+                "error",
+                e.to_string(),
+                "set HOME or CLAUDE_CONFIG_DIR",
+            )]
+        }
+    };
+    if !config.root().is_dir() {
+        return vec![ok(
+            "formats",
+            format!(
+                "{} does not exist yet (no session ever ran)",
+                config.root().display()
+            ),
+        )];
+    }
+    let findings = drift::check(&config, sample);
+    if findings.is_empty() {
+        return vec![ok(
+            "formats",
+            format!("registry entries and the {sample} most recent transcripts under {} have every field ccd relies on", config.root().display()),
+        )];
+    }
+    findings
+        .into_iter()
+        .map(|f| Check {
+            check: "formats",
+            status: if f.severity == Severity::Error { "error" } else { "warn" },
+            message: f.message,
+            file: Some(f.file),
+            fix: Some("Claude Code's file format changed: report it with this file's shape, and check for a newer ccd".into()),
+        })
+        .collect()
+}
+
+fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {
+    let dir = SocketDir::resolve(global.socket_dir.as_deref());
+    let p = dir.path().display().to_string();
+    let dir_check = match dir.verify() {
+        Ok(()) => ok("socket", format!("{p} is a private directory owned by you")),
+        Err(SocketDirError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            ok("socket", format!("{p} does not exist yet (created when the daemon starts)"))
+        }
+        Err(e @ SocketDirError::NotPrivate { .. }) => bad("socket", "error", e.to_string(), format!("chmod 700 {p}")),
+        Err(e @ SocketDirError::Symlink { .. }) => bad("socket", "error", e.to_string(), format!("rm {p}  (ccd recreates it)")),
+        Err(e @ SocketDirError::WrongOwner { .. }) => bad("socket", "error", e.to_string(), format!("use your own directory: --socket-dir or CCD_SOCKET_DIR (or remove {p} as its owner)")),
+        Err(e) => bad("socket", "error", e.to_string(), format!("check {p}")),
+    };
+    let daemon = match super::connect_existing(global) {
+        Some(mut c) => match c.call_value("daemon.status", json!({})) {
+            Ok(s) => ok(
+                "daemon",
+                format!(
+                    "running: version {}, pid {}, {} session(s) held",
+                    s["daemon_version"].as_str().unwrap_or("?"),
+                    s["pid"],
+                    s["sessions"]
+                ),
+            ),
+            Err(e) => bad(
+                "daemon",
+                "error",
+                format!("answers but fails: {e}"),
+                "ccd daemon stop; the next command starts a fresh one",
+            ),
+        },
+        None if dir.socket().exists() => bad(
+            "daemon",
+            "warn",
+            "a socket exists but nothing answers (a daemon that died)",
+            "nothing to do: the next command replaces the stale socket",
+        ),
+        None => ok("daemon", "not running (it starts when a command needs it)"),
+    };
+    vec![dir_check, daemon]
+}
+
+fn logs() -> Check {
+    let dir = state_dir();
+    let newest = std::fs::read_dir(&dir).ok().and_then(|rd| {
+        rd.flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("ccd."))
+            .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+            .map(|e| e.path())
+    });
+    match newest {
+        Some(f) => match std::fs::OpenOptions::new().append(true).open(&f) {
+            Ok(_) => Check {
+                check: "logs",
+                status: "ok",
+                message: format!("daemon log {} is writable", f.display()),
+                file: None,
+                fix: None,
+            },
+            Err(e) => Check {
+                check: "logs",
+                status: "warn",
+                message: format!(
+                    "cannot write {}: {e} (the daemon keeps serving, without a log)",
+                    f.display()
+                ),
+                file: Some(f),
+                fix: Some(format!(
+                    "free space or fix permissions in {}",
+                    dir.display()
+                )),
+            },
+        },
+        None => ok("logs", format!("no daemon log in {} yet", dir.display())),
+    }
+}

@@ -1,0 +1,65 @@
+//! `ccd doctor` on a healthy and on a drifted machine.
+
+mod common;
+
+use common::Sandbox;
+use serde_json::{json, Value};
+
+fn doctor(sb: &Sandbox) -> (bool, Vec<Value>) {
+    let o = sb.run(&["doctor", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    (o.status.success(), v.as_array().unwrap().clone())
+}
+
+#[test]
+fn healthy_then_drifted() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("healthy");
+    sb.ok(&["send", &sid, "a turn"]);
+    common::wait_for(std::time::Duration::from_secs(20), "the transcript", || {
+        ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid)
+    });
+    let (ok, checks) = doctor(&sb);
+    assert!(ok, "{checks:#?}");
+    assert!(checks.iter().all(|c| c["status"] == "ok"), "{checks:#?}");
+    let daemon = checks.iter().find(|c| c["check"] == "daemon").unwrap();
+    assert!(daemon["message"].as_str().unwrap().contains("running"));
+
+    // Drift: a registry entry without procStart and with an unknown status,
+    // a transcript with a new record kind and no usage.
+    ccd_testkit::gen::write_registry_entry(
+        &sb.config,
+        &json!({"pid": 4_000_123, "sessionId": "x", "status": "dozing"}),
+    );
+    let p = sb.config.join("projects/-drift");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::write(
+        p.join("d.jsonl"),
+        "{\"type\":\"user\",\"message\":{\"content\":\"hi\"}}\n{\"type\":\"assistant\",\"message\":{\"model\":\"m\"}}\n{\"type\":\"hologram\"}\n",
+    )
+    .unwrap();
+    let (_, checks) = doctor(&sb);
+    let warn = |needle: &str| {
+        checks.iter().any(|c| {
+            c["status"] == "warn"
+                && c["message"].as_str().unwrap_or("").contains(needle)
+                && c["file"].as_str().is_some()
+                && c["fix"].as_str().is_some()
+        })
+    };
+    assert!(warn("lacks `procStart`"), "{checks:#?}");
+    assert!(warn("\"dozing\""), "{checks:#?}");
+    assert!(warn("\"hologram\""), "{checks:#?}");
+    assert!(warn("no `message.usage`"), "{checks:#?}");
+
+    // A socket dir that is not private is an error, with the fix.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&sb.sock, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (ok, checks) = doctor(&sb);
+    assert!(!ok);
+    let s = checks.iter().find(|c| c["check"] == "socket").unwrap();
+    assert_eq!(s["status"], "error");
+    assert!(s["fix"].as_str().unwrap().starts_with("chmod 700"));
+    std::fs::set_permissions(&sb.sock, std::fs::Permissions::from_mode(0o700)).unwrap();
+}
