@@ -55,14 +55,44 @@ pub const KNOWN_RECORD_TYPES: &[&str] = &[
 /// What the registry fields must look like: (field, JSON type, required,
 /// what breaks without it).
 const REGISTRY_FIELDS: &[(&str, &str, bool, &str)] = &[
-    ("pid", "number", true, "the entry cannot be matched to a process"),
+    (
+        "pid",
+        "number",
+        true,
+        "the entry cannot be matched to a process",
+    ),
     ("sessionId", "string", true, "the entry names no session"),
-    ("procStart", "string", false, "liveness cannot be verified (reported unknown)"),
+    (
+        "procStart",
+        "string",
+        false,
+        "liveness cannot be verified (reported unknown)",
+    ),
     ("cwd", "string", false, "the session's directory is unknown"),
-    ("startedAt", "number", false, "the /clear drift cannot be detected"),
-    ("status", "string", false, "idle/busy/waiting is not reported"),
-    ("kind", "string", false, "interactive and background sessions look alike"),
-    ("pidDomain", "string", false, "entries from other pid namespaces look local"),
+    (
+        "startedAt",
+        "number",
+        false,
+        "the /clear drift cannot be detected",
+    ),
+    (
+        "status",
+        "string",
+        false,
+        "idle/busy/waiting is not reported",
+    ),
+    (
+        "kind",
+        "string",
+        false,
+        "interactive and background sessions look alike",
+    ),
+    (
+        "pidDomain",
+        "string",
+        false,
+        "entries from other pid namespaces look local",
+    ),
     ("version", "string", false, "the CLI version is not shown"),
     ("updatedAt", "number", false, "status changes carry no time"),
 ];
@@ -102,7 +132,11 @@ pub fn check_registry_entry(v: &Value, file: &Path) -> Vec<Finding> {
             }),
             Some(val) if json_type(val) != *ty && !(*field == "procStart" && val.is_number()) => {
                 out.push(Finding {
-                    severity: if *required { Severity::Error } else { Severity::Warn },
+                    severity: if *required {
+                        Severity::Error
+                    } else {
+                        Severity::Warn
+                    },
                     message: format!(
                         "registry field `{field}` is a {} (expected a {ty}): {breaks}",
                         json_type(val)
@@ -117,7 +151,9 @@ pub fn check_registry_entry(v: &Value, file: &Path) -> Vec<Finding> {
         if !matches!(s, "idle" | "busy" | "waiting") {
             out.push(Finding {
                 severity: Severity::Warn,
-                message: format!("registry status {s:?} is not one ccd knows (idle, busy, waiting)"),
+                message: format!(
+                    "registry status {s:?} is not one ccd knows (idle, busy, waiting)"
+                ),
                 file: file.into(),
             });
         }
@@ -126,7 +162,9 @@ pub fn check_registry_entry(v: &Value, file: &Path) -> Vec<Finding> {
         if cfg!(target_os = "linux") && !p.bytes().all(|b| b.is_ascii_digit()) {
             out.push(Finding {
                 severity: Severity::Warn,
-                message: format!("`procStart` {p:?} is not the Linux clock-tick form: liveness reported unknown"),
+                message: format!(
+                    "`procStart` {p:?} is not the Linux clock-tick form: liveness reported unknown"
+                ),
                 file: file.into(),
             });
         }
@@ -150,9 +188,15 @@ pub fn check_transcript_lines(body: &[u8], file: &Path) -> TranscriptShape {
     let mut with_cwd = 0usize;
     let mut conversation = 0usize;
     for line in body.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        let Ok(v) = serde_json::from_slice::<Value>(line) else { continue };
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
         shape.records += 1;
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or("<none>").to_string();
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("<none>")
+            .to_string();
         *shape.by_type.entry(kind.clone()).or_default() += 1;
         if matches!(kind.as_str(), "user" | "assistant") {
             conversation += 1;
@@ -169,31 +213,35 @@ pub fn check_transcript_lines(body: &[u8], file: &Path) -> TranscriptShape {
                 }
             }
         }
-        if kind == "assistant" && v.pointer("/message/model").and_then(Value::as_str) != Some("<synthetic>") {
+        if kind == "assistant"
+            && v.pointer("/message/model").and_then(Value::as_str) != Some("<synthetic>")
+        {
             assistant += 1;
-            match v.pointer("/message/usage") {
-                Some(Value::Object(u)) => {
-                    assistant_usage += 1;
-                    for f in ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"] {
-                        if let Some(x) = u.get(f) {
-                            if !x.is_number() {
-                                shape.findings.push(Finding {
+            if let Some(Value::Object(u)) = v.pointer("/message/usage") {
+                assistant_usage += 1;
+                for f in [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ] {
+                    if let Some(x) = u.get(f) {
+                        if !x.is_number() {
+                            shape.findings.push(Finding {
                                     severity: Severity::Warn,
                                     message: format!("`message.usage.{f}` is a {} (expected a number): context in use is wrong", json_type(x)),
                                     file: file.into(),
                                 });
-                            }
                         }
                     }
                 }
-                _ => {}
             }
         }
     }
     if assistant > 0 && assistant_usage == 0 {
         shape.findings.push(Finding {
             severity: Severity::Warn,
-            message: "assistant records carry no `message.usage`: context in use cannot be shown".into(),
+            message: "assistant records carry no `message.usage`: context in use cannot be shown"
+                .into(),
             file: file.into(),
         });
     }
@@ -219,11 +267,15 @@ pub fn check(config: &ClaudeConfigDir, sample: usize) -> Vec<Finding> {
             if pid_from_file_name(name).is_none() {
                 continue;
             }
-            let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+            let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
             if !meta.is_file() || meta.len() > crate::registry::MAX_ENTRY_BYTES {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(e.path()) else { continue };
+            let Ok(bytes) = std::fs::read(e.path()) else {
+                continue;
+            };
             match serde_json::from_slice::<Value>(&bytes) {
                 Ok(v) => out.extend(check_registry_entry(&v, &e.path())),
                 Err(err) => out.push(Finding {
@@ -239,7 +291,9 @@ pub fn check(config: &ClaudeConfigDir, sample: usize) -> Vec<Finding> {
     let mut unknown: BTreeMap<String, (usize, PathBuf)> = BTreeMap::new();
     let mut total = 0usize;
     for f in files.iter().take(sample) {
-        let Ok(body) = tail(&f.path, 256 * 1024) else { continue };
+        let Ok(body) = tail(&f.path, 256 * 1024) else {
+            continue;
+        };
         let shape = check_transcript_lines(&body, &f.path);
         total += shape.records;
         for (k, n) in &shape.by_type {
@@ -298,12 +352,21 @@ mod tests {
         bad["startedAt"] = json!("yesterday");
         let f = check_registry_entry(&bad, p);
         let msgs: Vec<_> = f.iter().map(|f| f.message.as_str()).collect();
-        assert!(msgs.iter().any(|m| m.contains("lacks `procStart`")), "{msgs:?}");
+        assert!(
+            msgs.iter().any(|m| m.contains("lacks `procStart`")),
+            "{msgs:?}"
+        );
         assert!(msgs.iter().any(|m| m.contains("\"sleeping\"")), "{msgs:?}");
-        assert!(msgs.iter().any(|m| m.contains("`startedAt` is a string")), "{msgs:?}");
+        assert!(
+            msgs.iter().any(|m| m.contains("`startedAt` is a string")),
+            "{msgs:?}"
+        );
         let mut no_sid = good;
         no_sid.as_object_mut().unwrap().remove("sessionId");
-        assert_eq!(check_registry_entry(&no_sid, p)[0].severity, Severity::Error);
+        assert_eq!(
+            check_registry_entry(&no_sid, p)[0].severity,
+            Severity::Error
+        );
     }
 
     #[test]
@@ -320,7 +383,10 @@ mod tests {
         let s = check_transcript_lines(drifted, p);
         assert_eq!(s.by_type.get("brand-new-kind"), Some(&1));
         let msgs: Vec<_> = s.findings.iter().map(|f| f.message.as_str()).collect();
-        assert!(msgs.iter().any(|m| m.contains("no `message.usage`")), "{msgs:?}");
+        assert!(
+            msgs.iter().any(|m| m.contains("no `message.usage`")),
+            "{msgs:?}"
+        );
         assert!(msgs.iter().any(|m| m.contains("no `cwd`")), "{msgs:?}");
     }
 }

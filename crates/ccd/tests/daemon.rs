@@ -384,10 +384,18 @@ fn a_client_that_never_reads_does_not_hurt_the_session_or_others() {
     );
     assert!(peak_rss < 64 * 1024, "holder RSS peaked at {peak_rss} kB");
     // The counters are visible through the API.
-    let info = sb.client().call_value("sessions.get", json!({"session": sid})).unwrap();
-    let clients = info["ccd"]["clients"].as_array().cloned().unwrap_or_default();
+    let info = sb
+        .client()
+        .call_value("sessions.get", json!({"session": sid}))
+        .unwrap();
+    let clients = info["ccd"]["clients"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert!(
-        clients.iter().any(|c| c["bytes_dropped"].as_u64().unwrap_or(0) > 0),
+        clients
+            .iter()
+            .any(|c| c["bytes_dropped"].as_u64().unwrap_or(0) > 0),
         "no dropped bytes reported: {info}"
     );
     // The session still answers, and a new client is served.
