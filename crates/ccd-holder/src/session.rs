@@ -364,6 +364,9 @@ impl Session {
         if t.len() == TRANSITIONS_KEPT {
             t.pop_front();
         }
+        // Also in the holder's log, so a detection that went wrong can be
+        // diagnosed after the holder is gone.
+        tracing::info!(state, detail = ?detail, screen = %screen.trim_end(), "lifecycle transition: screen at this moment");
         t.push_back(Transition {
             state: state.to_owned(),
             at: unix_ms(),
