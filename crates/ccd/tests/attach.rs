@@ -404,3 +404,46 @@ fn observe_mirrors_a_held_session_and_follows_an_external_transcript() {
     assert_eq!(o.wait_exit(T), 0);
     assert!(o.raw_text().contains("ended"), "{}", o.raw_text());
 }
+
+#[test]
+fn the_terminal_is_restored_on_sigterm_and_when_the_daemon_dies() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("restore");
+    let mut a = PtyRun::start(&sb, &["attach", &sid], None);
+    a.wait_text("❯", T);
+    let pid = a.child.process_id().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(a.wait_exit(T), 3);
+    assert!(a.terminal_is_cooked(), "raw mode left behind after SIGTERM");
+    assert!(
+        a.raw_text().contains("ended by signal 15"),
+        "{}",
+        a.raw_text()
+    );
+
+    let mut b = PtyRun::start(&sb, &["attach", &sid], None);
+    b.wait_text("❯", T);
+    let daemon = sb.daemon_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(b.wait_exit(T), 3);
+    assert!(
+        b.terminal_is_cooked(),
+        "raw mode left behind after the daemon died"
+    );
+    let out = b.raw_text();
+    assert!(
+        out.contains("daemon went away") && out.contains("keeps running"),
+        "{out}"
+    );
+    // And the session did keep running.
+    let screen = sb.ok(&["screen", &sid]);
+    assert!(screen.contains('❯'));
+}
