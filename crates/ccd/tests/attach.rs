@@ -447,3 +447,16 @@ fn the_terminal_is_restored_on_sigterm_and_when_the_daemon_dies() {
     let screen = sb.ok(&["screen", &sid]);
     assert!(screen.contains('❯'));
 }
+
+#[test]
+fn a_held_session_forks_by_its_full_id() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("fork-held");
+    sb.ok(&["send", &sid, "something to fork"]);
+    wait_for(T, "the transcript", || {
+        ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid)
+    });
+    let new = sb.ok(&["fork", &sid, "--detach"]).trim().to_string();
+    assert_eq!(new.len(), 36);
+    assert_ne!(new, sid);
+}

@@ -53,13 +53,22 @@ pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
     }
     let p: P = parse_params(params)?;
     if p.kill_sessions {
-        for e in ctx.daemon.holders.snapshot() {
+        // Signal them all, then collect every exit: a holder whose exit
+        // nobody collects would wait for a daemon forever.
+        let holders = ctx.daemon.holders.snapshot();
+        for e in &holders {
             let _ = crate::holders::rpc::call_once::<Value>(
                 &e.socket,
                 ccd_holder::rpc::types::KILL,
                 json!({"signal": "hup", "grace_ms": 3000}),
             )
             .await;
+        }
+        // The grace periods run concurrently already: collect in turn.
+        for e in &holders {
+            if let Err(error) = ctx.daemon.holders.collect(e, 5000).await {
+                tracing::warn!(holder = %e.id, %error, "could not collect a session while stopping");
+            }
         }
     }
     tracing::info!(kill_sessions = p.kill_sessions, "daemon.stop requested");

@@ -137,7 +137,23 @@ pub async fn resolve(
         .into_iter()
         .find(|h| h.id == query || h.session_id() == Some(query))
     {
-        return Ok((crate::views::holder_only_info(&h), Some(h)));
+        let mut info = crate::views::holder_only_info(&h);
+        // Fork and resume need the transcript: find it by id (a few stats).
+        if let Some(sid) = h.session_id() {
+            let projects = daemon.options.claude_config.projects_dir();
+            let sid = sid.to_string();
+            let found = tokio::task::spawn_blocking(move || {
+                ccd_claude::transcript::find_by_session_id(&projects, &sid)
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some(p) = found {
+                info.transcript_bytes = std::fs::metadata(&p).ok().map(|m| m.len());
+                info.transcript = Some(p.to_string_lossy().into_owned());
+            }
+        }
+        return Ok((info, Some(h)));
     }
     let all = all_sessions(daemon).await?;
     if let Some(hit) = all

@@ -107,6 +107,13 @@ pub struct CoreConfig {
     pub max_attempts: u32,
     /// How long an unknown blocking screen may persist before ready.
     pub blocking_grace: Duration,
+    /// Ready needs the prompt on screen, unchanged this long: a line typed
+    /// while the TUI still settles is taken as text, its Enter as a newline
+    /// (seen on CLI 2.1.332 under load).
+    pub ready_settle: Duration,
+    /// Ready anyway this long after the registry entry went live, when the
+    /// prompt is never recognized (a future screen layout).
+    pub ready_fallback: Duration,
 }
 
 impl CoreConfig {
@@ -121,6 +128,8 @@ impl CoreConfig {
             enter_timeout: Duration::from_secs(3),
             max_attempts: 4,
             blocking_grace: Duration::from_secs(3),
+            ready_settle: Duration::from_millis(700),
+            ready_fallback: Duration::from_secs(5),
         }
     }
 }
@@ -200,6 +209,8 @@ pub struct Lifecycle {
     attention: Option<AttentionReason>,
     unknown_since: Option<Instant>,
     session_id: Option<String>,
+    /// When the child's registry entry was first seen live.
+    registry_since: Option<Instant>,
 }
 
 impl Lifecycle {
@@ -214,6 +225,7 @@ impl Lifecycle {
             attention: None,
             unknown_since: None,
             session_id: None,
+            registry_since: None,
         }
     }
 
@@ -273,12 +285,23 @@ impl Lifecycle {
         }
 
         if let (true, Some(sid)) = (before_ready, obs.registry_session) {
-            self.session_id = Some(sid.to_owned());
-            out.push(Action::SessionId(sid.to_owned()));
-            if self.trust != TrustStep::WaitStable {
-                self.trust = TrustStep::Done;
+            if self.session_id.as_deref() != Some(sid) {
+                self.session_id = Some(sid.to_owned());
+                out.push(Action::SessionId(sid.to_owned()));
             }
-            self.go(State::Ready, None, &mut out);
+            let since = *self.registry_since.get_or_insert(obs.now);
+            let at_prompt = matches!(obs.verdict, ScreenState::Ready(_))
+                && obs.now.saturating_duration_since(obs.changed_at) >= self.cfg.ready_settle;
+            let waited = obs.now.saturating_duration_since(since) >= self.cfg.ready_fallback;
+            if at_prompt || waited {
+                if !at_prompt {
+                    tracing::warn!(verdict = ?obs.verdict, "the registry entry is live but no prompt is recognized on screen; ready anyway");
+                }
+                if self.trust != TrustStep::WaitStable {
+                    self.trust = TrustStep::Done;
+                }
+                self.go(State::Ready, None, &mut out);
+            }
         }
 
         let before_ready = matches!(self.state, State::Starting | State::Trust);
@@ -480,7 +503,40 @@ mod tests {
     fn cfg() -> CoreConfig {
         let mut c = CoreConfig::new(true, Duration::from_millis(1000));
         c.settle = Duration::from_millis(200);
+        // Most tests are about the trust step: ready on the registry alone.
+        c.ready_fallback = Duration::ZERO;
         c
+    }
+
+    #[test]
+    fn ready_waits_for_a_settled_prompt() {
+        let mut c = cfg();
+        c.ready_fallback = Duration::from_secs(5);
+        let mut r = Run::new(c);
+        let blank = ScreenState::Loading;
+        let prompt = ScreenState::Ready(ccd_screen::classify::ready::ReadyPrompt {
+            row: 10,
+            input: String::new(),
+            hint: None,
+        });
+        let a = r.at_full(100, 0, &blank, Some("sid-9"), None);
+        assert!(a.contains(&Action::SessionId("sid-9".into())));
+        assert_eq!(r.lc.state(), State::Starting, "no prompt yet");
+        r.at_full(200, 150, &prompt, Some("sid-9"), None);
+        assert_eq!(r.lc.state(), State::Starting, "prompt not settled");
+        r.at_full(900, 150, &prompt, Some("sid-9"), None);
+        assert_eq!(r.lc.state(), State::Ready);
+        // A prompt never recognized: ready after the fallback.
+        let mut r = Run::new({
+            let mut c = cfg();
+            c.ready_fallback = Duration::from_secs(5);
+            c
+        });
+        r.at_full(100, 0, &blank, Some("sid-8"), None);
+        r.at_full(5000, 0, &blank, Some("sid-8"), None);
+        assert_eq!(r.lc.state(), State::Starting);
+        r.at_full(5200, 0, &blank, Some("sid-8"), None);
+        assert_eq!(r.lc.state(), State::Ready);
     }
 
     struct Run {
