@@ -44,6 +44,9 @@ pub struct Daemon {
     pub refused: AtomicU64,
     /// Set to true when the daemon is stopping.
     pub shutdown: watch::Sender<bool>,
+    /// Set the moment `daemon.stop` is accepted: new requests are refused
+    /// from then on, while the reply still goes out.
+    pub stopping: std::sync::atomic::AtomicBool,
     /// Where events are published.
     pub events: crate::events::EventHub,
 }
@@ -59,11 +62,12 @@ impl Daemon {
             clients: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             shutdown: watch::channel(false).0,
+            stopping: std::sync::atomic::AtomicBool::new(false),
             events,
         }
     }
 
     pub fn is_stopping(&self) -> bool {
-        *self.shutdown.borrow()
+        *self.shutdown.borrow() || self.stopping.load(std::sync::atomic::Ordering::Acquire)
     }
 }

@@ -53,23 +53,27 @@ pub enum ErrorCode {
     TranscriptMissing = -32007,
     /// The request needs Claude Code's input prompt, but the session shows
     /// something else (busy, a dialog, a permission prompt).
-    /// `data`: `{"session", "screen"?: "<classification>"}`.
+    /// `data`: `{"session", "shows": "<classification>", "screen": [lines]}`.
     NotAtPrompt = -32008,
     /// `claude` could not be started, or exited / was refused during startup
     /// (a failed resume included: "No conversation found", "Prompt is too
     /// long", untrusted folder, unrecognized blocking screen...).
-    /// `data`: `{"reason": "<text>", "exit_code"?, "screen"?: "<text>"}`.
+    /// `data`: `{"reason": "<text>", "exit_code"?, "signal"?, "screen"?: [lines]}`.
     SpawnFailed = -32009,
     /// The caller may not do this (peer uid mismatch, write to an observe-only
     /// attachment, an operation the daemon's configuration forbids).
     PermissionDenied = -32010,
     /// The daemon is stopping and accepts no new work.
     ShuttingDown = -32011,
+    /// ccd does not hold the session and no process runs it: there is
+    /// nothing to type into, signal or look at (`session.attach` resumes
+    /// it). `data`: `{"session"}`.
+    SessionNotRunning = -32012,
 }
 
 impl ErrorCode {
     /// Every code, in table order.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::ParseError,
         ErrorCode::InvalidRequest,
         ErrorCode::MethodNotFound,
@@ -87,6 +91,7 @@ impl ErrorCode {
         ErrorCode::SpawnFailed,
         ErrorCode::PermissionDenied,
         ErrorCode::ShuttingDown,
+        ErrorCode::SessionNotRunning,
     ];
 
     /// The number sent on the wire.
@@ -120,6 +125,7 @@ impl ErrorCode {
             ErrorCode::SpawnFailed => "spawn_failed",
             ErrorCode::PermissionDenied => "permission_denied",
             ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::SessionNotRunning => "session_not_running",
         }
     }
 
@@ -143,6 +149,7 @@ impl ErrorCode {
             ErrorCode::SpawnFailed => "failed to start claude",
             ErrorCode::PermissionDenied => "permission denied",
             ErrorCode::ShuttingDown => "daemon is shutting down",
+            ErrorCode::SessionNotRunning => "session is not running",
         }
     }
 }

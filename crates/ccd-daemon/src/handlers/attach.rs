@@ -92,8 +92,14 @@ pub async fn attach(
                 ))
             }
             _ if p.mode == AttachMode::Observe => {
-                return crate::handlers::observe::follow(ctx, id, &info, p.last.unwrap_or(10))
-                    .await;
+                return crate::handlers::observe::follow(
+                    ctx,
+                    id,
+                    &info,
+                    p.last.unwrap_or(10),
+                    p.size,
+                )
+                .await;
             }
             _ => return Err(live_elsewhere(&info)),
         },
@@ -194,14 +200,25 @@ fn live_elsewhere(info: &ccd_protocol::methods::session::SessionInfo) -> RpcErro
             info.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
         ),
     )
-    .with_data(json!({
-        "session": info.session_id,
-        "state": info.state,
-        "pid": info.pid,
-        "cwd": info.cwd,
-        "since": w.and_then(|w| w.started_at.clone()),
-        "kind": info.kind,
-    }))
+    .with_data(elsewhere_data(info, w.and_then(|w| w.started_at.clone())))
+}
+
+/// `data` of `session_live_elsewhere`, without nulls.
+fn elsewhere_data(info: &SessionInfo, since: Option<String>) -> Value {
+    let mut d = json!({"session": info.session_id, "state": info.state});
+    if let Some(pid) = info.pid {
+        d["pid"] = json!(pid);
+    }
+    if let Some(cwd) = &info.cwd {
+        d["cwd"] = json!(cwd);
+    }
+    if let Some(s) = since {
+        d["since"] = json!(s);
+    }
+    if let Some(k) = &info.kind {
+        d["kind"] = json!(k);
+    }
+    d
 }
 
 /// Processes whose registry entries hold `sid` and may be running (live or

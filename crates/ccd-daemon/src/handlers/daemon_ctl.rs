@@ -52,6 +52,9 @@ pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         kill_sessions: bool,
     }
     let p: P = parse_params(params)?;
+    ctx.daemon
+        .stopping
+        .store(true, std::sync::atomic::Ordering::Release);
     if p.kill_sessions {
         // Signal them all, then collect every exit: a holder whose exit
         // nobody collects would wait for a daemon forever.

@@ -202,11 +202,11 @@ pub async fn start(
         };
         let l = entry.lifecycle();
         if wait && l != last {
-            ctx.notify(
-                "session.progress",
-                json!({"holder": id, "session": entry.session_id(), "lifecycle": l}),
-            )
-            .await;
+            let mut p = json!({"holder": id, "lifecycle": l});
+            if let Some(s) = entry.session_id() {
+                p["session"] = json!(s);
+            }
+            ctx.notify("session.progress", p).await;
             last = l;
         }
         if !wait || views::start_settled(&entry) || Instant::now() > deadline {
@@ -254,12 +254,17 @@ fn start_failed(f: Option<crate::holders::Finished>) -> RpcError {
             None,
         ),
     };
-    RpcError::new(ErrorCode::SpawnFailed, reason.clone()).with_data(json!({
+    let mut data = json!({
         "reason": reason,
-        "exit_code": exit.as_ref().and_then(|e| e.code),
-        "signal": exit.as_ref().and_then(|e| e.signal),
         "screen": screen.lines().map(str::trim_end).collect::<Vec<_>>(),
-    }))
+    });
+    if let Some(c) = exit.as_ref().and_then(|e| e.code) {
+        data["exit_code"] = json!(c);
+    }
+    if let Some(s) = exit.as_ref().and_then(|e| e.signal) {
+        data["signal"] = json!(s);
+    }
+    RpcError::new(ErrorCode::SpawnFailed, reason).with_data(data)
 }
 
 async fn screen_rows(e: &HolderEntry) -> Option<Vec<String>> {
@@ -278,15 +283,31 @@ async fn screen_rows(e: &HolderEntry) -> Option<Vec<String>> {
 pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
     let (info, holder) = resolve(&ctx.daemon, query).await?;
     holder.ok_or_else(|| {
-        let why = match info.state {
-            ccd_protocol::methods::session::SessionState::Dead => "it is not running",
-            _ => "it runs outside ccd",
-        };
+        if info.state == ccd_protocol::methods::session::SessionState::Dead {
+            return RpcError::new(
+                ErrorCode::SessionNotRunning,
+                format!(
+                    "session {} is not running (`ccd attach` resumes it)",
+                    info.session_id
+                ),
+            )
+            .with_data(json!({"session": info.session_id}));
+        }
+        let mut data = json!({"session": info.session_id, "state": info.state});
+        if let Some(pid) = info.pid {
+            data["pid"] = json!(pid);
+        }
+        if let Some(cwd) = &info.cwd {
+            data["cwd"] = json!(cwd);
+        }
         RpcError::new(
             ErrorCode::SessionLiveElsewhere,
-            format!("ccd does not hold session {}: {why}", info.session_id),
+            format!(
+                "ccd does not hold session {}: it runs outside ccd",
+                info.session_id
+            ),
         )
-        .with_data(json!({"session": info.session_id, "state": info.state, "pid": info.pid}))
+        .with_data(data)
     })
 }
 
@@ -350,16 +371,24 @@ pub async fn screen(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
     serde_json::to_value(r).map_err(internal)
 }
 
-/// A word for what the screen shows.
+/// A word for what the screen shows: the classifier's tag, with the ready
+/// prompt called `prompt`.
 fn shows(v: &ccd_screen::ScreenState) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| match v {
-            Value::String(s) => Some(s),
-            Value::Object(m) => m.keys().next().cloned(),
-            _ => None,
-        })
-        .unwrap_or_else(|| "unknown".into())
+    match v {
+        ccd_screen::ScreenState::Ready(_) => "prompt".into(),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| match v {
+                Value::String(s) => Some(s),
+                Value::Object(m) => m
+                    .get("state")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+                    .or_else(|| m.keys().next().cloned()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "unknown".into()),
+    }
 }
 
 /// `session.send`: type a prompt and submit it, only at the prompt.
@@ -377,7 +406,11 @@ pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
             ErrorCode::NotAtPrompt,
             format!("session {} is not at its prompt (the screen shows {what}); nothing was typed. Use force to type anyway", entry.session_id().unwrap_or(&entry.id)),
         )
-        .with_data(json!({"shows": what, "screen": s.rows.iter().map(|r| r.trim_end()).collect::<Vec<_>>()})));
+        .with_data(json!({
+            "session": entry.session_id().unwrap_or(&entry.id),
+            "shows": what,
+            "screen": s.rows.iter().map(|r| r.trim_end()).collect::<Vec<_>>(),
+        })));
     }
     let mut typed = Vec::new();
     if s.modes.bracketed_paste {

@@ -33,6 +33,7 @@ pub async fn follow(
     id: Option<Id>,
     info: &SessionInfo,
     last: u32,
+    size: Option<TermSize>,
 ) -> Result<Value, RpcError> {
     let sid = info.session_id.clone();
     let Some(path) = info.transcript.clone() else {
@@ -103,7 +104,11 @@ pub async fn follow(
     let r = AttachResult {
         session: sid,
         mode: AttachMode::Observe,
-        size: TermSize { cols: 0, rows: 0 },
+        // No screen to size: echo the client's, else the default.
+        size: size.unwrap_or(TermSize {
+            cols: 120,
+            rows: 40,
+        }),
         resumed: false,
         fresh_instead_of: None,
     };

@@ -232,6 +232,11 @@ impl HolderTable {
             .session_id
             .clone()
             .or_else(|| entry.meta.session_id.clone());
+        if session.is_none() {
+            // A fork before the registry tells its id: every event names a
+            // session, so this step is not published.
+            return;
+        }
         let mut e = Event::new("session.lifecycle", session.clone(), now_ms());
         e.pid = Some(info.child_pid);
         e.held = Some(true);

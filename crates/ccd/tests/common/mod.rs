@@ -7,6 +7,7 @@
 
 pub mod external;
 pub mod pty;
+pub mod real;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

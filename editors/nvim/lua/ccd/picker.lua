@@ -1,0 +1,148 @@
+--- Choosing a session (`vim.ui.select`, so any UI plugin that overrides it
+--- applies) and what to do with it.
+
+local rpc = require('ccd.rpc')
+
+local M = {}
+
+local function short(id)
+  return (id or ''):sub(1, 8)
+end
+M.short = short
+
+--- `cwd` with the home directory written `~`.
+local function tilde(path)
+  if not path then
+    return '-'
+  end
+  local home = vim.env.HOME
+  if home and home ~= '' and home ~= '/' then
+    if path == home then
+      return '~'
+    end
+    if path:sub(1, #home + 1) == home .. '/' then
+      return '~' .. path:sub(#home + 1)
+    end
+  end
+  return path
+end
+M.tilde = tilde
+
+local function ctx(s)
+  if type(s.context_percent) ~= 'number' then
+    return '-'
+  end
+  return ('%d%%'):format(math.floor(s.context_percent + 0.5))
+end
+
+--- The status column: ccd's lifecycle for sessions it holds when it says
+--- more than Claude Code's status (needs-attention, starting, exited).
+local function status(s)
+  local lc = s.ccd and s.ccd.lifecycle
+  if lc == 'needs-attention' or lc == 'starting' or lc == 'trust' or lc == 'exited' or lc == 'failed' then
+    return lc
+  end
+  return s.status or '-'
+end
+
+--- The columns of one session: short id, state, status, ctx %, cwd, title.
+function M.columns(s)
+  return {
+    short(s.session_id),
+    s.state or '?',
+    status(s),
+    ctx(s),
+    tilde(s.cwd),
+    s.title or s.name or '',
+  }
+end
+
+--- One line per session, columns aligned across `sessions`.
+function M.format(sessions)
+  local rows, widths = {}, {}
+  for i, s in ipairs(sessions) do
+    rows[i] = M.columns(s)
+    for c = 1, 4 do
+      widths[c] = math.max(widths[c] or 0, vim.fn.strdisplaywidth(rows[i][c]))
+    end
+  end
+  local lines = {}
+  for i, r in ipairs(rows) do
+    local parts = {}
+    for c = 1, 4 do
+      local pad = widths[c] - vim.fn.strdisplaywidth(r[c])
+      -- numbers right-aligned, words left-aligned
+      parts[c] = c == 4 and (string.rep(' ', pad) .. r[c]) or (r[c] .. string.rep(' ', pad))
+    end
+    lines[i] = table.concat(parts, '  ') .. '  ' .. r[5] .. (r[6] ~= '' and ('  ' .. r[6]) or '')
+  end
+  return lines
+end
+
+--- Lists sessions through the daemon: `cb(err, sessions)`.
+--- opts: `live_only`, `cwd`, `limit` (default the `list_limit` option).
+function M.list(opts, cb)
+  local cfg = require('ccd').config
+  opts = opts or {}
+  local params = { limit = opts.limit or cfg.list_limit }
+  if opts.live_only ~= nil then
+    params.live_only = opts.live_only
+  elseif cfg.live_only then
+    params.live_only = true
+  end
+  params.cwd = opts.cwd
+  rpc.shared():request('sessions.list', params, function(err, res)
+    if err then
+      return cb(err)
+    end
+    cb(nil, (res and res.sessions) or {}, res)
+  end)
+end
+
+--- Lists sessions and lets the user choose one: `cb(session)` (a session
+--- object of `sessions.list`), not called when cancelled or on error.
+function M.pick(opts, cb)
+  opts = opts or {}
+  M.list(opts, function(err, sessions)
+    if err then
+      return vim.notify('ccd: cannot list sessions: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    end
+    if #sessions == 0 then
+      return vim.notify('ccd: no sessions', vim.log.levels.INFO)
+    end
+    local lines = M.format(sessions)
+    local index = {}
+    for i, s in ipairs(sessions) do
+      index[s] = lines[i]
+    end
+    vim.ui.select(sessions, {
+      prompt = opts.prompt or 'ccd session',
+      kind = 'ccd.session',
+      format_item = function(s)
+        return index[s]
+      end,
+    }, function(choice)
+      if choice then
+        cb(choice)
+      end
+    end)
+  end)
+end
+
+M.actions = { 'attach', 'observe', 'fork', 'kill' }
+
+--- Asks what to do with `session` and does it.
+function M.actions_menu(session)
+  local ccd = require('ccd')
+  local id = session.session_id
+  vim.ui.select(M.actions, {
+    prompt = ('%s (%s)'):format(short(id), session.title or tilde(session.cwd)),
+    kind = 'ccd.action',
+  }, function(action)
+    if action then
+      ccd[action](id)
+    end
+  end)
+end
+
+return M

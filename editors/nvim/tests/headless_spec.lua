@@ -1,0 +1,273 @@
+-- Headless end-to-end test of ccd.nvim against a running daemon.
+--
+--   CCD_SOCKET_DIR=... CCD_TEST_SESSION=<id> \
+--     nvim --headless -u NONE -i NONE -n --cmd 'set rtp+=editors/nvim' -l editors/nvim/tests/headless_spec.lua
+--
+-- The session must be held by ccd and idle at its prompt (the fake claude
+-- in CI, with turns long enough that `busy` is seen: FAKE_CLAUDE_TURN_MS).
+-- `ccd` must be on PATH (or CCD_BIN). Exits 0 on success; otherwise prints
+-- what failed to stderr and exits 1.
+
+local T = tonumber(os.getenv('CCD_TEST_TIMEOUT_MS') or '') or 20000
+
+local function log(msg)
+  io.stdout:write('[headless_spec] ' .. msg .. '\n')
+  io.stdout:flush()
+end
+
+local notes = {} -- every vim.notify call: { msg, level }
+local events_seen = {} -- every event (on_event hook)
+
+local function dump()
+  local out = { 'notifications:' }
+  for _, n in ipairs(notes) do
+    table.insert(out, ('  [%s] %s'):format(tostring(n.level), n.msg))
+  end
+  table.insert(out, 'events:')
+  for _, e in ipairs(events_seen) do
+    table.insert(out, '  ' .. vim.json.encode(e))
+  end
+  return table.concat(out, '\n')
+end
+
+local function fail(msg)
+  io.stderr:write('[headless_spec] FAIL: ' .. msg .. '\n' .. dump() .. '\n')
+  io.stderr:flush()
+  os.exit(1)
+end
+
+local function check(cond, msg)
+  if not cond then
+    fail(msg)
+  end
+end
+
+--- Waits until `pred()` is truthy; fails with `what` after the timeout.
+local function wait_for(what, pred, timeout)
+  local value
+  local ok = vim.wait(timeout or T, function()
+    value = pred()
+    return value ~= nil and value ~= false
+  end, 20)
+  if not ok then
+    fail('timed out waiting for ' .. what)
+  end
+  return value
+end
+
+local sid = os.getenv('CCD_TEST_SESSION')
+check(sid and #sid >= 8, 'CCD_TEST_SESSION is not set')
+check(os.getenv('CCD_SOCKET_DIR'), 'CCD_SOCKET_DIR is not set (the test never uses the default socket)')
+local bin = os.getenv('CCD_BIN') or 'ccd'
+check(vim.fn.executable(bin) == 1, bin .. ' is not executable (put ccd on PATH or set CCD_BIN)')
+local v = vim.version()
+log(('Neovim %d.%d.%d, session %s, socket dir %s'):format(v.major, v.minor, v.patch, sid, os.getenv('CCD_SOCKET_DIR')))
+
+-- Record notifications instead of showing them.
+vim.notify = function(msg, level)
+  table.insert(notes, { msg = msg, level = level })
+end
+
+local function find_note(pat, level)
+  for _, n in ipairs(notes) do
+    if n.msg:find(pat) and (level == nil or n.level == level) then
+      return n
+    end
+  end
+end
+
+-- The plugin, as a user loads it (plugin/ then setup()).
+vim.cmd('runtime plugin/ccd.lua')
+check(vim.fn.exists(':Ccd') == 2, ':Ccd is not defined by plugin/ccd.lua')
+for _, c in ipairs({ 'CcdObserve', 'CcdFork', 'CcdKill', 'CcdActions' }) do
+  check(vim.fn.exists(':' .. c) == 2, ':' .. c .. ' is not defined')
+end
+
+local ccd = require('ccd')
+local rpc = require('ccd.rpc')
+local events = require('ccd.events')
+local picker = require('ccd.picker')
+ccd.setup({
+  ccd_bin = bin,
+  open = 'tabnew',
+  reconnect_ms = 500,
+  on_event = function(ev)
+    table.insert(events_seen, ev)
+  end,
+})
+check(
+  rpc.socket_path() == os.getenv('CCD_SOCKET_DIR') .. '/ccd.sock',
+  'socket path: ' .. rpc.socket_path()
+)
+
+-- (1) Listing through the plugin's rpc module.
+wait_for('the event subscription', function()
+  return events.subscribed
+end)
+local client = rpc.shared()
+check(client.hello and client.hello.protocol == 1, 'hello: ' .. vim.inspect(client.hello))
+log('connected: daemon ' .. tostring(client.hello.daemon_version))
+
+local listed
+picker.list({}, function(err, sessions)
+  listed = { err = err, sessions = sessions }
+end)
+wait_for('sessions.list', function()
+  return listed
+end)
+check(not listed.err, 'sessions.list failed: ' .. vim.inspect(listed.err))
+local mine
+for _, s in ipairs(listed.sessions) do
+  if s.session_id == sid then
+    mine = s
+  end
+end
+check(mine, ('session %s not listed: %s'):format(sid, vim.inspect(listed.sessions)))
+check(mine.state == 'live', 'state: ' .. tostring(mine.state))
+check(type(mine.cwd) == 'string' and mine.cwd:sub(1, 1) == '/', 'cwd: ' .. tostring(mine.cwd))
+check(type(mine.ccd) == 'table' and mine.ccd.holder, 'not held by ccd: ' .. vim.inspect(mine.ccd))
+check(mine.status == 'idle' or mine.status == 'busy' or mine.status == 'waiting', 'status: ' .. tostring(mine.status))
+check(type(mine.pid) == 'number' and mine.pid > 0, 'pid: ' .. tostring(mine.pid))
+check(type(mine.writers) == 'table' and #mine.writers == 1, 'writers: ' .. vim.inspect(mine.writers))
+local line = picker.format(listed.sessions)[1]
+for i, s in ipairs(listed.sessions) do
+  if s == mine then
+    line = picker.format(listed.sessions)[i]
+  end
+end
+check(line:find(sid:sub(1, 8), 1, true) and line:find('live', 1, true), 'picker line: ' .. line)
+check(line:find(vim.fn.fnamemodify(mine.cwd, ':t'), 1, true), 'picker line lacks the cwd: ' .. line)
+log('listed: ' .. line)
+
+-- (2) An event arrives and becomes a notification: a turn (busy -> idle)
+-- started through a second connection of the rpc module.
+local other = rpc.new({ autostart = false })
+local sent
+wait_for('session.send to be accepted', function()
+  local res, err = other:request_sync('session.send', { session = sid, text = 'hello from nvim' }, 5000)
+  if res then
+    sent = res
+    return true
+  end
+  if err and err.code ~= -32008 then -- -32008: not at the prompt yet
+    fail('session.send: ' .. vim.inspect(err))
+  end
+  vim.wait(200)
+  return false
+end)
+check(sent.session == sid, 'session.send answered for ' .. tostring(sent.session))
+local turn = wait_for('the "turn finished" notification', function()
+  return find_note('turn finished')
+end)
+check(turn.msg:find(sid:sub(1, 8), 1, true), 'notification without the session: ' .. turn.msg)
+check(turn.level == vim.log.levels.INFO, 'turn notification level: ' .. tostring(turn.level))
+log('notified: ' .. turn.msg)
+
+-- (3) :Ccd picks (vim.ui.select, stubbed to choose our session) and opens
+-- an attach terminal that shows the session's screen.
+local offered
+vim.ui.select = function(items, opts, on_choice)
+  offered = {}
+  local choice
+  for _, item in ipairs(items) do
+    table.insert(offered, opts.format_item and opts.format_item(item) or tostring(item))
+    if type(item) == 'table' and item.session_id == sid then
+      choice = item
+    end
+  end
+  on_choice(choice)
+end
+vim.cmd('Ccd')
+local buf = wait_for('the attach terminal', function()
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.b[b].ccd_session == sid and vim.bo[b].buftype == 'terminal' then
+      return b
+    end
+  end
+end)
+check(offered and #offered >= 1, 'the picker offered nothing')
+local bufname = vim.api.nvim_buf_get_name(buf)
+check(bufname:find('ccd://attach/' .. sid:sub(1, 8), 1, true), 'terminal buffer name: ' .. bufname)
+local term_lines = {}
+wait_for('the prompt marker ❯ in the terminal', function()
+  term_lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  for _, l in ipairs(term_lines) do
+    if l:find('❯', 1, true) then
+      return true
+    end
+  end
+end)
+log('terminal shows:\n' .. table.concat(vim.tbl_filter(function(l)
+  return l ~= ''
+end, term_lines), '\n'))
+local job = vim.b[buf].ccd_job
+check(vim.fn.jobwait({ job }, 0)[1] == -1, 'ccd attach is not running')
+
+-- :checkhealth ccd finds the binary and the daemon.
+vim.cmd('checkhealth ccd')
+local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+for _, want in ipairs({ 'protocol version 1', 'daemon ', 'socket directory' }) do
+  check(health:find(want, 1, true), ('checkhealth lacks %q:\n%s'):format(want, health))
+end
+check(not health:find('ERROR', 1, true), 'checkhealth reports an error:\n' .. health)
+log('checkhealth ok')
+
+-- The observe action: a read-only mirror of the same screen.
+local obuf, ojob = ccd.observe(sid)
+check(obuf and ojob, 'observe opened no terminal')
+wait_for('the prompt marker ❯ in the observe terminal', function()
+  for _, l in ipairs(vim.api.nvim_buf_get_lines(obuf, 0, -1, false)) do
+    if l:find('❯', 1, true) then
+      return true
+    end
+  end
+end)
+log('observe terminal shows the prompt')
+
+-- The fork action (session.fork by the full id, as the picker passes it).
+local forked
+do
+  ccd.fork(sid, function(err, new_id)
+    forked = { err = err, id = new_id }
+  end)
+  wait_for('session.fork', function()
+    return forked
+  end)
+  check(not forked.err and forked.id and forked.id ~= sid, 'session.fork: ' .. vim.inspect(forked))
+  log('forked into ' .. forked.id)
+end
+
+-- The kill action ends the session: an exit notification, and the attach
+-- terminal's job ends.
+local killed
+ccd.kill(sid, { confirm = false }, function(err, res)
+  killed = { err = err, res = res }
+end)
+wait_for('session.kill', function()
+  return killed
+end)
+check(not killed.err and killed.res.exited, 'session.kill: ' .. vim.inspect(killed))
+wait_for('the "exited" notification', function()
+  return find_note('exited')
+end)
+local code = wait_for('ccd attach to end with the session', function()
+  return vim.b[buf].ccd_exit_code
+end)
+log('ccd attach exited with ' .. code)
+wait_for('ccd observe to end with the session', function()
+  return vim.b[obuf].ccd_exit_code
+end)
+
+if forked then
+  local killed_fork
+  ccd.kill(forked.id, { confirm = false }, function(err, res)
+    killed_fork = { err = err, res = res }
+  end)
+  wait_for('session.kill of the fork', function()
+    return killed_fork
+  end)
+  check(not killed_fork.err, 'session.kill of the fork: ' .. vim.inspect(killed_fork))
+end
+
+log('all checks passed')
+os.exit(0)
