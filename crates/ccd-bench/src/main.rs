@@ -5,11 +5,13 @@
 //! cargo build --release -p ccd -p ccd-bench
 //! target/release/ccd-bench ls            # generates once, then times `ccd ls --json`
 //! target/release/ccd-bench events        # registry change → event latency
+//! target/release/ccd-bench pty           # ccd vs raw PTY / tmux / dtach: flood, echo, attach, memory
 //! ```
 
 mod events;
 mod gen_config;
 mod ls;
+mod pty;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +31,15 @@ enum Cmd {
     /// Latency from a change in an external session's registry entry to
     /// the event reaching a subscriber.
     Events(events::Args),
+    /// ccd's terminal path next to a raw PTY, tmux and dtach: flood
+    /// throughput, keystroke echo, attach time, memory.
+    Pty(pty::Args),
+    /// (internal) Write a seeded stream to the tty.
+    #[command(name = "__emit", hide = true)]
+    Emit(pty::child::EmitArgs),
+    /// (internal) Echo every byte read from the tty.
+    #[command(name = "__echo", hide = true)]
+    Echo(pty::child::EchoArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,5 +47,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::GenConfig(a) => gen_config::run(&a).map(|_| ()),
         Cmd::Ls(a) => ls::run(&a),
         Cmd::Events(a) => events::run(&a),
+        Cmd::Pty(a) => pty::run(&a),
+        Cmd::Emit(a) => pty::child::emit(&a),
+        Cmd::Echo(a) => pty::child::echo(&a),
     }
 }

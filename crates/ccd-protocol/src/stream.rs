@@ -121,7 +121,7 @@ impl OutputChunk {
 
     /// Offset just past this chunk: the `seq` the next chunk should carry.
     pub fn end_seq(&self) -> u64 {
-        self.seq + self.data.len() as u64
+        self.seq.saturating_add(self.data.len() as u64)
     }
 
     /// As a [`Notification`] value.

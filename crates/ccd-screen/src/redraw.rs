@@ -33,6 +33,13 @@ impl Screen {
         if modes.alternate_screen {
             out.extend_from_slice(b"\x1b[?1049h");
             modes.kitty_alternate.replay_bytes(&mut out);
+        } else if modes.kitty_alternate != Default::default() {
+            // The alternate screen keeps its own kitty stack while the main
+            // screen shows (a later `?47h` brings it back): set it there
+            // without clearing anything, then come back.
+            out.extend_from_slice(b"\x1b[?47h");
+            modes.kitty_alternate.replay_bytes(&mut out);
+            out.extend_from_slice(b"\x1b[?47l");
         }
         out.extend_from_slice(vt.state_formatted().as_bytes());
         if modes.focus_events {
@@ -70,6 +77,14 @@ mod tests {
         assert_eq!(fresh.cursor_position(), s.cursor_position());
         assert_eq!(fresh.modes(), s.modes());
         assert_eq!(fresh.title(), s.title());
+    }
+
+    #[test]
+    fn alternate_kitty_stack_kept_while_the_main_screen_shows() {
+        // Found by the `screen` fuzz target.
+        let mut s = Screen::new(1, 1);
+        s.process(b"\x1b[?47h\x1b[>u\x1b[?47l");
+        roundtrip(&s);
     }
 
     #[test]

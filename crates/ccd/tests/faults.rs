@@ -70,7 +70,9 @@ fn daemon_killed_mid_flood_loses_no_session_and_a_client_gets_a_redraw() {
             .contains("echo: flood 8000000")
             .then_some(())
     });
-    assert_eq!(row(&sb, &sid)["ccd"]["lifecycle"], "idle");
+    wait_for(T, "the session idle and owned", || {
+        (row(&sb, &sid)["ccd"]["lifecycle"] == "idle").then_some(())
+    });
 }
 
 #[test]

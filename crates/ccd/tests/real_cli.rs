@@ -11,7 +11,7 @@ mod common;
 
 use common::real::{self, MockApi, MockUsage};
 use common::{ls_json, wait_for, Sandbox};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(60);

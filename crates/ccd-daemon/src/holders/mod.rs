@@ -380,10 +380,14 @@ impl HolderTable {
                 None
             }
             Err(error) => {
-                let gone = matches!(&error, HolderError::Io(_) | HolderError::Closed)
-                    && !holder_alive(&entry);
+                // Only a holder that is really gone is declared dead: one
+                // that is slow to answer (a flood, a loaded machine) is not.
+                let gone = !holder_alive(&entry);
                 self.update(id, |e| e.failed_calls += 1);
-                if gone || entry.failed_calls >= 5 {
+                if !gone && entry.failed_calls >= 3 {
+                    tracing::warn!(holder = %id, %error, failed = entry.failed_calls + 1, "holder is slow to answer");
+                }
+                if gone {
                     tracing::warn!(holder = %id, %error, "holder process is gone");
                     let _ = std::fs::remove_file(&entry.socket);
                     self.retire(
@@ -464,9 +468,16 @@ impl HolderTable {
     }
 }
 
-/// Whether the holder's socket still accepts connections.
+/// Whether the holder is still there: its process exists when its pid is
+/// known (a busy holder may be slow to accept), else its socket accepts.
 fn holder_alive(e: &HolderEntry) -> bool {
-    std::os::unix::net::UnixStream::connect(&e.socket).is_ok()
+    match e.info.as_ref().map(|i| i.holder_pid) {
+        Some(pid) => !matches!(
+            ccd_claude::liveness::system_probe().process(pid),
+            ccd_claude::liveness::ProcessState::Gone
+        ),
+        None => std::os::unix::net::UnixStream::connect(&e.socket).is_ok(),
+    }
 }
 
 /// Refreshes every holder twice a second until the daemon stops.

@@ -1,0 +1,626 @@
+//! The measurements, per contender.
+
+use super::api::{Api, Note};
+use super::ccd::{ppid, Ccd};
+use super::report::{Attach, Echo, Flood, Memory};
+use super::stream::Kind;
+use super::term::{
+    echo_loop, echo_pty, flood_through, touch, until_screen, wait_file, Latency, PtyFlood, PtyProc,
+    COLS, ROWS,
+};
+use super::tmux::{Dtach, Tmux};
+use super::{parse, Ctx, Reference, Run};
+use serde_json::json;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn limit(bytes: usize) -> Duration {
+    Duration::from_secs(30) + Duration::from_secs_f64(bytes as f64 / 2e6)
+}
+
+fn mbps(bytes: usize, d: Duration) -> f64 {
+    if d.is_zero() {
+        0.0
+    } else {
+        bytes as f64 / 1e6 / d.as_secs_f64()
+    }
+}
+
+fn pty_result(c: &str, r: &Reference, fl: PtyFlood, passthrough: bool) -> Flood {
+    let received = fl.data.len() - fl.preamble;
+    Flood {
+        contender: c.into(),
+        kind: r.kind,
+        expected_bytes: r.bytes as u64,
+        received_bytes: received as u64,
+        seconds: fl.elapsed.as_secs_f64(),
+        mb_per_s: mbps(r.bytes, fl.elapsed),
+        rounds_mb_per_s: Vec::new(),
+        ratio_to_raw: None,
+        bytes_lost: passthrough.then_some(r.bytes as i64 - received as i64),
+        resyncs: None,
+        resync_bytes: None,
+        screen_matches: parse(&fl.data) == r.screen,
+        timed_out: fl.timed_out,
+        error: None,
+    }
+}
+
+/// Every contender, `rounds` times, interleaved (round 1 of each, then
+/// round 2 …) so that machine noise spreads over all of them.
+pub fn floods(cx: &Ctx, r: &Reference, rounds: usize) -> Vec<Flood> {
+    let mut all: Vec<(&str, Vec<Flood>)> = Vec::new();
+    let mut cases: Vec<(&str, &dyn Fn() -> anyhow::Result<Flood>)> = Vec::new();
+    let raw = || flood_raw(cx, r);
+    let tmux = || flood_tmux(cx, r);
+    let dtach = || flood_dtach(cx, r);
+    let api = || flood_ccd_api(cx, r);
+    let attach = || flood_ccd_attach(cx, r);
+    cases.push(("raw", &raw));
+    if cx.tmux.is_some() {
+        cases.push(("tmux", &tmux));
+    }
+    if cx.dtach.is_some() {
+        cases.push(("dtach", &dtach));
+    }
+    cases.push(("ccd-api", &api));
+    cases.push(("ccd-attach", &attach));
+    cases.retain(|(c, _)| cx.wants(c));
+    for round in 1..=rounds {
+        for (c, f) in &cases {
+            eprint!(
+                "flood {} {} MB → {c} (round {round}/{rounds})… ",
+                r.kind.name(),
+                r.bytes / 1_000_000
+            );
+            let res = f().unwrap_or_else(|e| Flood::failed(c, r.kind, &e));
+            eprintln!(
+                "{:.1} MB/s, screen {}{}{}",
+                res.mb_per_s,
+                if res.screen_matches { "ok" } else { "DIFFERS" },
+                res.bytes_lost
+                    .filter(|l| *l != 0)
+                    .map(|l| format!(", {l} bytes lost"))
+                    .unwrap_or_default(),
+                res.error
+                    .as_deref()
+                    .map(|e| format!(", error: {e}"))
+                    .unwrap_or_default()
+            );
+            match all.iter_mut().find(|(n, _)| n == c) {
+                Some((_, v)) => v.push(res),
+                None => all.push((c, vec![res])),
+            }
+        }
+    }
+    all.into_iter().map(|(_, v)| merge(v)).collect()
+}
+
+/// One row from several rounds: the median run, with the worst losses and
+/// every round's throughput.
+fn merge(runs: Vec<Flood>) -> Flood {
+    let ok: Vec<&Flood> = runs.iter().filter(|f| f.error.is_none()).collect();
+    if ok.is_empty() {
+        return runs.into_iter().next().expect("one round at least");
+    }
+    let mut sorted = ok.clone();
+    sorted.sort_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s));
+    let mut m = sorted[sorted.len() / 2].clone();
+    m.rounds_mb_per_s = ok.iter().map(|f| f.mb_per_s).collect();
+    m.bytes_lost = ok
+        .iter()
+        .filter_map(|f| f.bytes_lost)
+        .max_by_key(|l| l.abs());
+    m.resyncs = ok.iter().map(|f| f.resyncs).sum();
+    m.resync_bytes = ok.iter().map(|f| f.resync_bytes).sum();
+    m.screen_matches = ok.iter().all(|f| f.screen_matches);
+    m.timed_out = ok.iter().any(|f| f.timed_out);
+    if ok.len() < runs.len() {
+        m.error = runs
+            .iter()
+            .find_map(|f| f.error.clone())
+            .map(|e| format!("some rounds failed: {e}"));
+    }
+    m
+}
+
+fn flood_raw(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
+    let dir = cx.dir("raw")?;
+    let env = cx.env(&dir)?;
+    let run = Run::new(&dir);
+    let p = PtyProc::spawn(&cx.bench, &run.emit_args(r.kind, r.target, cx.seed), &env)?;
+    let fl = flood_through(&p, &run.ready, &run.go, &run.done, limit(r.bytes))?;
+    touch(&run.stop)?;
+    Ok(pty_result("raw", r, fl, true))
+}
+
+fn flood_tmux(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
+    let dir = cx.dir("tmux")?;
+    let run = Run::new(&dir);
+    let mut t = Tmux::new(cx.tmux.as_deref().unwrap(), &dir, cx.env(&dir)?);
+    t.new_session(
+        "flood",
+        &cx.bench,
+        &run.emit_args(r.kind, r.target, cx.seed),
+    )?;
+    let client = t.attach_pty("flood")?;
+    t.wait_clients("flood", 1)?;
+    let fl = flood_through(&client, &run.ready, &run.go, &run.done, limit(r.bytes))?;
+    touch(&run.stop)?;
+    drop(client);
+    t.kill_server();
+    Ok(pty_result("tmux", r, fl, false))
+}
+
+fn flood_dtach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
+    let dir = cx.dir("dtach")?;
+    let run = Run::new(&dir);
+    let mut d = Dtach::new(cx.dtach.as_deref().unwrap(), cx.env(&dir)?);
+    let sock = dir.join("dtach.sock");
+    d.new_session(&sock, &cx.bench, &run.emit_args(r.kind, r.target, cx.seed))?;
+    let client = d.attach_pty(&sock)?;
+    std::thread::sleep(Duration::from_millis(300)); // dtach says nothing on attach
+    let fl = flood_through(&client, &run.ready, &run.go, &run.done, limit(r.bytes))?;
+    touch(&run.stop)?;
+    drop(client);
+    d.kill_session(&sock);
+    Ok(pty_result("dtach", r, fl, true))
+}
+
+fn flood_ccd_attach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
+    let dir = cx.dir("ccd-attach")?;
+    let run = Run::new(&dir);
+    let mut c = Ccd::start(&cx.ccd, &cx.bench, &cx.fake, &dir, false)?;
+    let res = (|| {
+        let (sid, _) = c.new_session(&run.emit_args(r.kind, r.target, cx.seed), false)?;
+        wait_file(&run.ready, Duration::from_secs(60))?;
+        let client = c.attach_pty(&sid)?;
+        c.wait_attached(&sid, 1)?;
+        let fl = flood_through(&client, &run.ready, &run.go, &run.done, limit(r.bytes))?;
+        // The holder's own count for this client (still attached).
+        let drops = c.drops(&sid);
+        touch(&run.stop)?;
+        drop(client);
+        let mut f = pty_result("ccd-attach", r, fl, true);
+        if let Some((dropped, resyncs)) = drops {
+            f.bytes_lost = Some(dropped as i64);
+            f.resyncs = Some(resyncs);
+        }
+        Ok(f)
+    })();
+    c.stop();
+    res
+}
+
+fn flood_ccd_api(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
+    let dir = cx.dir("ccd-api")?;
+    let run = Run::new(&dir);
+    let mut c = Ccd::start(&cx.ccd, &cx.bench, &cx.fake, &dir, false)?;
+    let res = (|| {
+        let (sid, _) = c.new_session(&run.emit_args(r.kind, r.target, cx.seed), false)?;
+        wait_file(&run.ready, Duration::from_secs(60))?;
+        let mut api = c.api()?;
+        let (seq0, data) = Ccd::api_attach(&mut api, &sid)?;
+        // What a terminal would be given, in order; parsed afterwards (as
+        // for the PTY clients) so the parse does not slow the client.
+        let mut shown = Vec::with_capacity(r.bytes + (1 << 20));
+        shown.extend_from_slice(&data);
+        let end = seq0 + r.bytes as u64;
+        let mut expected = seq0;
+        let (mut got, mut resyncs, mut resync_bytes) = (0u64, 0u64, 0u64);
+        let mut last = None;
+        let t0 = Instant::now();
+        touch(&run.go)?;
+        let deadline = t0 + limit(r.bytes);
+        let mut timed_out = false;
+        while expected < end {
+            if Instant::now() > deadline {
+                timed_out = true;
+                break;
+            }
+            match api.next_note(Duration::from_millis(200))? {
+                Some(Note::Output { seq, data }) => {
+                    if seq == expected {
+                        shown.extend_from_slice(&data);
+                        expected += data.len() as u64;
+                        got += data.len() as u64;
+                        last = Some(Instant::now());
+                    }
+                    // seq > expected: dropped; the resync that follows says where.
+                }
+                Some(Note::Resync { seq, data, .. }) => {
+                    resyncs += 1;
+                    resync_bytes += data.len() as u64;
+                    shown.extend_from_slice(&data);
+                    expected = seq;
+                    last = Some(Instant::now());
+                }
+                Some(Note::Exited) => break,
+                Some(Note::Other) => {}
+                None => {
+                    if run.done.exists()
+                        && last.is_some_and(|l| l.elapsed() > Duration::from_secs(2))
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+        touch(&run.stop)?;
+        api.close();
+        let elapsed = last.map(|l| l - t0).unwrap_or_default();
+        Ok(Flood {
+            contender: "ccd-api".into(),
+            kind: r.kind,
+            expected_bytes: r.bytes as u64,
+            received_bytes: got,
+            seconds: elapsed.as_secs_f64(),
+            mb_per_s: mbps(r.bytes, elapsed),
+            rounds_mb_per_s: Vec::new(),
+            ratio_to_raw: None,
+            bytes_lost: Some(r.bytes as i64 - got as i64),
+            resyncs: Some(resyncs),
+            resync_bytes: Some(resync_bytes),
+            screen_matches: parse(&shown) == r.screen,
+            timed_out,
+            error: None,
+        })
+    })();
+    c.stop();
+    res
+}
+
+pub fn echoes(cx: &Ctx) -> Vec<Echo> {
+    let mut out = Vec::new();
+    let n = cx.samples;
+    let mut pty_case = |c: &str, f: &dyn Fn() -> anyhow::Result<(Latency, Latency)>| {
+        if !cx.wants(c) {
+            return;
+        }
+        eprintln!("echo → {c}…");
+        out.push(match f() {
+            Ok((idle, flood)) => Echo {
+                contender: c.into(),
+                idle: Some(idle),
+                sibling_flood: Some(flood),
+                error: None,
+            },
+            Err(e) => Echo {
+                contender: c.into(),
+                idle: None,
+                sibling_flood: None,
+                error: Some(format!("{e:#}")),
+            },
+        });
+    };
+    pty_case("raw", &|| {
+        let dir = cx.dir("echo-raw")?;
+        let env = cx.env(&dir)?;
+        let run = Run::new(&dir);
+        let mut e = PtyProc::spawn(&cx.bench, &run.echo_args(), &env)?;
+        wait_file(&run.ready, Duration::from_secs(10))?;
+        let idle = echo_pty(&mut e, n)?;
+        let frun = Run::new(&cx.dir("echo-raw-flood")?);
+        let f = PtyProc::spawn(&cx.bench, &frun.sibling_args(cx.seed), &env)?;
+        let _drain = f.collector(false); // drains until dropped
+        std::thread::sleep(Duration::from_millis(500));
+        let flood = echo_pty(&mut e, n);
+        touch(&frun.stop)?;
+        Ok((idle, flood?))
+    });
+    if let Some(bin) = &cx.tmux {
+        pty_case("tmux", &|| {
+            let dir = cx.dir("echo-tmux")?;
+            let run = Run::new(&dir);
+            let frun = Run::new(&cx.dir("echo-tmux-flood")?);
+            let mut t = Tmux::new(bin, &dir, cx.env(&dir)?);
+            t.new_session("echo", &cx.bench, &run.echo_args())?;
+            let mut client = t.attach_pty("echo")?;
+            t.wait_clients("echo", 1)?;
+            wait_file(&run.ready, Duration::from_secs(10))?;
+            std::thread::sleep(Duration::from_millis(200));
+            let idle = echo_pty(&mut client, n)?;
+            t.new_session("flood", &cx.bench, &frun.sibling_args(cx.seed))?;
+            let fc = t.attach_pty("flood")?;
+            let _drain = fc.collector(false); // drains until dropped
+            t.wait_clients("flood", 1)?;
+            std::thread::sleep(Duration::from_millis(500));
+            let flood = echo_pty(&mut client, n);
+            touch(&frun.stop)?;
+            t.kill_server();
+            Ok((idle, flood?))
+        });
+    }
+    if let Some(bin) = &cx.dtach {
+        pty_case("dtach", &|| {
+            let dir = cx.dir("echo-dtach")?;
+            let run = Run::new(&dir);
+            let frun = Run::new(&cx.dir("echo-dtach-flood")?);
+            let mut d = Dtach::new(bin, cx.env(&dir)?);
+            let (s1, s2) = (dir.join("echo.sock"), dir.join("flood.sock"));
+            d.new_session(&s1, &cx.bench, &run.echo_args())?;
+            let mut client = d.attach_pty(&s1)?;
+            wait_file(&run.ready, Duration::from_secs(10))?;
+            std::thread::sleep(Duration::from_millis(300));
+            let idle = echo_pty(&mut client, n)?;
+            d.new_session(&s2, &cx.bench, &frun.sibling_args(cx.seed))?;
+            let fc = d.attach_pty(&s2)?;
+            let _drain = fc.collector(false); // drains until dropped
+            std::thread::sleep(Duration::from_millis(500));
+            let flood = echo_pty(&mut client, n);
+            touch(&frun.stop)?;
+            d.kill_session(&s1);
+            d.kill_session(&s2);
+            Ok((idle, flood?))
+        });
+    }
+    if cx.wants("ccd-api") || cx.wants("ccd-attach") {
+        eprintln!("echo → ccd (API and ccd attach)…");
+        match echo_ccd(cx, n) {
+            Ok(v) => out.extend(v),
+            Err(e) => out.push(Echo {
+                contender: "ccd-api".into(),
+                idle: None,
+                sibling_flood: None,
+                error: Some(format!("{e:#}")),
+            }),
+        }
+    }
+    out
+}
+
+fn echo_api(api: Api, sid: &str, n: usize) -> anyhow::Result<(Latency, Api)> {
+    let api = RefCell::new(api);
+    let mut send = |b: u8| {
+        api.borrow_mut().notify(
+            "session.input",
+            json!({"session": sid, "data": ccd_protocol::b64::encode(&[b])}),
+        )
+    };
+    let mut recv = |buf: &mut Vec<u8>, t: Duration| -> bool {
+        match api.borrow_mut().next_note(t) {
+            Ok(Some(Note::Output { data, .. })) | Ok(Some(Note::Resync { data, .. })) => {
+                buf.extend_from_slice(&data);
+                true
+            }
+            Ok(Some(Note::Exited)) | Err(_) => false,
+            Ok(_) => true,
+        }
+    };
+    let l = echo_loop(n, &mut send, &mut recv)?;
+    Ok((l, api.into_inner()))
+}
+
+fn echo_ccd(cx: &Ctx, n: usize) -> anyhow::Result<Vec<Echo>> {
+    let dir = cx.dir("echo-ccd")?;
+    let run = Run::new(&dir);
+    let frun = Run::new(&cx.dir("echo-ccd-flood")?);
+    let mut c = Ccd::start(&cx.ccd, &cx.bench, &cx.fake, &dir, false)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let res = (|| -> anyhow::Result<Vec<Echo>> {
+        let (sid, _) = c.new_session(&run.echo_args(), false)?;
+        wait_file(&run.ready, Duration::from_secs(10))?;
+        let wait_detached = |c: &Ccd| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while c.attached(&sid) > 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // Idle: the API client, then `ccd attach`.
+        let mut api = c.api()?;
+        Ccd::api_attach(&mut api, &sid)?;
+        let (api_idle, api) = echo_api(api, &sid, n)?;
+        api.close();
+        wait_detached(&c);
+        let mut client = c.attach_pty(&sid)?;
+        c.wait_attached(&sid, 1)?;
+        std::thread::sleep(Duration::from_millis(300));
+        let attach_idle = echo_pty(&mut client, n)?;
+        // A sibling session flooding, with an API client draining it.
+        let (fsid, _) = c.new_session(&frun.sibling_args(cx.seed), false)?;
+        let mut fapi = c.api()?;
+        Ccd::api_attach(&mut fapi, &fsid)?;
+        let st = stop.clone();
+        let drain = std::thread::spawn(move || {
+            let mut bytes = 0u64;
+            while !st.load(Ordering::Relaxed) {
+                match fapi.next_note(Duration::from_millis(100)) {
+                    Ok(Some(Note::Output { data, .. })) => bytes += data.len() as u64,
+                    Ok(Some(Note::Exited)) | Err(_) => break,
+                    _ => {}
+                }
+            }
+            fapi.close();
+            bytes
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let attach_flood = echo_pty(&mut client, n);
+        drop(client);
+        wait_detached(&c);
+        let api_flood = (|| {
+            let mut api = c.api()?;
+            Ccd::api_attach(&mut api, &sid)?;
+            let (l, api) = echo_api(api, &sid, n)?;
+            api.close();
+            Ok::<_, anyhow::Error>(l)
+        })();
+        stop.store(true, Ordering::Relaxed);
+        touch(&frun.stop)?;
+        let drained = drain.join().unwrap_or(0);
+        eprintln!("  (sibling flood: {:.0} MB drained)", drained as f64 / 1e6);
+        let mk = |c: &str, idle: Latency, flood: anyhow::Result<Latency>| Echo {
+            contender: c.into(),
+            idle: Some(idle),
+            sibling_flood: flood.as_ref().ok().cloned(),
+            error: flood.err().map(|e| format!("{e:#}")),
+        };
+        Ok(vec![
+            mk("ccd-api", api_idle, api_flood),
+            mk("ccd-attach", attach_idle, attach_flood),
+        ])
+    })();
+    stop.store(true, Ordering::Relaxed);
+    c.stop();
+    res
+}
+
+pub fn attach_times(cx: &Ctx) -> Attach {
+    let mut a = Attach::default();
+    let r = super::reference(Kind::Tui, 300_000, cx.seed + 7);
+    let runs = if cx.samples >= 1000 { 30 } else { 10 };
+    eprintln!("attach → first frame (ccd)…");
+    if let Err(e) = attach_ccd(cx, &r, runs, &mut a) {
+        a.errors.push(format!("ccd: {e:#}"));
+    }
+    if let Some(bin) = &cx.tmux {
+        eprintln!("attach → first frame (tmux)…");
+        let res = (|| -> anyhow::Result<Latency> {
+            let dir = cx.dir("attach-tmux")?;
+            let run = Run::new(&dir);
+            let mut t = Tmux::new(bin, &dir, cx.env(&dir)?);
+            t.new_session("m", &cx.bench, &run.marker_args(r.target, cx.seed + 7))?;
+            wait_file(&run.done, Duration::from_secs(30))?;
+            std::thread::sleep(Duration::from_millis(300));
+            let mut d = Vec::new();
+            let mut misses = 0;
+            for _ in 0..runs {
+                let t0 = Instant::now();
+                let mut p = t.attach_pty("m")?;
+                let mut s = ccd_screen::Screen::new(ROWS, COLS);
+                match until_screen(&p, &mut s, &r.screen, Duration::from_secs(5)) {
+                    Some(t1) => d.push(t1 - t0),
+                    None => misses += 1,
+                }
+                p.kill(Duration::from_millis(500));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            t.kill_server();
+            Ok(Latency::from(d, misses))
+        })();
+        match res {
+            Ok(l) => a.tmux_attach = Some(l),
+            Err(e) => a.errors.push(format!("tmux: {e:#}")),
+        }
+    }
+    a
+}
+
+fn attach_ccd(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::Result<()> {
+    let dir = cx.dir("attach-ccd")?;
+    let run = Run::new(&dir);
+    let mut c = Ccd::start(&cx.ccd, &cx.bench, &cx.fake, &dir, false)?;
+    let res = (|| -> anyhow::Result<()> {
+        let (sid, _) = c.new_session(&run.marker_args(r.target, cx.seed + 7), false)?;
+        wait_file(&run.done, Duration::from_secs(30))?;
+        std::thread::sleep(Duration::from_millis(300));
+        // The API: request → reply → first resync.
+        let mut api = c.api()?;
+        let (mut reply, mut resync) = (Vec::new(), Vec::new());
+        for i in 0..runs * 5 {
+            let t0 = Instant::now();
+            let id = api.send(
+                "session.attach",
+                json!({"session": sid, "size": {"cols": COLS, "rows": ROWS}}),
+            )?;
+            api.wait_reply(id, Duration::from_secs(10))?;
+            reply.push(t0.elapsed());
+            let deadline = t0 + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Some(Note::Resync { data, .. }) =
+                    api.next_note(Duration::from_millis(200))?
+                {
+                    resync.push(t0.elapsed());
+                    if i == 0 {
+                        a.api_screen_matches = parse(&data) == r.screen;
+                    }
+                    break;
+                }
+            }
+            api.call("session.detach", json!({"session": sid}))?;
+        }
+        api.close();
+        a.api_reply = Some(Latency::from(reply, 0));
+        let misses = runs * 5 - resync.len();
+        a.api_resync = Some(Latency::from(resync, misses));
+        // `ccd attach` under a PTY, from process start to the full screen.
+        let mut d = Vec::new();
+        let mut misses = 0;
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            let mut p = c.attach_pty(&sid)?;
+            let mut s = ccd_screen::Screen::new(ROWS, COLS);
+            match until_screen(&p, &mut s, &r.screen, Duration::from_secs(5)) {
+                Some(t1) => d.push(t1 - t0),
+                None => misses += 1,
+            }
+            p.kill(Duration::from_millis(500));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        a.ccd_attach = Some(Latency::from(d, misses));
+        touch(&run.stop)?;
+        Ok(())
+    })();
+    c.stop();
+    res
+}
+
+fn status_kb(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+pub fn memory(cx: &Ctx, n: usize) -> anyhow::Result<Memory> {
+    anyhow::ensure!(
+        cx.fake.exists(),
+        "{} not found: cargo build --release -p ccd-fake-claude",
+        cx.fake.display()
+    );
+    eprintln!("memory: {n} idle fake-claude sessions…");
+    let dir = cx.dir("memory")?;
+    let mut c = Ccd::start(&cx.ccd, &cx.bench, &cx.fake, &dir, true)?;
+    let res = (|| -> anyhow::Result<Memory> {
+        std::thread::sleep(Duration::from_millis(500));
+        let daemon_idle = status_kb(c.daemon_pid(), "VmRSS:");
+        let mut pids = Vec::new();
+        let mut failed = Vec::new();
+        for _ in 0..n {
+            match c.new_session(&[], true) {
+                Ok((_, pid)) => pids.push(pid),
+                Err(e) => failed.push(format!("{e:#}")),
+            }
+        }
+        anyhow::ensure!(!pids.is_empty(), "no session started: {failed:?}");
+        let n = pids.len();
+        std::thread::sleep(Duration::from_secs(3));
+        let holders: Vec<u32> = pids.iter().filter_map(|p| ppid(*p)).collect();
+        anyhow::ensure!(holders.len() == n, "holders not found");
+        let rss: Vec<u64> = holders.iter().map(|h| status_kb(*h, "VmRSS:")).collect();
+        let anon: Vec<u64> = holders.iter().map(|h| status_kb(*h, "RssAnon:")).collect();
+        let claude: Vec<u64> = pids.iter().map(|p| status_kb(*p, "VmRSS:")).collect();
+        let avg = |v: &[u64]| v.iter().sum::<u64>() / v.len().max(1) as u64;
+        let daemon = status_kb(c.daemon_pid(), "VmRSS:");
+        let growth = daemon.saturating_sub(daemon_idle) / n.max(1) as u64;
+        Ok(Memory {
+            sessions: n,
+            daemon_rss_kb_idle: daemon_idle,
+            daemon_rss_kb: daemon,
+            holder_rss_kb_avg: avg(&rss),
+            holder_rss_kb_max: rss.iter().copied().max().unwrap_or(0),
+            holder_anon_kb_avg: avg(&anon),
+            claude_rss_kb_avg: avg(&claude),
+            per_session_kb: avg(&rss) + growth,
+            failed_starts: failed,
+        })
+    })();
+    c.stop();
+    res
+}

@@ -1,0 +1,55 @@
+//! The bodies of ccd's fuzz targets: one pure function per target, taking
+//! arbitrary bytes.
+//!
+//! The cargo-fuzz project in `fuzz/` (its own workspace, built with
+//! libFuzzer) calls these functions from `fuzz/fuzz_targets/<name>.rs`; the
+//! test `tests/corpus.rs` replays the committed seed corpus
+//! (`fuzz/corpus/<target>/`) through them as an ordinary `cargo test`, so a
+//! regression found once stays caught without a fuzzer.
+//!
+//! Every function panics when its property fails, and only then:
+//!
+//! - [`protocol_decoder`]: [`ccd_protocol::LineDecoder`] fed in arbitrary
+//!   chunks yields exactly what a line-by-line reference model of the framing
+//!   rules yields (one `LineTooLong` per over-long line, decoding resumes
+//!   after it), and so does [`ccd_protocol::read_line_bounded`]; every
+//!   decoded line goes through [`ccd_protocol::parse_incoming`] and the
+//!   typed params of the real methods without panicking, and what parses
+//!   re-encodes and parses back.
+//! - [`registry_parser`]: [`ccd_claude::registry::parse_entry`]; an entry it
+//!   accepts serializes again.
+//! - [`transcript_parser`]: every line through the record parser, the prompt
+//!   and message accessors and the renderer; the background-work scan over
+//!   the whole buffer; [`ccd_claude::transcript::read_summary`] over the
+//!   bytes written to a temporary file.
+//! - [`screen`]: [`ccd_screen::Screen`] of a size and chunking chosen by the
+//!   input's first bytes; classification; a redraw snapshot replayed into a
+//!   fresh screen of the same size reproduces contents, cursor, modes, title
+//!   and verdict; [`ccd_screen::ModeScanner`] is independent of chunking.
+//!
+//! The first bytes of an input steer the target (chunk sizes, limits,
+//! screen size); [`Steer`] documents the layout.
+
+mod protocol;
+mod registry;
+mod screen;
+mod steer;
+mod transcript;
+
+pub use protocol::protocol_decoder;
+pub use registry::registry_parser;
+pub use screen::screen;
+pub use steer::Steer;
+pub use transcript::{remove_temp_dir, transcript_parser};
+
+/// A target's body.
+pub type Target = fn(&[u8]);
+
+/// Every target, by the name of its `fuzz/fuzz_targets/<name>.rs` and of
+/// its corpus folder.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("protocol_decoder", protocol_decoder),
+    ("registry_parser", registry_parser),
+    ("transcript_parser", transcript_parser),
+    ("screen", screen),
+];
