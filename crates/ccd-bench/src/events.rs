@@ -27,13 +27,7 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
-    let ccd = match &a.ccd {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("no exe dir")?
-            .join("ccd"),
-    };
+    let ccd = crate::beside_me(a.ccd.as_deref(), "ccd")?;
     let tmp = tempfile::tempdir()?;
     let root = tmp.path();
     let config = root.join("claude");

@@ -5,7 +5,6 @@
 //! a few 100 MB ones. Each is generated once into `--work` and reused.
 
 use crate::gen_config;
-use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,13 +27,7 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
-    let ccd = match &a.ccd {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("no exe dir")?
-            .join("ccd"),
-    };
+    let ccd = crate::beside_me(a.ccd.as_deref(), "ccd")?;
     anyhow::ensure!(
         ccd.exists(),
         "{} not found: cargo build --release -p ccd",

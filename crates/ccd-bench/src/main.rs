@@ -52,3 +52,19 @@ fn main() -> anyhow::Result<()> {
         Cmd::Echo(a) => pty::child::echo(&a),
     }
 }
+
+/// `explicit`, else the binary `name` beside this benchmark's executable
+/// (cargo builds them into one folder).
+pub fn beside_me(
+    explicit: Option<&std::path::Path>,
+    name: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| anyhow::anyhow!("{} has no folder", exe.display()))?;
+    Ok(dir.join(name))
+}

@@ -143,26 +143,37 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
 pub fn holder_only_info(e: &HolderEntry) -> SessionInfo {
     let info = e.info.as_ref();
     let exited = info.is_some_and(|i| i.exit.is_some());
+    let status = info.and_then(|i| i.status.as_ref());
     SessionInfo {
-        session_id: e.session_id().unwrap_or(&e.id).to_string(),
         state: if exited {
             SessionState::Dead
         } else {
             SessionState::Live
         },
         pid: info.filter(|_| !exited).map(|i| i.child_pid),
-        cwd: Some(e.meta.cwd.clone()),
-        status: info
-            .and_then(|i| i.status.as_ref())
-            .and_then(|s| status_of(s.status.as_deref())),
-        waiting_for: info
-            .and_then(|i| i.status.as_ref())
-            .and_then(|s| s.waiting_for.clone()),
-        kind: Some("interactive".into()),
-        name: e.meta.name.clone(),
-        version: None,
+        status: status.and_then(|s| status_of(s.status.as_deref())),
+        waiting_for: status.and_then(|s| s.waiting_for.clone()),
         started_at: millis(info.map(|i| i.started_at).unwrap_or(e.meta.created_at)),
         last_activity: millis(e.meta.created_at),
+        ccd: Some(owned_info(e)),
+        ..known_to_ccd_only(e.session_id().unwrap_or(&e.id), &e.meta)
+    }
+}
+
+/// A session as far as ccd's own records tell it: no file was read.
+fn known_to_ccd_only(session_id: &str, meta: &crate::holders::spec::HolderMeta) -> SessionInfo {
+    SessionInfo {
+        session_id: session_id.to_string(),
+        state: SessionState::Dead,
+        pid: None,
+        cwd: Some(meta.cwd.clone()),
+        status: None,
+        waiting_for: None,
+        kind: Some("interactive".into()),
+        name: meta.name.clone(),
+        version: None,
+        started_at: millis(meta.created_at),
+        last_activity: None,
         title: None,
         model: None,
         context_tokens: None,
@@ -173,7 +184,7 @@ pub fn holder_only_info(e: &HolderEntry) -> SessionInfo {
         writers: Vec::new(),
         several_writers: false,
         registry_session_id: None,
-        ccd: Some(owned_info(e)),
+        ccd: None,
     }
 }
 
@@ -203,27 +214,7 @@ pub fn start_settled(e: &HolderEntry) -> bool {
 /// A session ccd held that ended, as far as ccd knows it (no file scan).
 pub fn finished_only_info(f: &Finished) -> Option<SessionInfo> {
     Some(SessionInfo {
-        session_id: f.session_id.clone()?,
-        state: SessionState::Dead,
-        pid: None,
-        cwd: Some(f.meta.cwd.clone()),
-        status: None,
-        waiting_for: None,
-        kind: Some("interactive".into()),
-        name: f.meta.name.clone(),
-        version: None,
-        started_at: millis(f.meta.created_at),
-        last_activity: None,
-        title: None,
-        model: None,
-        context_tokens: None,
-        context_percent: None,
-        context_window: None,
-        transcript: None,
-        transcript_bytes: None,
-        writers: Vec::new(),
-        several_writers: false,
-        registry_session_id: None,
         ccd: Some(finished_info(f)),
+        ..known_to_ccd_only(f.session_id.as_deref()?, &f.meta)
     })
 }

@@ -2,18 +2,11 @@
 
 mod common;
 
-use common::{ls_json, wait_for, Sandbox};
+use common::{row, wait_for, Sandbox};
 use serde_json::json;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(30);
-
-fn row(sb: &Sandbox, sid: &str) -> serde_json::Value {
-    ls_json(sb)
-        .into_iter()
-        .find(|r| r["session_id"] == sid)
-        .unwrap_or(serde_json::Value::Null)
-}
 
 fn with_a_turn(sb: &Sandbox, name: &str) -> String {
     let sid = sb.new_session(name);

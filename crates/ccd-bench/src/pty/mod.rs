@@ -24,7 +24,6 @@ pub mod stream;
 mod term;
 mod tmux;
 
-use anyhow::Context;
 use std::path::{Path, PathBuf};
 use stream::Kind;
 
@@ -243,10 +242,7 @@ pub fn parse(bytes: &[u8]) -> String {
 }
 
 fn beside_exe(name: &str) -> anyhow::Result<PathBuf> {
-    Ok(std::env::current_exe()?
-        .parent()
-        .context("no exe dir")?
-        .join(name))
+    crate::beside_me(None, name)
 }
 
 fn which(name: &str) -> Option<PathBuf> {

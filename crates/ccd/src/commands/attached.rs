@@ -112,23 +112,31 @@ pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::from(2));
     }
     eprintln!("ccd: {}", rpc.message);
-    if let Some(rows) = data.get("screen").and_then(Value::as_array) {
-        let rows: Vec<&str> = rows.iter().filter_map(Value::as_str).collect();
-        let last = rows
-            .iter()
-            .rposition(|r| !r.trim().is_empty())
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        if last > 0 {
-            eprintln!("--- last screen ---");
-            for r in &rows[..last] {
-                eprintln!("{r}");
-            }
-            eprintln!("-------------------");
-        }
-    }
+    print_screen(data.get("screen"), "last screen");
     if rpc.code == ErrorCode::SpawnFailed.code() && data.get("transcript").is_some() {
         eprintln!("The conversation is untouched. `ccd attach {} --fresh-on-failure` starts a new session in its directory instead.", super::short_id(session));
     }
     Ok(ExitCode::FAILURE)
+}
+
+/// Prints a screen carried in an error or a reply (rows of text) on
+/// stderr, without its trailing blank rows.
+pub fn print_screen(screen: Option<&Value>, label: &str) {
+    let Some(rows) = screen.and_then(Value::as_array) else {
+        return;
+    };
+    let rows: Vec<&str> = rows.iter().filter_map(Value::as_str).collect();
+    let last = rows
+        .iter()
+        .rposition(|r| !r.trim().is_empty())
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    if last == 0 {
+        return;
+    }
+    eprintln!("--- {label} ---");
+    for r in &rows[..last] {
+        eprintln!("{r}");
+    }
+    eprintln!("{}", "-".repeat(label.len() + 8));
 }

@@ -50,7 +50,10 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             if let Some(rpc) = e.rpc() {
                 eprintln!("ccd new: {}", rpc.message);
-                print_screen(rpc.data.as_ref().and_then(|d| d.get("screen")));
+                super::attached::print_screen(
+                    rpc.data.as_ref().and_then(|d| d.get("screen")),
+                    "screen",
+                );
                 return Ok(ExitCode::FAILURE);
             }
             return Err(e.into());
@@ -71,7 +74,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
                     .as_str()
                     .unwrap_or("it did not reach the prompt")
             );
-            print_screen(r.get("screen"));
+            super::attached::print_screen(r.get("screen"), "screen");
             if lifecycle == "needs-attention" {
                 eprintln!(
                     "Answer it yourself with `ccd attach {}`.",
@@ -89,26 +92,6 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
     }
     let key = super::attached::detach_key(global, &args.key)?;
     super::attached::attach_and_report(client, &sid, crate::term::Mode::Interactive, key, json!({}))
-}
-
-fn print_screen(screen: Option<&Value>) {
-    let Some(rows) = screen.and_then(Value::as_array) else {
-        return;
-    };
-    let rows: Vec<&str> = rows.iter().filter_map(Value::as_str).collect();
-    let last = rows
-        .iter()
-        .rposition(|r| !r.trim().is_empty())
-        .map(|i| i + 1)
-        .unwrap_or(0);
-    if last == 0 {
-        return;
-    }
-    eprintln!("--- screen ---");
-    for r in &rows[..last] {
-        eprintln!("{r}");
-    }
-    eprintln!("--------------");
 }
 
 /// The controlling terminal's size, if there is one.

@@ -209,3 +209,11 @@ pub fn ls_json(sb: &Sandbox) -> Vec<serde_json::Value> {
         .cloned()
         .unwrap()
 }
+
+/// The `ccd ls --json` row of `sid` (null when not listed).
+pub fn row(sb: &Sandbox, sid: &str) -> serde_json::Value {
+    ls_json(sb)
+        .into_iter()
+        .find(|r| r["session_id"] == sid)
+        .unwrap_or(serde_json::Value::Null)
+}
