@@ -12,6 +12,7 @@ mod common;
 use common::real::{self, MockApi, MockUsage};
 use common::{ls_json, wait_for, Sandbox};
 use serde_json::Value;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(60);
@@ -220,4 +221,327 @@ fn each_version() {
         failed.is_empty(),
         "failed: {failed:?} (see the panics above)"
     );
+}
+
+/// A real claude started outside ccd, under the test's own PTY, in a folder
+/// trusted beforehand (as a person's terminal would run it).
+struct Outside {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn std::io::Write + Send>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+    screen: std::sync::Arc<std::sync::Mutex<ccd_screen::Screen>>,
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn trust_folder(sb: &Sandbox, dir: &std::path::Path) {
+    let p = sb.config.join(".claude.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    v["projects"][dir.to_str().unwrap()] = serde_json::json!({"hasTrustDialogAccepted": true});
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+fn outside(sb: &Sandbox, claude: &std::path::Path, dir: &std::path::Path) -> Outside {
+    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+    trust_folder(sb, dir);
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(claude);
+    for (k, v) in &sb.env {
+        cmd.env(k, v);
+    }
+    cmd.env("TERM", "xterm-256color");
+    cmd.cwd(dir);
+    let child = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    let screen = std::sync::Arc::new(std::sync::Mutex::new(ccd_screen::Screen::new(40, 120)));
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    let s2 = screen.clone();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 65536];
+        while let Ok(n) = std::io::Read::read(&mut reader, &mut b) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut s) = s2.lock() {
+                s.process(&b[..n]);
+            }
+        }
+    });
+    let writer = pty.master.take_writer().unwrap();
+    Outside {
+        child,
+        writer,
+        _master: pty.master,
+        screen,
+    }
+}
+
+impl Outside {
+    /// Types a prompt once the screen shows the prompt, unchanged for a second.
+    fn prompt(&mut self, text: &str) {
+        let deadline = Instant::now() + T;
+        let mut last = String::new();
+        let mut since = Instant::now();
+        loop {
+            let now = self.screen.lock().unwrap().contents();
+            if now != last {
+                last = now;
+                since = Instant::now();
+            } else if matches!(
+                ccd_screen::classify::classify_text(&self.screen.lock().unwrap().text()),
+                ccd_screen::ScreenState::Ready(_)
+            ) && since.elapsed() > Duration::from_secs(1)
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no prompt outside ccd:\n{last}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.writer.write_all(text.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        self.writer.write_all(b"\r").unwrap();
+    }
+}
+
+fn transcript_of(sb: &Sandbox, sid: &str) -> Option<std::path::PathBuf> {
+    ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), sid)
+}
+
+fn wait_reply(sb: &Sandbox, sid: &str, words: &str, version: &str) -> std::path::PathBuf {
+    wait_for(
+        T,
+        &format!("[{version}] the reply {words:?} in {sid}'s transcript"),
+        || {
+            let p = transcript_of(sb, sid)?;
+            let (_, w) = assistant_usage(&p)?;
+            (w == words).then_some(p)
+        },
+    )
+}
+
+/// Scenarios with a session started outside ccd, then dead, then resumed.
+fn outside_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let scratch = tempfile::Builder::new()
+        .prefix("ccd-mock")
+        .tempdir()
+        .unwrap();
+    let mock = MockApi::start(
+        scratch.path(),
+        MockUsage {
+            input: 100,
+            cache_creation: 200,
+            cache_read: 300,
+            output: 5,
+        },
+    );
+    let sb = real::sandbox(&mock, &claude, version);
+    let dir = sb.project("outside");
+    let mut ext = outside(&sb, &claude, &dir);
+    let pid = ext.child.process_id().unwrap();
+    let entry = wait_for(T, "the outside session's registry entry", || {
+        real::registry_entries(&sb)
+            .into_iter()
+            .find(|e| e["pid"] == pid)
+    });
+    let sid = entry["sessionId"].as_str().unwrap().to_string();
+    ext.prompt("hello from outside");
+    let original = wait_reply(&sb, &sid, "ACK: hello from outside", version);
+
+    // ccd ls: live, not ccd's.
+    let r = common::row(&sb, &sid);
+    assert_eq!(r["state"], "live", "[{version}] {r}");
+    assert!(r["ccd"].is_null(), "[{version}] {r}");
+
+    // ccd attach refuses to resume it, and the transcript does not change.
+    let before = std::fs::read(&original).unwrap();
+    let mut a = common::pty::PtyRun::start(&sb, &["attach", &sid], None);
+    assert_eq!(a.wait_exit(T), 2, "[{version}] {}", a.raw_text());
+    assert!(
+        a.raw_text().contains("will not resume"),
+        "[{version}] {}",
+        a.raw_text()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        std::fs::read(&original).unwrap(),
+        before,
+        "[{version}] transcript changed"
+    );
+
+    // ccd fork: a new id, the original byte for byte.
+    let fork = sb.ok(&["fork", &sid, "--detach"]).trim().to_string();
+    assert!(
+        fork.len() == 36 && fork != sid,
+        "[{version}] fork id {fork:?}"
+    );
+    sb.ok(&["send", &fork, "in the fork"]);
+    wait_reply(&sb, &fork, "ACK: in the fork", version);
+    assert_eq!(
+        std::fs::read(&original).unwrap(),
+        before,
+        "[{version}] the fork touched the original"
+    );
+    sb.ok(&["kill", &fork]);
+
+    // kill -9 of the outside process: the entry stays, the session is dead.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = ext.child.wait();
+    assert!(
+        sb.config
+            .join("sessions")
+            .join(format!("{pid}.json"))
+            .exists(),
+        "[{version}] entry removed on SIGKILL?"
+    );
+    wait_for(T, "dead in ccd ls", || {
+        (common::row(&sb, &sid)["state"] == "dead").then_some(())
+    });
+    drop(ext);
+
+    // ccd attach from another directory resumes it in its original cwd,
+    // same id, appending to the same file.
+    let elsewhere = sb.project("elsewhere");
+    let a = common::pty::PtyRun::start(&sb, &["attach", &sid], Some(&elsewhere));
+    a.wait_text("hello from outside", T);
+    let entry = wait_for(T, "the resumed registry entry", || {
+        real::registry_entries(&sb)
+            .into_iter()
+            .find(|e| e["sessionId"] == sid.as_str() && e["pid"] != pid)
+    });
+    assert_eq!(
+        entry["cwd"],
+        dir.to_str().unwrap(),
+        "[{version}] resumed elsewhere"
+    );
+    sb.ok(&["send", &sid, "after the resume"]);
+    let same = wait_reply(&sb, &sid, "ACK: after the resume", version);
+    assert_eq!(same, original, "[{version}] the resume wrote another file");
+    drop(a);
+    sb.ok(&["kill", &sid]);
+    eprintln!(
+        "[{version}] outside/fork/dead/resume ok in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A session made through a symlinked, trailing-slash cwd, killed, resumed
+/// from elsewhere; and `kill -9` of the daemon in the middle of a turn.
+fn daemon_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let scratch = tempfile::Builder::new()
+        .prefix("ccd-mock")
+        .tempdir()
+        .unwrap();
+    // Each streamed event waits: a turn lasts a few seconds.
+    let mock = MockApi::start_with_delay(
+        scratch.path(),
+        MockUsage {
+            input: 10,
+            cache_creation: 20,
+            cache_read: 30,
+            output: 5,
+        },
+        400,
+    );
+    let sb = real::sandbox(&mock, &claude, version);
+    let real_dir = sb.project("linked-target");
+    let link = sb.work.join("link");
+    std::os::unix::fs::symlink(&real_dir, &link).unwrap();
+    let given = format!("{}/", link.display());
+    let sid = sb
+        .ok(&["new", "--detach", "--cwd", &given])
+        .trim()
+        .to_string();
+    let r = common::row(&sb, &sid);
+    assert_eq!(r["cwd"], real_dir.to_str().unwrap(), "[{version}] {r}");
+
+    // kill -9 of the daemon mid-turn: the turn completes, the next daemon
+    // owns the session.
+    sb.ok(&["send", &sid, "a long turn"]);
+    wait_for(T, "busy", || {
+        (common::row(&sb, &sid)["status"] == "busy").then_some(())
+    });
+    let daemon = sb.daemon_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let p = wait_reply(&sb, &sid, "ACK: a long turn", version);
+    let _ = sb.ok(&["screen", &sid]); // starts a daemon, which adopts
+    let r = common::row(&sb, &sid);
+    assert!(
+        r["ccd"]["holder"].is_string(),
+        "[{version}] not owned after the restart: {r}"
+    );
+    assert_ne!(sb.daemon_pid(), Some(daemon));
+
+    // ccd kill: the entry goes, the session is dead; attach from elsewhere
+    // resumes it in the real directory behind the link.
+    let pid = r["pid"].as_u64().unwrap();
+    sb.ok(&["kill", &sid]);
+    assert!(
+        !sb.config
+            .join("sessions")
+            .join(format!("{pid}.json"))
+            .exists(),
+        "[{version}] entry left after ccd kill"
+    );
+    assert_eq!(common::row(&sb, &sid)["state"], "dead");
+    let a = common::pty::PtyRun::start(&sb, &["attach", &sid[..8]], Some(&sb.work));
+    a.wait_text("a long turn", T);
+    let entry = wait_for(T, "the resumed entry", || {
+        real::registry_entries(&sb)
+            .into_iter()
+            .find(|e| e["sessionId"] == sid.as_str())
+    });
+    assert_eq!(
+        entry["cwd"],
+        real_dir.to_str().unwrap(),
+        "[{version}] {entry}"
+    );
+    assert_eq!(transcript_of(&sb, &sid), Some(p));
+    drop(a);
+    sb.ok(&["kill", &sid]);
+    eprintln!(
+        "[{version}] symlinked cwd/daemon kill -9 mid-turn/resume ok in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn real_cli_outside_session_fork_dead_and_resume() {
+    for v in real::versions() {
+        outside_version(&v);
+    }
+}
+
+#[test]
+fn real_cli_daemon_killed_mid_turn_and_symlinked_cwd() {
+    for v in real::versions() {
+        daemon_version(&v);
+    }
 }

@@ -142,8 +142,15 @@ pub struct MockApi {
 
 impl MockApi {
     pub fn start(dir: &Path, usage: MockUsage) -> Self {
+        Self::start_with_delay(dir, usage, 0)
+    }
+
+    /// A mock that waits `delay_ms` between the events of each streamed
+    /// reply (a turn that lasts).
+    pub fn start_with_delay(dir: &Path, usage: MockUsage, delay_ms: u64) -> Self {
         let log = dir.join("mock-api.log");
         let mut child = Command::new(mock_api_bin())
+            .env("CCD_MOCK_EVENT_DELAY_MS", delay_ms.to_string())
             .args(["--port", "0", "--exit-on-stdin-eof", "--log"])
             .arg(&log)
             .args(["--input-tokens", &usage.input.to_string()])
