@@ -37,7 +37,12 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        // Indented for a person at a terminal, compact for scripts.
+        if std::io::stdout().is_terminal() {
+            serde_json::to_writer_pretty(&mut out, &rows)?;
+        } else {
+            serde_json::to_writer(&mut out, &rows)?;
+        }
         writeln!(out)?;
     } else {
         let home = std::env::var("HOME").ok();
