@@ -184,8 +184,35 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        // End every session and the daemon this sandbox started.
+        // End every session and the daemon this sandbox started. A test may
+        // have killed the daemon: start one (it adopts the holders) first.
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&self.sock, std::fs::Permissions::from_mode(0o700));
+        if self.daemon_pid().is_none() {
+            let _ = self.run(&["screen", "no-such-session"]);
+        }
         let _ = self.run(&["daemon", "stop", "--kill-sessions"]);
+        // Last resort: any process still carrying this sandbox's socket dir
+        // (a holder nobody could reach) is ended by pid.
+        let needle = format!("CCD_SOCKET_DIR={}", self.sock.display());
+        let me = std::process::id();
+        if let Ok(rd) = std::fs::read_dir("/proc") {
+            for e in rd.flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                if pid == me {
+                    continue;
+                }
+                let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+                if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+        }
     }
 }
 
