@@ -312,15 +312,7 @@ fn a_client_that_never_reads_does_not_hurt_the_session_or_others() {
     c.call_value("session.attach", json!({"session": sid, "mode": "observe"}))
         .unwrap();
     let holder_pid = sb.holder_pids()[0];
-    let holder_sock = {
-        let v = sb
-            .client()
-            .call_value("sessions.get", json!({"session": sid}))
-            .unwrap();
-        sb.sock
-            .join("holders")
-            .join(format!("{}.sock", v["ccd"]["holder"].as_str().unwrap()))
-    };
+    let holder_sock = sb.holder_socket(&sid);
     let start = ccd_holder::HolderClient::connect(&holder_sock)
         .unwrap()
         .info()

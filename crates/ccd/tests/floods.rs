@@ -22,15 +22,7 @@ fn twenty_one_megabytes_then_a_pause_keep_the_stream_whole() {
     c.call_value("session.attach", json!({"session": sid, "mode": "observe"}))
         .unwrap();
     let mut typer = sb.client();
-    let holder_sock = {
-        let v = sb
-            .client()
-            .call_value("sessions.get", json!({"session": sid}))
-            .unwrap();
-        sb.sock
-            .join("holders")
-            .join(format!("{}.sock", v["ccd"]["holder"].as_str().unwrap()))
-    };
+    let holder_sock = sb.holder_socket(&sid);
     let start = ccd_holder::HolderClient::connect(&holder_sock)
         .unwrap()
         .info()

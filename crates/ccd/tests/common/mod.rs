@@ -161,6 +161,16 @@ impl Sandbox {
         out
     }
 
+    /// The socket of the holder running `sid` (asked of the daemon).
+    pub fn holder_socket(&self, sid: &str) -> PathBuf {
+        let v = self
+            .client()
+            .call_value("sessions.get", serde_json::json!({"session": sid}))
+            .unwrap();
+        let holder = v["ccd"]["holder"].as_str().expect("a session ccd holds");
+        self.sock.join("holders").join(format!("{holder}.sock"))
+    }
+
     /// The holder processes' pids (from their sockets' peers is not
     /// available; read from the daemon's view).
     pub fn holder_pids(&self) -> Vec<u32> {
