@@ -2,5 +2,6 @@
 //! real CLI's (registry entries, transcripts), and the location of the
 //! shared real-CLI recordings. Used by tests and benchmarks only.
 
+pub mod bins;
 pub mod fixtures;
 pub mod gen;

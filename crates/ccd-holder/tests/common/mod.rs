@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -144,22 +144,6 @@ pub fn wait_screen(c: &mut HolderClient, timeout: Duration, needle: &str) -> Str
 /// `<target dir>/debug/fake-claude`, built once if missing.
 pub fn fake_claude() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        // tests run from <target>/debug/deps/<test binary>
-        let exe = std::env::current_exe().unwrap();
-        let debug_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let path = debug_dir.join("fake-claude");
-        if !path.exists() {
-            let target_dir = debug_dir.parent().unwrap();
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "-p", "ccd-fake-claude"])
-                .env("CARGO_TARGET_DIR", target_dir)
-                .status()
-                .expect("cargo build -p ccd-fake-claude");
-            assert!(status.success(), "building fake-claude failed");
-        }
-        assert!(path.exists(), "fake-claude not found at {}", path.display());
-        path
-    })
-    .clone()
+    PATH.get_or_init(|| ccd_testkit::bins::workspace_bin("ccd-fake-claude", "fake-claude", false))
+        .clone()
 }

@@ -21,19 +21,8 @@ pub fn ccd_bin() -> PathBuf {
 /// The fake claude, built on first use when `cargo test -p ccd` alone ran.
 pub fn fake_claude() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let p = ccd_bin().with_file_name("fake-claude");
-        if !p.exists() {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-p", "ccd-fake-claude"])
-                .status()
-                .expect("cargo build fake-claude");
-            assert!(status.success(), "building fake-claude failed");
-        }
-        assert!(p.exists(), "fake-claude not found at {}", p.display());
-        p
-    })
-    .clone()
+    PATH.get_or_init(|| ccd_testkit::bins::workspace_bin("ccd-fake-claude", "fake-claude", false))
+        .clone()
 }
 
 pub struct Sandbox {

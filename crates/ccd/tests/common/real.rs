@@ -118,17 +118,8 @@ pub fn claude_or_skip(version: &str) -> Option<PathBuf> {
 /// (a no-op when it is up to date).
 pub fn mock_api_bin() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let p = super::ccd_bin().with_file_name("ccd-mock-api");
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "ccd-mock-api"])
-            .status()
-            .expect("cargo build ccd-mock-api");
-        assert!(status.success(), "building ccd-mock-api failed");
-        assert!(p.exists(), "ccd-mock-api not found at {}", p.display());
-        p
-    })
-    .clone()
+    PATH.get_or_init(|| ccd_testkit::bins::workspace_bin("ccd-mock-api", "ccd-mock-api", true))
+        .clone()
 }
 
 /// A running `ccd-mock-api`; killed (by its pid) on drop. It also exits by

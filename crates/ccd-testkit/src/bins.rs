@@ -1,0 +1,37 @@
+//! The workspace's own binaries (the fake claude, the mock API), found
+//! beside the running test's executable and built there when missing.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The target profile folder the running test binary lives in
+/// (`<target>/debug`, from `<target>/debug/deps/<test>`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let deps = exe.parent().expect("the test binary's folder");
+    match deps.file_name() {
+        Some(n) if n == "deps" => deps.parent().expect("the profile folder").to_path_buf(),
+        _ => deps.to_path_buf(),
+    }
+}
+
+/// Binary `name` of workspace package `package`, beside the test binary.
+/// Built (into the same target folder) when missing, or always with
+/// `rebuild` — `cargo test -p X` alone neither builds other packages'
+/// binaries nor notices they are stale (a no-op when up to date).
+pub fn workspace_bin(package: &str, name: &str, rebuild: bool) -> PathBuf {
+    let dir = profile_dir();
+    let path = dir.join(name);
+    if rebuild || !path.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", package]);
+        if let Some(target) = dir.parent() {
+            cmd.env("CARGO_TARGET_DIR", target);
+        }
+        let status = cmd.status().expect("running cargo build");
+        assert!(status.success(), "building {package} failed");
+    }
+    assert!(path.exists(), "{name} not found at {}", path.display());
+    path
+}
