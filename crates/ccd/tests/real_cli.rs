@@ -319,16 +319,31 @@ fn transcript_of(sb: &Sandbox, sid: &str) -> Option<std::path::PathBuf> {
     ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), sid)
 }
 
+/// Waits for the assistant's last words in `sid`'s transcript; on a timeout,
+/// fails with what the session's screen, transcript and the logs show.
 fn wait_reply(sb: &Sandbox, sid: &str, words: &str, version: &str) -> std::path::PathBuf {
-    wait_for(
-        T,
-        &format!("[{version}] the reply {words:?} in {sid}'s transcript"),
-        || {
-            let p = transcript_of(sb, sid)?;
-            let (_, w) = assistant_usage(&p)?;
-            (w == words).then_some(p)
-        },
-    )
+    let deadline = Instant::now() + T;
+    loop {
+        if let Some(p) = transcript_of(sb, sid) {
+            if assistant_usage(&p).is_some_and(|(_, w)| w == words) {
+                return p;
+            }
+        }
+        if Instant::now() > deadline {
+            let screen = sb.run(&["screen", sid]);
+            let transcript = transcript_of(sb, sid)
+                .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+                .unwrap_or_else(|| "(no transcript file)".into());
+            panic!(
+                "[{version}] timed out waiting for the reply {words:?} in {sid}'s transcript\n\
+                 screen:\n{}{}\ntranscript:\n{transcript}\nlogs:\n{}",
+                String::from_utf8_lossy(&screen.stdout),
+                String::from_utf8_lossy(&screen.stderr),
+                sb.logs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Scenarios with a session started outside ccd, then dead, then resumed.

@@ -391,23 +391,80 @@ fn shows(v: &ccd_screen::ScreenState) -> String {
     }
 }
 
+/// How long `session.send` waits for the typed text to show in the draft.
+const DRAFT_WAIT: Duration = Duration::from_secs(5);
+/// How long one Enter may take to clear the draft before it is pressed again.
+const SUBMIT_WAIT: Duration = Duration::from_millis(1500);
+/// Enter presses at most (a busy TUI may read a quick Enter as part of the
+/// paste, or drop it while it still lays the paste out).
+const SUBMIT_TRIES: usize = 3;
+
+async fn screen_verdict(socket: &Path) -> Result<ccd_holder::ScreenResult, RpcError> {
+    call_once(socket, h::SCREEN, json!({"format": "text"}))
+        .await
+        .map_err(internal)
+}
+
+/// The draft in the input box, `None` when the prompt is not showing.
+fn draft_of(s: &ccd_holder::ScreenResult) -> Option<String> {
+    match &s.verdict {
+        ccd_screen::ScreenState::Ready(p) => Some(p.input.clone()),
+        _ => None,
+    }
+}
+
+/// Polls the screen until `done` holds for its draft, or `wait` passes.
+/// Returns the last draft seen.
+async fn wait_draft(
+    socket: &Path,
+    wait: Duration,
+    done: impl Fn(Option<&str>) -> bool,
+) -> Result<(bool, Option<String>), RpcError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let d = draft_of(&screen_verdict(socket).await?);
+        if done(d.as_deref()) {
+            return Ok((true, d));
+        }
+        if Instant::now() > deadline {
+            return Ok((false, d));
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+}
+
+async fn type_bytes(socket: &Path, bytes: &[u8]) -> Result<(), RpcError> {
+    let _: Value = call_once(
+        socket,
+        h::INPUT,
+        json!({"data": ccd_protocol::b64::encode(bytes)}),
+    )
+    .await
+    .map_err(internal)?;
+    Ok(())
+}
+
 /// `session.send`: type a prompt and submit it, only at the prompt.
+///
+/// Each step is confirmed on the screen, never assumed: the text is typed,
+/// Enter is pressed once the draft shows it, and pressed again (up to
+/// [`SUBMIT_TRIES`] in all) while the same draft stays in the box. An Enter
+/// on an empty prompt does nothing in Claude Code, so a repeat that races a
+/// slow redraw cannot submit twice.
 pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: ccd_protocol::methods::session::SendParams = parse_params(params)?;
     let entry = held(ctx, &p.session).await?;
-    let s: ccd_holder::ScreenResult =
-        call_once(&entry.socket, h::SCREEN, json!({"format": "text"}))
-            .await
-            .map_err(internal)?;
-    let at_prompt = matches!(s.verdict, ccd_screen::ScreenState::Ready(_));
-    if !at_prompt && !p.force {
+    let sid = entry.session_id().unwrap_or(&entry.id).to_string();
+    let s = screen_verdict(&entry.socket).await?;
+    let before = draft_of(&s);
+    if before.is_none() && !p.force {
         let what = shows(&s.verdict);
         return Err(RpcError::new(
             ErrorCode::NotAtPrompt,
-            format!("session {} is not at its prompt (the screen shows {what}); nothing was typed. Use force to type anyway", entry.session_id().unwrap_or(&entry.id)),
+            format!("session {sid} is not at its prompt (the screen shows {what}); nothing was typed. Use force to type anyway"),
         )
         .with_data(json!({
-            "session": entry.session_id().unwrap_or(&entry.id),
+            "session": sid,
             "shows": what,
             "screen": s.rows.iter().map(|r| r.trim_end()).collect::<Vec<_>>(),
         })));
@@ -420,27 +477,48 @@ pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
     } else {
         typed.extend_from_slice(p.text.replace('\n', " ").as_bytes());
     }
-    let _: Value = call_once(
-        &entry.socket,
-        h::INPUT,
-        json!({"data": ccd_protocol::b64::encode(&typed)}),
-    )
-    .await
-    .map_err(internal)?;
-    // Let the TUI take the paste before Enter arrives as its own key.
-    tokio::time::sleep(Duration::from_millis(80)).await;
-    let _: Value = call_once(
-        &entry.socket,
-        h::INPUT,
-        json!({"data": ccd_protocol::b64::encode(b"\r")}),
-    )
-    .await
-    .map_err(internal)?;
-    tracing::info!(holder = %entry.id, session = ?entry.session_id(), bytes = typed.len() + 1, "session.send");
-    Ok(json!({
-        "session": entry.session_id().unwrap_or(&entry.id),
-        "bytes": typed.len() + 1,
-    }))
+    type_bytes(&entry.socket, &typed).await?;
+    let mut enters = 0u64;
+    let submitted = match before {
+        None => {
+            // Forced past a screen that is not the prompt: nothing to check.
+            tokio::time::sleep(Duration::from_millis(80)).await;
+            type_bytes(&entry.socket, b"\r").await?;
+            enters = 1;
+            None
+        }
+        Some(before) => {
+            let (shown, draft) = wait_draft(&entry.socket, DRAFT_WAIT, |d| {
+                d.is_some_and(|d| d != before)
+            })
+            .await?;
+            if !shown {
+                tracing::warn!(holder = %entry.id, session = %sid, "session.send: the typed text did not show in the draft; pressing Enter anyway");
+            }
+            let mut done = false;
+            while enters < SUBMIT_TRIES as u64 && !done {
+                type_bytes(&entry.socket, b"\r").await?;
+                enters += 1;
+                // Submitted: the prompt went (a turn runs) or its draft changed.
+                let (ok, _) = wait_draft(&entry.socket, SUBMIT_WAIT, |d| {
+                    d.is_none_or(|d| Some(d) != draft.as_deref())
+                })
+                .await?;
+                done = ok;
+            }
+            if !done {
+                tracing::warn!(holder = %entry.id, session = %sid, enters, "session.send: the draft stayed in the box");
+            }
+            Some(done)
+        }
+    };
+    tracing::info!(holder = %entry.id, session = %sid, bytes = typed.len(), enters, ?submitted, "session.send");
+    serde_json::to_value(ccd_protocol::methods::session::SendResult {
+        session: sid,
+        bytes: typed.len() as u64 + enters,
+        submitted,
+    })
+    .map_err(internal)
 }
 
 /// `session.pin`: exempt a held session from idle reaping, or undo it.

@@ -494,6 +494,10 @@ pub struct SendParams {
 pub struct SendResult {
     /// Full session id.
     pub session: String,
-    /// Bytes typed (paste markers and Enter included).
+    /// Bytes typed (paste markers and every Enter included).
     pub bytes: u64,
+    /// Whether the screen showed the prompt take the text (the draft left
+    /// the input box); absent when `force` typed past another screen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted: Option<bool>,
 }

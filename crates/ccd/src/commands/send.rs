@@ -12,7 +12,14 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
         json!({"session": args.session, "text": args.text, "force": args.force}),
     ) {
         Ok(r) => {
-            eprintln!("sent to {}", r["session"].as_str().unwrap_or(&args.session));
+            let sid = r["session"].as_str().unwrap_or(&args.session);
+            if r["submitted"] == false {
+                eprintln!(
+                    "ccd send: typed into {sid}, but its prompt still shows the text: Enter did not take it (see `ccd screen {sid}`)"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            eprintln!("sent to {sid}");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
