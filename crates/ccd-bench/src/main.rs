@@ -6,11 +6,13 @@
 //! target/release/ccd-bench ls            # generates once, then times `ccd ls --json`
 //! target/release/ccd-bench events        # registry change → event latency
 //! target/release/ccd-bench pty           # ccd vs raw PTY / tmux / dtach: flood, echo, attach, memory
+//! target/release/ccd-bench parse         # the screen model's parse speed, part by part
 //! ```
 
 mod events;
 mod gen_config;
 mod ls;
+mod parse;
 mod pty;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +36,8 @@ enum Cmd {
     /// ccd's terminal path next to a raw PTY, tmux and dtach: flood
     /// throughput, keystroke echo, attach time, memory.
     Pty(pty::Args),
+    /// In-memory parse speed of the screen model, part by part.
+    Parse(parse::Args),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -48,6 +52,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Ls(a) => ls::run(&a),
         Cmd::Events(a) => events::run(&a),
         Cmd::Pty(a) => pty::run(&a),
+        Cmd::Parse(a) => parse::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }

@@ -5,14 +5,15 @@
 //!   task and replies through `out`, so a long `session.new` does not stall
 //!   input typed on the same connection. Replies may thus come out of order
 //!   (JSON-RPC matches them by id).
-//! - `out` is bounded: a client that stops reading eventually stalls the
-//!   tasks writing to it — its attachment forwarders included, which makes
+//! - `out` is bounded in bytes ([`crate::out_queue`]): a client that stops
+//!   reading eventually stalls the tasks writing to it — its attachment forwarders included, which makes
 //!   the holder drop *that* attachment's queue and resync it later. Nothing
 //!   else waits on this client.
 //! - Before a successful `hello`, every method but `hello` fails with
 //!   `handshake_required`.
 
 use crate::handlers::attach::Attachment;
+use crate::out_queue::{self, OutSender, OUT_BUDGET};
 use crate::state::Daemon;
 use ccd_protocol::{parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Response, RpcError};
 use serde_json::Value;
@@ -21,15 +22,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use tokio::sync::mpsc;
-
-/// Lines queued for one client before writers wait.
-const OUT_QUEUE: usize = 256;
 
 /// What a request handler can see of its connection.
 pub struct ConnCtx {
     pub daemon: Arc<Daemon>,
-    out: mpsc::Sender<Vec<u8>>,
+    out: OutSender,
     handshaken: AtomicBool,
     /// Session id → this connection's attachment to it.
     pub attachments: Mutex<HashMap<String, Attachment>>,
@@ -46,7 +43,7 @@ pub struct ConnCtx {
 impl ConnCtx {
     /// Queues one encoded line (waits while the client's queue is full).
     pub async fn send_line(&self, line: Vec<u8>) -> bool {
-        self.out.send(line).await.is_ok()
+        self.out.send(line).await
     }
 
     /// Queues a notification.
@@ -59,7 +56,7 @@ impl ConnCtx {
     }
 
     /// A sender for tasks that outlive one request (attach forwarders).
-    pub fn out(&self) -> mpsc::Sender<Vec<u8>> {
+    pub fn out(&self) -> OutSender {
         self.out.clone()
     }
 
@@ -92,12 +89,13 @@ fn id_key(id: &Id) -> String {
 pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     daemon.clients.fetch_add(1, Ordering::Relaxed);
     let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(OUT_QUEUE);
+    let (tx, mut rx) = out_queue::channel(OUT_BUDGET);
     let writer = tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
+        while let Some((line, permit)) = rx.recv().await {
             if wr.write_all(&line).await.is_err() {
                 break;
             }
+            drop(permit);
         }
     });
     let ctx = Arc::new(ConnCtx {

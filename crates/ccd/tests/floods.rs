@@ -1,3 +1,5 @@
+//! Floods through a session.
+//!
 //! The earlier spike's flood test, through ccd: 21 MB through a session
 //! while a client reads, then a 10 s pause, then a keystroke. Asserted: the
 //! stream the client sees is whole — in order, every gap covered by a full
@@ -6,6 +8,9 @@
 //! timing and a debug-build client): the bytes dropped, the resyncs, the
 //! echo time. Issue 7's target is 0 bytes lost to a client that keeps
 //! reading; a client slower than the producer is resynced today.
+//!
+//! And issue 7's stuck client: 100 MB while one client reads nothing for
+//! 30 s (see the test's own comment for what is asserted).
 
 mod common;
 
@@ -128,5 +133,261 @@ fn twenty_one_megabytes_then_a_pause_keep_the_stream_whole() {
     eprintln!(
         "21 MB flood: {got} bytes received, {dropped} dropped, {resyncs} resync(s); echo after a 10 s pause: {:.2} ms (debug build, through the daemon)",
         t0.elapsed().as_secs_f64() * 1e3
+    );
+}
+
+/// What one API client has seen of a session's stream: its position, and
+/// the screen its output and redraws build (as a terminal would).
+struct Viewer {
+    client: ccd_client::Client,
+    pos: Option<u64>,
+    screen: Option<ccd_screen::Screen>,
+    received: u64,
+    resyncs: u64,
+}
+
+impl Viewer {
+    fn attach(sb: &Sandbox, sid: &str) -> Self {
+        let mut client = sb.client();
+        client
+            .call_value("session.attach", json!({"session": sid, "mode": "observe"}))
+            .unwrap();
+        Self {
+            client,
+            pos: None,
+            screen: None,
+            received: 0,
+            resyncs: 0,
+        }
+    }
+
+    /// Reads one notification (waits at most `wait`); false when none came.
+    /// Panics on a gap: output must continue where the last output or
+    /// redraw ended.
+    fn read_one(&mut self, wait: Duration) -> bool {
+        let Some(n) = self.client.next_notification(Some(wait)).unwrap() else {
+            return false;
+        };
+        match n.method.as_str() {
+            "session.output" => {
+                let chunk: ccd_protocol::OutputChunk = n.params_as().unwrap();
+                if let Some(p) = self.pos {
+                    assert_eq!(chunk.seq, p, "a gap in the stream");
+                }
+                self.pos = Some(chunk.end_seq());
+                self.received += chunk.data.len() as u64;
+                if let Some(s) = self.screen.as_mut() {
+                    s.process(&chunk.data);
+                }
+            }
+            "session.resync" => {
+                let r: ccd_protocol::stream::Resync = n.params_as().unwrap();
+                if self.pos.is_some() {
+                    self.resyncs += 1;
+                }
+                let mut s = ccd_screen::Screen::new(r.size.rows, r.size.cols);
+                s.process(&r.data);
+                self.screen = Some(s);
+                self.pos = Some(r.seq);
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn rows(&self) -> Vec<String> {
+        self.screen
+            .as_ref()
+            .map(|s| {
+                s.rows_text()
+                    .iter()
+                    .map(|r| r.trim_end().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// The session's screen as the holder's model has it.
+fn model_rows(sb: &Sandbox, sid: &str) -> Vec<String> {
+    let v = sb
+        .client()
+        .call_value("session.screen", json!({"session": sid, "format": "text"}))
+        .unwrap();
+    v["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().trim_end().to_string())
+        .collect()
+}
+
+/// Holder memory stays under this while a client is stuck (the stuck
+/// client's queue is dropped at 1 MiB; the screen model is small).
+const HOLDER_RSS_BOUND_KB: u64 = 64 * 1024;
+/// The daemon holds at most 4 MiB of lines per stuck connection
+/// (`ccd_daemon::out_queue`), plus what is in flight to the reading client.
+const DAEMON_RSS_GROWTH_BOUND_KB: u64 = 48 * 1024;
+
+/// Issue 7: a client that stops reading for 30 s during a 100 MB flood. The
+/// session finishes the flood and answers, a client that keeps reading sees
+/// a whole stream that ends on the session's screen, holder and daemon
+/// memory stay bounded, the stuck client's dropped bytes and resync show in
+/// the API, and when it reads again a full redraw brings it to the
+/// session's screen.
+#[test]
+fn a_client_stuck_for_30_s_in_a_100_mb_flood_is_redrawn_and_hurts_no_one() {
+    const FLOOD: u64 = 100_000_000;
+    const STUCK: Duration = Duration::from_secs(30);
+    let sb = Sandbox::new();
+    let sid = sb.new_session("flood100");
+    let mut stuck = Viewer::attach(&sb, &sid);
+    let mut reader = Viewer::attach(&sb, &sid);
+    let holder_pid = sb.holder_pids()[0];
+    let daemon_pid = sb.daemon_pid().unwrap();
+    let daemon_base = rss_kb(daemon_pid);
+    let holder_sock = sb.holder_socket(&sid);
+    let info = || {
+        ccd_holder::HolderClient::connect(&holder_sock)
+            .unwrap()
+            .info()
+            .unwrap()
+    };
+    let start = info().output_bytes;
+    sb.client()
+        .call_value(
+            "session.input",
+            json!({"session": sid, "data": ccd_protocol::b64::encode(format!("flood {FLOOD}\r").as_bytes())}),
+        )
+        .unwrap();
+    let t0 = Instant::now();
+
+    // The stuck client reads nothing for 30 s; the other one keeps reading.
+    let (mut holder_peak, mut daemon_peak) = (0u64, 0u64);
+    let mut last_check = Instant::now();
+    let mut flood_done: Option<Duration> = None;
+    while t0.elapsed() < STUCK || flood_done.is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the flood did not finish (reader at {:?})",
+            reader.pos
+        );
+        reader.read_one(Duration::from_millis(100));
+        if last_check.elapsed() > Duration::from_millis(200) {
+            last_check = Instant::now();
+            holder_peak = holder_peak.max(rss_kb(holder_pid));
+            daemon_peak = daemon_peak.max(rss_kb(daemon_pid));
+            let i = info();
+            if flood_done.is_none()
+                && i.output_bytes >= start + FLOOD
+                && reader.pos == Some(i.output_bytes)
+            {
+                flood_done = Some(t0.elapsed());
+            }
+        }
+    }
+    let flood_time = flood_done.unwrap();
+    // The session answers and takes a prompt while the client is still stuck.
+    wait_for(
+        Duration::from_secs(20),
+        "the prompt after the flood",
+        || {
+            model_rows(&sb, &sid)
+                .iter()
+                .any(|r| r.contains("echo: flood"))
+                .then_some(())
+        },
+    );
+    sb.ok(&["send", &sid, "after the flood"]);
+    wait_for(Duration::from_secs(20), "the reply after the flood", || {
+        model_rows(&sb, &sid)
+            .iter()
+            .any(|r| r.contains("echo: after the flood"))
+            .then_some(())
+    });
+    // The reader follows to the end and shows the session's screen.
+    let end = info().output_bytes;
+    while reader.pos != Some(end) {
+        assert!(
+            reader.read_one(Duration::from_secs(20)),
+            "the reader stopped at {:?} of {end}",
+            reader.pos
+        );
+    }
+    assert_eq!(reader.rows(), model_rows(&sb, &sid), "the reader's screen");
+
+    // The API shows what the stuck client lost.
+    let v = sb
+        .client()
+        .call_value("sessions.get", json!({"session": sid}))
+        .unwrap();
+    let dropped: Vec<u64> = v["ccd"]["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["bytes_dropped"].as_u64().unwrap())
+        .collect();
+    assert!(
+        dropped.iter().any(|&d| d > 0),
+        "no dropped bytes reported: {v}"
+    );
+
+    // The stuck client reads again: stale lines, then a full redraw, then
+    // the stream from there; it ends on the session's screen.
+    let t_resume = Instant::now();
+    while stuck.resyncs == 0 || stuck.pos != Some(end) {
+        assert!(
+            stuck.read_one(Duration::from_secs(20)),
+            "the stuck client got no redraw (at {:?} of {end}, {} resyncs)",
+            stuck.pos,
+            stuck.resyncs
+        );
+    }
+    let catch_up = t_resume.elapsed();
+    assert_eq!(
+        stuck.rows(),
+        model_rows(&sb, &sid),
+        "the stuck client's screen after its redraw"
+    );
+    let v = sb
+        .client()
+        .call_value("sessions.get", json!({"session": sid}))
+        .unwrap();
+    assert!(
+        v["ccd"]["clients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["bytes_dropped"].as_u64().unwrap() > 0 && c["resyncs"].as_u64().unwrap() > 0),
+        "no resync counted for the stuck client: {v}"
+    );
+    eprintln!(
+        "100 MB flood in {:.1}s with a client stuck for {}s: reader got {} bytes with {} resync(s); \
+         stuck client caught up {:.2}s after reading again; holder RSS peak {holder_peak} kB, \
+         daemon RSS {daemon_base} → peak {daemon_peak} kB (debug builds)",
+        flood_time.as_secs_f64(),
+        STUCK.as_secs(),
+        reader.received,
+        reader.resyncs,
+        catch_up.as_secs_f64()
+    );
+    assert!(
+        holder_peak < HOLDER_RSS_BOUND_KB,
+        "holder RSS peaked at {holder_peak} kB"
+    );
+    assert!(
+        daemon_peak < daemon_base + DAEMON_RSS_GROWTH_BOUND_KB,
+        "daemon RSS grew from {daemon_base} to {daemon_peak} kB"
     );
 }

@@ -147,7 +147,7 @@ pub async fn attach(
             }
             let mut bytes = line.into_bytes();
             bytes.push(b'\n');
-            if out.send(bytes).await.is_err() {
+            if !out.send(bytes).await {
                 break;
             }
         }
