@@ -21,6 +21,25 @@ pub fn init_client() {
         .try_init();
 }
 
+/// Log lines waiting for the writer thread before new ones are dropped.
+/// tracing-appender's default (128,000) preallocates its whole queue: about
+/// 4 MB in every holder, idle or not.
+const BUFFERED_LINES: usize = 2048;
+
+/// A non-blocking writer with a small queue (lossy when full: logging never
+/// stalls a session).
+fn non_blocking<W: std::io::Write + Send + 'static>(
+    w: W,
+) -> (
+    tracing_appender::non_blocking::NonBlocking,
+    tracing_appender::non_blocking::WorkerGuard,
+) {
+    tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(BUFFERED_LINES)
+        .lossy(true)
+        .finish(w)
+}
+
 /// Keeps the non-blocking writer's worker alive.
 pub struct Guard(#[allow(dead_code)] Option<tracing_appender::non_blocking::WorkerGuard>);
 
@@ -38,7 +57,7 @@ pub fn init_daemon(state_dir: &Path, foreground: bool) -> Guard {
     });
     match appender {
         Some(a) => {
-            let (file, guard) = tracing_appender::non_blocking(a);
+            let (file, guard) = non_blocking(a);
             let file = file.with_max_level(tracing::Level::TRACE);
             if foreground {
                 let _ = tracing_subscriber::fmt()
@@ -81,7 +100,7 @@ pub fn init_file(path: &Path) -> Guard {
     });
     match file {
         Some(f) => {
-            let (w, guard) = tracing_appender::non_blocking(f);
+            let (w, guard) = non_blocking(f);
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(filter("info"))
                 .with_ansi(false)

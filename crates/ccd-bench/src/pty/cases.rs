@@ -534,6 +534,7 @@ fn attach_ccd(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::R
                     resync.push(t0.elapsed());
                     if i == 0 {
                         a.api_screen_matches = parse(&data) == r.screen;
+                        std::fs::write(dir.join("frame.bin"), &data)?;
                     }
                     break;
                 }
@@ -559,6 +560,26 @@ fn attach_ccd(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::R
             std::thread::sleep(Duration::from_millis(100));
         }
         a.ccd_attach = Some(Latency::from(d, misses));
+        // The floor: a process that only writes the same frame.
+        let frame = dir.join("frame.bin");
+        if frame.exists() {
+            let (mut d, mut misses) = (Vec::new(), 0);
+            for _ in 0..runs {
+                let t0 = Instant::now();
+                let mut p = PtyProc::spawn(
+                    std::path::Path::new("cat"),
+                    &[frame.display().to_string()],
+                    &cx.env(&dir)?,
+                )?;
+                let mut s = ccd_screen::Screen::new(ROWS, COLS);
+                match until_screen(&p, &mut s, &r.screen, Duration::from_secs(5)) {
+                    Some(t1) => d.push(t1 - t0),
+                    None => misses += 1,
+                }
+                p.kill(Duration::from_millis(500));
+            }
+            a.cat_frame = Some(Latency::from(d, misses));
+        }
         touch(&run.stop)?;
         Ok(())
     })();
@@ -574,6 +595,18 @@ fn status_kb(pid: u32, key: &str) -> u64 {
                 .find(|l| l.starts_with(key))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A field of `/proc/<pid>/smaps_rollup`, in kB (0 when unreadable).
+fn rollup_kb(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
 }
@@ -605,6 +638,11 @@ pub fn memory(cx: &Ctx, n: usize) -> anyhow::Result<Memory> {
         anyhow::ensure!(holders.len() == n, "holders not found");
         let rss: Vec<u64> = holders.iter().map(|h| status_kb(*h, "VmRSS:")).collect();
         let anon: Vec<u64> = holders.iter().map(|h| status_kb(*h, "RssAnon:")).collect();
+        let pss: Vec<u64> = holders.iter().map(|h| rollup_kb(*h, "Pss:")).collect();
+        let private: Vec<u64> = holders
+            .iter()
+            .map(|h| rollup_kb(*h, "Private_Clean:") + rollup_kb(*h, "Private_Dirty:"))
+            .collect();
         let claude: Vec<u64> = pids.iter().map(|p| status_kb(*p, "VmRSS:")).collect();
         let avg = |v: &[u64]| v.iter().sum::<u64>() / v.len().max(1) as u64;
         let daemon = status_kb(c.daemon_pid(), "VmRSS:");
@@ -616,6 +654,9 @@ pub fn memory(cx: &Ctx, n: usize) -> anyhow::Result<Memory> {
             holder_rss_kb_avg: avg(&rss),
             holder_rss_kb_max: rss.iter().copied().max().unwrap_or(0),
             holder_anon_kb_avg: avg(&anon),
+            holder_pss_kb_avg: avg(&pss),
+            holder_private_kb_avg: avg(&private),
+            per_session_pss_kb: avg(&pss) + growth,
             claude_rss_kb_avg: avg(&claude),
             per_session_kb: avg(&rss) + growth,
             failed_starts: failed,

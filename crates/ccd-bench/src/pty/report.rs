@@ -84,6 +84,9 @@ pub struct Attach {
     pub api_screen_matches: bool,
     /// `tmux attach` started → full screen, for comparison.
     pub tmux_attach: Option<Latency>,
+    /// The floor of this harness: `cat` of the same frame (the bytes of
+    /// ccd's redraw) started under a PTY → full screen.
+    pub cat_frame: Option<Latency>,
     pub errors: Vec<String>,
 }
 
@@ -95,9 +98,18 @@ pub struct Memory {
     pub holder_rss_kb_avg: u64,
     pub holder_rss_kb_max: u64,
     pub holder_anon_kb_avg: u64,
+    /// Proportional set size: pages shared with the other holders and the
+    /// daemon (the `ccd` executable, libc) counted once among them.
+    pub holder_pss_kb_avg: u64,
+    /// Pages no other process maps (what ending the holder frees).
+    pub holder_private_kb_avg: u64,
     pub claude_rss_kb_avg: u64,
-    /// holder RSS + the daemon's growth per session.
+    /// holder RSS + the daemon's growth per session (counts the shared
+    /// executable pages once per holder: an upper bound).
     pub per_session_kb: u64,
+    /// holder PSS + the daemon's growth per session: what each session
+    /// costs the machine.
+    pub per_session_pss_kb: u64,
     /// `session.new` calls that failed (the rest were measured).
     pub failed_starts: Vec<String>,
 }
@@ -364,6 +376,11 @@ impl Report {
             );
             let _ = writeln!(
                 o,
+                "  floor: cat of the frame (same)      {:>16}",
+                f(&a.cat_frame)
+            );
+            let _ = writeln!(
+                o,
                 "  session.attach → reply              {:>16}",
                 f(&a.api_reply)
             );
@@ -399,7 +416,14 @@ impl Report {
             );
             let _ = writeln!(
                 o,
-                "  per session beyond claude  {:.1} MB (holder + daemon growth / sessions)   ≤ 4 MB",
+                "  holder PSS / private   {:.1} MB / {:.1} MB avg (shared executable pages counted once)",
+                mb(m.holder_pss_kb_avg),
+                mb(m.holder_private_kb_avg)
+            );
+            let _ = writeln!(
+                o,
+                "  per session beyond claude  {:.1} MB PSS, {:.1} MB RSS (holder + daemon growth / sessions)   ≤ 4 MB",
+                mb(m.per_session_pss_kb),
                 mb(m.per_session_kb)
             );
             let _ = writeln!(
