@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 /// Bytes queued for one client before its senders wait.
-pub const OUT_BUDGET: usize = 4 * 1024 * 1024;
+pub const OUT_BUDGET: usize = 8 * 1024 * 1024;
 
 type Item = (Vec<u8>, OwnedSemaphorePermit);
 

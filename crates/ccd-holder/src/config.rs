@@ -90,7 +90,7 @@ impl HolderConfig {
             blocking_grace: Duration::from_secs(3),
             tick: Duration::from_millis(100),
             scrollback: 100,
-            client_queue_bytes: 1 << 20,
+            client_queue_bytes: 8 << 20,
             expected_session_id: None,
         }
     }

@@ -1,6 +1,6 @@
 //! Output fan-out to attached clients: one bounded queue per client.
 //!
-//! # Invariant: the PTY reader never waits on a client
+//! # Invariant: the PTY reader never waits on a client that stopped reading
 //!
 //! The PTY reader thread pushes every chunk it reads into each client's
 //! queue with [`Fanout::push`], which only takes that queue's mutex for a
@@ -14,15 +14,29 @@
 //! session for a full redraw from the screen model ([`ccd_screen::Screen::redraw`]),
 //! taken under the session lock together with the stream position, so the
 //! redraw and the following output line up exactly. A slow client therefore
-//! costs at most `cap` bytes of memory and never slows the session or the
-//! other clients.
+//! costs at most `cap` bytes of memory.
+//!
+//! # Flow control for interactive clients that keep reading
+//!
+//! Dropping is for clients that *stopped*; an interactive client (a
+//! terminal) that keeps taking output loses nothing. Before pushing, and
+//! outside the session lock, the reader calls [`ClientQueue::wait_room`] on
+//! each interactive queue: while the chunk does not fit, it waits for the
+//! client's writer to take some, but only as long as the writer has taken
+//! something within [`CLIENT_STALL`] (the clock starts when the queue last
+//! went from empty to non-empty or was last taken from). So the session runs
+//! at the speed of its slowest *reading* terminal, as it would on a real
+//! one, and a terminal that stops costs the session at most [`CLIENT_STALL`]
+//! once per overflow before it is dropped as above. Observers never slow
+//! the session. Only the reader pushes and only writers take, so room
+//! found by `wait_room` is still there when the reader pushes.
 //!
 //! Chunks are shared between clients (`Arc<[u8]>`): one allocation per PTY
 //! read however many clients are attached.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +89,12 @@ pub enum Event {
     Idle,
 }
 
-#[derive(Debug, Default)]
+/// How long an interactive client may take nothing from a full queue
+/// before it is treated as stopped (dropped, resynced later) instead of
+/// slowing the session down to its pace.
+pub const CLIENT_STALL: Duration = Duration::from_millis(500);
+
+#[derive(Debug)]
 struct QueueState {
     chunks: VecDeque<(u64, Arc<[u8]>)>,
     bytes: usize,
@@ -84,6 +103,24 @@ struct QueueState {
     exited: Option<ExitInfo>,
     bytes_dropped: u64,
     resyncs: u64,
+    /// When the writer last took output, or the queue last went from empty
+    /// to non-empty: the start of the current stall, if any.
+    last_taken: Instant,
+}
+
+impl Default for QueueState {
+    fn default() -> Self {
+        Self {
+            chunks: VecDeque::new(),
+            bytes: 0,
+            overflowed: false,
+            closed: false,
+            exited: None,
+            bytes_dropped: 0,
+            resyncs: 0,
+            last_taken: Instant::now(),
+        }
+    }
 }
 
 /// One client's bounded output queue.
@@ -93,7 +130,10 @@ pub struct ClientQueue {
     mode: AttachMode,
     cap: usize,
     state: Mutex<QueueState>,
+    /// Signalled when there is something for the writer.
     ready: Condvar,
+    /// Signalled when the writer took output (room for the reader).
+    taken: Condvar,
 }
 
 impl ClientQueue {
@@ -146,12 +186,45 @@ impl ClientQueue {
                 "client queue overflowed; will resync"
             );
         } else {
+            if s.chunks.is_empty() {
+                s.last_taken = Instant::now();
+            }
             s.chunks.push_back((seq, Arc::clone(chunk)));
             s.bytes += n;
         }
         drop(s);
         self.ready.notify_one();
         true
+    }
+
+    /// Flow control (see the module docs): for an interactive client, wait
+    /// until `n` more bytes fit, the client stops taking output for
+    /// `stall`, or it is closed or already overflowed. Returns at once for
+    /// observers. Called by the reader, never under the session lock.
+    pub fn wait_room(&self, n: usize, stall: Duration) {
+        if self.mode != AttachMode::Interactive {
+            return;
+        }
+        let mut s = self.lock();
+        loop {
+            if s.closed || s.overflowed || s.bytes == 0 || s.bytes + n <= self.cap {
+                return;
+            }
+            let idle = s.last_taken.elapsed();
+            if idle >= stall {
+                tracing::debug!(
+                    client = self.id,
+                    queued = s.bytes,
+                    "client took nothing for the stall time; its queue will be dropped"
+                );
+                return;
+            }
+            s = self
+                .taken
+                .wait_timeout(s, stall - idle)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     /// Called by the session, under its lock, when a resync is taken: the
@@ -164,6 +237,9 @@ impl ClientQueue {
             s.resyncs += 1;
         }
         s.overflowed = false;
+        s.last_taken = Instant::now();
+        drop(s);
+        self.taken.notify_all();
     }
 
     fn mark_exited(&self, exit: ExitInfo) {
@@ -179,6 +255,7 @@ impl ClientQueue {
         s.bytes = 0;
         drop(s);
         self.ready.notify_all();
+        self.taken.notify_all();
     }
 
     /// Wait up to `wait` for the next thing to send. Coalesces consecutive
@@ -206,6 +283,9 @@ impl ClientQueue {
                     s.bytes -= c.len();
                     s.chunks.pop_front();
                 }
+                s.last_taken = Instant::now();
+                drop(s);
+                self.taken.notify_all();
                 return Event::Output { seq, data };
             }
             if let Some(exit) = s.exited.clone() {
@@ -242,6 +322,7 @@ impl Fanout {
             cap: cap.max(1),
             state: Mutex::new(QueueState::default()),
             ready: Condvar::new(),
+            taken: Condvar::new(),
         });
         if let Some(exit) = &self.exited {
             q.mark_exited(exit.clone());
@@ -258,6 +339,16 @@ impl Fanout {
         }
         let chunk: Arc<[u8]> = Arc::from(chunk);
         self.clients.retain(|c| c.push(seq, &chunk));
+    }
+
+    /// The interactive clients' queues, for [`ClientQueue::wait_room`]
+    /// outside the session lock.
+    pub fn interactive(&self) -> Vec<Arc<ClientQueue>> {
+        self.clients
+            .iter()
+            .filter(|c| c.mode == AttachMode::Interactive)
+            .cloned()
+            .collect()
     }
 
     /// Tell every client the child exited (after its queued output).
@@ -333,6 +424,65 @@ mod tests {
         f.push(40, b"x");
         assert!(matches!(slow.next(W, 100), Event::Output { seq: 40, .. }));
         assert_eq!(fast.stats().bytes_dropped, 0);
+    }
+
+    #[test]
+    fn an_interactive_client_that_keeps_reading_loses_nothing() {
+        let mut f = Fanout::default();
+        let q = f.add(AttachMode::Interactive, 10);
+        let reader = {
+            let q = Arc::clone(&q);
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                while got.len() < 400 {
+                    std::thread::sleep(Duration::from_millis(2));
+                    match q.next(Duration::from_secs(5), 3) {
+                        Event::Output { data, .. } => got.extend(data),
+                        e => panic!("{e:?}"),
+                    }
+                }
+                got
+            })
+        };
+        for i in 0..100u64 {
+            q.wait_room(4, CLIENT_STALL);
+            f.push(i * 4, b"0123");
+        }
+        let got = reader.join().unwrap();
+        assert_eq!(got.len(), 400);
+        assert!(got.chunks(4).all(|c| c == b"0123"));
+        assert_eq!(q.stats().bytes_dropped, 0);
+        assert_eq!(q.stats().resyncs, 0);
+    }
+
+    #[test]
+    fn a_stopped_interactive_client_delays_the_reader_once_then_is_dropped() {
+        let mut f = Fanout::default();
+        let q = f.add(AttachMode::Interactive, 10);
+        let stall = Duration::from_millis(100);
+        let t0 = std::time::Instant::now();
+        for i in 0..50u64 {
+            q.wait_room(4, stall);
+            f.push(i * 4, b"0123");
+        }
+        let waited = t0.elapsed();
+        assert!(waited >= stall, "{waited:?}");
+        assert!(waited < stall * 5, "waited more than once: {waited:?}");
+        assert!(q.stats().bytes_dropped > 0);
+        assert!(matches!(q.next(W, 100), Event::Resync));
+    }
+
+    #[test]
+    fn observers_never_hold_the_reader() {
+        let mut f = Fanout::default();
+        let q = f.add(AttachMode::Observe, 10);
+        let t0 = std::time::Instant::now();
+        for i in 0..50u64 {
+            q.wait_room(4, Duration::from_secs(10));
+            f.push(i * 4, b"0123");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert!(q.stats().bytes_dropped > 0);
     }
 
     #[test]

@@ -160,8 +160,15 @@ impl Session {
         self.stop.load(Ordering::SeqCst)
     }
 
-    /// The PTY reader: feed the model, advance the stream, fan out.
+    /// The PTY reader: wait for room at the interactive clients that keep
+    /// reading (outside the lock, [`crate::fanout`]), then feed the model,
+    /// advance the stream, fan out.
     pub(crate) fn on_output(&self, bytes: &[u8]) {
+        let interactive = self.lock().fanout.interactive();
+        for q in &interactive {
+            q.wait_room(bytes.len(), crate::fanout::CLIENT_STALL);
+        }
+        drop(interactive);
         let mut g = self.lock();
         g.screen.process(bytes);
         let seq = g.seq;
