@@ -24,6 +24,9 @@ pub struct Args {
     cols: u16,
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Scrollback lines of the ccd Screen part (the holder keeps none).
+    #[arg(long, default_value_t = 0)]
+    scrollback: usize,
 }
 
 /// A named part of the model and how to run it over the whole stream once.
@@ -77,7 +80,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             (
                 "ccd Screen",
                 Box::new(|| {
-                    let mut s = ccd_screen::Screen::new(a.rows, a.cols);
+                    let mut s = ccd_screen::Screen::with_scrollback(a.rows, a.cols, a.scrollback);
                     for c in data.chunks(a.chunk) {
                         s.process(c);
                     }

@@ -219,7 +219,10 @@ pub struct Reference {
 
 pub fn reference(kind: Kind, bytes: usize, seed: u64) -> Reference {
     let data = stream::generate(kind, bytes, seed, term::ROWS, term::COLS);
-    let mut s = ccd_screen::Screen::new(term::ROWS, term::COLS);
+    // As the holder runs it (its default scrollback).
+    let scrollback =
+        ccd_holder::HolderConfig::new(PathBuf::new(), PathBuf::new(), PathBuf::new()).scrollback;
+    let mut s = ccd_screen::Screen::with_scrollback(term::ROWS, term::COLS, scrollback);
     let t0 = std::time::Instant::now();
     for c in data.chunks(4096) {
         s.process(c);
