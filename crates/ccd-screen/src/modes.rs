@@ -263,6 +263,10 @@ enum State {
     /// `ESC` followed by intermediates (e.g. `ESC ( B`): wait for the final byte.
     EscapeIntermediate,
     Csi,
+    /// A CSI without a private marker (`?`, `>`, `<`, `=`): none of those set
+    /// a mode this scanner tracks (SGR, cursor moves, erases… the bulk of a
+    /// TUI's output), so it is skipped to its final byte.
+    CsiIgnore,
     /// OSC / DCS / SOS / PM / APC payload: skip until BEL (OSC only) or ST.
     String {
         osc: bool,
@@ -319,12 +323,18 @@ impl ModeScanner {
     /// Feed the next chunk of raw terminal output.
     pub fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            if self.parse.state == State::Ground {
-                // Fast path: text between escapes is irrelevant here.
-                match bytes.iter().position(|&b| b == 0x1b) {
-                    Some(i) => bytes = &bytes[i..],
-                    None => return,
-                }
+            // Fast paths: text between escapes, and the body of a CSI that
+            // cannot matter, are skipped without stepping byte by byte.
+            let skip = match self.parse.state {
+                State::Ground => memchr::memchr(0x1b, bytes),
+                State::CsiIgnore => bytes
+                    .iter()
+                    .position(|&b| matches!(b, 0x40..=0x7e | 0x1b | 0x18 | 0x1a)),
+                _ => Some(0),
+            };
+            match skip {
+                Some(i) => bytes = &bytes[i..],
+                None => return,
             }
             self.step(bytes[0]);
             bytes = &bytes[1..];
@@ -367,6 +377,22 @@ impl ModeScanner {
                 0x18 | 0x1a => self.parse.state = State::Ground,
                 0x00..=0x2f => {}
                 _ => self.parse.state = State::Ground,
+            },
+            State::Csi if self.parse.params_len == 0
+                && self.parse.intermediate.is_none()
+                && !matches!(b, b'?' | b'>' | b'<' | b'=' | 0x00..=0x1f) =>
+            {
+                // No private marker: nothing here for us (see CsiIgnore).
+                self.parse.state = if (0x40..=0x7e).contains(&b) {
+                    State::Ground
+                } else {
+                    State::CsiIgnore
+                };
+            }
+            State::CsiIgnore => match b {
+                0x1b => self.parse.state = State::Escape,
+                0x18 | 0x1a | 0x40..=0x7e => self.parse.state = State::Ground,
+                _ => {}
             },
             State::Csi => match b {
                 0x1b => self.parse.state = State::Escape,
@@ -539,6 +565,21 @@ mod tests {
         assert!(m.focus_events && m.synchronized_output && m.color_scheme_updates);
         let m = scan(&[b"\x1b[?1004h\x1b[?1004l"]);
         assert!(!m.focus_events);
+    }
+
+    #[test]
+    fn sequences_without_a_private_marker_are_skipped_whole() {
+        // SGR with many parameters, cursor moves, an erase, DECSTR: none
+        // changes a tracked mode, and none swallows the real one after it.
+        let stream = b"\x1b[38;2;1;2;3;48;5;17;1;4m\x1b[12;40H\x1b[2K\x1b[!p\x1b[?1004h\x1b[0m";
+        for split in 0..stream.len() {
+            let (a, b) = stream.split_at(split);
+            assert!(scan(&[a, b]).focus_events, "split {split}");
+        }
+        // An ESC inside an ignored CSI aborts it and starts a real sequence.
+        assert!(scan(&[b"\x1b[38;5\x1b[?1004h"]).focus_events);
+        // CAN aborts it; what follows is text.
+        assert!(!scan(&[b"\x1b[1\x18?1004h"]).focus_events);
     }
 
     #[test]
