@@ -378,9 +378,10 @@ impl ModeScanner {
                 0x00..=0x2f => {}
                 _ => self.parse.state = State::Ground,
             },
-            State::Csi if self.parse.params_len == 0
-                && self.parse.intermediate.is_none()
-                && !matches!(b, b'?' | b'>' | b'<' | b'=' | 0x00..=0x1f) =>
+            State::Csi
+                if self.parse.params_len == 0
+                    && self.parse.intermediate.is_none()
+                    && !matches!(b, b'?' | b'>' | b'<' | b'=' | 0x00..=0x1f) =>
             {
                 // No private marker: nothing here for us (see CsiIgnore).
                 self.parse.state = if (0x40..=0x7e).contains(&b) {
