@@ -33,13 +33,24 @@ fn evidence(sb: &Sandbox, mock: &MockApi, sid: Option<&str>) -> String {
     )
 }
 
+/// The usage and words of the newest assistant record: the latest by
+/// timestamp, not the last line. A fork's transcript is not written in
+/// order: 2.1.173 can append the copied history after the fork's first
+/// turn (seen under load in CI).
 fn assistant_usage(transcript: &std::path::Path) -> Option<(Value, String)> {
     let text = std::fs::read_to_string(transcript).ok()?;
     let r = text
         .lines()
-        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|r| r["type"] == "assistant")?;
+        .filter(|r| r["type"] == "assistant")
+        // RFC 3339 UTC timestamps of one writer compare as strings; on a
+        // tie the later line wins.
+        .max_by(|a, b| {
+            a["timestamp"]
+                .as_str()
+                .unwrap_or("")
+                .cmp(b["timestamp"].as_str().unwrap_or(""))
+        })?;
     let words: String = r["message"]["content"]
         .as_array()
         .into_iter()
