@@ -163,6 +163,12 @@ impl ClientQueue {
         }
     }
 
+    /// Queue a backlog chunk after a redraw (under the session lock, see
+    /// [`crate::session`]); like the reader's push, never blocks.
+    pub(crate) fn seed(&self, seq: u64, chunk: &Arc<[u8]>) {
+        self.push(seq, chunk);
+    }
+
     /// Called by the reader (under the session lock): never blocks on the
     /// client. Returns false once the client is closed.
     fn push(&self, seq: u64, chunk: &Arc<[u8]>) -> bool {
@@ -337,8 +343,12 @@ impl Fanout {
         if self.clients.is_empty() {
             return;
         }
-        let chunk: Arc<[u8]> = Arc::from(chunk);
-        self.clients.retain(|c| c.push(seq, &chunk));
+        self.push_shared(seq, &Arc::from(chunk));
+    }
+
+    /// [`Fanout::push`] of a chunk already shared (with the parse backlog).
+    pub fn push_shared(&mut self, seq: u64, chunk: &Arc<[u8]>) {
+        self.clients.retain(|c| c.push(seq, chunk));
     }
 
     /// The interactive clients' queues, for [`ClientQueue::wait_room`]

@@ -100,6 +100,7 @@ impl Holder {
             reason: format!("cannot start a holder thread: {e}"),
         };
         pty_io::spawn_writer(spawned.writer, rx).map_err(thread_err)?;
+        pty_io::spawn_parser(Arc::clone(&session)).map_err(thread_err)?;
         pty_io::spawn_reader(Arc::clone(&session), spawned.reader).map_err(thread_err)?;
         pty_io::spawn_waiter(Arc::clone(&session), spawned.child).map_err(thread_err)?;
         let mut core = lifecycle::CoreConfig::new(config.auto_trust, config.trust_stable);

@@ -3,6 +3,9 @@
 //! - the **reader** reads the master into the session ([`Session::on_output`]:
 //!   screen model + fan-out; see [`crate::fanout`] for the invariant that it
 //!   never waits on a client);
+//! - the **parser** feeds the output to the screen model beside the stream
+//!   ([`Session::parse_step`]; see [`crate::session`] for why and how the
+//!   redraws still line up);
 //! - the **writer** is the single owner of PTY input: everything typed
 //!   (clients, the trust step) goes through its bounded channel;
 //! - the **waiter** waits for the child, records its exit, reaps it.
@@ -23,6 +26,9 @@ const READ_BUF: usize = 64 * 1024;
 /// After the child exits, how long to wait for the rest of its output before
 /// telling clients (a descendant may keep the PTY open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// Then, how long to wait for the model to parse what was read (a bounded
+/// backlog: milliseconds in a release build).
+const PARSE_AFTER_EXIT: Duration = Duration::from_secs(5);
 
 /// Start the reader thread.
 pub fn spawn_reader(
@@ -47,7 +53,18 @@ pub fn spawn_reader(
             }
             session.lock().output_eof = true;
             session.notify();
+            session.wake_parser();
             tracing::debug!("pty reader done");
+        })
+}
+
+/// Start the parser thread.
+pub fn spawn_parser(session: Arc<Session>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("holder-parser".into())
+        .spawn(move || {
+            while session.parse_step() {}
+            tracing::debug!("parser done");
         })
 }
 
@@ -85,7 +102,10 @@ pub fn spawn_waiter(
             let info = exit::reap(child);
             session.lock().child_gone = true;
             tracing::info!(pid, code = ?info.code, signal = ?info.signal, "child exited");
-            let (mut g, _) = session.wait_for(DRAIN_AFTER_EXIT, |g| g.output_eof);
+            let (g, _) = session.wait_for(DRAIN_AFTER_EXIT, |g| g.output_eof);
+            drop(g);
+            // The last output parsed too: the final screen is what is kept.
+            let (mut g, _) = session.wait_for(PARSE_AFTER_EXIT, |g| g.backlog.is_empty());
             g.exit = Some(info.clone());
             g.fanout.mark_exited(info);
             drop(g);

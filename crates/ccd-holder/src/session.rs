@@ -1,10 +1,31 @@
-//! The session's shared state: screen model, stream position, fan-out, PTY
-//! master, exit status and lifecycle record, behind one mutex.
+//! The session's shared state, behind two mutexes:
 //!
-//! Lock order: the session lock, then a client queue's lock (both the PTY
-//! reader and a resync take them in that order). Nobody does I/O on a client
-//! socket while holding either. PTY input goes through the single writer
-//! thread ([`crate::pty_io`]), never under the lock.
+//! - the **session lock** ([`Inner`]): stream position, fan-out, the parse
+//!   backlog, PTY master, size, exit status and lifecycle record;
+//! - the **model lock** ([`Model`]): the screen model and the stream
+//!   position it has parsed up to.
+//!
+//! # The parse runs beside the stream, not in front of it
+//!
+//! The PTY reader pushes each chunk to the clients and to the *backlog* at
+//! once (session lock only); the parser thread ([`Session::parse_step`])
+//! feeds backlog chunks to the model under the model lock alone, so clients
+//! get output while the model catches up, and the reader reads on while the
+//! model parses. A chunk leaves the backlog only after it was parsed, so
+//! under both locks `backlog` holds exactly the stream from `Model::parsed`
+//! (past a parsed-but-not-yet-removed front) to `Inner::seq`. A redraw for
+//! a client (attach, resync) is taken under both locks: the model at
+//! `parsed`, followed in the client's queue by the backlog from there — the
+//! stream lines up exactly. The backlog is bounded ([`BACKLOG_CAP`], and
+//! half a client queue): when full, the reader waits for the parser, which
+//! then paces the PTY. A resize reaches the model in stream order (queued in
+//! the backlog unless it is empty).
+//!
+//! Lock order: the session lock, then the model lock, then a client queue's
+//! lock. The parser never holds the session and model locks together.
+//! Nobody does I/O on a client socket while holding any of them. PTY input
+//! goes through the single writer thread ([`crate::pty_io`]), never under a
+//! lock.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -29,6 +50,28 @@ use crate::rpc::types::{
 /// Transitions kept for `holder.info`.
 const TRANSITIONS_KEPT: usize = 10;
 
+/// Most bytes of output waiting for the model before the reader waits.
+pub const BACKLOG_CAP: usize = 4 << 20;
+
+/// Most bytes the parser takes from the backlog per model-lock hold (a
+/// redraw or a screen request waits at most for this much parsing).
+const PARSE_BATCH: usize = 256 << 10;
+
+/// Output not yet in the model, in stream order.
+#[derive(Debug)]
+pub(crate) enum Pending {
+    /// Bytes starting at stream offset `.0`.
+    Bytes(u64, Arc<[u8]>),
+    /// The PTY was resized at this point of the stream.
+    Resize(Size),
+}
+
+/// The screen model and how far into the stream it has parsed.
+pub(crate) struct Model {
+    pub screen: Screen,
+    pub parsed: u64,
+}
+
 /// Unix milliseconds now.
 pub fn unix_ms() -> i64 {
     SystemTime::now()
@@ -48,8 +91,12 @@ pub(crate) struct LifeRecord {
 }
 
 pub(crate) struct Inner {
-    pub screen: Screen,
+    /// Stream offset of the next byte read from the PTY.
     pub seq: u64,
+    /// Pushed to clients, not yet removed by the parser (see the module docs).
+    pub backlog: VecDeque<Pending>,
+    /// Bytes in `backlog`.
+    pub backlog_bytes: usize,
     pub fanout: Fanout,
     pub master: Box<dyn MasterPty + Send>,
     pub size: Size,
@@ -82,12 +129,17 @@ pub struct Fixed {
 /// One session, shared by the holder's threads.
 pub struct Session {
     inner: Mutex<Inner>,
+    model: Mutex<Model>,
     changed: Condvar,
+    /// With the session lock: the backlog changed (work for the parser,
+    /// room for the reader).
+    backlog_changed: Condvar,
     input: SyncSender<Vec<u8>>,
     stop: AtomicBool,
     /// Fixed facts.
     pub fixed: Fixed,
     queue_cap: usize,
+    backlog_cap: usize,
 }
 
 /// Why an operation on the session was refused.
@@ -115,8 +167,9 @@ impl Session {
     ) -> Self {
         Self {
             inner: Mutex::new(Inner {
-                screen,
                 seq: 0,
+                backlog: VecDeque::new(),
+                backlog_bytes: 0,
                 fanout: Fanout::default(),
                 master,
                 size,
@@ -132,16 +185,24 @@ impl Session {
                 },
                 collected: false,
             }),
+            model: Mutex::new(Model { screen, parsed: 0 }),
             changed: Condvar::new(),
+            backlog_changed: Condvar::new(),
             input,
             stop: AtomicBool::new(false),
             fixed,
             queue_cap,
+            backlog_cap: BACKLOG_CAP.min(queue_cap / 2).max(1),
         }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The model lock (after the session lock, if both are held).
+    pub(crate) fn model(&self) -> MutexGuard<'_, Model> {
+        self.model.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Wake everyone waiting on a change (exit, EOF, collect).
@@ -153,6 +214,7 @@ impl Session {
     pub fn request_stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.notify();
+        self.backlog_changed.notify_all();
     }
 
     /// True once the holder is shutting down.
@@ -161,8 +223,8 @@ impl Session {
     }
 
     /// The PTY reader: wait for room at the interactive clients that keep
-    /// reading (outside the lock, [`crate::fanout`]), then feed the model,
-    /// advance the stream, fan out.
+    /// reading (outside the lock, [`crate::fanout`]) and in the backlog, then
+    /// advance the stream and hand the chunk to the clients and the parser.
     pub(crate) fn on_output(&self, bytes: &[u8]) {
         let interactive = self.lock().fanout.interactive();
         for q in &interactive {
@@ -170,10 +232,87 @@ impl Session {
         }
         drop(interactive);
         let mut g = self.lock();
-        g.screen.process(bytes);
+        while g.backlog_bytes > 0
+            && g.backlog_bytes + bytes.len() > self.backlog_cap
+            && !self.stopping()
+        {
+            g = self
+                .backlog_changed
+                .wait_timeout(g, Duration::from_millis(100))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        let chunk: Arc<[u8]> = Arc::from(bytes);
         let seq = g.seq;
         g.seq += bytes.len() as u64;
-        g.fanout.push(seq, bytes);
+        g.fanout.push_shared(seq, &chunk);
+        g.backlog.push_back(Pending::Bytes(seq, chunk));
+        g.backlog_bytes += bytes.len();
+        drop(g);
+        self.backlog_changed.notify_all();
+    }
+
+    /// Wake the parser (the output ended).
+    pub(crate) fn wake_parser(&self) {
+        self.backlog_changed.notify_all();
+    }
+
+    /// The parser thread's step: parse what the backlog holds (up to
+    /// [`PARSE_BATCH`]) into the model, then remove it from the backlog.
+    /// Waits for work; false once the output ended and all of it is parsed,
+    /// or the holder stops.
+    pub(crate) fn parse_step(&self) -> bool {
+        let batch: Vec<Pending> = {
+            let mut g = self.lock();
+            while g.backlog.is_empty() {
+                if g.output_eof || self.stopping() {
+                    return false;
+                }
+                g = self
+                    .backlog_changed
+                    .wait_timeout(g, Duration::from_millis(200))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            let mut bytes = 0;
+            g.backlog
+                .iter()
+                .take_while(|p| {
+                    let first = bytes == 0;
+                    if let Pending::Bytes(_, c) = p {
+                        bytes += c.len();
+                    }
+                    first || bytes <= PARSE_BATCH
+                })
+                .map(|p| match p {
+                    Pending::Bytes(seq, c) => Pending::Bytes(*seq, Arc::clone(c)),
+                    Pending::Resize(s) => Pending::Resize(*s),
+                })
+                .collect()
+        };
+        {
+            let mut m = self.model();
+            for p in &batch {
+                match p {
+                    Pending::Bytes(seq, c) => {
+                        m.screen.process(c);
+                        m.parsed = seq + c.len() as u64;
+                    }
+                    Pending::Resize(size) => m.screen.resize(size.rows, size.cols),
+                }
+            }
+        }
+        {
+            let mut g = self.lock();
+            for _ in 0..batch.len() {
+                if let Some(Pending::Bytes(_, c)) = g.backlog.pop_front() {
+                    g.backlog_bytes -= c.len();
+                }
+            }
+        }
+        self.backlog_changed.notify_all();
+        self.notify();
+        true
     }
 
     /// Wait until `pred` holds on the state, or `timeout`. Returns the final
@@ -205,16 +344,23 @@ impl Session {
         g.life.session_id.clone().unwrap_or_default()
     }
 
-    fn resync_locked(g: &Inner, reason: ResyncReason) -> Resync {
+    /// A redraw of the model at its parsed position, with `q` (emptied by
+    /// the caller) seeded with the backlog from there: under both locks.
+    fn resync_locked(g: &Inner, m: &Model, q: &ClientQueue, reason: ResyncReason) -> Resync {
+        for p in &g.backlog {
+            if let Pending::Bytes(seq, c) = p {
+                if *seq >= m.parsed {
+                    q.seed(*seq, c);
+                }
+            }
+        }
+        let (rows, cols) = m.screen.size();
         Resync {
             session: Self::stream_label(g),
-            seq: g.seq,
-            size: TermSize {
-                cols: g.size.cols,
-                rows: g.size.rows,
-            },
+            seq: m.parsed,
+            size: TermSize { cols, rows },
             reason,
-            data: g.screen.redraw(),
+            data: m.screen.redraw(),
         }
     }
 
@@ -223,7 +369,8 @@ impl Session {
     pub fn attach(&self, mode: AttachMode) -> (Arc<ClientQueue>, Resync) {
         let mut g = self.lock();
         let q = g.fanout.add(mode, self.queue_cap);
-        let r = Self::resync_locked(&g, ResyncReason::Attach);
+        let m = self.model();
+        let r = Self::resync_locked(&g, &m, &q, ResyncReason::Attach);
         tracing::info!(client = q.id(), mode = ?mode, seq = r.seq, "client attached");
         (q, r)
     }
@@ -232,8 +379,9 @@ impl Session {
     /// at the redraw's position.
     pub fn resync(&self, q: &ClientQueue) -> Resync {
         let g = self.lock();
+        let m = self.model();
         q.reset_after_resync(true);
-        let r = Self::resync_locked(&g, ResyncReason::Overflow);
+        let r = Self::resync_locked(&g, &m, q, ResyncReason::Overflow);
         tracing::debug!(client = q.id(), seq = r.seq, "client resynced");
         r
     }
@@ -261,7 +409,13 @@ impl Session {
         let mut g = self.lock();
         crate::spawn::resize(g.master.as_ref(), size)
             .map_err(|e| SessionError::Resize(format!("{e:#}")))?;
-        g.screen.resize(size.rows, size.cols);
+        if g.backlog.is_empty() {
+            // Everything read so far is parsed: resize the model now.
+            self.model().screen.resize(size.rows, size.cols);
+        } else {
+            g.backlog.push_back(Pending::Resize(size));
+            self.backlog_changed.notify_all();
+        }
         g.size = size;
         tracing::info!(rows = size.rows, cols = size.cols, "resized");
         Ok(())
@@ -306,14 +460,30 @@ impl Session {
 
     /// Text of the visible screen.
     pub fn screen_text(&self) -> String {
-        self.lock().screen.contents()
+        self.model().screen.contents()
     }
 
-    /// `holder.screen`.
+    /// Waits (at most `limit`) until the model has parsed everything read
+    /// from the PTY before the call.
+    fn wait_parsed(&self, limit: Duration) {
+        let target = self.lock().seq;
+        let (g, _) = self.wait_for(limit, |g| {
+            g.backlog.iter().all(|p| match p {
+                Pending::Bytes(seq, _) => *seq >= target,
+                Pending::Resize(_) => false,
+            })
+        });
+        drop(g);
+    }
+
+    /// `holder.screen`: the screen once everything read so far is parsed
+    /// (a bounded backlog: milliseconds).
     pub fn screen(&self, format: ScreenFormat) -> ScreenResult {
-        let g = self.lock();
-        let s = &g.screen;
+        self.wait_parsed(Duration::from_millis(500));
+        let m = self.model();
+        let s = &m.screen;
         let (row, col) = s.cursor_position();
+        let (rows, cols) = s.size();
         ScreenResult {
             rows: s.rows_text(),
             text: s.contents(),
@@ -322,7 +492,7 @@ impl Session {
                 ScreenFormat::Ansi => Some(s.vt().contents_formatted()),
             },
             cursor: Cursor { row, col },
-            size: g.size,
+            size: Size { rows, cols },
             modes: s.modes(),
             title: s.title().to_owned(),
             verdict: classify_screen(s),
@@ -365,8 +535,8 @@ impl Session {
 
     /// Record a lifecycle transition with the screen at that moment.
     pub(crate) fn record_transition(&self, state: &str, detail: Option<String>) {
+        let screen = self.screen_text();
         let mut g = self.lock();
-        let screen = g.screen.contents();
         let t = &mut g.life.transitions;
         if t.len() == TRANSITIONS_KEPT {
             t.pop_front();
@@ -399,10 +569,11 @@ impl Session {
     pub(crate) fn set_attention(&self, reason: Option<AttentionReason>) {
         let detail = reason.as_ref().map(|r| format!("{r:?}"));
         {
+            let screen = self.screen_text();
             let mut g = self.lock();
             g.life.attention = reason.map(|reason| Attention {
                 reason,
-                screen: g.screen.contents(),
+                screen,
                 since: unix_ms(),
             });
         }

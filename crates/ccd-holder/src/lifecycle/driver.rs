@@ -62,22 +62,23 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
             return;
         }
         let now = Instant::now();
-        let (app_cursor, exit) = {
-            let g = session.lock();
-            if g.seq != seen.seq {
-                seen.seq = g.seq;
-                let text = g.screen.contents();
+        let exit = session.lock().exit.clone();
+        let app_cursor = {
+            let m = session.model();
+            if m.parsed != seen.seq {
+                seen.seq = m.parsed;
+                let text = m.screen.contents();
                 if text != seen.text {
                     seen.text = text;
                     seen.changed_at = now;
                 }
-                let verdict = classify_screen(&g.screen);
+                let verdict = classify_screen(&m.screen);
                 if verdict != seen.verdict && matches!(lc.state(), State::Starting | State::Trust) {
                     tracing::info!(verdict = ?verdict, state = lc.state().as_str(), "screen verdict");
                 }
                 seen.verdict = verdict;
             }
-            (g.screen.vt().application_cursor(), g.exit.clone())
+            m.screen.vt().application_cursor()
         };
         let sid = if matches!(lc.state(), State::Starting | State::Trust) && exit.is_none() {
             registry_session(&session.fixed.registry_path, probe.as_ref())

@@ -212,13 +212,14 @@ impl Conn<'_> {
             });
             drop(g);
         }
+        let screen = self.session.screen_text();
         let mut g = self.session.lock();
         let result = CollectResult {
             collected: exited,
             exit: g.exit.clone(),
             state: g.life.state,
             failure: g.life.failure.clone(),
-            screen: g.screen.contents(),
+            screen,
         };
         if exited {
             g.collected = true;
