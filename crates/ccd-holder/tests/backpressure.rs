@@ -123,23 +123,33 @@ fn stuck_client_is_dropped_and_resynced_while_others_keep_up() {
     );
 
     // The stuck client now reads: after whatever was already in its socket,
-    // it gets a full redraw, which shows the end of the flood.
-    let mut resynced = false;
+    // it gets a full redraw (the model where its parse has reached) and then
+    // the output from there, which together show the end of the flood.
+    let stream_end = c.info().unwrap().output_bytes;
+    let mut screen: Option<(ccd_screen::Screen, u64)> = None;
     let end = Instant::now() + T;
-    while Instant::now() < end {
+    while screen.as_ref().is_none_or(|(_, pos)| *pos < stream_end) {
+        assert!(Instant::now() < end, "the stuck client never caught up");
         match stuck.next_event(T).unwrap() {
             StreamEvent::Resync(r) => {
                 if r.reason == ccd_protocol::stream::ResyncReason::Overflow {
-                    resynced = true;
-                    assert!(String::from_utf8_lossy(&r.data).contains("__END__"));
-                    break;
+                    let mut s = ccd_screen::Screen::new(r.size.rows, r.size.cols);
+                    s.process(&r.data);
+                    screen = Some((s, r.seq));
                 }
             }
-            StreamEvent::Output(_) => {}
+            StreamEvent::Output(o) => {
+                if let Some((s, pos)) = screen.as_mut() {
+                    assert_eq!(o.seq, *pos, "a gap after the redraw");
+                    s.process(&o.data);
+                    *pos += o.data.len() as u64;
+                }
+            }
             other => panic!("{other:?}"),
         }
     }
-    assert!(resynced, "the stuck client was resynced");
+    let (s, _) = screen.expect("the stuck client was resynced");
+    assert!(s.contents().contains("__END__"), "{}", s.contents());
     let info = c.info().unwrap();
     let s = info.clients.iter().find(|s| s.id == stuck_id).unwrap();
     assert!(s.resyncs >= 1);
