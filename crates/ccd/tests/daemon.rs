@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{ls_json, wait_for, Sandbox};
+use common::{ls_json, rss_kb, wait_for, Sandbox};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -395,15 +395,4 @@ fn a_client_that_never_reads_does_not_hurt_the_session_or_others() {
     assert!(screen.contains('❯'), "{screen}");
     drop(stuck_w);
     drop(stuck_r);
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
 }

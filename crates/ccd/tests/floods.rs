@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{wait_for, Sandbox};
+use common::{rss_kb, wait_for, Sandbox};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -206,17 +206,6 @@ impl Viewer {
             })
             .unwrap_or_default()
     }
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
 }
 
 /// The session's screen as the holder's model has it.

@@ -65,17 +65,13 @@ fn one_version(version: &str) {
         return;
     };
     let started = Instant::now();
-    let scratch = tempfile::Builder::new()
-        .prefix("ccd-mock")
-        .tempdir()
-        .unwrap();
     let usage = MockUsage {
         input: 1234,
         cache_creation: 2345,
         cache_read: 3456,
         output: 77,
     };
-    let mock = MockApi::start(scratch.path(), usage);
+    let mock = MockApi::start(usage);
     let sb = real::sandbox(&mock, &claude, version);
     let proj = sb.project("untrusted-proj");
 
@@ -258,16 +254,9 @@ fn trust_folder(sb: &Sandbox, dir: &std::path::Path) {
 }
 
 fn outside(sb: &Sandbox, claude: &std::path::Path, dir: &std::path::Path) -> Outside {
-    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+    use portable_pty::CommandBuilder;
     trust_folder(sb, dir);
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 40,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
+    let pty = common::pty::open();
     let mut cmd = CommandBuilder::new(claude);
     for (k, v) in &sb.env {
         cmd.env(k, v);
@@ -363,19 +352,12 @@ fn outside_version(version: &str) {
         return;
     };
     let started = Instant::now();
-    let scratch = tempfile::Builder::new()
-        .prefix("ccd-mock")
-        .tempdir()
-        .unwrap();
-    let mock = MockApi::start(
-        scratch.path(),
-        MockUsage {
-            input: 100,
-            cache_creation: 200,
-            cache_read: 300,
-            output: 5,
-        },
-    );
+    let mock = MockApi::start(MockUsage {
+        input: 100,
+        cache_creation: 200,
+        cache_read: 300,
+        output: 5,
+    });
     let sb = real::sandbox(&mock, &claude, version);
     let dir = sb.project("outside");
     let mut ext = outside(&sb, &claude, &dir);
@@ -477,13 +459,8 @@ fn daemon_version(version: &str) {
         return;
     };
     let started = Instant::now();
-    let scratch = tempfile::Builder::new()
-        .prefix("ccd-mock")
-        .tempdir()
-        .unwrap();
     // Each streamed event waits: a turn lasts a few seconds.
     let mock = MockApi::start_with_delay(
-        scratch.path(),
         MockUsage {
             input: 10,
             cache_creation: 20,

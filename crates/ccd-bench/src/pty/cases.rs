@@ -587,8 +587,10 @@ fn attach_ccd(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::R
     res
 }
 
-fn status_kb(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+/// A field of `/proc/<pid>/<file>` (`status`, `smaps_rollup`), in kB (0
+/// when unreadable).
+fn proc_kb(pid: u32, file: &str, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}"))
         .ok()
         .and_then(|s| {
             s.lines()
@@ -599,16 +601,12 @@ fn status_kb(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// A field of `/proc/<pid>/smaps_rollup`, in kB (0 when unreadable).
+fn status_kb(pid: u32, key: &str) -> u64 {
+    proc_kb(pid, "status", key)
+}
+
 fn rollup_kb(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
+    proc_kb(pid, "smaps_rollup", key)
 }
 
 pub fn memory(cx: &Ctx, n: usize) -> anyhow::Result<Memory> {

@@ -1,7 +1,7 @@
 //! A session started outside ccd: the fake claude under the test's own PTY.
 
 use super::{wait_for, Sandbox};
-use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+use portable_pty::CommandBuilder;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,14 +38,7 @@ pub fn trust(sb: &Sandbox, dir: &Path) {
 
 pub fn external(sb: &Sandbox, dir: &Path) -> External {
     trust(sb, dir);
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 40,
-            cols: 120,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
+    let pty = super::pty::open();
     let mut cmd = CommandBuilder::new(super::fake_claude());
     for (k, v) in &sb.env {
         cmd.env(k, v);

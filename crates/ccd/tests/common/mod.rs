@@ -215,6 +215,18 @@ impl Drop for Sandbox {
     }
 }
 
+/// VmRSS of a process in kB (0 once it is gone).
+pub fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
 /// Polls `f` until it returns `Some`, or panics after `timeout`.
 pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;

@@ -18,16 +18,21 @@ pub struct PtyRun {
     pub raw: Arc<Mutex<Vec<u8>>>,
 }
 
+/// A fresh 40x120 PTY pair.
+pub fn open() -> portable_pty::PtyPair {
+    native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap()
+}
+
 impl PtyRun {
     pub fn start(sb: &Sandbox, args: &[&str], cwd: Option<&std::path::Path>) -> Self {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: 40,
-                cols: 120,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
+        let pty = open();
         let mut cmd = CommandBuilder::new(super::ccd_bin());
         cmd.args(args);
         cmd.env_remove("XDG_RUNTIME_DIR");

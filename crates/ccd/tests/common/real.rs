@@ -129,16 +129,23 @@ pub struct MockApi {
     pub port: u16,
     pub log: PathBuf,
     pub usage: MockUsage,
+    /// Its log and stderr live here, as long as the mock.
+    _scratch: tempfile::TempDir,
 }
 
 impl MockApi {
-    pub fn start(dir: &Path, usage: MockUsage) -> Self {
-        Self::start_with_delay(dir, usage, 0)
+    pub fn start(usage: MockUsage) -> Self {
+        Self::start_with_delay(usage, 0)
     }
 
     /// A mock that waits `delay_ms` between the events of each streamed
     /// reply (a turn that lasts).
-    pub fn start_with_delay(dir: &Path, usage: MockUsage, delay_ms: u64) -> Self {
+    pub fn start_with_delay(usage: MockUsage, delay_ms: u64) -> Self {
+        let scratch = tempfile::Builder::new()
+            .prefix("ccd-mock")
+            .tempdir()
+            .unwrap();
+        let dir = scratch.path();
         let log = dir.join("mock-api.log");
         let mut child = Command::new(mock_api_bin())
             .env("CCD_MOCK_EVENT_DELAY_MS", delay_ms.to_string())
@@ -171,6 +178,7 @@ impl MockApi {
             port,
             log,
             usage,
+            _scratch: scratch,
         }
     }
 
