@@ -268,9 +268,7 @@ fn start_failed(f: Option<crate::holders::Finished>) -> RpcError {
 }
 
 async fn screen_rows(e: &HolderEntry) -> Option<Vec<String>> {
-    let s: ccd_holder::ScreenResult = call_once(&e.socket, h::SCREEN, json!({"format": "text"}))
-        .await
-        .ok()?;
+    let s = text_screen(&e.socket).await.ok()?;
     Some(
         s.rows
             .into_iter()
@@ -399,7 +397,8 @@ const SUBMIT_WAIT: Duration = Duration::from_millis(1500);
 /// paste, or drop it while it still lays the paste out).
 const SUBMIT_TRIES: usize = 3;
 
-async fn screen_verdict(socket: &Path) -> Result<ccd_holder::ScreenResult, RpcError> {
+/// The holder's screen as text, with its verdict.
+async fn text_screen(socket: &Path) -> Result<ccd_holder::ScreenResult, RpcError> {
     call_once(socket, h::SCREEN, json!({"format": "text"}))
         .await
         .map_err(internal)
@@ -422,7 +421,7 @@ async fn wait_draft(
 ) -> Result<(bool, Option<String>), RpcError> {
     let deadline = Instant::now() + wait;
     loop {
-        let d = draft_of(&screen_verdict(socket).await?);
+        let d = draft_of(&text_screen(socket).await?);
         if done(d.as_deref()) {
             return Ok((true, d));
         }
@@ -455,7 +454,7 @@ pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
     let p: ccd_protocol::methods::session::SendParams = parse_params(params)?;
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
-    let s = screen_verdict(&entry.socket).await?;
+    let s = text_screen(&entry.socket).await?;
     let before = draft_of(&s);
     if before.is_none() && !p.force {
         let what = shows(&s.verdict);
