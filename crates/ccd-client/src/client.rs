@@ -93,7 +93,8 @@ impl Client {
             next_id: 1,
         };
         let reader = Reader {
-            stream: BufReader::new(stream),
+            // An output line is up to ~88 KB: read it in a few calls, not 11.
+            stream: BufReader::with_capacity(READ_BUF, stream),
             buf: Vec::new(),
         };
         let mut c = Self {
@@ -240,7 +241,33 @@ impl Writer {
     }
 }
 
+/// The socket reader's buffer.
+const READ_BUF: usize = 256 * 1024;
+
 impl Reader {
+    /// The next line as received (without its newline), for callers with a
+    /// cheaper decoder for some lines; [`parse_incoming`] for the others.
+    /// Over-long or non-UTF-8 lines are skipped with a warning.
+    pub fn next_line(&mut self) -> Result<&str, ClientError> {
+        loop {
+            match read_line_bounded(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
+                // Re-borrowed below: the loop cannot return a borrow of a
+                // previous iteration's read.
+                Ok(Some(_)) => break,
+                Ok(None) => return Err(ClientError::Closed),
+                Err(FrameError::Io(e)) => return Err(ClientError::Io(e)),
+                Err(e) => tracing::warn!(error = %e, "skipping a bad line from the daemon"),
+            }
+        }
+        std::str::from_utf8(&self.buf).map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+
+    /// True when a whole line is already buffered (the next read will not
+    /// wait).
+    pub fn has_buffered_line(&self) -> bool {
+        memchr::memchr(b'\n', self.stream.buffer()).is_some()
+    }
+
     /// The next message of any kind.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Incoming, ClientError> {

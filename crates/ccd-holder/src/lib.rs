@@ -24,6 +24,7 @@ pub mod fanout;
 pub mod lifecycle;
 pub mod pty_io;
 pub mod rpc;
+pub mod sched;
 pub mod session;
 pub mod spawn;
 

@@ -38,6 +38,7 @@ pub fn spawn_reader(
     std::thread::Builder::new()
         .name("holder-pty-reader".into())
         .spawn(move || {
+            crate::sched::short_slice();
             let mut buf = vec![0u8; READ_BUF];
             loop {
                 match reader.read(&mut buf) {
@@ -76,6 +77,7 @@ pub fn spawn_writer(
     std::thread::Builder::new()
         .name("holder-pty-writer".into())
         .spawn(move || {
+            crate::sched::short_slice();
             for bytes in input {
                 if let Err(e) = writer.write_all(&bytes).and_then(|()| writer.flush()) {
                     tracing::debug!(error = %e, "pty write failed; input writer stops");

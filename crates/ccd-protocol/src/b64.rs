@@ -18,6 +18,11 @@ pub fn decode(text: &str) -> Result<Vec<u8>, DecodeError> {
     STANDARD.decode(text)
 }
 
+/// Decode standard, padded base64, appending to `out`.
+pub fn decode_into(text: &str, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    STANDARD.decode_vec(text, out)
+}
+
 /// serde: write bytes as a base64 string.
 pub fn serialize<S: Serializer>(data: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&encode(data))

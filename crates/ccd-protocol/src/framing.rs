@@ -122,6 +122,12 @@ impl LineDecoder {
         self.buf.len()
     }
 
+    /// Takes the held bytes of the unfinished line (none while discarding),
+    /// for a caller that goes on framing the stream itself.
+    pub fn take_pending(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+
     /// True while the decoder is dropping the rest of an over-long line.
     pub fn is_discarding(&self) -> bool {
         self.discarding.is_some()
@@ -138,7 +144,7 @@ impl LineDecoder {
     pub fn push_into(&mut self, chunk: &[u8], out: &mut Vec<LineResult>) {
         let mut rest = chunk;
         while !rest.is_empty() {
-            match rest.iter().position(|&b| b == b'\n') {
+            match memchr::memchr(b'\n', rest) {
                 Some(i) => {
                     let part = &rest[..i];
                     rest = &rest[i + 1..];
@@ -230,7 +236,7 @@ pub fn read_line_bounded<'a, R: BufRead + ?Sized>(
             Err(e) => return Err(FrameError::Io(e)),
         };
         let eof = avail.is_empty();
-        let (part_len, found) = match avail.iter().position(|&b| b == b'\n') {
+        let (part_len, found) = match memchr::memchr(b'\n', avail) {
             Some(i) => (i, true),
             None => (avail.len(), false),
         };

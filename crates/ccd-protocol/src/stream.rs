@@ -174,6 +174,55 @@ pub fn encode_output_line(session: &str, seq: u64, data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A `session.output` or `session.resync` line seen without building a
+/// JSON tree: the method and the base64 `data`, borrowed from the line.
+/// What a terminal client needs per chunk; anything else (or a line whose
+/// strings carry escapes) is `None`, for the general decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLineRef<'a> {
+    /// True for `session.resync` (a full redraw), false for output.
+    pub resync: bool,
+    /// The session the line belongs to.
+    pub session: &'a str,
+    /// Base64 of the bytes.
+    pub data: &'a str,
+}
+
+impl<'a> StreamLineRef<'a> {
+    pub fn parse(line: &'a str) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Line<'a> {
+            #[serde(borrow)]
+            method: &'a str,
+            #[serde(borrow)]
+            params: Params<'a>,
+        }
+        #[derive(Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow)]
+            session: &'a str,
+            #[serde(borrow)]
+            data: &'a str,
+        }
+        let l: Line<'a> = serde_json::from_str(line).ok()?;
+        let resync = match l.method {
+            SessionOutput::NAME => false,
+            SessionResync::NAME => true,
+            _ => return None,
+        };
+        Some(Self {
+            resync,
+            session: l.params.session,
+            data: l.params.data,
+        })
+    }
+
+    /// Decodes the data into `out` (appended); false if it is not base64.
+    pub fn decode_into(&self, out: &mut Vec<u8>) -> bool {
+        crate::b64::decode_into(self.data, out).is_ok()
+    }
+}
+
 /// Why the daemon sent a full redraw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -348,5 +397,32 @@ mod tests {
         assert_eq!(chunks[3].end_seq(), 1200);
         let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone()).collect();
         assert_eq!(joined, data);
+    }
+
+    #[test]
+    fn stream_lines_are_read_borrowed_and_others_left_to_the_general_decoder() {
+        let line = encode_output_line("s1", 7, b"hi\x1b[0m");
+        let text = std::str::from_utf8(&line).unwrap().trim_end();
+        let l = StreamLineRef::parse(text).unwrap();
+        assert!(!l.resync);
+        assert_eq!(l.session, "s1");
+        let mut out = b"x".to_vec();
+        assert!(l.decode_into(&mut out));
+        assert_eq!(out, b"xhi\x1b[0m");
+        let resync = r#"{"jsonrpc":"2.0","method":"session.resync","params":{"session":"s1","seq":0,"size":{"cols":2,"rows":1},"data":"aGk="}}"#;
+        assert!(StreamLineRef::parse(resync).unwrap().resync);
+        for other in [
+            r#"{"jsonrpc":"2.0","method":"session.exited","params":{"session":"s1"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"session.output","params":{"session":"s\u0031","data":"aGk="}}"#,
+            "not json",
+        ] {
+            assert_eq!(StreamLineRef::parse(other), None, "{other}");
+        }
+        let bad = StreamLineRef::parse(
+            r#"{"jsonrpc":"2.0","method":"session.output","params":{"session":"s","data":"!!"}}"#,
+        )
+        .unwrap();
+        assert!(!bad.decode_into(&mut Vec::new()));
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! An attachment is one connection from the daemon to the session's holder,
 //! owned by the client connection that attached. Its forwarder task copies
-//! the holder's notifications (output, resync, exited) to the client line
-//! for line, without decoding them, and drops the holder's replies to the
-//! input/resize requests sent on it. Dropping the attachment closes the
+//! the holder's notifications (output, resync, exited) to the client in
+//! whole-line batches, without decoding them, and drops the holder's replies
+//! to the input/resize requests sent on it ([`Relay`]). Dropping the attachment closes the
 //! holder connection, which detaches it there.
 //!
 //! Size policy: the most recently active client sets the size. A client's
@@ -15,6 +15,7 @@
 use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{checked_cwd, resumable, start};
 use crate::handlers::sessions::resolve;
+use crate::holders::relay::Relay;
 use crate::holders::rpc::{call_once, HolderConn};
 use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
@@ -132,22 +133,16 @@ pub async fn attach(
     let session = holder.session_id().unwrap_or(&holder.id).to_string();
     let replied = id.as_ref().map(|id| ctx.after_reply(id));
     let out = ctx.out();
-    let HolderConn {
-        mut reader, writer, ..
-    } = conn;
+    let HolderConn { reader, writer, .. } = conn;
     let conn_ctx = ctx.clone();
     let key = session.clone();
     let task = tokio::spawn(async move {
         if let Some(r) = replied {
             let _ = r.await;
         }
-        while let Ok(Some(line)) = reader.next_line().await {
-            if !is_notification(&line) {
-                continue; // the holder's reply to our input/resize
-            }
-            let mut bytes = line.into_bytes();
-            bytes.push(b'\n');
-            if !out.send(bytes).await {
+        let mut relay = Relay::new(reader);
+        while let Ok(Some(batch)) = relay.next_batch().await {
+            if !out.send(batch).await {
                 break;
             }
         }
@@ -180,12 +175,6 @@ pub async fn attach(
         fresh_instead_of: fresh,
     };
     serde_json::to_value(r).map_err(internal)
-}
-
-/// Notifications are serialized `{"jsonrpc":"2.0","method":...`; replies
-/// carry an `id` instead.
-fn is_notification(line: &str) -> bool {
-    line.starts_with(r#"{"jsonrpc":"2.0","method""#)
 }
 
 fn live_elsewhere(info: &ccd_protocol::methods::session::SessionInfo) -> RpcError {

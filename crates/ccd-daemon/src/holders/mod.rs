@@ -8,6 +8,7 @@
 //! across I/O.
 
 pub mod reap;
+pub mod relay;
 pub mod rpc;
 pub mod spawn;
 pub mod spec;

@@ -44,6 +44,20 @@ impl LineReader {
         }
     }
 
+    /// The socket, the lines read ahead and the unfinished line's bytes
+    /// (and whether it is an over-long one being dropped): for
+    /// [`super::relay::Relay`], which frames the rest itself.
+    pub fn into_parts(mut self) -> (OwnedReadHalf, VecDeque<String>, Vec<u8>, bool) {
+        let discarding = self.decoder.is_discarding();
+        let carry = self.decoder.take_pending();
+        (self.rd, self.ready, carry, discarding)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_tests(rd: OwnedReadHalf) -> Self {
+        Self::new(rd)
+    }
+
     /// The next line, without its newline; `None` at end of stream.
     pub async fn next_line(&mut self) -> Result<Option<String>, HolderError> {
         loop {

@@ -76,6 +76,7 @@ struct Conn<'a> {
 
 /// Serve one connection until it closes.
 pub fn handle(session: &Arc<Session>, stream: UnixStream) {
+    crate::sched::short_slice();
     let writer = match stream.try_clone() {
         Ok(w) => Arc::new(Mutex::new(w)),
         Err(e) => {
@@ -260,7 +261,10 @@ impl Conn<'_> {
         let pump_q = Arc::clone(&q);
         std::thread::Builder::new()
             .name("holder-pump".into())
-            .spawn(move || pump(&session, &writer, &pump_q))
+            .spawn(move || {
+                crate::sched::short_slice();
+                pump(&session, &writer, &pump_q)
+            })
             .map_err(|e| {
                 q.close();
                 RpcError::internal(format!("cannot start the output pump: {e}"))

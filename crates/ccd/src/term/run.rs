@@ -5,7 +5,8 @@ use super::keys::{DetachFilter, DetachKey, Filtered};
 use super::raw::{self, RawMode};
 use ccd_client::client::{Reader, Writer};
 use ccd_client::{Client, ClientError};
-use ccd_protocol::{Incoming, Notification};
+use ccd_protocol::stream::StreamLineRef;
+use ccd_protocol::{parse_incoming, Incoming, Notification};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -67,11 +68,13 @@ pub fn attach_loop(
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
 
+    // This thread writes the session's output; the input thread sends keys.
+    ccd_holder::sched::short_slice();
     let guard = RawMode::enter().map_err(ClientError::Io)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = Terminal::new();
     // Our own screen, like tmux: the shell's screen comes back on leaving.
-    let _ = out.write_all(b"\x1b[?1049h\x1b[H\x1b[2J");
-    let _ = out.flush();
+    out.put(b"\x1b[?1049h\x1b[H\x1b[2J");
+    out.flush();
 
     spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
     spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
@@ -82,16 +85,19 @@ pub fn attach_loop(
             outcome = Some(o);
         }
     }
+    out.flush();
     let outcome = match outcome {
         Some(o) => o,
         None => loop {
-            match reader_next(&mut reader) {
-                Ok(Incoming::Notification(n)) => {
-                    if let Some(o) = show(&mut out, &n) {
-                        break o;
+            match next_shown(&mut reader, &mut out) {
+                Ok(None) => {
+                    // Draw once nothing more is waiting: one terminal write
+                    // for a run of chunks, never a wait with output held.
+                    if !reader.has_buffered_line() || out.is_full() {
+                        out.flush();
                     }
                 }
-                Ok(_) => {}
+                Ok(Some(o)) => break o,
                 Err(_) => {
                     break match why.load(Ordering::Acquire) {
                         DETACH => Outcome::Detached,
@@ -102,6 +108,7 @@ pub fn attach_loop(
             }
         },
     };
+    out.flush();
     drop(out);
     drop(guard); // restores the terminal
     if let Ok(w) = writer.lock() {
@@ -110,12 +117,75 @@ pub fn attach_loop(
     Ok((outcome, attached))
 }
 
-fn reader_next(r: &mut Reader) -> Result<Incoming, ClientError> {
-    r.next()
+/// The terminal (fd 1), written in whole batches: output decoded from
+/// several lines that arrived together goes out in one write.
+struct Terminal {
+    fd: std::mem::ManuallyDrop<std::fs::File>,
+    pending: Vec<u8>,
 }
 
-/// Writes one notification to the terminal; `Some` when it ends the loop.
-fn show(out: &mut impl Write, n: &Notification) -> Option<Outcome> {
+/// Batch size at which the terminal is written even with more lines waiting.
+const TERM_BATCH: usize = 256 * 1024;
+
+impl Terminal {
+    fn new() -> Self {
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 1 stays open for the process's life; ManuallyDrop
+        // keeps this File from closing it.
+        let fd = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+        Self {
+            fd,
+            pending: Vec::with_capacity(TERM_BATCH),
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+    }
+
+    fn is_full(&self) -> bool {
+        self.pending.len() >= TERM_BATCH
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            // A terminal that is gone ends the loop through the input side.
+            let _ = self.fd.write_all(&self.pending);
+            self.pending.clear();
+        }
+    }
+}
+
+/// Reads one line and shows it: output and redraws decoded straight from
+/// the line ([`StreamLineRef`]), anything else through the general decoder.
+/// `Some` when it ends the loop.
+fn next_shown(r: &mut Reader, out: &mut Terminal) -> Result<Option<Outcome>, ClientError> {
+    let line = r.next_line()?;
+    if let Some(l) = StreamLineRef::parse(line) {
+        show_stream(out, l.resync, |buf| l.decode_into(buf));
+        return Ok(None);
+    }
+    match parse_incoming(line) {
+        Ok(Incoming::Notification(n)) => Ok(show(out, &n)),
+        Ok(_) => Ok(None),
+        Err(e) => Err(ClientError::Protocol(e.error.message)),
+    }
+}
+
+/// Queues a chunk of output or a redraw for the terminal; bytes that do not
+/// decode are left out.
+fn show_stream(out: &mut Terminal, resync: bool, decode: impl FnOnce(&mut Vec<u8>) -> bool) {
+    let mark = out.pending.len();
+    if resync {
+        out.put(b"\x1b[H\x1b[2J");
+    }
+    if !decode(&mut out.pending) {
+        out.pending.truncate(mark);
+    }
+}
+
+/// Shows one notification on the terminal; `Some` when it ends the loop.
+fn show(out: &mut Terminal, n: &Notification) -> Option<Outcome> {
     match n.method.as_str() {
         "session.output" | "session.resync" => {
             let data = n
@@ -123,13 +193,10 @@ fn show(out: &mut impl Write, n: &Notification) -> Option<Outcome> {
                 .as_ref()
                 .and_then(|p| p.get("data"))
                 .and_then(Value::as_str)
-                .and_then(|d| ccd_protocol::b64::decode(d).ok())
                 .unwrap_or_default();
-            if n.method == "session.resync" {
-                let _ = out.write_all(b"\x1b[H\x1b[2J");
-            }
-            let _ = out.write_all(&data);
-            let _ = out.flush();
+            show_stream(out, n.method == "session.resync", |buf| {
+                ccd_protocol::b64::decode_into(data, buf).is_ok()
+            });
             None
         }
         "session.transcript" => {
@@ -144,11 +211,10 @@ fn show(out: &mut impl Write, n: &Notification) -> Option<Outcome> {
             for item in items {
                 if let Ok(r) = serde_json::from_value::<ccd_claude::transcript::Rendered>(item) {
                     let line = ccd_claude::transcript::render::render_line(&r, width);
-                    let _ = out.write_all(line.as_bytes());
-                    let _ = out.write_all(b"\r\n");
+                    out.put(line.as_bytes());
+                    out.put(b"\r\n");
                 }
             }
-            let _ = out.flush();
             None
         }
         "session.exited" => {
@@ -184,6 +250,7 @@ fn spawn_input(
     key: DetachKey,
 ) {
     std::thread::spawn(move || {
+        ccd_holder::sched::short_slice();
         let mut filter = DetachFilter::new(key);
         let mut buf = [0u8; 8192];
         loop {
