@@ -7,11 +7,15 @@
 //!
 //! | thread | owns | module |
 //! |---|---|---|
-//! | PTY reader | reads the master into the screen model, fans out | [`pty_io`], [`fanout`] |
+//! | PTY reader | reads the master, fans out, queues for the parser | [`pty_io`], [`fanout`] |
+//! | parser | feeds the output to the screen model beside the stream | [`pty_io`], [`session`] |
 //! | PTY writer | PTY input (the only writer) | [`pty_io`] |
 //! | child waiter | waits, records the exit, reaps | [`pty_io`], [`exit`] |
 //! | lifecycle | startup state machine, trust step | [`lifecycle`] |
 //! | acceptor + one per connection (+ one pump per attached client) | the socket | [`rpc`] |
+//!
+//! The reader, the writer, the connections and the pumps ask for a short
+//! scheduler slice ([`sched`]); the parser keeps the default.
 //!
 //! Entry points: [`run`] (what the daemon's hidden subcommand calls),
 //! [`Holder::spawn`] + [`Holder::serve`] (the same in two steps, for tests and
