@@ -122,12 +122,6 @@ impl LineDecoder {
         self.buf.len()
     }
 
-    /// Takes the held bytes of the unfinished line (none while discarding),
-    /// for a caller that goes on framing the stream itself.
-    pub fn take_pending(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.buf)
-    }
-
     /// True while the decoder is dropping the rest of an over-long line.
     pub fn is_discarding(&self) -> bool {
         self.discarding.is_some()
@@ -142,6 +136,17 @@ impl LineDecoder {
 
     /// Like [`push`](Self::push), appending to `out` (no allocation per call).
     pub fn push_into(&mut self, chunk: &[u8], out: &mut Vec<LineResult>) {
+        self.push_with(chunk, |line| match line {
+            Ok(bytes) => out.extend(finish_line(bytes.to_vec())),
+            Err(e) => out.push(Err(e)),
+        });
+    }
+
+    /// The framing itself: calls `on_line` with each line `chunk` completes
+    /// (raw bytes, without the `\n`; no UTF-8 check, no `\r` stripping) or
+    /// with the reason one was dropped. For callers that pass lines on
+    /// without decoding them.
+    pub fn push_with(&mut self, chunk: &[u8], mut on_line: impl FnMut(Result<&[u8], FrameError>)) {
         let mut rest = chunk;
         while !rest.is_empty() {
             match memchr::memchr(b'\n', rest) {
@@ -149,19 +154,19 @@ impl LineDecoder {
                     let part = &rest[..i];
                     rest = &rest[i + 1..];
                     if let Some(seen) = self.discarding.take() {
-                        out.push(Err(FrameError::LineTooLong {
+                        on_line(Err(FrameError::LineTooLong {
                             len: seen + part.len(),
                         }));
                     } else if self.buf.len() + part.len() > self.max {
                         let len = self.buf.len() + part.len();
                         self.reset_buf();
-                        out.push(Err(FrameError::LineTooLong { len }));
+                        on_line(Err(FrameError::LineTooLong { len }));
+                    } else if self.buf.is_empty() {
+                        on_line(Ok(part));
                     } else {
                         self.buf.extend_from_slice(part);
-                        let line = std::mem::take(&mut self.buf);
-                        if let Some(item) = finish_line(line) {
-                            out.push(item);
-                        }
+                        on_line(Ok(&self.buf));
+                        self.reset_buf();
                     }
                 }
                 None => {

@@ -8,13 +8,15 @@
 //! and one await each) cost the daemon time on every chunk of a flood and
 //! kept its workers busy in long runs, delaying other sessions' keystrokes.
 //! [`Relay`] instead hands out, per read, the complete lines it holds as one
-//! buffer (replies removed), and carries the unfinished last line over.
+//! buffer (replies removed); the framing (the unfinished line, the line
+//! limit) is the protocol's own [`LineDecoder`], taken over from the
+//! control reader with whatever it had read ahead.
 //!
 //! Lines stay whole: a batch ends on a newline, and the client connection's
 //! queue takes it as one item, so nothing interleaves inside a line.
 
 use super::rpc::{HolderError, LineReader};
-use ccd_protocol::MAX_LINE_BYTES;
+use ccd_protocol::LineDecoder;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::OwnedReadHalf;
 
@@ -24,12 +26,10 @@ const READ_BUF: usize = 256 * 1024;
 /// The relaying end of an attachment's holder connection.
 pub struct Relay {
     rd: OwnedReadHalf,
-    /// Lines already split off by the control reader, newlines included.
+    /// The control reader's decoder, with the unfinished line it holds.
+    decoder: LineDecoder,
+    /// Lines already split off by the control reader.
     first: Vec<u8>,
-    /// The unfinished last line.
-    carry: Vec<u8>,
-    /// Inside an over-long line: dropping up to its newline.
-    discarding: bool,
     buf: Vec<u8>,
 }
 
@@ -37,21 +37,17 @@ impl Relay {
     /// Takes over a holder connection's reader after the attach call, with
     /// whatever it had read ahead.
     pub fn new(reader: LineReader) -> Self {
-        let (rd, lines, carry, discarding) = reader.into_parts();
+        let (rd, lines, decoder) = reader.into_parts();
         let mut first = Vec::new();
         for l in lines {
-            first.extend_from_slice(l.as_bytes());
-            first.push(b'\n');
+            keep_notification(&mut first, Ok(l.as_bytes()));
         }
-        let mut r = Self {
+        Self {
             rd,
-            first: Vec::new(),
-            carry,
-            discarding,
+            decoder,
+            first,
             buf: vec![0; READ_BUF],
-        };
-        r.first = r.keep_notifications(first);
-        r
+        }
     }
 
     /// The next batch of whole notification lines (never empty); `None` at
@@ -65,54 +61,33 @@ impl Relay {
             if n == 0 {
                 return Ok(None);
             }
-            if let Some(batch) = self.push(n) {
+            let mut batch = Vec::new();
+            self.decoder
+                .push_with(&self.buf[..n], |line| keep_notification(&mut batch, line));
+            if !batch.is_empty() {
                 return Ok(Some(batch));
             }
         }
     }
+}
 
-    /// Frames the `n` bytes just read; the complete notification lines.
-    fn push(&mut self, n: usize) -> Option<Vec<u8>> {
-        let mut data = &self.buf[..n];
-        if self.discarding {
-            let i = memchr::memchr(b'\n', data)?;
-            self.discarding = false;
-            data = &data[i + 1..];
+/// Appends `line` and its newline to `batch` if it is a notification; the
+/// holder's replies (to the input/resize requests sent on the connection)
+/// and over-long lines are left out.
+fn keep_notification(batch: &mut Vec<u8>, line: Result<&[u8], ccd_protocol::FrameError>) {
+    match line {
+        Ok(l) if is_notification(l) => {
+            batch.extend_from_slice(l);
+            batch.push(b'\n');
         }
-        let Some(last) = memchr::memrchr(b'\n', data) else {
-            self.carry.extend_from_slice(data);
-            if self.carry.len() > MAX_LINE_BYTES {
-                tracing::warn!(
-                    len = self.carry.len(),
-                    "over-long line from a holder dropped"
-                );
-                self.carry = Vec::new();
-                self.discarding = true;
-            }
-            return None;
-        };
-        let mut whole = std::mem::take(&mut self.carry);
-        whole.extend_from_slice(&data[..=last]);
-        self.carry.extend_from_slice(&data[last + 1..]);
-        let whole = self.keep_notifications(whole);
-        (!whole.is_empty()).then_some(whole)
-    }
-
-    /// Drops what is not a notification (the holder's replies, empty or
-    /// over-long lines) from whole lines; usually nothing.
-    fn keep_notifications(&self, whole: Vec<u8>) -> Vec<u8> {
-        let lines = || whole.split_inclusive(|&b| b == b'\n');
-        let keep = |l: &[u8]| l.len() <= MAX_LINE_BYTES + 1 && is_notification(l);
-        if lines().all(keep) {
-            return whole;
-        }
-        lines().filter(|l| keep(l)).flatten().copied().collect()
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "bad line from a holder dropped"),
     }
 }
 
 /// Notifications are serialized `{"jsonrpc":"2.0","method":...`; replies
 /// carry an `id` instead.
-pub fn is_notification(line: &[u8]) -> bool {
+fn is_notification(line: &[u8]) -> bool {
     line.starts_with(br#"{"jsonrpc":"2.0","method""#)
 }
 
@@ -170,7 +145,7 @@ mod tests {
     #[test]
     fn an_over_long_line_is_dropped_and_the_next_one_kept() {
         let mut long = br#"{"jsonrpc":"2.0","method":"x","p":""#.to_vec();
-        long.resize(MAX_LINE_BYTES + 300_000, b'a');
+        long.resize(ccd_protocol::MAX_LINE_BYTES + 300_000, b'a');
         long.push(b'\n');
         let got = relay_over(&[&long, N1, b"\n"]).concat();
         assert_eq!(got, [N1, b"\n"].concat());

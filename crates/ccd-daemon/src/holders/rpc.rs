@@ -44,13 +44,11 @@ impl LineReader {
         }
     }
 
-    /// The socket, the lines read ahead and the unfinished line's bytes
-    /// (and whether it is an over-long one being dropped): for
-    /// [`super::relay::Relay`], which frames the rest itself.
-    pub fn into_parts(mut self) -> (OwnedReadHalf, VecDeque<String>, Vec<u8>, bool) {
-        let discarding = self.decoder.is_discarding();
-        let carry = self.decoder.take_pending();
-        (self.rd, self.ready, carry, discarding)
+    /// The socket, the lines read ahead and the decoder (holding the
+    /// unfinished line): for [`super::relay::Relay`], which relays the rest
+    /// without decoding it.
+    pub fn into_parts(self) -> (OwnedReadHalf, VecDeque<String>, LineDecoder) {
+        (self.rd, self.ready, self.decoder)
     }
 
     #[cfg(test)]

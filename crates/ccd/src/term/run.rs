@@ -71,7 +71,7 @@ pub fn attach_loop(
     // This thread writes the session's output; the input thread sends keys.
     ccd_holder::sched::short_slice();
     let guard = RawMode::enter().map_err(ClientError::Io)?;
-    let mut out = Terminal::new();
+    let mut out = Terminal::new().map_err(ClientError::Io)?;
     // Our own screen, like tmux: the shell's screen comes back on leaving.
     out.put(b"\x1b[?1049h\x1b[H\x1b[2J");
     out.flush();
@@ -120,7 +120,9 @@ pub fn attach_loop(
 /// The terminal (fd 1), written in whole batches: output decoded from
 /// several lines that arrived together goes out in one write.
 struct Terminal {
-    fd: std::mem::ManuallyDrop<std::fs::File>,
+    /// Our own descriptor of stdout: written directly, not through
+    /// `Stdout`'s line buffering (which splits a batch at its last newline).
+    fd: std::fs::File,
     pending: Vec<u8>,
 }
 
@@ -128,15 +130,13 @@ struct Terminal {
 const TERM_BATCH: usize = 256 * 1024;
 
 impl Terminal {
-    fn new() -> Self {
-        use std::os::fd::FromRawFd;
-        // SAFETY: fd 1 stays open for the process's life; ManuallyDrop
-        // keeps this File from closing it.
-        let fd = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
-        Self {
-            fd,
+    fn new() -> std::io::Result<Self> {
+        use std::os::fd::AsFd;
+        let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+        Ok(Self {
+            fd: fd.into(),
             pending: Vec::with_capacity(TERM_BATCH),
-        }
+        })
     }
 
     fn put(&mut self, bytes: &[u8]) {
