@@ -10,8 +10,8 @@
 use crate::socket_dir::{SocketDir, SocketDirError};
 use ccd_protocol::methods::daemon::{Hello, HelloParams, HelloResult};
 use ccd_protocol::{
-    parse_incoming, read_line_bounded, FrameError, Id, Incoming, Method, Notification,
-    ProtocolRange, Request, RpcError, MAX_LINE_BYTES,
+    parse_incoming, read_line_bytes, FrameError, Id, Incoming, Method, Notification, ProtocolRange,
+    Request, RpcError, MAX_LINE_BYTES,
 };
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -245,22 +245,18 @@ impl Writer {
 const READ_BUF: usize = 256 * 1024;
 
 impl Reader {
-    /// The next line as received (without its newline), for callers with a
-    /// cheaper decoder for some lines; [`parse_incoming`] for the others.
-    /// Over-long or non-UTF-8 lines are skipped with a warning.
-    pub fn next_line(&mut self) -> Result<&str, ClientError> {
+    /// The next line's bytes as received (without its newline), not checked
+    /// for UTF-8: for callers whose decoder checks the strings it reads
+    /// (serde_json does). Over-long lines are skipped with a warning.
+    pub fn next_line_bytes(&mut self) -> Result<&[u8], ClientError> {
         loop {
-            match read_line_bounded(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
-                // The line is `buf`; it is re-borrowed below because a loop
-                // cannot return a borrow one iteration made (the second
-                // UTF-8 pass costs microseconds per 88 KB line).
-                Ok(Some(_)) => break,
-                Ok(None) => return Err(ClientError::Closed),
+            match read_line_bytes(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
+                Ok(true) => return Ok(&self.buf),
+                Ok(false) => return Err(ClientError::Closed),
                 Err(FrameError::Io(e)) => return Err(ClientError::Io(e)),
                 Err(e) => tracing::warn!(error = %e, "skipping a bad line from the daemon"),
             }
         }
-        std::str::from_utf8(&self.buf).map_err(|e| ClientError::Protocol(e.to_string()))
     }
 
     /// True when a whole line is already buffered (the next read will not
@@ -272,7 +268,13 @@ impl Reader {
     /// The next message of any kind.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Incoming, ClientError> {
-        let line = self.next_line()?;
-        parse_incoming(line).map_err(|e| ClientError::Protocol(e.error.message))
+        loop {
+            match std::str::from_utf8(self.next_line_bytes()?) {
+                Ok(line) => {
+                    return parse_incoming(line).map_err(|e| ClientError::Protocol(e.error.message))
+                }
+                Err(e) => tracing::warn!(error = %e, "skipping a non-UTF-8 line from the daemon"),
+            }
+        }
     }
 }

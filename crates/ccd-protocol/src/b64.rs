@@ -18,6 +18,15 @@ pub fn decode(text: &str) -> Result<Vec<u8>, DecodeError> {
     STANDARD.decode(text)
 }
 
+/// Encode bytes as standard, padded base64, appending to `out`.
+pub fn encode_append(data: &[u8], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + data.len().div_ceil(3) * 4, 0);
+    // The slice is exactly the padded length: encoding cannot fail.
+    let written = STANDARD.encode_slice(data, &mut out[start..]).unwrap_or(0);
+    out.truncate(start + written);
+}
+
 /// Decode standard, padded base64, appending to `out`.
 pub fn decode_into(text: &str, out: &mut Vec<u8>) -> Result<(), DecodeError> {
     STANDARD.decode_vec(text, out)

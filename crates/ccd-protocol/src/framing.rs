@@ -231,6 +231,25 @@ pub fn read_line_bounded<'a, R: BufRead + ?Sized>(
     max: usize,
     buf: &'a mut Vec<u8>,
 ) -> Result<Option<&'a str>, FrameError> {
+    if !read_line_bytes(reader, max, buf)? {
+        return Ok(None);
+    }
+    match std::str::from_utf8(buf) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => Err(FrameError::InvalidUtf8 {
+            valid_up_to: e.valid_up_to(),
+        }),
+    }
+}
+
+/// [`read_line_bounded`] without the UTF-8 check, for a caller whose
+/// decoder checks the strings it reads anyway: `Ok(true)` when `buf` holds
+/// the next line, `Ok(false)` at end of stream.
+pub fn read_line_bytes<R: BufRead + ?Sized>(
+    reader: &mut R,
+    max: usize,
+    buf: &mut Vec<u8>,
+) -> Result<bool, FrameError> {
     buf.clear();
     let mut total = 0usize;
     let mut too_long = false;
@@ -267,18 +286,13 @@ pub fn read_line_bounded<'a, R: BufRead + ?Sized>(
         }
         if buf.is_empty() {
             if eof {
-                return Ok(None);
+                return Ok(false);
             }
             // Blank line: skip it.
             total = 0;
             continue;
         }
-        return match std::str::from_utf8(buf) {
-            Ok(s) => Ok(Some(s)),
-            Err(e) => Err(FrameError::InvalidUtf8 {
-                valid_up_to: e.valid_up_to(),
-            }),
-        };
+        return Ok(true);
     }
 }
 

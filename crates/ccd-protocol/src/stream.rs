@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::jsonrpc::{Notification, RpcError, TwoPointZero};
+use crate::jsonrpc::{Notification, RpcError};
 use crate::methods::{NotificationKind, TermSize};
 
 /// The most output bytes one `session.output` notification carries.
@@ -93,22 +93,6 @@ pub struct OutputChunk {
     pub data: Vec<u8>,
 }
 
-/// Borrowed view used to encode without copying the payload twice.
-#[derive(Serialize)]
-struct OutputChunkRef<'a> {
-    session: &'a str,
-    seq: u64,
-    #[serde(serialize_with = "crate::b64::serialize")]
-    data: &'a [u8],
-}
-
-#[derive(Serialize)]
-struct NotificationRef<'a, P> {
-    jsonrpc: TwoPointZero,
-    method: &'a str,
-    params: &'a P,
-}
-
 impl OutputChunk {
     /// A chunk.
     pub fn new(session: impl Into<String>, seq: u64, data: impl Into<Vec<u8>>) -> Self {
@@ -159,18 +143,19 @@ impl OutputChunk {
 /// the daemon's per-client writer calls for each coalesced PTY read.
 /// Callers keep `data` at most [`MAX_OUTPUT_CHUNK`] bytes.
 pub fn encode_output_line(session: &str, seq: u64, data: &[u8]) -> Vec<u8> {
-    let params = OutputChunkRef { session, seq, data };
-    let msg = NotificationRef {
-        jsonrpc: TwoPointZero,
-        method: SessionOutput::NAME,
-        params: &params,
-    };
-    let mut out = Vec::with_capacity(96 + session.len() + data.len() * 4 / 3);
-    // Strings, integers and a fixed struct: serializing cannot fail.
-    if serde_json::to_writer(&mut out, &msg).is_err() {
-        out.clear();
-    }
-    out.push(b'\n');
+    // Written by hand: the base64 goes straight into the line, where serde
+    // would build a String and then scan every character of it for escapes
+    // (base64 has none). Same bytes as serializing the notification.
+    let b64_len = data.len().div_ceil(3) * 4;
+    let mut out = Vec::with_capacity(96 + session.len() + b64_len);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session.output","params":{"session":"#);
+    // A string into a Vec: serializing cannot fail.
+    let _ = serde_json::to_writer(&mut out, session);
+    out.extend_from_slice(br#","seq":"#);
+    out.extend_from_slice(seq.to_string().as_bytes());
+    out.extend_from_slice(br#","data":""#);
+    crate::b64::encode_append(data, &mut out);
+    out.extend_from_slice(b"\"}}\n");
     out
 }
 
@@ -189,7 +174,9 @@ pub struct StreamLineRef<'a> {
 }
 
 impl<'a> StreamLineRef<'a> {
-    pub fn parse(line: &'a str) -> Option<Self> {
+    /// Reads a line's bytes; serde_json checks the UTF-8 of the strings
+    /// it borrows, so the line needs no check of its own.
+    pub fn parse(line: &'a [u8]) -> Option<Self> {
         #[derive(Deserialize)]
         struct Line<'a> {
             #[serde(borrow)]
@@ -204,7 +191,7 @@ impl<'a> StreamLineRef<'a> {
             #[serde(borrow)]
             data: &'a str,
         }
-        let l: Line<'a> = serde_json::from_str(line).ok()?;
+        let l: Line<'a> = serde_json::from_slice(line).ok()?;
         let resync = match l.method {
             SessionOutput::NAME => false,
             SessionResync::NAME => true,
@@ -400,27 +387,53 @@ mod tests {
     }
 
     #[test]
+    fn an_output_line_is_the_serialized_notification() {
+        for (session, seq, data) in [
+            ("s1", 0u64, &b""[..]),
+            ("ff0beea3", u64::MAX, &b"\x00\xff\x1b[0m\"\\\n"[..]),
+            ("we\"ird\\", 7, &[1u8, 2][..]),
+        ] {
+            let line = encode_output_line(session, seq, data);
+            assert_eq!(line.last(), Some(&b'\n'));
+            let got: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            let want = serde_json::json!({"jsonrpc": "2.0", "method": "session.output",
+                "params": {"session": session, "seq": seq, "data": crate::b64::encode(data)}});
+            assert_eq!(got, want);
+            let compact = serde_json::to_vec(&Notification::new(
+                SessionOutput::NAME,
+                Some(serde_json::to_value(OutputChunk::new(session, seq, data)).unwrap()),
+            ))
+            .unwrap();
+            assert_eq!(line.len(), compact.len() + 1, "no whitespace");
+        }
+    }
+
+    #[test]
     fn stream_lines_are_read_borrowed_and_others_left_to_the_general_decoder() {
         let line = encode_output_line("s1", 7, b"hi\x1b[0m");
-        let text = std::str::from_utf8(&line).unwrap().trim_end();
-        let l = StreamLineRef::parse(text).unwrap();
+        let l = StreamLineRef::parse(line.trim_ascii_end()).unwrap();
         assert!(!l.resync);
         assert_eq!(l.session, "s1");
         let mut out = b"x".to_vec();
         assert!(l.decode_into(&mut out));
         assert_eq!(out, b"xhi\x1b[0m");
         let resync = r#"{"jsonrpc":"2.0","method":"session.resync","params":{"session":"s1","seq":0,"size":{"cols":2,"rows":1},"data":"aGk="}}"#;
-        assert!(StreamLineRef::parse(resync).unwrap().resync);
+        assert!(StreamLineRef::parse(resync.as_bytes()).unwrap().resync);
         for other in [
             r#"{"jsonrpc":"2.0","method":"session.exited","params":{"session":"s1"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
             r#"{"jsonrpc":"2.0","method":"session.output","params":{"session":"s\u0031","data":"aGk="}}"#,
             "not json",
         ] {
-            assert_eq!(StreamLineRef::parse(other), None, "{other}");
+            assert_eq!(StreamLineRef::parse(other.as_bytes()), None, "{other}");
         }
+        // Not UTF-8 inside a string: refused, not borrowed unchecked.
+        let mut bad_utf8 =
+            br#"{"jsonrpc":"2.0","method":"session.output","params":{"session":"s"#.to_vec();
+        bad_utf8.extend_from_slice(b"\xff\",\"data\":\"aGk=\"}}");
+        assert_eq!(StreamLineRef::parse(&bad_utf8), None);
         let bad = StreamLineRef::parse(
-            r#"{"jsonrpc":"2.0","method":"session.output","params":{"session":"s","data":"!!"}}"#,
+            br#"{"jsonrpc":"2.0","method":"session.output","params":{"session":"s","data":"!!"}}"#,
         )
         .unwrap();
         assert!(!bad.decode_into(&mut Vec::new()));

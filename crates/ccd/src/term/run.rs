@@ -160,11 +160,15 @@ impl Terminal {
 /// the line ([`StreamLineRef`]), anything else through the general decoder.
 /// `Some` when it ends the loop.
 fn next_shown(r: &mut Reader, out: &mut Terminal) -> Result<Option<Outcome>, ClientError> {
-    let line = r.next_line()?;
+    let line = r.next_line_bytes()?;
     if let Some(l) = StreamLineRef::parse(line) {
         show_stream(out, l.resync, |buf| l.decode_into(buf));
         return Ok(None);
     }
+    let Ok(line) = std::str::from_utf8(line) else {
+        tracing::warn!("skipping a non-UTF-8 line from the daemon");
+        return Ok(None);
+    };
     match parse_incoming(line) {
         Ok(Incoming::Notification(n)) => Ok(show(out, &n)),
         Ok(_) => Ok(None),
