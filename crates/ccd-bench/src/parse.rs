@@ -1,6 +1,8 @@
 //! In-memory cost of ccd's screen model, part by part, on the same seeded
-//! streams `ccd-bench pty` floods with: vt100 alone, the mode scanner alone,
-//! and [`ccd_screen::Screen`] (both, plus UTF-8 carry and panic guard).
+//! streams `ccd-bench pty` floods with: vt100 alone (the model ccd used
+//! before, for comparison), the mode scanner alone, and
+//! [`ccd_screen::Screen`] (`alacritty_terminal` and the scanner, plus UTF-8
+//! carry and panic guard).
 //! Chunks are cut like PTY reads, so per-call overhead counts too.
 
 use std::time::{Duration, Instant};
@@ -50,7 +52,7 @@ fn time_it(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
     println!(
-        "{:<7} {:<14} {:>10} {:>12}",
+        "{:<7} {:<15} {:>10} {:>12}",
         "stream", "part", "best MB/s", "median MB/s"
     );
     for kind in [Kind::Tui, Kind::Plain] {
@@ -58,7 +60,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         let mb = data.len() as f64 / 1e6;
         let parts: [Part; 3] = [
             (
-                "vt100",
+                "vt100 (before)",
                 Box::new(|| {
                     let mut p = vt100::Parser::new(nz(a.rows), nz(a.cols), 0);
                     for c in data.chunks(a.chunk) {
@@ -91,7 +93,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         for (name, f) in parts {
             let (best, median) = time_it(a.runs, f);
             println!(
-                "{:<7} {:<14} {:>10.1} {:>12.1}",
+                "{:<7} {:<15} {:>10.1} {:>12.1}",
                 kind.name(),
                 name,
                 mb / best.as_secs_f64(),

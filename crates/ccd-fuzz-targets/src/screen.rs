@@ -13,10 +13,11 @@ pub const MAX_COLS: u16 = 200;
 /// (`1 + b % 200`), chunk lengths ([`Steer`]), then raw PTY output.
 ///
 /// Property: no panic escapes [`Screen::process`] (it survives a panic
-/// inside `vt100` by design), classification never panics, and
+/// inside the terminal model by design), classification never panics, and
 /// [`Screen::redraw`] replayed into a fresh screen of the same size
-/// reproduces what `ccd-screen`'s own round-trip tests compare: the
-/// formatted contents, the cursor, the modes and the title — and so the
+/// reproduces what `ccd-screen`'s own round-trip tests compare: every cell
+/// ([`Screen::cells`]: characters, attributes, colours, links, wraps, the
+/// cursor and its pen), the modes and the title — and so the
 /// same verdict. [`ModeScanner`] ends in the same state whether the bytes
 /// come in one chunk or in these chunks.
 pub fn screen(data: &[u8]) {
@@ -33,7 +34,9 @@ pub fn screen(data: &[u8]) {
         s.process(chunk);
         scanner.feed(chunk);
     }
-    assert_eq!(s.size(), (rows, cols));
+    assert_eq!(s.size(), (rows, cols.max(ccd_screen::screen::MIN_COLS)));
+    assert_eq!(s.rebuilds(), 0, "the terminal model panicked");
+    let (rows, cols) = s.size();
 
     let mut whole = ModeScanner::new();
     whole.feed(payload);
@@ -58,16 +61,10 @@ pub fn screen(data: &[u8]) {
     let redraw = s.redraw();
     let mut fresh = Screen::new(rows, cols);
     fresh.process(&redraw);
-    assert_eq!(
-        fresh.vt().contents_formatted(),
-        s.vt().contents_formatted(),
-        "redraw: contents"
-    );
-    assert_eq!(
-        fresh.cursor_position(),
-        s.cursor_position(),
-        "redraw: cursor"
-    );
+    let (want, got) = (s.cells(), fresh.cells());
+    assert_eq!(got.first_difference(&want), None, "redraw: cells");
+    assert_eq!(got, want, "redraw: cells");
+    assert_eq!(fresh.contents(), s.contents(), "redraw: contents");
     assert_eq!(fresh.modes(), modes, "redraw: modes");
     assert_eq!(fresh.title(), s.title(), "redraw: title");
     assert_eq!(classify_screen(&fresh), verdict, "redraw: verdict");

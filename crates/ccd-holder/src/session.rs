@@ -489,7 +489,7 @@ impl Session {
             text: s.contents(),
             ansi: match format {
                 ScreenFormat::Text => None,
-                ScreenFormat::Ansi => Some(s.vt().contents_formatted()),
+                ScreenFormat::Ansi => Some(String::from_utf8_lossy(&s.redraw()).into_owned()),
             },
             cursor: Cursor { row, col },
             size: Size { rows, cols },

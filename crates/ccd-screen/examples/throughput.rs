@@ -45,7 +45,10 @@ fn main() {
         screen.process(chunk);
     }
     let s = t.elapsed().as_secs_f64();
-    println!("Screen::process (vt100 + scanner): {:.0} MB/s", mb / s);
+    println!(
+        "Screen::process (alacritty_terminal + scanner): {:.0} MB/s",
+        mb / s
+    );
 
     let t = Instant::now();
     let n = 1000;

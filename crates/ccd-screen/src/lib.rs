@@ -8,7 +8,7 @@
 pub mod classify;
 pub mod keys;
 pub mod modes;
-mod redraw;
+pub mod redraw;
 pub mod screen;
 pub mod text;
 
@@ -18,5 +18,6 @@ pub use classify::{
 };
 pub use keys::{KeyMoves, NavKey};
 pub use modes::{KittyKeyboard, ModeScanner, MouseEncoding, MouseMode, TerminalModes};
+pub use redraw::{CellView, Pen, ScreenCells};
 pub use screen::{Screen, DEFAULT_SCROLLBACK};
 pub use text::ScreenText;

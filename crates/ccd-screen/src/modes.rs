@@ -1,11 +1,12 @@
-//! Terminal modes that `vt100` does not track, recovered from the raw byte stream.
+//! Terminal modes the screen model does not track, recovered from the raw byte stream.
 //!
-//! `vt100` 0.18 models the screen, cursor visibility, alternate screen, mouse
-//! protocol, bracketed paste and application cursor/keypad. Claude Code also turns on
-//! focus events (`?1004`), synchronized output (`?2026`), colour-scheme notifications
-//! (`?2031`), the kitty keyboard protocol (`CSI > flags u` & co.) and xterm's
-//! modifyOtherKeys (`CSI > 4 ; n m`). A client that attaches later must be put into
-//! the same modes, so [`ModeScanner`] watches the raw output for them.
+//! The model (`alacritty_terminal`) tracks the screen, cursor visibility, alternate
+//! screen, mouse protocol, bracketed paste and application cursor/keypad. Claude Code
+//! also turns on focus events (`?1004`), synchronized output (`?2026`; the model is
+//! fed unbuffered, see [`crate::Screen`]), colour-scheme notifications (`?2031`), the
+//! kitty keyboard protocol (`CSI > flags u` & co., which the model leaves off) and
+//! xterm's modifyOtherKeys (`CSI > 4 ; n m`). A client that attaches later must be put
+//! into the same modes, so [`ModeScanner`] watches the raw output for them.
 //!
 //! The scanner is a small byte-level state machine. It keeps its state between
 //! calls, so an escape sequence split across two reads (`"\x1b[?10"` + `"04h"`) is
@@ -21,15 +22,15 @@ pub const KITTY_STACK_MAX: usize = 16;
 /// Longest CSI parameter string we bother to decode; longer ones are ignored.
 const MAX_CSI_PARAMS: usize = 64;
 
-/// Mouse reporting mode, mirrored from `vt100::MouseProtocolMode` so it can be
-/// serialized.
+/// Mouse reporting mode.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MouseMode {
     /// No mouse reporting.
     #[default]
     None,
-    /// `?9`: press only (X10).
+    /// `?9`: press only (X10). Not produced by the current model, which
+    /// does not implement X10 reporting.
     Press,
     /// `?1000`: press and release.
     PressRelease,
@@ -39,19 +40,7 @@ pub enum MouseMode {
     AnyMotion,
 }
 
-impl From<vt100::MouseProtocolMode> for MouseMode {
-    fn from(m: vt100::MouseProtocolMode) -> Self {
-        match m {
-            vt100::MouseProtocolMode::None => Self::None,
-            vt100::MouseProtocolMode::Press => Self::Press,
-            vt100::MouseProtocolMode::PressRelease => Self::PressRelease,
-            vt100::MouseProtocolMode::ButtonMotion => Self::ButtonMotion,
-            vt100::MouseProtocolMode::AnyMotion => Self::AnyMotion,
-        }
-    }
-}
-
-/// Mouse report encoding, mirrored from `vt100::MouseProtocolEncoding`.
+/// Mouse report encoding.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MouseEncoding {
@@ -62,16 +51,6 @@ pub enum MouseEncoding {
     Utf8,
     /// `?1006`.
     Sgr,
-}
-
-impl From<vt100::MouseProtocolEncoding> for MouseEncoding {
-    fn from(m: vt100::MouseProtocolEncoding) -> Self {
-        match m {
-            vt100::MouseProtocolEncoding::Default => Self::Default,
-            vt100::MouseProtocolEncoding::Utf8 => Self::Utf8,
-            vt100::MouseProtocolEncoding::Sgr => Self::Sgr,
-        }
-    }
 }
 
 /// The kitty keyboard protocol state of one screen (main or alternate; the spec
@@ -142,7 +121,7 @@ impl KittyKeyboard {
 
 /// Everything a client terminal must be told to behave like the session's terminal.
 ///
-/// Fields read from `vt100`: `alternate_screen`, `hide_cursor`, `application_cursor`,
+/// Fields read from the screen model: `alternate_screen`, `hide_cursor`, `application_cursor`,
 /// `application_keypad`, `bracketed_paste`, `mouse_mode`, `mouse_encoding`.
 /// Fields recovered by [`ModeScanner`] from the raw stream: the rest.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,7 +231,7 @@ pub struct ScannedModes {
     /// modifyOtherKeys level.
     pub modify_other_keys: u32,
     /// Whether the scanner believes the alternate screen is active (used only to
-    /// pick the kitty stack; the authoritative value comes from vt100).
+    /// pick the kitty stack; the authoritative value comes from the model).
     pub alternate_screen: bool,
 }
 

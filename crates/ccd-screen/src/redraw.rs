@@ -1,33 +1,193 @@
-//! Full-screen redraw snapshots.
+//! Full-screen redraw snapshots, and the cell-level view tests compare them by.
 //!
 //! A client that attaches late, or whose queue overflowed and was dropped, is
 //! resynced by writing [`Screen::redraw`] to its terminal, then the live stream.
 
-use crate::screen::Screen;
+use std::io::Write as _;
+
+use alacritty_terminal::index::Column;
+use alacritty_terminal::term::cell::{Cell, Flags};
+use alacritty_terminal::term::{Config, TermMode};
+use alacritty_terminal::vte::ansi::{Color, CursorShape, NamedColor};
+
+use crate::screen::{input_modes_bytes, Screen};
+
+/// Cell flags that are attributes (as opposed to wrap and wide-character
+/// bookkeeping).
+const ATTRIBUTES: Flags = Flags::INVERSE
+    .union(Flags::BOLD)
+    .union(Flags::ITALIC)
+    .union(Flags::UNDERLINE)
+    .union(Flags::DIM)
+    .union(Flags::HIDDEN)
+    .union(Flags::STRIKEOUT)
+    .union(Flags::DOUBLE_UNDERLINE)
+    .union(Flags::UNDERCURL)
+    .union(Flags::DOTTED_UNDERLINE)
+    .union(Flags::DASHED_UNDERLINE);
+
+/// How a cell is drawn: colours, attributes, underline colour, hyperlink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pen {
+    fg: Color,
+    bg: Color,
+    flags: Flags,
+    underline: Option<Color>,
+    /// Hyperlink `(id, uri)`.
+    link: Option<(String, String)>,
+}
+
+impl Default for Pen {
+    fn default() -> Self {
+        Self {
+            fg: Color::Named(NamedColor::Foreground),
+            bg: Color::Named(NamedColor::Background),
+            flags: Flags::empty(),
+            underline: None,
+            link: None,
+        }
+    }
+}
+
+impl Pen {
+    fn of(cell: &Cell) -> Self {
+        Self {
+            fg: cell.fg,
+            bg: cell.bg,
+            flags: cell.flags & ATTRIBUTES,
+            underline: cell.underline_color(),
+            link: cell
+                .hyperlink()
+                .map(|h| (h.id().to_owned(), h.uri().to_owned())),
+        }
+    }
+
+    /// Writes what turns the terminal's pen `from` into `self`.
+    fn write_from(&self, from: &Pen, out: &mut Vec<u8>) {
+        if (&self.fg, &self.bg, self.flags, &self.underline)
+            != (&from.fg, &from.bg, from.flags, &from.underline)
+        {
+            self.write_sgr(out);
+        }
+        if self.link != from.link {
+            match &self.link {
+                Some((id, uri)) => {
+                    let _ = write!(out, "\x1b]8;id={id};{uri}\x1b\\");
+                }
+                None => out.extend_from_slice(b"\x1b]8;;\x1b\\"),
+            }
+        }
+    }
+
+    /// SGR from the default pen: `ESC [ 0 ; ... m`.
+    fn write_sgr(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"\x1b[0");
+        let f = self.flags;
+        for (flag, code) in [
+            (Flags::BOLD, "1"),
+            (Flags::DIM, "2"),
+            (Flags::ITALIC, "3"),
+            (Flags::UNDERLINE, "4"),
+            (Flags::DOUBLE_UNDERLINE, "4:2"),
+            (Flags::UNDERCURL, "4:3"),
+            (Flags::DOTTED_UNDERLINE, "4:4"),
+            (Flags::DASHED_UNDERLINE, "4:5"),
+            (Flags::INVERSE, "7"),
+            (Flags::HIDDEN, "8"),
+            (Flags::STRIKEOUT, "9"),
+        ] {
+            if f.contains(flag) {
+                out.push(b';');
+                out.extend_from_slice(code.as_bytes());
+            }
+        }
+        write_color(out, self.fg, 30, 90, 38);
+        write_color(out, self.bg, 40, 100, 48);
+        if let Some(c) = self.underline {
+            write_color(out, c, 58, 58, 58);
+        }
+        out.push(b'm');
+    }
+}
+
+/// `;code` for a colour: `base + n` / `bright + n` for the 16 named ones,
+/// `extended;5;n` for an indexed one, `extended;2;r;g;b` for a true colour.
+/// The defaults (and the renderer-only named colours a cell never holds)
+/// write nothing.
+fn write_color(out: &mut Vec<u8>, c: Color, base: u8, bright: u8, extended: u8) {
+    let _ = match c {
+        Color::Named(n) if (n as usize) < 8 => write!(out, ";{}", base + n as u8),
+        Color::Named(n) if (n as usize) < 16 => write!(out, ";{}", bright + n as u8 - 8),
+        Color::Named(_) => Ok(()),
+        Color::Indexed(i) => write!(out, ";{extended};5;{i}"),
+        Color::Spec(rgb) => write!(out, ";{extended};2;{};{};{}", rgb.r, rgb.g, rgb.b),
+    };
+}
+
+fn is_spacer(cell: &Cell) -> bool {
+    cell.flags
+        .intersects(Flags::WIDE_CHAR_SPACER | Flags::LEADING_WIDE_CHAR_SPACER)
+}
+
+/// The character a cell shows: `alacritty_terminal` marks where a tab
+/// started with a `'\t'` in a blank cell (for copying); on screen it is a
+/// blank.
+pub(crate) fn shown(cell: &Cell) -> char {
+    if cell.c == '\t' {
+        ' '
+    } else {
+        cell.c
+    }
+}
+
+/// A cell that a cleared terminal already shows.
+fn is_blank(cell: &Cell) -> bool {
+    shown(cell) == ' '
+        && cell.zerowidth().is_none()
+        && !cell.flags.intersects(ATTRIBUTES | Flags::WIDE_CHAR)
+        && Pen::of(cell) == Pen::default()
+}
+
+fn write_cell(cell: &Cell, out: &mut Vec<u8>) {
+    let mut b = [0; 4];
+    out.extend_from_slice(shown(cell).encode_utf8(&mut b).as_bytes());
+    for m in cell.zerowidth().unwrap_or_default() {
+        out.extend_from_slice(m.encode_utf8(&mut b).as_bytes());
+    }
+}
+
+fn cup(out: &mut Vec<u8>, row: usize, col: usize) {
+    let _ = write!(out, "\x1b[{};{}H", row + 1, col + 1);
+}
 
 impl Screen {
     /// Bytes that, written to a fresh terminal of the same size (or a fresh
-    /// [`Screen`]), reproduce the visible screen, the cursor, the window title and
-    /// every mode in [`Screen::modes`](crate::TerminalModes).
+    /// [`Screen`]), reproduce the visible screen, the cursor (position,
+    /// pending wrap, pen, style), the window title and every mode in
+    /// [`Screen::modes`](crate::TerminalModes).
     ///
     /// Layout: begin synchronized update (`?2026h`, so real terminals paint it in
     /// one go); kitty keyboard stack of the main screen; if the alternate screen is
-    /// active, `?1049h` and its kitty stack; `vt100`'s `state_formatted()` (cursor
-    /// visibility, clear, every row with attributes, cursor position, current SGR
-    /// attributes, keypad/cursor-key/bracketed-paste/mouse modes, cursor style);
-    /// focus events, colour-scheme updates, modifyOtherKeys; the title; end of the
-    /// synchronized update, re-opened if the application is itself mid-update.
+    /// active, `?1049h` and its kitty stack; the rows (cleared screen, then each
+    /// row's cells with their attributes, colours and hyperlinks, a soft-wrapped
+    /// row written through to the next so the terminal wraps it too); the cursor;
+    /// autowrap, insert and newline modes; keypad/cursor-key/bracketed-paste/mouse
+    /// modes, cursor visibility and style; focus events, colour-scheme updates,
+    /// modifyOtherKeys; the title; end of the synchronized update, re-opened if the
+    /// application is itself mid-update.
     ///
     /// Not reproduced: scrollback, the main screen hidden behind an active
-    /// alternate screen (vt100 gives no access to it), the scroll region, saved
-    /// cursor, character sets. Claude Code repaints all of these itself.
+    /// alternate screen, the scroll region and origin mode, saved cursor,
+    /// character sets, tab stops, the colour palette. Claude Code repaints all
+    /// of these itself.
     ///
     /// It assumes the target terminal starts in its default modes; to hand a
     /// terminal back, write [`TerminalModes::reset_bytes`](crate::TerminalModes::reset_bytes).
     pub fn redraw(&self) -> Vec<u8> {
         let modes = self.modes();
-        let vt = self.vt();
-        let mut out = Vec::with_capacity(8 * 1024);
+        let mode = *self.term.mode();
+        let (rows, cols) = self.size();
+        let mut out = Vec::with_capacity(usize::from(rows) * usize::from(cols) + 512);
         out.extend_from_slice(b"\x1b[?2026h");
         modes.kitty_main.replay_bytes(&mut out);
         if modes.alternate_screen {
@@ -41,7 +201,30 @@ impl Screen {
             modes.kitty_alternate.replay_bytes(&mut out);
             out.extend_from_slice(b"\x1b[?47l");
         }
-        out.extend_from_slice(vt.state_formatted().as_bytes());
+        let pen = self.paint_rows(&mut out);
+        self.restore_cursor(pen, &mut out);
+        if !mode.contains(TermMode::LINE_WRAP) {
+            out.extend_from_slice(b"\x1b[?7l");
+        }
+        if mode.contains(TermMode::INSERT) {
+            out.extend_from_slice(b"\x1b[4h");
+        }
+        if mode.contains(TermMode::LINE_FEED_NEW_LINE) {
+            out.extend_from_slice(b"\x1b[20h");
+        }
+        input_modes_bytes(mode, &mut out);
+        if !mode.contains(TermMode::SHOW_CURSOR) {
+            out.extend_from_slice(b"\x1b[?25l");
+        }
+        let style = self.term.cursor_style();
+        if style != Config::default().default_cursor_style {
+            let n = match style.shape {
+                CursorShape::Underline => 3,
+                CursorShape::Beam => 5,
+                _ => 1,
+            } + u8::from(!style.blinking);
+            let _ = write!(out, "\x1b[{n} q");
+        }
         if modes.focus_events {
             out.extend_from_slice(b"\x1b[?1004h");
         }
@@ -49,7 +232,7 @@ impl Screen {
             out.extend_from_slice(b"\x1b[?2031h");
         }
         if modes.modify_other_keys != 0 {
-            out.extend_from_slice(format!("\x1b[>4;{}m", modes.modify_other_keys).as_bytes());
+            let _ = write!(out, "\x1b[>4;{}m", modes.modify_other_keys);
         }
         let title = self.title();
         if !title.is_empty() {
@@ -63,6 +246,209 @@ impl Screen {
         }
         out
     }
+
+    /// Clears the screen and writes every row; returns the pen left set.
+    ///
+    /// A soft-wrapped row (but the last) is written to its last column and the
+    /// next row's cells follow without a cursor move, so the terminal wraps
+    /// and marks the row itself; at least one cell of the next row is written
+    /// to make it do so. Other rows are written from a cursor move up to their
+    /// last non-blank cell. The second cell of a wide character is never
+    /// written (the character fills it), nor the placeholder a wide character
+    /// that did not fit leaves at the end of a row (writing the character at
+    /// the start of the next row leaves it again).
+    fn paint_rows(&self, out: &mut Vec<u8>) -> Pen {
+        let (rows, cols) = self.size();
+        let (rows, cols) = (usize::from(rows), usize::from(cols));
+        out.extend_from_slice(b"\x1b[0m\x1b[H\x1b[2J");
+        let mut pen = Pen::default();
+        let mut continuing = false;
+        for i in 0..rows {
+            let row = self.row(i);
+            let wrapped = i + 1 < rows && self.row_wrapped(i);
+            let mut end = if wrapped {
+                cols
+            } else {
+                (0..cols)
+                    .rev()
+                    .find(|&c| !is_blank(&row[Column(c)]))
+                    .map_or(0, |c| c + 1)
+            };
+            if continuing {
+                end = end.max(1);
+            } else if end > 0 {
+                cup(out, i, 0);
+            }
+            for c in 0..end {
+                let cell = &row[Column(c)];
+                if is_spacer(cell) {
+                    continue;
+                }
+                let p = Pen::of(cell);
+                p.write_from(&pen, out);
+                pen = p;
+                write_cell(cell, out);
+            }
+            continuing = wrapped;
+        }
+        pen
+    }
+
+    /// Puts the cursor where it is, with its pending wrap (by writing the
+    /// cell under it again) and its pen.
+    fn restore_cursor(&self, mut pen: Pen, out: &mut Vec<u8>) {
+        let cursor = &self.term.grid().cursor;
+        let (row, col) = self.cursor_position();
+        let (row, mut col) = (usize::from(row), usize::from(col));
+        if cursor.input_needs_wrap {
+            let r = self.row(row);
+            if col > 0 && r[Column(col)].flags.contains(Flags::WIDE_CHAR_SPACER) {
+                col -= 1;
+            }
+            let cell = &r[Column(col)];
+            cup(out, row, col);
+            if is_spacer(cell) {
+                // Nothing to write that would leave it so.
+            } else {
+                let p = Pen::of(cell);
+                p.write_from(&pen, out);
+                pen = p;
+                write_cell(cell, out);
+            }
+        } else {
+            cup(out, row, col);
+        }
+        Pen::of(&cursor.template).write_from(&pen, out);
+    }
+
+    /// What a redraw must reproduce, cell by cell: the test oracle for
+    /// [`Screen::redraw`] (equal views mean equal screens).
+    pub fn cells(&self) -> ScreenCells {
+        let (rows, cols) = self.size();
+        let (rows, cols) = (usize::from(rows), usize::from(cols));
+        let cursor = &self.term.grid().cursor;
+        let compared = TermMode::LINE_WRAP
+            | TermMode::INSERT
+            | TermMode::LINE_FEED_NEW_LINE
+            | TermMode::APP_CURSOR
+            | TermMode::APP_KEYPAD
+            | TermMode::BRACKETED_PASTE
+            | TermMode::MOUSE_MODE
+            | TermMode::SGR_MOUSE
+            | TermMode::UTF8_MOUSE
+            | TermMode::ALT_SCREEN
+            | TermMode::SHOW_CURSOR;
+        ScreenCells {
+            rows: (0..rows)
+                .map(|i| {
+                    let row = self.row(i);
+                    (0..cols)
+                        .map(|c| {
+                            let cell = &row[Column(c)];
+                            if is_spacer(cell) {
+                                CellView::Spacer(cell.flags & !Flags::WRAPLINE)
+                            } else {
+                                let mut text = String::new();
+                                text.push(shown(cell));
+                                text.extend(cell.zerowidth().unwrap_or_default());
+                                CellView::Char {
+                                    text,
+                                    wide: cell.flags.contains(Flags::WIDE_CHAR),
+                                    pen: Pen::of(cell),
+                                }
+                            }
+                        })
+                        .collect()
+                })
+                .collect(),
+            // The last row's flag cannot be reproduced (nothing follows it).
+            wrapped: (0..rows.saturating_sub(1))
+                .map(|i| self.row_wrapped(i))
+                .collect(),
+            cursor: self.cursor_position(),
+            pending_wrap: cursor.input_needs_wrap,
+            pen: Pen::of(&cursor.template),
+            mode: (*self.term.mode() & compared).bits(),
+            cursor_style: format!("{:?}", self.term.cursor_style()),
+        }
+    }
+}
+
+/// One cell as [`Screen::cells`] shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CellView {
+    /// A character (with its combining marks).
+    Char {
+        /// The character and its combining marks.
+        text: String,
+        /// Whether it takes two cells.
+        wide: bool,
+        /// How it is drawn.
+        pen: Pen,
+    },
+    /// The second cell of a wide character, or the placeholder left at the
+    /// end of a row by a wide character that did not fit.
+    Spacer(Flags),
+}
+
+/// Everything [`Screen::redraw`] reproduces below the modes: see [`Screen::cells`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScreenCells {
+    rows: Vec<Vec<CellView>>,
+    wrapped: Vec<bool>,
+    cursor: (u16, u16),
+    pending_wrap: bool,
+    pen: Pen,
+    mode: u32,
+    cursor_style: String,
+}
+
+impl ScreenCells {
+    /// The first difference from `other`, described (where, and both
+    /// sides), or `None` when they are equal. For test failures: a whole
+    /// screen's debug print is too long to read.
+    pub fn first_difference(&self, other: &Self) -> Option<String> {
+        if self.rows.len() != other.rows.len() {
+            return Some(format!("{} rows vs {}", self.rows.len(), other.rows.len()));
+        }
+        for (r, (a, b)) in self.rows.iter().zip(&other.rows).enumerate() {
+            if let Some(c) = (0..a.len().max(b.len())).find(|&c| a.get(c) != b.get(c)) {
+                return Some(format!("row {r} col {c}: {:?} vs {:?}", a.get(c), b.get(c)));
+            }
+        }
+        let fields = [
+            (
+                "wrapped",
+                format!("{:?}", self.wrapped),
+                format!("{:?}", other.wrapped),
+            ),
+            (
+                "cursor",
+                format!("{:?}", self.cursor),
+                format!("{:?}", other.cursor),
+            ),
+            (
+                "pending wrap",
+                format!("{:?}", self.pending_wrap),
+                format!("{:?}", other.pending_wrap),
+            ),
+            ("pen", format!("{:?}", self.pen), format!("{:?}", other.pen)),
+            (
+                "mode",
+                format!("{:#x}", self.mode),
+                format!("{:#x}", other.mode),
+            ),
+            (
+                "cursor style",
+                self.cursor_style.clone(),
+                other.cursor_style.clone(),
+            ),
+        ];
+        fields
+            .into_iter()
+            .find(|(_, a, b)| a != b)
+            .map(|(what, a, b)| format!("{what}: {a} vs {b}"))
+    }
 }
 
 #[cfg(test)]
@@ -73,8 +459,8 @@ mod tests {
         let (rows, cols) = s.size();
         let mut fresh = Screen::new(rows, cols);
         fresh.process(&s.redraw());
-        assert_eq!(fresh.vt().contents_formatted(), s.vt().contents_formatted());
-        assert_eq!(fresh.cursor_position(), s.cursor_position());
+        assert_eq!(fresh.cells().first_difference(&s.cells()), None);
+        assert_eq!(fresh.cells(), s.cells());
         assert_eq!(fresh.modes(), s.modes());
         assert_eq!(fresh.title(), s.title());
     }
@@ -95,7 +481,7 @@ mod tests {
         roundtrip(&s);
         s.process(b"\x1b[?1049h\x1b[>9uin alt\x1b[?2026h");
         roundtrip(&s);
-        s.process(b"\x1b[=5;1u");
+        s.process(b"\x1b[=5;1u\x1b[5 q\x1b[?7l\x1b[4h");
         roundtrip(&s);
     }
 
@@ -105,6 +491,28 @@ mod tests {
         s.process(b"abcde");
         roundtrip(&s);
         s.process(b"fghij\r\nklmno");
+        roundtrip(&s);
+    }
+
+    #[test]
+    fn roundtrip_attributes_colours_links_and_wide_characters() {
+        let mut s = Screen::new(4, 7);
+        s.process(
+            "\x1b[2;3;4:3;7;9;38;5;200;48;2;1;2;3;58;2;9;8;7mx\x1b[0;95;100m界\x1b[0m \x1b]8;;https://a\x1b\\link\x1b]8;;\x1b\\"
+                .as_bytes(),
+        );
+        s.process("\r\n\x1b[44m\x1b[K\x1b[0mab界界x\u{301}".as_bytes());
+        s.process(b"\x1b[1;35m\x1b]8;id=k;u\x1b\\");
+        roundtrip(&s);
+        // A wrapped row followed by a blank one, and a wide character at the
+        // end of a wrapped row.
+        let mut s = Screen::new(4, 3);
+        s.process("abc   ab界z\x1b[4;1H".as_bytes());
+        roundtrip(&s);
+        // Tabs leave a mark in the cell they start from: shown as a blank.
+        let mut s = Screen::new(2, 20);
+        s.process(b"a\tb\x1b[44m\tc");
+        assert_eq!(s.rows_text()[0], "a       b       c");
         roundtrip(&s);
     }
 }

@@ -1,9 +1,23 @@
-//! [`Screen`]: the `vt100` screen model plus the modes `vt100` does not track.
+//! [`Screen`]: the `alacritty_terminal` screen model plus the modes it does not
+//! track.
+//!
+//! The model was `vt100` until its per-character path became the holder's
+//! limit in a flood (about a core at the raw PTY's rate on a 2-core machine);
+//! `alacritty_terminal` parses the same streams about twice as fast (`ccd-bench
+//! parse`).
 
 use std::num::NonZeroU16;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::modes::{ModeScanner, TerminalModes};
+use alacritty_terminal::event::{Event, EventListener};
+use alacritty_terminal::grid::{Dimensions, Row};
+use alacritty_terminal::index::{Column, Line};
+use alacritty_terminal::term::cell::{Cell, Flags};
+use alacritty_terminal::term::{Config, Term, TermMode};
+use alacritty_terminal::vte::ansi::{Processor, Timeout};
+
+use crate::modes::{ModeScanner, MouseEncoding, MouseMode, TerminalModes};
 use crate::text::ScreenText;
 
 /// Default number of scrollback lines. The transcript is the history; the screen
@@ -13,52 +27,120 @@ pub const DEFAULT_SCROLLBACK: usize = 200;
 /// Longest window title kept, in characters.
 const MAX_TITLE_CHARS: usize = 256;
 
-/// `vt100` callbacks: we only keep the window title (OSC 0 / OSC 2).
+/// Receives the terminal's events: only the window title is kept. Replies the
+/// terminal would write back to the application (cursor reports, colour
+/// queries) are dropped: an attached client's own terminal answers those.
+///
+/// The terminal owns its listener and gives no access to it, so the title
+/// lives behind an `Arc` the [`Screen`] shares (set only while the terminal
+/// parses, which the `Screen`'s owner serializes: the mutex is never
+/// contended).
 #[derive(Clone, Debug, Default)]
-struct Callbacks {
-    title: String,
+pub(crate) struct Listener {
+    title: Arc<Mutex<String>>,
 }
 
-impl vt100::Callbacks for Callbacks {
-    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
-        self.title = String::from_utf8_lossy(title)
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(MAX_TITLE_CHARS)
-            .collect();
+impl Listener {
+    fn title(&self) -> MutexGuard<'_, String> {
+        self.title.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-fn nz(v: u16) -> NonZeroU16 {
-    NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
+impl EventListener for Listener {
+    fn send_event(&self, event: Event) {
+        match event {
+            Event::Title(t) => *self.title() = clean_title(&t),
+            Event::ResetTitle => self.title().clear(),
+            _ => {}
+        }
+    }
 }
+
+fn clean_title(t: &str) -> String {
+    t.chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_TITLE_CHARS)
+        .collect()
+}
+
+/// Synchronized updates (`?2026`) are not buffered: the model shows every
+/// byte as soon as it is fed, so a redraw taken at a stream position matches
+/// that position exactly. (The mode itself is tracked by [`ModeScanner`].)
+#[derive(Debug, Default)]
+pub(crate) struct Unbuffered;
+
+impl Timeout for Unbuffered {
+    fn set_timeout(&mut self, _: std::time::Duration) {}
+    fn clear_timeout(&mut self) {}
+    fn pending_timeout(&self) -> bool {
+        false
+    }
+}
+
+/// Rows and columns, as `alacritty_terminal` wants them.
+#[derive(Clone, Copy, Debug)]
+struct Size {
+    rows: u16,
+    cols: u16,
+}
+
+impl Dimensions for Size {
+    fn total_lines(&self) -> usize {
+        usize::from(self.rows)
+    }
+    fn screen_lines(&self) -> usize {
+        usize::from(self.rows)
+    }
+    fn columns(&self) -> usize {
+        usize::from(self.cols)
+    }
+}
+
+/// The model's size for a terminal of `rows` x `cols`: at least 1 row and
+/// [`MIN_COLS`] columns.
+fn model_size(rows: u16, cols: u16) -> Size {
+    Size {
+        rows: NonZeroU16::new(rows).unwrap_or(NonZeroU16::MIN).get(),
+        cols: cols.max(MIN_COLS),
+    }
+}
+
+/// Fewest columns the model has: `alacritty_terminal` 0.26 indexes past the
+/// row when a wide character is printed on a 1-column screen (found by the
+/// `screen` fuzz target), so a narrower terminal is modelled 2 columns wide.
+pub const MIN_COLS: u16 = 2;
 
 /// A terminal screen model fed with a session's raw PTY output.
 ///
-/// Wraps `vt100::Parser` (screen contents, cursor, the modes vt100 knows) and a
-/// [`ModeScanner`] (the modes it does not). Sizes of 0 are clamped to 1: a PTY
-/// may report 0x0 before anyone sets its size.
+/// Wraps an `alacritty_terminal::Term` (screen contents, cursor, the modes it
+/// knows) and a [`ModeScanner`] (the modes it does not). Sizes are clamped to
+/// at least 1 row and [`MIN_COLS`] columns: a PTY may report 0x0 before anyone
+/// sets its size.
 ///
-/// # Panics inside vt100
+/// # Panics inside the terminal model
 ///
-/// [`Screen::process`] runs the parser under `catch_unwind`. If `vt100` panics, the
-/// screen is rebuilt: a fresh parser of the same size and scrollback, with the
-/// input modes vt100 had (alternate screen, mouse, cursor keys, ...) re-applied when
-/// they can still be read, and **the chunk that caused the panic is dropped** (it
-/// would likely panic again). The picture is then blank until the application
-/// redraws (Claude Code redraws often). [`Screen::rebuilds`] counts these events.
-/// The raw-stream [`ModeScanner`] is our own code and keeps its state.
+/// [`Screen::process`] runs the parser under `catch_unwind`. If it panics, the
+/// screen is rebuilt: a fresh model of the same size and scrollback, with the
+/// input modes it had (alternate screen, mouse, cursor keys, ...) re-applied
+/// when they can still be read, and **the chunk that caused the panic is
+/// dropped** (it would likely panic again). The picture is then blank until the
+/// application redraws (Claude Code redraws often). [`Screen::rebuilds`] counts
+/// these events. The raw-stream [`ModeScanner`] is our own code and keeps its
+/// state.
 ///
 /// # UTF-8 split across chunks
 ///
-/// `vte` 0.15 (under `vt100` 0.18) loses the byte that follows a multi-byte
-/// character split across two `process` calls when the next chunk holds more than
-/// the rest of that character (e.g. `"·"` then `" ←"` paints `"·←"`). So
+/// `vte` 0.15 has lost the byte that follows a multi-byte character split
+/// across two `advance` calls when the next chunk holds more than the rest of
+/// that character (e.g. `"·"` then `" ←"` painting `"·←"`). So
 /// [`Screen::process`] never hands the parser a chunk that ends inside a UTF-8
-/// sequence: an incomplete tail (at most 3 bytes) is held back and prepended to the
-/// next chunk.
+/// sequence: an incomplete tail (at most 3 bytes) is held back and prepended to
+/// the next chunk.
 pub struct Screen {
-    parser: vt100::Parser<Callbacks>,
+    pub(crate) term: Term<Listener>,
+    /// The terminal's listener (shares the title with it).
+    listener: Listener,
+    parser: Processor<Unbuffered>,
     scanner: ModeScanner,
     /// Incomplete UTF-8 tail of the previous chunk, not yet given to the parser.
     carry: Vec<u8>,
@@ -78,6 +160,14 @@ impl std::fmt::Debug for Screen {
     }
 }
 
+fn new_term(rows: u16, cols: u16, scrollback: usize, listener: &Listener) -> Term<Listener> {
+    let config = Config {
+        scrolling_history: scrollback,
+        ..Config::default()
+    };
+    Term::new(config, &model_size(rows, cols), listener.clone())
+}
+
 impl Screen {
     /// A blank screen of `rows` x `cols` with [`DEFAULT_SCROLLBACK`] lines of
     /// scrollback.
@@ -87,13 +177,11 @@ impl Screen {
 
     /// A blank screen with the given scrollback capacity (lines).
     pub fn with_scrollback(rows: u16, cols: u16, scrollback: usize) -> Self {
+        let listener = Listener::default();
         Self {
-            parser: vt100::Parser::new_with_callbacks(
-                nz(rows),
-                nz(cols),
-                scrollback,
-                Callbacks::default(),
-            ),
+            term: new_term(rows, cols, scrollback, &listener),
+            listener,
+            parser: Processor::new(),
             scanner: ModeScanner::new(),
             carry: Vec::new(),
             scrollback,
@@ -104,7 +192,7 @@ impl Screen {
     }
 
     /// Feed raw PTY output. Never panics; see the type docs for what happens if
-    /// `vt100` does.
+    /// the terminal model does.
     pub fn process(&mut self, bytes: &[u8]) {
         self.scanner.feed(bytes);
         if self.carry.is_empty() {
@@ -128,13 +216,13 @@ impl Screen {
         }
         #[cfg(test)]
         let panic_next = std::mem::take(&mut self.panic_next);
-        let parser = &mut self.parser;
+        let (parser, term) = (&mut self.parser, &mut self.term);
         let result = catch_unwind(AssertUnwindSafe(|| {
             #[cfg(test)]
             if panic_next {
-                panic!("injected vt100 panic");
+                panic!("injected terminal model panic");
             }
-            parser.process(bytes);
+            parser.advance(term, bytes);
         }));
         if result.is_err() {
             self.rebuild();
@@ -144,109 +232,166 @@ impl Screen {
     fn rebuild(&mut self) {
         self.rebuilds += 1;
         let (rows, cols) = self.size();
-        // Reading the old parser's modes could itself panic if its state is
+        // Reading the old model's modes could itself panic if its state is
         // inconsistent; if so, start from defaults.
-        let old = &self.parser;
-        let modes = catch_unwind(AssertUnwindSafe(|| {
-            let s = old.screen();
+        let old = &self.term;
+        let kept = catch_unwind(AssertUnwindSafe(|| {
             let mut b = Vec::new();
-            if s.alternate_screen() {
+            let mode = *old.mode();
+            if mode.contains(TermMode::ALT_SCREEN) {
                 b.extend_from_slice(b"\x1b[?1049h");
             }
-            b.extend_from_slice(s.input_mode_formatted().as_bytes());
-            if s.hide_cursor() {
+            input_modes_bytes(mode, &mut b);
+            if !mode.contains(TermMode::SHOW_CURSOR) {
                 b.extend_from_slice(b"\x1b[?25l");
             }
-            (b, old.callbacks().title.clone())
+            b
         }))
         .ok();
         tracing::warn!(
             rebuilds = self.rebuilds,
             rows,
             cols,
-            "vt100 panicked; screen model rebuilt and the chunk dropped"
+            "the terminal model panicked; rebuilt and the chunk dropped"
         );
-        self.parser = vt100::Parser::new_with_callbacks(
-            nz(rows),
-            nz(cols),
-            self.scrollback,
-            Callbacks::default(),
-        );
-        if let Some((bytes, title)) = modes {
-            let parser = &mut self.parser;
-            if catch_unwind(AssertUnwindSafe(|| parser.process(&bytes))).is_err() {
-                self.parser = vt100::Parser::new_with_callbacks(
-                    nz(rows),
-                    nz(cols),
-                    self.scrollback,
-                    Callbacks::default(),
-                );
+        // The title is kept: the new terminal shares the listener.
+        self.term = new_term(rows, cols, self.scrollback, &self.listener);
+        self.parser = Processor::new();
+        if let Some(bytes) = kept {
+            let (parser, term) = (&mut self.parser, &mut self.term);
+            if catch_unwind(AssertUnwindSafe(|| parser.advance(term, &bytes))).is_err() {
+                self.term = new_term(rows, cols, self.scrollback, &self.listener);
+                self.parser = Processor::new();
             }
-            self.parser.callbacks_mut().title = title;
         }
     }
 
-    /// How many times the model was rebuilt after a panic in `vt100`.
+    /// How many times the model was rebuilt after a panic in the terminal model.
     pub fn rebuilds(&self) -> u64 {
         self.rebuilds
     }
 
-    /// Resize the model (clamped to at least 1x1). Call this whenever the PTY is
+    /// Resize the model (clamped to at least 1 row and [`MIN_COLS`] columns). Call this whenever the PTY is
     /// resized, before feeding output produced at the new size.
     pub fn resize(&mut self, rows: u16, cols: u16) {
-        self.parser.set_size(nz(rows), nz(cols));
+        self.term.resize(model_size(rows, cols));
     }
 
     /// `(rows, cols)`.
     pub fn size(&self) -> (u16, u16) {
-        let (r, c) = self.parser.screen().size();
-        (r.get(), c.get())
+        let g = self.term.grid();
+        (
+            u16::try_from(g.screen_lines()).unwrap_or(u16::MAX),
+            u16::try_from(g.columns()).unwrap_or(u16::MAX),
+        )
+    }
+
+    /// Visible row `i` (0 = top).
+    pub(crate) fn row(&self, i: usize) -> &Row<Cell> {
+        &self.term.grid()[Line(i as i32)]
+    }
+
+    /// Whether visible row `i` soft-wraps into the next.
+    pub(crate) fn row_wrapped(&self, i: usize) -> bool {
+        let row = self.row(i);
+        row.len() > 0 && row[Column(row.len() - 1)].flags.contains(Flags::WRAPLINE)
+    }
+
+    /// Plain text of visible row `i`: each character once (a wide character's
+    /// second cell is skipped), combining marks kept, trailing blanks kept,
+    /// tab marks shown as the blanks they are.
+    fn row_text_untrimmed(&self, i: usize) -> String {
+        let row = self.row(i);
+        let mut s = String::with_capacity(row.len());
+        for col in 0..row.len() {
+            let cell = &row[Column(col)];
+            if cell
+                .flags
+                .intersects(Flags::WIDE_CHAR_SPACER | Flags::LEADING_WIDE_CHAR_SPACER)
+            {
+                continue;
+            }
+            s.push(crate::redraw::shown(cell));
+            if let Some(marks) = cell.zerowidth() {
+                s.extend(marks);
+            }
+        }
+        s
     }
 
     /// Plain text of the visible screen, rows joined by `\n` (wrapped rows are
-    /// joined without one), trailing blanks dropped.
+    /// joined without one), trailing blanks of each line and trailing empty
+    /// lines dropped.
     pub fn contents(&self) -> String {
-        self.parser.screen().contents()
+        let (rows, _) = self.size();
+        let mut out = String::new();
+        for i in 0..usize::from(rows) {
+            let text = self.row_text_untrimmed(i);
+            if self.row_wrapped(i) {
+                out.push_str(&text);
+            } else {
+                out.push_str(text.trim_end_matches(' '));
+                out.push('\n');
+            }
+        }
+        out.truncate(out.trim_end_matches(['\n', ' ']).len());
+        out
     }
 
-    /// Plain text of each visible row (exactly `rows` entries).
+    /// Plain text of each visible row (exactly `rows` entries), trailing blanks
+    /// dropped.
     pub fn rows_text(&self) -> Vec<String> {
-        let (_, cols) = self.size();
-        self.parser.screen().rows(0, cols).collect()
+        let (rows, _) = self.size();
+        (0..usize::from(rows))
+            .map(|i| {
+                let mut t = self.row_text_untrimmed(i);
+                t.truncate(t.trim_end_matches(' ').len());
+                t
+            })
+            .collect()
     }
 
     /// The visible text with per-row wrap flags, as classifiers consume it.
     pub fn text(&self) -> ScreenText {
-        let screen = self.parser.screen();
-        let rows = self.rows_text();
-        let wrapped = (0..rows.len())
-            .map(|i| u16::try_from(i).is_ok_and(|i| screen.row_wrapped(i)))
-            .collect();
-        ScreenText::with_wrapped(rows, wrapped)
+        let (rows, _) = self.size();
+        let rows = usize::from(rows);
+        ScreenText::with_wrapped(
+            (0..rows).map(|i| self.row_text_untrimmed(i)).collect(),
+            (0..rows).map(|i| self.row_wrapped(i)).collect(),
+        )
     }
 
     /// Cursor `(row, col)`, 0-based.
     pub fn cursor_position(&self) -> (u16, u16) {
-        self.parser.screen().cursor_position()
+        let p = self.term.grid().cursor.point;
+        (
+            u16::try_from(p.line.0.max(0)).unwrap_or(u16::MAX),
+            u16::try_from(p.column.0).unwrap_or(u16::MAX),
+        )
     }
 
     /// The window title last set by OSC 0 / OSC 2 (control characters removed).
-    pub fn title(&self) -> &str {
-        &self.parser.callbacks().title
+    pub fn title(&self) -> String {
+        self.listener.title().clone()
     }
 
-    /// The current terminal modes, from vt100 and from the raw-stream scanner.
+    /// DECCKM: arrows send `ESC O A` instead of `ESC [ A`.
+    pub fn application_cursor(&self) -> bool {
+        self.term.mode().contains(TermMode::APP_CURSOR)
+    }
+
+    /// The current terminal modes, from the model and from the raw-stream scanner.
     pub fn modes(&self) -> TerminalModes {
-        let s = self.parser.screen();
+        let m = *self.term.mode();
         let scanned = self.scanner.modes();
         TerminalModes {
-            alternate_screen: s.alternate_screen(),
-            hide_cursor: s.hide_cursor(),
-            application_cursor: s.application_cursor(),
-            application_keypad: s.application_keypad(),
-            bracketed_paste: s.bracketed_paste(),
-            mouse_mode: s.mouse_protocol_mode().into(),
-            mouse_encoding: s.mouse_protocol_encoding().into(),
+            alternate_screen: m.contains(TermMode::ALT_SCREEN),
+            hide_cursor: !m.contains(TermMode::SHOW_CURSOR),
+            application_cursor: m.contains(TermMode::APP_CURSOR),
+            application_keypad: m.contains(TermMode::APP_KEYPAD),
+            bracketed_paste: m.contains(TermMode::BRACKETED_PASTE),
+            mouse_mode: mouse_mode(m),
+            mouse_encoding: mouse_encoding(m),
             focus_events: scanned.focus_events,
             synchronized_output: scanned.synchronized_output,
             color_scheme_updates: scanned.color_scheme_updates,
@@ -256,15 +401,57 @@ impl Screen {
         }
     }
 
-    /// The underlying `vt100` screen, for anything not wrapped here
-    /// (`contents_formatted`, cells, colours, ...).
-    pub fn vt(&self) -> &vt100::Screen {
-        self.parser.screen()
-    }
-
     #[cfg(test)]
     pub(crate) fn inject_panic_on_next_process(&mut self) {
         self.panic_next = true;
+    }
+}
+
+fn mouse_mode(m: TermMode) -> MouseMode {
+    if m.contains(TermMode::MOUSE_MOTION) {
+        MouseMode::AnyMotion
+    } else if m.contains(TermMode::MOUSE_DRAG) {
+        MouseMode::ButtonMotion
+    } else if m.contains(TermMode::MOUSE_REPORT_CLICK) {
+        MouseMode::PressRelease
+    } else {
+        MouseMode::None
+    }
+}
+
+fn mouse_encoding(m: TermMode) -> MouseEncoding {
+    if m.contains(TermMode::SGR_MOUSE) {
+        MouseEncoding::Sgr
+    } else if m.contains(TermMode::UTF8_MOUSE) {
+        MouseEncoding::Utf8
+    } else {
+        MouseEncoding::Default
+    }
+}
+
+/// The keyboard and mouse modes of `m` as the sequences that set them on a
+/// terminal in its default modes.
+pub(crate) fn input_modes_bytes(m: TermMode, out: &mut Vec<u8>) {
+    if m.contains(TermMode::APP_CURSOR) {
+        out.extend_from_slice(b"\x1b[?1h");
+    }
+    if m.contains(TermMode::APP_KEYPAD) {
+        out.extend_from_slice(b"\x1b=");
+    }
+    if m.contains(TermMode::BRACKETED_PASTE) {
+        out.extend_from_slice(b"\x1b[?2004h");
+    }
+    match mouse_mode(m) {
+        MouseMode::PressRelease => out.extend_from_slice(b"\x1b[?1000h"),
+        MouseMode::ButtonMotion => out.extend_from_slice(b"\x1b[?1002h"),
+        MouseMode::AnyMotion => out.extend_from_slice(b"\x1b[?1003h"),
+        MouseMode::Press | MouseMode::None => {}
+    }
+    if m.contains(TermMode::SGR_MOUSE) {
+        out.extend_from_slice(b"\x1b[?1006h");
+    }
+    if m.contains(TermMode::UTF8_MOUSE) {
+        out.extend_from_slice(b"\x1b[?1005h");
     }
 }
 
@@ -321,13 +508,13 @@ mod tests {
     }
 
     #[test]
-    fn panic_in_vt100_rebuilds_and_keeps_modes() {
+    fn panic_in_the_model_rebuilds_and_keeps_modes() {
         let mut s = Screen::new(5, 20);
         s.process(b"\x1b]0;hello\x07\x1b[?2004h\x1b[?1004h\x1b[?1000h\x1b[?1049hsome text");
         assert_eq!(s.title(), "hello");
         let before = s.modes();
         s.inject_panic_on_next_process();
-        // (The default panic hook prints "injected vt100 panic"; that is expected.)
+        // (The default panic hook prints the injected panic; that is expected.)
         s.process(b"more");
         assert_eq!(s.rebuilds(), 1);
         assert_eq!(s.size(), (5, 20));
@@ -344,10 +531,15 @@ mod tests {
     #[test]
     fn zero_size_is_clamped() {
         let mut s = Screen::new(0, 0);
-        assert_eq!(s.size(), (1, 1));
+        assert_eq!(s.size(), (1, MIN_COLS));
         s.resize(0, 7);
         assert_eq!(s.size(), (1, 7));
         s.process(b"hello world");
+        // A wide character on the narrowest screen (alacritty_terminal
+        // panics on a 1-column one).
+        s.resize(1, 1);
+        s.process("abcd\u{65e5}x".as_bytes());
+        assert_eq!(s.rebuilds(), 0);
     }
 
     #[test]
@@ -357,5 +549,36 @@ mod tests {
         assert_eq!(s.title(), "\u{2733} Claude Code");
         s.process(b"\x1b]2;x\x1b\\");
         assert_eq!(s.title(), "x");
+        s.process(b"\x1b]2;a\x01b\x07");
+        assert_eq!(s.title(), "ab");
+    }
+
+    #[test]
+    fn synchronized_frames_show_at_once() {
+        let mut s = Screen::new(3, 20);
+        s.process(b"\x1b[?2026hmid-frame");
+        assert_eq!(s.rows_text()[0], "mid-frame");
+        assert!(s.modes().synchronized_output);
+        s.process(b"\x1b[?2026l");
+        assert!(!s.modes().synchronized_output);
+    }
+
+    #[test]
+    fn text_rows_wraps_and_wide_characters() {
+        let mut s = Screen::new(3, 6);
+        s.process("ab界cdefg\r\n  x  ".as_bytes());
+        assert_eq!(s.rows_text(), vec!["ab界cd", "efg", "  x"]);
+        assert!(s.row_wrapped(0));
+        assert!(!s.row_wrapped(1));
+        assert_eq!(s.contents(), "ab界cdefg\n  x");
+        // A wide character that does not fit wraps whole.
+        let mut s = Screen::new(2, 3);
+        s.process("ab界".as_bytes());
+        assert_eq!(s.rows_text(), vec!["ab", "界"]);
+        assert_eq!(s.contents(), "ab界");
+        // Combining marks stay with their character.
+        let mut s = Screen::new(1, 5);
+        s.process("e\u{301}x".as_bytes());
+        assert_eq!(s.rows_text()[0], "e\u{301}x");
     }
 }

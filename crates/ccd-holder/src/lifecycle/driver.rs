@@ -78,7 +78,7 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
                 }
                 seen.verdict = verdict;
             }
-            m.screen.vt().application_cursor()
+            m.screen.application_cursor()
         };
         let sid = if matches!(lc.state(), State::Starting | State::Trust) && exit.is_none() {
             registry_session(&session.fixed.registry_path, probe.as_ref())
