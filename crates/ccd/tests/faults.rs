@@ -93,11 +93,14 @@ fn a_killed_holder_is_reported_failed_and_attach_resumes_the_session() {
 
 #[test]
 fn a_crashing_claude_is_reported_exited_with_its_status() {
-    let sb = Sandbox::with_env(&[("FAKE_CLAUDE_CRASH_AFTER_MS", "1500")]);
-    let sid = sb.new_session("crash");
-    let mut c = sb.client();
+    // The crash comes well after the session is ready (about 1.4 s with the
+    // ready settle time), and the subscription is made before the session
+    // starts, so a slow start cannot make the exit come first.
+    let sb = Sandbox::with_env(&[("FAKE_CLAUDE_CRASH_AFTER_MS", "5000")]);
+    let mut c = sb.client_or_start();
     c.call_value("events.subscribe", json!({"types": ["session.exited"]}))
         .unwrap();
+    let sid = sb.new_session("crash");
     let e = wait_for(T, "the exit event", || {
         let n = c
             .next_notification(Some(Duration::from_millis(200)))

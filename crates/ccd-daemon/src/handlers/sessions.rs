@@ -118,11 +118,10 @@ pub async fn get(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
     let (mut info, holder) = resolve(&ctx.daemon, &p.session).await?;
     // ccd's part (lifecycle, per-client counters) as the holder tells it
     // now, not as the last periodic refresh saw it.
-    if let Some(h) = holder {
-        if ctx.daemon.holders.refresh(&h.id).await.is_some() {
-            if let Some(fresh) = ctx.daemon.holders.get(&h.id) {
-                info.ccd = Some(views::owned_info(&fresh));
-            }
+    if let Some(mut h) = holder {
+        if let Some(now) = ctx.daemon.holders.refresh(&h.id).await {
+            h.info = Some(now);
+            info.ccd = Some(views::owned_info(&h));
         }
     }
     serde_json::to_value(info).map_err(|e| RpcError::internal(e.to_string()))

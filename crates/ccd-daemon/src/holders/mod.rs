@@ -31,6 +31,10 @@ pub struct HolderEntry {
     pub meta: HolderMeta,
     /// The latest `holder.info`.
     pub info: Option<InfoResult>,
+    /// Which request `info` answers ([`HolderTable::refresh`] numbers them):
+    /// a reply that comes back after a newer one was stored is dropped, so
+    /// the table never goes back to an older state.
+    info_asked: u64,
     /// Consecutive ticks on which the child was seen exited.
     exited_ticks: u32,
     failed_calls: u32,
@@ -40,6 +44,25 @@ pub struct HolderEntry {
 }
 
 impl HolderEntry {
+    fn new(
+        id: String,
+        socket: PathBuf,
+        meta: HolderMeta,
+        info: Option<InfoResult>,
+        info_asked: u64,
+    ) -> Self {
+        Self {
+            id,
+            socket,
+            meta,
+            info,
+            info_asked,
+            exited_ticks: 0,
+            failed_calls: 0,
+            collecting: false,
+        }
+    }
+
     /// The session id: the registry's once ready, else the expected one.
     pub fn session_id(&self) -> Option<&str> {
         self.info
@@ -94,6 +117,8 @@ pub struct HolderTable {
     sizes: Mutex<HashMap<String, ccd_protocol::methods::TermSize>>,
     live: Mutex<HashMap<String, HolderEntry>>,
     finished: Mutex<VecDeque<Finished>>,
+    /// Numbers the `holder.info` requests (see `HolderEntry::info_asked`).
+    asks: std::sync::atomic::AtomicU64,
 }
 
 impl HolderTable {
@@ -104,7 +129,12 @@ impl HolderTable {
             sizes: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             finished: Mutex::new(VecDeque::new()),
+            asks: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    fn next_ask(&self) -> u64 {
+        self.asks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
     }
 
     pub fn dir(&self) -> &Path {
@@ -158,15 +188,7 @@ impl HolderTable {
     pub fn insert(&self, meta: HolderMeta) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(&meta).map_err(std::io::Error::other)?;
         std::fs::write(self.meta_path(&meta.id), bytes)?;
-        let entry = HolderEntry {
-            id: meta.id.clone(),
-            socket: self.socket_of(&meta.id),
-            meta,
-            info: None,
-            exited_ticks: 0,
-            failed_calls: 0,
-            collecting: false,
-        };
+        let entry = HolderEntry::new(meta.id.clone(), self.socket_of(&meta.id), meta, None, 0);
         if let Ok(mut m) = self.live.lock() {
             m.insert(entry.id.clone(), entry);
         }
@@ -220,19 +242,17 @@ impl HolderTable {
         }
     }
 
-    /// Lifecycle and attention events for a holder whose info changed.
-    fn publish_changes(&self, entry: &HolderEntry, info: &InfoResult) {
+    /// Lifecycle and attention events for a holder whose info changed from
+    /// `old` to `info`.
+    fn publish_changes(&self, meta: &HolderMeta, old: Option<&InfoResult>, info: &InfoResult) {
         use crate::events::now_ms;
         use ccd_protocol::methods::events::Event;
         let new = lifecycle_of(info);
-        let old = entry.info.as_ref().map(lifecycle_of);
+        let old = old.map(lifecycle_of);
         if old.as_deref() == Some(new.as_str()) {
             return;
         }
-        let session = info
-            .session_id
-            .clone()
-            .or_else(|| entry.meta.session_id.clone());
+        let session = info.session_id.clone().or_else(|| meta.session_id.clone());
         if session.is_none() {
             // A fork before the registry tells its id: every event names a
             // session, so this step is not published.
@@ -308,38 +328,47 @@ impl HolderTable {
             else {
                 continue;
             };
+            let asked = self.next_ask();
+            let stored_meta = std::fs::read(self.meta_path(&id))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<HolderMeta>(&b).ok());
             match call_once::<InfoResult>(&path, ccd_holder::rpc::types::INFO, json!({})).await {
                 Ok(info) => {
-                    let meta = std::fs::read(self.meta_path(&id))
-                        .ok()
-                        .and_then(|b| serde_json::from_slice::<HolderMeta>(&b).ok())
-                        .unwrap_or_else(|| HolderMeta {
-                            id: id.clone(),
-                            session_id: info.session_id.clone(),
-                            name: None,
-                            cwd: info.cwd.clone(),
-                            origin: spec::Origin::New,
-                            forked_from: None,
-                            created_at: info.started_at,
-                            pinned: false,
-                        });
+                    let meta = stored_meta.unwrap_or_else(|| HolderMeta {
+                        id: id.clone(),
+                        session_id: info.session_id.clone(),
+                        name: None,
+                        cwd: info.cwd.clone(),
+                        origin: spec::Origin::New,
+                        forked_from: None,
+                        created_at: info.started_at,
+                        pinned: false,
+                    });
                     tracing::info!(holder = %id, session = ?info.session_id, state = info.state.as_str(), "adopted holder");
                     if let Ok(mut m) = self.live.lock() {
                         m.insert(
                             id.clone(),
-                            HolderEntry {
-                                id,
-                                socket: path,
-                                meta,
-                                info: Some(info),
-                                exited_ticks: 0,
-                                failed_calls: 0,
-                                collecting: false,
-                            },
+                            HolderEntry::new(id, path, meta, Some(info), asked),
                         );
                     }
                     adopted += 1;
                 }
+                // Accepted (or a full accept backlog) but no answer in time:
+                // alive and slow (a flood, a loaded machine), never removed.
+                // Adopted without its state, which the next refresh that
+                // gets an answer fills in.
+                Err(HolderError::Timeout) => match stored_meta {
+                    Some(meta) => {
+                        tracing::warn!(holder = %id, "holder is slow to answer; adopted, its state follows");
+                        if let Ok(mut m) = self.live.lock() {
+                            m.insert(id.clone(), HolderEntry::new(id, path, meta, None, 0));
+                        }
+                        adopted += 1;
+                    }
+                    None => {
+                        tracing::warn!(holder = %id, "holder is slow to answer and has no metadata; left alone until the next start");
+                    }
+                },
                 Err(error) => {
                     tracing::info!(holder = %id, %error, "removing the socket of a holder that does not answer");
                     let _ = std::fs::remove_file(&path);
@@ -353,16 +382,25 @@ impl HolderTable {
     /// One refresh of one holder: info, and collection once it has exited.
     pub async fn refresh(&self, id: &str) -> Option<InfoResult> {
         let entry = self.get(id)?;
+        let asked = self.next_ask();
         match call_once::<InfoResult>(&entry.socket, ccd_holder::rpc::types::INFO, json!({})).await
         {
             Ok(info) => {
-                self.publish_changes(&entry, &info);
                 let done = info.exit.is_some() || info.state.as_str() == "failed";
+                // What this reply replaced, when it is newer than what the
+                // table holds (concurrent refreshes may answer out of order).
+                let mut replaced: Option<Option<InfoResult>> = None;
                 self.update(id, |e| {
-                    e.info = Some(info.clone());
                     e.failed_calls = 0;
-                    e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
+                    if asked > e.info_asked {
+                        e.info_asked = asked;
+                        replaced = Some(e.info.replace(info.clone()));
+                        e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
+                    }
                 });
+                if let Some(old) = &replaced {
+                    self.publish_changes(&entry.meta, old.as_ref(), &info);
+                }
                 if done && entry.exited_ticks >= 1 && !entry.collecting {
                     if let Err(error) = self.collect(&entry, 0).await {
                         tracing::debug!(holder = %entry.id, %error, "collect failed");
