@@ -14,8 +14,10 @@
 //! | lifecycle | startup state machine, trust step | [`lifecycle`] |
 //! | acceptor + one per connection (+ one pump per attached client) | the socket | [`rpc`] |
 //!
-//! The reader, the writer, the connections and the pumps ask for a short
-//! scheduler slice ([`sched`]); the parser keeps the default.
+//! The writer and the connections ask for a short scheduler slice
+//! ([`sched`]); the reader and the pumps too, except while their session
+//! floods ([`sched::Adaptive`]: batch scheduling then); the parser always
+//! runs batch.
 //!
 //! Entry points: [`run`] (what the daemon's hidden subcommand calls),
 //! [`Holder::spawn`] + [`Holder::serve`] (the same in two steps, for tests and

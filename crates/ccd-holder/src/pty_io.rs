@@ -38,12 +38,15 @@ pub fn spawn_reader(
     std::thread::Builder::new()
         .name("holder-pty-reader".into())
         .spawn(move || {
-            crate::sched::short_slice();
+            let mut sched = crate::sched::Adaptive::start();
             let mut buf = vec![0u8; READ_BUF];
             loop {
                 match reader.read(&mut buf) {
                     Ok(0) => break,
-                    Ok(n) => session.on_output(&buf[..n]),
+                    Ok(n) => {
+                        sched.moved(n);
+                        session.on_output(&buf[..n]);
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     // EIO: every slave fd closed.
                     Err(e) => {
@@ -64,6 +67,7 @@ pub fn spawn_parser(session: Arc<Session>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("holder-parser".into())
         .spawn(move || {
+            crate::sched::bulk();
             while session.parse_step() {}
             tracing::debug!("parser done");
         })

@@ -13,8 +13,12 @@
 //! virtual deadline comes early, so on wakeup it preempts a long-running
 //! thread instead of queueing behind it. It needs no privilege, changes no
 //! nice value or policy, and costs the thread nothing while it does little
-//! work. The parse thread keeps the default slice (a longest slice for it,
-//! tried, showed no gain).
+//! work.
+//!
+//! Work that only moves a flood along must not compete on those terms: the
+//! parse thread runs [`bulk`] (`SCHED_BATCH`: no wakeup preemption), and the
+//! PTY reader and output pumps switch to it while their session floods
+//! ([`Adaptive`]). Switching back from batch to normal is unprivileged too.
 //!
 //! Best effort: older kernels ignore the field; other systems have no such
 //! call. Failures are logged at debug level and otherwise ignored.
@@ -44,11 +48,13 @@ struct SchedAttr {
 /// doc). Keeps the thread's policy (normal) and nice value.
 #[cfg(target_os = "linux")]
 pub fn short_slice() {
-    set_slice(SHORT_SLICE_NS);
+    set_policy(libc::SCHED_OTHER, SHORT_SLICE_NS);
 }
 
+/// `policy` (normal or batch, both unprivileged) and slice `runtime` (0:
+/// the default) for the calling thread, keeping its nice value.
 #[cfg(target_os = "linux")]
-fn set_slice(runtime: u64) {
+fn set_policy(policy: libc::c_int, runtime: u64) {
     // SAFETY: getpriority/sched_setattr on the calling thread (tid 0), with
     // a struct we own whose size field matches its layout.
     unsafe {
@@ -59,21 +65,79 @@ fn set_slice(runtime: u64) {
         }
         let attr = SchedAttr {
             size: std::mem::size_of::<SchedAttr>() as u32,
-            policy: libc::SCHED_OTHER as u32,
+            policy: policy as u32,
             nice,
             runtime,
             ..SchedAttr::default()
         };
         let r = libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0);
         if r != 0 {
-            tracing::debug!(error = %std::io::Error::last_os_error(), "short scheduler slice refused");
+            tracing::debug!(error = %std::io::Error::last_os_error(), policy, runtime, "scheduling hint refused");
         }
     }
+}
+
+/// Mark the calling thread as bulk work: `SCHED_BATCH` with the default
+/// slice, so it never preempts a woken thread (see the module doc). Used for
+/// the parser, and by [`Adaptive`] for relays while their session floods.
+#[cfg(target_os = "linux")]
+pub fn bulk() {
+    set_policy(libc::SCHED_BATCH, 0);
 }
 
 /// No such hint outside Linux.
 #[cfg(not(target_os = "linux"))]
 pub fn short_slice() {}
+
+/// No such hint outside Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn bulk() {}
+
+/// A relay moving at least this much per wakeup is moving a flood.
+const BULK_BYTES: usize = 2048;
+/// After this many such wakeups in a row it is treated as bulk work.
+const BULK_AFTER: u32 = 8;
+
+/// Switches a relay thread (PTY reader, output pump) between the short
+/// slice, while it moves keystrokes and screen updates, and [`bulk`]
+/// scheduling while its session floods, so a flooding session's relays do
+/// not compete on equal terms with another session's keystroke path.
+/// Follows what the thread moves per wakeup: [`BULK_AFTER`] wakeups of at
+/// least [`BULK_BYTES`] in a row make it bulk, any smaller one makes it
+/// interactive again (one system call per switch).
+#[derive(Debug)]
+pub struct Adaptive {
+    large_in_a_row: u32,
+    bulk: bool,
+}
+
+impl Adaptive {
+    /// Starts the calling thread interactive ([`short_slice`]).
+    pub fn start() -> Self {
+        short_slice();
+        Self {
+            large_in_a_row: 0,
+            bulk: false,
+        }
+    }
+
+    /// The thread moved `bytes` in one wakeup.
+    pub fn moved(&mut self, bytes: usize) {
+        if bytes >= BULK_BYTES {
+            self.large_in_a_row = self.large_in_a_row.saturating_add(1);
+            if !self.bulk && self.large_in_a_row >= BULK_AFTER {
+                bulk();
+                self.bulk = true;
+            }
+        } else {
+            self.large_in_a_row = 0;
+            if self.bulk {
+                short_slice();
+                self.bulk = false;
+            }
+        }
+    }
+}
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
@@ -96,6 +160,41 @@ mod tests {
                 )
             };
             assert_eq!((policy, nice), after);
+        })
+        .join()
+        .expect("thread");
+    }
+
+    #[test]
+    fn a_flooding_relay_turns_bulk_and_back() {
+        std::thread::spawn(|| {
+            // SAFETY: plain query of the calling thread.
+            let policy = || unsafe { libc::sched_getscheduler(0) };
+            let nice = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            let before = nice();
+            // A kernel (or sandbox) that refuses batch scheduling leaves the
+            // thread as it is: the hint is best effort.
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: the calling thread, a param we own.
+            let batch_allowed =
+                unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } == 0;
+            // SAFETY: as above.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+            let mut a = super::Adaptive::start();
+            for _ in 0..super::BULK_AFTER - 1 {
+                a.moved(64 * 1024);
+            }
+            assert_eq!(policy(), libc::SCHED_OTHER);
+            a.moved(64 * 1024);
+            let want = if batch_allowed {
+                libc::SCHED_BATCH
+            } else {
+                libc::SCHED_OTHER
+            };
+            assert_eq!(policy(), want);
+            a.moved(3);
+            assert_eq!(policy(), libc::SCHED_OTHER);
+            assert_eq!(nice(), before);
         })
         .join()
         .expect("thread");

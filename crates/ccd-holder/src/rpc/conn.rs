@@ -261,10 +261,7 @@ impl Conn<'_> {
         let pump_q = Arc::clone(&q);
         std::thread::Builder::new()
             .name("holder-pump".into())
-            .spawn(move || {
-                crate::sched::short_slice();
-                pump(&session, &writer, &pump_q)
-            })
+            .spawn(move || pump(&session, &writer, &pump_q))
             .map_err(|e| {
                 q.close();
                 RpcError::internal(format!("cannot start the output pump: {e}"))
@@ -276,9 +273,11 @@ impl Conn<'_> {
 
 /// Move output from a client's queue to its socket.
 fn pump(session: &Session, writer: &Writer, q: &ClientQueue) {
+    let mut sched = crate::sched::Adaptive::start();
     loop {
         let res = match q.next(Duration::from_millis(500), MAX_OUTPUT_CHUNK) {
             Event::Output { seq, data } => {
+                sched.moved(data.len());
                 write_line(writer, &encode_output_line(&session.label(), seq, &data))
             }
             Event::Resync => {

@@ -68,8 +68,8 @@ pub fn attach_loop(
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
 
-    // This thread writes the session's output; the input thread sends keys.
-    ccd_holder::sched::short_slice();
+    // This thread writes the session's output (its scheduling follows
+    // how much it moves: `Terminal`); the input thread sends keys.
     let guard = RawMode::enter().map_err(ClientError::Io)?;
     let mut out = Terminal::new().map_err(ClientError::Io)?;
     // Our own screen, like tmux: the shell's screen comes back on leaving.
@@ -124,6 +124,9 @@ struct Terminal {
     /// `Stdout`'s line buffering (which splits a batch at its last newline).
     fd: std::fs::File,
     pending: Vec<u8>,
+    /// The writing thread's scheduling: interactive, or bulk while the
+    /// session floods.
+    sched: ccd_holder::sched::Adaptive,
 }
 
 /// Batch size at which the terminal is written even with more lines waiting.
@@ -136,6 +139,7 @@ impl Terminal {
         Ok(Self {
             fd: fd.into(),
             pending: Vec::with_capacity(TERM_BATCH),
+            sched: ccd_holder::sched::Adaptive::start(),
         })
     }
 
@@ -149,6 +153,7 @@ impl Terminal {
 
     fn flush(&mut self) {
         if !self.pending.is_empty() {
+            self.sched.moved(self.pending.len());
             // A terminal that is gone ends the loop through the input side.
             let _ = self.fd.write_all(&self.pending);
             self.pending.clear();
