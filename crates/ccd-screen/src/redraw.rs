@@ -124,11 +124,6 @@ fn write_color(out: &mut Vec<u8>, c: Color, base: u8, bright: u8, extended: u8) 
     };
 }
 
-fn is_spacer(cell: &Cell) -> bool {
-    cell.flags
-        .intersects(Flags::WIDE_CHAR_SPACER | Flags::LEADING_WIDE_CHAR_SPACER)
-}
-
 /// The character a cell shows: `alacritty_terminal` marks where a tab
 /// started with a `'\t'` in a blank cell (for copying); on screen it is a
 /// blank.
@@ -281,7 +276,7 @@ impl Screen {
             }
             for c in 0..end {
                 let cell = &row[Column(c)];
-                if is_spacer(cell) {
+                if self.is_spacer(i, c) {
                     continue;
                 }
                 let p = Pen::of(cell);
@@ -302,12 +297,12 @@ impl Screen {
         let (row, mut col) = (usize::from(row), usize::from(col));
         if cursor.input_needs_wrap {
             let r = self.row(row);
-            if col > 0 && r[Column(col)].flags.contains(Flags::WIDE_CHAR_SPACER) {
+            if r[Column(col)].flags.contains(Flags::WIDE_CHAR_SPACER) && self.is_spacer(row, col) {
                 col -= 1;
             }
             let cell = &r[Column(col)];
             cup(out, row, col);
-            if is_spacer(cell) {
+            if self.is_spacer(row, col) {
                 // Nothing to write that would leave it so.
             } else {
                 let p = Pen::of(cell);
@@ -345,7 +340,7 @@ impl Screen {
                     (0..cols)
                         .map(|c| {
                             let cell = &row[Column(c)];
-                            if is_spacer(cell) {
+                            if self.is_spacer(i, c) {
                                 CellView::Spacer(cell.flags & !Flags::WRAPLINE)
                             } else {
                                 let mut text = String::new();
@@ -508,6 +503,15 @@ mod tests {
         // end of a wrapped row.
         let mut s = Screen::new(4, 3);
         s.process("abc   ab界z\x1b[4;1H".as_bytes());
+        roundtrip(&s);
+        // The placeholder of a wide character that did not fit, once a line
+        // edit took the character away (found by the fuzz target).
+        let mut s = Screen::new(3, 3);
+        s.process("ab界\x1b[2;1H\x1b[Mxy".as_bytes());
+        assert_eq!(s.rows_text()[0], "ab");
+        let last = s.row(0)[alacritty_terminal::index::Column(2)].flags;
+        assert!(last.contains(alacritty_terminal::term::cell::Flags::LEADING_WIDE_CHAR_SPACER));
+        assert!(!s.is_spacer(0, 2), "the character is gone");
         roundtrip(&s);
         // Tabs leave a mark in the cell they start from: shown as a blank.
         let mut s = Screen::new(2, 20);

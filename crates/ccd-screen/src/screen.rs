@@ -297,6 +297,24 @@ impl Screen {
         row.len() > 0 && row[Column(row.len() - 1)].flags.contains(Flags::WRAPLINE)
     }
 
+    /// Whether the cell at visible row `i`, column `col` only holds room
+    /// for a wide character: its second cell (after the character), or the
+    /// last cell of a row that wrapped because the character did not fit (the
+    /// next row starts with it). A placeholder whose character is gone (line
+    /// and character edits move rows and cells apart) is a blank like any
+    /// other.
+    pub(crate) fn is_spacer(&self, i: usize, col: usize) -> bool {
+        let row = self.row(i);
+        let flags = row[Column(col)].flags;
+        if flags.contains(Flags::WIDE_CHAR_SPACER) {
+            return col > 0 && row[Column(col - 1)].flags.contains(Flags::WIDE_CHAR);
+        }
+        flags.contains(Flags::LEADING_WIDE_CHAR_SPACER)
+            && i + 1 < self.term.grid().screen_lines()
+            && self.row_wrapped(i)
+            && self.row(i + 1)[Column(0)].flags.contains(Flags::WIDE_CHAR)
+    }
+
     /// Plain text of visible row `i`: each character once (a wide character's
     /// second cell is skipped), combining marks kept, trailing blanks kept,
     /// tab marks shown as the blanks they are.
@@ -305,10 +323,7 @@ impl Screen {
         let mut s = String::with_capacity(row.len());
         for col in 0..row.len() {
             let cell = &row[Column(col)];
-            if cell
-                .flags
-                .intersects(Flags::WIDE_CHAR_SPACER | Flags::LEADING_WIDE_CHAR_SPACER)
-            {
+            if self.is_spacer(i, col) {
                 continue;
             }
             s.push(crate::redraw::shown(cell));
