@@ -196,8 +196,8 @@ impl Screen {
             modes.kitty_alternate.replay_bytes(&mut out);
             out.extend_from_slice(b"\x1b[?47l");
         }
-        let pen = self.paint_rows(&mut out);
-        self.restore_cursor(pen, &mut out);
+        let (pen, saved) = self.paint_rows(&mut out);
+        self.restore_cursor(pen, saved, &mut out);
         if !mode.contains(TermMode::LINE_WRAP) {
             out.extend_from_slice(b"\x1b[?7l");
         }
@@ -252,9 +252,18 @@ impl Screen {
     /// written (the character fills it), nor the placeholder a wide character
     /// that did not fit leaves at the end of a row (writing the character at
     /// the start of the next row leaves it again).
-    fn paint_rows(&self, out: &mut Vec<u8>) -> Pen {
+    ///
+    /// The cursor can wait to wrap at the end of a row that is marked wrapped
+    /// (the application saved it there, wrapped, and restored it): writing the
+    /// last cell again would clear the mark, so the cursor is saved (`ESC 7`)
+    /// right after that row is written, in exactly that state, and the pen
+    /// then in effect is returned with the final one for
+    /// [`Screen::restore_cursor`].
+    fn paint_rows(&self, out: &mut Vec<u8>) -> (Pen, Option<Pen>) {
         let (rows, cols) = self.size();
         let (rows, cols) = (usize::from(rows), usize::from(cols));
+        let cursor = &self.term.grid().cursor;
+        let mut saved = None;
         out.extend_from_slice(b"\x1b[0m\x1b[H\x1b[2J");
         let mut pen = Pen::default();
         let mut continuing = false;
@@ -284,18 +293,34 @@ impl Screen {
                 pen = p;
                 write_cell(cell, out);
             }
+            if wrapped
+                && cursor.input_needs_wrap
+                && cursor.point.line.0 == i as i32
+                && cursor.point.column.0 + 1 == cols
+                && !(row[Column(cols - 1)]
+                    .flags
+                    .contains(Flags::LEADING_WIDE_CHAR_SPACER)
+                    && self.is_spacer(i, cols - 1))
+            {
+                out.extend_from_slice(b"\x1b7");
+                saved = Some(pen.clone());
+            }
             continuing = wrapped;
         }
-        pen
+        (pen, saved)
     }
 
     /// Puts the cursor where it is, with its pending wrap (by writing the
-    /// cell under it again) and its pen.
-    fn restore_cursor(&self, mut pen: Pen, out: &mut Vec<u8>) {
+    /// cell under it again, or restoring where [`Screen::paint_rows`] saved it
+    /// with `saved`, the pen then) and its pen.
+    fn restore_cursor(&self, mut pen: Pen, saved: Option<Pen>, out: &mut Vec<u8>) {
         let cursor = &self.term.grid().cursor;
         let (row, col) = self.cursor_position();
         let (row, mut col) = (usize::from(row), usize::from(col));
-        if cursor.input_needs_wrap {
+        if let Some(at_save) = saved {
+            out.extend_from_slice(b"\x1b8");
+            pen = at_save;
+        } else if cursor.input_needs_wrap {
             let r = self.row(row);
             if r[Column(col)].flags.contains(Flags::WIDE_CHAR_SPACER) && self.is_spacer(row, col) {
                 col -= 1;
@@ -512,6 +537,12 @@ mod tests {
         let last = s.row(0)[alacritty_terminal::index::Column(2)].flags;
         assert!(last.contains(alacritty_terminal::term::cell::Flags::LEADING_WIDE_CHAR_SPACER));
         assert!(!s.is_spacer(0, 2), "the character is gone");
+        roundtrip(&s);
+        // The cursor waiting to wrap at the end of a row marked wrapped: saved
+        // there, wrapped, restored (found by the fuzz target).
+        let mut s = Screen::new(3, 2);
+        s.process(b"ab\x1b7cd\x1b8\x1b[31m");
+        assert!(s.row_wrapped(0) && s.term.grid().cursor.input_needs_wrap);
         roundtrip(&s);
         // Tabs leave a mark in the cell they start from: shown as a blank.
         let mut s = Screen::new(2, 20);
