@@ -124,28 +124,18 @@ fn write_color(out: &mut Vec<u8>, c: Color, base: u8, bright: u8, extended: u8) 
     };
 }
 
-/// The character a cell shows: `alacritty_terminal` marks where a tab
-/// started with a `'\t'` in a blank cell (for copying); on screen it is a
-/// blank.
-pub(crate) fn shown(cell: &Cell) -> char {
-    if cell.c == '\t' {
-        ' '
-    } else {
-        cell.c
-    }
-}
-
-/// A cell that a cleared terminal already shows.
-fn is_blank(cell: &Cell) -> bool {
-    shown(cell) == ' '
+/// A cell showing `shown` ([`Screen::shown`]) that a cleared terminal
+/// already shows.
+fn is_blank(shown: char, cell: &Cell) -> bool {
+    shown == ' '
         && cell.zerowidth().is_none()
         && !cell.flags.intersects(ATTRIBUTES | Flags::WIDE_CHAR)
         && Pen::of(cell) == Pen::default()
 }
 
-fn write_cell(cell: &Cell, out: &mut Vec<u8>) {
+fn write_cell(shown: char, cell: &Cell, out: &mut Vec<u8>) {
     let mut b = [0; 4];
-    out.extend_from_slice(shown(cell).encode_utf8(&mut b).as_bytes());
+    out.extend_from_slice(shown.encode_utf8(&mut b).as_bytes());
     for m in cell.zerowidth().unwrap_or_default() {
         out.extend_from_slice(m.encode_utf8(&mut b).as_bytes());
     }
@@ -275,7 +265,7 @@ impl Screen {
             } else {
                 (0..cols)
                     .rev()
-                    .find(|&c| !is_blank(&row[Column(c)]))
+                    .find(|&c| !is_blank(self.shown(i, c), &row[Column(c)]))
                     .map_or(0, |c| c + 1)
             };
             if continuing {
@@ -291,7 +281,7 @@ impl Screen {
                 let p = Pen::of(cell);
                 p.write_from(&pen, out);
                 pen = p;
-                write_cell(cell, out);
+                write_cell(self.shown(i, c), cell, out);
             }
             if wrapped
                 && cursor.input_needs_wrap
@@ -333,7 +323,7 @@ impl Screen {
                 let p = Pen::of(cell);
                 p.write_from(&pen, out);
                 pen = p;
-                write_cell(cell, out);
+                write_cell(self.shown(row, col), cell, out);
             }
         } else {
             cup(out, row, col);
@@ -369,11 +359,11 @@ impl Screen {
                                 CellView::Spacer(cell.flags & !Flags::WRAPLINE)
                             } else {
                                 let mut text = String::new();
-                                text.push(shown(cell));
+                                text.push(self.shown(i, c));
                                 text.extend(cell.zerowidth().unwrap_or_default());
                                 CellView::Char {
                                     text,
-                                    wide: cell.flags.contains(Flags::WIDE_CHAR),
+                                    wide: self.is_wide_pair(i, c),
                                     pen: Pen::of(cell),
                                 }
                             }
@@ -543,6 +533,13 @@ mod tests {
         let mut s = Screen::new(3, 2);
         s.process(b"ab\x1b7cd\x1b8\x1b[31m");
         assert!(s.row_wrapped(0) && s.term.grid().cursor.input_needs_wrap);
+        roundtrip(&s);
+        // Character edits can split a wide character from its second cell
+        // (found by the fuzz target): one left alone in a cell shows as
+        // U+FFFD, a second cell left alone as a blank.
+        let mut s = Screen::new(2, 8);
+        s.process("a界b\x1b[1;3H\x1b[P\r\nc界d\x1b[2;2H\x1b[P".as_bytes());
+        assert_eq!(s.rows_text(), vec!["a\u{fffd}b", "c d"]);
         roundtrip(&s);
         // Tabs leave a mark in the cell they start from: shown as a blank.
         let mut s = Screen::new(2, 20);

@@ -16,6 +16,7 @@ use alacritty_terminal::index::{Column, Line};
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::{Config, Term, TermMode};
 use alacritty_terminal::vte::ansi::{Processor, Timeout};
+use unicode_width::UnicodeWidthChar;
 
 use crate::modes::{ModeScanner, MouseEncoding, MouseMode, TerminalModes};
 use crate::text::ScreenText;
@@ -304,15 +305,40 @@ impl Screen {
     /// and character edits move rows and cells apart) is a blank like any
     /// other.
     pub(crate) fn is_spacer(&self, i: usize, col: usize) -> bool {
-        let row = self.row(i);
-        let flags = row[Column(col)].flags;
+        let flags = self.row(i)[Column(col)].flags;
         if flags.contains(Flags::WIDE_CHAR_SPACER) {
-            return col > 0 && row[Column(col - 1)].flags.contains(Flags::WIDE_CHAR);
+            return col > 0 && self.is_wide_pair(i, col - 1);
         }
         flags.contains(Flags::LEADING_WIDE_CHAR_SPACER)
             && i + 1 < self.term.grid().screen_lines()
             && self.row_wrapped(i)
-            && self.row(i + 1)[Column(0)].flags.contains(Flags::WIDE_CHAR)
+            && self.is_wide_pair(i + 1, 0)
+    }
+
+    /// Whether the cell at row `i`, column `col` holds a wide character
+    /// followed by its second cell, as writing the character leaves it.
+    /// Cell edits (deleting or inserting characters) can leave other
+    /// states; see [`Screen::shown`].
+    pub(crate) fn is_wide_pair(&self, i: usize, col: usize) -> bool {
+        let row = self.row(i);
+        let cell = &row[Column(col)];
+        cell.flags.contains(Flags::WIDE_CHAR)
+            && cell.c.width() == Some(2)
+            && col + 1 < row.len()
+            && row[Column(col + 1)].flags.contains(Flags::WIDE_CHAR_SPACER)
+    }
+
+    /// The character the cell at row `i`, column `col` shows:
+    /// `alacritty_terminal` marks where a tab started with a `'\t'` in a
+    /// blank cell (for copying), shown as the blank it is; a wide character
+    /// that cell edits left in a single cell is shown as U+FFFD (no write can
+    /// put it back in one cell, and a terminal would draw it over the next).
+    pub(crate) fn shown(&self, i: usize, col: usize) -> char {
+        match self.row(i)[Column(col)].c {
+            '\t' => ' ',
+            c if c.width() == Some(2) && !self.is_wide_pair(i, col) => '\u{fffd}',
+            c => c,
+        }
     }
 
     /// Plain text of visible row `i`: each character once (a wide character's
@@ -326,7 +352,7 @@ impl Screen {
             if self.is_spacer(i, col) {
                 continue;
             }
-            s.push(crate::redraw::shown(cell));
+            s.push(self.shown(i, col));
             if let Some(marks) = cell.zerowidth() {
                 s.extend(marks);
             }
