@@ -243,16 +243,20 @@ impl Screen {
     /// that did not fit leaves at the end of a row (writing the character at
     /// the start of the next row leaves it again).
     ///
-    /// The cursor can wait to wrap at the end of a row that is marked wrapped
-    /// (the application saved it there, wrapped, and restored it): writing the
-    /// last cell again would clear the mark, so the cursor is saved (`ESC 7`)
-    /// right after that row is written, in exactly that state, and the pen
-    /// then in effect is returned with the final one for
-    /// [`Screen::restore_cursor`].
+    /// The cursor waiting to wrap (after writing the last column) is put
+    /// back by writing its row through to the last column and saving the
+    /// cursor (`ESC 7`) right there, in exactly that state; the pen then in
+    /// effect is returned with the final one for [`Screen::restore_cursor`].
+    /// (Writing the cell under it again instead would clear marks: the wrap
+    /// mark of a wrapped row, the placeholder before a wide character at the
+    /// start of a row — both found by the fuzz target.)
     fn paint_rows(&self, out: &mut Vec<u8>) -> (Pen, Option<Pen>) {
         let (rows, cols) = self.size();
         let (rows, cols) = (usize::from(rows), usize::from(cols));
         let cursor = &self.term.grid().cursor;
+        let pending_row = (cursor.input_needs_wrap && cursor.point.column.0 + 1 == cols)
+            .then_some(cursor.point.line.0)
+            .and_then(|l| usize::try_from(l).ok());
         let mut saved = None;
         out.extend_from_slice(b"\x1b[0m\x1b[H\x1b[2J");
         let mut pen = Pen::default();
@@ -260,7 +264,7 @@ impl Screen {
         for i in 0..rows {
             let row = self.row(i);
             let wrapped = i + 1 < rows && self.row_wrapped(i);
-            let mut end = if wrapped {
+            let mut end = if wrapped || pending_row == Some(i) {
                 cols
             } else {
                 (0..cols)
@@ -283,15 +287,13 @@ impl Screen {
                 pen = p;
                 write_cell(self.shown(i, c), cell, out);
             }
-            if wrapped
-                && cursor.input_needs_wrap
-                && cursor.point.line.0 == i as i32
-                && cursor.point.column.0 + 1 == cols
-                && !(row[Column(cols - 1)]
-                    .flags
-                    .contains(Flags::LEADING_WIDE_CHAR_SPACER)
-                    && self.is_spacer(i, cols - 1))
-            {
+            // Unless the last cell was a placeholder left for the next row
+            // (not written), the terminal now waits to wrap there.
+            let placeholder = row[Column(cols - 1)]
+                .flags
+                .contains(Flags::LEADING_WIDE_CHAR_SPACER)
+                && self.is_spacer(i, cols - 1);
+            if pending_row == Some(i) && !placeholder {
                 out.extend_from_slice(b"\x1b7");
                 saved = Some(pen.clone());
             }
@@ -300,33 +302,20 @@ impl Screen {
         (pen, saved)
     }
 
-    /// Puts the cursor where it is, with its pending wrap (by writing the
-    /// cell under it again, or restoring where [`Screen::paint_rows`] saved it
-    /// with `saved`, the pen then) and its pen.
+    /// Puts the cursor where it is: restores it where [`Screen::paint_rows`]
+    /// saved it waiting to wrap (`saved`: the pen then), else moves it; then
+    /// sets its pen.
     fn restore_cursor(&self, mut pen: Pen, saved: Option<Pen>, out: &mut Vec<u8>) {
         let cursor = &self.term.grid().cursor;
-        let (row, col) = self.cursor_position();
-        let (row, mut col) = (usize::from(row), usize::from(col));
-        if let Some(at_save) = saved {
-            out.extend_from_slice(b"\x1b8");
-            pen = at_save;
-        } else if cursor.input_needs_wrap {
-            let r = self.row(row);
-            if r[Column(col)].flags.contains(Flags::WIDE_CHAR_SPACER) && self.is_spacer(row, col) {
-                col -= 1;
+        match saved {
+            Some(at_save) => {
+                out.extend_from_slice(b"\x1b8");
+                pen = at_save;
             }
-            let cell = &r[Column(col)];
-            cup(out, row, col);
-            if self.is_spacer(row, col) {
-                // Nothing to write that would leave it so.
-            } else {
-                let p = Pen::of(cell);
-                p.write_from(&pen, out);
-                pen = p;
-                write_cell(self.shown(row, col), cell, out);
+            None => {
+                let (row, col) = self.cursor_position();
+                cup(out, usize::from(row), usize::from(col));
             }
-        } else {
-            cup(out, row, col);
         }
         Pen::of(&cursor.template).write_from(&pen, out);
     }
@@ -540,6 +529,11 @@ mod tests {
         let mut s = Screen::new(2, 8);
         s.process("a界b\x1b[1;3H\x1b[P\r\nc界d\x1b[2;2H\x1b[P".as_bytes());
         assert_eq!(s.rows_text(), vec!["a\u{fffd}b", "c d"]);
+        roundtrip(&s);
+        // The cursor waiting to wrap on a wide character that starts a row
+        // after a placeholder (found by the fuzz target).
+        let mut s = Screen::new(2, 2);
+        s.process(".❔".as_bytes());
         roundtrip(&s);
         // Tabs leave a mark in the cell they start from: shown as a blank.
         let mut s = Screen::new(2, 20);
