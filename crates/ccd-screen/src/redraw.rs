@@ -162,9 +162,10 @@ impl Screen {
     /// application is itself mid-update.
     ///
     /// Not reproduced: scrollback, the main screen hidden behind an active
-    /// alternate screen, the scroll region and origin mode, saved cursor,
-    /// character sets, tab stops, the colour palette. Claude Code repaints all
-    /// of these itself.
+    /// alternate screen, the scroll region and origin mode, the saved cursor
+    /// (the redraw may leave its own: the cursor waiting to wrap), character
+    /// sets, tab stops, the colour palette. Claude Code repaints all of these
+    /// itself.
     ///
     /// It assumes the target terminal starts in its default modes; to hand a
     /// terminal back, write [`TerminalModes::reset_bytes`](crate::TerminalModes::reset_bytes).
