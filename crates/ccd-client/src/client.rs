@@ -6,7 +6,12 @@
 //! [`Client::next_notification`]. For a terminal stream, [`Client::split`]
 //! gives a writer half (requests whose responses are not awaited) and a
 //! reader half (every message as it arrives), usable from two threads.
+//!
+//! A direct stream (`session.attach` with `direct`) arrives as a descriptor
+//! passed with the reply ([`Client::take_passed_fd`]);
+//! [`Client::direct_attach`] attaches on it and gives the same halves.
 
+use crate::passed_fd::RecvStream;
 use crate::socket_dir::{SocketDir, SocketDirError};
 use ccd_protocol::methods::daemon::{Hello, HelloParams, HelloResult};
 use ccd_protocol::{
@@ -16,6 +21,7 @@ use ccd_protocol::{
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufReader, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -70,7 +76,7 @@ pub struct Writer {
 
 /// The receiving half of a connection.
 pub struct Reader {
-    stream: BufReader<UnixStream>,
+    stream: BufReader<RecvStream>,
     buf: Vec<u8>,
 }
 
@@ -88,16 +94,26 @@ impl Client {
             path: path.display().to_string(),
             source,
         })?;
+        let mut c = Self::over(stream)?;
+        c.hello = c.call::<Hello>(&HelloParams {
+            client: client_name.to_string(),
+            protocol: ProtocolRange::CURRENT,
+        })?;
+        Ok(c)
+    }
+
+    /// A connection over `stream`, before any handshake (`hello` empty).
+    fn over(stream: UnixStream) -> Result<Self, ClientError> {
         let writer = Writer {
             stream: stream.try_clone()?,
             next_id: 1,
         };
         let reader = Reader {
             // An output line is up to ~88 KB: read it in a few calls, not 11.
-            stream: BufReader::with_capacity(READ_BUF, stream),
+            stream: BufReader::with_capacity(READ_BUF, RecvStream::new(stream)),
             buf: Vec::new(),
         };
-        let mut c = Self {
+        Ok(Self {
             reader,
             writer,
             queued: VecDeque::new(),
@@ -106,12 +122,26 @@ impl Client {
                 protocol: 0,
                 server: String::new(),
             },
-        };
-        c.hello = c.call::<Hello>(&HelloParams {
-            client: client_name.to_string(),
-            protocol: ProtocolRange::CURRENT,
-        })?;
-        Ok(c)
+        })
+    }
+
+    /// The descriptor the daemon passed with a reply (a direct stream's
+    /// holder connection), if one came.
+    pub fn take_passed_fd(&mut self) -> Option<OwnedFd> {
+        self.reader.stream.get_mut().take_passed()
+    }
+
+    /// Attaches on a direct stream's connection (`fd`, from
+    /// [`Client::take_passed_fd`]) with `params` (`mode`, `size`); the
+    /// halves then carry that session's stream as a daemon connection
+    /// would (see "Direct streams" in `docs/protocol.md`).
+    pub fn direct_attach(
+        fd: OwnedFd,
+        params: Value,
+    ) -> Result<(Reader, Writer, VecDeque<Notification>), ClientError> {
+        let mut c = Self::over(UnixStream::from(fd))?;
+        c.call_value("session.attach", params)?;
+        Ok(c.split())
     }
 
     /// Calls a typed method and waits for its result.
@@ -180,7 +210,11 @@ impl Client {
         if let Some(n) = self.queued.pop_front() {
             return Ok(Some(n));
         }
-        self.reader.stream.get_ref().set_read_timeout(timeout)?;
+        self.reader
+            .stream
+            .get_ref()
+            .socket()
+            .set_read_timeout(timeout)?;
         let result = loop {
             match self.reader.next() {
                 Ok(Incoming::Notification(n)) => break Ok(Some(n)),
@@ -196,7 +230,11 @@ impl Client {
                 Err(e) => break Err(e),
             }
         };
-        self.reader.stream.get_ref().set_read_timeout(None)?;
+        self.reader
+            .stream
+            .get_ref()
+            .socket()
+            .set_read_timeout(None)?;
         result
     }
 

@@ -5,11 +5,14 @@
 //!   make that directory private (shared with the daemon, which creates it);
 //! - [`client`]: a blocking connection that speaks the protocol
 //!   (`hello`, typed calls, notifications);
+//! - [`passed_fd`]: reading a connection so that a descriptor the daemon
+//!   passes with a reply (a direct stream) is kept;
 //! - [`autostart`]: connect, starting a daemon first when none answers, with
 //!   a start lock so racing clients start exactly one.
 
 pub mod autostart;
 pub mod client;
+pub mod passed_fd;
 pub mod socket_dir;
 
 pub use autostart::{connect_or_start, DaemonCommand};

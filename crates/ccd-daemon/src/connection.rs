@@ -11,6 +11,10 @@
 //!   else waits on this client.
 //! - Before a successful `hello`, every method but `hello` fails with
 //!   `handshake_required`.
+//! - A descriptor a handler passes with its reply (a direct stream's holder
+//!   connection, [`ConnCtx::pass_with_reply`]) travels in the same queue
+//!   item as the reply line and is sent with that line's first byte, so
+//!   the client finds it in the read that brings the reply.
 
 use crate::handlers::attach::Attachment;
 use crate::out_queue::{self, OutSender, OUT_BUDGET};
@@ -18,9 +22,11 @@ use crate::state::Daemon;
 use ccd_protocol::{parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Response, RpcError};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::UnixStream;
 
 /// What a request handler can see of its connection.
@@ -38,6 +44,8 @@ pub struct ConnCtx {
     /// Fired once the reply to a request (by id) is queued: streams a
     /// request starts wait for it, so the reply precedes their output.
     replied: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
+    /// Descriptors to send with the reply to a request (by id).
+    reply_fds: Mutex<HashMap<String, OwnedFd>>,
 }
 
 impl ConnCtx {
@@ -69,6 +77,18 @@ impl ConnCtx {
         rx
     }
 
+    /// Sends `fd` along with the reply to request `id` (only a request
+    /// with an id gets one; otherwise `fd` is closed unsent).
+    pub fn pass_with_reply(&self, id: &Id, fd: OwnedFd) {
+        if let Ok(mut m) = self.reply_fds.lock() {
+            m.insert(id_key(id), fd);
+        }
+    }
+
+    fn take_reply_fd(&self, id: &Id) -> Option<OwnedFd> {
+        self.reply_fds.lock().ok()?.remove(&id_key(id))
+    }
+
     fn mark_replied(&self, id: &Id) {
         let tx = self
             .replied
@@ -92,7 +112,11 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     let (tx, mut rx) = out_queue::channel(OUT_BUDGET);
     let writer = tokio::spawn(async move {
         while let Some((line, permit)) = rx.recv().await {
-            if wr.write_all(&line).await.is_err() {
+            let written = match line.fd {
+                Some(fd) => write_with_fd(&mut wr, &line.bytes, &fd).await,
+                None => wr.write_all(&line.bytes).await,
+            };
+            if written.is_err() {
                 break;
             }
             drop(permit);
@@ -106,6 +130,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         followers: Mutex::new(HashMap::new()),
         subscription: Mutex::new(None),
         replied: Mutex::new(HashMap::new()),
+        reply_fds: Mutex::new(HashMap::new()),
     });
     let mut stop = daemon.shutdown.subscribe();
     let mut decoder = LineDecoder::new();
@@ -157,12 +182,45 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
 }
 
 async fn reply(ctx: &ConnCtx, r: Response) {
-    match ccd_protocol::encode(&r) {
-        Ok(line) => {
+    reply_with(ctx, r, None).await;
+}
+
+async fn reply_with(ctx: &ConnCtx, r: Response, fd: Option<OwnedFd>) {
+    match (ccd_protocol::encode(&r), fd) {
+        (Ok(line), None) => {
             ctx.send_line(line).await;
         }
-        Err(error) => tracing::error!(%error, "cannot encode a reply"),
+        (Ok(line), Some(fd)) => {
+            ctx.out.send_with_fd(line, fd).await;
+        }
+        (Err(error), _) => tracing::error!(%error, "cannot encode a reply"),
     }
+}
+
+/// Writes `line`, passing `fd` (`SCM_RIGHTS`) with its first bytes.
+async fn write_with_fd(wr: &mut OwnedWriteHalf, line: &[u8], fd: &OwnedFd) -> std::io::Result<()> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    let sock: &UnixStream = wr.as_ref();
+    let fds = [fd.as_raw_fd()];
+    let sent = loop {
+        sock.writable().await?;
+        let r = sock.try_io(Interest::WRITABLE, || {
+            sendmsg::<()>(
+                sock.as_raw_fd(),
+                &[std::io::IoSlice::new(line)],
+                &[ControlMessage::ScmRights(&fds)],
+                MsgFlags::MSG_NOSIGNAL,
+                None,
+            )
+            .map_err(std::io::Error::from)
+        });
+        match r {
+            Ok(n) => break n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    wr.write_all(&line[sent..]).await
 }
 
 async fn on_line(ctx: &Arc<ConnCtx>, text: &str) {
@@ -214,7 +272,8 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str) {
             tracing::debug!(%method, code = e.code, message = %e.message, "request failed");
         }
         if !is_notification {
-            reply(&ctx, to_response(id.clone(), result)).await;
+            let fd = ctx.take_reply_fd(&id);
+            reply_with(&ctx, to_response(id.clone(), result), fd).await;
             ctx.mark_replied(&id);
         }
     });

@@ -16,13 +16,21 @@
 //! closes the budget: waiting and later sends fail at once instead of
 //! waiting for permits nobody will return.
 
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 /// Bytes queued for one client before its senders wait.
 pub const OUT_BUDGET: usize = 8 * 1024 * 1024;
 
-type Item = (Vec<u8>, OwnedSemaphorePermit);
+/// One queued line, with the descriptor to pass along with its first byte
+/// (a direct stream's holder connection, `SCM_RIGHTS`), if any.
+pub struct OutLine {
+    pub bytes: Vec<u8>,
+    pub fd: Option<OwnedFd>,
+}
+
+type Item = (OutLine, OwnedSemaphorePermit);
 
 /// Queues lines for one client.
 #[derive(Clone)]
@@ -58,7 +66,24 @@ impl OutSender {
     /// Queues one encoded line, waiting while the client's budget is spent.
     /// False once the client is gone.
     pub async fn send(&self, line: Vec<u8>) -> bool {
-        let n = u32::try_from(line.len())
+        self.send_line(OutLine {
+            bytes: line,
+            fd: None,
+        })
+        .await
+    }
+
+    /// Queues one encoded line with a descriptor to pass along with it.
+    pub async fn send_with_fd(&self, line: Vec<u8>, fd: OwnedFd) -> bool {
+        self.send_line(OutLine {
+            bytes: line,
+            fd: Some(fd),
+        })
+        .await
+    }
+
+    async fn send_line(&self, line: OutLine) -> bool {
+        let n = u32::try_from(line.bytes.len())
             .unwrap_or(u32::MAX)
             .clamp(1, self.size);
         let Ok(permit) = self.budget.clone().acquire_many_owned(n).await else {
@@ -70,7 +95,7 @@ impl OutSender {
 
 impl OutReceiver {
     /// The next line and the permits it holds: drop them once it is written.
-    pub async fn recv(&mut self) -> Option<(Vec<u8>, OwnedSemaphorePermit)> {
+    pub async fn recv(&mut self) -> Option<(OutLine, OwnedSemaphorePermit)> {
         self.rx.recv().await
     }
 }
@@ -98,7 +123,7 @@ mod tests {
         assert!(!blocked.is_finished());
         // Writing the first line returns its bytes.
         let (line, permit) = rx.recv().await.unwrap();
-        assert_eq!(line.len(), 60);
+        assert_eq!(line.bytes.len(), 60);
         drop(permit);
         assert!(tokio::time::timeout(Duration::from_secs(5), blocked)
             .await
@@ -111,7 +136,7 @@ mod tests {
         let (tx, mut rx) = channel(10);
         assert!(tx.send(vec![0; 1000]).await);
         let (line, _p) = rx.recv().await.unwrap();
-        assert_eq!(line.len(), 1000);
+        assert_eq!(line.bytes.len(), 1000);
     }
 
     #[tokio::test]

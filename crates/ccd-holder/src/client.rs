@@ -252,7 +252,7 @@ impl HolderClient {
     /// `holder.attach`. The `session.resync` follows; read it and the rest
     /// with [`HolderClient::next_event`].
     pub fn attach(&mut self, mode: AttachMode) -> Result<AttachResult, ClientError> {
-        self.call(t::ATTACH, &AttachParams { mode })
+        self.call(t::ATTACH, &AttachParams { mode, size: None })
     }
 
     /// `holder.detach`.

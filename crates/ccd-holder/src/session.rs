@@ -400,6 +400,11 @@ impl Session {
         self.input.send(bytes).map_err(|_| SessionError::Exited)
     }
 
+    /// The PTY's current size.
+    pub fn size(&self) -> Size {
+        self.lock().size
+    }
+
     /// Resize PTY and model together.
     pub fn resize(&self, size: Size) -> Result<(), SessionError> {
         let size = Size {

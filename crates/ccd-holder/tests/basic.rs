@@ -88,6 +88,49 @@ fn resize_changes_stty_size_and_model() {
     serve.join().unwrap().unwrap();
 }
 
+/// The direct-stream names (`session.attach` with a size, `session.input`
+/// as a notification) and the size policy: a client that types gets its
+/// own size back when another client changed it meanwhile.
+#[test]
+fn the_most_recently_active_client_sets_the_size() {
+    let env = Env::new();
+    let (serve, mut c) = start(env.sh("while read x; do stty size; done"));
+    let mut a = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+    let r = a
+        .call_value(
+            "session.attach",
+            Some(serde_json::json!({"mode": "interactive", "size": {"rows": 30, "cols": 100}})),
+        )
+        .unwrap();
+    assert_eq!(
+        r["size"],
+        serde_json::json!({"rows": 30, "cols": 100}),
+        "{r}"
+    );
+    let mut b = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+    b.attach(AttachMode::Interactive).unwrap();
+    b.resize(20, 80).unwrap();
+    assert_eq!(c.info().unwrap().size.rows, 20);
+    // A types (a notification: no reply): its size comes back first.
+    a.send_raw(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"session.input\",\"params\":{\"data\":\"YQ0=\"}}\n",
+    )
+    .unwrap();
+    wait_screen(&mut c, T, "30 100");
+    assert_eq!(c.info().unwrap().size.cols, 100);
+    // B types: 20 x 80 again.
+    b.input(b"b\r").unwrap();
+    wait_screen(&mut c, T, "20 80");
+    // A connection that is not attached resizes without remembering.
+    c.resize(25, 90).unwrap();
+    c.input(b"c\r").unwrap();
+    wait_screen(&mut c, T, "25 90");
+    c.kill(KillSignal::Kill, None).unwrap();
+    c.collect(T).unwrap();
+    drop((a, b));
+    serve.join().unwrap().unwrap();
+}
+
 #[test]
 fn child_inherits_no_descriptors_and_no_ccd_variables() {
     let env = Env::new();

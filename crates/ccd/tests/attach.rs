@@ -406,7 +406,7 @@ fn observe_mirrors_a_held_session_and_follows_an_external_transcript() {
 }
 
 #[test]
-fn the_terminal_is_restored_on_sigterm_and_when_the_daemon_dies() {
+fn the_terminal_is_restored_on_sigterm_and_an_attachment_outlives_the_daemon() {
     let sb = Sandbox::new();
     let sid = sb.new_session("restore");
     let mut a = PtyRun::start(&sb, &["attach", &sid], None);
@@ -425,6 +425,8 @@ fn the_terminal_is_restored_on_sigterm_and_when_the_daemon_dies() {
         a.raw_text()
     );
 
+    // `ccd attach` talks to the session's holder directly: the daemon dying
+    // does not end it, and keys and output keep flowing.
     let mut b = PtyRun::start(&sb, &["attach", &sid], None);
     b.wait_text("❯", T);
     let daemon = sb.daemon_pid().unwrap();
@@ -433,19 +435,38 @@ fn the_terminal_is_restored_on_sigterm_and_when_the_daemon_dies() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    assert_eq!(b.wait_exit(T), 3);
-    assert!(
-        b.terminal_is_cooked(),
-        "raw mode left behind after the daemon died"
-    );
-    let out = b.raw_text();
-    assert!(
-        out.contains("daemon went away") && out.contains("keeps running"),
-        "{out}"
-    );
-    // And the session did keep running.
+    wait_for(T, "the daemon gone", || {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon as i32), None)
+            .is_err()
+            .then_some(())
+    });
+    b.send(b"after the daemon\r");
+    b.wait_text("echo: after the daemon", T);
+    b.send(b"\x1c");
+    assert_eq!(b.wait_exit(T), 0);
+    assert!(b.terminal_is_cooked(), "raw mode left behind");
+    // And a new daemon finds the session running.
     let screen = sb.ok(&["screen", &sid]);
-    assert!(screen.contains('❯'));
+    assert!(screen.contains("echo: after the daemon"), "{screen}");
+}
+
+#[test]
+fn an_attachment_whose_holder_dies_says_so_and_restores_the_terminal() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("holder-gone");
+    let mut a = PtyRun::start(&sb, &["attach", &sid], None);
+    a.wait_text("❯", T);
+    let holder = sb.holder_pids()[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holder as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(a.wait_exit(T), 3);
+    assert!(a.terminal_is_cooked(), "raw mode left behind");
+    let out = a.raw_text();
+    assert!(out.contains("holder is gone"), "{out}");
+    assert!(out.contains(&format!("ccd attach {}", &sid[..8])), "{out}");
 }
 
 #[test]

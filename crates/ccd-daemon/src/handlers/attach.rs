@@ -7,10 +7,15 @@
 //! to the input/resize requests sent on it ([`Relay`]). Dropping the attachment closes the
 //! holder connection, which detaches it there.
 //!
-//! Size policy: the most recently active client sets the size. A client's
-//! size is remembered per attachment (from attach and resize); when a
-//! client types and its size differs from the size last applied to the
-//! session, its size is applied first.
+//! With `direct`, the daemon hands the client a connection to the holder
+//! instead (passed with the reply, `SCM_RIGHTS`), on which the client
+//! attaches itself: its output and keys no longer pass through the daemon,
+//! and the daemon keeps nothing of that attachment.
+//!
+//! Size policy (kept by the holder, per holder connection): the most
+//! recently active client sets the size. A client's size is remembered
+//! from attach and resize; when a client types and its size differs from
+//! the session's, its size is applied first.
 
 use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{checked_cwd, resumable, start};
@@ -28,7 +33,7 @@ use ccd_protocol::methods::session::{SessionInfo, SessionState};
 use ccd_protocol::methods::{SessionRef, TermSize};
 use ccd_protocol::{parse_params, ErrorCode, Id, RpcError};
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
@@ -38,7 +43,6 @@ pub struct Attachment {
     pub holder: HolderEntry,
     pub mode: AttachMode,
     writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
-    size: Mutex<Option<TermSize>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -105,32 +109,36 @@ pub async fn attach(
             _ => return Err(live_elsewhere(&info)),
         },
     };
-    let mut conn = HolderConn::connect(&holder.socket)
-        .await
-        .map_err(internal)?;
     let mode = match p.mode {
         AttachMode::Observe => "observe",
         _ => "interactive",
     };
-    let r: ccd_holder::AttachResult = conn
-        .call(h::ATTACH, json!({"mode": mode}))
+    let session = holder.session_id().unwrap_or(&holder.id).to_string();
+    if let (true, Some(id)) = (p.direct, id.as_ref()) {
+        let size = direct(ctx, id, &holder, &p).await?;
+        tracing::info!(session = %session, holder = %holder.id, mode, resumed, "direct stream handed over");
+        let r = AttachResult {
+            session,
+            mode: p.mode,
+            size,
+            resumed,
+            fresh_instead_of: fresh,
+            direct: true,
+        };
+        return serde_json::to_value(r).map_err(internal);
+    }
+    let mut conn = HolderConn::connect(&holder.socket)
         .await
         .map_err(internal)?;
-    let mut size = TermSize {
+    let mut params = json!({"mode": mode});
+    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
+        params["size"] = json!({"rows": want.rows, "cols": want.cols});
+    }
+    let r: ccd_holder::AttachResult = conn.call(h::ATTACH, params).await.map_err(internal)?;
+    let size = TermSize {
         cols: r.size.cols,
         rows: r.size.rows,
     };
-    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
-        if want != size {
-            let _: Value = conn
-                .call(h::RESIZE, json!({"rows": want.rows, "cols": want.cols}))
-                .await
-                .map_err(internal)?;
-            ctx.daemon.holders.set_applied_size(&holder.id, want);
-            size = want;
-        }
-    }
-    let session = holder.session_id().unwrap_or(&holder.id).to_string();
     let replied = id.as_ref().map(|id| ctx.after_reply(id));
     let out = ctx.out();
     let HolderConn { reader, writer, .. } = conn;
@@ -155,7 +163,6 @@ pub async fn attach(
         holder: holder.clone(),
         mode: p.mode,
         writer: Arc::new(tokio::sync::Mutex::new(writer)),
-        size: Mutex::new(p.size),
         task,
     };
     let old = ctx
@@ -173,8 +180,38 @@ pub async fn attach(
         size,
         resumed,
         fresh_instead_of: fresh,
+        direct: false,
     };
     serde_json::to_value(r).map_err(internal)
+}
+
+/// Connects to `holder` and passes the connection with the reply to `id`;
+/// the size the session will have once the client attached on it.
+async fn direct(
+    ctx: &ConnCtx,
+    id: &Id,
+    holder: &HolderEntry,
+    p: &AttachParams,
+) -> Result<TermSize, RpcError> {
+    let stream = tokio::net::UnixStream::connect(&holder.socket)
+        .await
+        .map_err(internal)?;
+    let stream = stream.into_std().map_err(internal)?;
+    // The client gets the same open file: give it the blocking mode a
+    // fresh socket has (tokio made it non-blocking).
+    stream.set_nonblocking(false).map_err(internal)?;
+    ctx.pass_with_reply(id, stream.into());
+    let now = holder.info.as_ref().map(|i| TermSize {
+        cols: i.size.cols,
+        rows: i.size.rows,
+    });
+    Ok(match (p.mode, p.size) {
+        (AttachMode::Interactive, Some(want)) => want,
+        _ => now.unwrap_or(TermSize {
+            cols: 120,
+            rows: 40,
+        }),
+    })
 }
 
 fn live_elsewhere(info: &ccd_protocol::methods::session::SessionInfo) -> RpcError {
@@ -453,8 +490,6 @@ pub async fn detach(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
 struct AttachedTo {
     writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
     mode: AttachMode,
-    holder_id: String,
-    size: Option<TermSize>,
 }
 
 fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
@@ -467,8 +502,6 @@ fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
     Some(AttachedTo {
         writer: a.writer.clone(),
         mode: a.mode,
-        holder_id: a.holder.id.clone(),
-        size: a.size.lock().ok().and_then(|s| *s),
     })
 }
 
@@ -486,29 +519,12 @@ pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErr
     let p: InputParams = parse_params(params)?;
     let n = p.data.len() as u64;
     let data = ccd_protocol::b64::encode(&p.data);
-    if let Some(AttachedTo {
-        writer,
-        mode,
-        holder_id,
-        size,
-    }) = attachment_of(ctx, &p.session)
-    {
+    if let Some(AttachedTo { writer, mode }) = attachment_of(ctx, &p.session) {
         if mode != AttachMode::Interactive {
             return Err(RpcError::new(
                 ErrorCode::PermissionDenied,
                 "this attachment only observes",
             ));
-        }
-        if let Some(size) = size {
-            if ctx.daemon.holders.applied_size(&holder_id) != Some(size) {
-                send_on(
-                    &writer,
-                    h::RESIZE,
-                    json!({"rows": size.rows, "cols": size.cols}),
-                )
-                .await?;
-                ctx.daemon.holders.set_applied_size(&holder_id, size);
-            }
         }
         send_on(&writer, h::INPUT, json!({"data": data})).await?;
         return Ok(json!({"written": n}));
@@ -525,22 +541,9 @@ pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
     if p.cols == 0 || p.rows == 0 {
         return Err(RpcError::invalid_params("cols and rows must be at least 1"));
     }
-    let size = TermSize {
-        cols: p.cols,
-        rows: p.rows,
-    };
     let params = json!({"rows": p.rows, "cols": p.cols});
-    if let Some(AttachedTo {
-        writer, holder_id, ..
-    }) = attachment_of(ctx, &p.session)
-    {
-        if let Ok(m) = ctx.attachments.lock() {
-            if let Some(a) = m.values().find(|a| a.holder.id == holder_id) {
-                if let Ok(mut s) = a.size.lock() {
-                    *s = Some(size);
-                }
-            }
-        }
+    if let Some(AttachedTo { writer, .. }) = attachment_of(ctx, &p.session) {
+        // The holder remembers it for this attachment (size policy).
         send_on(&writer, h::RESIZE, params).await?;
     } else {
         let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;

@@ -111,6 +111,7 @@ pub async fn follow(
         }),
         resumed: false,
         fresh_instead_of: None,
+        direct: false,
     };
     serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
 }

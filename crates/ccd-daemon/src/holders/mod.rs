@@ -113,8 +113,6 @@ const FINISHED_KEPT: usize = 200;
 pub struct HolderTable {
     dir: PathBuf,
     events: crate::events::EventHub,
-    /// The size last applied to each holder's PTY (by holder id).
-    sizes: Mutex<HashMap<String, ccd_protocol::methods::TermSize>>,
     live: Mutex<HashMap<String, HolderEntry>>,
     finished: Mutex<VecDeque<Finished>>,
     /// Numbers the `holder.info` requests (see `HolderEntry::info_asked`).
@@ -126,7 +124,6 @@ impl HolderTable {
         Self {
             dir,
             events,
-            sizes: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             finished: Mutex::new(VecDeque::new()),
             asks: std::sync::atomic::AtomicU64::new(0),
@@ -193,16 +190,6 @@ impl HolderTable {
             m.insert(entry.id.clone(), entry);
         }
         Ok(())
-    }
-
-    pub fn applied_size(&self, id: &str) -> Option<ccd_protocol::methods::TermSize> {
-        self.sizes.lock().ok()?.get(id).copied()
-    }
-
-    pub fn set_applied_size(&self, id: &str, size: ccd_protocol::methods::TermSize) {
-        if let Ok(mut m) = self.sizes.lock() {
-            m.insert(id.to_string(), size);
-        }
     }
 
     /// Pins or unpins holder `id` (persisted beside its socket).

@@ -70,6 +70,10 @@ struct Conn<'a> {
     session: &'a Arc<Session>,
     writer: Writer,
     attached: Option<Arc<ClientQueue>>,
+    /// The size this connection's client last asked for (attach, resize):
+    /// applied again before its input when another client changed it
+    /// meanwhile (the most recently active client sets the size).
+    size: Option<Size>,
     /// Set by `holder.collect` once the final reply is out.
     stop_after_reply: bool,
 }
@@ -88,6 +92,7 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
         session,
         writer,
         attached: None,
+        size: None,
         stop_after_reply: false,
     };
     let mut reader = BufReader::new(stream);
@@ -98,7 +103,7 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
             Ok(Some(line)) => match parse_incoming(line) {
                 Ok(Incoming::Request(req)) => conn.dispatch(req),
                 Ok(Incoming::Notification(n)) => {
-                    tracing::debug!(method = %n.method, "client notification ignored");
+                    conn.on_notification(n);
                     None
                 }
                 Ok(Incoming::Response(_)) => None,
@@ -125,6 +130,27 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
 }
 
 impl Conn<'_> {
+    /// Input and resize may come as notifications (no reply): the daemon's
+    /// relay and a direct stream's client send keys that way. Anything
+    /// else without an id is ignored.
+    fn on_notification(&mut self, n: Notification) {
+        let result = match n.method.as_str() {
+            t::INPUT | t::DIRECT_INPUT => {
+                parse_params::<InputParams>(n.params).and_then(|p| self.input(p))
+            }
+            t::RESIZE | t::DIRECT_RESIZE => {
+                parse_params::<Size>(n.params).and_then(|p| self.resize(p))
+            }
+            other => {
+                tracing::debug!(method = %other, "client notification ignored");
+                return;
+            }
+        };
+        if let Err(e) = result {
+            tracing::debug!(method = %n.method, error = %e.message, "notification refused");
+        }
+    }
+
     /// Answer one request; `None` when the handler wrote its own reply.
     fn dispatch(&mut self, req: Request) -> Option<Response> {
         let id = req.id.clone().unwrap_or(Id::Number(0));
@@ -133,20 +159,24 @@ impl Conn<'_> {
             t::INFO => ok(&self.session.info()),
             t::SCREEN => parse_params::<ScreenParams>(req.params)
                 .and_then(|p| ok(&self.session.screen(p.format))),
-            t::ATTACH => {
+            t::ATTACH | t::DIRECT_ATTACH => {
                 match parse_params::<AttachParams>(req.params).and_then(|p| self.attach(&id, p)) {
                     Ok(()) => return None,
                     Err(e) => Err(e),
                 }
             }
-            t::DETACH => {
+            t::DETACH | t::DIRECT_DETACH => {
                 if let Some(q) = self.attached.take() {
                     q.close();
                 }
                 ok(&Done { ok: true })
             }
-            t::INPUT => parse_params::<InputParams>(req.params).and_then(|p| self.input(p)),
-            t::RESIZE => parse_params::<Size>(req.params).and_then(|p| self.resize(p)),
+            t::INPUT | t::DIRECT_INPUT => {
+                parse_params::<InputParams>(req.params).and_then(|p| self.input(p))
+            }
+            t::RESIZE | t::DIRECT_RESIZE => {
+                parse_params::<Size>(req.params).and_then(|p| self.resize(p))
+            }
             t::KILL => parse_params::<KillParams>(req.params).and_then(|p| self.kill(p)),
             t::COLLECT => parse_params::<CollectParams>(req.params).and_then(|p| self.collect(p)),
             other => Err(RpcError::method_not_found(other)),
@@ -175,6 +205,9 @@ impl Conn<'_> {
 
     fn input(&mut self, p: InputParams) -> Result<Value, RpcError> {
         self.refuse_observer()?;
+        if let Some(size) = self.size.filter(|s| *s != self.session.size()) {
+            self.session.resize(size).map_err(session_error)?;
+        }
         self.session.send_input(p.data).map_err(session_error)?;
         ok(&Done { ok: true })
     }
@@ -185,6 +218,9 @@ impl Conn<'_> {
             return Err(RpcError::invalid_params("rows and cols must be at least 1"));
         }
         self.session.resize(p).map_err(session_error)?;
+        if self.attached.is_some() {
+            self.size = Some(p);
+        }
         ok(&Done { ok: true })
     }
 
@@ -238,6 +274,15 @@ impl Conn<'_> {
                 ErrorCode::InvalidRequest,
                 "this connection is already attached",
             ));
+        }
+        if let (AttachMode::Interactive, Some(size)) = (p.mode, p.size) {
+            if size.rows == 0 || size.cols == 0 {
+                return Err(RpcError::invalid_params("rows and cols must be at least 1"));
+            }
+            if size != self.session.size() {
+                self.session.resize(size).map_err(session_error)?;
+            }
+            self.size = Some(size);
         }
         let (q, resync) = self.session.attach(p.mode);
         let result = AttachResult {

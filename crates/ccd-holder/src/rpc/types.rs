@@ -148,12 +148,25 @@ pub struct ScreenResult {
     pub verdict: ScreenState,
 }
 
+/// `session.attach` on a direct stream (see `docs/protocol.md`): `holder.attach`.
+pub const DIRECT_ATTACH: &str = "session.attach";
+/// `session.detach` on a direct stream: `holder.detach`.
+pub const DIRECT_DETACH: &str = "session.detach";
+/// `session.input` on a direct stream: `holder.input`.
+pub const DIRECT_INPUT: &str = "session.input";
+/// `session.resize` on a direct stream: `holder.resize`.
+pub const DIRECT_RESIZE: &str = "session.resize";
+
 /// Params of `holder.attach`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct AttachParams {
     /// Default `interactive`.
     #[serde(default)]
     pub mode: AttachMode,
+    /// The client's terminal size (interactive only): applied before the
+    /// first redraw and remembered for the size policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Size>,
 }
 
 /// Result of `holder.attach` (sent before the first notification).

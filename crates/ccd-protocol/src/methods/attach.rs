@@ -66,6 +66,13 @@ pub struct AttachParams {
     /// transcript messages to send first (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last: Option<u32>,
+    /// Ask for a direct stream: for a session ccd holds, the reply carries
+    /// a connection to the session's holder (`SCM_RIGHTS`) on which the
+    /// client attaches itself, so output and keys no longer pass through
+    /// the daemon (see "Direct streams" in `docs/protocol.md`). Ignored
+    /// where there is no holder (observing a session running outside ccd).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 /// Result of `session.attach`.
@@ -84,6 +91,10 @@ pub struct AttachResult {
     /// instead: the original session, its transcript and the failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fresh_instead_of: Option<FreshStart>,
+    /// True when the reply carries a direct stream (asked with `direct`):
+    /// the stream's notifications come on that connection, not this one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 /// Why an attach landed in a fresh session.

@@ -79,6 +79,10 @@ pub fn attach_and_report(
             eprintln!("[the ccd daemon went away; the session keeps running] come back with: ccd attach {short}");
             Ok(ExitCode::from(3))
         }
+        Outcome::HolderGone => {
+            eprintln!("[lost the connection to session {short}: its ccd holder is gone] `ccd ls` shows where it stands; `ccd attach {short}` resumes it");
+            Ok(ExitCode::from(3))
+        }
         Outcome::Signalled(s) => {
             eprintln!("[ccd ended by signal {s}; the session keeps running] come back with: ccd attach {short}");
             Ok(ExitCode::from(3))

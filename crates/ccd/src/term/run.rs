@@ -1,5 +1,12 @@
-//! The attach loop: the daemon's stream to the terminal, the keyboard to
+//! The attach loop: the session's stream to the terminal, the keyboard to
 //! the session.
+//!
+//! The stream is direct when the daemon can hand one over (a session ccd
+//! holds): `session.attach` with `direct` passes a connection to the
+//! session's holder, on which this client attaches itself, so output and
+//! keys skip the daemon (and a daemon that dies leaves the attachment
+//! alone). Otherwise (observing a session outside ccd) the stream comes
+//! through the daemon connection.
 
 use super::keys::{DetachFilter, DetachKey, Filtered};
 use super::raw::{self, RawMode};
@@ -30,6 +37,8 @@ pub enum Outcome {
         signal: Option<i64>,
     },
     DaemonGone,
+    /// A direct stream ended without the session's exit: its holder is gone.
+    HolderGone,
     Signalled(i32),
 }
 
@@ -51,20 +60,31 @@ pub fn attach_loop(
     on_attached: &mut dyn FnMut(&Value),
 ) -> Result<(Outcome, Value), ClientError> {
     let size = raw::size();
-    let mut params = json!({
-        "session": session,
+    let mut stream = json!({
         "mode": if mode == Mode::Interactive { "interactive" } else { "observe" },
     });
     if let Some((cols, rows)) = size {
-        params["size"] = json!({"cols": cols, "rows": rows});
+        stream["size"] = json!({"cols": cols, "rows": rows});
     }
+    let mut params = stream.clone();
+    params["session"] = json!(session);
+    params["direct"] = json!(true);
     if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
         p.extend(e);
     }
     let attached = client.call_value("session.attach", params)?;
     on_attached(&attached);
     let sid = attached["session"].as_str().unwrap_or(session).to_string();
-    let (mut reader, writer, queued) = client.split();
+    let direct = attached["direct"].as_bool() == Some(true);
+    let (mut reader, writer, queued) = if direct {
+        let fd = client.take_passed_fd().ok_or_else(|| {
+            ClientError::Protocol("a direct stream was promised but no connection came".into())
+        })?;
+        drop(client);
+        Client::direct_attach(fd, stream)?
+    } else {
+        client.split()
+    };
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
 
@@ -102,6 +122,7 @@ pub fn attach_loop(
                     break match why.load(Ordering::Acquire) {
                         DETACH => Outcome::Detached,
                         s if s >= SIGNAL_BASE => Outcome::Signalled(i32::from(s - SIGNAL_BASE)),
+                        _ if direct => Outcome::HolderGone,
                         _ => Outcome::DaemonGone,
                     };
                 }

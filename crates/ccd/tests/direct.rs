@@ -1,0 +1,92 @@
+//! Direct streams: `session.attach` with `direct` hands the client a
+//! connection to the session's holder (`SCM_RIGHTS`), on which it attaches
+//! itself; output and keys then skip the daemon.
+
+mod common;
+
+use ccd_client::Client;
+use ccd_protocol::Incoming;
+use common::{wait_for, Sandbox};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(20);
+
+#[test]
+fn a_direct_stream_carries_the_screen_and_keys_and_shows_as_a_client() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("direct");
+    let mut c = sb.client();
+    let size = json!({"cols": 100, "rows": 30});
+    let r = c
+        .call_value(
+            "session.attach",
+            json!({"session": &sid[..8], "direct": true, "size": size}),
+        )
+        .unwrap();
+    assert_eq!(r["direct"], true, "{r}");
+    assert_eq!(r["session"], sid.as_str(), "{r}");
+    let fd = c.take_passed_fd().expect("the holder connection");
+    let (mut reader, mut writer, queued) =
+        Client::direct_attach(fd, json!({"mode": "interactive", "size": size})).unwrap();
+    assert!(queued.is_empty(), "nothing before the reply: {queued:?}");
+    // The first message is the redraw, at the client's size.
+    let first = match reader.next().unwrap() {
+        Incoming::Notification(n) => n,
+        other => panic!("expected the resync, got {other:?}"),
+    };
+    assert_eq!(first.method, "session.resync");
+    let p = first.params.unwrap();
+    assert_eq!(p["session"], sid.as_str());
+    assert_eq!(p["size"], json!({"rows": 30, "cols": 100}));
+    let mut screen = ccd_screen::Screen::new(30, 100);
+    screen.process(&ccd_protocol::b64::decode(p["data"].as_str().unwrap()).unwrap());
+    // Keys as notifications, like `ccd attach` sends them.
+    writer
+        .notify(
+            "session.input",
+            json!({"session": sid, "data": ccd_protocol::b64::encode(b"straight through\r")}),
+        )
+        .unwrap();
+    let deadline = Instant::now() + T;
+    while !screen.contents().contains("echo: straight through") {
+        assert!(Instant::now() < deadline, "no echo: {}", screen.contents());
+        if let Incoming::Notification(n) = reader.next().unwrap() {
+            assert_eq!(n.method, "session.output");
+            let p = n.params.unwrap();
+            screen.process(&ccd_protocol::b64::decode(p["data"].as_str().unwrap()).unwrap());
+        }
+    }
+    // The daemon keeps no part of it, but the holder counts the client.
+    drop(c);
+    let mut d = sb.client();
+    let info = d
+        .call_value("sessions.get", json!({"session": sid}))
+        .unwrap();
+    assert_eq!(info["ccd"]["attached"], 1, "{info}");
+    assert_eq!(
+        info["ccd"]["clients"].as_array().map(Vec::len),
+        Some(1),
+        "{info}"
+    );
+    // Leaving the connection detaches.
+    drop((reader, writer));
+    wait_for(T, "the client gone", || {
+        let info = d.call_value("sessions.get", json!({"session": sid})).ok()?;
+        (info["ccd"]["attached"] == 0).then_some(())
+    });
+}
+
+#[test]
+fn without_direct_no_connection_is_passed() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("relayed");
+    let mut c = sb.client();
+    let r = c
+        .call_value("session.attach", json!({"session": sid}))
+        .unwrap();
+    assert!(r.get("direct").is_none(), "{r}");
+    assert!(c.take_passed_fd().is_none());
+    let n = c.next_notification(Some(T)).unwrap().expect("the resync");
+    assert_eq!(n.method, "session.resync");
+}
