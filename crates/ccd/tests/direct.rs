@@ -90,3 +90,40 @@ fn without_direct_no_connection_is_passed() {
     let n = c.next_notification(Some(T)).unwrap().expect("the resync");
     assert_eq!(n.method, "session.resync");
 }
+
+/// `ccd attach 3c5e` is how people type it: a prefix of a held session's id
+/// resolves without reading every transcript, but only while no other
+/// session id (a transcript's name, a registry entry) shares it.
+#[test]
+fn a_held_prefix_resolves_and_a_shared_one_stays_ambiguous() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("prefix");
+    let mut c = sb.client();
+    let r = c
+        .call_value("sessions.get", json!({"session": &sid[..6]}))
+        .unwrap();
+    assert_eq!(r["session_id"], sid.as_str(), "{r}");
+    // Another session whose id starts the same, known only by its
+    // transcript's name.
+    let twin = format!("{}0000-0000-4000-8000-000000000000", &sid[..8]);
+    let dir = sb.config.join("projects").join("-elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{twin}.jsonl")),
+        format!("{{\"type\":\"user\",\"sessionId\":\"{twin}\",\"cwd\":\"/elsewhere\",\"message\":{{\"role\":\"user\",\"content\":\"hi\"}},\"timestamp\":\"2026-11-29T10:00:00.000Z\"}}\n"),
+    )
+    .unwrap();
+    let e = c
+        .call_value(
+            "session.attach",
+            json!({"session": &sid[..6], "direct": true}),
+        )
+        .unwrap_err();
+    assert_eq!(e.rpc().map(|e| e.code), Some(-32004), "{e}");
+    assert!(c.take_passed_fd().is_none());
+    // One character more than they share is unique again.
+    let r = c
+        .call_value("sessions.get", json!({"session": &sid[..9]}))
+        .unwrap();
+    assert_eq!(r["session_id"], sid.as_str(), "{r}");
+}

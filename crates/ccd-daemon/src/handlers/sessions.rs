@@ -127,6 +127,42 @@ pub async fn get(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
     serde_json::to_value(info).map_err(|e| RpcError::internal(e.to_string()))
 }
 
+/// The held session whose id alone starts with `query`, judged from what
+/// names session ids without reading transcripts: the holder table,
+/// transcript file names and registry entries (a few directory reads, where
+/// the full index reads every transcript's head and tail). `None` sends the
+/// caller to the full index (no held match, several, or any doubt).
+async fn held_by_unique_prefix(
+    daemon: &Daemon,
+    held: &[HolderEntry],
+    query: &str,
+) -> Option<HolderEntry> {
+    let mut hits = held
+        .iter()
+        .filter(|h| h.session_id().is_some_and(|s| s.starts_with(query)));
+    let hit = hits.next()?;
+    if hits.next().is_some() {
+        return None;
+    }
+    let sid = hit.session_id()?.to_string();
+    let config = daemon.options.claude_config.clone();
+    let q = query.to_string();
+    let others = tokio::task::spawn_blocking(move || {
+        let other = |id: &str| id != sid && id.starts_with(&q);
+        let transcripts = ccd_claude::transcript::list_all(&config.projects_dir());
+        if transcripts.iter().any(|t| other(&t.session_id)) {
+            return true;
+        }
+        match ccd_claude::registry::read_all(&config.sessions_dir()) {
+            Ok(entries) => entries.iter().any(|e| other(&e.session_id)),
+            Err(_) => true,
+        }
+    })
+    .await
+    .unwrap_or(true);
+    (!others).then(|| hit.clone())
+}
+
 /// Finds the one session `query` names: a full id, a unique id prefix, a
 /// session name, or a holder id.
 pub async fn resolve(
@@ -138,13 +174,17 @@ pub async fn resolve(
         return Err(RpcError::invalid_params("empty session id"));
     }
     // Fast path: a full id or a holder id of a session ccd holds needs no
-    // index (and cannot be ambiguous).
-    if let Some(h) = daemon
-        .holders
-        .snapshot()
-        .into_iter()
+    // index (and cannot be ambiguous); nor does a prefix of a held
+    // session's id that no other session id on the machine starts with.
+    let held = daemon.holders.snapshot();
+    let hit = match held
+        .iter()
         .find(|h| h.id == query || h.session_id() == Some(query))
     {
+        Some(h) => Some(h.clone()),
+        None => held_by_unique_prefix(daemon, &held, query).await,
+    };
+    if let Some(h) = hit {
         let mut info = crate::views::holder_only_info(&h);
         // Fork and resume need the transcript: find it by id (a few stats).
         if let Some(sid) = h.session_id() {
