@@ -418,8 +418,20 @@ fn echo_ccd(cx: &Ctx, n: usize) -> anyhow::Result<Vec<Echo>> {
         c.wait_attached(&sid, 1)?;
         std::thread::sleep(Duration::from_millis(300));
         let attach_idle = echo_pty(&mut client, n)?;
-        // A sibling session flooding, with an API client draining it.
+        // A sibling session flooding. Each client kind echoes while the
+        // flood is drained by a client of its own kind, as for tmux and
+        // dtach: `ccd attach` under a PTY for `ccd attach`, then an API
+        // client for the API.
         let (fsid, _) = c.new_session(&frun.sibling_args(cx.seed), false)?;
+        let mut fc = c.attach_pty(&fsid)?;
+        let pty_drain = fc.collector(false); // drains until dropped
+        c.wait_attached(&fsid, 1)?;
+        std::thread::sleep(Duration::from_millis(500));
+        let attach_flood = echo_pty(&mut client, n);
+        drop(client);
+        drop(pty_drain);
+        fc.kill(Duration::from_secs(2));
+        wait_detached(&c);
         let mut fapi = c.api()?;
         Ccd::api_attach(&mut fapi, &fsid)?;
         let st = stop.clone();
@@ -436,9 +448,6 @@ fn echo_ccd(cx: &Ctx, n: usize) -> anyhow::Result<Vec<Echo>> {
             bytes
         });
         std::thread::sleep(Duration::from_millis(500));
-        let attach_flood = echo_pty(&mut client, n);
-        drop(client);
-        wait_detached(&c);
         let api_flood = (|| {
             let mut api = c.api()?;
             Ccd::api_attach(&mut api, &sid)?;
@@ -449,7 +458,10 @@ fn echo_ccd(cx: &Ctx, n: usize) -> anyhow::Result<Vec<Echo>> {
         stop.store(true, Ordering::Relaxed);
         touch(&frun.stop)?;
         let drained = drain.join().unwrap_or(0);
-        eprintln!("  (sibling flood: {:.0} MB drained)", drained as f64 / 1e6);
+        eprintln!(
+            "  (sibling flood: {:.0} MB drained by the API client)",
+            drained as f64 / 1e6
+        );
         let mk = |c: &str, idle: Latency, flood: anyhow::Result<Latency>| Echo {
             contender: c.into(),
             idle: Some(idle),
