@@ -93,12 +93,9 @@ pub fn attach_loop(
     let guard = RawMode::enter().map_err(ClientError::Io)?;
     let mut out = Terminal::new().map_err(ClientError::Io)?;
     // Our own screen, like tmux: the shell's screen comes back on leaving.
+    // Written with the first frame when it came with the attach reply, so
+    // the screen fills in one write, before the helper threads start.
     out.put(b"\x1b[?1049h\x1b[H\x1b[2J");
-    out.flush();
-
-    spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
-    spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
-
     let mut outcome = None;
     for n in queued {
         if let Some(o) = show(&mut out, &n) {
@@ -106,6 +103,9 @@ pub fn attach_loop(
         }
     }
     out.flush();
+
+    spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
+    spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
     let outcome = match outcome {
         Some(o) => o,
         None => loop {
