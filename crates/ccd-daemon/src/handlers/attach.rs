@@ -109,41 +109,51 @@ pub async fn attach(
             _ => return Err(live_elsewhere(&info)),
         },
     };
+    let session = holder.session_id().unwrap_or(&holder.id).to_string();
+    let direct_to = id.as_ref().filter(|_| p.direct);
+    let size = match direct_to {
+        Some(id) => direct(ctx, id, &holder, &p).await?,
+        None => relayed(ctx, id.as_ref(), &holder, &p, &session).await?,
+    };
+    tracing::info!(session = %session, holder = %holder.id, mode = ?p.mode, resumed, direct = direct_to.is_some(), "client attached");
+    let r = AttachResult {
+        session,
+        mode: p.mode,
+        size,
+        resumed,
+        fresh_instead_of: fresh,
+        direct: direct_to.is_some(),
+    };
+    serde_json::to_value(r).map_err(internal)
+}
+
+/// Attaches through the daemon: a holder connection of this client
+/// connection's, whose notifications a task relays (see the module doc).
+/// The session's size after the attach.
+async fn relayed(
+    ctx: &Arc<ConnCtx>,
+    id: Option<&Id>,
+    holder: &HolderEntry,
+    p: &AttachParams,
+    session: &str,
+) -> Result<TermSize, RpcError> {
+    let mut conn = HolderConn::connect(&holder.socket)
+        .await
+        .map_err(internal)?;
     let mode = match p.mode {
         AttachMode::Observe => "observe",
         _ => "interactive",
     };
-    let session = holder.session_id().unwrap_or(&holder.id).to_string();
-    if let (true, Some(id)) = (p.direct, id.as_ref()) {
-        let size = direct(ctx, id, &holder, &p).await?;
-        tracing::info!(session = %session, holder = %holder.id, mode, resumed, "direct stream handed over");
-        let r = AttachResult {
-            session,
-            mode: p.mode,
-            size,
-            resumed,
-            fresh_instead_of: fresh,
-            direct: true,
-        };
-        return serde_json::to_value(r).map_err(internal);
-    }
-    let mut conn = HolderConn::connect(&holder.socket)
-        .await
-        .map_err(internal)?;
     let mut params = json!({"mode": mode});
     if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
         params["size"] = json!({"rows": want.rows, "cols": want.cols});
     }
     let r: ccd_holder::AttachResult = conn.call(h::ATTACH, params).await.map_err(internal)?;
-    let size = TermSize {
-        cols: r.size.cols,
-        rows: r.size.rows,
-    };
-    let replied = id.as_ref().map(|id| ctx.after_reply(id));
+    let replied = id.map(|id| ctx.after_reply(id));
     let out = ctx.out();
     let HolderConn { reader, writer, .. } = conn;
     let conn_ctx = ctx.clone();
-    let key = session.clone();
+    let key = session.to_string();
     let task = tokio::spawn(async move {
         if let Some(r) = replied {
             let _ = r.await;
@@ -169,20 +179,14 @@ pub async fn attach(
         .attachments
         .lock()
         .ok()
-        .and_then(|mut m| m.insert(session.clone(), attachment));
+        .and_then(|mut m| m.insert(session.to_string(), attachment));
     if let Some(old) = old {
         old.stop();
     }
-    tracing::info!(session = %session, holder = %holder.id, mode, resumed, "client attached");
-    let r = AttachResult {
-        session,
-        mode: p.mode,
-        size,
-        resumed,
-        fresh_instead_of: fresh,
-        direct: false,
-    };
-    serde_json::to_value(r).map_err(internal)
+    Ok(TermSize {
+        cols: r.size.cols,
+        rows: r.size.rows,
+    })
 }
 
 /// Connects to `holder` and passes the connection with the reply to `id`;
