@@ -46,11 +46,14 @@ fn send_response(w: &Writer, resp: &Response) -> std::io::Result<()> {
     }
 }
 
-fn send_notification<P: Serialize>(w: &Writer, method: &str, params: &P) -> std::io::Result<()> {
+fn notification_line<P: Serialize>(method: &str, params: &P) -> std::io::Result<Vec<u8>> {
     let params = serde_json::to_value(params).map_err(std::io::Error::other)?;
     let n = Notification::new(method, Some(params));
-    let line = encode(&n).map_err(std::io::Error::other)?;
-    write_line(w, &line)
+    encode(&n).map_err(std::io::Error::other)
+}
+
+fn send_notification<P: Serialize>(w: &Writer, method: &str, params: &P) -> std::io::Result<()> {
+    write_line(w, &notification_line(method, params)?)
 }
 
 fn ok<T: Serialize>(v: &T) -> Result<Value, RpcError> {
@@ -293,10 +296,16 @@ impl Conn<'_> {
                 cols: resync.size.cols,
             },
         };
-        // The reply, then the resync, then the pump: in that order.
+        // The reply, then the resync, then the pump: in that order. The
+        // first two in one write, so the client has its first frame in the
+        // read that brings the reply.
         let resp = Response::success(id.clone(), ok(&result)?);
-        let sent = send_response(&self.writer, &resp)
-            .and_then(|()| send_notification(&self.writer, SessionResync::NAME, &resync));
+        let sent = encode(&resp)
+            .map_err(std::io::Error::other)
+            .and_then(|mut lines| {
+                lines.extend(notification_line(SessionResync::NAME, &resync)?);
+                write_line(&self.writer, &lines)
+            });
         if let Err(e) = sent {
             q.close();
             return Err(RpcError::internal(format!("write failed: {e}")));

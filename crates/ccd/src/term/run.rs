@@ -102,6 +102,12 @@ pub fn attach_loop(
             outcome = Some(o);
         }
     }
+    while outcome.is_none() && reader.has_buffered_line() {
+        match next_shown(&mut reader, &mut out) {
+            Ok(o) => outcome = o,
+            Err(_) => break, // the loop below meets it again
+        }
+    }
     out.flush();
 
     spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
