@@ -199,10 +199,23 @@ pub async fn run(daemon: Arc<Daemon>) {
     }
 }
 
+/// Whether a file event calls for a rescan: a change, or an error (which
+/// may hide one). Reads are not changes — and the scan's own reads of the
+/// folder and its files raise them: waking on them made the watcher rescan
+/// itself about 60 times a second while nothing changed.
+fn wakes_a_scan(res: &notify::Result<notify::Event>) -> bool {
+    match res {
+        Ok(e) => !matches!(e.kind, notify::EventKind::Access(_)),
+        Err(_) => true,
+    }
+}
+
 fn watch(dir: &Path, wake: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
-    let mut w = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-        let _ = wake.try_send(());
+    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if wakes_a_scan(&res) {
+            let _ = wake.try_send(());
+        }
     })
     .map_err(|error| tracing::warn!(%error, "cannot watch the registry folder; rescanning instead"))
     .ok()?;
@@ -221,6 +234,30 @@ fn watch(dir: &Path, wake: tokio::sync::mpsc::Sender<()>) -> Option<notify::Reco
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_the_folder_wakes_no_scan_and_a_change_does() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("1.json"), "{}").expect("write");
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        let _w = watch(dir.path(), tx).expect("a watcher");
+        // What a scan does: list the folder, read each entry.
+        for _ in 0..5 {
+            let _ = std::fs::read_dir(dir.path()).map(|d| d.count());
+            let _ = std::fs::read(dir.path().join("1.json"));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(rx.try_recv().is_err(), "woken by reads");
+        std::fs::write(dir.path().join("2.json"), "{}").expect("write");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while rx.try_recv().is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a new file woke nothing"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 
     fn seen(session: &str, status: &str) -> Seen {
         Seen {
