@@ -149,6 +149,20 @@ async fn relayed(
         params["size"] = json!({"rows": want.rows, "cols": want.cols});
     }
     let r: ccd_holder::AttachResult = conn.call(h::ATTACH, params).await.map_err(internal)?;
+    let mut size = TermSize {
+        cols: r.size.cols,
+        rows: r.size.rows,
+    };
+    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
+        if want != size {
+            // A holder started by an older ccd ignores the attach's size.
+            let _: Value = conn
+                .call(h::RESIZE, json!({"rows": want.rows, "cols": want.cols}))
+                .await
+                .map_err(internal)?;
+            size = want;
+        }
+    }
     let replied = id.map(|id| ctx.after_reply(id));
     let out = ctx.out();
     let HolderConn { reader, writer, .. } = conn;
@@ -183,10 +197,7 @@ async fn relayed(
     if let Some(old) = old {
         old.stop();
     }
-    Ok(TermSize {
-        cols: r.size.cols,
-        rows: r.size.rows,
-    })
+    Ok(size)
 }
 
 /// Connects to `holder` and passes the connection with the reply to `id`;

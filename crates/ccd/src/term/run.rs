@@ -13,7 +13,7 @@ use super::raw::{self, RawMode};
 use ccd_client::client::{Reader, Writer};
 use ccd_client::{Client, ClientError};
 use ccd_protocol::stream::StreamLineRef;
-use ccd_protocol::{parse_incoming, Incoming, Notification};
+use ccd_protocol::{parse_incoming, ErrorCode, Incoming, Notification};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -72,18 +72,35 @@ pub fn attach_loop(
     if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
         p.extend(e);
     }
-    let attached = client.call_value("session.attach", params)?;
+    let mut attached = client.call_value("session.attach", params.clone())?;
     on_attached(&attached);
     let sid = attached["session"].as_str().unwrap_or(session).to_string();
-    let direct = attached["direct"].as_bool() == Some(true);
-    let (mut reader, writer, queued) = if direct {
+    let mut direct = attached["direct"].as_bool() == Some(true);
+    let mut halves = None;
+    if direct {
         let fd = client.take_passed_fd().ok_or_else(|| {
             ClientError::Protocol("a direct stream was promised but no connection came".into())
         })?;
-        drop(client);
-        Client::direct_attach(fd, stream)?
-    } else {
-        client.split()
+        match Client::direct_attach(fd, stream) {
+            Ok(h) => halves = Some(h),
+            // A holder started by an older ccd (holders outlive upgrades)
+            // does not know the direct names: go through the daemon.
+            Err(e) if e.rpc().map(|r| r.code) == Some(ErrorCode::MethodNotFound.code()) => {
+                tracing::info!("the session's holder predates direct streams");
+                params["direct"] = json!(false);
+                params["session"] = json!(sid);
+                attached = client.call_value("session.attach", params)?;
+                direct = false;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let (mut reader, writer, queued) = match halves {
+        Some(h) => {
+            drop(client);
+            h
+        }
+        None => client.split(),
     };
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
