@@ -15,6 +15,7 @@ use ccd_client::{Client, ClientError};
 use ccd_protocol::stream::StreamLineRef;
 use ccd_protocol::{parse_incoming, ErrorCode, Incoming, Notification};
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,7 +53,7 @@ const SIGNAL_BASE: u8 = 100;
 /// `fresh_on_failure`); `on_attached` sees the reply before the terminal
 /// switches to raw mode.
 pub fn attach_loop(
-    mut client: Client,
+    client: Client,
     session: &str,
     mode: Mode,
     key: DetachKey,
@@ -72,36 +73,9 @@ pub fn attach_loop(
     if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
         p.extend(e);
     }
-    let mut attached = client.call_value("session.attach", params.clone())?;
-    on_attached(&attached);
+    let (attached, direct, (mut reader, writer, queued)) =
+        open_stream(client, params, stream, on_attached)?;
     let sid = attached["session"].as_str().unwrap_or(session).to_string();
-    let mut direct = attached["direct"].as_bool() == Some(true);
-    let mut halves = None;
-    if direct {
-        let fd = client.take_passed_fd().ok_or_else(|| {
-            ClientError::Protocol("a direct stream was promised but no connection came".into())
-        })?;
-        match Client::direct_attach(fd, stream) {
-            Ok(h) => halves = Some(h),
-            // A holder started by an older ccd (holders outlive upgrades)
-            // does not know the direct names: go through the daemon.
-            Err(e) if e.rpc().map(|r| r.code) == Some(ErrorCode::MethodNotFound.code()) => {
-                tracing::info!("the session's holder predates direct streams");
-                params["direct"] = json!(false);
-                params["session"] = json!(sid);
-                attached = client.call_value("session.attach", params)?;
-                direct = false;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    let (mut reader, writer, queued) = match halves {
-        Some(h) => {
-            drop(client);
-            h
-        }
-        None => client.split(),
-    };
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
 
@@ -159,6 +133,41 @@ pub fn attach_loop(
         let _ = w.shutdown_both();
     }
     Ok((outcome, attached))
+}
+
+/// The halves of a stream and whether it is direct.
+type Opened = (Value, bool, (Reader, Writer, VecDeque<Notification>));
+
+/// `session.attach` with `params` (which ask for a direct stream), then,
+/// when the daemon passed a connection, the attach on it with `stream`
+/// (`mode`, `size`). `on_attached` sees the daemon's reply first.
+fn open_stream(
+    mut client: Client,
+    mut params: Value,
+    stream: Value,
+    on_attached: &mut dyn FnMut(&Value),
+) -> Result<Opened, ClientError> {
+    let attached = client.call_value("session.attach", params.clone())?;
+    on_attached(&attached);
+    if attached["direct"].as_bool() != Some(true) {
+        return Ok((attached, false, client.split()));
+    }
+    let fd = client.take_passed_fd().ok_or_else(|| {
+        ClientError::Protocol("a direct stream was promised but no connection came".into())
+    })?;
+    match Client::direct_attach(fd, stream) {
+        Ok(halves) => Ok((attached, true, halves)),
+        // A holder started by an older ccd (holders outlive upgrades) does
+        // not know the direct names: go through the daemon.
+        Err(e) if e.rpc().map(|r| r.code) == Some(ErrorCode::MethodNotFound.code()) => {
+            tracing::info!("the session's holder predates direct streams");
+            params["direct"] = json!(false);
+            params["session"] = attached["session"].clone();
+            let attached = client.call_value("session.attach", params)?;
+            Ok((attached, false, client.split()))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The terminal (fd 1), written in whole batches: output decoded from
