@@ -15,7 +15,7 @@ pub mod spec;
 
 use crate::state::Daemon;
 use ccd_holder::{CollectResult, ExitInfo, InfoResult};
-use rpc::{call_once, HolderError};
+use rpc::{call_once, HolderConn, HolderError};
 use serde_json::json;
 use spec::HolderMeta;
 use std::collections::{HashMap, VecDeque};
@@ -117,6 +117,13 @@ pub struct HolderTable {
     finished: Mutex<VecDeque<Finished>>,
     /// Numbers the `holder.info` requests (see `HolderEntry::info_asked`).
     asks: std::sync::atomic::AtomicU64,
+    /// An idle connection per holder for `holder.info`, reused by every
+    /// refresh: a refresh is one request on an open connection instead of
+    /// a connect (and a new thread in the holder) twice a second per
+    /// session. Taken out while in use (a concurrent refresh opens its
+    /// own); the mutex is never held across an await; pruned of holders no
+    /// longer live on every watch tick.
+    info_conns: Mutex<HashMap<String, HolderConn>>,
 }
 
 impl HolderTable {
@@ -127,6 +134,58 @@ impl HolderTable {
             live: Mutex::new(HashMap::new()),
             finished: Mutex::new(VecDeque::new()),
             asks: std::sync::atomic::AtomicU64::new(0),
+            info_conns: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `holder.info` of `entry`, on its idle connection when there is one.
+    async fn ask_info(&self, entry: &HolderEntry) -> Result<InfoResult, HolderError> {
+        let idle = self
+            .info_conns
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(&entry.id));
+        if let Some(mut conn) = idle {
+            match conn
+                .call::<InfoResult>(ccd_holder::rpc::types::INFO, json!({}))
+                .await
+            {
+                Ok(info) => {
+                    self.keep_info_conn(&entry.id, conn);
+                    return Ok(info);
+                }
+                // Slow (a flood): no second connection on top.
+                Err(HolderError::Timeout) => return Err(HolderError::Timeout),
+                Err(error) => {
+                    tracing::debug!(holder = %entry.id, %error, "idle info connection broken; reconnecting");
+                }
+            }
+        }
+        let mut conn = HolderConn::connect(&entry.socket).await?;
+        let info = conn
+            .call::<InfoResult>(ccd_holder::rpc::types::INFO, json!({}))
+            .await?;
+        self.keep_info_conn(&entry.id, conn);
+        Ok(info)
+    }
+
+    fn keep_info_conn(&self, id: &str, conn: HolderConn) {
+        if self.get(id).is_none() {
+            return;
+        }
+        if let Ok(mut m) = self.info_conns.lock() {
+            m.entry(id.to_string()).or_insert(conn);
+        }
+    }
+
+    /// Closes the idle info connections of holders no longer live.
+    fn prune_info_conns(&self) {
+        let live: std::collections::HashSet<String> = match self.live.lock() {
+            Ok(m) => m.keys().cloned().collect(),
+            Err(_) => return,
+        };
+        if let Ok(mut m) = self.info_conns.lock() {
+            m.retain(|id, _| live.contains(id));
         }
     }
 
@@ -370,8 +429,7 @@ impl HolderTable {
     pub async fn refresh(&self, id: &str) -> Option<InfoResult> {
         let entry = self.get(id)?;
         let asked = self.next_ask();
-        match call_once::<InfoResult>(&entry.socket, ccd_holder::rpc::types::INFO, json!({})).await
-        {
+        match self.ask_info(&entry).await {
             Ok(info) => {
                 let done = info.exit.is_some() || info.state.as_str() == "failed";
                 // What this reply replaced, when it is newer than what the
@@ -513,6 +571,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
         for e in daemon.holders.snapshot() {
             daemon.holders.refresh(&e.id).await;
         }
+        daemon.holders.prune_info_conns();
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             _ = stop.changed() => return,
