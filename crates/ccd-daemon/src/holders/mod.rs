@@ -170,7 +170,9 @@ impl HolderTable {
     }
 
     fn keep_info_conn(&self, id: &str, conn: HolderConn) {
-        if self.get(id).is_none() {
+        // Checked without copying the entry (its info holds screens).
+        let live = self.live.lock().is_ok_and(|m| m.contains_key(id));
+        if !live {
             return;
         }
         if let Ok(mut m) = self.info_conns.lock() {

@@ -56,6 +56,13 @@ fn send_notification<P: Serialize>(w: &Writer, method: &str, params: &P) -> std:
     write_line(w, &notification_line(method, params)?)
 }
 
+fn check_size(size: Size) -> Result<(), RpcError> {
+    if size.rows == 0 || size.cols == 0 {
+        return Err(RpcError::invalid_params("rows and cols must be at least 1"));
+    }
+    Ok(())
+}
+
 fn ok<T: Serialize>(v: &T) -> Result<Value, RpcError> {
     serde_json::to_value(v).map_err(|e| RpcError::internal(format!("encoding result: {e}")))
 }
@@ -137,13 +144,9 @@ impl Conn<'_> {
     /// relay and a direct stream's client send keys that way. Anything
     /// else without an id is ignored.
     fn on_notification(&mut self, n: Notification) {
-        let result = match n.method.as_str() {
-            t::INPUT | t::DIRECT_INPUT => {
-                parse_params::<InputParams>(n.params).and_then(|p| self.input(p))
-            }
-            t::RESIZE | t::DIRECT_RESIZE => {
-                parse_params::<Size>(n.params).and_then(|p| self.resize(p))
-            }
+        let result = match t::canonical(&n.method) {
+            t::INPUT => parse_params::<InputParams>(n.params).and_then(|p| self.input(p)),
+            t::RESIZE => parse_params::<Size>(n.params).and_then(|p| self.resize(p)),
             other => {
                 tracing::debug!(method = %other, "client notification ignored");
                 return;
@@ -158,28 +161,24 @@ impl Conn<'_> {
     fn dispatch(&mut self, req: Request) -> Option<Response> {
         let id = req.id.clone().unwrap_or(Id::Number(0));
         tracing::debug!(method = %req.method, "request");
-        let outcome = match req.method.as_str() {
+        let outcome = match t::canonical(&req.method) {
             t::INFO => ok(&self.session.info()),
             t::SCREEN => parse_params::<ScreenParams>(req.params)
                 .and_then(|p| ok(&self.session.screen(p.format))),
-            t::ATTACH | t::DIRECT_ATTACH => {
+            t::ATTACH => {
                 match parse_params::<AttachParams>(req.params).and_then(|p| self.attach(&id, p)) {
                     Ok(()) => return None,
                     Err(e) => Err(e),
                 }
             }
-            t::DETACH | t::DIRECT_DETACH => {
+            t::DETACH => {
                 if let Some(q) = self.attached.take() {
                     q.close();
                 }
                 ok(&Done { ok: true })
             }
-            t::INPUT | t::DIRECT_INPUT => {
-                parse_params::<InputParams>(req.params).and_then(|p| self.input(p))
-            }
-            t::RESIZE | t::DIRECT_RESIZE => {
-                parse_params::<Size>(req.params).and_then(|p| self.resize(p))
-            }
+            t::INPUT => parse_params::<InputParams>(req.params).and_then(|p| self.input(p)),
+            t::RESIZE => parse_params::<Size>(req.params).and_then(|p| self.resize(p)),
             t::KILL => parse_params::<KillParams>(req.params).and_then(|p| self.kill(p)),
             t::COLLECT => parse_params::<CollectParams>(req.params).and_then(|p| self.collect(p)),
             other => Err(RpcError::method_not_found(other)),
@@ -217,9 +216,7 @@ impl Conn<'_> {
 
     fn resize(&mut self, p: Size) -> Result<Value, RpcError> {
         self.refuse_observer()?;
-        if p.rows == 0 || p.cols == 0 {
-            return Err(RpcError::invalid_params("rows and cols must be at least 1"));
-        }
+        check_size(p)?;
         self.session.resize(p).map_err(session_error)?;
         if self.attached.is_some() {
             self.size = Some(p);
@@ -279,9 +276,7 @@ impl Conn<'_> {
             ));
         }
         if let (AttachMode::Interactive, Some(size)) = (p.mode, p.size) {
-            if size.rows == 0 || size.cols == 0 {
-                return Err(RpcError::invalid_params("rows and cols must be at least 1"));
-            }
+            check_size(size)?;
             if size != self.session.size() {
                 self.session.resize(size).map_err(session_error)?;
             }

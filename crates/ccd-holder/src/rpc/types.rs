@@ -148,14 +148,18 @@ pub struct ScreenResult {
     pub verdict: ScreenState,
 }
 
-/// `session.attach` on a direct stream (see `docs/protocol.md`): `holder.attach`.
-pub const DIRECT_ATTACH: &str = "session.attach";
-/// `session.detach` on a direct stream: `holder.detach`.
-pub const DIRECT_DETACH: &str = "session.detach";
-/// `session.input` on a direct stream: `holder.input`.
-pub const DIRECT_INPUT: &str = "session.input";
-/// `session.resize` on a direct stream: `holder.resize`.
-pub const DIRECT_RESIZE: &str = "session.resize";
+/// The method a name stands for: on a direct stream (see
+/// `docs/protocol.md`) a client uses the public names, which are these
+/// four `holder.*` methods; every other name is itself.
+pub fn canonical(method: &str) -> &str {
+    match method {
+        "session.attach" => ATTACH,
+        "session.detach" => DETACH,
+        "session.input" => INPUT,
+        "session.resize" => RESIZE,
+        other => other,
+    }
+}
 
 /// Params of `holder.attach`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
