@@ -8,11 +8,13 @@
 //! reader half (every message as it arrives), usable from two threads.
 //!
 //! A direct stream (`session.attach` with `direct`) arrives as a descriptor
-//! passed with the reply ([`Client::take_passed_fd`]);
-//! [`Client::direct_attach`] attaches on it and gives the same halves.
+//! passed with the reply ([`Client::take_passed_fd`]), already attached;
+//! [`Client::direct_stream`] reads the attach's reply and gives the same
+//! halves.
 
 use crate::passed_fd::RecvStream;
 use crate::socket_dir::{SocketDir, SocketDirError};
+use ccd_protocol::methods::attach::DIRECT_ATTACH_ID;
 use ccd_protocol::methods::daemon::{Hello, HelloParams, HelloResult};
 use ccd_protocol::{
     parse_incoming, read_line_bytes, FrameError, Id, Incoming, Method, Notification, ProtocolRange,
@@ -131,16 +133,16 @@ impl Client {
         self.reader.stream.get_mut().take_passed()
     }
 
-    /// Attaches on a direct stream's connection (`fd`, from
-    /// [`Client::take_passed_fd`]) with `params` (`mode`, `size`); the
-    /// halves then carry that session's stream as a daemon connection
-    /// would (see "Direct streams" in `docs/protocol.md`).
-    pub fn direct_attach(
+    /// A direct stream's connection (`fd`, from [`Client::take_passed_fd`]),
+    /// on which the daemon attached as asked: reads the holder's reply to
+    /// that attach (id [`DIRECT_ATTACH_ID`]); the halves then carry the
+    /// session's stream as a daemon connection would (see "Direct streams"
+    /// in `docs/protocol.md`).
+    pub fn direct_stream(
         fd: OwnedFd,
-        params: Value,
     ) -> Result<(Reader, Writer, VecDeque<Notification>), ClientError> {
         let mut c = Self::over(UnixStream::from(fd))?;
-        c.call_value("session.attach", params)?;
+        c.wait_for(&Id::String(DIRECT_ATTACH_ID.into()), None)?;
         Ok(c.split())
     }
 

@@ -1,6 +1,6 @@
 //! Direct streams: `session.attach` with `direct` hands the client a
-//! connection to the session's holder (`SCM_RIGHTS`), on which it attaches
-//! itself; output and keys then skip the daemon.
+//! connection to the session's holder (`SCM_RIGHTS`), on which the daemon
+//! attached as asked; output and keys then skip the daemon.
 
 mod common;
 
@@ -27,8 +27,7 @@ fn a_direct_stream_carries_the_screen_and_keys_and_shows_as_a_client() {
     assert_eq!(r["direct"], true, "{r}");
     assert_eq!(r["session"], sid.as_str(), "{r}");
     let fd = c.take_passed_fd().expect("the holder connection");
-    let (mut reader, mut writer, queued) =
-        Client::direct_attach(fd, json!({"mode": "interactive", "size": size})).unwrap();
+    let (mut reader, mut writer, queued) = Client::direct_stream(fd).unwrap();
     assert!(queued.is_empty(), "nothing before the reply: {queued:?}");
     // The first message is the redraw, at the client's size.
     let first = match reader.next().unwrap() {
@@ -75,6 +74,38 @@ fn a_direct_stream_carries_the_screen_and_keys_and_shows_as_a_client() {
         let info = d.call_value("sessions.get", json!({"session": sid})).ok()?;
         (info["ccd"]["attached"] == 0).then_some(())
     });
+}
+
+#[test]
+fn a_direct_stream_keeps_the_mode_asked_for() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("direct-observe");
+    let mut c = sb.client();
+    let r = c
+        .call_value(
+            "session.attach",
+            json!({"session": sid, "direct": true, "mode": "observe"}),
+        )
+        .unwrap();
+    assert_eq!(r["mode"], "observe", "{r}");
+    let fd = c.take_passed_fd().expect("the holder connection");
+    let (mut reader, mut writer, _) = Client::direct_stream(fd).unwrap();
+    let id = writer
+        .send(
+            "session.input",
+            json!({"data": ccd_protocol::b64::encode(b"not mine\r")}),
+        )
+        .unwrap();
+    let deadline = Instant::now() + T;
+    loop {
+        assert!(Instant::now() < deadline, "no reply to the input");
+        if let Incoming::Response(r) = reader.next().unwrap() {
+            assert_eq!(r.id, Some(id));
+            let e = r.outcome.expect_err("an observer's keys are refused");
+            assert_eq!(e.code, -32010, "{e:?}");
+            break;
+        }
+    }
 }
 
 #[test]

@@ -8,9 +8,11 @@
 //! holder connection, which detaches it there.
 //!
 //! With `direct`, the daemon hands the client a connection to the holder
-//! instead (passed with the reply, `SCM_RIGHTS`), on which the client
-//! attaches itself: its output and keys no longer pass through the daemon,
-//! and the daemon keeps nothing of that attachment.
+//! instead (passed with the reply, `SCM_RIGHTS`), on which it has already
+//! sent the client's `session.attach` (id [`DIRECT_ATTACH_ID`]): the
+//! holder's reply and first redraw are on their way while the client
+//! reads the daemon's reply, and its output and keys no longer pass
+//! through the daemon, which keeps nothing of that attachment.
 //!
 //! Size policy (kept by the holder, per holder connection): the most
 //! recently active client sets the size. A client's size is remembered
@@ -27,7 +29,7 @@ use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
 use ccd_holder::rpc::types as h;
 use ccd_protocol::methods::attach::{
-    AttachMode, AttachParams, AttachResult, FreshStart, InputParams, ResizeParams,
+    AttachMode, AttachParams, AttachResult, FreshStart, InputParams, ResizeParams, DIRECT_ATTACH_ID,
 };
 use ccd_protocol::methods::session::{SessionInfo, SessionState};
 use ccd_protocol::methods::{SessionRef, TermSize};
@@ -200,17 +202,31 @@ async fn relayed(
     Ok(size)
 }
 
-/// Connects to `holder` and passes the connection with the reply to `id`;
-/// the size the session will have once the client attached on it.
+/// Connects to `holder`, attaches there as the client asked, and passes the
+/// connection with the reply to `id`; the size the session will have once
+/// the holder has handled that attach.
 async fn direct(
     ctx: &ConnCtx,
     id: &Id,
     holder: &HolderEntry,
     p: &AttachParams,
 ) -> Result<TermSize, RpcError> {
-    let stream = tokio::net::UnixStream::connect(&holder.socket)
+    let mut stream = tokio::net::UnixStream::connect(&holder.socket)
         .await
         .map_err(internal)?;
+    let mut params = json!({"mode": p.mode});
+    if let Some(size) = p.size {
+        params["size"] = json!({"rows": size.rows, "cols": size.cols});
+    }
+    let req = ccd_protocol::Request::new(
+        Id::String(DIRECT_ATTACH_ID.into()),
+        "session.attach",
+        Some(params),
+    );
+    let mut line = serde_json::to_vec(&req).map_err(internal)?;
+    line.push(b'\n');
+    // A fresh connection's send buffer takes one short line at once.
+    stream.write_all(&line).await.map_err(internal)?;
     let stream = stream.into_std().map_err(internal)?;
     // The client gets the same open file: give it the blocking mode a
     // fresh socket has (tokio made it non-blocking).

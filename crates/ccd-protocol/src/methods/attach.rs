@@ -67,13 +67,20 @@ pub struct AttachParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last: Option<u32>,
     /// Ask for a direct stream: for a session ccd holds, the reply carries
-    /// a connection to the session's holder (`SCM_RIGHTS`) on which the
-    /// client attaches itself, so output and keys no longer pass through
-    /// the daemon (see "Direct streams" in `docs/protocol.md`). Ignored
-    /// where there is no holder (observing a session running outside ccd).
+    /// a connection to the session's holder (`SCM_RIGHTS`), attached there
+    /// with this `mode` and `size` (the holder's reply, id
+    /// [`DIRECT_ATTACH_ID`], is the first line on it), so output and keys
+    /// no longer pass through the daemon (see "Direct streams" in
+    /// `docs/protocol.md`). Ignored where there is no holder (observing a
+    /// session running outside ccd).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
 }
+
+/// The id of the `session.attach` request the daemon sends to the holder on
+/// a direct stream's connection before passing it: the client reads the
+/// reply to it first.
+pub const DIRECT_ATTACH_ID: &str = "attach";
 
 /// Result of `session.attach`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -61,20 +61,19 @@ pub fn attach_loop(
     on_attached: &mut dyn FnMut(&Value),
 ) -> Result<(Outcome, Value), ClientError> {
     let size = raw::size();
-    let mut stream = json!({
+    let mut params = json!({
+        "session": session,
         "mode": if mode == Mode::Interactive { "interactive" } else { "observe" },
+        "direct": true,
     });
     if let Some((cols, rows)) = size {
-        stream["size"] = json!({"cols": cols, "rows": rows});
+        params["size"] = json!({"cols": cols, "rows": rows});
     }
-    let mut params = stream.clone();
-    params["session"] = json!(session);
-    params["direct"] = json!(true);
     if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
         p.extend(e);
     }
     let (attached, direct, (mut reader, writer, queued)) =
-        open_stream(client, params, stream, on_attached)?;
+        open_stream(client, params, on_attached)?;
     let sid = attached["session"].as_str().unwrap_or(session).to_string();
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
@@ -144,7 +143,6 @@ type Opened = (Value, bool, (Reader, Writer, VecDeque<Notification>));
 fn open_stream(
     mut client: Client,
     mut params: Value,
-    stream: Value,
     on_attached: &mut dyn FnMut(&Value),
 ) -> Result<Opened, ClientError> {
     let attached = client.call_value("session.attach", params.clone())?;
@@ -155,7 +153,7 @@ fn open_stream(
     let fd = client.take_passed_fd().ok_or_else(|| {
         ClientError::Protocol("a direct stream was promised but no connection came".into())
     })?;
-    match Client::direct_attach(fd, stream) {
+    match Client::direct_stream(fd) {
         Ok(halves) => Ok((attached, true, halves)),
         // A holder started by an older ccd (holders outlive upgrades) does
         // not know the direct names: go through the daemon.
