@@ -33,6 +33,7 @@ pub mod rpc;
 pub mod sched;
 pub mod session;
 pub mod spawn;
+mod stop;
 
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;

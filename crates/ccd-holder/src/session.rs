@@ -29,7 +29,6 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -46,12 +45,17 @@ use crate::lifecycle::{AttentionReason, State};
 use crate::rpc::types::{
     Attention, Cursor, InfoResult, RegistryStatus, ScreenFormat, ScreenResult, Transition,
 };
+use crate::stop::StopSignal;
 
 /// Transitions kept for `holder.info`.
 const TRANSITIONS_KEPT: usize = 10;
 
 /// Most bytes of output waiting for the model before the reader waits.
 pub const BACKLOG_CAP: usize = 4 << 20;
+
+/// Longest idle wait of a thread that new work, the output's end and a
+/// stop all wake anyway (a safety net, not a poll).
+pub(crate) const IDLE_SAFETY: Duration = Duration::from_secs(30);
 
 /// Most bytes the parser takes from the backlog per model-lock hold (a
 /// redraw or a screen request waits at most for this much parsing).
@@ -135,7 +139,7 @@ pub struct Session {
     /// room for the reader).
     backlog_changed: Condvar,
     input: SyncSender<Vec<u8>>,
-    stop: AtomicBool,
+    stop: StopSignal,
     /// Fixed facts.
     pub fixed: Fixed,
     queue_cap: usize,
@@ -189,7 +193,7 @@ impl Session {
             changed: Condvar::new(),
             backlog_changed: Condvar::new(),
             input,
-            stop: AtomicBool::new(false),
+            stop: StopSignal::new(),
             fixed,
             queue_cap,
             backlog_cap: BACKLOG_CAP.min(queue_cap / 2).max(1),
@@ -212,14 +216,23 @@ impl Session {
 
     /// Ask every thread to stop.
     pub fn request_stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.raise();
+        // Threads check the flag under the session lock before they wait:
+        // taking it here puts this wakeup after any such check, so none is
+        // lost (their waits have long safety timeouts only).
+        drop(self.lock());
         self.notify();
         self.backlog_changed.notify_all();
     }
 
     /// True once the holder is shutting down.
     pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+        self.stop.is_raised()
+    }
+
+    /// Readable once a stop is requested (for the accept loop's poll).
+    pub(crate) fn stop_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.stop.fd()
     }
 
     /// The PTY reader: wait for room at the interactive clients that keep
@@ -270,7 +283,7 @@ impl Session {
                 }
                 g = self
                     .backlog_changed
-                    .wait_timeout(g, Duration::from_millis(200))
+                    .wait_timeout(g, IDLE_SAFETY)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }

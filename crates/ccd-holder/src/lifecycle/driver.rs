@@ -62,7 +62,10 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
             return;
         }
         let now = Instant::now();
-        let exit = session.lock().exit.clone();
+        let (exit, stream_at) = {
+            let g = session.lock();
+            (g.exit.clone(), g.seq)
+        };
         let app_cursor = {
             let m = session.model();
             if m.parsed != seen.seq {
@@ -102,8 +105,21 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         }
         let (g, _) = session.wait_for(tick, |g| g.exit.is_some());
         drop(g);
+        // Once ready, nothing here is timed: only new output (a screen to
+        // classify) or the exit can change anything. An idle session's
+        // driver sleeps until one comes instead of waking every tick; while
+        // output flows it still steps at most once per tick (above). If the
+        // model had not parsed all output read before this step, step again.
+        if lc.state() == State::Ready && seen.seq >= stream_at {
+            let (g, _) = session.wait_for(IDLE_RECHECK, |g| g.exit.is_some() || g.seq != stream_at);
+            drop(g);
+        }
     }
 }
+
+/// Longest sleep of a ready session's driver without output (a safety net:
+/// new output and the exit wake it).
+const IDLE_RECHECK: Duration = Duration::from_secs(30);
 
 fn apply(session: &Session, action: Action) {
     match action {

@@ -324,7 +324,7 @@ impl Conn<'_> {
 fn pump(session: &Session, writer: &Writer, q: &ClientQueue) {
     let mut sched = crate::sched::Adaptive::start();
     loop {
-        let res = match q.next(Duration::from_millis(500), MAX_OUTPUT_CHUNK) {
+        let res = match q.next(crate::session::IDLE_SAFETY, MAX_OUTPUT_CHUNK) {
             Event::Output { seq, data } => {
                 sched.moved(data.len());
                 write_line(writer, &encode_output_line(&session.label(), seq, &data))

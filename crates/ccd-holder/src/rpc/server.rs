@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
-use crate::session::Session;
+use crate::session::{Session, IDLE_SAFETY};
 
 /// Bind the holder socket at `path` with mode 0600. An existing socket is
 /// replaced only if nothing answers on it.
@@ -52,16 +52,27 @@ fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
     }
 }
 
-/// Wait up to `ms` for the listener to become readable.
-fn poll_readable(listener: &UnixListener, ms: i32) -> bool {
-    let mut fds = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut fds, 1, ms) };
-    rc > 0
+/// Wait (up to [`IDLE_SAFETY`]) until the listener is readable or a stop
+/// is requested; true if a connection may be waiting.
+fn wait_for_connection(listener: &UnixListener, session: &Session) -> bool {
+    let stop = session.stop_fd().map_or(-1, |fd| fd.as_raw_fd());
+    let mut fds = [
+        libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        // A negative fd is ignored by poll.
+        libc::pollfd {
+            fd: stop,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ms = i32::try_from(IDLE_SAFETY.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: two valid pollfd entries.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    rc > 0 && fds[0].revents != 0
 }
 
 /// Accept connections until the session is asked to stop.
@@ -75,7 +86,7 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
     let conns: Arc<Mutex<HashMap<u64, UnixStream>>> = Arc::new(Mutex::new(HashMap::new()));
     let mut next_id = 0u64;
     while !session.stopping() {
-        if !poll_readable(listener, 200) {
+        if !wait_for_connection(listener, session) {
             continue;
         }
         let stream = match listener.accept() {

@@ -81,7 +81,10 @@ pub fn start(cfg: HolderConfig) -> (JoinHandle<anyhow::Result<Outcome>>, HolderC
     init_tracing();
     let holder = Holder::spawn(&cfg).expect("spawn");
     let listener = ccd_holder::bind(&cfg.socket_path).expect("bind");
-    let t = std::thread::spawn(move || holder.serve(listener));
+    let t = std::thread::Builder::new()
+        .name("holder-serve".into())
+        .spawn(move || holder.serve(listener))
+        .expect("serve thread");
     let client = HolderClient::connect(&cfg.socket_path).expect("connect");
     (t, client)
 }
