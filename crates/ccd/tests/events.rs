@@ -120,6 +120,62 @@ fn held_sessions_report_lifecycle_and_exit() {
     );
 }
 
+/// A session that has been still for a while is refreshed slowly by the
+/// daemon, but a change of its registry entry is seen at once: its turn
+/// still shows as `busy` then `idle`, within a second of each.
+#[test]
+fn a_still_held_session_reports_its_next_turn_promptly() {
+    let sb = Sandbox::with_env(&[("FAKE_CLAUDE_TURN_MS", "1500")]);
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({"types": ["session.lifecycle"]}))
+        .unwrap();
+    let sid = sb.new_session("still");
+    let is_mine = |e: &Value| e["session"] == sid.as_str();
+    expect_events(
+        &mut c,
+        &[("session.lifecycle", &|e: &Value| {
+            is_mine(e) && e["status"] == "idle"
+        })],
+    );
+    // Longer than the daemon's quiet refresh period (5 s).
+    std::thread::sleep(Duration::from_secs(7));
+    while c
+        .next_notification(Some(Duration::from_millis(1)))
+        .unwrap()
+        .is_some()
+    {}
+    let typed = Instant::now();
+    sb.ok(&["send", &sid, "a slow turn"]);
+    let seen = expect_events(
+        &mut c,
+        &[
+            ("session.lifecycle", &|e: &Value| {
+                is_mine(e) && e["status"] == "busy"
+            }),
+            ("session.lifecycle", &|e: &Value| {
+                is_mine(e) && e["status"] == "idle"
+            }),
+        ],
+    );
+    // The busy event came while the turn (1.5 s) was still running.
+    let busy_at = seen
+        .iter()
+        .find(|e| e["status"] == "busy")
+        .and_then(|e| e["at"].as_i64())
+        .expect("a busy event");
+    let idle_at = seen
+        .iter()
+        .rev()
+        .find(|e| e["status"] == "idle")
+        .and_then(|e| e["at"].as_i64())
+        .expect("an idle event");
+    assert!(
+        idle_at - busy_at >= 500,
+        "busy at {busy_at}, idle at {idle_at}: the busy state was seen late"
+    );
+    assert!(typed.elapsed() < Duration::from_secs(10));
+}
+
 #[test]
 fn send_types_at_the_prompt_and_refuses_while_a_dialog_is_open() {
     let sb = Sandbox::new();

@@ -171,6 +171,16 @@ pub async fn run(daemon: Arc<Daemon>) {
             .filter_map(|h| h.session_id().map(String::from))
             .collect();
         let events = diff(&seen, &now, &|s| held_ids.iter().any(|h| h == s));
+        // A registry entry moved (status, session id, the program's exit):
+        // its holder's view is refreshed on the next tick, however still it
+        // was.
+        let moved: Vec<u32> = now
+            .keys()
+            .chain(seen.keys())
+            .filter(|pid| now.get(pid) != seen.get(pid))
+            .copied()
+            .collect();
+        daemon.holders.mark_dirty(&moved);
         for e in events {
             let turn_ended = e.kind == "session.status"
                 && e.previous.as_deref() == Some("busy")

@@ -2,7 +2,9 @@
 //!
 //! The table is the daemon's only view of them. It is rebuilt at start by
 //! adopting every socket in `holders/` that answers, refreshed by [`watch`]
-//! twice a second, and entries leave it when their exit has been collected
+//! (twice a second while a session is starting, changing or flagged by the
+//! registry watcher; every [`QUIET_REFRESH`] once it has been still for as
+//! long), and entries leave it when their exit has been collected
 //! (kept in `finished` for reporting) or when the holder process died.
 //! The lock is a plain mutex held only to copy or update entries, never
 //! across I/O.
@@ -21,7 +23,7 @@ use spec::HolderMeta;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One live holder.
 #[derive(Debug, Clone)]
@@ -41,6 +43,13 @@ pub struct HolderEntry {
     /// A collect is in flight: the holder may vanish any moment, which is
     /// not a death.
     collecting: bool,
+    /// When `info` was last stored.
+    refreshed_at: Option<Instant>,
+    /// When a refresh last saw something change (see [`activity_of`]).
+    changed_at: Instant,
+    /// Refresh on the next tick whatever the pace (the registry entry of
+    /// its session changed).
+    dirty: bool,
 }
 
 impl HolderEntry {
@@ -60,7 +69,25 @@ impl HolderEntry {
             exited_ticks: 0,
             failed_calls: 0,
             collecting: false,
+            refreshed_at: None,
+            changed_at: Instant::now(),
+            dirty: false,
         }
+    }
+
+    /// Whether [`watch`] refreshes it on a tick at `now`: always while it
+    /// starts, needs attention, has exited, changed within
+    /// [`QUIET_REFRESH`] or is flagged; else once per [`QUIET_REFRESH`].
+    fn due(&self, now: Instant) -> bool {
+        let (Some(info), Some(at)) = (&self.info, self.refreshed_at) else {
+            return true;
+        };
+        let settled =
+            info.state.as_str() == "ready" && info.needs_attention.is_none() && info.exit.is_none();
+        self.dirty
+            || !settled
+            || now.duration_since(self.changed_at) < QUIET_REFRESH
+            || now.duration_since(at) >= QUIET_REFRESH
     }
 
     /// The session id: the registry's once ready, else the expected one.
@@ -94,6 +121,27 @@ pub fn lifecycle_of(i: &InfoResult) -> String {
     }
     state.into()
 }
+
+/// What a refresh compares to tell a still session from a changing one:
+/// everything `holder.info` reports that moves when something happens
+/// (output, a client, a size, a state, the registry status).
+fn activity_of(i: &InfoResult) -> impl PartialEq + '_ {
+    (
+        i.state.as_str(),
+        i.needs_attention.is_some(),
+        i.exit.is_some(),
+        i.status.as_ref().and_then(|s| s.status.as_deref()),
+        i.session_id.as_deref(),
+        (i.size.rows, i.size.cols),
+        i.output_bytes,
+        i.clients.iter().map(|c| c.id).collect::<Vec<_>>(),
+    )
+}
+
+/// How often a still session is refreshed (see [`HolderEntry::due`]); a
+/// change to its registry entry or the end of its program gets it
+/// refreshed on the next tick, and `sessions.get` asks the holder itself.
+pub const QUIET_REFRESH: Duration = Duration::from_secs(5);
 
 /// A session whose holder is gone.
 #[derive(Debug, Clone)]
@@ -282,6 +330,22 @@ impl HolderTable {
         let _ = std::fs::remove_file(self.socket_of(id));
     }
 
+    /// Flags the holders whose child is one of `pids` for a refresh on the
+    /// next tick (their registry entries changed: status, session id, or
+    /// the program's exit).
+    pub fn mark_dirty(&self, pids: &[u32]) {
+        if pids.is_empty() {
+            return;
+        }
+        if let Ok(mut m) = self.live.lock() {
+            for e in m.values_mut() {
+                if e.info.as_ref().is_some_and(|i| pids.contains(&i.child_pid)) {
+                    e.dirty = true;
+                }
+            }
+        }
+    }
+
     fn update(&self, id: &str, f: impl FnOnce(&mut HolderEntry)) {
         if let Ok(mut m) = self.live.lock() {
             if let Some(e) = m.get_mut(id) {
@@ -437,10 +501,20 @@ impl HolderTable {
                 // What this reply replaced, when it is newer than what the
                 // table holds (concurrent refreshes may answer out of order).
                 let mut replaced: Option<Option<InfoResult>> = None;
+                let now = Instant::now();
                 self.update(id, |e| {
                     e.failed_calls = 0;
                     if asked > e.info_asked {
                         e.info_asked = asked;
+                        let changed = e
+                            .info
+                            .as_ref()
+                            .is_none_or(|old| activity_of(old) != activity_of(&info));
+                        if changed {
+                            e.changed_at = now;
+                        }
+                        e.refreshed_at = Some(now);
+                        e.dirty = false;
                         replaced = Some(e.info.replace(info.clone()));
                         e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
                     }
@@ -566,17 +640,132 @@ fn holder_alive(e: &HolderEntry) -> bool {
     }
 }
 
-/// Refreshes every holder twice a second until the daemon stops.
+/// Whether the session's program is known to have ended since the last
+/// refresh (no such process: its holder reaps it at once). One signal-0
+/// probe, no request: a still session's exit is seen on the next tick.
+fn child_gone(e: &HolderEntry) -> bool {
+    let Some(i) = e.info.as_ref().filter(|i| i.exit.is_none()) else {
+        return false;
+    };
+    let Ok(pid) = i32::try_from(i.child_pid) else {
+        return false;
+    };
+    matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
+/// Refreshes the holders until the daemon stops: each one that is due
+/// (see [`HolderEntry::due`]) on every half-second tick.
 pub async fn watch(daemon: Arc<Daemon>) {
     let mut stop = daemon.shutdown.subscribe();
     loop {
+        let now = Instant::now();
         for e in daemon.holders.snapshot() {
-            daemon.holders.refresh(&e.id).await;
+            if e.due(now) || child_gone(&e) {
+                daemon.holders.refresh(&e.id).await;
+            }
         }
         daemon.holders.prune_info_conns();
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             _ = stop.changed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(state: &str, output_bytes: u64) -> InfoResult {
+        serde_json::from_value(json!({
+            "holder_pid": 10, "child_pid": 11, "session_id": "s", "cwd": "/w",
+            "argv": ["claude"], "state": state, "failure": null,
+            "needs_attention": null, "status": {"status": "idle", "waiting_for": null, "session_id": "s"},
+            "exit": null, "started_at": 0, "size": {"rows": 40, "cols": 120},
+            "clients": [], "transitions": [], "output_bytes": output_bytes
+        }))
+        .expect("an InfoResult")
+    }
+
+    fn entry(i: InfoResult) -> HolderEntry {
+        let meta: HolderMeta = serde_json::from_value(json!({
+            "id": "h1", "session_id": "s", "name": null, "cwd": "/w",
+            "origin": "new", "created_at": 0
+        }))
+        .expect("meta");
+        let mut e = HolderEntry::new("h1".into(), "/x.sock".into(), meta, Some(i), 1);
+        e.refreshed_at = Some(Instant::now());
+        e
+    }
+
+    #[test]
+    fn a_still_ready_session_is_refreshed_slowly_and_anything_else_every_tick() {
+        let now = Instant::now();
+        let later = now + Duration::from_millis(600);
+        // Ready, refreshed just now, nothing changed for a while: not due
+        // until QUIET_REFRESH after its last refresh.
+        let mut e = entry(info("ready", 100));
+        e.changed_at = now - QUIET_REFRESH * 2;
+        e.refreshed_at = Some(now);
+        assert!(!e.due(later));
+        assert!(e.due(now + QUIET_REFRESH));
+        // Its registry entry moved.
+        e.dirty = true;
+        assert!(e.due(later));
+        e.dirty = false;
+        // It changed recently.
+        e.changed_at = now;
+        assert!(e.due(later));
+        // Not ready yet (the trust step, say): every tick.
+        let mut s = entry(info("starting", 0));
+        s.changed_at = now - QUIET_REFRESH * 2;
+        s.refreshed_at = Some(now);
+        assert!(s.due(later));
+        // Never refreshed.
+        let mut n = entry(info("ready", 0));
+        n.refreshed_at = None;
+        assert!(n.due(later));
+    }
+
+    #[test]
+    fn a_child_that_ended_is_noticed_without_asking_the_holder() {
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        let pid = child.id();
+        child.wait().expect("reaped");
+        let mut ended = info("ready", 0);
+        ended.child_pid = pid;
+        assert!(child_gone(&entry(ended)));
+        let mut running = info("ready", 0);
+        running.child_pid = std::process::id();
+        assert!(!child_gone(&entry(running)));
+        // Already known to have exited: nothing new to notice.
+        let mut known = info("ready", 0);
+        known.child_pid = pid;
+        known.exit = serde_json::from_value(json!({"code": 0, "signal": null})).ok();
+        assert!(!child_gone(&entry(known)));
+    }
+
+    #[test]
+    fn output_a_client_or_a_status_counts_as_a_change() {
+        let a = info("ready", 100);
+        let same = info("ready", 100);
+        let more = info("ready", 101);
+        assert!(activity_of(&a) == activity_of(&same));
+        assert!(activity_of(&a) != activity_of(&more));
+        let mut busy = info("ready", 100);
+        busy.status = busy.status.map(|mut s| {
+            s.status = Some("busy".into());
+            s
+        });
+        assert!(activity_of(&a) != activity_of(&busy));
+        let mut attached = info("ready", 100);
+        attached.clients = serde_json::from_value(json!([
+            {"id": 1, "mode": "interactive", "bytes_dropped": 0, "resyncs": 0, "queued": 0}
+        ]))
+        .expect("clients");
+        assert!(activity_of(&a) != activity_of(&attached));
     }
 }

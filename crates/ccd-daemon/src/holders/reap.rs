@@ -29,11 +29,14 @@ pub async fn run(daemon: Arc<Daemon>, limit: Duration) {
         let now = Instant::now();
         let holders = daemon.holders.snapshot();
         idle_since.retain(|id, _| holders.iter().any(|h| &h.id == id));
-        for h in holders {
-            let eligible = !h.meta.pinned
+        let reapable = |h: &super::HolderEntry| {
+            !h.meta.pinned
                 && h.info.as_ref().is_some_and(|i| {
                     i.exit.is_none() && i.clients.is_empty() && super::lifecycle_of(i) == "idle"
-                });
+                })
+        };
+        for h in holders {
+            let eligible = reapable(&h);
             if !eligible {
                 idle_since.remove(&h.id);
                 continue;
@@ -64,6 +67,15 @@ pub async fn run(daemon: Arc<Daemon>, limit: Duration) {
             .unwrap_or((true, None));
             if pending {
                 tracing::debug!(session = %sid, "idle but background work is pending: not reaped");
+                continue;
+            }
+            // The table may be a few seconds old (a still session is
+            // refreshed slowly): ask the holder itself before stopping it.
+            let fresh = daemon.holders.refresh(&h.id).await;
+            let still = daemon.holders.get(&h.id).filter(|_| fresh.is_some());
+            if !still.as_ref().is_some_and(reapable) {
+                tracing::debug!(session = %sid, "no longer idle when checked: not reaped");
+                idle_since.remove(&h.id);
                 continue;
             }
             tracing::info!(
