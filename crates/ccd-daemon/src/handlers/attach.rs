@@ -117,6 +117,8 @@ pub async fn attach(
         Some(id) => direct(ctx, id, &holder, &p).await?,
         None => relayed(ctx, id.as_ref(), &holder, &p, &session).await?,
     };
+    // Its client list changed: the table's view catches up on the next tick.
+    ctx.daemon.holders.mark_dirty_holder(&holder.id);
     tracing::info!(session = %session, holder = %holder.id, mode = ?p.mode, resumed, direct = direct_to.is_some(), "client attached");
     let r = AttachResult {
         session,

@@ -139,8 +139,8 @@ fn activity_of(i: &InfoResult) -> impl PartialEq + '_ {
 }
 
 /// How often a still session is refreshed (see [`HolderEntry::due`]); a
-/// change to its registry entry or the end of its program gets it
-/// refreshed on the next tick, and `sessions.get` asks the holder itself.
+/// change to its registry entry, an attach or the end of its program gets
+/// it refreshed on the next tick, and `sessions.get` asks the holder itself.
 pub const QUIET_REFRESH: Duration = Duration::from_secs(5);
 
 /// A session whose holder is gone.
@@ -344,6 +344,12 @@ impl HolderTable {
                 }
             }
         }
+    }
+
+    /// Flags holder `id` for a refresh on the next tick (a client attached
+    /// to it through this daemon).
+    pub fn mark_dirty_holder(&self, id: &str) {
+        self.update(id, |e| e.dirty = true);
     }
 
     fn update(&self, id: &str, f: impl FnOnce(&mut HolderEntry)) {
