@@ -3,6 +3,10 @@
 //! Two shapes in one run, so the "flat as transcripts grow" claim can be
 //! read off directly: 10,000 transcripts with none large, and the same with
 //! a few 100 MB ones. Each is generated once into `--work` and reused.
+//!
+//! Each shape is timed twice: *cold* (every run with an empty state dir, so
+//! every transcript is read) and *warm* (ccd's transcript summary cache
+//! from the run before: unchanged transcripts are only stat'ed).
 
 use crate::gen_config;
 use std::path::{Path, PathBuf};
@@ -51,15 +55,18 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             })?;
             std::fs::write(dir.join(".complete"), b"")?;
         }
-        let times = time_ls(&ccd, &dir, a.runs)?;
-        let ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-        let (min, med, p90) = (
-            ms[0],
-            ms[ms.len() / 2],
-            ms[(ms.len() * 9 / 10).min(ms.len() - 1)],
-        );
-        println!("ccd ls --json, {label}: min {min:.1} ms, median {med:.1} ms, p90 {p90:.1} ms ({} runs)", a.runs);
-        results.push(serde_json::json!({"case": label, "runs": a.runs, "min_ms": min, "median_ms": med, "p90_ms": p90}));
+        for cache in [Cache::Cold, Cache::Warm] {
+            let times = time_ls(&ccd, &dir, a.runs, cache)?;
+            let ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+            let (min, med, p90) = (
+                ms[0],
+                ms[ms.len() / 2],
+                ms[(ms.len() * 9 / 10).min(ms.len() - 1)],
+            );
+            let cache = cache.name();
+            println!("ccd ls --json, {label}, {cache}: min {min:.1} ms, median {med:.1} ms, p90 {p90:.1} ms ({} runs)", a.runs);
+            results.push(serde_json::json!({"case": label, "cache": cache, "runs": a.runs, "min_ms": min, "median_ms": med, "p90_ms": p90}));
+        }
     }
     if let Some(p) = &a.json {
         std::fs::write(p, serde_json::to_vec_pretty(&results)?)?;
@@ -67,17 +74,38 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether runs find the transcript summary cache of the run before.
+#[derive(Clone, Copy)]
+enum Cache {
+    Cold,
+    Warm,
+}
+
+impl Cache {
+    fn name(self) -> &'static str {
+        match self {
+            Cache::Cold => "cold (no summary cache)",
+            Cache::Warm => "warm (summary cache)",
+        }
+    }
+}
+
 /// Runs `ccd ls --json` `runs` times (after one warm-up) and returns the
 /// sorted wall times. Output is checked to be a JSON array of the expected
 /// length, so a broken ls cannot post a fast time.
-fn time_ls(ccd: &Path, config: &Path, runs: usize) -> anyhow::Result<Vec<Duration>> {
+fn time_ls(ccd: &Path, config: &Path, runs: usize, cache: Cache) -> anyhow::Result<Vec<Duration>> {
     let home = tempfile_home()?;
+    let state = home.join("state");
     let once = || -> anyhow::Result<(Duration, usize)> {
+        if let Cache::Cold = cache {
+            let _ = std::fs::remove_dir_all(&state);
+        }
         let t0 = Instant::now();
         let out = Command::new(ccd)
             .args(["ls", "--json", "--claude-config-dir"])
             .arg(config)
             .env("HOME", &home)
+            .env("CCD_STATE_DIR", &state)
             .env_remove("CLAUDE_CONFIG_DIR")
             .stderr(Stdio::inherit())
             .output()?;

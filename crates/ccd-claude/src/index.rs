@@ -1,7 +1,9 @@
 //! One record per session id, merged from the registry and the transcripts.
 //!
 //! Built afresh on every call ([`build`]): liveness is re-validated against
-//! the process table each time, transcripts are re-read (bounded). Rules:
+//! the process table each time, transcripts are re-read (bounded) — or, with
+//! [`build_cached`], only those whose size, mtime or inode changed since a
+//! summary was kept. Rules:
 //!
 //! - A session with a transcript and no live process is `dead` (resumable).
 //! - A registry entry that may be running (`live` or `unknown`) makes its
@@ -25,6 +27,7 @@ use crate::context::{ContextWindows, Window};
 use crate::liveness::{self, Liveness, ProcessProbe};
 use crate::paths::lexical_clean;
 use crate::registry::{self, RegistryEntry};
+use crate::transcript::summary_cache::{self, FileStamp, SummaryCache};
 use crate::transcript::{self, TranscriptFile, TranscriptSummary};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -121,27 +124,51 @@ pub fn build(
     probe: &dyn ProcessProbe,
     windows: &ContextWindows,
 ) -> std::io::Result<SessionIndex> {
-    let entries = registry::read_all(&config.sessions_dir())?;
-    let files = transcript::list_all(&config.projects_dir());
-    let summaries = read_summaries(&files);
-    Ok(merge(
-        &config.projects_dir(),
-        entries,
-        summaries,
-        probe,
-        windows,
-    ))
+    build_cached(config, probe, windows, None)
 }
 
-/// Reads transcript summaries on a few threads; unreadable files are skipped.
-fn read_summaries(files: &[TranscriptFile]) -> Vec<TranscriptSummary> {
+/// [`build`], keeping transcript summaries between calls in `cache_dir`
+/// (see [`transcript::summary_cache`]): an unchanged transcript is not read
+/// again.
+pub fn build_cached(
+    config: &ClaudeConfigDir,
+    probe: &dyn ProcessProbe,
+    windows: &ContextWindows,
+    cache_dir: Option<&Path>,
+) -> std::io::Result<SessionIndex> {
+    let entries = registry::read_all(&config.sessions_dir())?;
+    let projects = config.projects_dir();
+    let files = transcript::list_all(&projects);
+    let summaries = match cache_dir {
+        None => read_summaries(&files, &mut SummaryCache::none()).0,
+        Some(dir) => {
+            let mut cache =
+                SummaryCache::load(&summary_cache::cache_file(dir, &projects), &projects);
+            let (summaries, stamps, read) = read_summaries(&files, &mut cache);
+            let now: Vec<(FileStamp, &TranscriptSummary)> = stamps
+                .iter()
+                .zip(&summaries)
+                .filter_map(|(st, s)| Some(((*st)?, s)))
+                .collect();
+            cache.save(&now, read);
+            summaries
+        }
+    };
+    Ok(merge(&projects, entries, summaries, probe, windows))
+}
+
+/// Runs `f` over `items` on a few threads; results in any order.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T, &mut Vec<u8>) -> Option<R> + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8)
-        .min(files.len().max(1));
+        .min(items.len().max(1));
     let next = AtomicUsize::new(0);
-    let out = Mutex::new(Vec::with_capacity(files.len()));
+    let out = Mutex::new(Vec::with_capacity(items.len()));
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -149,12 +176,9 @@ fn read_summaries(files: &[TranscriptFile]) -> Vec<TranscriptSummary> {
                 let mut buf = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(f) = files.get(i) else { break };
-                    match transcript::summary::read_summary_with(&f.path, &mut buf) {
-                        Ok(sum) => mine.push(sum),
-                        Err(error) => {
-                            tracing::debug!(path = %f.path.display(), %error, "transcript skipped")
-                        }
+                    let Some(item) = items.get(i) else { break };
+                    if let Some(r) = f(item, &mut buf) {
+                        mine.push(r);
                     }
                 }
                 if let Ok(mut all) = out.lock() {
@@ -164,6 +188,62 @@ fn read_summaries(files: &[TranscriptFile]) -> Vec<TranscriptSummary> {
         }
     });
     out.into_inner().unwrap_or_default()
+}
+
+/// The summaries of `files` (unreadable ones skipped), each with its file's
+/// stamp when it could be taken, and how many were read afresh: unchanged
+/// files' summaries are taken out of `cache`, the rest read on a few
+/// threads.
+fn read_summaries(
+    files: &[TranscriptFile],
+    cache: &mut SummaryCache,
+) -> (Vec<TranscriptSummary>, Vec<Option<FileStamp>>, usize) {
+    // Without a cache there is nothing to compare: no stat per file.
+    let stamps: Vec<Option<FileStamp>> = if cache.is_empty() {
+        vec![None; files.len()]
+    } else {
+        let mut by_index = in_parallel(
+            &files.iter().enumerate().collect::<Vec<_>>(),
+            |(i, f), _| {
+                Some((
+                    *i,
+                    std::fs::metadata(&f.path).ok().map(|m| FileStamp::of(&m)),
+                ))
+            },
+        );
+        by_index.sort_unstable_by_key(|(i, _)| *i);
+        by_index.into_iter().map(|(_, st)| st).collect()
+    };
+    let mut out = Vec::with_capacity(files.len());
+    let mut out_stamps = Vec::with_capacity(files.len());
+    let mut misses = Vec::new();
+    for (f, st) in files.iter().zip(&stamps) {
+        match st.and_then(|st| cache.take(&f.path, st)) {
+            Some(hit) => {
+                out.push(hit);
+                out_stamps.push(*st);
+            }
+            None => misses.push(f),
+        }
+    }
+    let read = in_parallel(&misses, |f, buf| {
+        let stamp = std::fs::metadata(&f.path).ok().map(|m| FileStamp::of(&m));
+        match transcript::summary::read_summary_with(&f.path, buf) {
+            // Stamped only when the read saw the stamped size (a file that
+            // grew meanwhile is read again next time).
+            Ok(sum) => Some((stamp.filter(|st| st.size == sum.size), sum)),
+            Err(error) => {
+                tracing::debug!(path = %f.path.display(), %error, "transcript skipped");
+                None
+            }
+        }
+    });
+    let n = read.len();
+    for (st, sum) in read {
+        out.push(sum);
+        out_stamps.push(st);
+    }
+    (out, out_stamps, n)
 }
 
 fn millis_to_time(ms: i64) -> Option<OffsetDateTime> {
@@ -217,6 +297,9 @@ fn merge(
     let mut names: HashMap<String, (Option<i64>, String)> = HashMap::new();
     let mut stale = 0usize;
     let mut drift_taken: HashSet<String> = HashSet::new();
+    // Transcripts by project folder, for the drift rule (built on first
+    // need: one pass instead of one pass per live entry).
+    let mut by_dir: Option<HashMap<&Path, Vec<&TranscriptSummary>>> = None;
     for (e, live) in &judged {
         if let Some(n) = &e.name {
             let newer = names
@@ -234,8 +317,17 @@ fn merge(
         }
         let mut sid = e.session_id.clone();
         if !by_sid.contains_key(&sid) {
+            let by_dir = by_dir.get_or_insert_with(|| {
+                let mut m: HashMap<&Path, Vec<&TranscriptSummary>> = HashMap::new();
+                for s in by_sid.values() {
+                    if let Some(dir) = s.path.parent() {
+                        m.entry(dir).or_default().push(s);
+                    }
+                }
+                m
+            });
             if let Some(current) =
-                clear_drift_successor(projects, e, &by_sid, &claimed, &drift_taken)
+                clear_drift_successor(projects, e, by_dir, &claimed, &drift_taken)
             {
                 drift_taken.insert(current.clone());
                 sid = current;
@@ -326,16 +418,16 @@ fn merge(
 fn clear_drift_successor(
     projects: &Path,
     e: &RegistryEntry,
-    by_sid: &HashMap<String, TranscriptSummary>,
+    by_dir: &HashMap<&Path, Vec<&TranscriptSummary>>,
     claimed: &HashSet<&str>,
     taken: &HashSet<String>,
 ) -> Option<String> {
     let cwd = e.cwd.as_deref()?;
     let started = millis_to_time(e.started_at?)?;
     let dirs = transcript::locate::project_dirs_for_cwd(projects, &clean_cwd(cwd));
-    by_sid
-        .values()
-        .filter(|s| s.path.parent().is_some_and(|p| dirs.iter().any(|d| d == p)))
+    dirs.iter()
+        .filter_map(|d| by_dir.get(d.as_path()))
+        .flatten()
         .filter(|s| !claimed.contains(s.session_id.as_str()) && !taken.contains(&s.session_id))
         .filter(|s| s.created.is_some_and(|c| c >= started))
         .max_by_key(|s| s.last_activity)

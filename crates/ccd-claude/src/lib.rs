@@ -8,8 +8,9 @@
 //! tokens a model's context window holds ([`context`]), and how all of it is
 //! merged into one record per session id ([`index`]).
 //!
-//! It has no async runtime and performs only blocking file reads. Nothing here
-//! caches liveness: every call to [`index::build`] or
+//! It has no async runtime and performs only blocking file reads (and writes
+//! its own transcript summary cache, when a caller gives it a folder).
+//! Nothing here caches liveness: every call to [`index::build`] or
 //! [`liveness::check`] looks at the process table again.
 
 pub mod config;

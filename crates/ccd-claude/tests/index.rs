@@ -140,3 +140,75 @@ fn missing_config_dir_is_empty() {
     let idx = index(&tmp.path().join("absent"));
     assert!(idx.sessions.is_empty());
 }
+
+/// `build_cached` keeps summaries between calls: the same index as a fresh
+/// build, an unchanged transcript not read again, a grown one re-read, a
+/// deleted one gone — and a corrupt cache file is simply rebuilt.
+#[test]
+fn cached_summaries_follow_every_change() {
+    use ccd_claude::index::build_cached;
+    use ccd_claude::transcript::summary_cache::cache_file;
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path().join("claude");
+    let cache_dir = tmp.path().join("state");
+    for i in 0..20 {
+        transcript(&c, &format!("s{i:02}"), &format!("/p/{i}"), 2);
+    }
+    let cached = || {
+        build_cached(
+            &ClaudeConfigDir::new(&c),
+            system_probe().as_ref(),
+            &ContextWindows::default(),
+            Some(&cache_dir),
+        )
+        .unwrap()
+    };
+    let same = |a: &ccd_claude::SessionIndex, b: &ccd_claude::SessionIndex| {
+        assert_eq!(
+            serde_json::to_value(&a.sessions).unwrap(),
+            serde_json::to_value(&b.sessions).unwrap()
+        );
+    };
+    let fresh = index(&c);
+    same(&cached(), &fresh);
+    let file = cache_file(&cache_dir, &c.join("projects"));
+    assert!(file.exists(), "the cache is written");
+    same(&cached(), &fresh);
+    // An unchanged file's summary really comes from the cache: doctor the
+    // cached title and see it listed.
+    let bytes = std::fs::read(&file).unwrap();
+    let at = bytes
+        .windows(15)
+        .position(|w| w == b"prompt 0 of s05")
+        .expect("the title is in the cache");
+    let mut doctored = bytes.clone();
+    doctored[at..at + 15].copy_from_slice(b"from the cache!");
+    std::fs::write(&file, doctored).unwrap();
+    let title = |i: &ccd_claude::SessionIndex, sid: &str| {
+        i.sessions
+            .iter()
+            .find(|r| r.session_id == sid)
+            .and_then(|r| r.title.clone())
+    };
+    assert_eq!(title(&cached(), "s05").as_deref(), Some("from the cache!"));
+    std::fs::write(&file, bytes).unwrap();
+
+    // One transcript is rewritten (another first prompt), one is deleted.
+    let mut w = TranscriptWriter::create(&c, "s03", "/p/3");
+    w.turn("a brand new prompt", 99_999, 10);
+    let p07 = c
+        .join("projects")
+        .join(ccd_claude::slug::slug("/p/7"))
+        .join("s07.jsonl");
+    std::fs::remove_file(p07).unwrap();
+    let after = cached();
+    same(&after, &index(&c));
+    assert_eq!(title(&after, "s03").as_deref(), Some("a brand new prompt"));
+    assert!(after.sessions.iter().all(|r| r.session_id != "s07"));
+
+    // A corrupt cache is an empty one, rewritten.
+    std::fs::write(&file, b"{not a cache").unwrap();
+    same(&cached(), &index(&c));
+    assert_ne!(std::fs::read(&file).unwrap(), b"{not a cache", "rewritten");
+    same(&cached(), &index(&c));
+}

@@ -73,7 +73,8 @@ impl Settings {
     }
 }
 
-/// ccd's state directory (logs): `$CCD_STATE_DIR`, else the platform's
+/// ccd's state directory (logs, the transcript summary cache):
+/// `$CCD_STATE_DIR`, else the platform's
 /// state dir (`~/.local/state/ccd`).
 pub fn state_dir() -> PathBuf {
     if let Some(p) = std::env::var_os("CCD_STATE_DIR").filter(|p| !p.is_empty()) {

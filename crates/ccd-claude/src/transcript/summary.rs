@@ -9,7 +9,7 @@
 
 use super::record::Record;
 use memchr::memmem;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -26,7 +26,7 @@ pub const SMALL_FILE: u64 = FIRST_TAIL_WINDOW;
 pub const MAX_WINDOW: u64 = 8 * 1024 * 1024;
 
 /// What a bounded read of one transcript yields.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TranscriptSummary {
     pub path: PathBuf,
     /// The file stem: the id `--resume` takes. (Records are not trusted for
@@ -49,7 +49,8 @@ pub struct TranscriptSummary {
     pub size: u64,
     /// The last line has no newline yet and does not parse.
     pub half_written_tail: bool,
-    /// How many bytes this read took from the file (bounded by the windows).
+    /// How many bytes this read took from the file (bounded by the windows;
+    /// 0 for a summary taken from the cache).
     #[serde(skip)]
     pub bytes_read: u64,
 }

@@ -22,9 +22,10 @@ pub async fn all_sessions(
 ) -> Result<Vec<(SessionInfo, Option<HolderEntry>)>, RpcError> {
     let config = daemon.options.claude_config.clone();
     let windows = daemon.options.context_windows.clone();
+    let cache = daemon.options.state_dir.clone();
     let index = tokio::task::spawn_blocking(move || {
         let probe = ccd_claude::liveness::system_probe();
-        ccd_claude::index::build(&config, probe.as_ref(), &windows)
+        ccd_claude::index::build_cached(&config, probe.as_ref(), &windows, Some(&cache))
     })
     .await
     .map_err(|e| RpcError::internal(e.to_string()))?

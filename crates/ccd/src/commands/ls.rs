@@ -22,7 +22,8 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
     let windows = ContextWindows::new(settings.context_windows);
-    let idx = index::build(&config, probe.as_ref(), &windows)
+    let cache = crate::settings::state_dir();
+    let idx = index::build_cached(&config, probe.as_ref(), &windows, Some(&cache))
         .with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
     merge_held(global, &mut rows);
