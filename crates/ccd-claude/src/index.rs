@@ -226,8 +226,11 @@ fn read_summaries(
             None => misses.push(f),
         }
     }
+    let keeps = cache.keeps();
     let read = in_parallel(&misses, |f, buf| {
-        let stamp = std::fs::metadata(&f.path).ok().map(|m| FileStamp::of(&m));
+        let stamp = keeps
+            .then(|| std::fs::metadata(&f.path).ok().map(|m| FileStamp::of(&m)))
+            .flatten();
         match transcript::summary::read_summary_with(&f.path, buf) {
             // Stamped only when the read saw the stamped size (a file that
             // grew meanwhile is read again next time).

@@ -225,6 +225,11 @@ impl SummaryCache {
         Self::default()
     }
 
+    /// Whether it is saved (summaries read now are worth stamping).
+    pub fn keeps(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Takes out the summary of `path` if the file is unchanged since it
     /// was read (`stamp`).
     pub fn take(&mut self, path: &Path, stamp: FileStamp) -> Option<TranscriptSummary> {
