@@ -347,7 +347,8 @@ fn merge(
     let mut sessions: Vec<SessionRecord> = sids
         .into_iter()
         .map(|sid| {
-            let summary = by_sid.get(&sid);
+            // Moved out, not copied: each summary serves one record.
+            let summary = by_sid.remove(&sid);
             let mut ws = writers.remove(&sid).unwrap_or_default();
             // Most recently started writer first.
             ws.sort_by_key(|w| std::cmp::Reverse(w.0.started_at));
@@ -359,20 +360,34 @@ fn merge(
                 Liveness::Unknown
             };
             let primary = ws.first().map(|(_, e)| *e);
-            let window = summary
+            let s = summary.as_ref();
+            let window = s
                 .and_then(|s| s.context_tokens)
-                .map(|_| windows.window_for(summary.and_then(|s| s.model.as_deref())));
-            let context_tokens = summary.and_then(|s| s.context_tokens);
+                .map(|_| windows.window_for(s.and_then(|s| s.model.as_deref())));
+            let context_tokens = s.and_then(|s| s.context_tokens);
             let registry_session_id = primary
                 .filter(|e| e.session_id != sid)
                 .map(|e| e.session_id.clone());
+            let cwd = s
+                .and_then(|s| s.cwd.as_deref())
+                .or(primary.and_then(|e| e.cwd.as_deref()))
+                .map(clean_cwd);
+            let started_at = primary
+                .and_then(|e| e.started_at)
+                .and_then(millis_to_time)
+                .or(s.and_then(|s| s.created));
+            let last_activity = s.and_then(|s| s.last_activity).or_else(|| {
+                primary.and_then(|e| e.updated_at.or(e.started_at).and_then(millis_to_time))
+            });
+            let transcript_bytes = s.map(|s| s.size);
+            let (title, model, transcript) = match summary {
+                Some(s) => (s.title, s.model, Some(s.path)),
+                None => (None, None, None),
+            };
             SessionRecord {
                 state,
                 pid: primary.map(|e| e.pid),
-                cwd: summary
-                    .and_then(|s| s.cwd.as_deref())
-                    .or(primary.and_then(|e| e.cwd.as_deref()))
-                    .map(clean_cwd),
+                cwd,
                 status: primary.and_then(|e| e.status.clone()),
                 waiting_for: primary.and_then(|e| e.waiting_for.clone()),
                 kind: primary.and_then(|e| e.kind.clone()),
@@ -380,22 +395,17 @@ fn merge(
                     .and_then(|e| e.name.clone())
                     .or_else(|| names.get(&sid).map(|(_, n)| n.clone())),
                 version: primary.and_then(|e| e.version.clone()),
-                started_at: primary
-                    .and_then(|e| e.started_at)
-                    .and_then(millis_to_time)
-                    .or(summary.and_then(|s| s.created)),
-                last_activity: summary.and_then(|s| s.last_activity).or_else(|| {
-                    primary.and_then(|e| e.updated_at.or(e.started_at).and_then(millis_to_time))
-                }),
-                title: summary.and_then(|s| s.title.clone()),
-                model: summary.and_then(|s| s.model.clone()),
+                started_at,
+                last_activity,
+                title,
+                model,
                 context_tokens,
                 context_percent: context_tokens
                     .zip(window)
                     .map(|(t, w)| ContextWindows::percent(t, w)),
                 context_window: window,
-                transcript: summary.map(|s| s.path.clone()),
-                transcript_bytes: summary.map(|s| s.size),
+                transcript,
+                transcript_bytes,
                 several_writers: ws.len() > 1,
                 writers: ws.into_iter().map(|(w, _)| w).collect(),
                 registry_session_id,
