@@ -21,7 +21,7 @@
 
 use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{checked_cwd, resumable, start};
-use crate::handlers::sessions::resolve;
+use crate::handlers::sessions::resolve_for_attach;
 use crate::holders::relay::Relay;
 use crate::holders::rpc::{call_once, HolderConn};
 use crate::holders::spawn::new_holder_id;
@@ -69,7 +69,7 @@ pub async fn attach(
             "mode must be interactive or observe",
         ));
     }
-    let (info, holder) = resolve(&ctx.daemon, &p.session).await?;
+    let (info, holder) = resolve_for_attach(&ctx.daemon, &p.session).await?;
     let mut resumed = false;
     let mut fresh = None;
     let holder = match holder {
