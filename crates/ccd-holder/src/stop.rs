@@ -1,43 +1,39 @@
-//! The holder's stop request: a flag every thread checks, and an eventfd
-//! the accept loop polls beside its listener, so an idle holder has no
-//! thread waking on a timer just to see whether it should stop.
+//! The holder's stop request: a flag every thread checks, and a pipe the
+//! accept loop polls beside its listener (readable once the stop is
+//! requested), so an idle holder has no thread waking on a timer just to
+//! see whether it should stop.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::io::{PipeReader, PipeWriter, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Raised once; never lowered.
 #[derive(Debug)]
 pub(crate) struct StopSignal {
     raised: AtomicBool,
-    /// Readable once raised (`None` if the kernel refused an eventfd: the
-    /// accept loop then falls back to its safety timeout).
-    event: Option<OwnedFd>,
+    /// Readable once raised (`None` if no pipe could be made: the accept
+    /// loop then falls back to its safety timeout).
+    pipe: Option<(PipeReader, PipeWriter)>,
 }
 
 impl StopSignal {
     pub fn new() -> Self {
-        // SAFETY: plain system call; the result is checked.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        let event = if fd >= 0 {
-            // SAFETY: a descriptor we just opened and own.
-            Some(unsafe { OwnedFd::from_raw_fd(fd) })
-        } else {
-            tracing::warn!(error = %std::io::Error::last_os_error(), "no eventfd for the stop signal");
-            None
-        };
+        let pipe = std::io::pipe()
+            .inspect_err(|error| tracing::warn!(%error, "no pipe for the stop signal"))
+            .ok();
         Self {
             raised: AtomicBool::new(false),
-            event,
+            pipe,
         }
     }
 
     pub fn raise(&self) {
-        self.raised.store(true, Ordering::SeqCst);
-        if let Some(fd) = &self.event {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live u64 to our eventfd. A full
-            // counter (EAGAIN) is already readable, which is all we need.
-            unsafe { libc::write(fd.as_raw_fd(), std::ptr::addr_of!(one).cast(), 8) };
+        // One byte, by the first raise only: the pipe never fills.
+        if !self.raised.swap(true, Ordering::SeqCst) {
+            if let Some((_, w)) = &self.pipe {
+                let mut w: &PipeWriter = w;
+                let _ = w.write_all(&[1]);
+            }
         }
     }
 
@@ -47,6 +43,6 @@ impl StopSignal {
 
     /// Readable once raised.
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
-        self.event.as_ref().map(AsFd::as_fd)
+        self.pipe.as_ref().map(|(r, _)| r.as_fd())
     }
 }
