@@ -144,15 +144,10 @@ async fn relayed(
     let mut conn = HolderConn::connect(&holder.socket)
         .await
         .map_err(internal)?;
-    let mode = match p.mode {
-        AttachMode::Observe => "observe",
-        _ => "interactive",
-    };
-    let mut params = json!({"mode": mode});
-    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
-        params["size"] = json!({"rows": want.rows, "cols": want.cols});
-    }
-    let r: ccd_holder::AttachResult = conn.call(h::ATTACH, params).await.map_err(internal)?;
+    let r: ccd_holder::AttachResult = conn
+        .call(h::ATTACH, holder_attach_params(p))
+        .await
+        .map_err(internal)?;
     let mut size = TermSize {
         cols: r.size.cols,
         rows: r.size.rows,
@@ -204,6 +199,20 @@ async fn relayed(
     Ok(size)
 }
 
+/// The holder's attach params for a client's `session.attach`: its mode,
+/// and for an interactive one its size (an observer's is not applied).
+fn holder_attach_params(p: &AttachParams) -> Value {
+    let mode = match p.mode {
+        AttachMode::Observe => "observe",
+        _ => "interactive",
+    };
+    let mut params = json!({"mode": mode});
+    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
+        params["size"] = json!({"rows": want.rows, "cols": want.cols});
+    }
+    params
+}
+
 /// Connects to `holder`, attaches there as the client asked, and passes the
 /// connection with the reply to `id`; the size the session will have once
 /// the holder has handled that attach.
@@ -216,17 +225,12 @@ async fn direct(
     let mut stream = tokio::net::UnixStream::connect(&holder.socket)
         .await
         .map_err(internal)?;
-    let mut params = json!({"mode": p.mode});
-    if let Some(size) = p.size {
-        params["size"] = json!({"rows": size.rows, "cols": size.cols});
-    }
-    let req = ccd_protocol::Request::new(
+    let line = ccd_protocol::encode(&ccd_protocol::Request::new(
         Id::String(DIRECT_ATTACH_ID.into()),
         "session.attach",
-        Some(params),
-    );
-    let mut line = serde_json::to_vec(&req).map_err(internal)?;
-    line.push(b'\n');
+        Some(holder_attach_params(p)),
+    ))
+    .map_err(internal)?;
     // A fresh connection's send buffer takes one short line at once.
     stream.write_all(&line).await.map_err(internal)?;
     let stream = stream.into_std().map_err(internal)?;
