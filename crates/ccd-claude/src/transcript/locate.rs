@@ -68,13 +68,18 @@ pub fn list_all(projects: &Path) -> Vec<TranscriptFile> {
     out
 }
 
+/// `<session_id>.jsonl`, if `session_id` can name a file in a folder
+/// (no separators, not hidden).
+fn transcript_file_name(session_id: &str) -> Option<String> {
+    let plain =
+        !session_id.is_empty() && !session_id.contains(['/', '\\']) && !session_id.starts_with('.');
+    plain.then(|| format!("{session_id}.jsonl"))
+}
+
 /// The transcript of `session_id`, wherever it lives. When several project
 /// folders hold one (unusual), the most recently written wins.
 pub fn find_by_session_id(projects: &Path, session_id: &str) -> Option<PathBuf> {
-    if session_id.is_empty() || session_id.contains(['/', '\\']) || session_id.starts_with('.') {
-        return None;
-    }
-    let file = format!("{session_id}.jsonl");
+    let file = transcript_file_name(session_id)?;
     project_dirs(projects)
         .into_iter()
         .map(|d| d.join(&file))
@@ -84,6 +89,18 @@ pub fn find_by_session_id(projects: &Path, session_id: &str) -> Option<PathBuf> 
         })
         .max_by_key(|(t, _)| *t)
         .map(|(_, p)| p)
+}
+
+/// [`find_by_session_id`] for a session running in `cwd`, which writes its
+/// transcript in that cwd's project folder: one stat there before a search
+/// of every folder (one stat each).
+pub fn find_by_session_id_in_cwd(projects: &Path, session_id: &str, cwd: &str) -> Option<PathBuf> {
+    let file = transcript_file_name(session_id)?;
+    let own = projects.join(slug(cwd)).join(file);
+    if own.is_file() {
+        return Some(own);
+    }
+    find_by_session_id(projects, session_id)
 }
 
 /// The project folders that may hold transcripts of `cwd`: the exact slug,

@@ -207,9 +207,9 @@ async fn resolve_with(
     if let Some(h) = hit {
         let mut info = crate::views::holder_only_info(&h);
         let running = h.info.as_ref().is_none_or(|i| i.exit.is_none());
-        // Fork and resume need the transcript. The session writes it in
-        // its cwd's project folder: one stat there, else a search of every
-        // folder (one stat each: ~0.4 ms with 250 of them).
+        // Fork and resume need the transcript (looked for in the session's
+        // own cwd folder first: a search of every folder costs ~0.4 ms with
+        // 250 of them).
         if let Some(sid) = h
             .session_id()
             .filter(|_| running_needs_transcript || !running)
@@ -218,14 +218,7 @@ async fn resolve_with(
             let sid = sid.to_string();
             let cwd = h.meta.cwd.clone();
             let found = tokio::task::spawn_blocking(move || {
-                let plain = !sid.contains(['/', '\\']) && !sid.starts_with('.');
-                let own = projects
-                    .join(ccd_claude::slug::slug(&cwd))
-                    .join(format!("{sid}.jsonl"));
-                if plain && own.is_file() {
-                    return Some(own);
-                }
-                ccd_claude::transcript::find_by_session_id(&projects, &sid)
+                ccd_claude::transcript::locate::find_by_session_id_in_cwd(&projects, &sid, &cwd)
             })
             .await
             .ok()
