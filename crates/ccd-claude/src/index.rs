@@ -223,14 +223,18 @@ fn read_summaries(
                 out.push(hit);
                 out_stamps.push(*st);
             }
-            None => misses.push(f),
+            None => misses.push((f, *st)),
         }
     }
     let keeps = cache.keeps();
-    let read = in_parallel(&misses, |f, buf| {
-        let stamp = keeps
-            .then(|| std::fs::metadata(&f.path).ok().map(|m| FileStamp::of(&m)))
-            .flatten();
+    let read = in_parallel(&misses, |(f, st), buf| {
+        // Stamped above when there was a cache to compare with; else now,
+        // if the cache is kept.
+        let stamp = st.or_else(|| {
+            keeps
+                .then(|| std::fs::metadata(&f.path).ok().map(|m| FileStamp::of(&m)))
+                .flatten()
+        });
         match transcript::summary::read_summary_with(&f.path, buf) {
             // Stamped only when the read saw the stamped size (a file that
             // grew meanwhile is read again next time).
