@@ -3,7 +3,7 @@
 //!
 //! The stream is direct when the daemon can hand one over (a session ccd
 //! holds): `session.attach` with `direct` passes a connection to the
-//! session's holder, on which this client attaches itself, so output and
+//! session's holder, already attached there for this client, so output and
 //! keys skip the daemon (and a daemon that dies leaves the attachment
 //! alone). Otherwise (observing a session outside ccd) the stream comes
 //! through the daemon connection.
