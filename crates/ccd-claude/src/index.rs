@@ -10,11 +10,13 @@
 //!   session `live`/`unknown`; every such entry is a *writer*. Two writers on
 //!   one id (someone resumed a running session by hand) are both reported
 //!   and the record says so (`several_writers`).
-//! - The `/clear` drift: a live entry whose id has no transcript, while a
-//!   transcript in the same project folder was started after the entry's
-//!   `startedAt` and is held by no registry entry, is reported as that
-//!   process's current session, with `registry_session_id` naming the id the
-//!   registry still shows.
+//! - A process writes the conversation its registry entry names *now*:
+//!   after `/clear` (or a conversation picked inside the TUI) the entry
+//!   names another id at once, which is then that process's session, and
+//!   the id it wrote before is written by nobody (`dead`, resumable). No
+//!   guess from transcript times overrides the registry: the versions
+//!   checked (2.1.173, 2.1.332) never leave it behind, and a guess made the
+//!   old conversation look live right after `/clear`.
 //! - A dead entry with no transcript (a process killed before its first
 //!   turn) leaves nothing to resume: it is not listed, only counted.
 //!
@@ -48,9 +50,6 @@ pub struct Writer {
     pub status: Option<String>,
     pub waiting_for: Option<String>,
     pub version: Option<String>,
-    /// The session id its registry entry shows (differs from the record's
-    /// id only under the `/clear` drift).
-    pub registry_session_id: String,
 }
 
 /// Everything known about one session id.
@@ -82,9 +81,6 @@ pub struct SessionRecord {
     pub transcript_bytes: Option<u64>,
     pub writers: Vec<Writer>,
     pub several_writers: bool,
-    /// Set when the registry shows another id for this session's process
-    /// (the `/clear` drift).
-    pub registry_session_id: Option<String>,
 }
 
 /// The merged view of every session under one config dir.
@@ -154,7 +150,7 @@ pub fn build_cached(
             summaries
         }
     };
-    Ok(merge(&projects, entries, summaries, probe, windows))
+    Ok(merge(entries, summaries, probe, windows))
 }
 
 /// Runs `f` over `items` on a few threads; results in any order.
@@ -267,7 +263,6 @@ fn writer_of(e: &RegistryEntry, liveness: Liveness) -> Writer {
         status: e.status.clone(),
         waiting_for: e.waiting_for.clone(),
         version: e.version.clone(),
-        registry_session_id: e.session_id.clone(),
     }
 }
 
@@ -276,7 +271,6 @@ fn clean_cwd(cwd: &str) -> String {
 }
 
 fn merge(
-    projects: &Path,
     entries: Vec<RegistryEntry>,
     summaries: Vec<TranscriptSummary>,
     probe: &dyn ProcessProbe,
@@ -292,22 +286,12 @@ fn merge(
             }
         }
     }
-    let claimed: HashSet<&str> = entries.iter().map(|e| e.session_id.as_str()).collect();
-
-    // Every entry judged once, now.
-    let judged: Vec<(RegistryEntry, Liveness)> = entries
-        .iter()
-        .map(|e| (e.clone(), liveness::check(e, probe).liveness))
-        .collect();
-
     let mut writers: HashMap<String, Vec<(Writer, &RegistryEntry)>> = HashMap::new();
     let mut names: HashMap<String, (Option<i64>, String)> = HashMap::new();
     let mut stale = 0usize;
-    let mut drift_taken: HashSet<String> = HashSet::new();
-    // Transcripts by project folder, for the drift rule (built on first
-    // need: one pass instead of one pass per live entry).
-    let mut by_dir: Option<HashMap<&Path, Vec<&TranscriptSummary>>> = None;
-    for (e, live) in &judged {
+    // Every entry judged once, now.
+    for e in &entries {
+        let live = liveness::check(e, probe).liveness;
         if let Some(n) = &e.name {
             let newer = names
                 .get(&e.session_id)
@@ -322,28 +306,10 @@ fn merge(
             }
             continue;
         }
-        let mut sid = e.session_id.clone();
-        if !by_sid.contains_key(&sid) {
-            let by_dir = by_dir.get_or_insert_with(|| {
-                let mut m: HashMap<&Path, Vec<&TranscriptSummary>> = HashMap::new();
-                for s in by_sid.values() {
-                    if let Some(dir) = s.path.parent() {
-                        m.entry(dir).or_default().push(s);
-                    }
-                }
-                m
-            });
-            if let Some(current) =
-                clear_drift_successor(projects, e, by_dir, &claimed, &drift_taken)
-            {
-                drift_taken.insert(current.clone());
-                sid = current;
-            }
-        }
         writers
-            .entry(sid)
+            .entry(e.session_id.clone())
             .or_default()
-            .push((writer_of(e, *live), e));
+            .push((writer_of(e, live), e));
     }
 
     let mut sids: HashSet<String> = by_sid.keys().cloned().collect();
@@ -369,9 +335,6 @@ fn merge(
                 .and_then(|s| s.context_tokens)
                 .map(|_| windows.window_for(s.and_then(|s| s.model.as_deref())));
             let context_tokens = s.and_then(|s| s.context_tokens);
-            let registry_session_id = primary
-                .filter(|e| e.session_id != sid)
-                .map(|e| e.session_id.clone());
             let cwd = s
                 .and_then(|s| s.cwd.as_deref())
                 .or(primary.and_then(|e| e.cwd.as_deref()))
@@ -412,7 +375,6 @@ fn merge(
                 transcript_bytes,
                 several_writers: ws.len() > 1,
                 writers: ws.into_iter().map(|(w, _)| w).collect(),
-                registry_session_id,
                 session_id: sid,
             }
         })
@@ -426,27 +388,4 @@ fn merge(
         sessions,
         stale_entries: stale,
     }
-}
-
-/// The transcript that a live entry without a transcript of its own has
-/// most likely moved to after `/clear`: in the entry's project folder,
-/// created at or after the entry's `startedAt`, held by no registry entry,
-/// newest first.
-fn clear_drift_successor(
-    projects: &Path,
-    e: &RegistryEntry,
-    by_dir: &HashMap<&Path, Vec<&TranscriptSummary>>,
-    claimed: &HashSet<&str>,
-    taken: &HashSet<String>,
-) -> Option<String> {
-    let cwd = e.cwd.as_deref()?;
-    let started = millis_to_time(e.started_at?)?;
-    let dirs = transcript::locate::project_dirs_for_cwd(projects, &clean_cwd(cwd));
-    dirs.iter()
-        .filter_map(|d| by_dir.get(d.as_path()))
-        .flatten()
-        .filter(|s| !claimed.contains(s.session_id.as_str()) && !taken.contains(&s.session_id))
-        .filter(|s| s.created.is_some_and(|c| c >= started))
-        .max_by_key(|s| s.last_activity)
-        .map(|s| s.session_id.clone())
 }

@@ -16,6 +16,7 @@
 pub mod config;
 pub mod context;
 pub mod drift;
+pub mod id_switch;
 pub mod index;
 pub mod liveness;
 pub mod paths;

@@ -93,29 +93,25 @@ fn two_live_writers_on_one_id_are_both_reported() {
 }
 
 #[test]
-fn clear_drift_reports_the_newer_transcript() {
+fn after_clear_the_registry_id_is_the_live_one_and_the_old_conversation_is_dead() {
     let tmp = tempfile::tempdir().unwrap();
     let c = tmp.path();
-    // An older session in the folder, created before the process started.
-    transcript(c, "before", "/p/c", 1);
-    // The process's registry id never got a transcript; after /clear it
-    // writes "after-clear" (generated timestamps are in 2026-11).
+    // The process wrote "before-clear" (created after it started), then
+    // `/clear` made its entry name "after-clear", which has no transcript
+    // until its first turn. A guess from transcript times must not put the
+    // process back on the old conversation.
     let started = time::macros::datetime!(2026-10-31 00:00 UTC).unix_timestamp() * 1000;
-    let before = std::fs::read_to_string(c.join("projects/-p-c/before.jsonl")).unwrap();
-    // Make "before" older than the process start.
-    std::fs::write(
-        c.join("projects/-p-c/before.jsonl"),
-        before.replace("2026-11-", "2026-09-"),
-    )
-    .unwrap();
-    TranscriptWriter::create(c, "after-clear", "/p/c").turn("after /clear", 5, 5);
-    let _p = live_entry(c, "registry-id", "/p/c", started);
+    TranscriptWriter::create(c, "before-clear", "/p/c").turn("before /clear", 5, 5);
+    let p = live_entry(c, "after-clear", "/p/c", started);
     let idx = index(c);
-    let r = idx.find("after-clear")[0];
-    assert_eq!(r.state, Liveness::Live);
-    assert_eq!(r.registry_session_id.as_deref(), Some("registry-id"));
-    assert!(idx.find("registry-id").is_empty());
-    assert_eq!(idx.find("before")[0].state, Liveness::Dead);
+    let now = idx.find("after-clear")[0];
+    assert_eq!(now.state, Liveness::Live);
+    assert_eq!(now.pid, Some(p.0.id()));
+    assert_eq!(now.writers.len(), 1);
+    let old = idx.find("before-clear")[0];
+    assert_eq!(old.state, Liveness::Dead);
+    assert_eq!(old.pid, None);
+    assert!(old.writers.is_empty());
 }
 
 #[test]

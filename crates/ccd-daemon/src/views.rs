@@ -5,7 +5,8 @@ use crate::holders::{lifecycle_of, Finished, HolderEntry};
 use ccd_claude::index::{SessionRecord, Writer};
 use ccd_claude::Liveness;
 use ccd_protocol::methods::session::{
-    ActivityStatus, ClientCounters, ContextWindow, OwnedInfo, SessionInfo, SessionState, WriterInfo,
+    ActivityStatus, ClientCounters, ContextWindow, EarlierConversation, OwnedInfo, SessionInfo,
+    SessionState, Superseded, WriterInfo,
 };
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -45,7 +46,6 @@ fn writer_info(w: &Writer) -> WriterInfo {
         status: status_of(w.status.as_deref()),
         waiting_for: w.waiting_for.clone(),
         version: w.version.clone(),
-        registry_session_id: w.registry_session_id.clone(),
     }
 }
 
@@ -83,7 +83,7 @@ pub fn record_to_info(r: &SessionRecord) -> SessionInfo {
         transcript_bytes: r.transcript_bytes,
         writers: r.writers.iter().map(writer_info).collect(),
         several_writers: r.several_writers,
-        registry_session_id: r.registry_session_id.clone(),
+        superseded_by: None,
         ccd: None,
     }
 }
@@ -122,7 +122,112 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
                     .collect()
             })
             .unwrap_or_default(),
+        earlier: e
+            .info
+            .as_ref()
+            .map(|i| {
+                i.earlier_ids
+                    .iter()
+                    .map(|x| EarlierConversation {
+                        session: x.session_id.clone(),
+                        next: x.superseded_by.clone(),
+                        reason: x.reason.as_str().into(),
+                        until: millis(x.until),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
+}
+
+/// Joins ccd's own rows (`held`: [`holder_only_info`] of each holder,
+/// then [`finished_only_info`] of sessions it held that ended, newest
+/// first) into the index's `rows`. One rule for the daemon's
+/// `sessions.list` and `ccd ls` (which builds the index itself and asks the
+/// daemon for the held rows only):
+///
+/// - a process is not a conversation: a running holder holds the row whose
+///   writers include its child's pid — the id the child's registry entry
+///   names now — whatever id the holder last reported;
+/// - a holder whose child writes no listed row (starting, exited) and an
+///   ended session annotate the row of the id they report, unless another
+///   process writes that id now (an ended holder is then no part of it);
+/// - a dead row that a running holder's process wrote before says what it
+///   moved on to (`superseded_by`), and carries no ended-holder record;
+/// - held rows the index does not show yet (before the registry entry)
+///   come first.
+pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionInfo> {
+    let mut rows = rows;
+    let running = |h: &SessionInfo| h.state != SessionState::Dead && h.ccd.is_some();
+    let mut used = vec![false; held.len()];
+    // The child's pid first.
+    for (i, h) in held.iter().enumerate() {
+        let Some(pid) = h.pid.filter(|_| running(h)) else {
+            continue;
+        };
+        if let Some(r) = rows
+            .iter_mut()
+            .find(|r| r.ccd.is_none() && r.writers.iter().any(|w| w.pid == pid))
+        {
+            r.ccd = h.ccd.clone();
+            used[i] = true;
+        }
+    }
+    // Then the id a holder reports, running holders before ended ones.
+    for pass_running in [true, false] {
+        for (i, h) in held.iter().enumerate() {
+            if used[i] || running(h) != pass_running {
+                continue;
+            }
+            let Some(r) = rows.iter_mut().find(|r| r.session_id == h.session_id) else {
+                continue;
+            };
+            used[i] = true;
+            if r.ccd.is_some() || (!pass_running && !r.writers.is_empty()) {
+                continue;
+            }
+            if !pass_running && r.state == SessionState::Dead {
+                if let Some(s) = superseded(&r.session_id, &held) {
+                    r.superseded_by = Some(s);
+                    continue;
+                }
+            }
+            r.ccd = h.ccd.clone();
+        }
+    }
+    for r in rows.iter_mut() {
+        if r.state == SessionState::Dead && r.ccd.is_none() && r.superseded_by.is_none() {
+            r.superseded_by = superseded(&r.session_id, &held);
+        }
+    }
+    let mut out: Vec<SessionInfo> = held
+        .into_iter()
+        .zip(used)
+        .filter(|(h, used)| !used && h.state != SessionState::Dead)
+        .map(|(h, _)| h)
+        .collect();
+    out.append(&mut rows);
+    out
+}
+
+/// What superseded `session_id` if a running holder's process wrote it
+/// before (the latest such switch when several did).
+fn superseded(session_id: &str, held: &[SessionInfo]) -> Option<Superseded> {
+    held.iter()
+        .filter(|h| h.state != SessionState::Dead)
+        .filter_map(|h| {
+            let c = h.ccd.as_ref()?;
+            let x = c.earlier.iter().rev().find(|x| x.session == session_id)?;
+            Some((x, c, h))
+        })
+        .max_by(|a, b| a.0.until.cmp(&b.0.until))
+        .map(|(x, c, h)| Superseded {
+            session: x.next.clone(),
+            reason: x.reason.clone(),
+            at: x.until.clone(),
+            holder: c.holder.clone(),
+            writes_now: h.session_id.clone(),
+        })
 }
 
 /// ccd's part of a session whose holder is gone.
@@ -135,6 +240,7 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
         exit_code: f.exit.as_ref().and_then(|x| x.code),
         pinned: f.meta.pinned,
         clients: Vec::new(),
+        earlier: Vec::new(),
     }
 }
 
@@ -183,7 +289,7 @@ fn known_to_ccd_only(session_id: &str, meta: &crate::holders::spec::HolderMeta) 
         transcript_bytes: None,
         writers: Vec::new(),
         several_writers: false,
-        registry_session_id: None,
+        superseded_by: None,
         ccd: None,
     }
 }

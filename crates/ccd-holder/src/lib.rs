@@ -51,8 +51,8 @@ pub use fanout::{AttachMode, ClientStats};
 pub use lifecycle::{AttentionReason, State};
 pub use rpc::server::bind;
 pub use rpc::types::{
-    AttachResult, Attention, CollectResult, InfoResult, RegistryStatus, ScreenFormat, ScreenResult,
-    Transition,
+    AttachResult, Attention, CollectResult, EarlierId, InfoResult, RegistryStatus, ScreenFormat,
+    ScreenResult, Transition,
 };
 pub use session::Session;
 pub use spawn::SpawnError;
@@ -83,7 +83,8 @@ impl Holder {
             .claude_config_dir
             .clone()
             .unwrap_or_else(|| claude_config_dir_from_env(&spawned.env));
-        let registry_path = ccd_claude::ClaudeConfigDir::new(config_dir)
+        let claude_config = ccd_claude::ClaudeConfigDir::new(config_dir);
+        let registry_path = claude_config
             .sessions_dir()
             .join(format!("{}.json", spawned.pid));
         let (tx, rx) = sync_channel::<Vec<u8>>(INPUT_QUEUE);
@@ -99,6 +100,7 @@ impl Holder {
                 argv: spawned.argv,
                 started_at: session::unix_ms(),
                 registry_path,
+                projects_dir: claude_config.projects_dir(),
                 expected_session_id: config.expected_session_id.clone(),
             },
             config.client_queue_bytes,

@@ -43,12 +43,18 @@ use crate::exit::{self, ExitInfo};
 use crate::fanout::{AttachMode, ClientQueue, Fanout};
 use crate::lifecycle::{AttentionReason, State};
 use crate::rpc::types::{
-    Attention, Cursor, InfoResult, RegistryStatus, ScreenFormat, ScreenResult, Transition,
+    Attention, Cursor, EarlierId, InfoResult, RegistryStatus, ScreenFormat, ScreenResult,
+    Transition,
 };
 use crate::stop::StopSignal;
 
 /// Transitions kept for `holder.info`.
 const TRANSITIONS_KEPT: usize = 10;
+
+/// Earlier conversation ids kept for `holder.info` (a process that was
+/// `/clear`ed more often than this forgets the oldest; their transcripts
+/// are still listed, as dead sessions without a successor named).
+pub const EARLIER_IDS_KEPT: usize = 32;
 
 /// Most bytes of output waiting for the model before the reader waits.
 pub const BACKLOG_CAP: usize = 4 << 20;
@@ -76,6 +82,15 @@ pub(crate) struct Model {
     pub parsed: u64,
 }
 
+/// The process probe, made once (it reads the machine id).
+fn probe() -> &'static dyn ccd_claude::liveness::ProcessProbe {
+    static PROBE: std::sync::OnceLock<Box<dyn ccd_claude::liveness::ProcessProbe + Send + Sync>> =
+        std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(ccd_claude::liveness::system_probe)
+        .as_ref()
+}
+
 /// Unix milliseconds now.
 pub fn unix_ms() -> i64 {
     SystemTime::now()
@@ -90,7 +105,14 @@ pub(crate) struct LifeRecord {
     pub state: State,
     pub failure: Option<String>,
     pub attention: Option<Attention>,
+    /// The conversation the child writes: the id its registry entry named
+    /// when last read (the expected one until the entry exists).
     pub session_id: Option<String>,
+    /// When `session_id` was last confirmed by the entry (unix ms).
+    pub session_seen_at: i64,
+    /// Ids the child wrote before `session_id`, oldest first (at most
+    /// [`EARLIER_IDS_KEPT`]).
+    pub earlier_ids: VecDeque<EarlierId>,
     pub transitions: VecDeque<Transition>,
 }
 
@@ -125,6 +147,8 @@ pub struct Fixed {
     pub started_at: i64,
     /// `<config>/sessions/<pid>.json`.
     pub registry_path: PathBuf,
+    /// `<config>/projects` (to tell a `/clear` from an in-TUI resume).
+    pub projects_dir: PathBuf,
     /// The session id the launcher expects (`--session-id`, `--resume`):
     /// reported and used to label output until the registry says otherwise.
     pub expected_session_id: Option<String>,
@@ -185,6 +209,8 @@ impl Session {
                     failure: None,
                     attention: None,
                     session_id: fixed.expected_session_id.clone(),
+                    session_seen_at: 0,
+                    earlier_ids: VecDeque::new(),
                     transitions: VecDeque::new(),
                 },
                 collected: false,
@@ -457,6 +483,9 @@ impl Session {
         sig: i32,
         grace: Option<Duration>,
     ) -> Result<bool, SessionError> {
+        // The id it ends on is the one its entry names now (a `/clear` just
+        // before the kill is not lost with the entry).
+        self.follow_registry();
         let sent = self.signal(sig)?;
         if let (true, Some(grace)) = (sent, grace) {
             let me = Arc::clone(self);
@@ -519,13 +548,14 @@ impl Session {
 
     /// `holder.info`.
     pub fn info(&self) -> InfoResult {
-        let status = self.registry_status();
+        let status = self.follow_registry();
         let mut g = self.lock();
         let clients = g.fanout.stats();
         InfoResult {
             holder_pid: std::process::id(),
             child_pid: self.fixed.pid,
             session_id: g.life.session_id.clone(),
+            earlier_ids: g.life.earlier_ids.iter().cloned().collect(),
             cwd: self.fixed.cwd.to_string_lossy().into_owned(),
             argv: self.fixed.argv.clone(),
             state: g.life.state,
@@ -541,14 +571,75 @@ impl Session {
         }
     }
 
-    /// Status from the registry entry, read now (no liveness: the child is ours).
-    pub fn registry_status(&self) -> Option<RegistryStatus> {
+    /// The child's registry entry read now, following the conversation it
+    /// names: once the session is ready, an entry of the child's (its pid,
+    /// its start time) naming another id than the recorded one means the
+    /// child moved on (`/clear`, a conversation resumed inside the TUI) —
+    /// the new id becomes the session's and the old one is kept among
+    /// `earlier_ids`, with why. Before ready the lifecycle learns the id;
+    /// an entry that is not the child's (a stale file of an earlier process
+    /// with the same pid) changes nothing. Returns the entry's status.
+    pub fn follow_registry(&self) -> Option<RegistryStatus> {
         let e = ccd_claude::registry::read_entry(&self.fixed.registry_path).ok()?;
-        Some(RegistryStatus {
-            status: e.status,
-            waiting_for: e.waiting_for,
-            session_id: e.session_id,
-        })
+        let status = RegistryStatus {
+            status: e.status.clone(),
+            waiting_for: e.waiting_for.clone(),
+            session_id: e.session_id.clone(),
+        };
+        let (known, seen_at) = {
+            let g = self.lock();
+            if g.life.state != State::Ready || g.exit.is_some() {
+                return Some(status);
+            }
+            (g.life.session_id.clone(), g.life.session_seen_at)
+        };
+        let now = unix_ms();
+        let ours = e.pid == self.fixed.pid
+            && ccd_claude::liveness::check(&e, probe())
+                .liveness
+                .may_be_running();
+        if !ours {
+            return Some(status);
+        }
+        if known.as_deref() == Some(e.session_id.as_str()) {
+            self.lock().life.session_seen_at = now;
+            return Some(status);
+        }
+        let Some(from) = known else {
+            // Learned, not switched (a fork's id before the lifecycle saw it).
+            let mut g = self.lock();
+            g.life.session_id = Some(e.session_id.clone());
+            g.life.session_seen_at = now;
+            return Some(status);
+        };
+        // The new id's transcript decides the reason (file reads: no lock).
+        let cwd = self.fixed.cwd.to_string_lossy();
+        let reason = ccd_claude::id_switch::reason(
+            &self.fixed.projects_dir,
+            &e.session_id,
+            Some(&cwd),
+            if seen_at > 0 { seen_at } else { now },
+        );
+        let mut g = self.lock();
+        if g.life.session_id.as_deref() != Some(from.as_str()) {
+            // Another thread recorded this switch meanwhile.
+            return Some(status);
+        }
+        tracing::info!(from = %from, to = %e.session_id, reason = reason.as_str(), "the child writes another conversation now");
+        if g.life.earlier_ids.len() == EARLIER_IDS_KEPT {
+            g.life.earlier_ids.pop_front();
+        }
+        g.life.earlier_ids.push_back(EarlierId {
+            session_id: from,
+            until: now,
+            superseded_by: e.session_id.clone(),
+            reason,
+        });
+        g.life.session_id = Some(e.session_id);
+        g.life.session_seen_at = now;
+        drop(g);
+        self.notify();
+        Some(status)
     }
 
     /// Record a lifecycle transition with the screen at that moment.
@@ -605,6 +696,8 @@ impl Session {
 
     /// The session id learned from the registry.
     pub(crate) fn set_session_id(&self, sid: String) {
-        self.lock().life.session_id = Some(sid);
+        let mut g = self.lock();
+        g.life.session_id = Some(sid);
+        g.life.session_seen_at = unix_ms();
     }
 }

@@ -54,6 +54,8 @@ impl ProcessProbe for ProcProbe {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Stat {
     pub state: u8,
+    /// Field 4, the parent's pid.
+    pub ppid: u32,
     /// Field 22, `starttime`, as written.
     pub start: String,
 }
@@ -66,14 +68,22 @@ pub(crate) fn parse_stat(bytes: &[u8]) -> Option<Stat> {
     let mut fields = rest.split_ascii_whitespace();
     // Field 3 is the state; field 22 is 19 further on.
     let state = *fields.next()?.as_bytes().first()?;
-    let start = fields.nth(18)?;
+    let ppid = fields.next()?.parse().ok()?;
+    let start = fields.nth(17)?;
     if start.is_empty() || !start.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     Some(Stat {
         state,
+        ppid,
         start: start.to_string(),
     })
+}
+
+/// The parent of a running process (`None`: gone, or unreadable).
+pub(super) fn parent_pid(pid: u32) -> Option<u32> {
+    let bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&bytes).map(|s| s.ppid)
 }
 
 /// `linux:<machine-id>:pid:[<pid namespace inode>]`, as Claude Code writes it.
@@ -96,6 +106,7 @@ mod tests {
         let line = b"1234 (a) b ) (c) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10 18446744073709551615";
         let s = parse_stat(line).unwrap();
         assert_eq!(s.state, b'S');
+        assert_eq!(s.ppid, 1);
         assert_eq!(s.start, "98765");
     }
 

@@ -5,14 +5,22 @@
 //! The hub never waits on a subscriber: a subscriber that falls more than
 //! [`HUB_CAPACITY`] events behind loses the oldest and is told so
 //! (`events.lagged`).
+//!
+//! The hub also keeps the registry watcher's view (every process that may
+//! be writing a session, by pid). The watcher replaces the view and
+//! publishes the events that lead to it under one lock, and a subscription
+//! copies the view and joins the broadcast under the same lock: the
+//! snapshot in the subscribe reply followed by the events gives exactly
+//! the watcher's view at every later moment (the fold `ccd events` and
+//! editors rely on; tested in `crates/ccd/tests/fold.rs`).
 
 pub mod registry_watch;
 
 use crate::connection::ConnCtx;
-use ccd_protocol::methods::events::{Event, SubscribeParams};
+use ccd_protocol::methods::events::{Event, LiveWriter, SubscribeParams, SubscribeResult};
 use ccd_protocol::{parse_params, RpcError};
-use serde_json::{json, Value};
-use std::sync::Arc;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 /// Events kept for slow subscribers.
@@ -22,12 +30,17 @@ pub const HUB_CAPACITY: usize = 1024;
 #[derive(Clone)]
 pub struct EventHub {
     tx: broadcast::Sender<Event>,
+    /// The registry watcher's view, as of the last event it published (see
+    /// the module doc). Held only to copy or replace it and to send on the
+    /// broadcast channel (which never blocks).
+    view: Arc<Mutex<Vec<LiveWriter>>>,
 }
 
 impl Default for EventHub {
     fn default() -> Self {
         Self {
             tx: broadcast::channel(HUB_CAPACITY).0,
+            view: Arc::new(Mutex::new(Vec::new())),
         }
     }
 }
@@ -39,8 +52,25 @@ impl EventHub {
         let _ = self.tx.send(e);
     }
 
+    /// Publishes the events that turn the registry view into `view`, and
+    /// keeps `view`, as one step for subscribers.
+    pub fn publish_view(&self, events: Vec<Event>, view: Vec<LiveWriter>) {
+        let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        for e in events {
+            self.publish(e);
+        }
+        *v = view;
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.tx.subscribe()
+    }
+
+    /// A receiver of every event from now on, and the registry view those
+    /// events start from.
+    pub fn subscribe_with_view(&self) -> (broadcast::Receiver<Event>, Vec<LiveWriter>) {
+        let v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        (self.tx.subscribe(), v.clone())
     }
 }
 
@@ -59,7 +89,7 @@ pub async fn subscribe(
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
     let p: SubscribeParams = parse_params(params)?;
-    let mut rx = ctx.daemon.events.subscribe();
+    let (mut rx, writers) = ctx.daemon.events.subscribe_with_view();
     let replied = id.as_ref().map(|id| ctx.after_reply(id));
     let conn = ctx.clone();
     let task = tokio::spawn(async move {
@@ -98,5 +128,9 @@ pub async fn subscribe(
     if let Some(old) = old {
         old.abort();
     }
-    Ok(json!({"subscribed": true}))
+    serde_json::to_value(SubscribeResult {
+        subscribed: true,
+        writers,
+    })
+    .map_err(|e| RpcError::internal(e.to_string()))
 }

@@ -4,13 +4,20 @@
 //! inotify/kqueue (through `notify`) wakes the watcher at once; a rescan
 //! every [`RESCAN`] is the fallback (a missing folder, a lost event). Each
 //! wake-up re-reads the registry and re-validates liveness — presence of a
-//! file proves nothing — then diffs against the previous view.
+//! file proves nothing — then diffs against the previous view, by pid: a
+//! process is not a conversation, so an entry whose pid stays while its
+//! session id changes (`/clear`, a conversation resumed inside the TUI) is
+//! one `session.id_changed`, not a disappearance and an appearance.
+//!
+//! Each process is matched to the holder that runs it when first seen (the
+//! holder's child pid, else the pid's parent is a holder): `held` and
+//! `holder` in events say which processes ccd runs, whatever id they write.
 
 use super::{now_ms, EventHub};
 use crate::state::Daemon;
 use ccd_claude::liveness::{self, Liveness};
 use ccd_claude::registry;
-use ccd_protocol::methods::events::Event;
+use ccd_protocol::methods::events::{Event, LiveWriter};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,16 +34,48 @@ struct Seen {
     status: Option<String>,
     waiting_for: Option<String>,
     liveness: Liveness,
+    /// The holder that runs this process, if ccd does.
+    holder: Option<String>,
 }
 
-fn scan(dir: &Path) -> HashMap<u32, Seen> {
+/// What the watcher needs of a holder to match processes to it.
+#[derive(Debug, Clone)]
+pub(crate) struct HolderPids {
+    pub id: String,
+    pub holder_pid: Option<u32>,
+    pub child_pid: Option<u32>,
+}
+
+/// The holder running `pid`: its child, or a child of its process.
+fn holder_of(pid: u32, holders: &[HolderPids]) -> Option<String> {
+    if let Some(h) = holders.iter().find(|h| h.child_pid == Some(pid)) {
+        return Some(h.id.clone());
+    }
+    let parent = liveness::parent_pid(pid)?;
+    holders
+        .iter()
+        .find(|h| h.holder_pid == Some(parent))
+        .map(|h| h.id.clone())
+}
+
+/// The registry now. A pid seen before (same session start: liveness
+/// already checked it) keeps the holder it was matched to; a new one is
+/// matched now.
+fn scan(dir: &Path, old: &HashMap<u32, Seen>, holders: &[HolderPids]) -> HashMap<u32, Seen> {
     let probe = liveness::system_probe();
     registry::read_all(dir)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|e| {
             let l = liveness::check(&e, probe.as_ref()).liveness;
-            l.may_be_running().then_some((
+            if !l.may_be_running() {
+                return None;
+            }
+            let holder = match old.get(&e.pid) {
+                Some(o) if o.holder.is_some() => o.holder.clone(),
+                _ => holder_of(e.pid, holders),
+            };
+            Some((
                 e.pid,
                 Seen {
                     session: e.session_id,
@@ -44,30 +83,70 @@ fn scan(dir: &Path) -> HashMap<u32, Seen> {
                     status: e.status,
                     waiting_for: e.waiting_for,
                     liveness: l,
+                    holder,
                 },
             ))
         })
         .collect()
 }
 
-/// The events between two views.
+/// The view as subscribers get it.
+fn view_of(seen: &HashMap<u32, Seen>) -> Vec<LiveWriter> {
+    let mut v: Vec<LiveWriter> = seen
+        .iter()
+        .map(|(pid, s)| LiveWriter {
+            session: s.session.clone(),
+            pid: *pid,
+            state: s.liveness.as_str().into(),
+            holder: s.holder.clone(),
+        })
+        .collect();
+    v.sort_by_key(|w| w.pid);
+    v
+}
+
+/// The events between two views; `reason(to, cwd)` says why a process
+/// moved to conversation `to`.
 fn diff(
     old: &HashMap<u32, Seen>,
     new: &HashMap<u32, Seen>,
-    held: &dyn Fn(&str) -> bool,
+    reason: &dyn Fn(&str, Option<&str>) -> &'static str,
 ) -> Vec<Event> {
     let at = now_ms();
     let mut out = Vec::new();
-    for (pid, s) in new {
+    // Pids in a stable order, so one scan's events are too.
+    let mut pids: Vec<&u32> = new.keys().collect();
+    pids.sort();
+    for pid in pids {
+        let s = &new[pid];
         match old.get(pid) {
             None => {
                 let mut e = Event::new("session.appeared", Some(s.session.clone()), at);
                 e.pid = Some(*pid);
                 e.cwd = s.cwd.clone();
                 e.state = Some(s.liveness.as_str().into());
-                e.held = Some(held(&s.session));
+                e.held = Some(s.holder.is_some());
+                e.holder = s.holder.clone();
                 e.status = s.status.clone();
                 out.push(e);
+                out.extend(several_writers(new, *pid, s, at));
+                if s.status.as_deref() == Some("waiting") {
+                    out.push(attention(s, *pid, at));
+                }
+            }
+            Some(o) if o.session != s.session => {
+                let mut e = Event::new("session.id_changed", Some(s.session.clone()), at);
+                e.pid = Some(*pid);
+                e.cwd = s.cwd.clone();
+                e.state = Some(s.liveness.as_str().into());
+                e.held = Some(s.holder.is_some());
+                e.holder = s.holder.clone();
+                e.from = Some(o.session.clone());
+                e.to = Some(s.session.clone());
+                e.reason = Some(reason(&s.session, s.cwd.as_deref()).into());
+                e.status = s.status.clone();
+                out.push(e);
+                out.extend(several_writers(new, *pid, s, at));
                 if s.status.as_deref() == Some("waiting") {
                     out.push(attention(s, *pid, at));
                 }
@@ -86,15 +165,48 @@ fn diff(
             Some(_) => {}
         }
     }
-    for (pid, o) in old {
-        if !new.contains_key(pid) {
-            let mut e = Event::new("session.disappeared", Some(o.session.clone()), at);
-            e.pid = Some(*pid);
-            e.cwd = o.cwd.clone();
-            out.push(e);
-        }
+    let mut gone: Vec<(&u32, &Seen)> = old.iter().filter(|(p, _)| !new.contains_key(p)).collect();
+    gone.sort_by_key(|(p, _)| **p);
+    for (pid, o) in gone {
+        let mut e = Event::new("session.disappeared", Some(o.session.clone()), at);
+        e.pid = Some(*pid);
+        e.cwd = o.cwd.clone();
+        e.held = Some(o.holder.is_some());
+        e.holder = o.holder.clone();
+        out.push(e);
     }
     out
+}
+
+/// `session.writers` and an attention event when `pid`, which just started
+/// writing `s.session`, is not its only writer (someone resumed a running
+/// session by hand: the conversation splits).
+fn several_writers(new: &HashMap<u32, Seen>, pid: u32, s: &Seen, at: i64) -> Vec<Event> {
+    let mut pids: Vec<u32> = new
+        .iter()
+        .filter(|(_, o)| o.session == s.session)
+        .map(|(p, _)| *p)
+        .collect();
+    if pids.len() < 2 {
+        return Vec::new();
+    }
+    pids.sort_unstable();
+    let holder = new
+        .iter()
+        .filter(|(_, o)| o.session == s.session)
+        .find_map(|(_, o)| o.holder.clone());
+    let mut w = Event::new("session.writers", Some(s.session.clone()), at);
+    w.pid = Some(pid);
+    w.pids = Some(pids.clone());
+    w.held = Some(holder.is_some());
+    w.holder = holder.clone();
+    let mut a = Event::new("session.attention", Some(s.session.clone()), at);
+    a.pid = Some(pid);
+    a.held = Some(holder.is_some());
+    a.holder = holder;
+    a.reason = Some("second_writer".into());
+    a.pids = Some(pids);
+    vec![w, a]
 }
 
 fn attention(s: &Seen, pid: u32, at: i64) -> Event {
@@ -140,10 +252,13 @@ pub async fn run(daemon: Arc<Daemon>) {
     let mut watcher: Option<notify::RecommendedWatcher> = None;
     let mut seen: HashMap<u32, Seen> = {
         let d = dir.clone();
-        tokio::task::spawn_blocking(move || scan(&d))
+        let holders = daemon.holders.pids();
+        tokio::task::spawn_blocking(move || scan(&d, &HashMap::new(), &holders))
             .await
             .unwrap_or_default()
     };
+    hub.publish_view(Vec::new(), view_of(&seen));
+    let mut scanned_at = now_ms();
     let mut contexts: HashMap<String, u64> = HashMap::new();
     loop {
         if watcher.is_none() && dir.is_dir() {
@@ -160,17 +275,25 @@ pub async fn run(daemon: Arc<Daemon>) {
             _ = stop.changed() => return,
         }
         let d = dir.clone();
-        let now = match tokio::task::spawn_blocking(move || scan(&d)).await {
-            Ok(n) => n,
+        let p = projects.clone();
+        let holders = daemon.holders.pids();
+        let old = std::mem::take(&mut seen);
+        let before = scanned_at;
+        scanned_at = now_ms();
+        let (old, now, events) = match tokio::task::spawn_blocking(move || {
+            let now = scan(&d, &old, &holders);
+            let reason = |to: &str, cwd: Option<&str>| {
+                ccd_claude::id_switch::reason(&p, to, cwd, before).as_str()
+            };
+            let events = diff(&old, &now, &reason);
+            (old, now, events)
+        })
+        .await
+        {
+            Ok(r) => r,
             Err(_) => continue,
         };
-        let held_ids: Vec<String> = daemon
-            .holders
-            .snapshot()
-            .iter()
-            .filter_map(|h| h.session_id().map(String::from))
-            .collect();
-        let events = diff(&seen, &now, &|s| held_ids.iter().any(|h| h == s));
+        seen = old;
         // A registry entry moved (status, session id, the program's exit):
         // its holder's view is refreshed on the next tick, however still it
         // was.
@@ -181,28 +304,29 @@ pub async fn run(daemon: Arc<Daemon>) {
             .copied()
             .collect();
         daemon.holders.mark_dirty(&moved);
-        for e in events {
-            let turn_ended = e.kind == "session.status"
-                && e.previous.as_deref() == Some("busy")
-                && e.status.as_deref() != Some("busy");
-            let session = e.session.clone();
-            hub.publish(e);
-            if turn_ended {
-                if let Some(s) = session {
-                    let p = projects.clone();
-                    let d = daemon.clone();
-                    let mut c = std::mem::take(&mut contexts);
-                    let (ev, c) = tokio::task::spawn_blocking(move || {
-                        let ev = context_event(&p, &s, &mut c, &d);
-                        (ev, c)
-                    })
-                    .await
-                    .unwrap_or((None, HashMap::new()));
-                    contexts = c;
-                    if let Some(ev) = ev {
-                        hub.publish(ev);
-                    }
-                }
+        let ended: Vec<String> = events
+            .iter()
+            .filter(|e| {
+                e.kind == "session.status"
+                    && e.previous.as_deref() == Some("busy")
+                    && e.status.as_deref() != Some("busy")
+            })
+            .filter_map(|e| e.session.clone())
+            .collect();
+        hub.publish_view(events, view_of(&now));
+        for s in ended {
+            let p = projects.clone();
+            let d = daemon.clone();
+            let mut c = std::mem::take(&mut contexts);
+            let (ev, c) = tokio::task::spawn_blocking(move || {
+                let ev = context_event(&p, &s, &mut c, &d);
+                (ev, c)
+            })
+            .await
+            .unwrap_or((None, HashMap::new()));
+            contexts = c;
+            if let Some(ev) = ev {
+                hub.publish(ev);
             }
         }
         seen = now;
@@ -276,12 +400,60 @@ mod tests {
             status: Some(status.into()),
             waiting_for: None,
             liveness: Liveness::Live,
+            holder: None,
         }
+    }
+
+    fn kinds(ev: &[Event]) -> Vec<&str> {
+        ev.iter().map(|e| e.kind.as_str()).collect()
+    }
+
+    #[test]
+    fn an_id_change_under_one_pid_is_one_event_naming_both_ids() {
+        let a: HashMap<u32, Seen> = [(1, seen("s1", "idle"))].into();
+        let mut held = seen("s2", "idle");
+        held.holder = Some("h1".into());
+        let b: HashMap<u32, Seen> = [(1, held)].into();
+        let ev = diff(&a, &b, &|to, _| if to == "s2" { "clear" } else { "resume" });
+        assert_eq!(kinds(&ev), ["session.id_changed"]);
+        let e = &ev[0];
+        assert_eq!(e.session.as_deref(), Some("s2"));
+        assert_eq!(e.from.as_deref(), Some("s1"));
+        assert_eq!(e.to.as_deref(), Some("s2"));
+        assert_eq!(e.pid, Some(1));
+        assert_eq!(e.holder.as_deref(), Some("h1"));
+        assert_eq!(e.held, Some(true));
+        assert_eq!(e.reason.as_deref(), Some("clear"));
+    }
+
+    #[test]
+    fn a_second_writer_on_one_session_is_flagged() {
+        let mut ours = seen("s1", "idle");
+        ours.holder = Some("h1".into());
+        let a: HashMap<u32, Seen> = [(1, ours.clone())].into();
+        let b: HashMap<u32, Seen> = [(1, ours), (2, seen("s1", "idle"))].into();
+        let ev = diff(&a, &b, &|_, _| "unknown");
+        assert_eq!(
+            kinds(&ev),
+            ["session.appeared", "session.writers", "session.attention"]
+        );
+        assert_eq!(ev[0].held, Some(false), "the newcomer is not ccd's");
+        assert_eq!(ev[1].pids.as_deref(), Some(&[1, 2][..]));
+        assert_eq!(ev[1].holder.as_deref(), Some("h1"));
+        assert_eq!(ev[2].reason.as_deref(), Some("second_writer"));
+        // Moving onto a conversation another process writes counts too.
+        let c: HashMap<u32, Seen> = [(1, seen("s1", "idle")), (2, seen("s2", "idle"))].into();
+        let d: HashMap<u32, Seen> = [(1, seen("s1", "idle")), (2, seen("s1", "idle"))].into();
+        let ev = diff(&c, &d, &|_, _| "resume");
+        assert_eq!(
+            kinds(&ev),
+            ["session.id_changed", "session.writers", "session.attention"]
+        );
     }
 
     #[test]
     fn diffs() {
-        let no = |_: &str| false;
+        let no = |_: &str, _: Option<&str>| "unknown";
         let a: HashMap<u32, Seen> = [(1, seen("s1", "idle"))].into();
         let b: HashMap<u32, Seen> = [(1, seen("s1", "busy")), (2, seen("s2", "idle"))].into();
         let ev = diff(&a, &b, &no);

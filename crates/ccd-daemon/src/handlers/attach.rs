@@ -339,6 +339,7 @@ async fn resume(
         forked_from: None,
         created_at: now_ms(),
         pinned: false,
+        holder_pid: None,
     };
     let hid = meta.id.clone();
     tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
@@ -460,6 +461,7 @@ async fn fresh_instead(
         forked_from: None,
         created_at: now_ms(),
         pinned: false,
+        holder_pid: None,
     };
     let hid = meta.id.clone();
     let size = size.unwrap_or(TermSize {

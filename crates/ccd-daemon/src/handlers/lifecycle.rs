@@ -72,6 +72,7 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
         forked_from: None,
         created_at: now_ms(),
         pinned: false,
+        holder_pid: None,
     };
     start(ctx, meta, args, cwd, size, p.auto_trust, p.wait).await
 }
@@ -92,6 +93,7 @@ pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         forked_from: Some(info.session_id.clone()),
         created_at: now_ms(),
         pinned: false,
+        holder_pid: None,
     };
     tracing::info!(original = %info.session_id, cwd = %cwd.display(), "fork");
     let size = p.size.unwrap_or(TermSize {

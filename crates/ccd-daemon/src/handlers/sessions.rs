@@ -9,7 +9,7 @@ use ccd_protocol::methods::session::{ListParams, ListResult, SessionInfo, Sessio
 use ccd_protocol::methods::SessionRef;
 use ccd_protocol::{parse_params, ErrorCode, RpcError};
 use serde_json::{json, Value};
-use std::collections::HashMap;
+
 use std::path::Path;
 
 /// Largest page of `sessions.list`.
@@ -30,36 +30,28 @@ pub async fn all_sessions(
     .await
     .map_err(|e| RpcError::internal(e.to_string()))?
     .map_err(|e| RpcError::internal(format!("reading Claude Code's files: {e}")))?;
-    let mut by_session: HashMap<String, HolderEntry> = HashMap::new();
-    let mut unmatched = Vec::new();
-    for h in daemon.holders.snapshot() {
-        match h.session_id() {
-            Some(s) if index.sessions.iter().any(|r| r.session_id == s) => {
-                by_session.insert(s.to_string(), h);
-            }
-            _ => unmatched.push(h),
-        }
-    }
-    let mut out: Vec<(SessionInfo, Option<HolderEntry>)> = unmatched
+    let holders = daemon.holders.snapshot();
+    let mut held: Vec<SessionInfo> = holders.iter().map(views::holder_only_info).collect();
+    held.extend(
+        daemon
+            .holders
+            .finished()
+            .into_iter()
+            .rev()
+            .filter_map(|f| views::finished_only_info(&f)),
+    );
+    let rows = index.sessions.iter().map(views::record_to_info).collect();
+    Ok(views::join_held(rows, held)
         .into_iter()
-        .map(|h| (views::holder_only_info(&h), Some(h)))
-        .collect();
-    for r in &index.sessions {
-        let mut info = views::record_to_info(r);
-        let holder = by_session.remove(&r.session_id);
-        match &holder {
-            Some(h) => info.ccd = Some(views::owned_info(h)),
-            None => {
-                if let Some(f) = daemon.holders.finished_for(&r.session_id) {
-                    if info.state == SessionState::Dead {
-                        info.ccd = Some(views::finished_info(&f));
-                    }
-                }
-            }
-        }
-        out.push((info, holder));
-    }
-    Ok(out)
+        .map(|info| {
+            let h = info
+                .ccd
+                .as_ref()
+                .and_then(|c| holders.iter().find(|h| h.id == c.holder))
+                .cloned();
+            (info, h)
+        })
+        .collect())
 }
 
 pub async fn list(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {

@@ -90,7 +90,17 @@ impl HolderEntry {
             || now.duration_since(at) >= QUIET_REFRESH
     }
 
-    /// The session id: the registry's once ready, else the expected one.
+    /// The holder process's pid, once known.
+    pub fn holder_pid(&self) -> Option<u32> {
+        self.info
+            .as_ref()
+            .map(|i| i.holder_pid)
+            .or(self.meta.holder_pid)
+    }
+
+    /// The session id: the conversation the child writes as of the last
+    /// refresh (what its registry entry named then; the expected one
+    /// before the entry exists).
     pub fn session_id(&self) -> Option<&str> {
         self.info
             .as_ref()
@@ -147,7 +157,9 @@ pub const QUIET_REFRESH: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct Finished {
     pub meta: HolderMeta,
+    /// The conversation the child wrote last.
     pub session_id: Option<String>,
+    pub child_pid: Option<u32>,
     pub exit: Option<ExitInfo>,
     /// `exited` or `failed`.
     pub state: String,
@@ -253,6 +265,23 @@ impl HolderTable {
 
     fn meta_path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.json"))
+    }
+
+    /// The pids of every live holder and its child, for matching registry
+    /// entries to holders (no screens copied).
+    pub(crate) fn pids(&self) -> Vec<crate::events::registry_watch::HolderPids> {
+        self.live
+            .lock()
+            .map(|m| {
+                m.values()
+                    .map(|e| crate::events::registry_watch::HolderPids {
+                        id: e.id.clone(),
+                        holder_pid: e.holder_pid(),
+                        child_pid: e.info.as_ref().map(|i| i.child_pid),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Copies of every live entry.
@@ -411,6 +440,8 @@ impl HolderTable {
                 crate::events::now_ms(),
             );
             e.held = Some(true);
+            e.holder = Some(finished.meta.id.clone());
+            e.pid = finished.child_pid;
             e.exit_code = finished.exit.as_ref().and_then(|x| x.code);
             e.exit_signal = finished.exit.as_ref().and_then(|x| x.signal);
             e.reason = finished.failure.clone();
@@ -461,6 +492,7 @@ impl HolderTable {
                         forked_from: None,
                         created_at: info.started_at,
                         pinned: false,
+                        holder_pid: Some(info.holder_pid),
                     });
                     tracing::info!(holder = %id, session = ?info.session_id, state = info.state.as_str(), "adopted holder");
                     if let Ok(mut m) = self.live.lock() {
@@ -560,6 +592,7 @@ impl HolderTable {
                         id,
                         Finished {
                             session_id: entry.session_id().map(String::from),
+                            child_pid: entry.info.as_ref().map(|i| i.child_pid),
                             meta: entry.meta.clone(),
                             exit: None,
                             state: "failed".into(),
@@ -622,7 +655,11 @@ impl HolderTable {
         self.retire(
             &entry.id,
             Finished {
-                session_id: entry.session_id().map(String::from),
+                session_id: c
+                    .session_id
+                    .clone()
+                    .or_else(|| entry.session_id().map(String::from)),
+                child_pid: entry.info.as_ref().map(|i| i.child_pid),
                 meta: entry.meta.clone(),
                 exit: c.exit.clone(),
                 state,

@@ -88,9 +88,11 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
             .await
             .map_err(|e| spawn_failed(format!("handing the spec to the holder: {e}")))?;
     }
+    let mut meta = launch.meta;
+    meta.holder_pid = child.id();
     daemon
         .holders
-        .insert(launch.meta)
+        .insert(meta)
         .map_err(|e| spawn_failed(format!("recording the holder: {e}")))?;
     let deadline = Instant::now() + LISTEN_TIMEOUT;
     loop {

@@ -73,4 +73,8 @@ pub struct HolderMeta {
     /// Exempt from idle reaping.
     #[serde(default)]
     pub pinned: bool,
+    /// The holder process's pid (set when the daemon starts it): matches
+    /// its child's registry entry to it before the first `holder.info`.
+    #[serde(default)]
+    pub holder_pid: Option<u32>,
 }

@@ -66,9 +66,11 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
             let g = session.lock();
             (g.exit.clone(), g.seq)
         };
+        let mut new_output = false;
         let app_cursor = {
             let m = session.model();
             if m.parsed != seen.seq {
+                new_output = true;
                 seen.seq = m.parsed;
                 let text = m.screen.contents();
                 if text != seen.text {
@@ -98,6 +100,13 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         };
         for action in lc.step(&obs) {
             apply(session, action);
+        }
+        // Once ready, the conversation the child writes is what its entry
+        // names now: `/clear` and a resume inside the TUI redraw the
+        // screen, so new output is when to look (one small file read per
+        // step at most; the daemon's refreshes look too).
+        if new_output && lc.state() == State::Ready && exit.is_none() {
+            session.follow_registry();
         }
         if exit.is_some() {
             tracing::debug!(state = lc.state().as_str(), "lifecycle driver done");

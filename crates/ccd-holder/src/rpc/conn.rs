@@ -257,6 +257,7 @@ impl Conn<'_> {
             state: g.life.state,
             failure: g.life.failure.clone(),
             screen,
+            session_id: g.life.session_id.clone(),
         };
         if exited {
             g.collected = true;

@@ -63,6 +63,20 @@ pub struct RegistryStatus {
     pub session_id: String,
 }
 
+/// A conversation the child wrote before the one it writes now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlierId {
+    /// The id it wrote.
+    pub session_id: String,
+    /// Unix ms when the holder saw the entry name the next id.
+    pub until: i64,
+    /// The id it wrote next.
+    pub superseded_by: String,
+    /// `clear` (a new, empty conversation), `resume` (an existing one taken
+    /// up inside the TUI), `unknown`.
+    pub reason: ccd_claude::id_switch::SwitchReason,
+}
+
 /// Result of `holder.info`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InfoResult {
@@ -70,8 +84,13 @@ pub struct InfoResult {
     pub holder_pid: u32,
     /// The child's pid.
     pub child_pid: u32,
-    /// Learned from the registry once ready.
+    /// The conversation the child writes now: what its registry entry
+    /// names (the expected id until the entry exists).
     pub session_id: Option<String>,
+    /// The conversations it wrote before, oldest first (absent from older
+    /// holders).
+    #[serde(default)]
+    pub earlier_ids: Vec<EarlierId>,
     /// Normalized cwd.
     pub cwd: String,
     /// Program and arguments.
@@ -237,6 +256,9 @@ pub struct CollectResult {
     pub failure: Option<String>,
     /// Last screen text.
     pub screen: String,
+    /// The conversation the child wrote last (absent from older holders).
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 /// Result of methods that return nothing.

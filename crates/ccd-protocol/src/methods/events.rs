@@ -30,6 +30,26 @@ pub struct SubscribeParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscribeResult {
     pub subscribed: bool,
+    /// Every process that may be running a session at the moment of the
+    /// subscription, as the events that follow change it: folding
+    /// `session.appeared`, `session.id_changed` and `session.disappeared`
+    /// into this gives the writers `sessions.list` shows (absent from
+    /// daemons before it).
+    #[serde(default)]
+    pub writers: Vec<LiveWriter>,
+}
+
+/// One process that may be writing a session (a registry entry judged
+/// `live` or `unknown`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveWriter {
+    pub session: String,
+    pub pid: u32,
+    /// `live` or `unknown`.
+    pub state: String,
+    /// The holder, when ccd runs this process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
 }
 
 /// `event`: something happened to a session.
@@ -43,8 +63,16 @@ impl NotificationKind for EventNotification {
 /// One event. `type` is one of:
 /// - `session.appeared` / `session.disappeared`: a process started or
 ///   stopped holding a session (any session on the machine, ccd's or not);
+/// - `session.id_changed`: a running process now writes another
+///   conversation (`from` → `to`, `reason` `clear` / `resume` /
+///   `unknown`; `holder` when ccd runs it): `from` is no longer written by
+///   it, `to` is (`session` is `to`);
 /// - `session.status`: Claude Code's status changed (`idle`, `busy`,
 ///   `waiting`); `previous` says from what;
+/// - `session.writers`: a second process writes a conversation (someone
+///   resumed a running session by hand): `pid` is the newcomer, `pids`
+///   every writer now, `holder` the one ccd runs if any; two writers
+///   split the conversation;
 /// - `session.lifecycle`: ccd's lifecycle of a session it holds changed;
 /// - `session.attention`: the session needs a person (`reason`);
 /// - `session.context`: the context in use changed;
@@ -71,6 +99,18 @@ pub struct Event {
     /// Whether ccd holds the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<bool>,
+    /// The holder of the process, when ccd runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// `session.id_changed`: the id the process wrote before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `session.id_changed`: the id it writes now (= `session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `session.writers`: every process writing the session now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<Vec<u32>>,
     /// New status or lifecycle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
@@ -105,6 +145,10 @@ impl Event {
             cwd: None,
             state: None,
             held: None,
+            holder: None,
+            from: None,
+            to: None,
+            pids: None,
             status: None,
             previous: None,
             waiting_for: None,

@@ -62,8 +62,6 @@ pub struct WriterInfo {
     pub status: Option<ActivityStatus>,
     pub waiting_for: Option<String>,
     pub version: Option<String>,
-    /// The session id the process's registry entry shows.
-    pub registry_session_id: String,
 }
 
 /// What ccd knows of a session it holds in a PTY.
@@ -90,6 +88,41 @@ pub struct OwnedInfo {
     /// redrawn after falling behind.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<ClientCounters>,
+    /// The conversations this process wrote before the session's id,
+    /// oldest first (each is listed on its own as a `dead` session with
+    /// `superseded_by`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<EarlierConversation>,
+}
+
+/// A conversation that a held process wrote before the one it writes now
+/// (it moved on: `/clear`, another conversation resumed inside the TUI).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Superseded {
+    /// The id the process wrote next.
+    pub session: String,
+    /// `clear` (a new, empty conversation), `resume` (an existing one taken
+    /// up inside the TUI) or `unknown`.
+    pub reason: String,
+    /// RFC 3339: when ccd saw the switch.
+    pub at: Option<String>,
+    /// The holder of that process.
+    pub holder: String,
+    /// The id that reaches that process now (`session`, unless it moved on
+    /// again since).
+    pub writes_now: String,
+}
+
+/// An id that the process a holder runs wrote before its current one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlierConversation {
+    pub session: String,
+    /// The id the process wrote after it.
+    pub next: String,
+    /// `clear`, `resume` or `unknown`: why the process left it.
+    pub reason: String,
+    /// RFC 3339: when ccd saw the switch.
+    pub until: Option<String>,
 }
 
 /// Counters of one client attached to a session ccd holds.
@@ -146,8 +179,10 @@ pub struct SessionInfo {
     /// Two or more writers: someone resumed a running session by hand.
     #[serde(default)]
     pub several_writers: bool,
-    /// The id the registry still shows for this process (after `/clear`).
-    pub registry_session_id: Option<String>,
+    /// Set on a conversation that a process ccd holds wrote before and
+    /// nobody writes now: what that process moved on to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<Superseded>,
     /// Set when ccd holds the session in a PTY.
     #[serde(default)]
     pub ccd: Option<OwnedInfo>,

@@ -60,8 +60,11 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Marks the sessions ccd holds, asking a running daemon (never starting
-/// one: listing needs no daemon). Held sessions the files do not show yet
-/// (before their first registry entry) are added first.
+/// one: listing needs no daemon), by the daemon's own rule
+/// ([`ccd_daemon::views::join_held`]: a held process holds the id its
+/// registry entry names now; ids it wrote before say what superseded
+/// them). Held sessions the files do not show yet (before their first
+/// registry entry) are added first.
 fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) {
     let Some(mut client) = super::connect_existing(global) else {
         return;
@@ -76,20 +79,7 @@ fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) {
             return;
         }
     };
-    let mut extra = Vec::new();
-    for h in held.sessions {
-        match rows.iter_mut().find(|r| r.session_id == h.session_id) {
-            // A live record keeps the live holder's view over an old finish.
-            Some(r) if r.ccd.is_none() => r.ccd = h.ccd,
-            Some(_) => {}
-            // Held sessions the files do not show yet; ended ones only
-            // annotate rows the files show.
-            None if h.state != SessionState::Dead => extra.push(h),
-            None => {}
-        }
-    }
-    extra.append(rows);
-    *rows = extra;
+    *rows = ccd_daemon::views::join_held(std::mem::take(rows), held.sessions);
 }
 
 fn write_table(
@@ -120,8 +110,16 @@ fn write_table(
         if r.several_writers {
             marks.push_str(" [several writers]");
         }
-        if r.registry_session_id.is_some() {
-            marks.push_str(" [after /clear]");
+        if let Some(s) = &r.superseded_by {
+            marks.push_str(&format!(
+                " [{} → {}, held by ccd]",
+                if s.reason == "resume" {
+                    "left for"
+                } else {
+                    "cleared; now"
+                },
+                short_id(&s.writes_now)
+            ));
         }
         let status = r
             .status
