@@ -16,7 +16,7 @@ use crate::session;
 use crate::settings::{Settings, Variant};
 use crate::signals::Signals;
 use crate::term::{self, RawMode};
-use crate::transcript::{Meta, Said, Transcript};
+use crate::transcript::{self, History, Meta, Said, Transcript};
 use crate::trust;
 use crate::tui::dialogs::{self, Menu, MenuAction};
 use crate::tui::modes;
@@ -442,14 +442,7 @@ impl App {
             }
         };
         if let Some(history) = start.history() {
-            self.entries = history
-                .conversation
-                .iter()
-                .map(|said| match said {
-                    Said::User(t) => Entry::User(t.clone()),
-                    Said::Assistant(t) => Entry::Reply(t.clone()),
-                })
-                .collect();
+            self.entries = conversation_entries(history);
         }
         self.transcript = Some(start.transcript(&self.s.config_dir, self.meta()));
         self.registry = Registry::create(
@@ -562,6 +555,12 @@ impl App {
             }
             _ => {}
         }
+        if let Some(sid) = text.strip_prefix("/resume ").map(str::trim) {
+            if !sid.is_empty() {
+                self.resume_in_tui(&text, sid);
+                return None;
+            }
+        }
         if let Some(t) = &mut self.transcript {
             let _ = t.record_user(&text);
         }
@@ -583,12 +582,41 @@ impl App {
         None
     }
 
-    /// `/clear`: a new session id and a new transcript, but the registry entry keeps the old
-    /// id (the known drift of the real CLI).
+    /// `/clear`, as the real CLI (2.1.173 and 2.1.332): a new session id, published in the
+    /// registry at once; the new transcript is created right away with the `/clear` command's
+    /// records, and later turns go to it. Nothing more is written to the old transcript. The
+    /// screen is redrawn as a fresh session, with `/clear` shown above the empty prompt.
     fn clear_conversation(&mut self) {
         let id = uuid_v4();
-        self.transcript = Some(Transcript::fresh(&self.s.config_dir, &id, self.meta()));
-        self.entries.clear();
+        let mut t = Transcript::fresh(&self.s.config_dir, &id, self.meta());
+        let _ = t.record_local_command("clear", "");
+        self.transcript = Some(t);
+        if let Some(reg) = &mut self.registry {
+            let _ = reg.set_session_id(&id);
+        }
+        self.entries = vec![Entry::User("/clear".to_string())];
+        self.redraw();
+    }
+
+    /// `/resume <id>` typed at the prompt: switches this process to that conversation, found as
+    /// `<config>/projects/*/<id>.jsonl`. The registry entry takes the id at once (same pid), the
+    /// screen shows that conversation, and later turns append to its file. An unknown id shows
+    /// `Session <id> was not found.` under the command and changes nothing.
+    fn resume_in_tui(&mut self, command: &str, sid: &str) {
+        let found = transcript::find(&self.s.config_dir, sid)
+            .and_then(|path| History::read(&path).ok().map(|h| (path, h)));
+        let Some((path, history)) = found else {
+            self.entries.push(Entry::User(command.to_string()));
+            self.entries
+                .push(Entry::Note(format!("Session {sid} was not found.")));
+            self.redraw();
+            return;
+        };
+        self.entries = conversation_entries(&history);
+        self.transcript = Some(Transcript::resumed(path, sid, &history, self.meta()));
+        if let Some(reg) = &mut self.registry {
+            let _ = reg.set_session_id(sid);
+        }
         self.redraw();
     }
 
@@ -654,6 +682,18 @@ impl App {
         self.out(&seq);
         self.raw.restore();
     }
+}
+
+/// The entries that redraw a past conversation.
+fn conversation_entries(history: &History) -> Vec<Entry> {
+    history
+        .conversation
+        .iter()
+        .map(|said| match said {
+            Said::User(t) => Entry::User(t.clone()),
+            Said::Assistant(t) => Entry::Reply(t.clone()),
+        })
+        .collect()
 }
 
 /// The command of a "perm <command>" prompt.
