@@ -33,10 +33,23 @@ const EXIT_SIGTERM: i32 = 143;
 const EXIT_CRASH: i32 = 3;
 
 enum Phase {
-    Trust { menu: Menu, live_at: Instant },
-    ApiKey { menu: Menu, live_at: Instant },
+    Trust {
+        menu: Menu,
+        live_at: Instant,
+    },
+    ApiKey {
+        menu: Menu,
+        live_at: Instant,
+    },
     Prompt,
-    Permission { menu: Menu },
+    Permission {
+        menu: Menu,
+    },
+    /// The `/resume` picker: `ids[i]` is the conversation of `menu.options[i]`.
+    ResumePicker {
+        menu: Menu,
+        ids: Vec<String>,
+    },
 }
 
 struct Turn {
@@ -331,6 +344,26 @@ impl App {
                 }
                 None
             }
+            Phase::ResumePicker { menu, ids } => {
+                match menu.handle(&key) {
+                    MenuAction::Moved => self.redraw(),
+                    MenuAction::Chosen(i) => {
+                        let id = ids.get(i).cloned().unwrap_or_default();
+                        self.phase = Phase::Prompt;
+                        self.resume_in_tui(&format!("/resume {id}"), &id);
+                    }
+                    MenuAction::Cancel => {
+                        self.phase = Phase::Prompt;
+                        self.redraw();
+                    }
+                    MenuAction::None if key == Key::CtrlC => {
+                        self.phase = Phase::Prompt;
+                        self.redraw();
+                    }
+                    MenuAction::None => {}
+                }
+                None
+            }
             Phase::Prompt => self.on_prompt_key(key),
         }
     }
@@ -495,6 +528,7 @@ impl App {
                     .unwrap_or("");
                 dialogs::permission_lines(self.cols, cmd, menu)
             }
+            Phase::ResumePicker { menu, .. } => dialogs::resume_picker_lines(self.cols, menu),
             _ => self
                 .view
                 .input_box(&self.input, self.turn.is_some(), self.cols),
@@ -504,7 +538,7 @@ impl App {
     fn redraw(&mut self) {
         match self.phase {
             Phase::Trust { .. } | Phase::ApiKey { .. } => self.draw_dialog(),
-            Phase::Prompt | Phase::Permission { .. } => {
+            Phase::Prompt | Phase::Permission { .. } | Phase::ResumePicker { .. } => {
                 let footer = self.footer();
                 let (mut s, top) = self.view.draw(&self.entries, &footer, self.rows, self.cols);
                 self.footer_top = top;
@@ -553,6 +587,10 @@ impl App {
                 self.clear_conversation();
                 return None;
             }
+            "/resume" => {
+                self.open_resume_picker();
+                return None;
+            }
             _ => {}
         }
         if let Some(sid) = text.strip_prefix("/resume ").map(str::trim) {
@@ -595,6 +633,31 @@ impl App {
             let _ = reg.set_session_id(&id);
         }
         self.entries = vec![Entry::User("/clear".to_string())];
+        self.redraw();
+    }
+
+    /// `/resume` alone: a picker of the project's other conversations, newest first, `❯` on
+    /// the newest. Up/Down move, Enter resumes (as `/resume <id>`), Esc closes it.
+    fn open_resume_picker(&mut self) {
+        let current = self
+            .transcript
+            .as_ref()
+            .map(|t| t.session_id().to_string())
+            .unwrap_or_default();
+        let found = transcript::list_project(&self.s.config_dir, &self.view.cwd, &current);
+        if found.is_empty() {
+            self.entries.push(Entry::User("/resume".to_string()));
+            self.entries
+                .push(Entry::Note("No conversations found to resume".to_string()));
+            self.redraw();
+            return;
+        }
+        let (ids, labels): (Vec<String>, Vec<String>) = found.into_iter().unzip();
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        self.phase = Phase::ResumePicker {
+            menu: Menu::new(&labels, 0, false),
+            ids,
+        };
         self.redraw();
     }
 

@@ -54,6 +54,43 @@ pub fn find(config: &Path, sid: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The conversations of a cwd's project folder other than `current`, newest first, each with
+/// its first prompt (for the `/resume` picker).
+pub fn list_project(config: &Path, cwd: &str, current: &str) -> Vec<(String, String)> {
+    let Ok(rd) = fs::read_dir(config.join("projects").join(slug(cwd))) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(std::time::SystemTime, String, String)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let path = e.path();
+            let id = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".jsonl")?
+                .to_string();
+            if id == current {
+                return None;
+            }
+            let mtime = e.metadata().ok()?.modified().ok()?;
+            let first = History::read(&path)
+                .ok()?
+                .conversation
+                .into_iter()
+                .find_map(|s| match s {
+                    Said::User(t) => Some(t),
+                    Said::Assistant(_) => None,
+                })?;
+            Some((mtime, id, first))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found
+        .into_iter()
+        .map(|(_, id, first)| (id, first))
+        .collect()
+}
+
 /// One utterance of a past conversation, for redrawing it on resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Said {
@@ -210,6 +247,10 @@ impl Transcript {
         t.assistant_turns = history.assistant_turns;
         t.seed = Some((history.lines.clone(), old_id.to_string()));
         t
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
     }
 
     fn append(&self, line: &str) -> io::Result<()> {

@@ -552,6 +552,43 @@ fn resume_command_with_unknown_id_changes_nothing() {
 }
 
 #[test]
+fn resume_picker_lists_other_conversations_and_enter_switches() {
+    let env = Env::new();
+    env.trust(&env.proj);
+    let (a, a_file) = session_with_turn(&env);
+    let a_before = std::fs::read(&a_file).unwrap();
+    let mut fake = Fake::spawn(&env, &env.proj, &[], &[]);
+    fake.wait_prompt();
+    let b = check_registry(&env, &fake);
+    type_line(&mut fake, "in b");
+    fake.wait_text("echo: in b");
+
+    // Esc closes the picker and changes nothing.
+    type_line(&mut fake, "/resume");
+    let s = fake.wait_text("Resume session");
+    assert!(s.contains("❯ first prompt"), "{s}");
+    assert!(
+        !s.contains("❯ in b"),
+        "the current conversation is not listed: {s}"
+    );
+    fake.send(b"\x1b");
+    fake.wait_for("the picker closed", |s| !s.contains("Resume session"));
+    assert_eq!(registry_sid(&env, &fake), b);
+
+    type_line(&mut fake, "/resume");
+    fake.wait_text("Resume session");
+    fake.send(ENTER);
+    fake.wait_for("A's conversation", |s| {
+        s.contains("echo: first prompt") && !s.contains("echo: in b")
+    });
+    assert_eq!(registry_sid(&env, &fake), a);
+    type_line(&mut fake, "picked");
+    fake.wait_text("echo: picked");
+    let a_after = std::fs::read(&a_file).unwrap();
+    assert!(a_after.starts_with(&a_before) && a_after.len() > a_before.len());
+}
+
+#[test]
 fn version_flag() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fake-claude"))
         .arg("--version")
