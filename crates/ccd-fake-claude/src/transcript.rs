@@ -84,7 +84,7 @@ pub fn list_project(config: &Path, cwd: &str, current: &str) -> Vec<(String, Str
             Some((mtime, id, first))
         })
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     found
         .into_iter()
         .map(|(_, id, first)| (id, first))
