@@ -13,7 +13,7 @@ claude="${1:-}"
 shift
 spikes=("$@")
 if [ ${#spikes[@]} -eq 0 ]; then
-    spikes=(trust-dialog api-key-dialog registry-exit-kinds status resume-fork clear)
+    spikes=(trust-dialog api-key-dialog registry-exit-kinds status resume-fork clear tui-resume)
 fi
 out="${SPIKES_OUT:-$(mktemp "${TMPDIR:-/tmp}/ccd-spikes-XXXXXX.txt")}"
 : >"$out"

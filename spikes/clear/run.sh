@@ -15,10 +15,32 @@ sid0="$(reg_get "$pid" sessionId)"; started="$(reg_get "$pid" startedAt)"
 turn c "$pid" "before clear" || { verdict FAIL "$F start" "no reply to the first turn"; spike_finish; }
 T0="$(transcript "$sid0")"
 
+n0="$(wc -l <"$T0")"; nf0="$(find "$SB_CONFIG/projects" -name '*.jsonl' | wc -l)"
 slash c /clear
+t0=$(date +%s%3N); statuses=""; changed=""
+end=$((SECONDS + 6))
+while [ $SECONDS -lt $end ]; do
+    s="$(reg_get "$pid" status)"
+    case ",$statuses," in *",$s,"*) ;; *) statuses="$statuses,$s" ;; esac
+    [ -z "$changed" ] && [ "$(reg_get "$pid" sessionId)" != "$sid0" ] && changed=$(($(date +%s%3N) - t0))
+    sleep 0.1
+done
 wait_stable c 1000 15
-sleep 1
 sid1="$(reg_get "$pid" sessionId)"
+verdict INFO "$F status" "statuses seen in the 6 s after /clear: ${statuses#,}; id changed after ${changed:-never} ms"
+verdict INFO "$F screen" "$(screen c | grep -v '^ *$' | grep -vE '^[─ ]+$' | sed -E 's/^ +//; s/ +$//' | tail -5 | paste -sd'|')"
+verdict INFO "$F old file at clear" "$(($(wc -l <"$T0") - n0)) records appended: $(tail -n +$((n0 + 1)) "$T0" | python3 -c 'import json,sys; print(",".join(json.loads(l).get("type","?") for l in sys.stdin if l.strip()) or "nothing")')"
+if [ -n "$(transcript "$sid1")" ]; then verdict INFO "$F new file before turn" "$sid1.jsonl exists before the next turn: $(python3 -c '
+import json, sys
+out = []
+for l in open(sys.argv[1]):
+    r = json.loads(l); t = r.get("type", "?")
+    c = (r.get("message") or {}).get("content")
+    if isinstance(c, str): t += "(" + c[:60].replace("\n", " ") + ")"
+    out.append(t)
+print(", ".join(out))' "$(transcript "$sid1")")"
+else verdict INFO "$F new file before turn" "no $sid1.jsonl before the next turn ($nf0 -> $(find "$SB_CONFIG/projects" -name '*.jsonl' | wc -l) files)"; fi
+n1="$(wc -l <"$T0")"
 if [ "$sid1" != "$sid0" ]; then verdict INFO "$F registry id" "changed at /clear: $sid0 -> $sid1"
 else verdict INFO "$F registry id" "unchanged at /clear ($sid0)"; fi
 
@@ -65,5 +87,6 @@ EOF2
 if [ "$newest" = "$fsid" ]; then verdict PASS "$F witness" "the newest transcript after startedAt in the project folder is $fsid (the live one)"
 else verdict FAIL "$F witness" "newest transcript after startedAt is '${newest:-none}', the live one is $fsid"; fi
 first_cwd="$(grep -m1 -o '"cwd":"[^"]*"' "$where" | cut -d'"' -f4)"
+verdict INFO "$F old file after turn" "$(($(wc -l <"$T0") - n1)) records appended to $sid0.jsonl by the next turn"
 verdict INFO "$F new file content" "$(wc -l <"$where") records, cwd $first_cwd, holds 'before clear': $(grep -q 'before clear' "$where" && echo yes || echo no)"
 spike_finish

@@ -16,7 +16,7 @@ use crate::session;
 use crate::settings::{Settings, Variant};
 use crate::signals::Signals;
 use crate::term::{self, RawMode};
-use crate::transcript::{Meta, Said, Transcript};
+use crate::transcript::{self, History, Meta, Said, Transcript};
 use crate::trust;
 use crate::tui::dialogs::{self, Menu, MenuAction};
 use crate::tui::modes;
@@ -33,10 +33,23 @@ const EXIT_SIGTERM: i32 = 143;
 const EXIT_CRASH: i32 = 3;
 
 enum Phase {
-    Trust { menu: Menu, live_at: Instant },
-    ApiKey { menu: Menu, live_at: Instant },
+    Trust {
+        menu: Menu,
+        live_at: Instant,
+    },
+    ApiKey {
+        menu: Menu,
+        live_at: Instant,
+    },
     Prompt,
-    Permission { menu: Menu },
+    Permission {
+        menu: Menu,
+    },
+    /// The `/resume` picker: `ids[i]` is the conversation of `menu.options[i]`.
+    ResumePicker {
+        menu: Menu,
+        ids: Vec<String>,
+    },
 }
 
 struct Turn {
@@ -331,6 +344,26 @@ impl App {
                 }
                 None
             }
+            Phase::ResumePicker { menu, ids } => {
+                match menu.handle(&key) {
+                    MenuAction::Moved => self.redraw(),
+                    MenuAction::Chosen(i) => {
+                        let id = ids.get(i).cloned().unwrap_or_default();
+                        self.phase = Phase::Prompt;
+                        self.resume_in_tui(&format!("/resume {id}"), &id);
+                    }
+                    MenuAction::Cancel => {
+                        self.phase = Phase::Prompt;
+                        self.redraw();
+                    }
+                    MenuAction::None if key == Key::CtrlC => {
+                        self.phase = Phase::Prompt;
+                        self.redraw();
+                    }
+                    MenuAction::None => {}
+                }
+                None
+            }
             Phase::Prompt => self.on_prompt_key(key),
         }
     }
@@ -442,14 +475,7 @@ impl App {
             }
         };
         if let Some(history) = start.history() {
-            self.entries = history
-                .conversation
-                .iter()
-                .map(|said| match said {
-                    Said::User(t) => Entry::User(t.clone()),
-                    Said::Assistant(t) => Entry::Reply(t.clone()),
-                })
-                .collect();
+            self.entries = conversation_entries(history);
         }
         self.transcript = Some(start.transcript(&self.s.config_dir, self.meta()));
         self.registry = Registry::create(
@@ -502,6 +528,7 @@ impl App {
                     .unwrap_or("");
                 dialogs::permission_lines(self.cols, cmd, menu)
             }
+            Phase::ResumePicker { menu, .. } => dialogs::resume_picker_lines(self.cols, menu),
             _ => self
                 .view
                 .input_box(&self.input, self.turn.is_some(), self.cols),
@@ -511,7 +538,7 @@ impl App {
     fn redraw(&mut self) {
         match self.phase {
             Phase::Trust { .. } | Phase::ApiKey { .. } => self.draw_dialog(),
-            Phase::Prompt | Phase::Permission { .. } => {
+            Phase::Prompt | Phase::Permission { .. } | Phase::ResumePicker { .. } => {
                 let footer = self.footer();
                 let (mut s, top) = self.view.draw(&self.entries, &footer, self.rows, self.cols);
                 self.footer_top = top;
@@ -560,7 +587,17 @@ impl App {
                 self.clear_conversation();
                 return None;
             }
+            "/resume" => {
+                self.open_resume_picker();
+                return None;
+            }
             _ => {}
+        }
+        if let Some(sid) = text.strip_prefix("/resume ").map(str::trim) {
+            if !sid.is_empty() {
+                self.resume_in_tui(&text, sid);
+                return None;
+            }
         }
         if let Some(t) = &mut self.transcript {
             let _ = t.record_user(&text);
@@ -583,12 +620,66 @@ impl App {
         None
     }
 
-    /// `/clear`: a new session id and a new transcript, but the registry entry keeps the old
-    /// id (the known drift of the real CLI).
+    /// `/clear`, as the real CLI (2.1.173 and 2.1.332): a new session id, published in the
+    /// registry at once; the new transcript is created right away with the `/clear` command's
+    /// records, and later turns go to it. Nothing more is written to the old transcript. The
+    /// screen is redrawn as a fresh session, with `/clear` shown above the empty prompt.
     fn clear_conversation(&mut self) {
         let id = uuid_v4();
-        self.transcript = Some(Transcript::fresh(&self.s.config_dir, &id, self.meta()));
-        self.entries.clear();
+        let mut t = Transcript::fresh(&self.s.config_dir, &id, self.meta());
+        let _ = t.record_local_command("clear", "");
+        self.transcript = Some(t);
+        if let Some(reg) = &mut self.registry {
+            let _ = reg.set_session_id(&id);
+        }
+        self.entries = vec![Entry::User("/clear".to_string())];
+        self.redraw();
+    }
+
+    /// `/resume` alone: a picker of the project's other conversations, newest first, `❯` on
+    /// the newest. Up/Down move, Enter resumes (as `/resume <id>`), Esc closes it.
+    fn open_resume_picker(&mut self) {
+        let current = self
+            .transcript
+            .as_ref()
+            .map(|t| t.session_id().to_string())
+            .unwrap_or_default();
+        let found = transcript::list_project(&self.s.config_dir, &self.view.cwd, &current);
+        if found.is_empty() {
+            self.entries.push(Entry::User("/resume".to_string()));
+            self.entries
+                .push(Entry::Note("No conversations found to resume".to_string()));
+            self.redraw();
+            return;
+        }
+        let (ids, labels): (Vec<String>, Vec<String>) = found.into_iter().unzip();
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        self.phase = Phase::ResumePicker {
+            menu: Menu::new(&labels, 0, false),
+            ids,
+        };
+        self.redraw();
+    }
+
+    /// `/resume <id>` typed at the prompt: switches this process to that conversation, found as
+    /// `<config>/projects/*/<id>.jsonl`. The registry entry takes the id at once (same pid), the
+    /// screen shows that conversation, and later turns append to its file. An unknown id shows
+    /// `Session <id> was not found.` under the command and changes nothing.
+    fn resume_in_tui(&mut self, command: &str, sid: &str) {
+        let found = transcript::find(&self.s.config_dir, sid)
+            .and_then(|path| History::read(&path).ok().map(|h| (path, h)));
+        let Some((path, history)) = found else {
+            self.entries.push(Entry::User(command.to_string()));
+            self.entries
+                .push(Entry::Note(format!("Session {sid} was not found.")));
+            self.redraw();
+            return;
+        };
+        self.entries = conversation_entries(&history);
+        self.transcript = Some(Transcript::resumed(path, sid, &history, self.meta()));
+        if let Some(reg) = &mut self.registry {
+            let _ = reg.set_session_id(sid);
+        }
         self.redraw();
     }
 
@@ -654,6 +745,18 @@ impl App {
         self.out(&seq);
         self.raw.restore();
     }
+}
+
+/// The entries that redraw a past conversation.
+fn conversation_entries(history: &History) -> Vec<Entry> {
+    history
+        .conversation
+        .iter()
+        .map(|said| match said {
+            Said::User(t) => Entry::User(t.clone()),
+            Said::Assistant(t) => Entry::Reply(t.clone()),
+        })
+        .collect()
 }
 
 /// The command of a "perm <command>" prompt.

@@ -123,6 +123,14 @@ impl Registry {
         self.write()
     }
 
+    /// Switches the entry to another conversation (`/clear`, in-TUI `/resume`): rewritten at
+    /// once, atomically; same pid, procStart, startedAt and status.
+    pub fn set_session_id(&mut self, session_id: &str) -> io::Result<()> {
+        self.entry.session_id = session_id.to_string();
+        self.entry.updated_at = now_ms();
+        self.write()
+    }
+
     /// Removes the entry and its key (graceful exit).
     pub fn remove(&self) {
         let _ = fs::remove_file(&self.json);

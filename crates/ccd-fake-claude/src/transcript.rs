@@ -54,6 +54,43 @@ pub fn find(config: &Path, sid: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The conversations of a cwd's project folder other than `current`, newest first, each with
+/// its first prompt (for the `/resume` picker).
+pub fn list_project(config: &Path, cwd: &str, current: &str) -> Vec<(String, String)> {
+    let Ok(rd) = fs::read_dir(config.join("projects").join(slug(cwd))) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(std::time::SystemTime, String, String)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let path = e.path();
+            let id = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".jsonl")?
+                .to_string();
+            if id == current {
+                return None;
+            }
+            let mtime = e.metadata().ok()?.modified().ok()?;
+            let first = History::read(&path)
+                .ok()?
+                .conversation
+                .into_iter()
+                .find_map(|s| match s {
+                    Said::User(t) => Some(t),
+                    Said::Assistant(_) => None,
+                })?;
+            Some((mtime, id, first))
+        })
+        .collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    found
+        .into_iter()
+        .map(|(_, id, first)| (id, first))
+        .collect()
+}
+
 /// One utterance of a past conversation, for redrawing it on resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Said {
@@ -106,7 +143,8 @@ impl History {
             let content = v.get("message").and_then(|m| m.get("content"));
             match (v.get("type").and_then(Value::as_str), content) {
                 (Some("user"), Some(c)) if v.get("isMeta").is_none() => {
-                    if let Some(t) = text_of(c) {
+                    // Local slash commands (`/clear`) are not part of the conversation shown.
+                    if let Some(t) = text_of(c).filter(|t| !t.starts_with("<command-name>")) {
                         h.conversation.push(Said::User(t));
                     }
                 }
@@ -122,6 +160,9 @@ impl History {
         Ok(h)
     }
 }
+
+/// The meta `user` record the real CLI writes before a local command's record (2.1.332 text).
+const LOCAL_COMMAND_CAVEAT: &str = "<local-command-caveat>The command below was run directly in Claude Code, not sent to you as a request, and its output goes straight to the user. It's recorded here as context for later messages.</local-command-caveat>";
 
 /// Fixed facts stamped on every conversation record.
 #[derive(Debug, Clone)]
@@ -206,6 +247,10 @@ impl Transcript {
         t.assistant_turns = history.assistant_turns;
         t.seed = Some((history.lines.clone(), old_id.to_string()));
         t
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
     }
 
     fn append(&self, line: &str) -> io::Result<()> {
@@ -306,6 +351,72 @@ impl Transcript {
         self.parent = Some(uuid);
         self.last_prompt = text.to_string();
         self.append(&self.last_prompt_record())
+    }
+
+    /// Records a local slash command (`/clear`) the way the real CLI does: a snapshot, a meta
+    /// `user` caveat, the `user` command record and a `system` `local_command` record.
+    /// Creates the file (with its preamble) if needed.
+    pub fn record_local_command(&mut self, command: &str, args: &str) -> io::Result<()> {
+        self.start()?;
+        let cmd_uuid = uuid_v4();
+        let now = rfc3339_now();
+        self.append(
+            &Obj(vec![
+                ("type", json!("file-history-snapshot")),
+                ("messageId", json!(cmd_uuid)),
+                (
+                    "snapshot",
+                    json!({"messageId": cmd_uuid, "trackedFileBackups": {}, "timestamp": now}),
+                ),
+                ("isSnapshotUpdate", json!(false)),
+            ])
+            .line(),
+        )?;
+        let caveat_uuid = uuid_v4();
+        let caveat = self.common(vec![
+            ("parentUuid", json!(self.parent)),
+            ("isSidechain", json!(false)),
+            ("type", json!("user")),
+            (
+                "message",
+                json!({"role": "user", "content": LOCAL_COMMAND_CAVEAT}),
+            ),
+            ("isMeta", json!(true)),
+            ("uuid", json!(caveat_uuid)),
+            ("timestamp", json!(now)),
+        ]);
+        self.append(&caveat.line())?;
+        let content = format!(
+            "<command-name>/{command}</command-name>\n            <command-message>{command}</command-message>\n            <command-args>{args}</command-args>"
+        );
+        let cmd = self.common(vec![
+            ("parentUuid", json!(caveat_uuid)),
+            ("isSidechain", json!(false)),
+            ("type", json!("user")),
+            ("message", json!({"role": "user", "content": content})),
+            ("uuid", json!(cmd_uuid)),
+            ("timestamp", json!(now)),
+        ]);
+        self.append(&cmd.line())?;
+        let sys_uuid = uuid_v4();
+        let system = self.common(vec![
+            ("parentUuid", json!(cmd_uuid)),
+            ("isSidechain", json!(false)),
+            ("type", json!("system")),
+            ("subtype", json!("local_command")),
+            (
+                "content",
+                json!("<local-command-stdout></local-command-stdout>"),
+            ),
+            ("level", json!("info")),
+            ("timestamp", json!(rfc3339_now())),
+            ("uuid", json!(sys_uuid)),
+            ("isMeta", json!(false)),
+            ("commandRun", json!({"command": command, "args": args})),
+        ]);
+        self.append(&system.line())?;
+        self.parent = Some(sys_uuid);
+        Ok(())
     }
 
     /// Records the assistant's reply, with usage figures that grow each turn.

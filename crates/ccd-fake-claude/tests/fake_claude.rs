@@ -390,26 +390,202 @@ fn resume_cwd_rule_per_version() {
     assert_eq!(last_user["cwd"], other.to_string_lossy().as_ref());
 }
 
+/// The `.jsonl` files under `projects/`, sorted.
+fn transcript_files(env: &Env) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(env.config.join("projects"))
+        .unwrap()
+        .flatten()
+    {
+        for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            if f.path().extension().is_some_and(|e| e == "jsonl") {
+                out.push(f.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn registry_sid(env: &Env, fake: &Fake) -> String {
+    env.registry(fake.pid)["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 #[test]
-fn clear_mints_new_id_without_updating_registry() {
+fn clear_switches_registry_at_once_and_next_turn_goes_to_new_file() {
     let env = Env::new();
     env.trust(&env.proj);
     let mut fake = Fake::spawn(&env, &env.proj, &[], &[]);
     fake.wait_prompt();
-    let sid = env.registry(fake.pid)["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let sid = check_registry(&env, &fake);
+    let started = env.registry(fake.pid)["startedAt"].clone();
+    type_line(&mut fake, "before clear");
+    fake.wait_text("echo: before clear");
+    let old = env.transcript(&sid).unwrap();
+    let old_bytes = std::fs::read(&old).unwrap();
+
     type_line(&mut fake, "/clear");
+    // The registry takes the new id at once, before any turn.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while registry_sid(&env, &fake) == sid {
+        assert!(Instant::now() < deadline, "registry kept {sid}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let new_id = check_registry(&env, &fake);
+    assert_ne!(new_id, sid);
+    assert_eq!(env.registry(fake.pid)["startedAt"], started);
+    // The screen is a fresh session: the old conversation is gone.
+    let s = fake.wait_for("a cleared screen", |s| !s.contains("before clear"));
+    assert!(s.contains("/clear"), "{s}");
+    // As the real CLI: the new file holds the /clear command's records, no turn yet.
+    let new_file = env.transcript(&new_id).unwrap();
+    assert_eq!(new_file.parent(), old.parent());
+    let recs = records(&new_file);
+    assert!(recs.iter().all(|r| r["type"] != "assistant"));
+    assert!(recs
+        .iter()
+        .any(|r| r["type"] == "system" && r["subtype"] == "local_command"));
+
     type_line(&mut fake, "after clear");
     fake.wait_text("echo: after clear");
-    assert_eq!(env.registry(fake.pid)["sessionId"], sid.as_str());
-    assert!(env.transcript(&sid).is_none());
-    let dir = env.config.join("projects");
-    let files: Vec<_> = std::fs::read_dir(dir.read_dir().unwrap().next().unwrap().unwrap().path())
-        .unwrap()
+    assert_eq!(registry_sid(&env, &fake), new_id);
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        old_bytes,
+        "old transcript written"
+    );
+    let recs = records(&new_file);
+    let users: Vec<_> = recs
+        .iter()
+        .filter(|r| r["type"] == "user" && r.get("isMeta").is_none())
+        .map(|r| r["message"]["content"].as_str().unwrap())
         .collect();
-    assert_eq!(files.len(), 1);
+    assert_eq!(users.len(), 2);
+    assert!(users[0].starts_with("<command-name>/clear</command-name>"));
+    assert_eq!(users[1], "after clear");
+    assert!(recs
+        .iter()
+        .filter_map(|r| r.get("sessionId"))
+        .all(|s| s == new_id.as_str()));
+    assert_eq!(transcript_files(&env).len(), 2);
+}
+
+#[test]
+fn resume_command_switches_to_existing_conversation_and_appends() {
+    let env = Env::new();
+    env.trust(&env.proj);
+    let (a, a_file) = session_with_turn(&env);
+    let a_before = std::fs::read(&a_file).unwrap();
+
+    let mut fake = Fake::spawn(&env, &env.proj, &[], &[]);
+    fake.wait_prompt();
+    let b = check_registry(&env, &fake);
+    type_line(&mut fake, "in b");
+    fake.wait_text("echo: in b");
+    let b_file = env.transcript(&b).unwrap();
+    let b_before = std::fs::read(&b_file).unwrap();
+
+    type_line(&mut fake, &format!("/resume {a}"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while registry_sid(&env, &fake) != a {
+        assert!(Instant::now() < deadline, "registry never switched to {a}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Same pid, same procStart, still idle.
+    check_registry(&env, &fake);
+    let s = fake.wait_for("A's conversation", |s| {
+        s.contains("echo: first prompt") && !s.contains("echo: in b")
+    });
+    assert!(!s.contains("/resume"), "{s}");
+
+    type_line(&mut fake, "after resume");
+    fake.wait_text("echo: after resume");
+    assert_eq!(registry_sid(&env, &fake), a);
+    let a_after = std::fs::read(&a_file).unwrap();
+    assert!(a_after.starts_with(&a_before) && a_after.len() > a_before.len());
+    let last_user = records(&a_file)
+        .into_iter()
+        .rev()
+        .find(|r| r["type"] == "user")
+        .unwrap();
+    assert_eq!(last_user["message"]["content"], "after resume");
+    assert_eq!(last_user["sessionId"], a.as_str());
+    assert_eq!(
+        std::fs::read(&b_file).unwrap(),
+        b_before,
+        "B's file written"
+    );
+    assert_eq!(transcript_files(&env).len(), 2);
+}
+
+#[test]
+fn resume_command_with_unknown_id_changes_nothing() {
+    let env = Env::new();
+    env.trust(&env.proj);
+    let mut fake = Fake::spawn(&env, &env.proj, &[], &[]);
+    fake.wait_prompt();
+    let sid = check_registry(&env, &fake);
+    type_line(&mut fake, "kept");
+    fake.wait_text("echo: kept");
+    let file = env.transcript(&sid).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let reg_before = std::fs::read(env.registry_file(fake.pid)).unwrap();
+
+    let unknown = "6f1f2d3c-0000-4000-8000-000000000000";
+    type_line(&mut fake, &format!("/resume {unknown}"));
+    let s = fake.wait_text(&format!("Session {unknown} was not found."));
+    assert!(s.contains("echo: kept"), "{s}");
+    assert_eq!(
+        std::fs::read(env.registry_file(fake.pid)).unwrap(),
+        reg_before
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(transcript_files(&env), vec![file]);
+
+    // Still the same conversation.
+    type_line(&mut fake, "still here");
+    fake.wait_text("echo: still here");
+    assert_eq!(registry_sid(&env, &fake), sid);
+}
+
+#[test]
+fn resume_picker_lists_other_conversations_and_enter_switches() {
+    let env = Env::new();
+    env.trust(&env.proj);
+    let (a, a_file) = session_with_turn(&env);
+    let a_before = std::fs::read(&a_file).unwrap();
+    let mut fake = Fake::spawn(&env, &env.proj, &[], &[]);
+    fake.wait_prompt();
+    let b = check_registry(&env, &fake);
+    type_line(&mut fake, "in b");
+    fake.wait_text("echo: in b");
+
+    // Esc closes the picker and changes nothing.
+    type_line(&mut fake, "/resume");
+    let s = fake.wait_text("Resume session");
+    assert!(s.contains("❯ first prompt"), "{s}");
+    assert!(
+        !s.contains("❯ in b"),
+        "the current conversation is not listed: {s}"
+    );
+    fake.send(b"\x1b");
+    fake.wait_for("the picker closed", |s| !s.contains("Resume session"));
+    assert_eq!(registry_sid(&env, &fake), b);
+
+    type_line(&mut fake, "/resume");
+    fake.wait_text("Resume session");
+    fake.send(ENTER);
+    fake.wait_for("A's conversation", |s| {
+        s.contains("echo: first prompt") && !s.contains("echo: in b")
+    });
+    assert_eq!(registry_sid(&env, &fake), a);
+    type_line(&mut fake, "picked");
+    fake.wait_text("echo: picked");
+    let a_after = std::fs::read(&a_file).unwrap();
+    assert!(a_after.starts_with(&a_before) && a_after.len() > a_before.len());
 }
 
 #[test]

@@ -189,6 +189,31 @@ pub fn permission_lines(cols: u16, command: &str, menu: &Menu) -> Vec<Line> {
     lines
 }
 
+/// The `/resume` picker: the project's other conversations by first prompt.
+pub fn resume_picker_lines(cols: u16, menu: &Menu) -> Vec<Line> {
+    let mut lines: Vec<Line> = vec![
+        rule(cols, color::ORANGE),
+        vec![Span::new(2, "Resume session").fg(color::ORANGE).bold()],
+        vec![Span::new(2, "⌕ Search…").fg(color::GREY)],
+        vec![],
+    ];
+    let max = cols.saturating_sub(6) as usize;
+    let mut shown = menu.clone();
+    for o in &mut shown.options {
+        if o.chars().count() > max {
+            *o = o.chars().take(max.saturating_sub(1)).chain(['…']).collect();
+        }
+    }
+    lines.extend(shown.lines());
+    lines.push(vec![]);
+    lines.push(vec![Span::new(
+        2,
+        "Type to search · Enter to resume · Esc to close",
+    )
+    .fg(color::GREY)]);
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
