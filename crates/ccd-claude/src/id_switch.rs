@@ -58,6 +58,11 @@ pub fn reason(projects: &Path, to: &str, cwd: Option<&str>, seen_before: i64) ->
     match crate::transcript::read_summary(&path) {
         Ok(s) => match s.created {
             Some(created) if unix_ms(created) < seen_before - SAME_MOMENT => SwitchReason::Resume,
+            // Begun around the switch: the new file `/clear` writes starts
+            // with the command itself; a conversation begun just before
+            // and resumed at once does not.
+            Some(_) if begins_with_clear(&path) => SwitchReason::Clear,
+            Some(created) if unix_ms(created) < seen_before => SwitchReason::Resume,
             Some(_) => SwitchReason::Clear,
             // A file with no dated record yet: something wrote it before
             // the switch was seen; a `/clear` writes nothing until a turn.
@@ -69,6 +74,19 @@ pub fn reason(projects: &Path, to: &str, cwd: Option<&str>, seen_before: i64) ->
         }
     }
 }
+
+/// Whether the first records of the transcript at `path` hold the `/clear`
+/// command (how both pinned CLI versions begin the file of a cleared
+/// conversation: `<command-name>/clear</command-name>` in a `user` record).
+fn begins_with_clear(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(HEAD);
+    let read = std::fs::File::open(path).and_then(|f| f.take(HEAD as u64).read_to_end(&mut head));
+    read.is_ok() && memchr::memmem::find(&head, b"<command-name>/clear</command-name>").is_some()
+}
+
+/// Bytes of a transcript's head looked at for the `/clear` command.
+const HEAD: usize = 8 << 10;
 
 /// How far apart (ms) a `/clear`'s new file and the last sight of the old
 /// id can be and still be one moment.
@@ -113,6 +131,23 @@ mod tests {
         assert_eq!(
             reason(p, "later", Some("/w"), switch_seen),
             SwitchReason::Clear
+        );
+        // Begun within moments of the switch: the `/clear` command at its
+        // head decides; without it, begun before the switch is a resume.
+        let dir = p.join("-w");
+        std::fs::write(
+            dir.join("cleared.jsonl"),
+            "{\"type\":\"user\",\"timestamp\":\"2026-10-31T23:59:59.500Z\",\"message\":{\"role\":\"user\",\"content\":\"<command-name>/clear</command-name>\"}}\n",
+        )
+        .expect("write");
+        assert_eq!(
+            reason(p, "cleared", Some("/w"), switch_seen),
+            SwitchReason::Clear
+        );
+        write(p, "just-before", "2026-10-31T23:59:59.500Z");
+        assert_eq!(
+            reason(p, "just-before", Some("/w"), switch_seen),
+            SwitchReason::Resume
         );
         // Names that are not plain file names are never looked up.
         assert_eq!(

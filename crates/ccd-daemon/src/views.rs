@@ -160,6 +160,18 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
     let mut rows = rows;
     let running = |h: &SessionInfo| h.state != SessionState::Dead && h.ccd.is_some();
     let mut used = vec![false; held.len()];
+    // What each running holder's process left, by the holder's own account
+    // and by the registry's when the holder has not told yet.
+    let mut left: Vec<(EarlierConversation, String, String)> = held
+        .iter()
+        .filter(|h| running(h))
+        .filter_map(|h| Some((h.ccd.as_ref()?, h)))
+        .flat_map(|(c, h)| {
+            c.earlier
+                .iter()
+                .map(|x| (x.clone(), c.holder.clone(), h.session_id.clone()))
+        })
+        .collect();
     // The child's pid first.
     for (i, h) in held.iter().enumerate() {
         let Some(pid) = h.pid.filter(|_| running(h)) else {
@@ -171,6 +183,25 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
         {
             r.ccd = h.ccd.clone();
             used[i] = true;
+            if r.session_id != h.session_id {
+                // The registry names another id than the holder last
+                // reported: the process moved on (its holder says why at
+                // its next refresh).
+                let holder = h.ccd.as_ref().map(|c| c.holder.clone()).unwrap_or_default();
+                for x in left.iter_mut().filter(|x| x.1 == holder) {
+                    x.2 = r.session_id.clone();
+                }
+                left.push((
+                    EarlierConversation {
+                        session: h.session_id.clone(),
+                        next: r.session_id.clone(),
+                        reason: "unknown".into(),
+                        until: None,
+                    },
+                    holder,
+                    r.session_id.clone(),
+                ));
+            }
         }
     }
     // Then the id a holder reports, running holders before ended ones.
@@ -187,7 +218,7 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
                 continue;
             }
             if !pass_running && r.state == SessionState::Dead {
-                if let Some(s) = superseded(&r.session_id, &held) {
+                if let Some(s) = superseded(&r.session_id, &left) {
                     r.superseded_by = Some(s);
                     continue;
                 }
@@ -197,7 +228,7 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
     }
     for r in rows.iter_mut() {
         if r.state == SessionState::Dead && r.ccd.is_none() && r.superseded_by.is_none() {
-            r.superseded_by = superseded(&r.session_id, &held);
+            r.superseded_by = superseded(&r.session_id, &left);
         }
     }
     let mut out: Vec<SessionInfo> = held
@@ -211,22 +242,21 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
 }
 
 /// What superseded `session_id` if a running holder's process wrote it
-/// before (the latest such switch when several did).
-fn superseded(session_id: &str, held: &[SessionInfo]) -> Option<Superseded> {
-    held.iter()
-        .filter(|h| h.state != SessionState::Dead)
-        .filter_map(|h| {
-            let c = h.ccd.as_ref()?;
-            let x = c.earlier.iter().rev().find(|x| x.session == session_id)?;
-            Some((x, c, h))
-        })
+/// before (the latest such switch when several did). `left` holds each
+/// earlier id with its holder and the id that holder's process writes now.
+fn superseded(
+    session_id: &str,
+    left: &[(EarlierConversation, String, String)],
+) -> Option<Superseded> {
+    left.iter()
+        .filter(|(x, _, _)| x.session == session_id)
         .max_by(|a, b| a.0.until.cmp(&b.0.until))
-        .map(|(x, c, h)| Superseded {
+        .map(|(x, holder, now)| Superseded {
             session: x.next.clone(),
             reason: x.reason.clone(),
             at: x.until.clone(),
-            holder: c.holder.clone(),
-            writes_now: h.session_id.clone(),
+            holder: holder.clone(),
+            writes_now: now.clone(),
         })
 }
 

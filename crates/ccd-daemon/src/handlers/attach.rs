@@ -90,13 +90,25 @@ pub async fn attach(
                 }
             }
             SessionState::Dead => {
+                let moved = info
+                    .superseded_by
+                    .as_ref()
+                    .map(|s| {
+                        format!(
+                            "; the process ccd holds in {} writes {} now (`ccd observe {}`)",
+                            s.holder,
+                            s.writes_now,
+                            s.writes_now.get(..8).unwrap_or(&s.writes_now)
+                        )
+                    })
+                    .unwrap_or_default();
                 return Err(RpcError::new(
                     ErrorCode::SessionNotFound,
                     format!(
-                        "session {} is not running: nothing to observe",
+                        "session {} is not running: nothing to observe{moved}",
                         info.session_id
                     ),
-                ))
+                ));
             }
             _ if p.mode == AttachMode::Observe => {
                 return crate::handlers::observe::follow(

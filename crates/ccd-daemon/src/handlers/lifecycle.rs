@@ -284,14 +284,7 @@ pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
     let (info, holder) = resolve(&ctx.daemon, query).await?;
     holder.ok_or_else(|| {
         if info.state == ccd_protocol::methods::session::SessionState::Dead {
-            return RpcError::new(
-                ErrorCode::SessionNotRunning,
-                format!(
-                    "session {} is not running (`ccd attach` resumes it)",
-                    info.session_id
-                ),
-            )
-            .with_data(json!({"session": info.session_id}));
+            return not_running(&info);
         }
         let mut data = json!({"session": info.session_id, "state": info.state});
         if let Some(pid) = info.pid {
@@ -309,6 +302,38 @@ pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
         )
         .with_data(data)
     })
+}
+
+/// `session_not_running` for a dead session; one that a held process
+/// wrote before says which process moved on from it and the id that
+/// reaches that process now.
+pub fn not_running(info: &ccd_protocol::methods::session::SessionInfo) -> RpcError {
+    let sid = &info.session_id;
+    match &info.superseded_by {
+        Some(s) => {
+            let why = match s.reason.as_str() {
+                "clear" => "after `/clear`",
+                "resume" => "after resuming another conversation inside claude",
+                _ => "since",
+            };
+            let now = s.writes_now.get(..8).unwrap_or(&s.writes_now);
+            RpcError::new(
+                ErrorCode::SessionNotRunning,
+                format!(
+                    "session {sid} is not running: the process ccd holds in {} writes {} {why}; `ccd attach {now}` reaches it, `ccd attach {}` resumes this one",
+                    s.holder,
+                    s.writes_now,
+                    sid.get(..8).unwrap_or(sid),
+                ),
+            )
+            .with_data(json!({"session": sid, "superseded_by": s}))
+        }
+        None => RpcError::new(
+            ErrorCode::SessionNotRunning,
+            format!("session {sid} is not running (`ccd attach` resumes it)"),
+        )
+        .with_data(json!({"session": sid})),
+    }
 }
 
 pub async fn kill(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {

@@ -156,6 +156,30 @@ async fn held_by_unique_prefix(
     (!others).then(|| hit.clone())
 }
 
+/// Whether `h`'s child still writes the id the table has for it: its
+/// registry entry names it, or there is no entry to say otherwise (before
+/// ready, after the exit).
+async fn still_writes(daemon: &Daemon, h: &HolderEntry) -> bool {
+    let (Some(info), Some(sid)) = (h.info.as_ref(), h.session_id()) else {
+        return true;
+    };
+    if info.exit.is_some() {
+        return true;
+    }
+    let path = daemon
+        .options
+        .claude_config
+        .sessions_dir()
+        .join(format!("{}.json", info.child_pid));
+    let sid = sid.to_string();
+    tokio::task::spawn_blocking(move || match ccd_claude::registry::read_entry(&path) {
+        Ok(e) => e.session_id == sid,
+        Err(_) => true,
+    })
+    .await
+    .unwrap_or(true)
+}
+
 /// Finds the one session `query` names: a full id, a unique id prefix, a
 /// session name, or a holder id.
 pub async fn resolve(
@@ -195,6 +219,16 @@ async fn resolve_with(
     {
         Some(h) => Some(h.clone()),
         None => held_by_unique_prefix(daemon, &held, query).await,
+    };
+    // A held process may have moved to another conversation since the
+    // table's last refresh (`/clear`): an id hit stands only while the
+    // child's registry entry still names it (one small file read).
+    let hit = match hit {
+        Some(h) if h.id != query && !still_writes(daemon, &h).await => {
+            daemon.holders.refresh(&h.id).await;
+            None
+        }
+        hit => hit,
     };
     if let Some(h) = hit {
         let mut info = crate::views::holder_only_info(&h);

@@ -112,11 +112,11 @@ fn write_table(
         }
         if let Some(s) = &r.superseded_by {
             marks.push_str(&format!(
-                " [{} → {}, held by ccd]",
-                if s.reason == "resume" {
-                    "left for"
-                } else {
-                    "cleared; now"
+                " [{}; its ccd process now writes {}]",
+                match s.reason.as_str() {
+                    "clear" => "cleared",
+                    "resume" => "left for another",
+                    _ => "left",
                 },
                 short_id(&s.writes_now)
             ));

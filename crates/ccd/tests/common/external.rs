@@ -37,9 +37,15 @@ pub fn trust(sb: &Sandbox, dir: &Path) {
 }
 
 pub fn external(sb: &Sandbox, dir: &Path) -> External {
+    external_with(sb, dir, &[])
+}
+
+/// [`external`] with arguments (e.g. `--resume <id>`: a second writer).
+pub fn external_with(sb: &Sandbox, dir: &Path, args: &[&str]) -> External {
     trust(sb, dir);
     let pty = super::pty::open();
     let mut cmd = CommandBuilder::new(super::fake_claude());
+    cmd.args(args);
     for (k, v) in &sb.env {
         cmd.env(k, v);
     }
@@ -63,6 +69,7 @@ pub fn external(sb: &Sandbox, dir: &Path) -> External {
     let transcript = wait_for(T, "the external transcript", || {
         let p = ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid)?;
         let t = std::fs::read_to_string(&p).ok()?;
+        t.contains("hello from outside").then_some(())?;
         t.contains("\"assistant\"").then_some(p)
     });
     External {
