@@ -116,7 +116,6 @@ fn settle(
     op: &str,
 ) {
     let deadline = Instant::now() + T;
-    let mut last_list = View::new();
     loop {
         while let Some(n) = events
             .next_notification(Some(Duration::from_millis(100)))
@@ -130,10 +129,9 @@ fn settle(
         if fold.view() == list {
             return;
         }
-        last_list = list;
         assert!(
             Instant::now() < deadline,
-            "after {op}: the fold never equalled the list\nfold: {:#?}\nlist: {last_list:#?}\nevents: {:#?}",
+            "after {op}: the fold never equalled the list\nfold: {:#?}\nlist: {list:#?}\nevents: {:#?}",
             fold.view(),
             fold.log
         );
