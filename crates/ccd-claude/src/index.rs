@@ -253,7 +253,8 @@ fn millis_to_time(ms: i64) -> Option<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
 }
 
-fn writer_of(e: &RegistryEntry, liveness: Liveness) -> Writer {
+/// A registry entry judged `liveness`, as a writer.
+pub fn writer_of(e: &RegistryEntry, liveness: Liveness) -> Writer {
     Writer {
         pid: e.pid,
         liveness,

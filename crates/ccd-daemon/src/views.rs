@@ -49,6 +49,11 @@ fn writer_info(w: &Writer) -> WriterInfo {
     }
 }
 
+/// A registry entry judged `l`, as a writer on the wire.
+pub fn writer_of_entry(e: &ccd_claude::registry::RegistryEntry, l: Liveness) -> WriterInfo {
+    writer_info(&ccd_claude::index::writer_of(e, l))
+}
+
 /// One index record on the wire.
 pub fn record_to_info(r: &SessionRecord) -> SessionInfo {
     SessionInfo {

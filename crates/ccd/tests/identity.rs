@@ -265,3 +265,41 @@ fn a_second_writer_on_a_held_session_is_flagged_within_a_second() {
     let table = sb.ok(&["ls"]);
     assert!(table.contains("[several writers]"), "{table}");
 }
+
+#[test]
+fn detaching_after_clear_names_the_id_that_reaches_the_process_now() {
+    use common::pty::PtyRun;
+    let sb = Sandbox::new();
+    let old = sb.new_session("attached-clear");
+    let holder = row(&sb, &old)["ccd"]["holder"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut a = PtyRun::start(&sb, &["attach", &old[..8]], None);
+    a.wait_text("❯", T);
+    a.send(b"hello before\r");
+    a.wait_text("echo: hello before", T);
+    a.send(b"/clear\r");
+    let new = current_of(&sb, &holder, &old)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Someone resumes the new conversation by hand meanwhile.
+    let dir = sb.work.join("attached-clear");
+    let _ext = external_with(&sb, &dir, &["--resume", &new]);
+    wait_for(T, "two writers listed", || {
+        (row(&sb, &new)["several_writers"] == true).then_some(())
+    });
+    a.send(b"\x1c");
+    assert_eq!(a.wait_exit(T), 0);
+    let raw = a.raw_text();
+    assert!(
+        raw.contains(&format!("it writes {} now", &new[..8])),
+        "the move is told: {raw}"
+    );
+    assert!(
+        raw.contains(&format!("come back with: ccd attach {}", &new[..8])),
+        "the way back reaches the process, not the old conversation: {raw}"
+    );
+    assert!(raw.contains("WARNING"), "the second writer is told: {raw}");
+}

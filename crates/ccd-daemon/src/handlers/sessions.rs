@@ -156,6 +156,27 @@ async fn held_by_unique_prefix(
     (!others).then(|| hit.clone())
 }
 
+/// The processes whose registry entries name `sid` and may be running
+/// (live or unknown), judged now, most recently started first.
+fn writers_of(sessions_dir: &Path, sid: &str) -> Vec<ccd_protocol::methods::session::WriterInfo> {
+    let probe = ccd_claude::liveness::system_probe();
+    let mut entries: Vec<_> = ccd_claude::registry::read_all(sessions_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.session_id == sid)
+        .map(|e| {
+            let l = ccd_claude::liveness::check(&e, probe.as_ref()).liveness;
+            (e, l)
+        })
+        .filter(|(_, l)| l.may_be_running())
+        .collect();
+    entries.sort_by_key(|(e, _)| std::cmp::Reverse(e.started_at));
+    entries
+        .iter()
+        .map(|(e, l)| views::writer_of_entry(e, *l))
+        .collect()
+}
+
 /// Whether `h`'s child still writes the id the table has for it: its
 /// registry entry names it, or there is no entry to say otherwise (before
 /// ready, after the exit).
@@ -241,17 +262,28 @@ async fn resolve_with(
             .filter(|_| running_needs_transcript || !running)
         {
             let projects = daemon.options.claude_config.projects_dir();
+            let sessions = daemon.options.claude_config.sessions_dir();
             let sid = sid.to_string();
             let cwd = h.meta.cwd.clone();
-            let found = tokio::task::spawn_blocking(move || {
-                ccd_claude::transcript::locate::find_by_session_id_in_cwd(&projects, &sid, &cwd)
+            let (found, writers) = tokio::task::spawn_blocking(move || {
+                (
+                    ccd_claude::transcript::locate::find_by_session_id_in_cwd(
+                        &projects, &sid, &cwd,
+                    ),
+                    writers_of(&sessions, &sid),
+                )
             })
             .await
-            .ok()
-            .flatten();
+            .unwrap_or((None, Vec::new()));
             if let Some(p) = found {
                 info.transcript_bytes = std::fs::metadata(&p).ok().map(|m| m.len());
                 info.transcript = Some(p.to_string_lossy().into_owned());
+            }
+            // Every process writing it now (someone may have resumed it by
+            // hand: two writers split a conversation).
+            if !writers.is_empty() {
+                info.several_writers = writers.len() > 1;
+                info.writers = writers;
             }
         }
         return Ok((info, Some(h)));

@@ -23,6 +23,7 @@ pub fn run(global: &GlobalArgs, args: &AttachArgs) -> anyhow::Result<ExitCode> {
             .fresh_on_failure
             .unwrap_or(false);
     attach_and_report(
+        global,
         client,
         &session,
         Mode::Interactive,

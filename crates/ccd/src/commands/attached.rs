@@ -31,6 +31,7 @@ pub fn require_terminal(what: &str) -> anyhow::Result<()> {
 
 /// Attaches and reports; the exit code says how it ended.
 pub fn attach_and_report(
+    global: &GlobalArgs,
     client: Client,
     session: &str,
     mode: Mode,
@@ -59,7 +60,12 @@ pub fn attach_and_report(
     if let Some(n) = notice {
         eprintln!("{n}");
     }
-    let sid = attached["session"].as_str().unwrap_or(session).to_string();
+    let mut sid = attached["session"].as_str().unwrap_or(session).to_string();
+    if matches!(outcome, Outcome::Detached) {
+        if let Some(now) = session_now(global, &sid) {
+            sid = now;
+        }
+    }
     let short = super::short_id(&sid);
     match outcome {
         Outcome::Detached => {
@@ -88,6 +94,52 @@ pub fn attach_and_report(
             Ok(ExitCode::from(3))
         }
     }
+}
+
+/// After a detach, the id that reaches the same process now (claude may
+/// have moved to another conversation while attached: `/clear`, `/resume`),
+/// saying so, and a warning when another process writes it too (two
+/// writers split a conversation). Printed after the terminal is restored,
+/// never into claude's screen. `None`: the id is unchanged or unknown.
+fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
+    let mut c = super::connect_existing(global)?;
+    let info = c
+        .call_value("sessions.get", serde_json::json!({"session": sid}))
+        .ok()?;
+    let mut now = None;
+    let mut info = info;
+    if let Some(to) = info["superseded_by"]["writes_now"].as_str() {
+        eprintln!(
+            "[claude moved on from {} ({}): it writes {} now]",
+            super::short_id(sid),
+            info["superseded_by"]["reason"]
+                .as_str()
+                .unwrap_or("unknown"),
+            super::short_id(to)
+        );
+        now = Some(to.to_string());
+        if let Ok(v) = c.call_value("sessions.get", serde_json::json!({"session": to})) {
+            info = v;
+        }
+    }
+    if info["several_writers"] == true {
+        let pids: Vec<String> = info["writers"]
+            .as_array()
+            .map(|w| {
+                w.iter()
+                    .filter_map(|w| w["pid"].as_u64())
+                    .map(|p| p.to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        eprintln!(
+            "ccd: WARNING: session {} is written by {} processes (pids {}): someone resumed it outside ccd; their turns and yours split the conversation",
+            super::short_id(now.as_deref().unwrap_or(sid)),
+            pids.len(),
+            pids.join(", ")
+        );
+    }
+    now
 }
 
 /// Explains a refused or failed attach.

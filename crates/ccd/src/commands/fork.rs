@@ -21,7 +21,7 @@ pub fn run(global: &GlobalArgs, args: &ForkArgs) -> anyhow::Result<ExitCode> {
     if args.detach {
         return Ok(ExitCode::SUCCESS);
     }
-    attach_and_report(client, &new, Mode::Interactive, key, json!({}))
+    attach_and_report(global, client, &new, Mode::Interactive, key, json!({}))
 }
 
 /// Forks `session` and returns the new session id.

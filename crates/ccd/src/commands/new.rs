@@ -91,7 +91,14 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let key = super::attached::detach_key(global, &args.key)?;
-    super::attached::attach_and_report(client, &sid, crate::term::Mode::Interactive, key, json!({}))
+    super::attached::attach_and_report(
+        global,
+        client,
+        &sid,
+        crate::term::Mode::Interactive,
+        key,
+        json!({}),
+    )
 }
 
 /// The controlling terminal's size, if there is one.

@@ -12,6 +12,7 @@ pub fn run(global: &GlobalArgs, args: &ObserveArgs) -> anyhow::Result<ExitCode> 
     require_terminal("ccd observe")?;
     let client = super::connect(global)?;
     attach_and_report(
+        global,
         client,
         &args.session,
         Mode::Observe,
