@@ -11,7 +11,7 @@ mod common;
 
 use common::real::{self, MockApi, MockUsage};
 use common::{ls_json, wait_for, Sandbox};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -546,5 +546,134 @@ fn real_cli_outside_session_fork_dead_and_resume() {
 fn real_cli_daemon_killed_mid_turn_and_symlinked_cwd() {
     for v in real::versions() {
         daemon_version(&v);
+    }
+}
+
+/// `/clear` in a held session: the new id reaches the process (send,
+/// screen, kill), the old one is dead and resumable under a new holder while
+/// the first runs on, and a manual `claude --resume` of the held
+/// conversation is flagged as a second writer.
+fn clear_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let mock = MockApi::start(MockUsage {
+        input: 10,
+        cache_creation: 20,
+        cache_read: 30,
+        output: 5,
+    });
+    let sb = real::sandbox(&mock, &claude, version);
+    let dir = sb.project("cleared");
+    let old = sb
+        .ok(&["new", "--detach", "--cwd", dir.to_str().unwrap()])
+        .trim()
+        .to_string();
+    sb.ok(&["send", &old, "before clear"]);
+    wait_reply(&sb, &old, "ACK: before clear", version);
+    let r = common::row(&sb, &old);
+    let holder = r["ccd"]["holder"].as_str().unwrap().to_string();
+    let child = r["pid"].as_u64().unwrap();
+    sb.ok(&["send", &old, "/clear"]);
+    let now = wait_for(T, "the cleared process's new id", || {
+        ls_json(&sb)
+            .into_iter()
+            .find(|r| r["ccd"]["holder"] == holder.as_str() && r["session_id"] != old.as_str())
+    });
+    let new = now["session_id"].as_str().unwrap().to_string();
+    assert_eq!(now["pid"], child, "[{version}] {now}");
+    assert_eq!(now["state"], "live", "[{version}] {now}");
+    let was = wait_for(T, "the old id superseded", || {
+        let r = common::row(&sb, &old);
+        (r["superseded_by"]["reason"] == "clear").then_some(r)
+    });
+    assert_eq!(was["state"], "dead", "[{version}] {was}");
+    assert!(was["ccd"].is_null(), "[{version}] {was}");
+    assert_eq!(was["superseded_by"]["writes_now"], new.as_str());
+
+    // Send and screen by the new id.
+    sb.ok(&["send", &new, "after clear"]);
+    wait_reply(&sb, &new, "ACK: after clear", version);
+    let screen = sb.ok(&["screen", &new]);
+    assert!(screen.contains("after clear"), "[{version}] {screen}");
+
+    // The old conversation resumes under a new holder; the first runs on.
+    let mut c = sb.client();
+    let r = c
+        .call_value(
+            "session.attach",
+            json!({"session": old, "size": {"cols": 120, "rows": 40}}),
+        )
+        .unwrap();
+    assert_eq!(r["resumed"], true, "[{version}] {r}");
+    let resumed = common::row(&sb, &old);
+    assert_eq!(resumed["state"], "live", "[{version}] {resumed}");
+    assert_ne!(resumed["ccd"]["holder"], holder.as_str());
+    assert_eq!(common::row(&sb, &new)["ccd"]["holder"], holder.as_str());
+    drop(c);
+
+    // A second writer, started by hand on the held conversation.
+    let mut ev = sb.client();
+    ev.call_value("events.subscribe", json!({})).unwrap();
+    trust_folder(&sb, &dir);
+    let pty = common::pty::open();
+    let mut cmd = portable_pty::CommandBuilder::new(&claude);
+    cmd.args(["--resume", &new]);
+    for (k, v) in &sb.env {
+        cmd.env(k, v);
+    }
+    cmd.env("TERM", "xterm-256color");
+    cmd.cwd(&dir);
+    let mut second = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 65536];
+        while matches!(std::io::Read::read(&mut reader, &mut b), Ok(n) if n > 0) {}
+    });
+    let deadline = Instant::now() + T;
+    let flagged = loop {
+        assert!(Instant::now() < deadline, "[{version}] no session.writers");
+        match ev
+            .next_notification(Some(Duration::from_millis(200)))
+            .unwrap()
+        {
+            Some(n)
+                if n.params
+                    .as_ref()
+                    .is_some_and(|p| p["type"] == "session.writers") =>
+            {
+                break n.params.unwrap();
+            }
+            _ => {}
+        }
+    };
+    assert_eq!(flagged["session"], new.as_str(), "[{version}] {flagged}");
+    assert_eq!(flagged["holder"], holder.as_str(), "[{version}] {flagged}");
+    assert_eq!(common::row(&sb, &new)["several_writers"], true);
+    let _ = second.kill();
+    let _ = second.wait();
+
+    // Kill by the new id ends ccd's process.
+    sb.ok(&["kill", &new]);
+    assert!(
+        !sb.config
+            .join("sessions")
+            .join(format!("{child}.json"))
+            .exists(),
+        "[{version}] entry left after ccd kill"
+    );
+    sb.ok(&["kill", &old]);
+    eprintln!(
+        "[{version}] /clear, resume of the old id, second writer ok in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn real_cli_clear_moves_the_held_process_to_its_new_id() {
+    for v in real::versions() {
+        clear_version(&v);
     }
 }
