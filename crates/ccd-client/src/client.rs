@@ -172,10 +172,35 @@ impl Client {
         self.wait_for(&id, Some(on_note))
     }
 
+    /// Calls `method`, showing every notification that arrives meanwhile
+    /// to `watch` and queueing it as [`Client::call_value`] does (for a
+    /// request whose progress a caller reports while what follows the
+    /// reply still reads the stream).
+    pub fn call_value_watching(
+        &mut self,
+        method: &str,
+        params: Value,
+        watch: &mut dyn FnMut(&Notification),
+    ) -> Result<Value, ClientError> {
+        let id = self.writer.send(method, params)?;
+        self.wait_for_keeping(&id, Some(watch), true)
+    }
+
     fn wait_for(
         &mut self,
         id: &Id,
+        on_note: Option<&mut dyn FnMut(&Notification)>,
+    ) -> Result<Value, ClientError> {
+        self.wait_for_keeping(id, on_note, false)
+    }
+
+    /// Waits for the reply to `id`; each notification meanwhile goes to
+    /// `on_note` and, with `keep` or without `on_note`, to the queue.
+    fn wait_for_keeping(
+        &mut self,
+        id: &Id,
         mut on_note: Option<&mut dyn FnMut(&Notification)>,
+        keep: bool,
     ) -> Result<Value, ClientError> {
         let id = id.clone();
         loop {
@@ -189,10 +214,15 @@ impl Client {
                     }
                 }
                 Incoming::Response(_) => {} // an answer to a request not awaited
-                Incoming::Notification(n) => match on_note.as_mut() {
-                    Some(f) => f(&n),
-                    None => self.queued.push_back(n),
-                },
+                Incoming::Notification(n) => {
+                    if let Some(f) = on_note.as_mut() {
+                        f(&n);
+                        if !keep {
+                            continue;
+                        }
+                    }
+                    self.queued.push_back(n);
+                }
                 Incoming::Request(r) => {
                     return Err(ClientError::Protocol(format!(
                         "request {} from the daemon",

@@ -26,5 +26,6 @@ pub mod startup;
 pub mod state;
 pub mod views;
 
+pub use handlers::attach::SETTLE_AFTER_READY as RESUME_SETTLE;
 pub use server::run;
 pub use state::DaemonOptions;

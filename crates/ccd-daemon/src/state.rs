@@ -30,6 +30,10 @@ pub struct DaemonOptions {
     pub auto_trust_default: bool,
     /// Stop held sessions idle (no client) for longer than this.
     pub reap_idle: Option<std::time::Duration>,
+    /// How long a resumed session must stay up after `ready` to count as
+    /// resumed (an exit within it is a failed resume; another process
+    /// taking the id within it, a refused one).
+    pub resume_settle: std::time::Duration,
 }
 
 /// The daemon's shared state. Fields are immutable or internally locked;

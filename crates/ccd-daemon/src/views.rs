@@ -15,7 +15,8 @@ fn rfc3339(t: Option<OffsetDateTime>) -> Option<String> {
     t.and_then(|t| t.format(&Rfc3339).ok())
 }
 
-fn millis(ms: i64) -> Option<String> {
+/// Unix milliseconds as RFC 3339.
+pub fn millis(ms: i64) -> Option<String> {
     rfc3339(OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok())
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::external::external;
+use common::external::{external, resumed_outside};
 use common::pty::PtyRun;
 use common::{ls_json, wait_for, Sandbox};
 use serde_json::json;
@@ -239,6 +239,158 @@ fn a_dead_session_is_resumed_in_its_original_cwd_from_anywhere() {
     assert_eq!(r["cwd"], dir.to_str().unwrap());
     let held = r["writers"][0]["cwd"].as_str().unwrap().to_string();
     assert_eq!(held, dir.to_str().unwrap(), "resumed in the original cwd");
+}
+
+/// A session whose processes ended, with its cwd.
+fn dead_session(sb: &Sandbox, name: &str) -> (String, std::path::PathBuf) {
+    let dir = sb.project(name);
+    let sid = {
+        let ext = external(sb, &dir);
+        ext.sid.clone()
+        // dropped: SIGKILL, the registry entry stays behind
+    };
+    wait_for(T, "the session to be dead", || {
+        (common::row(sb, &sid)["state"] == "dead").then_some(())
+    });
+    (sid, dir)
+}
+
+/// Pids of running `ccd __holder` processes of this sandbox.
+fn holder_processes(sb: &Sandbox) -> Vec<u32> {
+    let needle = format!("CCD_SOCKET_DIR={}", sb.sock.display());
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
+        if !zombie
+            && cmdline.split(|&b| b == 0).any(|a| a == b"__holder")
+            && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn a_resume_another_process_beat_is_refused_naming_it_and_leaves_no_trace() {
+    // A wide settle window: the other process starts once the resume is
+    // under way, and is seen within it whatever the machine's load.
+    let sb = Sandbox::with_env(&[("CCD_RESUME_SETTLE_MS", "20000")]);
+    let (sid, dir) = dead_session(&sb, "late");
+    let mut c = sb.client_or_start();
+    let mut steps = Vec::new();
+    let mut other = None;
+    let t0 = std::time::Instant::now();
+    let r = c.call_value_watching(
+        "session.attach",
+        json!({"session": sid, "mode": "interactive", "size": {"cols": 100, "rows": 30}}),
+        &mut |n| {
+            if n.method != "session.progress" {
+                return;
+            }
+            let p = n.params.clone().unwrap_or_default();
+            if let Some(step) = p["step"].as_str() {
+                steps.push(p.clone());
+                // Someone runs `claude --resume` by hand meanwhile.
+                if step == "resuming" && other.is_none() {
+                    other = Some(resumed_outside(&sb, &dir, &sid));
+                }
+            }
+        },
+    );
+    let elapsed = t0.elapsed();
+    let other = other.expect("the resume said it was resuming");
+    let pid = other.child.process_id().unwrap();
+    let e = r.expect_err("the resume is refused");
+    let e = e.rpc().expect("an RPC error").clone();
+    assert_eq!(e.code, -32005, "{e:?}");
+    assert!(
+        e.message.contains(&format!("pid {pid}")) && e.message.contains("while ccd was resuming"),
+        "{}",
+        e.message
+    );
+    let data = e.data.clone().unwrap();
+    assert_eq!(data["session"], sid.as_str(), "{data}");
+    assert_eq!(data["pid"], pid, "{data}");
+    assert_eq!(data["cwd"], dir.to_str().unwrap(), "{data}");
+    assert_eq!(data["kind"], "interactive", "{data}");
+    assert_eq!(data["state"], "live", "{data}");
+    assert_eq!(data["started_meanwhile"], true, "{data}");
+    let since = data["since"].as_str().expect("since");
+    assert!(
+        time::OffsetDateTime::parse(since, &time::format_description::well_known::Rfc3339).is_ok(),
+        "{since}"
+    );
+    // Seen within the window, not at its end.
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    // Progress: where it resumed, and whom it stopped for.
+    let words: Vec<&str> = steps.iter().filter_map(|p| p["step"].as_str()).collect();
+    assert_eq!(words.first(), Some(&"resuming"), "{steps:?}");
+    assert_eq!(words.last(), Some(&"stopping"), "{steps:?}");
+    assert_eq!(steps[0]["cwd"], dir.to_str().unwrap(), "{steps:?}");
+    assert_eq!(steps.last().unwrap()["pid"], pid, "{steps:?}");
+
+    // ccd's copy is gone, and nothing of it is reported.
+    wait_for(T, "no holder process left", || {
+        holder_processes(&sb).is_empty().then_some(())
+    });
+    let held = c
+        .call_value("sessions.list", json!({"held_only": true}))
+        .unwrap();
+    assert_eq!(held["sessions"], json!([]), "{held}");
+    let r = common::row(&sb, &sid);
+    assert_eq!(r["state"], "live", "{r}");
+    assert_eq!(r["pid"], pid, "{r}");
+    assert!(r["ccd"].is_null(), "{r}");
+    let k = sb.run(&["kill", &sid]);
+    assert!(!k.status.success());
+    let err = String::from_utf8_lossy(&k.stderr);
+    assert!(
+        err.contains("runs outside ccd") && err.contains(&format!("pid {pid}")),
+        "{err}"
+    );
+    assert!(other.child.process_id().is_some());
+    // The session still runs, outside ccd, untouched.
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+}
+
+#[test]
+fn ccd_attach_shows_the_resume_and_names_the_process_that_beat_it() {
+    let sb = Sandbox::with_env(&[("CCD_RESUME_SETTLE_MS", "20000")]);
+    let (sid, dir) = dead_session(&sb, "late-cli");
+    let short = &sid[..8];
+    let mut a = PtyRun::start(&sb, &["attach", short], None);
+    a.wait_text(&format!("resuming {short} in {}", dir.display()), T);
+    let other = resumed_outside(&sb, &dir, &sid);
+    let pid = other.child.process_id().unwrap();
+    assert_eq!(a.wait_exit(T), 2);
+    let out = a.raw_text();
+    for want in [
+        format!("another process (pid {pid}) started {short} meanwhile; stopping ccd's copy"),
+        format!("another process started session {sid} while ccd was resuming it; ccd stopped its own copy"),
+        format!("held by: pid {pid}, kind interactive, in {}, since 20", dir.display()),
+        format!("ccd observe {short}"),
+    ] {
+        assert!(out.contains(&want), "{want:?} not in {out}");
+    }
+    for unknown in ["pid ?", "kind ?", "in ?", "since ?"] {
+        assert!(!out.contains(unknown), "{unknown:?} in {out}");
+    }
+    let k = sb.run(&["kill", short]);
+    let err = String::from_utf8_lossy(&k.stderr);
+    assert!(
+        err.contains(&format!("runs outside ccd (pid {pid})")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::external::external_with;
+use common::external::resumed_outside;
 use common::{ls_json, row, wait_for, Sandbox};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -245,7 +245,7 @@ fn a_second_writer_on_a_held_session_is_flagged_within_a_second() {
     c.call_value("events.subscribe", json!({})).unwrap();
     let dir = sb.work.join("shared");
     let started = Instant::now();
-    let ext = external_with(&sb, &dir, &["--resume", &sid]);
+    let ext = resumed_outside(&sb, &dir, &sid);
     let (w, _) = until_event(&mut c, "session.writers", |e| e["session"] == sid.as_str());
     let took = started.elapsed();
     let ext_pid = ext.child.process_id().unwrap();
@@ -286,7 +286,7 @@ fn detaching_after_clear_names_the_id_that_reaches_the_process_now() {
         .to_string();
     // Someone resumes the new conversation by hand meanwhile.
     let dir = sb.work.join("attached-clear");
-    let _ext = external_with(&sb, &dir, &["--resume", &new]);
+    let _ext = resumed_outside(&sb, &dir, &new);
     wait_for(T, "two writers listed", || {
         (row(&sb, &new)["several_writers"] == true).then_some(())
     });

@@ -263,8 +263,12 @@ async fn direct(
     })
 }
 
-fn live_elsewhere(info: &ccd_protocol::methods::session::SessionInfo) -> RpcError {
-    let w = info.writers.first();
+fn live_elsewhere(info: &SessionInfo) -> RpcError {
+    let since = info.writers.first().and_then(|w| w.started_at.clone());
+    live_elsewhere_since(info, since)
+}
+
+fn live_elsewhere_since(info: &SessionInfo, since: Option<String>) -> RpcError {
     let short = info.session_id.get(..8).unwrap_or(&info.session_id);
     RpcError::new(
         ErrorCode::SessionLiveElsewhere,
@@ -275,7 +279,7 @@ fn live_elsewhere(info: &ccd_protocol::methods::session::SessionInfo) -> RpcErro
             info.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
         ),
     )
-    .with_data(elsewhere_data(info, w.and_then(|w| w.started_at.clone())))
+    .with_data(elsewhere_data(info, since))
 }
 
 /// `data` of `session_live_elsewhere`, without nulls.
@@ -296,9 +300,32 @@ fn elsewhere_data(info: &SessionInfo, since: Option<String>) -> Value {
     d
 }
 
+/// A process whose registry entry holds a session and that may be running.
+struct OtherWriter {
+    entry: ccd_claude::registry::RegistryEntry,
+    liveness: ccd_claude::Liveness,
+}
+
+impl OtherWriter {
+    /// `info` as this process makes it: running (or possibly running), by
+    /// its pid, in its cwd, of its kind; and since when (RFC 3339).
+    fn as_info(&self, info: &SessionInfo) -> (SessionInfo, Option<String>) {
+        let mut now = info.clone();
+        now.state = crate::views::state_of(self.liveness);
+        now.pid = Some(self.entry.pid);
+        if self.entry.cwd.is_some() {
+            now.cwd = self.entry.cwd.clone();
+        }
+        if self.entry.kind.is_some() {
+            now.kind = self.entry.kind.clone();
+        }
+        (now, self.entry.started_at.and_then(crate::views::millis))
+    }
+}
+
 /// Processes whose registry entries hold `sid` and may be running (live or
-/// unknown), read now.
-async fn writers_now(ctx: &ConnCtx, sid: &str) -> Vec<(u32, ccd_claude::Liveness)> {
+/// unknown), read now, but `ours` (the child ccd started).
+async fn writers_now(ctx: &ConnCtx, sid: &str, ours: Option<u32>) -> Vec<OtherWriter> {
     let dir = ctx.daemon.options.claude_config.sessions_dir();
     let sid = sid.to_string();
     tokio::task::spawn_blocking(move || {
@@ -306,14 +333,12 @@ async fn writers_now(ctx: &ConnCtx, sid: &str) -> Vec<(u32, ccd_claude::Liveness
         ccd_claude::registry::read_all(&dir)
             .unwrap_or_default()
             .into_iter()
-            .filter(|e| e.session_id == sid)
-            .map(|e| {
-                (
-                    e.pid,
-                    ccd_claude::liveness::check(&e, probe.as_ref()).liveness,
-                )
+            .filter(|e| e.session_id == sid && Some(e.pid) != ours)
+            .map(|e| OtherWriter {
+                liveness: ccd_claude::liveness::check(&e, probe.as_ref()).liveness,
+                entry: e,
             })
-            .filter(|(_, l)| l.may_be_running())
+            .filter(|w| w.liveness.may_be_running())
             .collect()
     })
     .await
@@ -321,12 +346,35 @@ async fn writers_now(ctx: &ConnCtx, sid: &str) -> Vec<(u32, ccd_claude::Liveness
 }
 
 /// How long a resumed session must stay up after `ready` to count as
-/// resumed (an exit within this is a failed resume).
-const SETTLE_AFTER_READY: Duration = Duration::from_millis(1500);
+/// resumed (an exit within this is a failed resume), unless the daemon's
+/// options say otherwise.
+pub const SETTLE_AFTER_READY: Duration = Duration::from_millis(1500);
+
+/// How long ccd's own copy of a session another process took meanwhile
+/// gets to end after SIGTERM before SIGKILL.
+const STOP_COPY_GRACE_MS: u64 = 2000;
+
+/// `session.progress` of a resume step (see [`SessionProgress`]).
+///
+/// [`SessionProgress`]: ccd_protocol::methods::session::SessionProgress
+async fn resume_step(
+    ctx: &ConnCtx,
+    hid: &str,
+    sid: &str,
+    lifecycle: &str,
+    step: &str,
+    extra: Value,
+) {
+    let mut p = json!({"holder": hid, "session": sid, "lifecycle": lifecycle, "step": step});
+    if let (Value::Object(p), Value::Object(e)) = (&mut p, extra) {
+        p.extend(e);
+    }
+    ctx.notify("session.progress", p).await;
+}
 
 /// `claude --resume <sid>` in the session's original cwd, under a new
 /// holder. Never in another directory; never while another process holds
-/// the id (checked right before spawning and again once ready).
+/// the id (checked right before spawning and again until it has settled).
 async fn resume(
     ctx: &Arc<ConnCtx>,
     info: &SessionInfo,
@@ -335,12 +383,9 @@ async fn resume(
     let sid = info.session_id.as_str();
     let (cwd, transcript) = resumable(info)?;
     let transcript_bytes = std::fs::metadata(&transcript).map(|m| m.len()).unwrap_or(0);
-    let holders = writers_now(ctx, sid).await;
-    if !holders.is_empty() {
-        let mut now = info.clone();
-        now.state = SessionState::Live;
-        now.pid = holders.first().map(|(p, _)| *p);
-        return Err(live_elsewhere(&now));
+    if let Some(w) = writers_now(ctx, sid, None).await.first() {
+        let (now, since) = w.as_info(info);
+        return Err(live_elsewhere_since(&now, since));
     }
     let meta = HolderMeta {
         id: new_holder_id(),
@@ -355,6 +400,7 @@ async fn resume(
     };
     let hid = meta.id.clone();
     tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
+    resume_step(ctx, &hid, sid, "starting", "resuming", json!({"cwd": cwd})).await;
     let size = size.unwrap_or(TermSize {
         cols: 120,
         rows: 40,
@@ -396,11 +442,14 @@ async fn resume(
         let reason = r["reason"].as_str().unwrap_or(&lifecycle).to_string();
         return Err(failed(reason, r.get("screen").cloned()));
     }
-    // An exit within the first moments is a failed resume too.
-    let deadline = tokio::time::Instant::now() + SETTLE_AFTER_READY;
-    while tokio::time::Instant::now() < deadline {
-        match ctx.daemon.holders.refresh(&hid).await {
-            Some(i) if i.exit.is_none() => {}
+    resume_step(ctx, &hid, sid, &lifecycle, "settling", json!({})).await;
+    // An exit within the first moments is a failed resume too; someone may
+    // start the same session by hand meanwhile (checked on every round, so
+    // the refusal comes as soon as it is known).
+    let deadline = tokio::time::Instant::now() + ctx.daemon.options.resume_settle;
+    loop {
+        let ours = match ctx.daemon.holders.refresh(&hid).await {
+            Some(i) if i.exit.is_none() => i.child_pid,
             _ => {
                 let f = ctx.daemon.holders.finished_for_holder(&hid);
                 let screen = f
@@ -414,41 +463,81 @@ async fn resume(
                     .unwrap_or_else(|| "claude exited at once".into());
                 return Err(failed(reason, screen));
             }
+        };
+        if let Some(other) = writers_now(ctx, sid, Some(ours)).await.into_iter().next() {
+            return Err(refuse_late(ctx, info, &hid, &lifecycle, other).await);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let entry = ctx
-        .daemon
+    ctx.daemon
         .holders
         .get(&hid)
-        .ok_or_else(|| failed("the session ended at once".into(), None))?;
-    // Someone may have started the same session by hand meanwhile.
-    let ours = entry.info.as_ref().map(|i| i.child_pid);
-    let others: Vec<u32> = writers_now(ctx, sid)
-        .await
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| Some(*p) != ours)
-        .collect();
-    if !others.is_empty() {
-        tracing::warn!(
-            session = sid,
-            ?others,
-            "another process resumed the same session meanwhile; stopping ours"
-        );
-        let _: Result<Value, _> = call_once(
+        .ok_or_else(|| failed("the session ended at once".into(), None))
+}
+
+/// Another process started the session ccd was resuming: ccd's copy
+/// (holder `hid`) is stopped, collected and forgotten, so that nothing
+/// later reports it, and the refusal names the other process.
+async fn refuse_late(
+    ctx: &ConnCtx,
+    info: &SessionInfo,
+    hid: &str,
+    lifecycle: &str,
+    other: OtherWriter,
+) -> RpcError {
+    let sid = info.session_id.as_str();
+    let pid = other.entry.pid;
+    tracing::warn!(
+        session = sid,
+        other = pid,
+        holder = hid,
+        "another process resumed the same session meanwhile; stopping ours"
+    );
+    resume_step(ctx, hid, sid, lifecycle, "stopping", json!({"pid": pid})).await;
+    if let Some(entry) = ctx.daemon.holders.get(hid) {
+        // Out of the table first: no request resolves to it from now on,
+        // and its exit leaves no finished record.
+        ctx.daemon.holders.discard(hid);
+        let killed: Result<Value, _> = call_once(
             &entry.socket,
             h::KILL,
-            json!({"signal": "term", "grace_ms": 2000}),
+            json!({"signal": "term", "grace_ms": STOP_COPY_GRACE_MS}),
         )
         .await;
-        return Err(RpcError::new(
-            ErrorCode::SessionLiveElsewhere,
-            format!("another process (pid {}) started session {sid} at the same moment; ccd stopped its own copy", others[0]),
-        )
-        .with_data(json!({"session": sid, "pid": others[0]})));
+        // Collected as soon as it has exited (at once for a claude that
+        // honours SIGTERM), so that its registry entry is gone before the
+        // reply; SIGKILL after the grace bounds the wait.
+        match killed {
+            Ok(_) => {
+                let c = ctx
+                    .daemon
+                    .holders
+                    .collect(&entry, STOP_COPY_GRACE_MS + 1000)
+                    .await;
+                tracing::info!(holder = hid, collected = ?c.as_ref().map(|c| c.collected), "ccd's copy stopped");
+            }
+            Err(error) => {
+                tracing::warn!(holder = hid, %error, "stopping ccd's copy failed");
+            }
+        }
+        // A collect that raced the discard may have recorded it.
+        ctx.daemon.holders.discard(hid);
     }
-    Ok(entry)
+    let (now, since) = other.as_info(info);
+    let short = sid.get(..8).unwrap_or(sid);
+    let mut data = elsewhere_data(&now, since);
+    data["started_meanwhile"] = json!(true);
+    RpcError::new(
+        ErrorCode::SessionLiveElsewhere,
+        format!(
+            "another process (pid {pid}{}) started session {sid} while ccd was resuming it; ccd stopped its own copy and will not resume it. Use `ccd observe {short}` or `ccd fork {short}`",
+            now.cwd.as_deref().map(|c| format!(", in {c}")).unwrap_or_default(),
+        ),
+    )
+    .with_data(data)
 }
 
 /// After a failed resume, with the user's consent (`fresh_on_failure`): a

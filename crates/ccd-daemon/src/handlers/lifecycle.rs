@@ -296,8 +296,9 @@ pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
         RpcError::new(
             ErrorCode::SessionLiveElsewhere,
             format!(
-                "ccd does not hold session {}: it runs outside ccd",
-                info.session_id
+                "ccd does not hold session {}: it runs outside ccd{}",
+                info.session_id,
+                info.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
             ),
         )
         .with_data(data)

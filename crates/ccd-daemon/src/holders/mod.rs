@@ -359,6 +359,25 @@ impl HolderTable {
         let _ = std::fs::remove_file(self.socket_of(id));
     }
 
+    /// Takes holder `id` out of the table for good, leaving no finished
+    /// record (and publishing no exit): for a copy of a session ccd started
+    /// and stopped itself because another process runs that session (a
+    /// refused late resume), whose exit no later message should report.
+    /// A collect racing this retires nothing (the entry is gone); a record
+    /// it left already is dropped too. The caller ends the holder.
+    pub fn discard(&self, id: &str) {
+        if let Ok(mut m) = self.live.lock() {
+            m.remove(id);
+        }
+        if let Ok(mut m) = self.info_conns.lock() {
+            m.remove(id);
+        }
+        if let Ok(mut f) = self.finished.lock() {
+            f.retain(|f| f.meta.id != id);
+        }
+        let _ = std::fs::remove_file(self.meta_path(id));
+    }
+
     /// Flags the holders whose child is one of `pids` for a refresh on the
     /// next tick (their registry entries changed: status, session id, or
     /// the program's exit).

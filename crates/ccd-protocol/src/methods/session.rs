@@ -451,7 +451,8 @@ pub struct ScreenResult {
 }
 
 /// `session.progress`: a lifecycle step of a session being started
-/// (`session.new` / `session.fork` with `wait`), sent before the reply.
+/// (`session.new` / `session.fork` with `wait`, and the resume of a
+/// `session.attach`), sent before the reply.
 pub struct SessionProgress;
 
 impl super::NotificationKind for SessionProgress {
@@ -472,6 +473,18 @@ pub struct Progress {
     /// For `needs-attention` and `failed`: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A step of a resume (`session.attach` of a dead session) beyond the
+    /// lifecycle: `resuming` (in `cwd`), `settling` (ready; making sure it
+    /// stays up), `stopping` (another process, `pid`, started the same
+    /// session meanwhile: ccd stops its own copy and will refuse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// With `step` `resuming`: the session's original cwd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// With `step` `stopping`: the other process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// `session.pin`: exempt a session ccd holds from idle reaping (or undo).

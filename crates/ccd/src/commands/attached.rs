@@ -152,6 +152,9 @@ pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> 
     if rpc.code == ErrorCode::SessionLiveElsewhere.code() {
         let sid = data["session"].as_str().unwrap_or(session);
         let short = super::short_id(sid);
+        if data["started_meanwhile"] == true {
+            eprintln!("ccd: another process started session {sid} while ccd was resuming it; ccd stopped its own copy.");
+        }
         eprintln!("ccd: session {sid} is {} outside ccd; ccd will not resume it (two writers would split the conversation).",
             if data["state"] == "unknown" { "possibly running (its liveness cannot be verified)" } else { "running" });
         eprintln!(

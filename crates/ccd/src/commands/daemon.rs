@@ -67,6 +67,12 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
             .or(settings
                 .reap_idle_minutes
                 .map(|m| std::time::Duration::from_secs(m * 60))),
+        // CCD_RESUME_SETTLE_MS: tests widen the window a resume is checked in.
+        resume_settle: std::env::var("CCD_RESUME_SETTLE_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(ccd_daemon::RESUME_SETTLE),
     };
     ccd_daemon::run(options)?;
     Ok(ExitCode::SUCCESS)

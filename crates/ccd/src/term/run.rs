@@ -145,7 +145,8 @@ fn open_stream(
     mut params: Value,
     on_attached: &mut dyn FnMut(&Value),
 ) -> Result<Opened, ClientError> {
-    let attached = client.call_value("session.attach", params.clone())?;
+    let attached =
+        client.call_value_watching("session.attach", params.clone(), &mut say_progress)?;
     on_attached(&attached);
     if attached["direct"].as_bool() != Some(true) {
         return Ok((attached, false, client.split()));
@@ -165,6 +166,38 @@ fn open_stream(
             Ok((attached, false, client.split()))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Says on stderr what a resume is doing while `session.attach` waits for
+/// it (the terminal is not raw yet): which session, where, and when
+/// another process took it meanwhile.
+fn say_progress(n: &Notification) {
+    if let Some(line) = progress_line(n) {
+        eprintln!("{line}");
+    }
+}
+
+fn progress_line(n: &Notification) -> Option<String> {
+    if n.method != "session.progress" {
+        return None;
+    }
+    let p = n.params.as_ref()?;
+    let sid = p["session"].as_str().unwrap_or("?");
+    let short = sid.get(..8).unwrap_or(sid);
+    match p["step"].as_str()? {
+        "resuming" => Some(format!(
+            "ccd: resuming {short} in {}…",
+            p["cwd"].as_str().unwrap_or("its original directory")
+        )),
+        "stopping" => Some(format!(
+            "ccd: another process (pid {}) started {short} meanwhile; stopping ccd's copy…",
+            p["pid"]
+                .as_u64()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "?".into())
+        )),
+        _ => None,
     }
 }
 
@@ -393,4 +426,39 @@ fn spawn_signals(writer: Arc<Mutex<Writer>>, why: Arc<AtomicU8>, sid: String, mo
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(params: Value) -> Notification {
+        Notification::new("session.progress", Some(params))
+    }
+
+    #[test]
+    fn a_resume_says_where_it_resumes_and_when_it_stops_its_copy() {
+        let sid = "3c5e7a9b-1d2f-4a6c-8e0b-2d4f6a8c0e1f";
+        let n = progress(
+            json!({"holder": "h1", "session": sid, "lifecycle": "starting",
+            "step": "resuming", "cwd": "/home/me/old"}),
+        );
+        assert_eq!(
+            progress_line(&n).as_deref(),
+            Some("ccd: resuming 3c5e7a9b in /home/me/old…")
+        );
+        let n = progress(json!({"holder": "h1", "session": sid, "lifecycle": "ready",
+            "step": "stopping", "pid": 4120}));
+        assert_eq!(
+            progress_line(&n).as_deref(),
+            Some(
+                "ccd: another process (pid 4120) started 3c5e7a9b meanwhile; stopping ccd's copy…"
+            )
+        );
+        // Plain lifecycle steps and other notifications say nothing.
+        let n = progress(json!({"holder": "h1", "session": sid, "lifecycle": "trust"}));
+        assert_eq!(progress_line(&n), None);
+        let n = Notification::new("session.output", Some(json!({"session": sid, "data": ""})));
+        assert_eq!(progress_line(&n), None);
+    }
 }

@@ -36,12 +36,35 @@ pub fn trust(sb: &Sandbox, dir: &Path) {
     std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
 }
 
-pub fn external(sb: &Sandbox, dir: &Path) -> External {
-    external_with(sb, dir, &[])
+/// `claude --resume <sid>` started by hand in `dir` (the fake claude,
+/// under the test's own PTY); returns once its registry entry names `sid`.
+pub fn resumed_outside(sb: &Sandbox, dir: &Path, sid: &str) -> External {
+    let (child, writer, master) = spawn(sb, dir, &["--resume", sid]);
+    let pid = child.process_id().unwrap();
+    let entry = sb.config.join("sessions").join(format!("{pid}.json"));
+    wait_for(T, "the resumed external session's registry entry", || {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&entry).ok()?).ok()?;
+        (v["sessionId"] == sid).then_some(())
+    });
+    let transcript =
+        ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), sid).unwrap();
+    External {
+        child,
+        _writer: writer,
+        _master: master,
+        sid: sid.to_string(),
+        transcript,
+    }
 }
 
-/// [`external`] with arguments (e.g. `--resume <id>`: a second writer).
-pub fn external_with(sb: &Sandbox, dir: &Path, args: &[&str]) -> External {
+type Spawned = (
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn std::io::Write + Send>,
+    Box<dyn portable_pty::MasterPty + Send>,
+);
+
+/// The fake claude with `args` in `dir` (trusted), its output drained.
+fn spawn(sb: &Sandbox, dir: &Path, args: &[&str]) -> Spawned {
     trust(sb, dir);
     let pty = super::pty::open();
     let mut cmd = CommandBuilder::new(super::fake_claude());
@@ -57,7 +80,12 @@ pub fn external_with(sb: &Sandbox, dir: &Path, args: &[&str]) -> External {
         let mut b = [0u8; 65536];
         while matches!(std::io::Read::read(&mut reader, &mut b), Ok(n) if n > 0) {}
     });
-    let mut writer = pty.master.take_writer().unwrap();
+    let writer = pty.master.take_writer().unwrap();
+    (child, writer, pty.master)
+}
+
+pub fn external(sb: &Sandbox, dir: &Path) -> External {
+    let (child, mut writer, master) = spawn(sb, dir, &[]);
     let pid = child.process_id().unwrap();
     let entry = sb.config.join("sessions").join(format!("{pid}.json"));
     let sid = wait_for(T, "the external session's registry entry", || {
@@ -75,7 +103,7 @@ pub fn external_with(sb: &Sandbox, dir: &Path, args: &[&str]) -> External {
     External {
         child,
         _writer: writer,
-        _master: pty.master,
+        _master: master,
         sid,
         transcript,
     }
