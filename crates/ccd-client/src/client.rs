@@ -52,6 +52,28 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// True when no daemon is there to answer (a missing socket, or one
+    /// nobody listens on): starting one is the remedy.
+    pub fn nobody_answers(&self) -> bool {
+        matches!(
+            self,
+            ClientError::NotRunning { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                )
+        )
+    }
+
+    /// The refusal to talk through a socket directory or socket that is
+    /// not private, if that is what this is.
+    pub fn not_private(&self) -> Option<&SocketDirError> {
+        match self {
+            ClientError::SocketDir(e @ SocketDirError::NotPrivate { .. }) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The JSON-RPC error, when the daemon answered with one.
     pub fn rpc(&self) -> Option<&RpcError> {
         match self {
@@ -83,11 +105,41 @@ pub struct Reader {
 }
 
 impl Client {
-    /// Connects to the daemon of `dir` (after checking the directory is
-    /// private) and says `hello` as `client_name`.
+    /// Connects to the daemon of `dir` and says `hello` as `client_name`,
+    /// after checking the directory and its socket are private
+    /// ([`SocketDir::verify_with_socket`]): when they are not, the error is
+    /// [`ClientError::SocketDir`] with [`SocketDirError::NotPrivate`], and
+    /// nothing was sent. A missing directory or socket is
+    /// [`ClientError::NotRunning`].
     pub fn connect(dir: &SocketDir, client_name: &str) -> Result<Self, ClientError> {
-        dir.verify()?;
+        match dir.verify_with_socket() {
+            Ok(()) => {}
+            Err(SocketDirError::Io { path, source })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Err(ClientError::NotRunning {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
         Self::connect_socket(&dir.socket(), client_name)
+    }
+
+    /// Connects to a daemon already running, never starting one: `Ok(None)`
+    /// when nothing answers (no directory, no socket, connection refused);
+    /// any other failure, above all a directory or socket that is not
+    /// private, is an error rather than "no daemon".
+    pub fn connect_if_running(
+        dir: &SocketDir,
+        client_name: &str,
+    ) -> Result<Option<Self>, ClientError> {
+        match Self::connect(dir, client_name) {
+            Ok(c) => Ok(Some(c)),
+            Err(e) if e.nobody_answers() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Connects to the socket at `path` and says `hello`.

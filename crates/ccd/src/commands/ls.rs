@@ -7,6 +7,7 @@ use ccd_claude::context::ContextWindows;
 use ccd_claude::index;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
+use ccd_client::ClientError;
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
     ActivityStatus, ListParams, ListResult, SessionInfo, SessionState, SessionsList,
@@ -26,7 +27,8 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     let idx = index::build_cached(&config, probe.as_ref(), &windows, Some(&cache))
         .with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
-    merge_held(global, &mut rows);
+    // Without the daemon's answer the list still prints, then the error.
+    let held = merge_held(global, &mut rows);
     let cwd_filter = args.cwd.as_deref().map(normalize);
     rows.retain(|r| !args.live || r.state != SessionState::Dead);
     rows.retain(|r| match (&cwd_filter, &r.cwd) {
@@ -56,26 +58,28 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
+    drop(out);
+    if let Err(e) = held {
+        eprintln!("ccd: {e}");
+        eprintln!("ccd: sessions ccd holds are not marked in this list (could not ask the daemon)");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Marks the sessions ccd holds, asking a running daemon (never starting
 /// one: listing needs no daemon). Held sessions the files do not show yet
-/// (before their first registry entry) are added first.
-fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) {
-    let Some(mut client) = super::connect_existing(global) else {
-        return;
+/// (before their first registry entry) are added first. No daemon running
+/// is fine; a daemon that cannot be asked (a socket directory that is not
+/// private, a failed call) is the error.
+fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) -> Result<(), ClientError> {
+    let Some(mut client) = super::connect_existing(global)? else {
+        return Ok(());
     };
-    let held: ListResult = match client.call::<SessionsList>(&ListParams {
+    let held: ListResult = client.call::<SessionsList>(&ListParams {
         held_only: true,
         ..Default::default()
-    }) {
-        Ok(r) => r,
-        Err(error) => {
-            tracing::warn!(%error, "could not ask the daemon which sessions it holds");
-            return;
-        }
-    };
+    })?;
     let mut extra = Vec::new();
     for h in held.sessions {
         match rows.iter_mut().find(|r| r.session_id == h.session_id) {
@@ -90,6 +94,7 @@ fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) {
     }
     extra.append(rows);
     *rows = extra;
+    Ok(())
 }
 
 fn write_table(
