@@ -58,10 +58,9 @@ impl ClientError {
         matches!(
             self,
             ClientError::NotRunning { source, .. }
-                if matches!(
-                    source.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
-                )
+                if source.kind() == std::io::ErrorKind::NotFound
+                    || source.kind() == std::io::ErrorKind::ConnectionRefused
+                    || GONE.contains(&source.kind())
         )
     }
 
@@ -82,6 +81,13 @@ impl ClientError {
         }
     }
 }
+
+/// How a connection to a daemon that went away before answering fails.
+const GONE: [std::io::ErrorKind; 3] = [
+    std::io::ErrorKind::ConnectionReset,
+    std::io::ErrorKind::BrokenPipe,
+    std::io::ErrorKind::UnexpectedEof,
+];
 
 /// A connection that has completed `hello`.
 pub struct Client {
@@ -128,7 +134,8 @@ impl Client {
     }
 
     /// Connects to a daemon already running, never starting one: `Ok(None)`
-    /// when nothing answers (no directory, no socket, connection refused);
+    /// when nothing answers (no directory, no socket, connection refused,
+    /// or dropped before `hello` was answered);
     /// any other failure, above all a directory or socket that is not
     /// private, is an error rather than "no daemon".
     pub fn connect_if_running(
@@ -149,10 +156,26 @@ impl Client {
             source,
         })?;
         let mut c = Self::over(stream)?;
-        c.hello = c.call::<Hello>(&HelloParams {
+        let hello = c.call::<Hello>(&HelloParams {
             client: client_name.to_string(),
             protocol: ProtocolRange::CURRENT,
-        })?;
+        });
+        c.hello = match hello {
+            Ok(h) => h,
+            // Dropped before `hello` was answered: a daemon that was dying
+            // (or was killed) as we connected answers nothing.
+            Err(e) => {
+                let source = match e {
+                    ClientError::Closed => std::io::ErrorKind::UnexpectedEof.into(),
+                    ClientError::Io(e) if GONE.contains(&e.kind()) => e,
+                    e => return Err(e),
+                };
+                return Err(ClientError::NotRunning {
+                    path: path.display().to_string(),
+                    source,
+                });
+            }
+        };
         Ok(c)
     }
 
