@@ -5,6 +5,10 @@
 //! attempt until the new daemon answers, and every client tries to connect
 //! again once it holds the lock. (The daemon's own lock on `daemon.lock`
 //! guards the single instance independently.)
+//!
+//! A socket directory or socket that is not private stops it at once with
+//! [`SocketDirError::NotPrivate`](crate::SocketDirError::NotPrivate): no
+//! daemon is started around it and nothing is repaired.
 
 use crate::client::{Client, ClientError};
 use crate::socket_dir::SocketDir;
@@ -29,10 +33,8 @@ pub fn connect_or_start(
     cmd: &DaemonCommand,
     client_name: &str,
 ) -> Result<Client, ClientError> {
-    if dir.socket().exists() {
-        if let Ok(c) = Client::connect(dir, client_name) {
-            return Ok(c);
-        }
+    if let Some(c) = attempt(dir, client_name)? {
+        return Ok(c);
     }
     dir.create_private()?;
     let lock_file = std::fs::OpenOptions::new()
@@ -42,7 +44,7 @@ pub fn connect_or_start(
         .open(dir.start_lock())?;
     let _lock = lock_exclusive(lock_file, START_TIMEOUT)?;
     // Someone may have started it while we waited for the lock.
-    if let Ok(c) = Client::connect(dir, client_name) {
+    if let Some(c) = attempt(dir, client_name)? {
         return Ok(c);
     }
     tracing::debug!(program = %cmd.program.display(), "starting the ccd daemon");
@@ -68,7 +70,7 @@ pub fn connect_or_start(
         .map_err(|e| ClientError::Start(format!("{}: {e}", cmd.program.display())))?;
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        if let Ok(c) = Client::connect(dir, client_name) {
+        if let Some(c) = attempt(dir, client_name)? {
             // Reap the daemon if it ever exits while we live.
             std::thread::spawn(move || {
                 let _ = child.wait();
@@ -96,6 +98,17 @@ pub fn connect_or_start(
             )));
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One connection attempt: a directory or socket that is not private is
+/// an error (nothing is started around it, nothing repaired); any other
+/// failure is "not yet" (`None`).
+fn attempt(dir: &SocketDir, client_name: &str) -> Result<Option<Client>, ClientError> {
+    match Client::connect(dir, client_name) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) if e.not_private().is_some() => Err(e),
+        Err(_) => Ok(None),
     }
 }
 

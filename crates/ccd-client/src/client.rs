@@ -52,6 +52,27 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// True when no daemon is there to answer (a missing socket, or one
+    /// nobody listens on): starting one is the remedy.
+    pub fn nobody_answers(&self) -> bool {
+        matches!(
+            self,
+            ClientError::NotRunning { source, .. }
+                if source.kind() == std::io::ErrorKind::NotFound
+                    || source.kind() == std::io::ErrorKind::ConnectionRefused
+                    || GONE.contains(&source.kind())
+        )
+    }
+
+    /// The refusal to talk through a socket directory or socket that is
+    /// not private, if that is what this is.
+    pub fn not_private(&self) -> Option<&SocketDirError> {
+        match self {
+            ClientError::SocketDir(e @ SocketDirError::NotPrivate { .. }) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The JSON-RPC error, when the daemon answered with one.
     pub fn rpc(&self) -> Option<&RpcError> {
         match self {
@@ -60,6 +81,13 @@ impl ClientError {
         }
     }
 }
+
+/// How a connection to a daemon that went away before answering fails.
+const GONE: [std::io::ErrorKind; 3] = [
+    std::io::ErrorKind::ConnectionReset,
+    std::io::ErrorKind::BrokenPipe,
+    std::io::ErrorKind::UnexpectedEof,
+];
 
 /// A connection that has completed `hello`.
 pub struct Client {
@@ -83,11 +111,42 @@ pub struct Reader {
 }
 
 impl Client {
-    /// Connects to the daemon of `dir` (after checking the directory is
-    /// private) and says `hello` as `client_name`.
+    /// Connects to the daemon of `dir` and says `hello` as `client_name`,
+    /// after checking the directory and its socket are private
+    /// ([`SocketDir::verify_with_socket`]): when they are not, the error is
+    /// [`ClientError::SocketDir`] with [`SocketDirError::NotPrivate`], and
+    /// nothing was sent. A missing directory or socket is
+    /// [`ClientError::NotRunning`].
     pub fn connect(dir: &SocketDir, client_name: &str) -> Result<Self, ClientError> {
-        dir.verify()?;
+        match dir.verify_with_socket() {
+            Ok(()) => {}
+            Err(SocketDirError::Io { path, source })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Err(ClientError::NotRunning {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
         Self::connect_socket(&dir.socket(), client_name)
+    }
+
+    /// Connects to a daemon already running, never starting one: `Ok(None)`
+    /// when nothing answers (no directory, no socket, connection refused,
+    /// or dropped before `hello` was answered);
+    /// any other failure, above all a directory or socket that is not
+    /// private, is an error rather than "no daemon".
+    pub fn connect_if_running(
+        dir: &SocketDir,
+        client_name: &str,
+    ) -> Result<Option<Self>, ClientError> {
+        match Self::connect(dir, client_name) {
+            Ok(c) => Ok(Some(c)),
+            Err(e) if e.nobody_answers() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Connects to the socket at `path` and says `hello`.
@@ -97,10 +156,26 @@ impl Client {
             source,
         })?;
         let mut c = Self::over(stream)?;
-        c.hello = c.call::<Hello>(&HelloParams {
+        let hello = c.call::<Hello>(&HelloParams {
             client: client_name.to_string(),
             protocol: ProtocolRange::CURRENT,
-        })?;
+        });
+        c.hello = match hello {
+            Ok(h) => h,
+            // Dropped before `hello` was answered: a daemon that was dying
+            // (or was killed) as we connected answers nothing.
+            Err(e) => {
+                let source = match e {
+                    ClientError::Closed => std::io::ErrorKind::UnexpectedEof.into(),
+                    ClientError::Io(e) if GONE.contains(&e.kind()) => e,
+                    e => return Err(e),
+                };
+                return Err(ClientError::NotRunning {
+                    path: path.display().to_string(),
+                    source,
+                });
+            }
+        };
         Ok(c)
     }
 

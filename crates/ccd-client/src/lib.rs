@@ -17,4 +17,4 @@ pub mod socket_dir;
 
 pub use autostart::{connect_or_start, DaemonCommand};
 pub use client::{Client, ClientError};
-pub use socket_dir::{SocketDir, SocketDirError};
+pub use socket_dir::{Entry, Problem, SocketDir, SocketDirError};

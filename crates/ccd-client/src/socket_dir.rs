@@ -17,27 +17,143 @@ pub struct SocketDir {
     path: PathBuf,
 }
 
-/// Why the socket directory cannot be used.
+/// Why the socket directory (or the daemon's socket in it) cannot be used.
+///
+/// [`SocketDirError::NotPrivate`] is the refusal every caller matches: the
+/// directory or socket is not private to this user. Its message (rendered
+/// here, once) names what is wrong, what is expected and the command that
+/// fixes it; ccd never repairs it itself (someone loosened it, and a socket
+/// others could reach may have been replaced).
 #[derive(Debug, thiserror::Error)]
 pub enum SocketDirError {
-    #[error("socket directory {path} is a symlink; refusing to use it")]
-    Symlink { path: PathBuf },
-    #[error("socket directory {path} is not a directory")]
-    NotADirectory { path: PathBuf },
-    #[error("socket directory {path} is owned by uid {owner}, not by you (uid {ours}); refusing to use it")]
-    WrongOwner {
+    #[error("{}", refusal(.path, *.entry, .problem))]
+    NotPrivate {
         path: PathBuf,
-        owner: u32,
-        ours: u32,
+        entry: Entry,
+        problem: Problem,
     },
-    #[error("socket directory {path} has mode {mode:o}; it must be private (0700). Fix: chmod 700 {path}")]
-    NotPrivate { path: PathBuf, mode: u32 },
-    #[error("socket directory {path}: {source}")]
+    #[error("cannot check {path}: {source}")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// The socket directory: a directory of mode 0700, owned by the user.
+    Directory,
+    /// The daemon's socket in it: a socket of mode 0600, owned by the user.
+    Socket,
+}
+
+/// What is wrong with an [`Entry`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    Symlink,
+    /// Not a directory (resp. not a socket).
+    WrongType,
+    WrongOwner {
+        owner: u32,
+        ours: u32,
+    },
+    /// Permission bits for group or others (the whole mode, `0o7777` bits).
+    Mode(u32),
+}
+
+impl Entry {
+    fn name(self) -> &'static str {
+        match self {
+            Entry::Directory => "socket directory",
+            Entry::Socket => "daemon socket",
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            Entry::Directory => "a directory of mode 0700 owned by you, not a symlink",
+            Entry::Socket => "a socket of mode 0600 owned by you, not a symlink",
+        }
+    }
+}
+
+impl SocketDirError {
+    /// The command (or step) that fixes a [`SocketDirError::NotPrivate`].
+    pub fn fix(&self) -> Option<String> {
+        match self {
+            SocketDirError::NotPrivate {
+                path,
+                entry,
+                problem,
+            } => Some(fix(path, *entry, problem)),
+            SocketDirError::Io { .. } => None,
+        }
+    }
+
+    /// True when the directory (or socket) does not exist: no daemon has
+    /// made it yet, nothing is wrong.
+    pub fn is_missing(&self) -> bool {
+        matches!(self, SocketDirError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// The one rendering of a refusal.
+fn refusal(path: &Path, entry: Entry, problem: &Problem) -> String {
+    let what = match (problem, entry) {
+        (Problem::Mode(mode), _) => format!("has mode {mode:04o}"),
+        (Problem::Symlink, _) => "is a symlink".to_string(),
+        (Problem::WrongType, Entry::Directory) => "is not a directory".to_string(),
+        (Problem::WrongType, Entry::Socket) => "is not a socket".to_string(),
+        (Problem::WrongOwner { owner, ours }, _) => {
+            format!("is owned by uid {owner}, not by you (uid {ours})")
+        }
+    };
+    format!(
+        "{} {} {what}; it must be private: {}. ccd refuses to use it and does not change it itself. Fix: {}",
+        entry.name(),
+        path.display(),
+        entry.expected(),
+        fix(path, entry, problem),
+    )
+}
+
+fn fix(path: &Path, entry: Entry, problem: &Problem) -> String {
+    let p = sh_quote(path);
+    match (entry, problem) {
+        (Entry::Directory, Problem::Mode(_)) => format!("chmod 700 {p}"),
+        (Entry::Socket, Problem::Mode(_)) => format!("chmod 600 {p}"),
+        (Entry::Directory, Problem::Symlink | Problem::WrongType) => {
+            format!("rm {p}  (ccd creates the directory again)")
+        }
+        (Entry::Directory, Problem::WrongOwner { owner, .. }) => format!(
+            "use a directory of your own (--socket-dir or CCD_SOCKET_DIR), or have uid {owner} remove {p}"
+        ),
+        (Entry::Socket, _) => {
+            let lock = path.parent().map(|d| d.join("daemon.lock"));
+            match lock {
+                Some(lock) => format!(
+                    "rm {p}, and end the daemon whose pid is in {} if it still runs (its sessions keep running)",
+                    sh_quote(&lock)
+                ),
+                None => format!("rm {p}"),
+            }
+        }
+    }
+}
+
+/// `path` as one shell word.
+fn sh_quote(path: &Path) -> String {
+    let s = path.display().to_string();
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c));
+    if plain {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// The socket file's name in the directory.
@@ -128,47 +244,72 @@ impl SocketDir {
     /// Checks, without following symlinks, that the directory is ours and
     /// private.
     pub fn verify(&self) -> Result<(), SocketDirError> {
-        let meta = std::fs::symlink_metadata(&self.path).map_err(|source| SocketDirError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
-        if meta.file_type().is_symlink() {
-            return Err(SocketDirError::Symlink {
-                path: self.path.clone(),
-            });
-        }
-        if !meta.is_dir() {
-            return Err(SocketDirError::NotADirectory {
-                path: self.path.clone(),
-            });
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let ours = nix::unistd::getuid().as_raw();
-            if meta.uid() != ours {
-                return Err(SocketDirError::WrongOwner {
-                    path: self.path.clone(),
-                    owner: meta.uid(),
-                    ours,
-                });
-            }
-            let mode = meta.mode() & 0o7777;
-            if mode & 0o077 != 0 {
-                return Err(SocketDirError::NotPrivate {
-                    path: self.path.clone(),
-                    mode,
-                });
-            }
-        }
-        Ok(())
+        check(&self.path, Entry::Directory)
     }
+
+    /// What a client checks before it talks: the directory as [`Self::verify`]
+    /// does, then the daemon's socket, if there is one, likewise (ours,
+    /// a socket, no group/other bits). A missing directory or socket is an
+    /// [`SocketDirError::Io`] of kind `NotFound` ([`SocketDirError::is_missing`]).
+    pub fn verify_with_socket(&self) -> Result<(), SocketDirError> {
+        self.verify()?;
+        check(&self.socket(), Entry::Socket)
+    }
+}
+
+/// The `lstat` checks of `path` as `entry`.
+fn check(path: &Path, entry: Entry) -> Result<(), SocketDirError> {
+    let refuse = |problem| {
+        Err(SocketDirError::NotPrivate {
+            path: path.to_path_buf(),
+            entry,
+            problem,
+        })
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(|source| SocketDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file_type = meta.file_type();
+    if file_type.is_symlink() {
+        return refuse(Problem::Symlink);
+    }
+    let right_type = match entry {
+        Entry::Directory => file_type.is_dir(),
+        Entry::Socket => {
+            use std::os::unix::fs::FileTypeExt;
+            file_type.is_socket()
+        }
+    };
+    if !right_type {
+        return refuse(Problem::WrongType);
+    }
+    use std::os::unix::fs::MetadataExt;
+    let ours = nix::unistd::getuid().as_raw();
+    if meta.uid() != ours {
+        return refuse(Problem::WrongOwner {
+            owner: meta.uid(),
+            ours,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return refuse(Problem::Mode(mode));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    fn problem(r: Result<(), SocketDirError>) -> Option<(Entry, Problem)> {
+        match r {
+            Err(SocketDirError::NotPrivate { entry, problem, .. }) => Some((entry, problem)),
+            _ => None,
+        }
+    }
 
     #[test]
     fn creates_private_and_refuses_bad_ones() {
@@ -181,23 +322,75 @@ mod tests {
         d.create_private().unwrap(); // idempotent
 
         std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(matches!(
-            d.verify(),
-            Err(SocketDirError::NotPrivate { mode: 0o755, .. })
-        ));
+        let e = d.verify().unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("has mode 0755"), "{msg}");
+        assert!(msg.contains("0700"), "{msg}");
+        assert!(
+            msg.ends_with(&format!("Fix: chmod 700 {}", d.path().display())),
+            "{msg}"
+        );
+        assert_eq!(
+            e.fix().unwrap(),
+            format!("chmod 700 {}", d.path().display())
+        );
+        assert_eq!(
+            problem(Err(e)),
+            Some((Entry::Directory, Problem::Mode(0o755)))
+        );
+        // Never repaired behind the user's back.
+        assert!(d.create_private().is_err());
+        let mode = std::fs::metadata(d.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
 
         let link = SocketDir::new(tmp.path().join("link"));
         std::os::unix::fs::symlink(d.path(), link.path()).unwrap();
-        assert!(matches!(
-            link.create_private(),
-            Err(SocketDirError::Symlink { .. })
-        ));
+        assert_eq!(
+            problem(link.create_private()),
+            Some((Entry::Directory, Problem::Symlink))
+        );
 
         let file = SocketDir::new(tmp.path().join("file"));
         std::fs::write(file.path(), b"").unwrap();
-        assert!(matches!(
-            file.verify(),
-            Err(SocketDirError::NotADirectory { .. })
-        ));
+        assert_eq!(
+            problem(file.verify()),
+            Some((Entry::Directory, Problem::WrongType))
+        );
+    }
+
+    #[test]
+    fn checks_the_socket_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = SocketDir::new(tmp.path().join("ccd"));
+        d.create_private().unwrap();
+        // No socket: nothing wrong, nobody to talk to.
+        assert!(d.verify_with_socket().unwrap_err().is_missing());
+
+        let _listener = std::os::unix::net::UnixListener::bind(d.socket()).unwrap();
+        std::fs::set_permissions(d.socket(), std::fs::Permissions::from_mode(0o600)).unwrap();
+        d.verify_with_socket().unwrap();
+
+        std::fs::set_permissions(d.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = d.verify_with_socket().unwrap_err();
+        assert_eq!(
+            e.fix().unwrap(),
+            format!("chmod 600 {}", d.socket().display())
+        );
+        assert!(e.to_string().contains("has mode 0666"), "{e}");
+        assert_eq!(problem(Err(e)), Some((Entry::Socket, Problem::Mode(0o666))));
+
+        std::fs::remove_file(d.socket()).unwrap();
+        std::fs::write(d.socket(), b"").unwrap();
+        assert_eq!(
+            problem(d.verify_with_socket()),
+            Some((Entry::Socket, Problem::WrongType))
+        );
+    }
+
+    #[test]
+    fn fix_commands_quote_odd_paths() {
+        assert_eq!(sh_quote(Path::new("/tmp/ccd-1000")), "/tmp/ccd-1000");
+        assert_eq!(sh_quote(Path::new("/tmp/a b")), "'/tmp/a b'");
+        assert_eq!(sh_quote(Path::new("/tmp/it's")), "'/tmp/it'\\''s'");
     }
 }

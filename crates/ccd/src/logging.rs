@@ -1,6 +1,7 @@
 //! Where diagnostics go: stderr for client commands; a daily-rotated file
 //! in the state directory for the daemon (and stderr too in the
-//! foreground); a per-holder file for holders. Filter: `CCD_LOG`.
+//! foreground; stderr alone when the file cannot be made, or no log at all
+//! in the background); a per-holder file for holders. Filter: `CCD_LOG`.
 //!
 //! File logging goes through a non-blocking writer that drops lines when
 //! the disk is full or the file unwritable: logging never stops serving.
@@ -73,6 +74,17 @@ pub fn init_daemon(state_dir: &Path, foreground: bool) -> Guard {
                     .try_init();
             }
             Guard(Some(guard))
+        }
+        // In the background stderr is the starting client's pipe, which
+        // nobody reads once the daemon answers (and which closes when that
+        // client exits): logging there would stall or end the daemon. It
+        // runs without a log instead.
+        None if !foreground => {
+            eprintln!(
+                "ccd: cannot write logs under {}; the daemon runs without a log",
+                state_dir.display()
+            );
+            Guard(None)
         }
         None => {
             eprintln!(

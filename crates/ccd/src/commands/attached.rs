@@ -102,7 +102,7 @@ pub fn attach_and_report(
 /// writers split a conversation). Printed after the terminal is restored,
 /// never into claude's screen. `None`: the id is unchanged or unknown.
 fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
-    let mut c = super::connect_existing(global)?;
+    let mut c = super::connect_existing(global).ok()??;
     let info = c
         .call_value("sessions.get", serde_json::json!({"session": sid}))
         .ok()?;

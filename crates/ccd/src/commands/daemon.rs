@@ -79,7 +79,7 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let Some(mut c) = super::connect_existing(global) else {
+    let Some(mut c) = super::connect_existing(global)? else {
         let dir = SocketDir::resolve(global.socket_dir.as_deref());
         if as_json {
             println!("{}", json!({"running": false, "socket": dir.socket()}));
@@ -108,7 +108,7 @@ fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
-    let Some(mut c) = super::connect_existing(global) else {
+    let Some(mut c) = super::connect_existing(global)? else {
         println!("no ccd daemon is running");
         return Ok(ExitCode::SUCCESS);
     };

@@ -166,18 +166,50 @@ fn formats(global: &GlobalArgs, sample: usize) -> Vec<Check> {
 fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
     let p = dir.path().display().to_string();
-    let dir_check = match dir.verify() {
-        Ok(()) => ok("socket", format!("{p} is a private directory owned by you")),
-        Err(SocketDirError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            ok("socket", format!("{p} does not exist yet (created when the daemon starts)"))
+    // The same checks a client makes before it talks (directory, then the
+    // daemon's socket), and the same message.
+    let dir_check = match dir.verify_with_socket() {
+        Ok(()) => ok(
+            "socket",
+            format!("{p} is a private directory owned by you, with a private socket"),
+        ),
+        Err(SocketDirError::Io { path, source })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            if path == dir.path() {
+                ok(
+                    "socket",
+                    format!("{p} does not exist yet (created when the daemon starts)"),
+                )
+            } else {
+                ok(
+                    "socket",
+                    format!("{p} is a private directory owned by you (no daemon socket in it)"),
+                )
+            }
         }
-        Err(e @ SocketDirError::NotPrivate { .. }) => bad("socket", "error", e.to_string(), format!("chmod 700 {p}")),
-        Err(e @ SocketDirError::Symlink { .. }) => bad("socket", "error", e.to_string(), format!("rm {p}  (ccd recreates it)")),
-        Err(e @ SocketDirError::WrongOwner { .. }) => bad("socket", "error", e.to_string(), format!("use your own directory: --socket-dir or CCD_SOCKET_DIR (or remove {p} as its owner)")),
-        Err(e) => bad("socket", "error", e.to_string(), format!("check {p}")),
+        Err(e) => {
+            let fix = e.fix().unwrap_or_else(|| format!("check {p}"));
+            bad("socket", "error", e.to_string(), fix)
+        }
     };
     let daemon = match super::connect_existing(global) {
-        Some(mut c) => match c.call_value("daemon.status", json!({})) {
+        Err(e) => match e.not_private() {
+            // Named by the socket check: not mistaken for a stale socket.
+            Some(refusal) => bad(
+                "daemon",
+                "error",
+                "not asked: ccd does not talk through a socket directory or socket that is not private (see the socket check)",
+                refusal.fix().unwrap_or_default(),
+            ),
+            None => bad(
+                "daemon",
+                "error",
+                format!("cannot be asked: {e}"),
+                "ccd daemon stop; the next command starts a fresh one",
+            ),
+        },
+        Ok(Some(mut c)) => match c.call_value("daemon.status", json!({})) {
             Ok(s) => ok(
                 "daemon",
                 format!(
@@ -194,13 +226,13 @@ fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {
                 "ccd daemon stop; the next command starts a fresh one",
             ),
         },
-        None if dir.socket().exists() => bad(
+        Ok(None) if dir.socket().exists() => bad(
             "daemon",
             "warn",
             "a socket exists but nothing answers (a daemon that died)",
             "nothing to do: the next command replaces the stale socket",
         ),
-        None => ok("daemon", "not running (it starts when a command needs it)"),
+        Ok(None) => ok("daemon", "not running (it starts when a command needs it)"),
     };
     vec![dir_check, daemon]
 }

@@ -7,6 +7,7 @@ use ccd_claude::context::ContextWindows;
 use ccd_claude::index;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
+use ccd_client::ClientError;
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
     ActivityStatus, ListParams, ListResult, SessionInfo, SessionState, SessionsList,
@@ -26,7 +27,8 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     let idx = index::build_cached(&config, probe.as_ref(), &windows, Some(&cache))
         .with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
-    merge_held(global, &mut rows);
+    // Without the daemon's answer the list still prints, then the error.
+    let held = merge_held(global, &mut rows);
     let cwd_filter = args.cwd.as_deref().map(normalize);
     rows.retain(|r| !args.live || r.state != SessionState::Dead);
     rows.retain(|r| match (&cwd_filter, &r.cwd) {
@@ -56,6 +58,12 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
+    drop(out);
+    if let Err(e) = held {
+        eprintln!("ccd: {e}");
+        eprintln!("ccd: sessions ccd holds are not marked in this list (could not ask the daemon)");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -64,22 +72,19 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
 /// ([`ccd_daemon::views::join_held`]: a held process holds the id its
 /// registry entry names now; ids it wrote before say what superseded
 /// them). Held sessions the files do not show yet (before their first
-/// registry entry) are added first.
-fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) {
-    let Some(mut client) = super::connect_existing(global) else {
-        return;
+/// registry entry) are added first. No daemon running is fine; a daemon
+/// that cannot be asked (a socket directory that is not private, a failed
+/// call) is the error.
+fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) -> Result<(), ClientError> {
+    let Some(mut client) = super::connect_existing(global)? else {
+        return Ok(());
     };
-    let held: ListResult = match client.call::<SessionsList>(&ListParams {
+    let held: ListResult = client.call::<SessionsList>(&ListParams {
         held_only: true,
         ..Default::default()
-    }) {
-        Ok(r) => r,
-        Err(error) => {
-            tracing::warn!(%error, "could not ask the daemon which sessions it holds");
-            return;
-        }
-    };
+    })?;
     *rows = ccd_daemon::views::join_held(std::mem::take(rows), held.sessions);
+    Ok(())
 }
 
 fn write_table(

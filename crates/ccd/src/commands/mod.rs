@@ -15,7 +15,7 @@ mod screen;
 mod send;
 
 use crate::cli::{Cli, Command, GlobalArgs};
-use ccd_client::{connect_or_start, Client, DaemonCommand, SocketDir};
+use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, SocketDir};
 use std::process::ExitCode;
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -78,10 +78,12 @@ pub fn connect(global: &GlobalArgs) -> anyhow::Result<Client> {
     Ok(connect_or_start(&dir, &cmd, CLIENT_NAME)?)
 }
 
-/// Connects only if a daemon is already running.
-pub fn connect_existing(global: &GlobalArgs) -> Option<Client> {
+/// Connects only if a daemon is already running: `Ok(None)` when none
+/// answers. A socket directory or socket that is not private is an error
+/// (`ClientError::SocketDir(SocketDirError::NotPrivate)`), never "no daemon".
+pub fn connect_existing(global: &GlobalArgs) -> Result<Option<Client>, ClientError> {
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
-    Client::connect(&dir, CLIENT_NAME).ok()
+    Client::connect_if_running(&dir, CLIENT_NAME)
 }
 
 /// The first 8 characters of a session id.

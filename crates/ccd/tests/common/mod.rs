@@ -187,6 +187,10 @@ impl Drop for Sandbox {
         // have killed the daemon: start one (it adopts the holders) first.
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&self.sock, std::fs::Permissions::from_mode(0o700));
+        let _ = std::fs::set_permissions(
+            self.sock.join("ccd.sock"),
+            std::fs::Permissions::from_mode(0o600),
+        );
         if self.daemon_pid().is_none() {
             let _ = self.run(&["screen", "no-such-session"]);
         }
