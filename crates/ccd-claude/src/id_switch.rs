@@ -41,13 +41,25 @@ impl SwitchReason {
 }
 
 /// The reason a process that wrote some id until at least `seen_before`
-/// (unix ms: when the old id was last seen in its entry) now writes `to`,
-/// judged from `to`'s transcript under `projects` (looked for in `cwd`'s
-/// folder first): none, or one whose first record is not older than
-/// [`SAME_MOMENT`] before `seen_before`, is a new conversation (`/clear`
-/// writes its file and the entry within moments, in either order); one
-/// that began earlier was resumed.
-pub fn reason(projects: &Path, to: &str, cwd: Option<&str>, seen_before: i64) -> SwitchReason {
+/// (unix ms: when the old id was last seen in its entry) writes `to` as of
+/// `now`, judged from `to`'s transcript under `projects` (looked for in
+/// `cwd`'s folder first):
+///
+/// - no file, one with no dated record yet, or one begun after
+///   `seen_before`: a new conversation;
+/// - one begun within [`FRESH`] of `now` that holds no reply yet or begins
+///   with the `/clear` command: the conversation `/clear` just made (the
+///   CLI writes its file, record by record, before it rewrites the entry —
+///   by over a second on a loaded machine — while the old id is still
+///   seen);
+/// - anything older: a conversation taken up again (`resume`).
+pub fn reason(
+    projects: &Path,
+    to: &str,
+    cwd: Option<&str>,
+    seen_before: i64,
+    now: i64,
+) -> SwitchReason {
     let found = match cwd {
         Some(cwd) => crate::transcript::locate::find_by_session_id_in_cwd(projects, to, cwd),
         None => crate::transcript::locate::find_by_session_id(projects, to),
@@ -56,17 +68,21 @@ pub fn reason(projects: &Path, to: &str, cwd: Option<&str>, seen_before: i64) ->
         return SwitchReason::Clear;
     };
     match crate::transcript::read_summary(&path) {
-        Ok(s) => match s.created {
-            Some(created) if unix_ms(created) < seen_before - SAME_MOMENT => SwitchReason::Resume,
-            // Begun around the switch: the new file `/clear` writes starts
-            // with the command itself; a conversation begun just before
-            // and resumed at once does not.
-            Some(_) if begins_with_clear(&path) => SwitchReason::Clear,
-            Some(created) if unix_ms(created) < seen_before => SwitchReason::Resume,
-            Some(_) => SwitchReason::Clear,
-            // A file with no dated record yet: something wrote it before
-            // the switch was seen; a `/clear` writes nothing until a turn.
-            None => SwitchReason::Resume,
+        Ok(s) => match s.created.map(unix_ms) {
+            // No dated record yet: a file being written right now (its
+            // first records, `mode` and the like, carry no time); any
+            // conversation worked on before has dated records.
+            None => SwitchReason::Clear,
+            Some(created) if created >= seen_before => SwitchReason::Clear,
+            // The CLI writes the new file's records one by one: the command
+            // may not be there yet, but no reply is either.
+            Some(created)
+                if now - created <= FRESH && (s.model.is_none() || begins_with_clear(&path)) =>
+            {
+                SwitchReason::Clear
+            }
+            // Begun before the old id was last seen: taken up again.
+            Some(_) => SwitchReason::Resume,
         },
         Err(error) => {
             tracing::debug!(path = %path.display(), %error, "transcript of a switched-to id unreadable");
@@ -88,9 +104,9 @@ fn begins_with_clear(path: &Path) -> bool {
 /// Bytes of a transcript's head looked at for the `/clear` command.
 const HEAD: usize = 8 << 10;
 
-/// How far apart (ms) a `/clear`'s new file and the last sight of the old
-/// id can be and still be one moment.
-pub const SAME_MOMENT: i64 = 2_000;
+/// How recent (ms) a file that begins with `/clear` must be, when the
+/// switch is seen, to be the conversation that `/clear` just made.
+pub const FRESH: i64 = 30_000;
 
 fn unix_ms(t: time::OffsetDateTime) -> i64 {
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
@@ -109,12 +125,26 @@ mod tests {
         std::fs::write(dir.join(format!("{sid}.jsonl")), line).expect("write");
     }
 
+    /// A conversation with a prompt and a reply.
+    fn write_replied(projects: &Path, sid: &str, first_ts: &str) {
+        write(projects, sid, first_ts);
+        let reply = format!(
+            "{{\"type\":\"assistant\",\"sessionId\":\"{sid}\",\"uuid\":\"a1\",\"parentUuid\":\"u1\",\"timestamp\":\"{first_ts}\",\"message\":{{\"role\":\"assistant\",\"model\":\"claude-x\",\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}],\"usage\":{{\"input_tokens\":1,\"output_tokens\":1}}}}}}\n"
+        );
+        let path = projects.join("-w").join(format!("{sid}.jsonl"));
+        let mut all = std::fs::read_to_string(&path).expect("read");
+        all.push_str(&reply);
+        std::fs::write(path, all).expect("write");
+    }
+
     #[test]
     fn no_transcript_is_a_clear_an_older_one_a_resume() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let p = tmp.path();
         // 2026-11-01T00:00:00Z
         let switch_seen = 1_793_491_200_000;
+        let reason =
+            |p: &Path, to: &str, cwd: Option<&str>, seen: i64| reason(p, to, cwd, seen, seen + 500);
         assert_eq!(
             reason(p, "new", Some("/w"), switch_seen),
             SwitchReason::Clear
@@ -132,8 +162,9 @@ mod tests {
             reason(p, "later", Some("/w"), switch_seen),
             SwitchReason::Clear
         );
-        // Begun within moments of the switch: the `/clear` command at its
-        // head decides; without it, begun before the switch is a resume.
+        // Begun before the old id was last seen (the CLI wrote the file
+        // first): the `/clear` command at its head decides while it is
+        // fresh; without it, begun before is a resume.
         let dir = p.join("-w");
         std::fs::write(
             dir.join("cleared.jsonl"),
@@ -144,10 +175,20 @@ mod tests {
             reason(p, "cleared", Some("/w"), switch_seen),
             SwitchReason::Clear
         );
-        write(p, "just-before", "2026-10-31T23:59:59.500Z");
+        write_replied(p, "just-before", "2026-10-31T23:59:59.500Z");
         assert_eq!(
             reason(p, "just-before", Some("/w"), switch_seen),
             SwitchReason::Resume
+        );
+        // Only undated records so far: being written now.
+        std::fs::write(
+            dir.join("undated.jsonl"),
+            "{\"type\":\"mode\",\"mode\":\"normal\"}\n",
+        )
+        .expect("write");
+        assert_eq!(
+            reason(p, "undated", Some("/w"), switch_seen),
+            SwitchReason::Clear
         );
         // Names that are not plain file names are never looked up.
         assert_eq!(

@@ -619,6 +619,7 @@ impl Session {
             &e.session_id,
             Some(&cwd),
             if seen_at > 0 { seen_at } else { now },
+            now,
         );
         let mut g = self.lock();
         if g.life.session_id.as_deref() != Some(from.as_str()) {

@@ -584,10 +584,19 @@ fn clear_version(version: &str) {
     let new = now["session_id"].as_str().unwrap().to_string();
     assert_eq!(now["pid"], child, "[{version}] {now}");
     assert_eq!(now["state"], "live", "[{version}] {now}");
-    let was = wait_for(T, "the old id superseded", || {
+    let deadline = Instant::now() + T;
+    let was = loop {
         let r = common::row(&sb, &old);
-        (r["superseded_by"]["reason"] == "clear").then_some(r)
-    });
+        if r["superseded_by"]["reason"] == "clear" {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "[{version}] the old id is not superseded by a clear: {r:#}\nlogs:\n{}",
+            sb.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert_eq!(was["state"], "dead", "[{version}] {was}");
     assert!(was["ccd"].is_null(), "[{version}] {was}");
     assert_eq!(was["superseded_by"]["writes_now"], new.as_str());

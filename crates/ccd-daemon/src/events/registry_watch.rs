@@ -283,7 +283,7 @@ pub async fn run(daemon: Arc<Daemon>) {
         let (old, now, events) = match tokio::task::spawn_blocking(move || {
             let now = scan(&d, &old, &holders);
             let reason = |to: &str, cwd: Option<&str>| {
-                ccd_claude::id_switch::reason(&p, to, cwd, before).as_str()
+                ccd_claude::id_switch::reason(&p, to, cwd, before, now_ms()).as_str()
             };
             let events = diff(&old, &now, &reason);
             (old, now, events)
