@@ -269,5 +269,15 @@ if forked then
   check(not killed_fork.err, 'session.kill of the fork: ' .. vim.inspect(killed_fork))
 end
 
+-- A second writer is told in words, with the pids; a process that moved to
+-- another conversation keeps its label.
+local second = events.message(
+  { type = 'session.attention', session = sid, reason = 'second_writer', pids = { 11, 22 } },
+  'lbl'
+)
+check(second and second:find('several processes', 1, true) and second:find('11, 22', 1, true), 'second writer message: ' .. tostring(second))
+events.handle({ type = 'session.appeared', session = 'aaaaaaaa-moved-from', cwd = '/x/proj', pid = 1, state = 'live', held = true })
+events.handle({ type = 'session.id_changed', session = 'bbbbbbbb-moved-to', from = 'aaaaaaaa-moved-from', to = 'bbbbbbbb-moved-to', pid = 1, reason = 'clear', held = true })
+
 log('all checks passed')
 os.exit(0)

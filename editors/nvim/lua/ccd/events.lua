@@ -53,7 +53,11 @@ end
 function M.message(ev, label)
   local n = cfg().notify
   local t = ev.type
-  if t == 'session.attention' and n.attention then
+  if t == 'session.attention' and n.attention and ev.reason == 'second_writer' then
+    local pids = type(ev.pids) == 'table' and table.concat(ev.pids, ', ') or '?'
+    return ('ccd: %s is written by several processes (pids %s): someone resumed it outside ccd; the conversation splits'):format(label, pids),
+      vim.log.levels.WARN
+  elseif t == 'session.attention' and n.attention then
     return ('ccd: %s needs attention: %s'):format(label, ev.reason or ev.waiting_for or 'unknown reason'), vim.log.levels.WARN
   elseif t == 'session.status' and n.turn and ev.status == 'idle' and ev.previous == 'busy' then
     return ('ccd: %s: turn finished'):format(label), vim.log.levels.INFO
@@ -75,6 +79,11 @@ function M.handle(ev)
     if not ok then
       notify('ccd: on_event: ' .. tostring(e), vim.log.levels.ERROR)
     end
+  end
+  -- A process is not a conversation: after `/clear` (or `/resume` inside
+  -- claude) the same process writes `to`; its label follows it.
+  if ev.type == 'session.id_changed' and ev.from and ev.to and labels[ev.from] and not labels[ev.to] then
+    labels[ev.to] = labels[ev.from]
   end
   if ev.type == 'session.appeared' and ev.cwd and not labels[ev.session] then
     labels[ev.session] = ('%s (%s)'):format(short(ev.session), vim.fn.fnamemodify(ev.cwd, ':t'))
