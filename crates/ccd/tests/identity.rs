@@ -126,6 +126,15 @@ fn after_clear_the_new_id_reaches_the_held_process_and_the_old_one_is_dead() {
     assert!(!transcript_text(&sb, &old).contains("after clear"));
     let screen = sb.ok(&["screen", &new]);
     assert!(screen.contains("after clear"), "{screen}");
+    // So do its name and an attach by the new id.
+    let name = now["name"].as_str().expect("a registry name").to_string();
+    sb.ok(&["send", &name, "by name"]);
+    wait_reply(&sb, &new, "by name");
+    let mut a = common::pty::PtyRun::start(&sb, &["attach", &new[..8]], None);
+    a.wait_text("echo: by name", T);
+    a.send(b"\x1c");
+    assert_eq!(a.wait_exit(T), 0);
+    assert_eq!(row(&sb, &new)["ccd"]["holder"], holder.as_str());
     // The holder id still reaches it too.
     let by_holder = c
         .call_value("sessions.get", json!({"session": holder}))
