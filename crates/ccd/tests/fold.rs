@@ -161,14 +161,21 @@ fn dead_with_transcript(c: &mut ccd_client::Client) -> Vec<String> {
         .collect()
 }
 
-fn run_sequence(seed: u64, steps: usize) {
-    let sb = Sandbox::new();
-    let mut lister = sb.client_or_start();
+/// A daemon's listing client, a subscribed client and the fold from the
+/// subscription's snapshot.
+fn subscribed(sb: &Sandbox) -> (ccd_client::Client, ccd_client::Client, Fold) {
+    let lister = sb.client_or_start();
     let mut events = sb.client();
     let snapshot = events
         .call_value("events.subscribe", json!({}))
         .expect("subscribe");
-    let mut fold = Fold::new(&snapshot);
+    let fold = Fold::new(&snapshot);
+    (lister, events, fold)
+}
+
+fn run_sequence(seed: u64, steps: usize) {
+    let sb = Sandbox::new();
+    let (mut lister, mut events, mut fold) = subscribed(&sb);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut externals: Vec<External> = Vec::new();
     let mut ops = Vec::new();
@@ -262,12 +269,7 @@ fn a_clear_and_a_resume_fold_to_the_list_every_time() {
     // The moves this issue is about, in a fixed order, so a run that drew
     // none of them above still checks them.
     let sb = Sandbox::new();
-    let mut lister = sb.client_or_start();
-    let mut events = sb.client();
-    let snapshot = events
-        .call_value("events.subscribe", json!({}))
-        .expect("subscribe");
-    let mut fold = Fold::new(&snapshot);
+    let (mut lister, mut events, mut fold) = subscribed(&sb);
     let a = sb.new_session("folded");
     settle(&mut events, &mut fold, &mut lister, "new");
     sb.ok(&["send", &a, "first"]);
