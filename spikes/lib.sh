@@ -18,7 +18,7 @@
 #     touched; no process is killed by name.
 #
 # Verdict lines (stdout): `PASS|FAIL|INFO <fact>: <detail>`.
-#   PASS = agrees with DESIGN.md §1, FAIL = disagrees (or could not be
+#   PASS = agrees with docs/claude-cli-compat.md, FAIL = disagrees (or could not be
 #   established), INFO = an observation with no fixed expectation.
 #
 # Environment:

@@ -30,7 +30,7 @@ if [ "$seen" = dialog ]; then
     sel="$(dialog_selected k1)"
     case "$sel" in
         *"No (recommended)"*) verdict PASS "$F default" "'$sel'" ;;
-        *) verdict FAIL "$F default" "'$sel' (DESIGN: 'No (recommended)')" ;;
+        *) verdict FAIL "$F default" "'$sel' (the facts: 'No (recommended)')" ;;
     esac
     [ -f "$(reg_file "$pid")" ] && verdict INFO "$F registry" "entry written while the dialog is open" ||
         verdict INFO "$F registry" "no entry while the dialog is open"

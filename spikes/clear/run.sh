@@ -68,9 +68,9 @@ fi
 if [ "$sid2" = "$fsid" ]; then
     verdict PASS "$F registry follows" "registry sessionId $sid2 = the file written after /clear (no drift)"
 else
-    verdict INFO "$F registry follows" "DRIFT: registry says $sid2 but the turn went to $fsid.jsonl (the drift DESIGN §1 mentions)"
+    verdict INFO "$F registry follows" "DRIFT: registry says $sid2 but the turn went to $fsid.jsonl (the drift docs/claude-cli-compat.md mentions)"
 fi
-# The witness DESIGN proposes: the newest transcript in the cwd's project
+# The witness docs/claude-cli-compat.md proposes: the newest transcript in the cwd's project
 # folder written after startedAt.
 newest="$(python3 - "$SB_CONFIG/projects/$(slug "$proj")" "$started" <<'EOF2'
 import os, sys

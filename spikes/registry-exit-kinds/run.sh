@@ -74,7 +74,7 @@ exit_kind() {
     local left; left="$(leftovers "$p")"
     if [ "$how" = KILL ]; then
         if [ -n "$left" ]; then verdict PASS "$F exit $label" "status $st; left behind: $left (had: $files)"
-        else verdict FAIL "$F exit $label" "status $st; nothing left behind (DESIGN: entry stays)"; fi
+        else verdict FAIL "$F exit $label" "status $st; nothing left behind (the facts: entry stays)"; fi
         KILLED_PID="$p"; KILLED_LEFT="$left"
         return
     fi

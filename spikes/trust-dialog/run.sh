@@ -56,7 +56,7 @@ if select_option t1 "No, exit"; then
         if [ -n "$msg" ]; then
             verdict PASS "$F no-exit message" "'$msg'"
         else
-            verdict INFO "$F no-exit message" "none printed (DESIGN quotes \"Claude Code didn't start because this folder isn't trusted.\"); last screen: $(screen t1 | grep -v '^ *$' | tail -2 | sed -E 's/^ +//' | paste -sd'|')"
+            verdict INFO "$F no-exit message" "none printed (the facts quote \"Claude Code didn't start because this folder isn't trusted.\"); last screen: $(screen t1 | grep -v '^ *$' | tail -2 | sed -E 's/^ +//' | paste -sd'|')"
         fi
     else
         verdict FAIL "$F no-exit" "still running 15 s after choosing 'No, exit'"

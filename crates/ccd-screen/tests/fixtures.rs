@@ -1,6 +1,7 @@
 //! The screen model and classifiers against real Claude Code recordings.
 //!
-//! Fixtures: `$CCD_FIXTURES_DIR`, else `<repo>/../shared/fixtures/claude-cli`.
+//! Fixtures: `$CCD_FIXTURES_DIR`, else the repository's own
+//! `tests/recordings/claude-cli/`.
 //! A missing fixture directory FAILS these tests: they are the evidence that the
 //! classifiers work on the real CLI.
 
@@ -21,9 +22,7 @@ struct Recording {
 fn fixtures_dir() -> PathBuf {
     match std::env::var_os("CCD_FIXTURES_DIR") {
         Some(d) => PathBuf::from(d),
-        None => {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/claude-cli")
-        }
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/recordings/claude-cli"),
     }
 }
 

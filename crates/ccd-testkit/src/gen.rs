@@ -1,5 +1,5 @@
 //! Builders for Claude Code config dirs, shaped like what the real CLI
-//! writes (see `shared/fixtures/claude-cli/`).
+//! writes (see `tests/recordings/claude-cli/`).
 
 use serde_json::{json, Value};
 use std::fs;

@@ -1,5 +1,5 @@
 //! attach / observe / fork / resume through the built binary under a PTY,
-//! against a daemon running the fake claude. Implements DESIGN.md §2's
+//! against a daemon running the fake claude. Implements docs/claude-cli-compat.md's
 //! decision table, row by row.
 
 mod common;

@@ -1,4 +1,4 @@
-//! End to end against the REAL Claude Code CLI, offline (DESIGN.md §4):
+//! End to end against the REAL Claude Code CLI, offline (docs/claude-cli-compat.md, "Running the real CLI offline"):
 //! each pinned version (`tests/real-cli/versions`) is installed into a cache
 //! outside the repo by `tests/real-cli/install.sh`, talks to `ccd-mock-api`
 //! on loopback, and runs under ccd in a sandbox (temp HOME, config dir,

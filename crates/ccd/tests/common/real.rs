@@ -1,7 +1,7 @@
 //! The real Claude Code CLI, offline: pinned versions installed by
 //! `tests/real-cli/install.sh` into a cache outside the repository, run
 //! against `ccd-mock-api` on loopback, in a sandbox with its own HOME,
-//! config dir and TMPDIR (never the machine's ~/.claude). DESIGN.md §4.
+//! config dir and TMPDIR (never the machine's ~/.claude). docs/claude-cli-compat.md, "Running the real CLI offline".
 
 #![allow(dead_code)]
 
@@ -26,7 +26,7 @@ pub struct MockUsage {
 }
 
 impl MockUsage {
-    /// What ccd should report as the context in use (DESIGN §1).
+    /// What ccd should report as the context in use (docs/claude-cli-compat.md).
     pub fn context_tokens(&self) -> u64 {
         self.input + self.cache_creation + self.cache_read
     }
