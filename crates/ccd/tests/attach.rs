@@ -287,6 +287,9 @@ fn a_resume_another_process_beat_is_refused_naming_it_and_leaves_no_trace() {
     let sb = Sandbox::with_env(&[("CCD_RESUME_SETTLE_MS", "20000")]);
     let (sid, dir) = dead_session(&sb, "late");
     let mut c = sb.client_or_start();
+    let mut ev = sb.client();
+    ev.call_value("events.subscribe", json!({"types": ["session.lifecycle"]}))
+        .unwrap();
     let mut steps = Vec::new();
     let mut other = None;
     let t0 = std::time::Instant::now();
@@ -339,6 +342,17 @@ fn a_resume_another_process_beat_is_refused_naming_it_and_leaves_no_trace() {
     assert_eq!(steps[0]["cwd"], dir.to_str().unwrap(), "{steps:?}");
     assert_eq!(steps.last().unwrap()["pid"], pid, "{steps:?}");
 
+    // Its lifecycle events end: the copy is discarded, held no more.
+    let discarded = wait_for(T, "the discarded copy's lifecycle event", || {
+        let n = ev
+            .next_notification(Some(Duration::from_millis(100)))
+            .ok()
+            .flatten()?;
+        let p = n.params?;
+        (p["session"] == sid.as_str() && p["status"] == "discarded").then_some(p)
+    });
+    assert_eq!(discarded["held"], false, "{discarded}");
+    assert!(discarded["holder"].is_string(), "{discarded}");
     // ccd's copy is gone, and nothing of it is reported.
     wait_for(T, "no holder process left", || {
         holder_processes(&sb).is_empty().then_some(())

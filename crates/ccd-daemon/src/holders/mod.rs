@@ -365,9 +365,25 @@ impl HolderTable {
     /// refused late resume), whose exit no later message should report.
     /// A collect racing this retires nothing (the entry is gone); a record
     /// it left already is dropped too. The caller ends the holder.
+    ///
+    /// Its `session.lifecycle` events end with one saying `discarded` (held
+    /// no more), so a subscriber's view of the holder closes.
     pub fn discard(&self, id: &str) {
-        if let Ok(mut m) = self.live.lock() {
-            m.remove(id);
+        let gone = self.live.lock().ok().and_then(|mut m| m.remove(id));
+        if let Some(e) = gone.filter(|e| e.session_id().is_some()) {
+            use ccd_protocol::methods::events::Event;
+            let mut ev = Event::new(
+                "session.lifecycle",
+                e.session_id().map(String::from),
+                crate::events::now_ms(),
+            );
+            ev.held = Some(false);
+            ev.holder = Some(e.id.clone());
+            ev.pid = e.info.as_ref().map(|i| i.child_pid);
+            ev.status = Some("discarded".into());
+            ev.previous = Some(e.lifecycle());
+            ev.reason = Some("another process runs this session; ccd stopped its own copy".into());
+            self.events.publish(ev);
         }
         if let Ok(mut m) = self.info_conns.lock() {
             m.remove(id);
