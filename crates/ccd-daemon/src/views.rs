@@ -168,14 +168,16 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
     let mut used = vec![false; held.len()];
     // What each running holder's process left, by the holder's own account
     // and by the registry's when the holder has not told yet.
-    let mut left: Vec<(EarlierConversation, String, String)> = held
+    let mut left: Vec<Left> = held
         .iter()
         .filter(|h| running(h))
         .filter_map(|h| Some((h.ccd.as_ref()?, h)))
         .flat_map(|(c, h)| {
-            c.earlier
-                .iter()
-                .map(|x| (x.clone(), c.holder.clone(), h.session_id.clone()))
+            c.earlier.iter().map(|x| Left {
+                earlier: x.clone(),
+                holder: c.holder.clone(),
+                writes_now: h.session_id.clone(),
+            })
         })
         .collect();
     // The child's pid first.
@@ -194,19 +196,19 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
                 // reported: the process moved on (its holder says why at
                 // its next refresh).
                 let holder = h.ccd.as_ref().map(|c| c.holder.clone()).unwrap_or_default();
-                for x in left.iter_mut().filter(|x| x.1 == holder) {
-                    x.2 = r.session_id.clone();
+                for x in left.iter_mut().filter(|x| x.holder == holder) {
+                    x.writes_now = r.session_id.clone();
                 }
-                left.push((
-                    EarlierConversation {
+                left.push(Left {
+                    earlier: EarlierConversation {
                         session: h.session_id.clone(),
                         next: r.session_id.clone(),
                         reason: "unknown".into(),
                         until: None,
                     },
                     holder,
-                    r.session_id.clone(),
-                ));
+                    writes_now: r.session_id.clone(),
+                });
             }
         }
     }
@@ -247,22 +249,26 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
     out
 }
 
+/// An id a running holder's process wrote before, with that holder and the
+/// id its process writes now.
+struct Left {
+    earlier: EarlierConversation,
+    holder: String,
+    writes_now: String,
+}
+
 /// What superseded `session_id` if a running holder's process wrote it
-/// before (the latest such switch when several did). `left` holds each
-/// earlier id with its holder and the id that holder's process writes now.
-fn superseded(
-    session_id: &str,
-    left: &[(EarlierConversation, String, String)],
-) -> Option<Superseded> {
+/// before (the latest such switch when several did).
+fn superseded(session_id: &str, left: &[Left]) -> Option<Superseded> {
     left.iter()
-        .filter(|(x, _, _)| x.session == session_id)
-        .max_by(|a, b| a.0.until.cmp(&b.0.until))
-        .map(|(x, holder, now)| Superseded {
-            session: x.next.clone(),
-            reason: x.reason.clone(),
-            at: x.until.clone(),
-            holder: holder.clone(),
-            writes_now: now.clone(),
+        .filter(|x| x.earlier.session == session_id)
+        .max_by(|a, b| a.earlier.until.cmp(&b.earlier.until))
+        .map(|x| Superseded {
+            session: x.earlier.next.clone(),
+            reason: x.earlier.reason.clone(),
+            at: x.earlier.until.clone(),
+            holder: x.holder.clone(),
+            writes_now: x.writes_now.clone(),
         })
 }
 
@@ -359,4 +365,133 @@ pub fn finished_only_info(f: &Finished) -> Option<SessionInfo> {
         ccd: Some(finished_info(f)),
         ..known_to_ccd_only(f.session_id.as_deref()?, &f.meta)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A row as the index lists it: `writers` are pids.
+    fn row(sid: &str, writers: &[u32]) -> SessionInfo {
+        serde_json::from_value(json!({
+            "session_id": sid,
+            "state": if writers.is_empty() { "dead" } else { "live" },
+            "pid": writers.first(), "cwd": "/w", "status": null, "waiting_for": null,
+            "kind": null, "name": null, "version": null, "started_at": null,
+            "last_activity": null, "title": null, "model": null, "context_tokens": null,
+            "context_percent": null, "context_window": null, "transcript": null,
+            "transcript_bytes": null,
+            "writers": writers.iter().map(|p| json!({
+                "pid": p, "liveness": "live", "kind": null, "cwd": null, "started_at": null,
+                "status": null, "waiting_for": null, "version": null
+            })).collect::<Vec<_>>(),
+            "several_writers": writers.len() > 1, "ccd": null
+        }))
+        .expect("a row")
+    }
+
+    /// A held row as the daemon reports it: the id the holder last saw, its
+    /// child's pid, and the ids it wrote before.
+    fn held(
+        holder: &str,
+        sid: &str,
+        child: Option<u32>,
+        earlier: &[(&str, &str, &str)],
+    ) -> SessionInfo {
+        let mut r = row(sid, &[]);
+        r.state = if child.is_some() {
+            SessionState::Live
+        } else {
+            SessionState::Dead
+        };
+        r.pid = child;
+        r.ccd = Some(OwnedInfo {
+            holder: holder.into(),
+            lifecycle: if child.is_some() { "idle" } else { "exited" }.into(),
+            attention: None,
+            attached: 0,
+            exit_code: None,
+            pinned: false,
+            clients: Vec::new(),
+            earlier: earlier
+                .iter()
+                .map(|(s, next, reason)| EarlierConversation {
+                    session: (*s).into(),
+                    next: (*next).into(),
+                    reason: (*reason).into(),
+                    until: Some("2026-12-01T00:00:00Z".into()),
+                })
+                .collect(),
+        });
+        r
+    }
+
+    fn find<'a>(rows: &'a [SessionInfo], sid: &str) -> &'a SessionInfo {
+        rows.iter().find(|r| r.session_id == sid).expect(sid)
+    }
+
+    #[test]
+    fn a_held_process_holds_the_id_its_entry_names_even_before_its_holder_says_so() {
+        // The holder still reports "old"; the registry says its child (pid
+        // 7) writes "new".
+        let rows = vec![row("new", &[7]), row("old", &[])];
+        let out = join_held(rows, vec![held("h1", "old", Some(7), &[])]);
+        assert_eq!(out.len(), 2, "no extra row for the stale id");
+        assert_eq!(
+            find(&out, "new").ccd.as_ref().map(|c| c.holder.as_str()),
+            Some("h1")
+        );
+        let old = find(&out, "old");
+        assert!(old.ccd.is_none());
+        let s = old.superseded_by.as_ref().expect("superseded");
+        assert_eq!((s.session.as_str(), s.reason.as_str()), ("new", "unknown"));
+        assert_eq!((s.holder.as_str(), s.writes_now.as_str()), ("h1", "new"));
+    }
+
+    #[test]
+    fn earlier_ids_name_the_id_that_reaches_the_process_now() {
+        // a -> b (clear) -> c (resume): both earlier ids point at c.
+        let rows = vec![row("c", &[7]), row("a", &[]), row("b", &[])];
+        let h = held(
+            "h1",
+            "c",
+            Some(7),
+            &[("a", "b", "clear"), ("b", "c", "resume")],
+        );
+        let out = join_held(rows, vec![h]);
+        let a = find(&out, "a").superseded_by.clone().expect("a superseded");
+        assert_eq!(
+            (a.session.as_str(), a.writes_now.as_str(), a.reason.as_str()),
+            ("b", "c", "clear")
+        );
+        let b = find(&out, "b").superseded_by.clone().expect("b superseded");
+        assert_eq!((b.session.as_str(), b.reason.as_str()), ("c", "resume"));
+        assert!(find(&out, "c").superseded_by.is_none());
+    }
+
+    #[test]
+    fn an_ended_holder_never_marks_a_row_another_process_writes() {
+        // ccd's copy of "s" ended; pid 9 (not ccd's) writes "s" now.
+        let rows = vec![row("s", &[9])];
+        let out = join_held(rows, vec![held("h1", "s", None, &[])]);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].ccd.is_none(), "{:?}", out[0].ccd);
+        // With nobody writing it, the ended holder annotates it.
+        let out = join_held(vec![row("s", &[])], vec![held("h1", "s", None, &[])]);
+        assert_eq!(
+            out[0].ccd.as_ref().map(|c| c.lifecycle.as_str()),
+            Some("exited")
+        );
+    }
+
+    #[test]
+    fn a_held_session_the_files_do_not_show_yet_comes_first() {
+        let out = join_held(
+            vec![row("x", &[])],
+            vec![held("h1", "starting", Some(5), &[])],
+        );
+        assert_eq!(out[0].session_id, "starting");
+        assert_eq!(out.len(), 2);
+    }
 }
