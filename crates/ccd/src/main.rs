@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     match commands::run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ccd: {e:#}");
+            eprintln!("ccd: {}", ccd_claude::display::line(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

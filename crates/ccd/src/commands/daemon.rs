@@ -4,6 +4,7 @@ use crate::cli::{DaemonAction, DaemonArgs, GlobalArgs};
 use crate::settings::{find_on_path, state_dir, Settings};
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
+use ccd_claude::display::line;
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::SocketDir;
 use serde_json::{json, Value};
@@ -95,13 +96,13 @@ fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     } else {
         println!(
             "ccd daemon {} running, pid {}, socket {}\n{} session(s) held, {} client(s) connected\nclaude: {}\nlogs: {}",
-            s["daemon_version"].as_str().unwrap_or("?"),
+            line(s["daemon_version"].as_str().unwrap_or("?")),
             s["pid"],
-            s["socket"].as_str().unwrap_or("?"),
+            line(s["socket"].as_str().unwrap_or("?")),
             s["sessions"],
             s["clients"],
-            s["claude_bin"].as_str().unwrap_or("?"),
-            s["state_dir"].as_str().unwrap_or("?"),
+            line(s["claude_bin"].as_str().unwrap_or("?")),
+            line(s["state_dir"].as_str().unwrap_or("?")),
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -5,6 +5,7 @@
 
 use crate::cli::GlobalArgs;
 use crate::settings::{state_dir, Settings};
+use ccd_claude::display::line;
 use ccd_claude::drift::{self, Severity};
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::{SocketDir, SocketDirError};
@@ -66,12 +67,12 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
                 "warn" => "warn",
                 _ => "FAIL",
             };
-            println!("[{mark}] {:<10} {}", c.check, c.message);
+            println!("[{mark}] {:<10} {}", c.check, line(&c.message));
             if let Some(f) = &c.file {
-                println!("            in {}", f.display());
+                println!("            in {}", line(&f.display().to_string()));
             }
             if let Some(fix) = &c.fix {
-                println!("            fix: {fix}");
+                println!("            fix: {}", line(fix));
             }
         }
     }
