@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod context;
+pub mod display;
 pub mod drift;
 pub mod id_switch;
 pub mod index;

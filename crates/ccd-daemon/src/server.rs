@@ -32,6 +32,7 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     );
     let adopted = daemon.holders.adopt_all().await;
     tracing::info!(adopted, "holders adopted");
+    tokio::spawn(crate::logfiles::prune_task(daemon.clone()));
     tokio::spawn(crate::holders::watch(daemon.clone()));
     tokio::spawn(crate::events::registry_watch::run(daemon.clone()));
     if let Some(limit) = daemon.options.reap_idle {

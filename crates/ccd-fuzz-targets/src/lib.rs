@@ -22,6 +22,10 @@
 //!   and message accessors and the renderer; the background-work scan over
 //!   the whole buffer; [`ccd_claude::transcript::read_summary`] over the
 //!   bytes written to a temporary file.
+//! - [`display_sanitizer`]: [`ccd_claude::display::sanitize`] in both
+//!   modes leaves no ESC, C0, C1, DEL or bidi control (a line feed only
+//!   where breaks are kept, and every one shown where they are marked),
+//!   is idempotent, and leaves clean text as it was.
 //! - [`screen`]: [`ccd_screen::Screen`] of a size and chunking chosen by the
 //!   input's first bytes; classification; a redraw snapshot replayed into a
 //!   fresh screen of the same size reproduces contents, cursor, modes, title
@@ -30,12 +34,14 @@
 //! The first bytes of an input steer the target (chunk sizes, limits,
 //! screen size); [`Steer`] documents the layout.
 
+mod display;
 mod protocol;
 mod registry;
 mod screen;
 mod steer;
 mod transcript;
 
+pub use display::display_sanitizer;
 pub use protocol::protocol_decoder;
 pub use registry::registry_parser;
 pub use screen::screen;
@@ -52,4 +58,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("registry_parser", registry_parser),
     ("transcript_parser", transcript_parser),
     ("screen", screen),
+    ("display_sanitizer", display_sanitizer),
 ];

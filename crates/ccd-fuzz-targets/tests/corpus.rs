@@ -94,3 +94,8 @@ fn transcript_parser_corpus() {
 fn screen_corpus() {
     replay("screen");
 }
+
+#[test]
+fn display_sanitizer_corpus() {
+    replay("display_sanitizer");
+}

@@ -22,6 +22,15 @@ pub fn init_client() {
         .try_init();
 }
 
+/// The holder log cap: `CCD_HOLDER_LOG_CAP` bytes (tests), else
+/// [`ccd_daemon::logfiles::HOLDER_LOG_CAP`].
+fn holder_log_cap() -> u64 {
+    std::env::var("CCD_HOLDER_LOG_CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ccd_daemon::logfiles::HOLDER_LOG_CAP)
+}
+
 /// Log lines waiting for the writer thread before new ones are dropped.
 /// tracing-appender's default (128,000) preallocates its whole queue: about
 /// 4 MB in every holder, idle or not.
@@ -100,15 +109,12 @@ pub fn init_daemon(state_dir: &Path, foreground: bool) -> Guard {
     }
 }
 
-/// A holder: its own file, appended.
+/// A holder: its own file, appended, owner-only, moved to `.1` past
+/// [`ccd_daemon::logfiles::HOLDER_LOG_CAP`].
 pub fn init_file(path: &Path) -> Guard {
     let file = path.parent().and_then(|dir| {
         std::fs::create_dir_all(dir).ok()?;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .ok()
+        ccd_daemon::logfiles::CappedLog::open(path, holder_log_cap()).ok()
     });
     match file {
         Some(f) => {

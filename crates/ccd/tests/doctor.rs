@@ -63,3 +63,19 @@ fn healthy_then_drifted() {
     assert!(s["fix"].as_str().unwrap().starts_with("chmod 700"));
     std::fs::set_permissions(&sb.sock, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
+
+/// On a full disk a log opens for append but cannot be written: doctor
+/// writes and syncs a probe. The probe's name is a link to /dev/full here
+/// (every write: ENOSPC), which no test can otherwise make without mounting.
+#[test]
+fn logs_on_a_full_disk_are_not_writable() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.state).unwrap();
+    std::fs::write(sb.state.join("ccd.2025-01-01.log"), "old\n").unwrap();
+    std::os::unix::fs::symlink("/dev/full", sb.state.join(".doctor-probe")).unwrap();
+    let (_, checks) = doctor(&sb);
+    let logs = checks.iter().find(|c| c["check"] == "logs").unwrap();
+    assert_eq!(logs["status"], "warn", "{logs}");
+    let msg = logs["message"].as_str().unwrap();
+    assert_eq!(msg.matches("No space left on device").count(), 1, "{msg}");
+}

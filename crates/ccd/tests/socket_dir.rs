@@ -187,3 +187,16 @@ fn a_loosened_daemon_socket_is_refused_everywhere_until_fixed() {
     chmod(&socket, 0o600);
     everything_works(&sb, &sid);
 }
+
+/// An error that quotes its OS error (and carries it as its source) names
+/// it once, not once per link of the chain.
+#[test]
+fn a_socket_dir_under_a_file_names_the_os_error_once() {
+    let sb = common::Sandbox::new();
+    let file = sb.work.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let under = file.join("sub");
+    let o = sb.run(&["--socket-dir", under.to_str().unwrap(), "daemon", "status"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
+}

@@ -341,7 +341,7 @@ fn truncate_chars(s: &str, max: usize) -> String {
 /// Cleans `s` and collapses it to one line: blank lines dropped, the others
 /// trimmed and joined with [`LINE_JOIN`], then cut to `max` chars.
 fn one_line(s: &str, max: usize) -> String {
-    let clean = sanitize(s);
+    let clean = crate::display::text(s);
     let mut out = String::new();
     for line in clean.lines() {
         let line = collapse_spaces(line);
@@ -363,7 +363,7 @@ fn one_line(s: &str, max: usize) -> String {
 /// The first non-blank line of `s`, cleaned and cut to `max` chars.
 fn first_line(s: &str, max: usize) -> String {
     for line in s.lines() {
-        let line = collapse_spaces(&sanitize(line));
+        let line = collapse_spaces(&crate::display::text(line));
         if !line.is_empty() {
             return truncate_chars(&line, max);
         }
@@ -408,91 +408,9 @@ fn strip_tags(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Removes ANSI escape sequences (CSI, OSC and other string commands, two-
-/// and three-char escapes), control characters other than newline (a tab
-/// becomes a space, a carriage return goes), and bidi override characters.
-fn sanitize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.next() {
-                Some('[') => skip_csi(&mut chars),
-                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
-                Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
-                    // Intermediate bytes, then one final byte.
-                    while let Some(&n) = chars.peek() {
-                        chars.next();
-                        if !('\u{20}'..='\u{2f}').contains(&n) {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            '\u{9b}' => skip_csi(&mut chars),
-            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
-            '\n' => out.push('\n'),
-            '\t' => out.push(' '),
-            c if c.is_control() => {}
-            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Skips a CSI sequence's parameter and intermediate bytes and its final byte.
-fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    for c in chars.by_ref() {
-        if ('\u{40}'..='\u{7e}').contains(&c) {
-            break;
-        }
-        if !('\u{20}'..='\u{3f}').contains(&c) {
-            // Not part of a CSI sequence: the sequence was malformed.
-            break;
-        }
-    }
-}
-
-/// Skips an OSC/DCS-like string up to BEL, ST (`ESC \\` or U+009C) or a
-/// newline.
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{7}' | '\u{9c}' => break,
-            '\n' => break,
-            '\u{1b}' => {
-                if chars.peek() == Some(&'\\') {
-                    chars.next();
-                }
-                break;
-            }
-            _ => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sanitize_strips_escapes_and_controls() {
-        assert_eq!(sanitize("\u{1b}[1;31mred\u{1b}[0m"), "red");
-        assert_eq!(sanitize("a\u{1b}]0;title\u{7}b"), "ab");
-        assert_eq!(
-            sanitize("a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b"),
-            "alinkb"
-        );
-        assert_eq!(sanitize("a\u{1b}(Bb\u{1b}=c"), "abc");
-        assert_eq!(sanitize("a\u{9b}2Kb"), "ab");
-        assert_eq!(sanitize("x\ty\r\n\u{7}\u{0}z\u{202e}"), "x y\nz");
-        // A lone ESC at the end, or an unterminated OSC, cannot panic.
-        assert_eq!(sanitize("abc\u{1b}"), "abc");
-        assert_eq!(sanitize("abc\u{1b}]never ends"), "abc");
-        assert_eq!(sanitize("abc\u{1b}["), "abc");
-    }
 
     #[test]
     fn one_line_collapses_and_truncates() {

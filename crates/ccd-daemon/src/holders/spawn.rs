@@ -72,9 +72,14 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
         .kill_on_drop(false);
     // Its own session: neither the daemon's death nor its terminal's
     // signals reach the holder.
+    // The user's umask again (the daemon's is 077, for its logs): claude
+    // creates the user's files as it would anywhere else. The holder makes
+    // its own log 0600 itself.
+    let umask = crate::logfiles::user_umask();
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             nix::unistd::setsid().map_err(std::io::Error::from)?;
+            nix::libc::umask(umask as nix::libc::mode_t);
             Ok(())
         });
     }

@@ -4,6 +4,7 @@
 use crate::cli::{DetachKeyArg, GlobalArgs};
 use crate::settings::Settings;
 use crate::term::{attach_loop, DetachKey, Mode, Outcome};
+use ccd_claude::display::line;
 use ccd_client::{Client, ClientError};
 use ccd_protocol::ErrorCode;
 use serde_json::Value;
@@ -43,10 +44,10 @@ pub fn attach_and_report(
         if let Some(f) = attached.get("fresh_instead_of").filter(|f| !f.is_null()) {
             let text = format!(
                 "ccd: RESUMING {} FAILED ({}).\nccd: started a NEW session {} in the same directory instead.\nccd: the original conversation is untouched in {}",
-                f["session"].as_str().unwrap_or("?"),
-                f["reason"].as_str().unwrap_or("?"),
-                attached["session"].as_str().unwrap_or("?"),
-                f["transcript"].as_str().unwrap_or("its transcript"),
+                line(f["session"].as_str().unwrap_or("?")),
+                line(f["reason"].as_str().unwrap_or("?")),
+                line(attached["session"].as_str().unwrap_or("?")),
+                line(f["transcript"].as_str().unwrap_or("its transcript")),
             );
             eprintln!("{text}");
             notice = Some(text);
@@ -66,7 +67,7 @@ pub fn attach_and_report(
             sid = now;
         }
     }
-    let short = super::short_id(&sid);
+    let short = line(super::short_id(&sid));
     match outcome {
         Outcome::Detached => {
             eprintln!("[detached from {short}] come back with: ccd attach {short}");
@@ -111,11 +112,13 @@ fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
     if let Some(to) = info["superseded_by"]["writes_now"].as_str() {
         eprintln!(
             "[claude moved on from {} ({}): it writes {} now]",
-            super::short_id(sid),
-            info["superseded_by"]["reason"]
-                .as_str()
-                .unwrap_or("unknown"),
-            super::short_id(to)
+            line(super::short_id(sid)),
+            line(
+                info["superseded_by"]["reason"]
+                    .as_str()
+                    .unwrap_or("unknown")
+            ),
+            line(super::short_id(to))
         );
         now = Some(to.to_string());
         if let Ok(v) = c.call_value("sessions.get", serde_json::json!({"session": to})) {
@@ -134,7 +137,7 @@ fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
             .unwrap_or_default();
         eprintln!(
             "ccd: WARNING: session {} is written by {} processes (pids {}): someone resumed it outside ccd; their turns and yours split the conversation",
-            super::short_id(now.as_deref().unwrap_or(sid)),
+            line(super::short_id(now.as_deref().unwrap_or(sid))),
             pids.len(),
             pids.join(", ")
         );
@@ -145,13 +148,13 @@ fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
 /// Explains a refused or failed attach.
 pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> {
     let Some(rpc) = e.rpc() else {
-        eprintln!("ccd: {e}");
+        eprintln!("ccd: {}", line(&e.to_string()));
         return Ok(ExitCode::FAILURE);
     };
     let data = rpc.data.clone().unwrap_or(Value::Null);
     if rpc.code == ErrorCode::SessionLiveElsewhere.code() {
-        let sid = data["session"].as_str().unwrap_or(session);
-        let short = super::short_id(sid);
+        let sid = line(data["session"].as_str().unwrap_or(session));
+        let short = super::short_id(&sid);
         if data["started_meanwhile"] == true {
             eprintln!("ccd: another process started session {sid} while ccd was resuming it; ccd stopped its own copy.");
         }
@@ -163,23 +166,23 @@ pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> 
                 .as_u64()
                 .map(|p| p.to_string())
                 .unwrap_or_else(|| "?".into()),
-            data["kind"].as_str().unwrap_or("?"),
-            data["cwd"].as_str().unwrap_or("?"),
-            data["since"].as_str().unwrap_or("?")
+            line(data["kind"].as_str().unwrap_or("?")),
+            line(data["cwd"].as_str().unwrap_or("?")),
+            line(data["since"].as_str().unwrap_or("?"))
         );
         eprintln!("  safe instead:\n    ccd observe {short}     # watch it, read-only\n    ccd fork {short}        # branch it into a new session");
         return Ok(ExitCode::from(2));
     }
-    eprintln!("ccd: {}", rpc.message);
+    eprintln!("ccd: {}", line(&rpc.message));
     print_screen(data.get("screen"), "last screen");
     if rpc.code == ErrorCode::SpawnFailed.code() && data.get("transcript").is_some() {
-        eprintln!("The conversation is untouched. `ccd attach {} --fresh-on-failure` starts a new session in its directory instead.", super::short_id(session));
+        eprintln!("The conversation is untouched. `ccd attach {} --fresh-on-failure` starts a new session in its directory instead.", line(super::short_id(session)));
     }
     Ok(ExitCode::FAILURE)
 }
 
 /// Prints a screen carried in an error or a reply (rows of text) on
-/// stderr, without its trailing blank rows.
+/// stderr, without its trailing blank rows, each row made safe to print.
 pub fn print_screen(screen: Option<&Value>, label: &str) {
     let Some(rows) = screen.and_then(Value::as_array) else {
         return;
@@ -195,7 +198,7 @@ pub fn print_screen(screen: Option<&Value>, label: &str) {
     }
     eprintln!("--- {label} ---");
     for r in &rows[..last] {
-        eprintln!("{r}");
+        eprintln!("{}", line(r));
     }
     eprintln!("{}", "-".repeat(label.len() + 8));
 }

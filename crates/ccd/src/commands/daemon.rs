@@ -4,6 +4,7 @@ use crate::cli::{DaemonAction, DaemonArgs, GlobalArgs};
 use crate::settings::{find_on_path, state_dir, Settings};
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
+use ccd_claude::display::line;
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::SocketDir;
 use serde_json::{json, Value};
@@ -43,7 +44,31 @@ pub fn claude_bin(global: &GlobalArgs, settings: &Settings) -> PathBuf {
 
 fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
     let state = state_dir();
+    // Logs hold screens and people's folders: everything the daemon
+    // creates is owner-only, in an owner-only state dir.
+    ccd_daemon::logfiles::private_umask();
+    let dir_state = ccd_daemon::logfiles::prepare_state_dir(&state);
     let _guard = crate::logging::init_daemon(&state, !background);
+    use ccd_daemon::logfiles::DirState;
+    match dir_state {
+        Ok(DirState::Private) => {}
+        Ok(DirState::Tightened { was }) => tracing::warn!(
+            dir = %state.display(),
+            was = format!("{was:o}"),
+            "the state dir was readable by others; made it owner-only (0700)"
+        ),
+        Ok(DirState::Loose { mode, reason }) => tracing::warn!(
+            dir = %state.display(),
+            mode = format!("{mode:o}"),
+            %reason,
+            "the state dir is readable by others and was left as it is: its logs are private (0600) but their names show"
+        ),
+        Err(error) => tracing::warn!(dir = %state.display(), %error, "cannot create the state dir"),
+    }
+    let tightened = ccd_daemon::logfiles::tighten_logs(&state);
+    if tightened > 0 {
+        tracing::info!(files = tightened, "made older logs owner-only (0600)");
+    }
     let settings = Settings::load(global.config.as_deref())?;
     let claude_config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let options = ccd_daemon::DaemonOptions {
@@ -95,13 +120,13 @@ fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     } else {
         println!(
             "ccd daemon {} running, pid {}, socket {}\n{} session(s) held, {} client(s) connected\nclaude: {}\nlogs: {}",
-            s["daemon_version"].as_str().unwrap_or("?"),
+            line(s["daemon_version"].as_str().unwrap_or("?")),
             s["pid"],
-            s["socket"].as_str().unwrap_or("?"),
+            line(s["socket"].as_str().unwrap_or("?")),
             s["sessions"],
             s["clients"],
-            s["claude_bin"].as_str().unwrap_or("?"),
-            s["state_dir"].as_str().unwrap_or("?"),
+            line(s["claude_bin"].as_str().unwrap_or("?")),
+            line(s["state_dir"].as_str().unwrap_or("?")),
         );
     }
     Ok(ExitCode::SUCCESS)

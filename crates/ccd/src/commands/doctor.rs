@@ -5,6 +5,7 @@
 
 use crate::cli::GlobalArgs;
 use crate::settings::{state_dir, Settings};
+use ccd_claude::display::line;
 use ccd_claude::drift::{self, Severity};
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::{SocketDir, SocketDirError};
@@ -66,12 +67,12 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
                 "warn" => "warn",
                 _ => "FAIL",
             };
-            println!("[{mark}] {:<10} {}", c.check, c.message);
+            println!("[{mark}] {:<10} {}", c.check, line(&c.message));
             if let Some(f) = &c.file {
-                println!("            in {}", f.display());
+                println!("            in {}", line(&f.display().to_string()));
             }
             if let Some(fix) = &c.fix {
-                println!("            fix: {fix}");
+                println!("            fix: {}", line(fix));
             }
         }
     }
@@ -237,37 +238,55 @@ fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {
     vec![dir_check, daemon]
 }
 
+/// The name of the file `ccd doctor` writes in the state dir to see that
+/// logs can be written there.
+const PROBE: &str = ".doctor-probe";
+
+/// Writes, syncs and removes a probe file in `dir`: opening a log for
+/// append succeeds on a full disk; writing and syncing does not.
+fn probe(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(PROBE);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| {
+            f.write_all(&[b'.'; 4096])?;
+            f.sync_all()
+        });
+    let _ = std::fs::remove_file(&path);
+    written
+}
+
 fn logs() -> Check {
     let dir = state_dir();
-    let newest = std::fs::read_dir(&dir).ok().and_then(|rd| {
-        rd.flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("ccd."))
-            .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
-            .map(|e| e.path())
-    });
-    match newest {
-        Some(f) => match std::fs::OpenOptions::new().append(true).open(&f) {
-            Ok(_) => Check {
-                check: "logs",
-                status: "ok",
-                message: format!("daemon log {} is writable", f.display()),
-                file: None,
-                fix: None,
-            },
-            Err(e) => Check {
-                check: "logs",
-                status: "warn",
-                message: format!(
-                    "cannot write {}: {e} (the daemon keeps serving, without a log)",
-                    f.display()
-                ),
-                file: Some(f),
-                fix: Some(format!(
-                    "free space or fix permissions in {}",
-                    dir.display()
-                )),
-            },
+    if !dir.exists() {
+        return ok("logs", format!("no daemon log in {} yet", dir.display()));
+    }
+    match probe(&dir) {
+        Ok(()) => ok(
+            "logs",
+            format!(
+                "{} is writable (a probe was written and synced)",
+                dir.display()
+            ),
+        ),
+        Err(e) => Check {
+            check: "logs",
+            status: "warn",
+            message: format!(
+                "cannot write in {}: {e} (the daemon keeps serving, without a log)",
+                dir.display()
+            ),
+            file: Some(dir.clone()),
+            fix: Some(format!(
+                "free space or fix permissions in {}",
+                dir.display()
+            )),
         },
-        None => ok("logs", format!("no daemon log in {} yet", dir.display())),
     }
 }

@@ -25,7 +25,7 @@ pub fn run(global: &GlobalArgs, args: &EventsArgs) -> anyhow::Result<ExitCode> {
         let r = if args.json {
             writeln!(out, "{e}")
         } else {
-            writeln!(out, "{}", human(&e))
+            writeln!(out, "{}", ccd_claude::display::line(&human(&e)))
         };
         if r.and_then(|_| out.flush()).is_err() {
             return Ok(ExitCode::SUCCESS); // the reader went away
@@ -33,6 +33,8 @@ pub fn run(global: &GlobalArgs, args: &EventsArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// One line for a person; [`ccd_claude::display::line`] makes it safe to
+/// print (cwds and reasons come from files).
 fn human(e: &Value) -> String {
     let kind = e["type"].as_str().unwrap_or("?");
     let sid = e["session"]

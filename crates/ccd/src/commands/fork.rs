@@ -3,6 +3,7 @@
 use super::attached::{attach_and_report, detach_key, report_error, require_terminal};
 use crate::cli::{ForkArgs, GlobalArgs};
 use crate::term::Mode;
+use ccd_claude::display::line;
 use ccd_client::{Client, ClientError};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -17,7 +18,7 @@ pub fn run(global: &GlobalArgs, args: &ForkArgs) -> anyhow::Result<ExitCode> {
         Ok(n) => n,
         Err(e) => return report_error(&args.session, &e),
     };
-    println!("{new}");
+    println!("{}", line(&new));
     if args.detach {
         return Ok(ExitCode::SUCCESS);
     }
@@ -26,13 +27,14 @@ pub fn run(global: &GlobalArgs, args: &ForkArgs) -> anyhow::Result<ExitCode> {
 
 /// Forks `session` and returns the new session id.
 pub fn fork(client: &mut Client, session: &str) -> Result<String, ClientError> {
-    eprintln!("ccd: forking {session}…");
+    eprintln!("ccd: forking {}…", line(session));
     let r = client.call_value_with("session.fork", json!({"session": session}), &mut |_| {})?;
     match (r["session"].as_str(), r["lifecycle"].as_str()) {
         (Some(s), Some(l)) if !matches!(l, "failed" | "exited" | "needs-attention") => {
             eprintln!(
-                "ccd: forked {} into {s}",
-                r["forked_from"].as_str().unwrap_or(session)
+                "ccd: forked {} into {}",
+                line(r["forked_from"].as_str().unwrap_or(session)),
+                line(s)
             );
             Ok(s.to_string())
         }

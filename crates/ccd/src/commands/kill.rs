@@ -1,6 +1,7 @@
 //! `ccd kill`: end a session ccd holds and report how it ended.
 
 use crate::cli::{GlobalArgs, KillArgs};
+use ccd_claude::display::line;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -15,7 +16,7 @@ pub fn run(global: &GlobalArgs, args: &KillArgs) -> anyhow::Result<ExitCode> {
     ) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("ccd kill: {e}");
+            eprintln!("ccd kill: {}", line(&e.to_string()));
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -25,6 +26,6 @@ pub fn run(global: &GlobalArgs, args: &KillArgs) -> anyhow::Result<ExitCode> {
         _ if r["exited"] == true => "exited".to_string(),
         _ => "signalled; not gone yet".to_string(),
     };
-    println!("{}: {how}", args.session);
+    println!("{}: {how}", line(&args.session));
     Ok(ExitCode::SUCCESS)
 }

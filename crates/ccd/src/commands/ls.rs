@@ -4,6 +4,7 @@ use crate::cli::{GlobalArgs, LsArgs};
 use crate::settings::Settings;
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
+use ccd_claude::display;
 use ccd_claude::index;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
@@ -60,7 +61,7 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     drop(out);
     if let Err(e) = held {
-        eprintln!("ccd: {e}");
+        eprintln!("ccd: {}", display::line(&e.to_string()));
         eprintln!("ccd: sessions ccd holds are not marked in this list (could not ask the daemon)");
         return Ok(ExitCode::FAILURE);
     }
@@ -123,7 +124,7 @@ fn write_table(
                     "resume" => "left for another",
                     _ => "left",
                 },
-                short_id(&s.writes_now)
+                display::line(short_id(&s.writes_now))
             ));
         }
         let status = r
@@ -145,19 +146,22 @@ fn write_table(
         writeln!(
             out,
             "{:<8}  {on}{:<7}{off}  {:<8}  {:>5}  {:>8}  {:<16}  {:<32}  {}{}",
-            short_id(&r.session_id),
+            display::line(short_id(&r.session_id)),
             state,
             status,
             r.context_percent
                 .map(|p| format!("{p:.0}%"))
                 .unwrap_or_else(|| "-".into()),
             last,
-            clip(held, 16),
+            clip(&display::line(held), 16),
             r.cwd
                 .as_deref()
-                .map(|c| tilde(c, home))
+                .map(|c| display::line(&tilde(c, home)).into_owned())
                 .unwrap_or_else(|| "-".into()),
-            r.title.as_deref().map(|t| clip(t, 60)).unwrap_or_default(),
+            r.title
+                .as_deref()
+                .map(|t| clip(&display::line(t), 60))
+                .unwrap_or_default(),
             marks,
         )?;
     }

@@ -1,6 +1,7 @@
 //! `ccd new`: start a claude session under ccd, show progress, print its id.
 
 use crate::cli::{GlobalArgs, NewArgs};
+use ccd_claude::display::line;
 use serde_json::{json, Value};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -49,7 +50,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => {
             if let Some(rpc) = e.rpc() {
-                eprintln!("ccd new: {}", rpc.message);
+                eprintln!("ccd new: {}", line(&rpc.message));
                 super::attached::print_screen(
                     rpc.data.as_ref().and_then(|d| d.get("screen")),
                     "screen",
@@ -65,28 +66,30 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
         "needs-attention" | "failed" | "exited" | "starting" | "trust" => {
             eprintln!(
                 "ccd new: session {} is {lifecycle}: {}",
-                if sid.is_empty() {
+                line(if sid.is_empty() {
                     r["holder"].as_str().unwrap_or("?")
                 } else {
                     &sid
-                },
-                r["reason"]
-                    .as_str()
-                    .unwrap_or("it did not reach the prompt")
+                }),
+                line(
+                    r["reason"]
+                        .as_str()
+                        .unwrap_or("it did not reach the prompt")
+                )
             );
             super::attached::print_screen(r.get("screen"), "screen");
             if lifecycle == "needs-attention" {
                 eprintln!(
                     "Answer it yourself with `ccd attach {}`.",
-                    super::short_id(&sid)
+                    line(super::short_id(&sid))
                 );
-                println!("{sid}");
+                println!("{}", line(&sid));
             }
             return Ok(ExitCode::FAILURE);
         }
         _ => {}
     }
-    println!("{sid}");
+    println!("{}", line(&sid));
     if args.detach || !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -134,6 +137,7 @@ impl Progress {
             return;
         }
         self.last = what.to_string();
+        let what = line(what);
         let mut e = std::io::stderr();
         if self.tty {
             let _ = write!(e, "\r\x1b[2K⠿ {what}…");

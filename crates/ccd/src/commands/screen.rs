@@ -1,6 +1,7 @@
 //! `ccd screen`: the current screen of a session ccd holds.
 
 use crate::cli::{GlobalArgs, ScreenArgs};
+use ccd_claude::display::line;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ pub fn run(global: &GlobalArgs, args: &ScreenArgs) -> anyhow::Result<ExitCode> {
     ) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("ccd screen: {e}");
+            eprintln!("ccd screen: {}", line(&e.to_string()));
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -36,8 +37,10 @@ pub fn run(global: &GlobalArgs, args: &ScreenArgs) -> anyhow::Result<ExitCode> {
         .rposition(|l| !l.is_empty())
         .map(|i| i + 1)
         .unwrap_or(0);
+    // `--ansi` is the screen's own bytes, by request; text rows are made
+    // safe to print.
     for l in &rows[..last] {
-        writeln!(out, "{l}")?;
+        writeln!(out, "{}", line(l))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! `ccd pin` / `ccd unpin` (idle reaping exemption).
 
 use crate::cli::{GlobalArgs, SendArgs};
+use ccd_claude::display::line;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -12,7 +13,7 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
         json!({"session": args.session, "text": args.text, "force": args.force}),
     ) {
         Ok(r) => {
-            let sid = r["session"].as_str().unwrap_or(&args.session);
+            let sid = line(r["session"].as_str().unwrap_or(&args.session));
             if r["submitted"] == false {
                 eprintln!(
                     "ccd send: typed into {sid}, but its prompt still shows the text: Enter did not take it (see `ccd screen {sid}`)"
@@ -23,7 +24,7 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("ccd send: {e}");
+            eprintln!("ccd send: {}", line(&e.to_string()));
             Ok(ExitCode::FAILURE)
         }
     }
@@ -37,12 +38,16 @@ pub fn pin(global: &GlobalArgs, session: &str, pinned: bool) -> anyhow::Result<E
             eprintln!(
                 "{} {}",
                 if pinned { "pinned" } else { "unpinned" },
-                r["session"].as_str().unwrap_or(session)
+                line(r["session"].as_str().unwrap_or(session))
             );
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("ccd {}: {e}", if pinned { "pin" } else { "unpin" });
+            eprintln!(
+                "ccd {}: {}",
+                if pinned { "pin" } else { "unpin" },
+                line(&e.to_string())
+            );
             Ok(ExitCode::FAILURE)
         }
     }

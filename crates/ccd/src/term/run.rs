@@ -174,7 +174,7 @@ fn open_stream(
 /// another process took it meanwhile.
 fn say_progress(n: &Notification) {
     if let Some(line) = progress_line(n) {
-        eprintln!("{line}");
+        eprintln!("{}", ccd_claude::display::line(&line));
     }
 }
 
