@@ -145,6 +145,10 @@ fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
 /// Explains a refused or failed attach.
 pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> {
     let Some(rpc) = e.rpc() else {
+        if e.not_answering().is_some() {
+            eprintln!("ccd: cannot attach to {session}: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
         eprintln!("ccd: {e}");
         return Ok(ExitCode::FAILURE);
     };
