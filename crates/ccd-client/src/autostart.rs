@@ -102,12 +102,14 @@ pub fn connect_or_start(
 }
 
 /// One connection attempt: a directory or socket that is not private is
-/// an error (nothing is started around it, nothing repaired); any other
-/// failure is "not yet" (`None`).
+/// an error (nothing is started around it, nothing repaired), and so is a
+/// daemon that accepts but does not answer (stopped, stuck: starting
+/// another beside it would fail on its lock); any other failure is "not
+/// yet" (`None`).
 fn attempt(dir: &SocketDir, client_name: &str) -> Result<Option<Client>, ClientError> {
     match Client::connect(dir, client_name) {
         Ok(c) => Ok(Some(c)),
-        Err(e) if e.not_private().is_some() => Err(e),
+        Err(e) if e.not_private().is_some() || e.not_answering().is_some() => Err(e),
         Err(_) => Ok(None),
     }
 }

@@ -12,6 +12,7 @@
 //! [`Client::direct_stream`] reads the attach's reply and gives the same
 //! halves.
 
+use crate::deadline::{self, NotAnswering, Peer};
 use crate::passed_fd::RecvStream;
 use crate::socket_dir::{SocketDir, SocketDirError};
 use ccd_protocol::methods::attach::DIRECT_ATTACH_ID;
@@ -23,10 +24,11 @@ use ccd_protocol::{
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufReader, Write};
+use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// What can go wrong talking to the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +51,10 @@ pub enum ClientError {
     Protocol(String),
     #[error("could not start the ccd daemon: {0}")]
     Start(String),
+    /// The daemon (or a holder) accepted the connection but did not
+    /// answer within the deadline ([`crate::deadline`]), or is stopped.
+    #[error("{0}")]
+    NotAnswering(NotAnswering),
 }
 
 impl ClientError {
@@ -69,6 +75,14 @@ impl ClientError {
     pub fn not_private(&self) -> Option<&SocketDirError> {
         match self {
             ClientError::SocketDir(e @ SocketDirError::NotPrivate { .. }) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The peer that did not answer, if that is what this is.
+    pub fn not_answering(&self) -> Option<&NotAnswering> {
+        match self {
+            ClientError::NotAnswering(n) => Some(n),
             _ => None,
         }
     }
@@ -96,6 +110,37 @@ pub struct Client {
     queued: VecDeque<Notification>,
     /// What the daemon said in `hello`.
     pub hello: HelloResult,
+    /// Who is at the other end, for [`ClientError::NotAnswering`].
+    peer: PeerInfo,
+}
+
+/// The other end of a connection.
+#[derive(Debug, Clone)]
+struct PeerInfo {
+    kind: Peer,
+    /// The daemon's socket (its `daemon.lock` is next to it).
+    socket: Option<PathBuf>,
+    /// From `SO_PEERCRED`.
+    pid: Option<u32>,
+}
+
+impl PeerInfo {
+    fn not_answering(&self, during: &str, waited: Duration) -> ClientError {
+        ClientError::NotAnswering(match (self.kind, &self.socket) {
+            (Peer::Daemon, Some(socket)) => NotAnswering::daemon(socket, self.pid, during, waited),
+            _ => NotAnswering::holder(self.pid, during, waited),
+        })
+    }
+
+    fn stopped(&self) -> bool {
+        let pid = match (self.kind, &self.socket) {
+            (Peer::Daemon, Some(socket)) => {
+                NotAnswering::daemon(socket, self.pid, "", Duration::ZERO).pid
+            }
+            _ => self.pid,
+        };
+        pid.is_some_and(deadline::is_stopped)
+    }
 }
 
 /// The sending half of a connection.
@@ -150,16 +195,58 @@ impl Client {
     }
 
     /// Connects to the socket at `path` and says `hello`.
+    /// Connecting and `hello` together take at most
+    /// [`deadline::CONNECT_TIMEOUT`]; a daemon that accepts but does not
+    /// answer (stopped, stuck) is [`ClientError::NotAnswering`].
     pub fn connect_socket(path: &Path, client_name: &str) -> Result<Self, ClientError> {
-        let stream = UnixStream::connect(path).map_err(|source| ClientError::NotRunning {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let mut c = Self::over(stream)?;
-        let hello = c.call::<Hello>(&HelloParams {
+        let started = Instant::now();
+        let stream = match deadline::connect(path, deadline::CONNECT_TIMEOUT) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                let peer = PeerInfo {
+                    kind: Peer::Daemon,
+                    socket: Some(path.to_path_buf()),
+                    pid: None,
+                };
+                return Err(peer.not_answering("the connection", deadline::CONNECT_TIMEOUT));
+            }
+            Err(source) => {
+                return Err(ClientError::NotRunning {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        };
+        let peer = PeerInfo {
+            kind: Peer::Daemon,
+            socket: Some(path.to_path_buf()),
+            pid: deadline::peer_pid(&stream),
+        };
+        let mut c = Self::over(stream, peer)?;
+        let params = serde_json::to_value(HelloParams {
             client: client_name.to_string(),
             protocol: ProtocolRange::CURRENT,
-        });
+        })
+        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let left = deadline::CONNECT_TIMEOUT.saturating_sub(started.elapsed());
+        let hello = c
+            .call_value_within(
+                Hello::NAME,
+                params,
+                left.max(Duration::from_millis(500)),
+                None,
+            )
+            .and_then(|v| {
+                serde_json::from_value::<HelloResult>(v)
+                    .map_err(|e| ClientError::Protocol(format!("hello: {e}")))
+            })
+            .map_err(|e| match e {
+                ClientError::NotAnswering(mut n) => {
+                    n.waited = deadline::CONNECT_TIMEOUT;
+                    ClientError::NotAnswering(n)
+                }
+                e => e,
+            });
         c.hello = match hello {
             Ok(h) => h,
             // Dropped before `hello` was answered: a daemon that was dying
@@ -180,7 +267,9 @@ impl Client {
     }
 
     /// A connection over `stream`, before any handshake (`hello` empty).
-    fn over(stream: UnixStream) -> Result<Self, ClientError> {
+    fn over(stream: UnixStream, peer: PeerInfo) -> Result<Self, ClientError> {
+        // A peer that stops reading must not block a write forever either.
+        stream.set_write_timeout(Some(deadline::CALL_TIMEOUT))?;
         let writer = Writer {
             stream: stream.try_clone()?,
             next_id: 1,
@@ -199,6 +288,7 @@ impl Client {
                 protocol: 0,
                 server: String::new(),
             },
+            peer,
         })
     }
 
@@ -213,11 +303,28 @@ impl Client {
     /// that attach (id [`DIRECT_ATTACH_ID`]); the halves then carry the
     /// session's stream as a daemon connection would (see "Direct streams"
     /// in `docs/protocol.md`).
+    ///
+    /// The holder's reply must come within [`deadline::CALL_TIMEOUT`]: a
+    /// stopped or stuck holder is [`ClientError::NotAnswering`] naming
+    /// its pid (from the connection's peer credentials). After that
+    /// nothing times out (a silent session is normal).
     pub fn direct_stream(
         fd: OwnedFd,
     ) -> Result<(Reader, Writer, VecDeque<Notification>), ClientError> {
-        let mut c = Self::over(UnixStream::from(fd))?;
-        c.wait_for(&Id::String(DIRECT_ATTACH_ID.into()), None)?;
+        let stream = UnixStream::from(fd);
+        let peer = PeerInfo {
+            kind: Peer::Holder,
+            socket: None,
+            pid: deadline::peer_pid(&stream),
+        };
+        let mut c = Self::over(stream, peer)?;
+        c.wait_within(
+            &Id::String(DIRECT_ATTACH_ID.into()),
+            None,
+            false,
+            deadline::CALL_TIMEOUT,
+            "the attach",
+        )?;
         Ok(c.split())
     }
 
@@ -230,9 +337,40 @@ impl Client {
     }
 
     /// Calls `method` with raw params and waits for its result.
+    /// The wait is bounded by [`deadline::deadline_of`] the method.
     pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
-        let id = self.writer.send(method, params)?;
-        self.wait_for(&id, None)
+        let within = deadline::deadline_of(method, &params);
+        self.call_value_within(method, params, within, None)
+    }
+
+    /// Calls `method` and waits at most `within` for its reply
+    /// ([`ClientError::NotAnswering`] after that, or as soon as the peer
+    /// is seen stopped); notifications meanwhile go to `on_note` (else the
+    /// queue).
+    pub fn call_value_within(
+        &mut self,
+        method: &str,
+        params: Value,
+        within: Duration,
+        on_note: Option<&mut dyn FnMut(&Notification)>,
+    ) -> Result<Value, ClientError> {
+        let id = self.send(method, params)?;
+        self.wait_within(&id, on_note, false, within, method)
+    }
+
+    /// Sends a request; a write that times out is [`ClientError::NotAnswering`].
+    fn send(&mut self, method: &str, params: Value) -> Result<Id, ClientError> {
+        match self.writer.send(method, params) {
+            Err(ClientError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(self.peer.not_answering(method, deadline::CALL_TIMEOUT))
+            }
+            r => r,
+        }
     }
 
     /// Calls `method`, handing every notification that arrives meanwhile
@@ -243,8 +381,8 @@ impl Client {
         params: Value,
         on_note: &mut dyn FnMut(&Notification),
     ) -> Result<Value, ClientError> {
-        let id = self.writer.send(method, params)?;
-        self.wait_for(&id, Some(on_note))
+        let within = deadline::deadline_of(method, &params);
+        self.call_value_within(method, params, within, Some(on_note))
     }
 
     /// Calls `method`, showing every notification that arrives meanwhile
@@ -257,16 +395,58 @@ impl Client {
         params: Value,
         watch: &mut dyn FnMut(&Notification),
     ) -> Result<Value, ClientError> {
-        let id = self.writer.send(method, params)?;
-        self.wait_for_keeping(&id, Some(watch), true)
+        let within = deadline::deadline_of(method, &params);
+        let id = self.send(method, params)?;
+        self.wait_within(&id, Some(watch), true, within, method)
     }
 
-    fn wait_for(
+    /// [`Self::wait_for_keeping`] bounded by `within`, the peer's state
+    /// checked every [`deadline::STOPPED_CHECK`]; the socket's read
+    /// timeout is cleared again on the way out.
+    fn wait_within(
         &mut self,
         id: &Id,
         on_note: Option<&mut dyn FnMut(&Notification)>,
+        keep: bool,
+        within: Duration,
+        during: &str,
     ) -> Result<Value, ClientError> {
-        self.wait_for_keeping(id, on_note, false)
+        let until = Instant::now() + within;
+        let r = self.wait_for_keeping(id, on_note, keep, Some((until, within, during)));
+        self.reader
+            .stream
+            .get_ref()
+            .socket()
+            .set_read_timeout(None)?;
+        r
+    }
+
+    /// Before reading with a deadline: waits until a line (or part of one)
+    /// is there, the deadline passes, or the peer is seen stopped; then
+    /// bounds the read itself by what is left (a peer stopped mid-line).
+    fn before_read(
+        &mut self,
+        until: Instant,
+        within: Duration,
+        during: &str,
+    ) -> Result<(), ClientError> {
+        loop {
+            if self.reader.has_buffered_line() {
+                return Ok(());
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.peer.not_answering(during, within));
+            }
+            let socket = self.reader.stream.get_ref().socket();
+            if deadline::readable(socket.as_fd(), left.min(deadline::STOPPED_CHECK))? {
+                socket.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+                return Ok(());
+            }
+            if self.peer.stopped() {
+                return Err(self.peer.not_answering(during, within));
+            }
+        }
     }
 
     /// Waits for the reply to `id`; each notification meanwhile goes to
@@ -276,10 +456,28 @@ impl Client {
         id: &Id,
         mut on_note: Option<&mut dyn FnMut(&Notification)>,
         keep: bool,
+        bound: Option<(Instant, Duration, &str)>,
     ) -> Result<Value, ClientError> {
         let id = id.clone();
         loop {
-            match self.reader.next()? {
+            let next = match bound {
+                Some((until, within, during)) => {
+                    self.before_read(until, within, during)?;
+                    match self.reader.next() {
+                        Err(ClientError::Io(e))
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) =>
+                        {
+                            return Err(self.peer.not_answering(during, within))
+                        }
+                        r => r?,
+                    }
+                }
+                None => self.reader.next()?,
+            };
+            match next {
                 Incoming::Response(r) if r.id.as_ref() == Some(&id) => {
                     return r.outcome.map_err(ClientError::Rpc);
                 }
@@ -347,7 +545,12 @@ impl Client {
 
     /// Splits into independent halves (queued notifications are lost: call
     /// this right after the request that starts a stream).
+    /// The halves wait without a deadline (an attached session may be
+    /// silent for hours).
     pub fn split(self) -> (Reader, Writer, VecDeque<Notification>) {
+        let socket = self.reader.stream.get_ref().socket();
+        let _ = socket.set_read_timeout(None);
+        let _ = socket.set_write_timeout(None);
         (self.reader, self.writer, self.queued)
     }
 }

@@ -5,6 +5,8 @@
 //!   make that directory private (shared with the daemon, which creates it);
 //! - [`client`]: a blocking connection that speaks the protocol
 //!   (`hello`, typed calls, notifications);
+//! - [`deadline`]: how long every wait lasts, and the typed
+//!   [`NotAnswering`] that says who did not answer and what to do;
 //! - [`passed_fd`]: reading a connection so that a descriptor the daemon
 //!   passes with a reply (a direct stream) is kept;
 //! - [`autostart`]: connect, starting a daemon first when none answers, with
@@ -12,9 +14,11 @@
 
 pub mod autostart;
 pub mod client;
+pub mod deadline;
 pub mod passed_fd;
 pub mod socket_dir;
 
 pub use autostart::{connect_or_start, DaemonCommand};
 pub use client::{Client, ClientError};
+pub use deadline::{NotAnswering, Peer};
 pub use socket_dir::{Entry, Problem, SocketDir, SocketDirError};

@@ -47,6 +47,9 @@ pub enum Entry {
     Directory,
     /// The daemon's socket in it: a socket of mode 0600, owned by the user.
     Socket,
+    /// `holders/` in it, where the holders' sockets live: a directory of
+    /// mode 0700, owned by the user.
+    HoldersDirectory,
 }
 
 /// What is wrong with an [`Entry`].
@@ -68,12 +71,15 @@ impl Entry {
         match self {
             Entry::Directory => "socket directory",
             Entry::Socket => "daemon socket",
+            Entry::HoldersDirectory => "holders directory",
         }
     }
 
     fn expected(self) -> &'static str {
         match self {
-            Entry::Directory => "a directory of mode 0700 owned by you, not a symlink",
+            Entry::Directory | Entry::HoldersDirectory => {
+                "a directory of mode 0700 owned by you, not a symlink"
+            }
             Entry::Socket => "a socket of mode 0600 owned by you, not a symlink",
         }
     }
@@ -104,7 +110,9 @@ fn refusal(path: &Path, entry: Entry, problem: &Problem) -> String {
     let what = match (problem, entry) {
         (Problem::Mode(mode), _) => format!("has mode {mode:04o}"),
         (Problem::Symlink, _) => "is a symlink".to_string(),
-        (Problem::WrongType, Entry::Directory) => "is not a directory".to_string(),
+        (Problem::WrongType, Entry::Directory | Entry::HoldersDirectory) => {
+            "is not a directory".to_string()
+        }
         (Problem::WrongType, Entry::Socket) => "is not a socket".to_string(),
         (Problem::WrongOwner { owner, ours }, _) => {
             format!("is owned by uid {owner}, not by you (uid {ours})")
@@ -122,11 +130,18 @@ fn refusal(path: &Path, entry: Entry, problem: &Problem) -> String {
 fn fix(path: &Path, entry: Entry, problem: &Problem) -> String {
     let p = sh_quote(path);
     match (entry, problem) {
-        (Entry::Directory, Problem::Mode(_)) => format!("chmod 700 {p}"),
+        (Entry::Directory | Entry::HoldersDirectory, Problem::Mode(_)) => format!("chmod 700 {p}"),
         (Entry::Socket, Problem::Mode(_)) => format!("chmod 600 {p}"),
         (Entry::Directory, Problem::Symlink | Problem::WrongType) => {
             format!("rm {p}  (ccd creates the directory again)")
         }
+        (Entry::HoldersDirectory, Problem::Symlink | Problem::WrongType) => format!(
+            "rm {p}, then end the daemon whose pid is in {} if it still runs; the next ccd command starts one that creates it again (holders whose sockets were there cannot be reached: end them by pid)",
+            sh_quote(&path.parent().unwrap_or(path).join("daemon.lock"))
+        ),
+        (Entry::HoldersDirectory, Problem::WrongOwner { .. }) => format!(
+            "use a socket directory of your own (--socket-dir or CCD_SOCKET_DIR); {p} is not yours"
+        ),
         (Entry::Directory, Problem::WrongOwner { owner, .. }) => format!(
             "use a directory of your own (--socket-dir or CCD_SOCKET_DIR), or have uid {owner} remove {p}"
         ),
@@ -232,13 +247,26 @@ impl SocketDir {
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
         match b.create(&holders) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(SocketDirError::Io {
-                path: holders,
-                source: e,
-            }),
+            Ok(()) => {}
+            // Made before (or by a racing daemon): it must pass the check.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(SocketDirError::Io {
+                    path: holders,
+                    source: e,
+                })
+            }
         }
+        self.verify_holders()
+    }
+
+    /// Checks `holders/` as [`Self::verify`] checks the directory (ours,
+    /// 0700, not a symlink): done wherever the daemon creates a holder
+    /// socket there, adopts one from there or connects to one for a
+    /// client (a direct stream). A missing `holders/` is an
+    /// [`SocketDirError::Io`] of kind `NotFound`.
+    pub fn verify_holders(&self) -> Result<(), SocketDirError> {
+        check(&self.holders_dir(), Entry::HoldersDirectory)
     }
 
     /// Checks, without following symlinks, that the directory is ours and
@@ -275,7 +303,7 @@ fn check(path: &Path, entry: Entry) -> Result<(), SocketDirError> {
         return refuse(Problem::Symlink);
     }
     let right_type = match entry {
-        Entry::Directory => file_type.is_dir(),
+        Entry::Directory | Entry::HoldersDirectory => file_type.is_dir(),
         Entry::Socket => {
             use std::os::unix::fs::FileTypeExt;
             file_type.is_socket()

@@ -200,3 +200,63 @@ fn a_socket_dir_under_a_file_names_the_os_error_once() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
 }
+
+/// `holders/` loosened while a daemon runs: starting a session there and
+/// attaching to one held there are refused with the one message (nothing
+/// repaired); after `chmod 700` both work. A symlinked `holders/` keeps a
+/// daemon from starting.
+#[test]
+fn a_loosened_or_symlinked_holders_dir_is_refused() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("held");
+    let holders = sb.sock.join("holders");
+    chmod(&holders, 0o755);
+    let (message, fix) = refusal(holders.clone(), Entry::HoldersDirectory, 0o755);
+    assert_eq!(fix, format!("chmod 700 {}", holders.display()));
+
+    let p = sb.project("refused");
+    let o = sb.run(&["new", "--detach", "--cwd", p.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).ends_with(&format!(" {message}\n")),
+        "ccd new: {}",
+        stderr(&o)
+    );
+
+    let mut run = PtyRun::start(&sb, &["attach", &sid], None);
+    assert_ne!(run.wait_exit(Duration::from_secs(20)), 0);
+    let text = run.raw_text();
+    assert!(text.contains(&fix), "{text}");
+    assert_eq!(
+        mode_of(&holders),
+        0o755,
+        "never repaired behind the user's back"
+    );
+
+    chmod(&holders, 0o700);
+    let again = sb.new_session("after-fix");
+    assert!(!again.is_empty());
+
+    // A symlink in its place: a daemon refuses to start.
+    sb.ok(&["daemon", "stop", "--kill-sessions"]);
+    let real = sb.tmp.path().join("elsewhere");
+    std::fs::create_dir(&real).unwrap();
+    chmod(&real, 0o700);
+    std::fs::remove_dir_all(&holders).unwrap();
+    std::os::unix::fs::symlink(&real, &holders).unwrap();
+    let e = SocketDirError::NotPrivate {
+        path: holders.clone(),
+        entry: Entry::HoldersDirectory,
+        problem: Problem::Symlink,
+    };
+    let o = sb.run(&["daemon", "status"]);
+    assert!(!o.status.success() || stdout(&o).contains("no ccd daemon"));
+    let o = sb.run(&["new", "--detach", "--cwd", p.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains(&e.to_string()), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&holders)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    std::fs::remove_file(&holders).unwrap();
+}

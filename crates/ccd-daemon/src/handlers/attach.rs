@@ -234,6 +234,7 @@ async fn direct(
     holder: &HolderEntry,
     p: &AttachParams,
 ) -> Result<TermSize, RpcError> {
+    ctx.daemon.holders.verify_dir_rpc()?;
     let mut stream = tokio::net::UnixStream::connect(&holder.socket)
         .await
         .map_err(internal)?;

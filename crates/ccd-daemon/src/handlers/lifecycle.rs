@@ -56,7 +56,10 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
             "session.new starts fresh sessions; use session.attach (resume) or session.fork",
         ));
     }
-    let session_id = uuid::Uuid::new_v4().to_string();
+    let session_id = match &p.session_id {
+        Some(wanted) => fresh_id(ctx, wanted)?,
+        None => uuid::Uuid::new_v4().to_string(),
+    };
     let mut args = vec!["--session-id".to_string(), session_id.clone()];
     args.extend(p.args.iter().cloned());
     let size = p.size.unwrap_or(TermSize {
@@ -75,6 +78,35 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
         holder_pid: None,
     };
     start(ctx, meta, args, cwd, size, p.auto_trust, p.wait).await
+}
+
+/// The id a client chose for a new session, checked: a UUID (as
+/// claude's `--session-id` wants) that no held session has and no
+/// transcript carries.
+fn fresh_id(ctx: &ConnCtx, wanted: &str) -> Result<String, RpcError> {
+    let id = uuid::Uuid::parse_str(wanted)
+        .map_err(|_| RpcError::invalid_params(format!("session_id {wanted:?} is not a UUID")))?
+        .hyphenated()
+        .to_string();
+    let held = ctx
+        .daemon
+        .holders
+        .snapshot()
+        .iter()
+        .any(|h| h.session_id() == Some(id.as_str()));
+    let name = format!("{id}.jsonl");
+    let written = std::fs::read_dir(ctx.daemon.options.claude_config.projects_dir())
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .any(|d| std::fs::symlink_metadata(d.path().join(&name)).is_ok())
+        })
+        .unwrap_or(false);
+    if held || written {
+        return Err(RpcError::invalid_params(format!(
+            "session_id {id} is taken: a session with that id exists"
+        )));
+    }
+    Ok(id)
 }
 
 /// `session.fork`: `claude --resume <id> --fork-session` in the session's

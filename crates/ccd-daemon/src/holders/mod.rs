@@ -259,6 +259,24 @@ impl HolderTable {
         &self.dir
     }
 
+    /// Checks `holders/` is ours, 0700 and not a symlink
+    /// ([`ccd_client::SocketDir::verify_holders`]) before a holder socket
+    /// there is created, adopted or connected to for a client.
+    pub fn verify_dir(&self) -> Result<(), ccd_client::SocketDirError> {
+        let parent = self.dir.parent().unwrap_or(&self.dir);
+        ccd_client::SocketDir::new(parent).verify_holders()
+    }
+
+    /// [`Self::verify_dir`] as the error a request gets
+    /// (`permission_denied`, the refusal's message, with its `fix`).
+    pub fn verify_dir_rpc(&self) -> Result<(), ccd_protocol::RpcError> {
+        self.verify_dir().map_err(|e| {
+            tracing::error!(error = %e, "refusing to use the holders directory");
+            ccd_protocol::RpcError::new(ccd_protocol::ErrorCode::PermissionDenied, e.to_string())
+                .with_data(json!({"path": self.dir, "fix": e.fix()}))
+        })
+    }
+
     pub fn socket_of(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.sock"))
     }
@@ -498,6 +516,10 @@ impl HolderTable {
     /// Adopts every holder whose socket answers; removes sockets nobody
     /// answers on (and their metadata). Returns how many were adopted.
     pub async fn adopt_all(&self) -> usize {
+        if let Err(error) = self.verify_dir() {
+            tracing::error!(%error, "not adopting holders from a directory that is not private");
+            return 0;
+        }
         let Ok(rd) = std::fs::read_dir(&self.dir) else {
             return 0;
         };

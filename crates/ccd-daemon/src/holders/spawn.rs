@@ -31,6 +31,7 @@ pub struct Launch {
 /// when this returns.
 pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcError> {
     let o = &daemon.options;
+    daemon.holders.verify_dir_rpc()?;
     let id = launch.meta.id.clone();
     let socket = daemon.holders.socket_of(&id);
     let log_file = o.state_dir.join(format!("holder-{id}.log"));

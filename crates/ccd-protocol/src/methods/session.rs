@@ -277,6 +277,12 @@ pub struct NewParams {
     /// sending `session.progress` notifications meanwhile. Default `true`.
     #[serde(default = "yes")]
     pub wait: bool,
+    /// The id to give the session (a UUID), chosen by the client so that
+    /// it knows the id even if the daemon goes away before replying.
+    /// Refused (`invalid_params`) unless a UUID no session ccd holds has
+    /// and no transcript carries. Default: the daemon picks one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// Result of `session.new` and `session.fork`.

@@ -148,6 +148,14 @@ fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
 /// Explains a refused or failed attach.
 pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> {
     let Some(rpc) = e.rpc() else {
+        if e.not_answering().is_some() {
+            eprintln!(
+                "ccd: cannot attach to {}: {}",
+                line(session),
+                line(&e.to_string())
+            );
+            return Ok(ExitCode::FAILURE);
+        }
         eprintln!("ccd: {}", line(&e.to_string()));
         return Ok(ExitCode::FAILURE);
     };

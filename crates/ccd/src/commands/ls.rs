@@ -8,14 +8,16 @@ use ccd_claude::display;
 use ccd_claude::index;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
-use ccd_client::ClientError;
+use ccd_client::{ClientError, NotAnswering, SocketDir};
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
     ActivityStatus, ListParams, ListResult, SessionInfo, SessionState, SessionsList,
 };
+use ccd_protocol::Method;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -25,11 +27,15 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     let probe = ccd_claude::liveness::system_probe();
     let windows = ContextWindows::new(settings.context_windows);
     let cache = crate::settings::state_dir();
+    // The daemon is asked while the index is built; its answer may not
+    // hold the listing up (see `HELD_GRACE`).
+    let asked = ask_held(global);
     let idx = index::build_cached(&config, probe.as_ref(), &windows, Some(&cache))
         .with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
     // Without the daemon's answer the list still prints, then the error.
-    let held = merge_held(global, &mut rows);
+    let held = merge_held(global, asked, &mut rows);
+    let held_known = !matches!(&held, Err(e) if e.not_answering().is_some());
     let cwd_filter = args.cwd.as_deref().map(normalize);
     rows.retain(|r| !args.live || r.state != SessionState::Dead);
     rows.retain(|r| match (&cwd_filter, &r.cwd) {
@@ -56,11 +62,16 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
             colour,
             home.as_deref(),
             OffsetDateTime::now_utc(),
+            held_known,
         )?;
     }
     out.flush()?;
     drop(out);
     if let Err(e) = held {
+        if let Some(n) = e.not_answering() {
+            eprintln!("ccd: {}. Listed from the files alone: whether ccd holds each session is not known (CCD column `?`)", display::line(&n.to_string()));
+            return Ok(ExitCode::FAILURE);
+        }
         eprintln!("ccd: {}", display::line(&e.to_string()));
         eprintln!("ccd: sessions ccd holds are not marked in this list (could not ask the daemon)");
         return Ok(ExitCode::FAILURE);
@@ -76,16 +87,77 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
 /// registry entry) are added first. No daemon running is fine; a daemon
 /// that cannot be asked (a socket directory that is not private, a failed
 /// call) is the error.
-fn merge_held(global: &GlobalArgs, rows: &mut Vec<SessionInfo>) -> Result<(), ClientError> {
-    let Some(mut client) = super::connect_existing(global)? else {
+///
+/// A daemon that has not answered once the index is built gets
+/// [`HELD_GRACE`] more, none when it is stopped; then the error is
+/// [`ClientError::NotAnswering`] and the list prints without held markers.
+fn merge_held(
+    global: &GlobalArgs,
+    asked: Asked,
+    rows: &mut Vec<SessionInfo>,
+) -> Result<(), ClientError> {
+    let dir = SocketDir::resolve(global.socket_dir.as_deref());
+    let not_answering = || {
+        ClientError::NotAnswering(NotAnswering::daemon(
+            &dir.socket(),
+            None,
+            SessionsList::NAME,
+            asked.since.elapsed(),
+        ))
+    };
+    let answer = match asked.rx.try_recv() {
+        Ok(a) => a,
+        Err(_) => {
+            let n = not_answering();
+            if n.not_answering().is_some_and(|n| n.stopped) {
+                return Err(n);
+            }
+            asked
+                .rx
+                .recv_timeout(HELD_GRACE)
+                .map_err(|_| not_answering())?
+        }
+    };
+    let Some(held) = answer? else {
         return Ok(());
     };
-    let held: ListResult = client.call::<SessionsList>(&ListParams {
-        held_only: true,
-        ..Default::default()
-    })?;
     *rows = ccd_daemon::views::join_held(std::mem::take(rows), held.sessions);
     Ok(())
+}
+
+/// How much longer than building the index `ccd ls` waits for a daemon
+/// that is running but slow to say which sessions it holds.
+pub const HELD_GRACE: Duration = Duration::from_secs(1);
+
+/// The daemon's answer on its way (`None`: no daemon runs).
+struct Asked {
+    rx: std::sync::mpsc::Receiver<Result<Option<ListResult>, ClientError>>,
+    since: Instant,
+}
+
+/// Asks a running daemon (never starting one) which sessions it holds, on
+/// a thread: the client's own deadlines bound it.
+fn ask_held(global: &GlobalArgs) -> Asked {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let global = global.clone();
+    std::thread::spawn(move || {
+        let r = (|| {
+            let Some(mut client) = super::connect_existing(&global)? else {
+                return Ok(None);
+            };
+            client
+                .call::<SessionsList>(&ListParams {
+                    held_only: true,
+                    ..Default::default()
+                })
+                .map(Some)
+        })();
+        let _ = tx.send(r);
+    });
+    Asked {
+        rx,
+        since: Instant::now(),
+    }
 }
 
 fn write_table(
@@ -94,6 +166,7 @@ fn write_table(
     colour: bool,
     home: Option<&str>,
     now: OffsetDateTime,
+    held_known: bool,
 ) -> std::io::Result<()> {
     writeln!(
         out,
@@ -136,7 +209,11 @@ fn write_table(
                 ActivityStatus::Other => "?",
             })
             .unwrap_or("-");
-        let held = r.ccd.as_ref().map(|c| c.lifecycle.as_str()).unwrap_or("-");
+        let held = match &r.ccd {
+            Some(c) => c.lifecycle.as_str(),
+            None if held_known => "-",
+            None => "?",
+        };
         let last = r
             .last_activity
             .as_deref()

@@ -14,11 +14,15 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
     let cwd = ccd_claude::paths::normalize(&cwd);
     let mut client = super::connect(global)?;
     let size = terminal_size();
+    // Chosen here, so that a daemon lost before it replies cannot leave
+    // the user without the id (and starting a duplicate).
+    let mut sid_asked = uuid::Uuid::new_v4().to_string();
     let mut params = json!({
         "cwd": cwd,
         "args": args.claude_args,
         "auto_trust": !args.no_auto_trust,
         "wait": true,
+        "session_id": sid_asked,
     });
     if let Some(n) = &args.name {
         params["name"] = json!(n);
@@ -31,6 +35,14 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
     progress.show("starting claude");
     let r = client.call_value_with("session.new", params, &mut |n| {
         if n.method == "session.progress" {
+            if let Some(s) = n
+                .params
+                .as_ref()
+                .and_then(|p| p.get("session"))
+                .and_then(Value::as_str)
+            {
+                sid_asked = s.to_string();
+            }
             let l = n
                 .params
                 .as_ref()
@@ -57,7 +69,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::FAILURE);
             }
-            return Err(e.into());
+            return Ok(lost(&sid_asked, &cwd, &e));
         }
     };
     let lifecycle = r["lifecycle"].as_str().unwrap_or("");
@@ -102,6 +114,23 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
         key,
         json!({}),
     )
+}
+
+/// The daemon went away (or stopped answering) after `session.new` was
+/// sent: the session may well be starting under its holder, which a new
+/// daemon adopts. Says which id it has and how to find it, so that
+/// nobody starts a second one; the id goes to stdout as on success.
+fn lost(sid: &str, cwd: &std::path::Path, e: &ccd_client::ClientError) -> ExitCode {
+    let short = super::short_id(sid);
+    eprintln!(
+        "ccd new: lost the ccd daemon while starting session {sid} in {}: {e}",
+        cwd.display()
+    );
+    eprintln!(
+        "ccd new: the session may be running anyway; do not start another. `ccd ls` shows it once a daemon runs again (any ccd command starts one), and `ccd attach {short}` reaches it"
+    );
+    println!("{sid}");
+    ExitCode::from(3)
 }
 
 /// The controlling terminal's size, if there is one.

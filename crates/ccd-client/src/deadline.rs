@@ -1,0 +1,283 @@
+//! How long a client waits for the daemon (or a holder) before it says
+//! that nobody is answering, and what it then says.
+//!
+//! A daemon stopped with SIGSTOP, stuck or overloaded still accepts
+//! connections (the kernel queues them) but never answers: without a
+//! deadline every command would wait forever, silently. Every wait of
+//! [`Client`](crate::Client) is bounded:
+//!
+//! | what | deadline |
+//! |---|---|
+//! | connecting and `hello` | [`CONNECT_TIMEOUT`] (3 s) |
+//! | a plain call, a write | [`CALL_TIMEOUT`] (5 s) |
+//! | `session.new` / `session.fork` with `wait`, `session.attach` (may resume) | [`START_TIMEOUT`] (100 s: the daemon's own 90 s start wait, plus margin) |
+//! | `session.kill` | its grace (default 3 s) + 2 s collection + [`CALL_TIMEOUT`] |
+//! | `session.send`, `daemon.stop` | [`SLOW_CALL_TIMEOUT`] (30 s) |
+//! | the holder's reply to a direct stream's attach | [`CALL_TIMEOUT`] |
+//!
+//! While waiting, the peer's process state is looked at every
+//! [`STOPPED_CHECK`] (1 s): a stopped process (`T` in `/proc/<pid>/stat`)
+//! is reported at once, even during a long call. Once a stream is
+//! attached nothing times out: a silent session is normal.
+
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Connecting and `hello`.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// A plain call's reply (and any write).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// `session.send` (waits for the draft and the submit) and `daemon.stop`.
+pub const SLOW_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// A call that may start claude and wait for its prompt.
+pub const START_TIMEOUT: Duration = Duration::from_secs(100);
+/// How often a waiting client checks whether its peer is stopped.
+pub const STOPPED_CHECK: Duration = Duration::from_secs(1);
+
+/// The deadline of a call of `method` with `params`.
+pub fn deadline_of(method: &str, params: &serde_json::Value) -> Duration {
+    match method {
+        "session.new" | "session.fork" if params["wait"] != false => START_TIMEOUT,
+        "session.attach" => START_TIMEOUT,
+        "session.kill" => {
+            let grace = params["grace_ms"].as_u64().unwrap_or(3000);
+            Duration::from_millis(grace.saturating_add(2000)) + CALL_TIMEOUT
+        }
+        "session.send" | "daemon.stop" => SLOW_CALL_TIMEOUT,
+        _ => CALL_TIMEOUT,
+    }
+}
+
+/// Who did not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    Daemon,
+    /// A session's holder (a direct stream).
+    Holder,
+}
+
+/// A peer that did not answer in time: who (its pid when known), whether
+/// it is stopped, what was asked and how long the client waited. Its
+/// message says what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAnswering {
+    pub peer: Peer,
+    pub pid: Option<u32>,
+    /// The daemon's lock file the pid was read from.
+    pub lock: Option<PathBuf>,
+    /// The process was stopped (SIGSTOP, job control) when last checked.
+    pub stopped: bool,
+    /// What was waited for (`hello`, a method name, "the attach").
+    pub during: String,
+    pub waited: Duration,
+}
+
+impl NotAnswering {
+    /// The daemon of the socket at `socket`: its pid from `daemon.lock`
+    /// next to it (else `peer_pid`), and its state now.
+    pub fn daemon(socket: &Path, peer_pid: Option<u32>, during: &str, waited: Duration) -> Self {
+        let lock = socket.parent().map(|d| d.join("daemon.lock"));
+        let from_lock = lock
+            .as_deref()
+            .and_then(|l| std::fs::read_to_string(l).ok())
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        let pid = from_lock.or(peer_pid);
+        Self {
+            peer: Peer::Daemon,
+            pid,
+            lock: lock.filter(|_| from_lock.is_some()),
+            stopped: pid.is_some_and(is_stopped),
+            during: during.to_string(),
+            waited,
+        }
+    }
+
+    /// A holder whose pid is `pid`.
+    pub fn holder(pid: Option<u32>, during: &str, waited: Duration) -> Self {
+        Self {
+            peer: Peer::Holder,
+            pid,
+            lock: None,
+            stopped: pid.is_some_and(is_stopped),
+            during: during.to_string(),
+            waited,
+        }
+    }
+}
+
+impl std::fmt::Display for NotAnswering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = format_secs(self.waited);
+        let pid = self.pid.map(|p| p.to_string());
+        let who = match (self.peer, &pid, &self.lock) {
+            (Peer::Daemon, Some(p), Some(lock)) => {
+                format!("the ccd daemon (pid {p}, from {})", lock.display())
+            }
+            (Peer::Daemon, Some(p), None) => format!("the ccd daemon (pid {p})"),
+            (Peer::Daemon, None, _) => "the ccd daemon".to_string(),
+            (Peer::Holder, Some(p), _) => format!("the session's ccd holder (pid {p})"),
+            (Peer::Holder, None, _) => "the session's ccd holder".to_string(),
+        };
+        write!(
+            f,
+            "{who} did not answer {} within {secs}",
+            match self.during.as_str() {
+                "" => "".to_string(),
+                d if d.contains(' ') => d.to_string(),
+                d => format!("`{d}`"),
+            }
+        )?;
+        let p = pid.as_deref().unwrap_or("<pid>");
+        match (self.peer, self.stopped) {
+            (Peer::Daemon, true) => write!(
+                f,
+                ": it is stopped (process state T). Resume it with `kill -CONT {p}`, or end it with `kill {p}` (sessions keep running; the next ccd command starts a daemon that adopts them)"
+            ),
+            (Peer::Daemon, false) => write!(
+                f,
+                ": it is running but not answering (overloaded or stuck). Try again in a moment, or restart it: `ccd daemon stop`, or `kill {p}` if that does not answer either (sessions keep running; the next ccd command starts a daemon that adopts them)"
+            ),
+            (Peer::Holder, true) => write!(
+                f,
+                ": it is stopped (process state T). Resume it with `kill -CONT {p}`, then attach again"
+            ),
+            (Peer::Holder, false) => write!(
+                f,
+                ": it is running but not answering (overloaded or stuck). Try again in a moment; `ccd ls` shows where the session stands"
+            ),
+        }
+    }
+}
+
+fn format_secs(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// True when `pid` is stopped (`T`, or `t`: traced) by `/proc/<pid>/stat`.
+pub fn is_stopped(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ...": comm may hold spaces and parentheses.
+    stat.rfind(')')
+        .and_then(|i| stat.get(i + 1..))
+        .and_then(|rest| rest.split_whitespace().next())
+        .is_some_and(|s| s == "T" || s == "t")
+}
+
+/// The pid of the process at the other end of `stream` (`SO_PEERCRED`:
+/// whoever listened on the socket it was connected to).
+pub fn peer_pid(stream: &UnixStream) -> Option<u32> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let c = getsockopt(stream, PeerCredentials).ok()?;
+    u32::try_from(c.pid()).ok().filter(|&p| p > 0)
+}
+
+/// Connects to the socket at `path`, giving up after `timeout` (a listener
+/// whose queue is full, because nobody accepts, makes a plain connect
+/// wait forever). The stream returned is blocking.
+pub fn connect(path: &Path, timeout: Duration) -> std::io::Result<UnixStream> {
+    use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+    let addr = UnixAddr::new(path).map_err(std::io::Error::from)?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        let fd: OwnedFd = socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(std::io::Error::from)?;
+        match connect(fd.as_raw_fd(), &addr) {
+            Ok(()) => {
+                let s = UnixStream::from(fd);
+                s.set_nonblocking(false)?;
+                return Ok(s);
+            }
+            // A full queue: nobody accepts. Try again until the deadline.
+            Err(nix::errno::Errno::EAGAIN) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(nix::errno::Errno::EAGAIN) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "its connection queue stayed full",
+                ))
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Waits until `fd` is readable (or closed) for at most `timeout`: `true`
+/// when it is.
+pub fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> std::io::Result<bool> {
+    let ms = i32::try_from(timeout.as_millis())
+        .unwrap_or(i32::MAX)
+        .max(1);
+    let mut p = nix::libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: nix::libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one pollfd we own, for the duration of the call.
+        let r = unsafe { nix::libc::poll(&mut p, 1, ms) };
+        if r >= 0 {
+            return Ok(r > 0);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_by_method() {
+        use serde_json::json;
+        assert_eq!(deadline_of("daemon.status", &json!({})), CALL_TIMEOUT);
+        assert_eq!(deadline_of("session.new", &json!({})), START_TIMEOUT);
+        assert_eq!(
+            deadline_of("session.new", &json!({"wait": false})),
+            CALL_TIMEOUT
+        );
+        assert_eq!(
+            deadline_of("session.kill", &json!({"grace_ms": 10000})),
+            Duration::from_secs(17)
+        );
+    }
+
+    #[test]
+    fn a_stopped_process_is_seen() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id();
+        assert!(!is_stopped(pid));
+        let p = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid"));
+        nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !is_stopped(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(is_stopped(pid));
+        let msg = NotAnswering::holder(Some(pid), "the attach", CALL_TIMEOUT).to_string();
+        assert!(msg.contains(&format!("kill -CONT {pid}")), "{msg}");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
