@@ -46,6 +46,18 @@ pub enum Id {
     String(String),
 }
 
+impl From<crate::methods::SizeOutOfRange> for RpcError {
+    /// `invalid_params` naming the bounds.
+    fn from(e: crate::methods::SizeOutOfRange) -> Self {
+        RpcError::invalid_params(e.to_string()).with_data(serde_json::json!({
+            "cols": e.cols,
+            "rows": e.rows,
+            "max_cols": crate::methods::MAX_COLS,
+            "max_rows": crate::methods::MAX_ROWS,
+        }))
+    }
+}
+
 impl From<i64> for Id {
     fn from(n: i64) -> Self {
         Id::Number(n)

@@ -47,6 +47,7 @@ pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
 
 pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: NewParams = parse_params(params)?;
+    let size = p.size.map(TermSize::checked).transpose()?;
     let cwd = checked_cwd(&p.cwd)?;
     if p.args
         .iter()
@@ -59,7 +60,7 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
     let session_id = uuid::Uuid::new_v4().to_string();
     let mut args = vec!["--session-id".to_string(), session_id.clone()];
     args.extend(p.args.iter().cloned());
-    let size = p.size.unwrap_or(TermSize {
+    let size = size.unwrap_or(TermSize {
         cols: 120,
         rows: 40,
     });
@@ -82,6 +83,7 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
 /// entry of the child's pid.
 pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: ForkParams = parse_params(params)?;
+    let size = p.size.map(TermSize::checked).transpose()?;
     let (info, _) = resolve(&ctx.daemon, &p.session).await?;
     let (cwd, _transcript) = resumable(&info)?;
     let meta = HolderMeta {
@@ -96,7 +98,7 @@ pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         holder_pid: None,
     };
     tracing::info!(original = %info.session_id, cwd = %cwd.display(), "fork");
-    let size = p.size.unwrap_or(TermSize {
+    let size = size.unwrap_or(TermSize {
         cols: 120,
         rows: 40,
     });
