@@ -32,8 +32,17 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Normalizes `cwd` and checks it is an existing directory.
+/// Normalizes `cwd` and checks it is an existing directory. A relative
+/// path is refused: it would name a place relative to the daemon's own
+/// current directory, which means nothing to the client.
 pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
+    if !Path::new(cwd).is_absolute() {
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("{cwd} is not an absolute path: the working directory must be absolute"),
+        )
+        .with_data(json!({"cwd": cwd})));
+    }
     let p = ccd_claude::paths::normalize(Path::new(cwd));
     if !p.is_dir() {
         return Err(RpcError::new(
@@ -154,6 +163,15 @@ pub fn resumable(
         )
         .with_data(json!({"session": sid, "transcript": transcript})));
     };
+    if !Path::new(&cwd).is_absolute() {
+        // Resolving it would pick a directory relative to the daemon's own.
+        tracing::warn!(session = %sid, cwd = %cwd, transcript = %transcript, "relative cwd: not resumable");
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("session {sid}'s transcript {transcript} records a relative working directory {cwd}: not a place to resume"),
+        )
+        .with_data(json!({"session": sid, "cwd": cwd, "transcript": transcript})));
+    }
     let p = ccd_claude::paths::normalize(Path::new(&cwd));
     if !p.is_dir() {
         return Err(RpcError::new(
