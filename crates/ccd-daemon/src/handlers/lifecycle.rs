@@ -156,6 +156,14 @@ pub fn resumable(
         )
         .with_data(json!({"session": sid, "transcript": transcript})));
     }
+    // A bounded read (head and tail windows), so cheap even for a big file.
+    if ccd_claude::transcript::summary::read_summary(Path::new(&transcript)).is_ok_and(|s| s.empty)
+    {
+        return Err(crate::handlers::sessions::empty_transcript_error(
+            sid,
+            &transcript,
+        ));
+    }
     let Some(cwd) = info.cwd.clone() else {
         return Err(RpcError::new(
             ErrorCode::CwdMissing,
