@@ -19,6 +19,10 @@
 //!   old conversation look live right after `/clear`.
 //! - A dead entry with no transcript (a process killed before its first
 //!   turn) leaves nothing to resume: it is not listed, only counted.
+//! - An empty transcript (0 bytes, or no parsable record) is no transcript:
+//!   nothing to resume, so it is not listed on its own (only counted, in
+//!   [`SessionIndex::empty_transcripts`]), and a dead entry whose only
+//!   transcript is empty counts as stale. A running writer is still listed.
 //!
 //! Recorded cwds come from the CLI's own `getcwd`, already resolved, so they
 //! are only cleaned lexically here (no file-system calls per session); paths
@@ -90,6 +94,9 @@ pub struct SessionIndex {
     pub sessions: Vec<SessionRecord>,
     /// Dead registry entries with no transcript (not listed).
     pub stale_entries: usize,
+    /// Transcripts with no parsable record (0-byte files included): not
+    /// sessions, not listed; their paths, for saying why an id is missing.
+    pub empty_transcripts: Vec<PathBuf>,
 }
 
 impl SessionIndex {
@@ -278,6 +285,8 @@ fn merge(
     windows: &ContextWindows,
 ) -> SessionIndex {
     let mut by_sid: HashMap<String, TranscriptSummary> = HashMap::with_capacity(summaries.len());
+    let (summaries, empty): (Vec<_>, Vec<_>) = summaries.into_iter().partition(|s| !s.empty);
+    let empty_transcripts: Vec<PathBuf> = empty.into_iter().map(|s| s.path).collect();
     for s in summaries {
         // Two folders holding one id is unusual; keep the newest.
         match by_sid.get(&s.session_id) {
@@ -388,5 +397,6 @@ fn merge(
     SessionIndex {
         sessions,
         stale_entries: stale,
+        empty_transcripts,
     }
 }

@@ -208,3 +208,40 @@ fn cached_summaries_follow_every_change() {
     assert_ne!(std::fs::read(&file).unwrap(), b"{not a cache", "rewritten");
     same(&cached(), &index(&c));
 }
+
+#[test]
+fn empty_transcripts_are_not_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = tmp.path();
+    transcript(c, "real-one", "/p/real", 1);
+    let dir = c.join("projects").join("-p-empty");
+    std::fs::create_dir_all(&dir).unwrap();
+    // 0 bytes; nothing parsable; a dead entry whose transcript is empty.
+    std::fs::write(dir.join("zero-bytes.jsonl"), b"").unwrap();
+    std::fs::write(dir.join("garbage.jsonl"), b"not json\n{\"half\":").unwrap();
+    std::fs::write(dir.join("dead-empty.jsonl"), b"").unwrap();
+    write_registry_entry(
+        c,
+        &registry_entry(999_997, "dead-empty", "/p/empty", "1", None),
+    );
+    // A running writer whose transcript is still empty is listed (by its
+    // process), without a transcript.
+    std::fs::write(dir.join("live-empty.jsonl"), b"").unwrap();
+    let _live = live_entry(c, "live-empty", "/p/empty", 0);
+    let idx = index(c);
+    let mut ids: Vec<_> = idx.sessions.iter().map(|r| r.session_id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["live-empty", "real-one"]);
+    assert_eq!(idx.find("live-empty")[0].transcript, None);
+    assert_eq!(
+        idx.stale_entries, 1,
+        "the dead entry with an empty transcript"
+    );
+    let mut empty: Vec<_> = idx
+        .empty_transcripts
+        .iter()
+        .filter_map(|p| p.file_stem()?.to_str())
+        .collect();
+    empty.sort_unstable();
+    assert_eq!(empty, ["dead-empty", "garbage", "live-empty", "zero-bytes"]);
+}

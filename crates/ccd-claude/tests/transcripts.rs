@@ -169,3 +169,26 @@ fn long_path_found_by_prefix_whatever_the_hash() {
     assert!(find_by_session_id(&projects, "../long-old").is_none());
     assert!(find_by_session_id(&projects, "nope").is_none());
 }
+
+#[test]
+fn a_transcript_without_a_parsable_record_is_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zero = tmp.path().join("a.jsonl");
+    fs::write(&zero, b"").unwrap();
+    assert!(read_summary(&zero).unwrap().empty);
+    let junk = tmp.path().join("b.jsonl");
+    fs::write(&junk, b"\n\nnot json\n{\"type\":\"user\",\"cwd\":").unwrap();
+    let s = read_summary(&junk).unwrap();
+    assert!(s.empty, "{s:?}");
+    // One record is enough, even a bookkeeping one.
+    let w = TranscriptWriter::create(tmp.path(), "c", "/p/c");
+    drop(w);
+    let p = tmp
+        .path()
+        .join("projects")
+        .join(slug("/p/c"))
+        .join("c.jsonl");
+    assert!(!read_summary(&p).unwrap().empty);
+    let p = transcript(tmp.path(), "d", "/p/d", 1);
+    assert!(!read_summary(&p).unwrap().empty);
+}

@@ -15,7 +15,9 @@
 //!   after it), and so does [`ccd_protocol::read_line_bounded`]; every
 //!   decoded line goes through [`ccd_protocol::parse_incoming`] and the
 //!   typed params of the real methods without panicking, and what parses
-//!   re-encodes and parses back.
+//!   re-encodes and parses back; array (positional) params never decode;
+//!   every decoded terminal size through `TermSize::checked` is in bounds
+//!   or refused with `invalid_params`, and `clamped` always is in bounds.
 //! - [`registry_parser`]: [`ccd_claude::registry::parse_entry`]; an entry it
 //!   accepts serializes again.
 //! - [`transcript_parser`]: every line through the record parser, the prompt

@@ -3,7 +3,9 @@
 use std::fmt::Debug;
 use std::io::{self, BufRead, Read};
 
-use ccd_protocol::methods::{attach, daemon, events, session, Empty, SessionRef};
+use ccd_protocol::methods::{
+    attach, daemon, events, session, Empty, SessionRef, TermSize, MAX_COLS, MAX_ROWS,
+};
 use ccd_protocol::stream::{OutputChunk, Resync, TranscriptItems};
 use ccd_protocol::{
     encode, handshake, parse_incoming, parse_params, read_line_bounded, ErrorCode, FrameError,
@@ -253,18 +255,25 @@ fn params(method: &str, p: Option<Value>) {
         "daemon.stop" => typed::<daemon::DaemonStopParams>(&p).map(drop),
         "sessions.list" => typed::<session::ListParams>(&p).map(drop),
         "sessions.get" | "session.detach" => typed::<SessionRef>(&p).map(drop),
-        "session.new" => typed::<session::NewParams>(&p).map(drop),
-        "session.fork" => typed::<session::ForkParams>(&p).map(drop),
+        "session.new" => typed::<session::NewParams>(&p).map(|p| p.size.map_or((), size_bounds)),
+        "session.fork" => typed::<session::ForkParams>(&p).map(|p| p.size.map_or((), size_bounds)),
         "session.kill" => typed::<session::KillParams>(&p).map(drop),
         "session.screen" => typed::<session::ScreenParams>(&p).map(drop),
         "session.send" => typed::<session::SendParams>(&p).map(drop),
         "session.pin" => typed::<session::PinParams>(&p).map(drop),
         "session.progress" => typed::<session::Progress>(&p).map(drop),
-        "session.attach" => typed::<attach::AttachParams>(&p).map(drop),
+        "session.attach" => {
+            typed::<attach::AttachParams>(&p).map(|p| p.size.map_or((), size_bounds))
+        }
         "session.input" => typed::<attach::InputParams>(&p).map(drop),
-        "session.resize" => typed::<attach::ResizeParams>(&p).map(drop),
+        "session.resize" => typed::<attach::ResizeParams>(&p).map(|p| {
+            size_bounds(TermSize {
+                cols: p.cols,
+                rows: p.rows,
+            })
+        }),
         "events.subscribe" => typed::<events::SubscribeParams>(&p).map(drop),
-        "session.resync" => typed::<Resync>(&p).map(drop),
+        "session.resync" => typed::<Resync>(&p).map(|r| size_bounds(r.size)),
         "session.transcript" => typed::<TranscriptItems>(&p).map(drop),
         "session.output" => typed::<OutputChunk>(&p).map(|chunk| {
             // The hand-rolled encoder says the same as serde.
@@ -287,8 +296,32 @@ fn params(method: &str, p: Option<Value>) {
     };
 }
 
+/// The size bounds: whatever size a client sends, validation yields a size
+/// within `1..=MAX_COLS` × `1..=MAX_ROWS` or `invalid_params` naming the
+/// bounds (never an out-of-range size), and clamping always lands inside.
+fn size_bounds(size: TermSize) {
+    let inside = |s: TermSize| (1..=MAX_COLS).contains(&s.cols) && (1..=MAX_ROWS).contains(&s.rows);
+    match size.checked() {
+        Ok(s) => {
+            assert!(inside(s), "checked let {s:?} through");
+            assert_eq!(s, size, "checked changed an in-range size");
+        }
+        Err(e) => {
+            assert!(!inside(size), "checked refused {size:?}");
+            let rpc = ccd_protocol::RpcError::from(e);
+            assert_eq!(rpc.error_code(), Some(ErrorCode::InvalidParams));
+            assert!(rpc.message.contains("1..=1000"), "{}", rpc.message);
+        }
+    }
+    let c = size.clamped();
+    assert!(inside(c), "clamped {size:?} to {c:?}");
+    if inside(size) {
+        assert_eq!(c, size, "clamping changed an in-range size");
+    }
+}
+
 /// Decode as `T`; on success, `T` re-encodes to one line that decodes to
-/// an equal `T`.
+/// an equal `T`. Params are named only: an array never decodes.
 fn typed<T>(p: &Option<Value>) -> Result<T, ()>
 where
     T: Serialize + DeserializeOwned + PartialEq + Debug,
@@ -296,6 +329,11 @@ where
     let v: T = parse_params(p.clone()).map_err(|e| {
         assert_eq!(e.error_code(), Some(ErrorCode::InvalidParams));
     })?;
+    assert!(
+        !matches!(p, Some(Value::Array(_))),
+        "{} decoded from positional params",
+        std::any::type_name::<T>()
+    );
     let bytes = encode(&v).expect("params encode");
     assert_single_line(&bytes);
     let value: Value = serde_json::from_slice(&bytes).expect("encoded params are JSON");

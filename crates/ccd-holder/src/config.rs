@@ -9,10 +9,39 @@ use serde::{Deserialize, Serialize};
 /// Terminal size in cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Size {
-    /// Rows (≥ 1).
+    /// Rows (1..=`ccd_protocol::methods::MAX_ROWS`).
     pub rows: u16,
-    /// Columns (≥ 1).
+    /// Columns (1..=`ccd_protocol::methods::MAX_COLS`).
     pub cols: u16,
+}
+
+impl Size {
+    /// This size if it is within the protocol's bounds
+    /// (`ccd_protocol::methods::MAX_ROWS` / `MAX_COLS`, both at least 1).
+    pub fn checked(self) -> Result<Size, ccd_protocol::methods::SizeOutOfRange> {
+        self.term().checked().map(Size::from_term)
+    }
+
+    /// The nearest size within the protocol's bounds: what the holder
+    /// applies whatever it was handed, so no caller can make it allocate a
+    /// screen model of 65535×65535 cells.
+    pub fn clamped(self) -> Size {
+        Size::from_term(self.term().clamped())
+    }
+
+    fn term(self) -> ccd_protocol::methods::TermSize {
+        ccd_protocol::methods::TermSize {
+            cols: self.cols,
+            rows: self.rows,
+        }
+    }
+
+    fn from_term(t: ccd_protocol::methods::TermSize) -> Size {
+        Size {
+            rows: t.rows,
+            cols: t.cols,
+        }
+    }
 }
 
 impl Default for Size {

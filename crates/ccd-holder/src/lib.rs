@@ -88,11 +88,14 @@ impl Holder {
             .sessions_dir()
             .join(format!("{}.json", spawned.pid));
         let (tx, rx) = sync_channel::<Vec<u8>>(INPUT_QUEUE);
-        let screen = Screen::with_scrollback(config.size.rows, config.size.cols, config.scrollback);
+        // Whoever built the config (the daemon's spec, a test), the model
+        // and the PTY get a size within bounds (`pty_size` clamps too).
+        let size = config.size.clamped();
+        let screen = Screen::with_scrollback(size.rows, size.cols, config.scrollback);
         let session = Arc::new(Session::new(
             screen,
             spawned.master,
-            config.size,
+            size,
             tx,
             session::Fixed {
                 pid: spawned.pid,

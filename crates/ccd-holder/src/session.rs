@@ -445,11 +445,10 @@ impl Session {
     }
 
     /// Resize PTY and model together.
+    /// The size is clamped to the protocol's bounds (callers refuse an
+    /// out-of-range size first; this keeps the model bounded regardless).
     pub fn resize(&self, size: Size) -> Result<(), SessionError> {
-        let size = Size {
-            rows: size.rows.max(1),
-            cols: size.cols.max(1),
-        };
+        let size = size.clamped();
         let mut g = self.lock();
         crate::spawn::resize(g.master.as_ref(), size)
             .map_err(|e| SessionError::Resize(format!("{e:#}")))?;

@@ -93,9 +93,10 @@ pub fn child_env(config: &HolderConfig) -> Vec<(OsString, OsString)> {
 }
 
 fn pty_size(size: Size) -> PtySize {
+    let size = size.clamped();
     PtySize {
-        rows: size.rows.max(1),
-        cols: size.cols.max(1),
+        rows: size.rows,
+        cols: size.cols,
         pixel_width: 0,
         pixel_height: 0,
     }

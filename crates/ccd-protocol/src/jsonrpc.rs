@@ -46,6 +46,18 @@ pub enum Id {
     String(String),
 }
 
+impl From<crate::methods::SizeOutOfRange> for RpcError {
+    /// `invalid_params` naming the bounds.
+    fn from(e: crate::methods::SizeOutOfRange) -> Self {
+        RpcError::invalid_params(e.to_string()).with_data(serde_json::json!({
+            "cols": e.cols,
+            "rows": e.rows,
+            "max_cols": crate::methods::MAX_COLS,
+            "max_rows": crate::methods::MAX_ROWS,
+        }))
+    }
+}
+
 impl From<i64> for Id {
     fn from(n: i64) -> Self {
         Id::Number(n)
@@ -448,12 +460,21 @@ fn response_from_object(obj: &Map<String, Value>) -> Result<Response, (Option<Id
 
 /// Decode a method's params as `T`. Absent or `null` params decode like `{}`
 /// (so methods whose fields all have defaults need none); unknown fields are
-/// ignored. A mismatch yields [`ErrorCode::InvalidParams`] with serde's
-/// explanation.
+/// ignored. Params are named only: an array (positional params) or any other
+/// non-object is [`ErrorCode::InvalidParams`] saying so, and a mismatch
+/// yields it with serde's explanation.
 pub fn parse_params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
     let v = match params {
         None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(v) => v,
+        Some(v @ Value::Object(_)) => v,
+        Some(Value::Array(_)) => return Err(RpcError::invalid_params(
+            "params must be an object of named params; positional (array) params are not supported",
+        )),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "params must be an object of named params",
+            ))
+        }
     };
     serde_json::from_value(v).map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
 }
@@ -461,6 +482,27 @@ pub fn parse_params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, Rpc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn params_are_named_only() {
+        #[derive(Debug, serde::Deserialize)]
+        struct P {
+            #[allow(dead_code)]
+            session: String,
+        }
+        let named: Result<P, _> = parse_params(Some(serde_json::json!({"session": "a"})));
+        assert!(named.is_ok());
+        // serde alone would take a sequence for a struct, positionally.
+        let e = parse_params::<P>(Some(serde_json::json!(["a"]))).unwrap_err();
+        assert_eq!(e.error_code(), Some(ErrorCode::InvalidParams));
+        assert!(
+            e.message.contains("positional (array) params"),
+            "{}",
+            e.message
+        );
+        let e = parse_params::<P>(Some(serde_json::json!("a"))).unwrap_err();
+        assert_eq!(e.error_code(), Some(ErrorCode::InvalidParams));
+    }
 
     #[test]
     fn response_serializes_null_id_and_one_of_result_error() {

@@ -49,6 +49,10 @@ pub struct TranscriptSummary {
     pub size: u64,
     /// The last line has no newline yet and does not parse.
     pub half_written_tail: bool,
+    /// No record parsed in what was read (a 0-byte file, or nothing but
+    /// a half-written line or garbage): not a session anyone can resume.
+    #[serde(default)]
+    pub empty: bool,
     /// How many bytes this read took from the file (bounded by the windows;
     /// 0 for a summary taken from the cache).
     #[serde(skip)]
@@ -81,6 +85,7 @@ pub fn read_summary_with(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<Tran
         context_tokens: None,
         size,
         half_written_tail: false,
+        empty: false,
         bytes_read: 0,
     };
     let (head, tail) = if size <= SMALL_FILE {
@@ -128,6 +133,7 @@ pub fn read_summary_with(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<Tran
     s.model = tail.model;
     s.context_tokens = tail.context_tokens;
     s.half_written_tail = tail.half_written;
+    s.empty = !head.any_record && !tail.any_record;
     Ok(s)
 }
 
@@ -161,6 +167,7 @@ fn read_at(file: &File, offset: u64, len: u64, buf: &mut Vec<u8>) -> std::io::Re
 
 #[derive(Default)]
 struct HeadFinds {
+    any_record: bool,
     cwd: Option<String>,
     first_prompt: Option<String>,
     first_timestamp: Option<OffsetDateTime>,
@@ -187,6 +194,7 @@ fn scan_head(buf: &[u8], whole_file: bool, f: &mut HeadFinds) {
         let Some(rec) = Record::parse(line) else {
             continue;
         };
+        f.any_record = true;
         if f.cwd.is_none() {
             f.cwd = rec.cwd.clone();
         }
@@ -204,6 +212,7 @@ fn scan_head(buf: &[u8], whole_file: bool, f: &mut HeadFinds) {
 
 #[derive(Default)]
 struct TailFinds {
+    any_record: bool,
     cwd: Option<String>,
     newest_timestamp: Option<OffsetDateTime>,
     last_prompt: Option<String>,
@@ -260,6 +269,7 @@ fn scan_tail(buf: &[u8], whole_file: bool, f: &mut TailFinds) {
 }
 
 fn note_tail_record(rec: &Record<'_>, f: &mut TailFinds) {
+    f.any_record = true;
     if f.cwd.is_none() {
         f.cwd = rec.cwd.clone();
     }

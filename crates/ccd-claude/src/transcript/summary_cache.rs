@@ -20,7 +20,7 @@ use time::{OffsetDateTime, UtcOffset};
 
 /// Bumped whenever what is stored or the way summaries are read changes,
 /// so an older cache is ignored instead of trusted.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Fewer changed files than this since the cache was written: the file is
 /// left as it is (re-reading a handful of files costs less than rewriting
@@ -120,6 +120,7 @@ struct Stored<'a> {
     context_tokens: Option<u64>,
     size: u64,
     half_written_tail: bool,
+    empty: bool,
 }
 
 impl<'a> Stored<'a> {
@@ -136,6 +137,7 @@ impl<'a> Stored<'a> {
             context_tokens: s.context_tokens,
             size: s.size,
             half_written_tail: s.half_written_tail,
+            empty: s.empty,
         }
     }
 
@@ -151,6 +153,7 @@ impl<'a> Stored<'a> {
             context_tokens: self.context_tokens,
             size: self.size,
             half_written_tail: self.half_written_tail,
+            empty: self.empty,
             bytes_read: 0,
         }
     }

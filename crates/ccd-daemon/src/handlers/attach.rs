@@ -64,6 +64,8 @@ pub async fn attach(
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
     let p: AttachParams = parse_params(params)?;
+    // Checked whatever the mode: an observer's size is echoed back.
+    p.size.map(TermSize::checked).transpose()?;
     if p.mode == AttachMode::Other {
         return Err(RpcError::invalid_params(
             "mode must be interactive or observe",
@@ -679,9 +681,11 @@ pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErr
 
 pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: ResizeParams = parse_params(params)?;
-    if p.cols == 0 || p.rows == 0 {
-        return Err(RpcError::invalid_params("cols and rows must be at least 1"));
+    TermSize {
+        cols: p.cols,
+        rows: p.rows,
     }
+    .checked()?;
     let params = json!({"rows": p.rows, "cols": p.cols});
     if let Some(AttachedTo { writer, .. }) = attachment_of(ctx, &p.session) {
         // The holder remembers it for this attachment (size policy).

@@ -32,8 +32,17 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Normalizes `cwd` and checks it is an existing directory.
+/// Normalizes `cwd` and checks it is an existing directory. A relative
+/// path is refused: it would name a place relative to the daemon's own
+/// current directory, which means nothing to the client.
 pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
+    if !Path::new(cwd).is_absolute() {
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("{cwd} is not an absolute path: the working directory must be absolute"),
+        )
+        .with_data(json!({"cwd": cwd})));
+    }
     let p = ccd_claude::paths::normalize(Path::new(cwd));
     if !p.is_dir() {
         return Err(RpcError::new(
@@ -47,6 +56,7 @@ pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
 
 pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: NewParams = parse_params(params)?;
+    let size = p.size.map(TermSize::checked).transpose()?;
     let cwd = checked_cwd(&p.cwd)?;
     if p.args
         .iter()
@@ -62,7 +72,7 @@ pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
     };
     let mut args = vec!["--session-id".to_string(), session_id.clone()];
     args.extend(p.args.iter().cloned());
-    let size = p.size.unwrap_or(TermSize {
+    let size = size.unwrap_or(TermSize {
         cols: 120,
         rows: 40,
     });
@@ -114,6 +124,7 @@ fn fresh_id(ctx: &ConnCtx, wanted: &str) -> Result<String, RpcError> {
 /// entry of the child's pid.
 pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: ForkParams = parse_params(params)?;
+    let size = p.size.map(TermSize::checked).transpose()?;
     let (info, _) = resolve(&ctx.daemon, &p.session).await?;
     let (cwd, _transcript) = resumable(&info)?;
     let meta = HolderMeta {
@@ -128,7 +139,7 @@ pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         holder_pid: None,
     };
     tracing::info!(original = %info.session_id, cwd = %cwd.display(), "fork");
-    let size = p.size.unwrap_or(TermSize {
+    let size = size.unwrap_or(TermSize {
         cols: 120,
         rows: 40,
     });
@@ -177,6 +188,14 @@ pub fn resumable(
         )
         .with_data(json!({"session": sid, "transcript": transcript})));
     }
+    // A bounded read (head and tail windows), so cheap even for a big file.
+    if ccd_claude::transcript::summary::read_summary(Path::new(&transcript)).is_ok_and(|s| s.empty)
+    {
+        return Err(crate::handlers::sessions::empty_transcript_error(
+            sid,
+            &transcript,
+        ));
+    }
     let Some(cwd) = info.cwd.clone() else {
         return Err(RpcError::new(
             ErrorCode::CwdMissing,
@@ -184,6 +203,15 @@ pub fn resumable(
         )
         .with_data(json!({"session": sid, "transcript": transcript})));
     };
+    if !Path::new(&cwd).is_absolute() {
+        // Resolving it would pick a directory relative to the daemon's own.
+        tracing::warn!(session = %sid, cwd = %cwd, transcript = %transcript, "relative cwd: not resumable");
+        return Err(RpcError::new(
+            ErrorCode::CwdMissing,
+            format!("session {sid}'s transcript {transcript} records a relative working directory {cwd}: not a place to resume"),
+        )
+        .with_data(json!({"session": sid, "cwd": cwd, "transcript": transcript})));
+    }
     let p = ccd_claude::paths::normalize(Path::new(&cwd));
     if !p.is_dir() {
         return Err(RpcError::new(

@@ -309,6 +309,9 @@ async fn resolve_with(
             .collect();
     }
     if hits.is_empty() {
+        if let Some(e) = empty_transcript(daemon, query).await {
+            return Err(e);
+        }
         if let Some(e) = registry_only(daemon, query).await {
             return Err(e);
         }
@@ -333,6 +336,34 @@ async fn resolve_with(
 
 /// A registry entry names `query` but no transcript exists for it (a
 /// process that died before its first turn, or a deleted transcript).
+/// An id no listing shows because its transcript is empty (0 bytes, or no
+/// parsable record): the error saying so, naming the file.
+async fn empty_transcript(daemon: &Daemon, query: &str) -> Option<RpcError> {
+    let projects = daemon.options.claude_config.projects_dir();
+    let q = query.to_string();
+    let (sid, path) = tokio::task::spawn_blocking(move || {
+        ccd_claude::transcript::list_all(&projects)
+            .into_iter()
+            .filter(|f| f.session_id == q || (q.len() >= 4 && f.session_id.starts_with(&q)))
+            .find(|f| ccd_claude::transcript::summary::read_summary(&f.path).is_ok_and(|s| s.empty))
+            .map(|f| (f.session_id, f.path))
+    })
+    .await
+    .ok()??;
+    Some(empty_transcript_error(&sid, &path.to_string_lossy()))
+}
+
+/// `transcript_missing` for a transcript with nothing to resume in it.
+pub fn empty_transcript_error(sid: &str, transcript: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::TranscriptMissing,
+        format!(
+            "session {sid}'s transcript {transcript} is empty (no record in it): nothing to resume"
+        ),
+    )
+    .with_data(json!({"session": sid, "transcript": transcript}))
+}
+
 async fn registry_only(daemon: &Daemon, query: &str) -> Option<RpcError> {
     let dir = daemon.options.claude_config.sessions_dir();
     let q = query.to_string();

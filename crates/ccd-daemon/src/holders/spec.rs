@@ -35,10 +35,13 @@ impl HolderSpec {
             .into_iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
+        // The handlers refused out-of-range sizes; a spec from elsewhere is
+        // clamped (the holder clamps again).
         c.size = ccd_holder::Size {
-            rows: self.rows.max(1),
-            cols: self.cols.max(1),
-        };
+            rows: self.rows,
+            cols: self.cols,
+        }
+        .clamped();
         c.claude_config_dir = self.claude_config_dir;
         c.auto_trust = self.auto_trust;
         c.trust_stable = std::time::Duration::from_millis(self.trust_stable_ms);

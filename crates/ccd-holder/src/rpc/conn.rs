@@ -56,10 +56,11 @@ fn send_notification<P: Serialize>(w: &Writer, method: &str, params: &P) -> std:
     write_line(w, &notification_line(method, params)?)
 }
 
+/// A client's size, refused with `invalid_params` naming the bounds when
+/// it is out of range: a direct client reaches the holder without the
+/// daemon's check.
 fn check_size(size: Size) -> Result<(), RpcError> {
-    if size.rows == 0 || size.cols == 0 {
-        return Err(RpcError::invalid_params("rows and cols must be at least 1"));
-    }
+    size.checked()?;
     Ok(())
 }
 

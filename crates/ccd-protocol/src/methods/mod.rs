@@ -85,11 +85,83 @@ pub struct SessionRef {
     pub session: String,
 }
 
-/// Terminal size in character cells.
+/// The most columns a session's terminal may have. With [`MAX_ROWS`] this
+/// bounds what one size costs a holder: its screen model keeps two grids
+/// (main and alternate) of about 24 bytes a cell, so 1000×500 is about
+/// 25 MB (measured: VmRSS grows 24.7 MB for a filled 1000×500 model, 47 MB
+/// for 1000×1000), while an 8K display with an 8-pixel-wide font is 960
+/// columns.
+pub const MAX_COLS: u16 = 1000;
+
+/// The most rows a session's terminal may have (an 8K display with a
+/// 16-pixel-high font is 270 rows; portrait and tiny fonts get headroom).
+pub const MAX_ROWS: u16 = 500;
+
+/// A size outside `1..=MAX_COLS` × `1..=MAX_ROWS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("size {cols}x{rows} (cols x rows) is out of range: cols must be 1..={max_cols} and rows 1..={max_rows}", max_cols = MAX_COLS, max_rows = MAX_ROWS)]
+pub struct SizeOutOfRange {
+    /// The columns asked for.
+    pub cols: u16,
+    /// The rows asked for.
+    pub rows: u16,
+}
+
+/// Terminal size in character cells: `cols` 1..=[`MAX_COLS`], `rows`
+/// 1..=[`MAX_ROWS`] wherever a client asks for one (decoding does not check:
+/// use [`TermSize::checked`] or [`TermSize::clamped`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TermSize {
-    /// Columns (≥ 1).
+    /// Columns (1..=1000).
     pub cols: u16,
-    /// Rows (≥ 1).
+    /// Rows (1..=500).
     pub rows: u16,
+}
+
+impl TermSize {
+    /// This size if it is within bounds.
+    pub fn checked(self) -> Result<TermSize, SizeOutOfRange> {
+        if (1..=MAX_COLS).contains(&self.cols) && (1..=MAX_ROWS).contains(&self.rows) {
+            Ok(self)
+        } else {
+            Err(SizeOutOfRange {
+                cols: self.cols,
+                rows: self.rows,
+            })
+        }
+    }
+
+    /// The nearest size within bounds (what a holder applies when a size
+    /// reached it unchecked).
+    pub fn clamped(self) -> TermSize {
+        TermSize {
+            cols: self.cols.clamp(1, MAX_COLS),
+            rows: self.rows.clamp(1, MAX_ROWS),
+        }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_inclusive_and_zero_or_huge_is_refused() {
+        let s = |cols, rows| TermSize { cols, rows };
+        assert!(s(1, 1).checked().is_ok());
+        assert!(s(MAX_COLS, MAX_ROWS).checked().is_ok());
+        for bad in [
+            s(0, 24),
+            s(80, 0),
+            s(MAX_COLS + 1, 24),
+            s(80, MAX_ROWS + 1),
+            s(65535, 65535),
+        ] {
+            let e = bad.checked().unwrap_err();
+            assert!(e.to_string().contains("1..=1000"), "{e}");
+            assert!(e.to_string().contains("1..=500"), "{e}");
+            assert!(bad.clamped().checked().is_ok());
+        }
+        assert_eq!(s(65535, 0).clamped(), s(MAX_COLS, 1));
+    }
 }
