@@ -14,8 +14,9 @@
 //! - [`AcceptAction::Fatal`]: the listener itself is unusable (`EBADF`,
 //!   `EINVAL`, `ENOTSOCK`, `EFAULT`): stop accepting.
 //!
-//! [`Backoff`] also rations the log: one warning when a run of failures
-//! starts, at most one a minute while it lasts, one line when it ends.
+//! [`Backoff`] also rations the log: at most one warning a minute, however
+//! the failures come (one long run, or runs broken by single successes
+//! as descriptors come and go); the end of a run is logged at debug level.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -68,6 +69,9 @@ pub struct Backoff {
     next: Duration,
     /// Failures since the last success (0: not backing off).
     failures: u64,
+    /// Failures in all, for the log.
+    total: u64,
+    /// The last warning, kept across successes.
     logged_at: Option<Instant>,
 }
 
@@ -78,14 +82,16 @@ impl Backoff {
             what,
             next: PAUSE_MIN,
             failures: 0,
+            total: 0,
             logged_at: None,
         }
     }
 
     /// Records a failure that asks for a pause; returns how long to wait.
-    /// Logs the first failure of a run, then at most once a minute.
+    /// Logs at most once a minute.
     pub fn failed(&mut self, error: &io::Error) -> Duration {
         self.failures += 1;
+        self.total += 1;
         let now = Instant::now();
         if self
             .logged_at
@@ -96,8 +102,9 @@ impl Backoff {
                 loop_ = self.what,
                 %error,
                 failures = self.failures,
+                total = self.total,
                 pause_max_ms = PAUSE_MAX.as_millis() as u64,
-                "accept failing; pausing between attempts (logged once a minute while it lasts)"
+                "accept failing; pausing between attempts (logged at most once a minute)"
             );
         }
         let pause = self.next;
@@ -105,10 +112,10 @@ impl Backoff {
         pause
     }
 
-    /// Records a successful accept; logs the end of a run of failures.
+    /// Records a connection taken and served: the pauses start over.
     pub fn succeeded(&mut self) {
         if self.failures > 0 {
-            tracing::info!(
+            tracing::debug!(
                 loop_ = self.what,
                 failures = self.failures,
                 "accept works again"
@@ -116,7 +123,6 @@ impl Backoff {
         }
         self.failures = 0;
         self.next = PAUSE_MIN;
-        self.logged_at = None;
     }
 
     /// Failures since the last success.

@@ -118,10 +118,7 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
             continue;
         }
         let stream = match listener.accept() {
-            Ok((s, _)) => {
-                backoff.succeeded();
-                s
-            }
+            Ok((s, _)) => s,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) => match classify_accept_error(&e) {
                 AcceptAction::Retry => continue,
@@ -177,11 +174,15 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
                 let mut list = conns.lock().unwrap_or_else(|p| p.into_inner());
                 list.insert(id, clone);
             }
+            // Out of descriptors as well: closed, and a pause as for a
+            // failed accept (else accept and close would alternate at
+            // full speed).
             Err(e) => {
-                tracing::debug!(error = %e, "cannot register a connection; closed");
+                std::thread::sleep(backoff.failed(&e));
                 continue;
             }
         }
+        backoff.succeeded();
         let s = Arc::clone(session);
         let registry = Arc::clone(&conns);
         let spawned = std::thread::Builder::new()
