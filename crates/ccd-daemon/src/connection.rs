@@ -9,8 +9,19 @@
 //!   reading eventually stalls the tasks writing to it — its attachment forwarders included, which makes
 //!   the holder drop *that* attachment's queue and resync it later. Nothing
 //!   else waits on this client.
+//! - At most [`MAX_IN_FLIGHT`] requests of one connection run at once:
+//!   the reader takes a permit per line before it handles it and stops
+//!   reading the socket while none is left (a request task returns its
+//!   permit once its reply is queued). A client that pipelines requests
+//!   and reads no reply thus pins the out queue's 8 MiB, 32 requests (each
+//!   ≤ 1 MiB, the line limit) with their replies, and the read buffer —
+//!   not one task per request it manages to send. The permit wait never
+//!   deadlocks: a task waits only on the out queue, which the writer
+//!   drains while the client reads and closes when it leaves.
 //! - Before a successful `hello`, every method but `hello` fails with
-//!   `handshake_required`.
+//!   `handshake_required`; a connection that has not said `hello` within
+//!   [`HELLO_DEADLINE`] gets one error line and is closed (idle connections
+//!   would otherwise hold client slots and descriptors for ever).
 //! - A descriptor a handler passes with its reply (a direct stream's holder
 //!   connection, [`ConnCtx::pass_with_reply`]) travels in the same queue
 //!   item as the reply line and is sent with that line's first byte, so
@@ -25,9 +36,16 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::UnixStream;
+
+/// How long a new connection has to say `hello`.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Requests of one connection handled at once (see the module doc).
+pub const MAX_IN_FLIGHT: usize = 32;
 
 /// What a request handler can see of its connection.
 pub struct ConnCtx {
@@ -106,8 +124,9 @@ fn id_key(id: &Id) -> String {
 }
 
 /// Serves one connection until the client leaves or the daemon stops.
+/// The accept loop has counted it in `daemon.clients` (its slot under the
+/// connection cap); this gives the slot back when the connection ends.
 pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
-    daemon.clients.fetch_add(1, Ordering::Relaxed);
     let (mut rd, mut wr) = stream.into_split();
     let (tx, mut rx) = out_queue::channel(OUT_BUDGET);
     let writer = tokio::spawn(async move {
@@ -136,19 +155,39 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     let mut decoder = LineDecoder::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut lines = Vec::new();
-    loop {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    let hello_by = tokio::time::Instant::now() + HELLO_DEADLINE;
+    'conn: loop {
+        let waiting_hello = !ctx.handshaken.load(Ordering::Acquire);
         let n = tokio::select! {
             r = rd.read(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
             _ = stop.changed() => break,
+            _ = tokio::time::sleep_until(hello_by), if waiting_hello => {
+                tracing::debug!("no hello within the deadline; closing the connection");
+                let e = RpcError::new(
+                    ErrorCode::HandshakeRequired,
+                    format!("no hello within {} s; closing", HELLO_DEADLINE.as_secs()),
+                );
+                reply(&ctx, Response::error(None, e)).await;
+                break;
+            }
         };
         lines.clear();
         decoder.push_into(&buf[..n], &mut lines);
         for line in lines.drain(..) {
+            // Not reading on while MAX_IN_FLIGHT requests are pending.
+            let permit = tokio::select! {
+                p = in_flight.clone().acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => break 'conn,
+                },
+                _ = stop.changed() => break 'conn,
+            };
             match line {
-                Ok(text) => on_line(&ctx, &text).await,
+                Ok(text) => on_line(&ctx, &text, permit).await,
                 Err(e) => {
                     tracing::debug!(error = %e, "bad frame from client");
                     let err = e
@@ -223,7 +262,9 @@ async fn write_with_fd(wr: &mut OwnedWriteHalf, line: &[u8], fd: &OwnedFd) -> st
     wr.write_all(&line[sent..]).await
 }
 
-async fn on_line(ctx: &Arc<ConnCtx>, text: &str) {
+/// Handles one line; `permit` (a [`MAX_IN_FLIGHT`] slot) is held until
+/// the line's reply is queued.
+async fn on_line(ctx: &Arc<ConnCtx>, text: &str, permit: tokio::sync::OwnedSemaphorePermit) {
     let req = match parse_incoming(text) {
         Ok(Incoming::Request(r)) => r,
         Ok(Incoming::Notification(n)) => {
@@ -276,6 +317,7 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str) {
             reply_with(&ctx, to_response(id.clone(), result), fd).await;
             ctx.mark_replied(&id);
         }
+        drop(permit);
     });
 }
 

@@ -19,6 +19,7 @@ pub mod connection;
 pub mod events;
 pub mod handlers;
 pub mod holders;
+pub mod limits;
 pub mod logfiles;
 pub mod out_queue;
 pub mod router;

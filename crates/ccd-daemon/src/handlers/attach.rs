@@ -673,7 +673,9 @@ pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErr
         return Ok(json!({"written": n}));
     }
     let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
-    let _: Value = call_once(&entry.socket, h::INPUT, json!({"data": data}))
+    ctx.daemon
+        .holders
+        .call_serialized(&entry, h::INPUT, json!({"data": data}))
         .await
         .map_err(internal)?;
     Ok(json!({"written": n}))
@@ -692,7 +694,9 @@ pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
         send_on(&writer, h::RESIZE, params).await?;
     } else {
         let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
-        let _: Value = call_once(&entry.socket, h::RESIZE, params)
+        ctx.daemon
+            .holders
+            .call_serialized(&entry, h::RESIZE, params)
             .await
             .map_err(internal)?;
     }

@@ -184,6 +184,16 @@ pub struct HolderTable {
     /// own); the mutex is never held across an await; pruned of holders no
     /// longer live on every watch tick.
     info_conns: Mutex<HashMap<String, HolderConn>>,
+    /// One connection per holder for `holder.input`/`holder.resize` from
+    /// requests outside an attachment ([`Self::call_serialized`]): every
+    /// such call queues on its holder's async mutex (FIFO) instead of
+    /// opening a connection — and a thread in the holder — of its own, so
+    /// any number of pending inputs cost the holder one connection, and
+    /// keys keep the order their requests reached the queue. The map's
+    /// mutex is held only to find or add a slot; the slot's async mutex is
+    /// held across the call, which is bounded by [`rpc::CALL_TIMEOUT`]
+    /// (waiting in the queue included). Pruned with the info connections.
+    input_conns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<HolderConn>>>>>,
 }
 
 impl HolderTable {
@@ -195,7 +205,52 @@ impl HolderTable {
             finished: Mutex::new(VecDeque::new()),
             asks: std::sync::atomic::AtomicU64::new(0),
             info_conns: Mutex::new(HashMap::new()),
+            input_conns: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Calls `method` on `entry`'s shared input connection (see
+    /// `input_conns`), opening it when there is none. A kept connection
+    /// found closed is replaced once; the whole call, queueing included,
+    /// takes at most [`rpc::CALL_TIMEOUT`].
+    pub async fn call_serialized(
+        &self,
+        entry: &HolderEntry,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, HolderError> {
+        let slot = self
+            .input_conns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(entry.id.clone())
+            .or_default()
+            .clone();
+        let call = async {
+            let mut kept = slot.lock().await;
+            // Taken out for the call: a call cancelled (timed out) midway
+            // drops its connection rather than leaving a reply in flight.
+            let reused = kept.is_some();
+            let mut conn = match kept.take() {
+                Some(c) => c,
+                None => HolderConn::connect(&entry.socket).await?,
+            };
+            let result = match conn.call(method, params.clone()).await {
+                Err(HolderError::Io(_) | HolderError::Closed) if reused => {
+                    tracing::debug!(holder = %entry.id, "kept input connection closed; reconnecting");
+                    conn = HolderConn::connect(&entry.socket).await?;
+                    conn.call(method, params).await
+                }
+                r => r,
+            };
+            if matches!(result, Ok(_) | Err(HolderError::Rpc(_))) {
+                *kept = Some(conn);
+            }
+            result
+        };
+        tokio::time::timeout(rpc::CALL_TIMEOUT, call)
+            .await
+            .map_err(|_| HolderError::Timeout)?
     }
 
     /// `holder.info` of `entry`, on its idle connection when there is one.
@@ -247,6 +302,9 @@ impl HolderTable {
             Err(_) => return,
         };
         if let Ok(mut m) = self.info_conns.lock() {
+            m.retain(|id, _| live.contains(id));
+        }
+        if let Ok(mut m) = self.input_conns.lock() {
             m.retain(|id, _| live.contains(id));
         }
     }

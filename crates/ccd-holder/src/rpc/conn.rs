@@ -95,7 +95,8 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
     let writer = match stream.try_clone() {
         Ok(w) => Arc::new(Mutex::new(w)),
         Err(e) => {
-            tracing::warn!(error = %e, "cannot clone connection");
+            // Debug: out of descriptors, this would log per connection.
+            tracing::debug!(error = %e, "cannot clone connection");
             return;
         }
     };

@@ -1,8 +1,15 @@
 //! The holder's socket: bind (0600), accept (peer uid checked), one thread
 //! per connection ([`super::conn`]).
+//!
+//! Bounds: at most [`MAX_CONNECTIONS`] connections (so at most that many
+//! connection threads, plus one output pump per attached one); a
+//! connection beyond them gets one error line and is closed. An `accept`
+//! that fails for want of descriptors (or memory) pauses the loop, 50 ms
+//! doubling to 1 s, and is logged once per run of failures, not per
+//! failure ([`crate::accept`]).
 
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -11,7 +18,25 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
+use crate::accept::{classify_accept_error, AcceptAction, Backoff};
 use crate::session::{Session, IDLE_SAFETY};
+
+/// The most connections a holder serves at once. The daemon keeps two per
+/// holder (`holder.info`, input/resize), one per attachment and one per
+/// direct stream, and opens a few short-lived ones (screen, kill,
+/// collect): 64 leaves room for dozens of attached terminals while a
+/// flood of connections costs the holder at most 64 threads (+ 64 pumps)
+/// and 64 descriptors.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Sent (best effort) to a connection refused beyond [`MAX_CONNECTIONS`].
+fn refusal_line() -> Vec<u8> {
+    let e = ccd_protocol::RpcError::internal(format!(
+        "the holder serves at most {MAX_CONNECTIONS} connections; try again later"
+    ))
+    .with_data(serde_json::json!({"reason": "too_many_connections", "limit": MAX_CONNECTIONS}));
+    ccd_protocol::encode(&ccd_protocol::Response::error(None, e)).unwrap_or_default()
+}
 
 /// Bind the holder socket at `path` with mode 0600. An existing socket is
 /// replaced only if nothing answers on it.
@@ -85,6 +110,9 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
     // A clone of every open connection, to shut them down at the end.
     let conns: Arc<Mutex<HashMap<u64, UnixStream>>> = Arc::new(Mutex::new(HashMap::new()));
     let mut next_id = 0u64;
+    let mut backoff = Backoff::new("holder");
+    // Refusals beyond the cap since the last one logged.
+    let mut refused = 0u64;
     while !session.stopping() {
         if !wait_for_connection(listener, session) {
             continue;
@@ -92,12 +120,36 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
         let stream = match listener.accept() {
             Ok((s, _)) => s,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                continue;
-            }
+            Err(e) => match classify_accept_error(&e) {
+                AcceptAction::Retry => continue,
+                AcceptAction::Pause => {
+                    std::thread::sleep(backoff.failed(&e));
+                    continue;
+                }
+                AcceptAction::Fatal => {
+                    tracing::error!(error = %e, "the holder socket is unusable; no more connections");
+                    break;
+                }
+            },
         };
+        let open = conns.lock().unwrap_or_else(|p| p.into_inner()).len();
+        if open >= MAX_CONNECTIONS {
+            // Best effort: a fresh socket's buffer takes one short line.
+            let _ = stream.set_nonblocking(true);
+            let _ = (&stream).write_all(&refusal_line());
+            if refused == 0 {
+                tracing::warn!(
+                    limit = MAX_CONNECTIONS,
+                    "connection refused: too many connections (logged once per run of refusals)"
+                );
+            }
+            refused += 1;
+            continue;
+        }
+        if refused > 0 {
+            tracing::info!(refused, "accepting connections again");
+            refused = 0;
+        }
         match peer_uid(&stream) {
             Ok(uid) if uid == my_uid => {}
             Ok(uid) => {
@@ -115,10 +167,22 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
         }
         next_id += 1;
         let id = next_id;
-        if let Ok(clone) = stream.try_clone() {
-            let mut list = conns.lock().unwrap_or_else(|p| p.into_inner());
-            list.insert(id, clone);
+        // The registry counts connections for the cap: one that cannot be
+        // registered is not served.
+        match stream.try_clone() {
+            Ok(clone) => {
+                let mut list = conns.lock().unwrap_or_else(|p| p.into_inner());
+                list.insert(id, clone);
+            }
+            // Out of descriptors as well: closed, and a pause as for a
+            // failed accept (else accept and close would alternate at
+            // full speed).
+            Err(e) => {
+                std::thread::sleep(backoff.failed(&e));
+                continue;
+            }
         }
+        backoff.succeeded();
         let s = Arc::clone(session);
         let registry = Arc::clone(&conns);
         let spawned = std::thread::Builder::new()
@@ -130,6 +194,7 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
             });
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a connection thread");
+            conns.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
         }
     }
     // Shut every connection so their threads end.

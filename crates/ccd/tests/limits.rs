@@ -1,0 +1,443 @@
+//! Hostile peers (issue 14): connection, request and holder bounds, measured
+//! from /proc.
+//!
+//! - idle connections past the cap (daemon under RLIMIT_NOFILE 256) do not
+//!   lock a well-behaved client out for longer than the hello deadline;
+//! - 100k pipelined requests from a client that reads nothing do not grow
+//!   the daemon;
+//! - 3,000 concurrent `session.input` calls cost the holder no thread or
+//!   descriptor per call;
+//! - a holder out of descriptors does not spin on `accept` and recovers.
+//!
+//! All load is on this sandbox's unix sockets, bounded in count and time.
+
+mod common;
+
+use common::{rss_kb, wait_for, Sandbox};
+use serde_json::json;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn count_dir(path: &str) -> usize {
+    std::fs::read_dir(path).map(|d| d.count()).unwrap_or(0)
+}
+
+fn fds(pid: u32) -> usize {
+    count_dir(&format!("/proc/{pid}/fd"))
+}
+
+fn threads(pid: u32) -> usize {
+    count_dir(&format!("/proc/{pid}/task"))
+}
+
+/// Total bytes of the sandbox's logs (daemon's and holders').
+fn log_bytes(sb: &Sandbox) -> u64 {
+    std::fs::read_dir(&sb.state)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Runs `ccd daemon` in the foreground with RLIMIT_NOFILE soft = hard =
+/// `nofile`; returns once it answers.
+fn daemon_with_nofile(sb: &Sandbox, nofile: u64) -> Child {
+    let mut cmd = sb.cmd(&["daemon"]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: nofile,
+                rlim_max: nofile,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    wait_for(Duration::from_secs(20), "the daemon to answer", || {
+        hello(&sb.sock.join("ccd.sock"), Duration::from_secs(2))
+            .ok()
+            .filter(|l| l.contains("\"result\""))
+    });
+    child
+}
+
+/// Connects, says hello, returns the first line the daemon sends (waiting
+/// at most `timeout`).
+fn hello(sock: &Path, timeout: Duration) -> std::io::Result<String> {
+    let mut s = UnixStream::connect(sock)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.write_all(
+        br#"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"test/0","protocol":{"min":1,"max":1}}}
+"#,
+    )?;
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line)?;
+    Ok(line)
+}
+
+const HELLO_LINE: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"hello","params":{"client":"test/0","protocol":{"min":1,"max":1}}}
+"#;
+
+#[test]
+fn idle_connections_past_the_cap_lock_no_one_out_and_cost_bounded_fds() {
+    const NOFILE: u64 = 256;
+    // ccd_daemon::limits::max_clients(256).
+    const CAP: usize = 96;
+    const IDLE: usize = 300;
+    let sb = Sandbox::new();
+    let mut daemon = daemon_with_nofile(&sb, NOFILE);
+    let pid = daemon.id();
+    let sock = sb.sock.join("ccd.sock");
+    let fds_before = fds(pid);
+    let log_before = log_bytes(&sb);
+
+    // Connections that never say hello, well past the cap.
+    let mut idle = Vec::new();
+    for _ in 0..IDLE {
+        match UnixStream::connect(&sock) {
+            Ok(s) => idle.push(s),
+            Err(e) => panic!("connect failed: {e}"),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let fds_full = fds(pid);
+    // The last ones were told why they are closed.
+    let last = idle.last().unwrap().try_clone().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut line = String::new();
+    let _ = BufReader::new(last).read_line(&mut line);
+    assert!(
+        line.contains("too_many_connections"),
+        "a connection over the cap gets a reason: {line:?}"
+    );
+    // A well-behaved client is refused while the idle ones hold the slots…
+    let early = hello(&sock, Duration::from_secs(3)).unwrap_or_default();
+    assert!(
+        !early.contains("\"result\""),
+        "served over the cap: {early}"
+    );
+
+    // …and served once the hello deadline (5 s) has reaped them.
+    let t0 = Instant::now();
+    let served = wait_for(Duration::from_secs(15), "a client to be served", || {
+        hello(&sock, Duration::from_secs(3))
+            .ok()
+            .filter(|l| l.contains("\"result\""))
+    });
+    let waited = t0.elapsed();
+    let fds_after = fds(pid);
+    let log_growth = log_bytes(&sb) - log_before;
+    let logs = sb.logs();
+    let refusal_logs = logs.matches("refusing connections").count();
+    let accept_logs = logs.matches("accept failing").count();
+    eprintln!(
+        "daemon fds: before {fds_before}, {IDLE} idle connections {fds_full}, after reaping \
+         {fds_after}; served after {waited:?}; log +{log_growth} B, {refusal_logs} refusal \
+         lines, {accept_logs} accept-failure lines"
+    );
+    assert!(served.contains("\"protocol\""), "{served}");
+    assert!(
+        fds_full <= fds_before + CAP + 8,
+        "the daemon holds {fds_full} fds (cap {CAP} clients)"
+    );
+    assert!(fds_full < NOFILE as usize, "at the fd limit: {fds_full}");
+    assert!(fds_after <= fds_before + 8, "fds not returned: {fds_after}");
+    assert!(refusal_logs <= 3, "{refusal_logs} refusal log lines");
+    assert!(accept_logs <= 3, "{accept_logs} accept-failure log lines");
+    assert!(log_growth < 512 * 1024, "log grew by {log_growth} B");
+    drop(idle);
+    sb.ok(&["daemon", "stop"]);
+    let _ = daemon.wait();
+}
+
+#[test]
+fn a_hundred_thousand_pipelined_requests_unread_do_not_grow_the_daemon() {
+    const REQUESTS: usize = 100_000;
+    const MAX_GROWTH_KB: u64 = 64 * 1024;
+    let sb = Sandbox::new();
+    let _ = sb.client_or_start();
+    let pid = sb.daemon_pid().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let before = rss_kb(pid);
+
+    let stream = UnixStream::connect(sb.sock.join("ccd.sock")).unwrap();
+    let mut w = stream.try_clone().unwrap();
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let written = written.clone();
+        std::thread::spawn(move || {
+            let mut batch = Vec::from(HELLO_LINE);
+            for i in 1..=REQUESTS {
+                batch.extend_from_slice(
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"daemon.status\"}}\n")
+                        .as_bytes(),
+                );
+                if batch.len() > 16 * 1024 || i == REQUESTS {
+                    if w.write_all(&batch).is_err() {
+                        return;
+                    }
+                    batch.clear();
+                    written.store(i, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    // Let the daemon take what it will: either every request is written
+    // or the writer stays blocked because the daemon stopped reading.
+    let mut peak = 0;
+    let mut last = (Instant::now(), 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        peak = peak.max(rss_kb(pid));
+        let w = written.load(Ordering::Relaxed);
+        if w == REQUESTS && writer.is_finished() {
+            std::thread::sleep(Duration::from_secs(2));
+            break;
+        }
+        if w != last.1 {
+            last = (Instant::now(), w);
+        } else if last.0.elapsed() > Duration::from_secs(3) {
+            break; // blocked: the daemon reads no more
+        }
+    }
+    peak = peak.max(rss_kb(pid));
+    let blocked_at = written.load(Ordering::Relaxed);
+    // Another client is served meanwhile.
+    let t0 = Instant::now();
+    let status = sb.client().call_value("daemon.status", json!({})).unwrap();
+    let other = t0.elapsed();
+    assert!(status["pid"].is_number(), "{status}");
+    peak = peak.max(rss_kb(pid));
+
+    // The client leaves; its memory goes back.
+    stream.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(stream);
+    let _ = writer.join();
+    std::thread::sleep(Duration::from_secs(2));
+    let after = rss_kb(pid);
+    eprintln!(
+        "daemon VmRSS: before {before} kB, peak {peak} kB (+{} kB) with {blocked_at} of \
+         {REQUESTS} requests written, after leaving {after} kB; another client served in {other:?}",
+        peak.saturating_sub(before)
+    );
+    assert!(
+        peak < before + MAX_GROWTH_KB,
+        "the daemon grew by {} kB",
+        peak - before
+    );
+    assert!(
+        after < before + MAX_GROWTH_KB,
+        "still held after the client left: {after} kB"
+    );
+    assert!(blocked_at < REQUESTS, "the daemon read every request");
+}
+
+#[test]
+fn three_thousand_concurrent_inputs_cost_the_holder_no_thread_or_fd_each() {
+    const CONNS: usize = 30;
+    const PER_CONN: usize = 100;
+    let sb = Sandbox::new();
+    let sid = sb.new_session("inputs");
+    let holder = sb.holder_pids()[0];
+    std::thread::sleep(Duration::from_millis(500));
+    let (threads_before, fds_before) = (threads(holder), fds(holder));
+
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let (mut t, mut f) = (0, 0);
+            while !done.load(Ordering::Relaxed) {
+                t = t.max(threads(holder));
+                f = f.max(fds(holder));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            (t, f)
+        })
+    };
+    let t0 = Instant::now();
+    let data = ccd_protocol::b64::encode(b"x");
+    let clients: Vec<_> = (0..CONNS)
+        .map(|_| {
+            let sock = sb.sock.join("ccd.sock");
+            let sid = sid.clone();
+            let data = data.clone();
+            std::thread::spawn(move || {
+                let s = UnixStream::connect(sock).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+                let mut batch = Vec::from(HELLO_LINE);
+                for i in 1..=PER_CONN {
+                    let req = json!({"jsonrpc": "2.0", "id": i, "method": "session.input",
+                        "params": {"session": sid, "data": data}});
+                    batch.extend_from_slice(req.to_string().as_bytes());
+                    batch.push(b'\n');
+                }
+                (&s).write_all(&batch).unwrap();
+                let mut ok = 0;
+                let mut errors = Vec::new();
+                let mut rd = BufReader::new(s);
+                for _ in 0..=PER_CONN {
+                    let mut line = String::new();
+                    if rd.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                    if v["result"]["written"] == 1 {
+                        ok += 1;
+                    } else if v["id"] != 0 {
+                        errors.push(line);
+                    }
+                }
+                (ok, errors)
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    let mut errors = Vec::new();
+    for c in clients {
+        let (o, e) = c.join().unwrap();
+        ok += o;
+        errors.extend(e);
+    }
+    let took = t0.elapsed();
+    done.store(true, Ordering::Relaxed);
+    let (max_threads, max_fds) = sampler.join().unwrap();
+    eprintln!(
+        "holder: threads {threads_before} → max {max_threads}, fds {fds_before} → max {max_fds}; \
+         {ok} of {} inputs written in {took:?}",
+        CONNS * PER_CONN
+    );
+    assert_eq!(
+        ok,
+        CONNS * PER_CONN,
+        "errors: {:?}",
+        &errors[..errors.len().min(3)]
+    );
+    assert!(
+        max_threads <= threads_before + 6,
+        "holder threads {threads_before} → {max_threads}"
+    );
+    assert!(
+        max_fds <= fds_before + 12,
+        "holder fds {fds_before} → {max_fds}"
+    );
+}
+
+/// Sets `pid`'s RLIMIT_NOFILE (soft and hard kept apart); returns the old.
+fn prlimit_nofile(pid: u32, soft: u64, hard: Option<u64>) -> libc::rlimit {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid pointers; first read the current limits.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            std::ptr::null(),
+            &mut old,
+        )
+    };
+    assert_eq!(rc, 0, "prlimit read: {}", std::io::Error::last_os_error());
+    let new = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard.unwrap_or(old.rlim_max),
+    };
+    // SAFETY: as above.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &new,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0, "prlimit set: {}", std::io::Error::last_os_error());
+    old
+}
+
+#[test]
+fn a_holder_out_of_descriptors_does_not_spin_and_recovers() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("emfile");
+    let holder = sb.holder_pids()[0];
+    let holder_sock = sb.holder_socket(&sid);
+    std::thread::sleep(Duration::from_millis(500));
+    let open = fds(holder) as u64;
+    let old = prlimit_nofile(holder, open + 4, None);
+    let log_before = log_bytes(&sb);
+    // Connections past the holder's descriptors: it accepts a few, then
+    // every accept fails with EMFILE while the rest wait in the backlog.
+    let conns: Vec<UnixStream> = (0..16)
+        .map(|_| UnixStream::connect(&holder_sock).unwrap())
+        .collect();
+    let t0 = Instant::now();
+    let cpu0 = cpu_ticks(holder);
+    std::thread::sleep(Duration::from_secs(4));
+    let cpu = cpu_ticks(holder) - cpu0;
+    let growth = log_bytes(&sb) - log_before;
+    let at_limit = fds(holder);
+    let failing = std::fs::read_to_string(
+        std::fs::read_dir(&sb.state)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("holder-"))
+            .unwrap()
+            .path(),
+    )
+    .unwrap_or_default()
+    .matches("accept failing")
+    .count();
+    eprintln!(
+        "holder at {at_limit} fds (limit {}): logs +{growth} B in {:?}, {failing} accept-failure \
+         lines, {cpu} CPU ticks",
+        open + 4,
+        t0.elapsed()
+    );
+    // Freed descriptors: it serves again.
+    drop(conns);
+    prlimit_nofile(holder, old.rlim_cur, Some(old.rlim_max));
+    let info = wait_for(Duration::from_secs(10), "the holder to answer", || {
+        ccd_holder::HolderClient::connect(&holder_sock)
+            .ok()
+            .and_then(|mut c| c.info().ok())
+    });
+    assert_eq!(info.holder_pid, holder);
+    assert!(growth < 64 * 1024, "logs grew by {growth} B in 4 s");
+    assert!(
+        failing <= 2,
+        "{failing} accept-failure lines:\n{}",
+        sb.logs()
+    );
+    // Spinning would burn a core: 4 s = 400 ticks at 100 Hz.
+    assert!(cpu < 100, "the holder used {cpu} CPU ticks in 4 s");
+    let _ = sb.ok(&["screen", &sid]);
+}
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command (which may hold spaces) start after ") ".
+    let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 (1-based), 11 and 12 here.
+    get(11) + get(12)
+}
