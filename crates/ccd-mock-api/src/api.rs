@@ -138,17 +138,11 @@ impl Server {
                     },
                 );
                 let model = b["model"].as_str().unwrap_or("claude-mock").to_string();
-                let mut text = format!("{}{}", self.config.reply_prefix, last_user_text(b));
-                // Structured output asked for (e.g. the session-title request):
-                // a JSON instance of the schema, so the CLI's parse succeeds.
-                let format = &b["output_config"]["format"];
-                if format["type"] == "json_schema" {
-                    text = schema_instance(&format["schema"], &strip_tags(&text), 0).to_string();
-                }
+                let reply = self.reply(b);
                 if stream {
-                    self.stream(w, &model, &text, keep_alive)
+                    self.stream(w, &model, &reply, keep_alive)
                 } else {
-                    let msg = self.message(&model, &text);
+                    let msg = self.message(&model, &reply);
                     respond_json(w, &msg, head, keep_alive)
                 }
             }
@@ -175,14 +169,53 @@ impl Server {
         }
     }
 
-    fn message(&self, model: &str, text: &str) -> Value {
+    /// What to answer a Messages request with.
+    ///
+    /// - structured output asked for (e.g. the session-title request): a
+    ///   JSON instance of the schema, so the CLI's parse succeeds;
+    /// - the last user message carries a `tool_result`: "done";
+    /// - tools offered and the prompt is `TOOL:<command>`: a `Bash` tool use
+    ///   running that command; `WRITE:<path>`: a `Write` tool use creating it;
+    /// - otherwise `<prefix><last user text>`.
+    pub fn reply(&self, b: &Value) -> Reply {
+        let user = last_user_text(b);
+        let text = format!("{}{}", self.config.reply_prefix, user);
+        let format = &b["output_config"]["format"];
+        if format["type"] == "json_schema" {
+            return Reply::Text(
+                schema_instance(&format["schema"], &strip_tags(&text), 0).to_string(),
+            );
+        }
+        if last_user_has_tool_result(b) {
+            return Reply::Text("done".into());
+        }
+        let has_tools = b["tools"].as_array().is_some_and(|t| !t.is_empty());
+        if has_tools {
+            if let Some(cmd) = user.strip_prefix("TOOL:") {
+                let cmd = cmd.trim();
+                return Reply::ToolUse {
+                    name: "Bash".into(),
+                    input: json!({"command": cmd, "description": format!("Run {cmd}")}),
+                };
+            }
+            if let Some(path) = user.strip_prefix("WRITE:") {
+                return Reply::ToolUse {
+                    name: "Write".into(),
+                    input: json!({"file_path": path.trim(), "content": "x"}),
+                };
+            }
+        }
+        Reply::Text(text)
+    }
+
+    fn message(&self, model: &str, reply: &Reply) -> Value {
         json!({
             "id": msg_id(),
             "type": "message",
             "role": "assistant",
             "model": model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": [reply.block(&tool_use_id())],
+            "stop_reason": reply.stop_reason(),
             "stop_sequence": null,
             "usage": self.config.usage.json(),
         })
@@ -192,7 +225,7 @@ impl Server {
         &self,
         w: &mut impl Write,
         model: &str,
-        text: &str,
+        reply: &Reply,
         keep_alive: bool,
     ) -> io::Result<()> {
         let u = self.config.usage;
@@ -209,17 +242,36 @@ impl Server {
                 }
             }}),
         )];
-        events.push((
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0,
-                   "content_block": {"type": "text", "text": ""}}),
-        ));
-        for piece in split_text(text, 3) {
-            events.push((
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0,
-                       "delta": {"type": "text_delta", "text": piece}}),
-            ));
+        match reply {
+            Reply::Text(text) => {
+                events.push((
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 0,
+                           "content_block": {"type": "text", "text": ""}}),
+                ));
+                for piece in split_text(text, 3) {
+                    events.push((
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": 0,
+                               "delta": {"type": "text_delta", "text": piece}}),
+                    ));
+                }
+            }
+            Reply::ToolUse { name, input } => {
+                events.push((
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 0,
+                           "content_block": {"type": "tool_use", "id": tool_use_id(),
+                                             "name": name, "input": {}}}),
+                ));
+                for piece in split_text(&input.to_string(), 3) {
+                    events.push((
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": 0,
+                               "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    ));
+                }
+            }
         }
         events.push((
             "content_block_stop",
@@ -228,7 +280,7 @@ impl Server {
         events.push((
             "message_delta",
             json!({"type": "message_delta",
-                   "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                   "delta": {"stop_reason": reply.stop_reason(), "stop_sequence": null},
                    "usage": u.json()}),
         ));
         events.push(("message_stop", json!({"type": "message_stop"})));
@@ -247,6 +299,41 @@ impl Server {
         }
         c.finish()
     }
+}
+
+/// One assistant reply: text, or a single tool use.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Text(String),
+    ToolUse { name: String, input: Value },
+}
+
+impl Reply {
+    fn stop_reason(&self) -> &'static str {
+        match self {
+            Reply::Text(_) => "end_turn",
+            Reply::ToolUse { .. } => "tool_use",
+        }
+    }
+
+    /// The whole content block (non-streaming replies).
+    fn block(&self, id: &str) -> Value {
+        match self {
+            Reply::Text(t) => json!({"type": "text", "text": t}),
+            Reply::ToolUse { name, input } => {
+                json!({"type": "tool_use", "id": id, "name": name, "input": input})
+            }
+        }
+    }
+}
+
+/// Does the last user message carry a `tool_result` block?
+fn last_user_has_tool_result(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_array())
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
 }
 
 fn respond_json(w: &mut impl Write, v: &Value, head: bool, keep_alive: bool) -> io::Result<()> {
@@ -277,6 +364,11 @@ fn error(w: &mut impl Write, status: u16, msg: &str, keep_alive: bool) -> io::Re
 fn msg_id() -> String {
     static N: AtomicU64 = AtomicU64::new(0);
     format!("msg_mock{:016}", N.fetch_add(1, Ordering::Relaxed) + 1)
+}
+
+fn tool_use_id() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("toolu_mock{:014}", N.fetch_add(1, Ordering::Relaxed) + 1)
 }
 
 fn req_id() -> String {
@@ -523,6 +615,107 @@ mod tests {
         assert_eq!(deltas, "ACK: hi there");
         assert!(text.contains(r#""cache_read_input_tokens":7"#));
         assert!(text.ends_with("0\r\n\r\n"));
+    }
+
+    /// The SSE events of one streamed reply, as (name, data).
+    fn sse(s: &Server, body: &Value) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        let r = req("POST", "/v1/messages?beta=true", &body.to_string());
+        s.handle(&r, &mut out, true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut events = Vec::new();
+        let mut name = String::new();
+        for l in text.lines() {
+            if let Some(n) = l.strip_prefix("event: ") {
+                name = n.to_string();
+            } else if let Some(d) = l.strip_prefix("data: ") {
+                events.push((name.clone(), serde_json::from_str(d).unwrap()));
+            }
+        }
+        events
+    }
+
+    fn tool_prompt(prompt: &str) -> Value {
+        json!({"model": "m", "stream": true,
+               "tools": [{"name": "Bash"}, {"name": "Write"}],
+               "messages": [{"role": "user", "content": prompt}]})
+    }
+
+    /// The tool use of a streamed reply: (block start, input from the deltas).
+    fn streamed_tool_use(events: &[(String, Value)]) -> (Value, Value) {
+        let start = events
+            .iter()
+            .find(|(n, _)| n == "content_block_start")
+            .map(|(_, d)| d["content_block"].clone())
+            .unwrap();
+        let json: String = events
+            .iter()
+            .filter(|(n, _)| n == "content_block_delta")
+            .map(|(_, d)| {
+                assert_eq!(d["delta"]["type"], "input_json_delta");
+                d["delta"]["partial_json"].as_str().unwrap().to_string()
+            })
+            .collect();
+        (start, serde_json::from_str(&json).unwrap())
+    }
+
+    #[test]
+    fn tool_prompt_is_answered_with_a_streamed_bash_tool_use() {
+        let s = server();
+        let events = sse(&s, &tool_prompt("TOOL:echo hi > out.txt"));
+        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names.first().copied(), Some("message_start"), "{names:?}");
+        assert_eq!(names.last().copied(), Some("message_stop"));
+        let (start, input) = streamed_tool_use(&events);
+        assert_eq!(start["type"], "tool_use");
+        assert_eq!(start["name"], "Bash");
+        assert_eq!(start["input"], json!({}));
+        assert!(start["id"].as_str().unwrap().starts_with("toolu_"));
+        assert_eq!(input["command"], "echo hi > out.txt");
+        assert!(input["description"].is_string());
+        assert!(names.contains(&"content_block_stop"));
+        let delta = events.iter().find(|(n, _)| n == "message_delta").unwrap();
+        assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
+    }
+
+    #[test]
+    fn write_prompt_is_answered_with_a_write_tool_use() {
+        let s = server();
+        let (start, input) = streamed_tool_use(&sse(&s, &tool_prompt("WRITE:/tmp/x/new.txt")));
+        assert_eq!(start["name"], "Write");
+        assert_eq!(
+            input,
+            json!({"file_path": "/tmp/x/new.txt", "content": "x"})
+        );
+    }
+
+    #[test]
+    fn tool_result_is_answered_with_done_and_no_tools_means_text() {
+        let s = server();
+        let body = json!({"model": "m", "stream": false, "tools": [{"name": "Bash"}],
+            "messages": [
+                {"role": "user", "content": "TOOL:echo hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                    "name": "Bash", "input": {"command": "echo hi"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                    "content": "hi"}]}]});
+        assert_eq!(s.reply(&body), Reply::Text("done".into()));
+        let mut out = Vec::new();
+        let r = req("POST", "/v1/messages", &body.to_string());
+        s.handle(&r, &mut out, true).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        let msg: Value = serde_json::from_str(t.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert_eq!(msg["content"][0]["text"], "done");
+        assert_eq!(msg["stop_reason"], "end_turn");
+        // Without tools offered (e.g. a title request) the prompt is echoed.
+        let body = json!({"messages": [{"role": "user", "content": "TOOL:ls"}]});
+        assert_eq!(s.reply(&body), Reply::Text("ACK: TOOL:ls".into()));
+        // Non-streaming tool use: the whole block.
+        let body = json!({"tools": [{"name": "Bash"}],
+                          "messages": [{"role": "user", "content": "TOOL:ls"}]});
+        let msg = s.message("m", &s.reply(&body));
+        assert_eq!(msg["content"][0]["input"]["command"], "ls");
+        assert_eq!(msg["stop_reason"], "tool_use");
     }
 
     #[test]
