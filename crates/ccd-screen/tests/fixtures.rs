@@ -8,7 +8,8 @@
 use std::path::PathBuf;
 
 use ccd_screen::{
-    classify_screen, KeyMoves, NavKey, Screen, ScreenState, StartErrorKind, TrustPath,
+    classify_screen, KeyMoves, NavKey, PermissionDialog, PermissionKind, Screen, ScreenState,
+    StartErrorKind, TrustPath,
 };
 
 struct Recording {
@@ -182,6 +183,112 @@ fn resume_not_found_2_1_332() {
             }
         ),
         other => panic!("expected Error, got {other:?}"),
+    }
+}
+
+fn permission(state: ScreenState, what: &str) -> PermissionDialog {
+    match state {
+        ScreenState::PermissionDialog(d) => d,
+        other => panic!("{what}: expected permission dialog, got {other:?}"),
+    }
+}
+
+/// The recording's final screen, fed whole and at every split size 1..=64:
+/// always the same permission dialog. Before Enter: never one.
+fn final_dialog(name: &str) -> PermissionDialog {
+    let rec = load(name);
+    let ends = &rec.chunk_ends;
+    assert_eq!(ends.len(), 3, "{name}: prompt up, text typed, dialog");
+    for &end in &ends[..2] {
+        let v = classify_screen(&screen_at(&rec, end));
+        assert!(
+            !matches!(v, ScreenState::PermissionDialog(_)),
+            "{name} @ {end}: {v:?}"
+        );
+    }
+    let whole = permission(classify_screen(&screen_at(&rec, ends[2])), name);
+    for size in 1..=64 {
+        let s = feed_in_chunks(&rec, || size);
+        let d = permission(classify_screen(&s), &format!("{name} split {size}"));
+        assert_eq!(d, whole, "{name} split {size}");
+    }
+    assert_eq!(
+        whole.selected,
+        Some(0),
+        "{name}: default is the first option"
+    );
+    assert_eq!(whole.options[0].label, "Yes");
+    assert_eq!(whole.options.last().map(|o| o.label.as_str()), Some("No"));
+    for (i, o) in whole.options.iter().enumerate() {
+        assert_eq!(o.number, Some(i as u32 + 1), "{name}: {o:?}");
+    }
+    whole
+}
+
+#[test]
+fn permission_bash_2_1_173() {
+    let d = final_dialog("permission-bash-2.1.173");
+    assert_eq!(d.kind, PermissionKind::Bash);
+    assert_eq!(d.heading.as_deref(), Some("Bash command"));
+    assert_eq!(d.detail.as_deref(), Some("echo hi > out.txt"));
+    assert_eq!(d.question, "Do you want to proceed?");
+    let labels: Vec<&str> = d.options.iter().map(|o| o.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "Yes",
+            "Yes, and always allow access to proj/ from this project",
+            "No"
+        ]
+    );
+}
+
+#[test]
+fn permission_bash_2_1_332() {
+    let d = final_dialog("permission-bash-2.1.332");
+    assert_eq!(d.kind, PermissionKind::Bash);
+    assert_eq!(d.heading.as_deref(), Some("Bash command"));
+    assert_eq!(d.detail.as_deref(), Some("echo hi > out.txt"));
+    assert_eq!(d.question, "Do you want to proceed?");
+    assert_eq!(d.options.len(), 4);
+    assert!(d.options[1]
+        .label
+        .starts_with("Yes, and always allow access to /tmp/"));
+    assert!(d.options[2]
+        .label
+        .starts_with("Yes, and switch to auto mode"));
+}
+
+#[test]
+fn permission_write_both_versions() {
+    for v in ["2.1.173", "2.1.332"] {
+        let name = format!("permission-write-{v}");
+        let d = final_dialog(&name);
+        assert_eq!(d.kind, PermissionKind::FileEdit, "{name}");
+        assert_eq!(d.heading.as_deref(), Some("Create file"), "{name}");
+        assert_eq!(d.detail.as_deref(), Some("new.txt"), "{name}");
+        assert_eq!(d.question, "Do you want to create new.txt?", "{name}");
+        assert_eq!(d.options.len(), 3, "{name}");
+    }
+}
+
+#[test]
+fn other_recordings_never_show_a_permission_dialog() {
+    for rec in all_recordings() {
+        if rec.name.starts_with("permission-") {
+            continue;
+        }
+        let mut points: Vec<usize> = rec.chunk_ends.clone();
+        points.extend((0..rec.data.len()).step_by(17));
+        points.push(rec.data.len());
+        for end in points {
+            let v = classify_screen(&screen_at(&rec, end));
+            assert!(
+                !matches!(v, ScreenState::PermissionDialog(_)),
+                "{} @ {end}: {v:?}",
+                rec.name
+            );
+        }
     }
 }
 

@@ -124,7 +124,7 @@ fn permission_prompt() {
         "   3. No, and tell Claude what to do differently (esc)",
     ]);
     match classify_screen(&s) {
-        ScreenState::PermissionPrompt(p) => {
+        ScreenState::PermissionDialog(p) => {
             assert_eq!(p.question, "Do you want to proceed?");
             assert_eq!(p.options.len(), 3);
             assert_eq!(p.selected, Some(0));

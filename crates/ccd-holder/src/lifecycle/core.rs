@@ -698,6 +698,42 @@ mod tests {
         assert_eq!(r.lc.state(), State::Exited);
     }
 
+    /// A permission dialog is the user's: nothing is pressed, no attention is
+    /// raised (the registry's `waiting` says it), and it is never taken for an
+    /// unknown blocking screen, before ready or after.
+    #[test]
+    fn permission_dialog_is_left_alone() {
+        let v = classify_text(&ScreenText::from_lines([
+            "─".repeat(60).as_str(),
+            " Bash command",
+            "",
+            "   echo hi > out.txt",
+            "",
+            " Do you want to proceed?",
+            " ❯ 1. Yes",
+            "   2. No",
+        ]));
+        assert!(matches!(v, ScreenState::PermissionDialog(_)), "{v:?}");
+        let mut r = Run::new(cfg());
+        r.at_full(100, 0, &ScreenState::Loading, Some("s"), None);
+        assert_eq!(r.lc.state(), State::Ready);
+        for t in [200, 3500, 10_000] {
+            let a = r.at(t, 150, &v);
+            assert!(sends(&a).is_empty());
+            assert_eq!(r.lc.attention(), None);
+            assert_eq!(r.lc.state(), State::Ready);
+        }
+        let mut c = cfg();
+        c.ready_fallback = Duration::from_secs(60);
+        let mut r = Run::new(c);
+        for t in [100, 3500, 10_000] {
+            let a = r.at(t, 0, &v);
+            assert!(sends(&a).is_empty());
+            assert_eq!(r.lc.attention(), None);
+            assert_eq!(r.lc.state(), State::Starting);
+        }
+    }
+
     #[test]
     fn unknown_blocking_screen_after_grace() {
         let mut r = Run::new(cfg());

@@ -4,7 +4,7 @@
 //!
 //! - [`trust`]: the folder trust dialog (which option is "trust", how to reach it);
 //! - [`api_key`]: the custom API key approval dialog (detect only);
-//! - [`permission`]: tool permission dialogs (detect only);
+//! - [`permission`]: tool permission dialogs (kind, command or path, options; detect only);
 //! - [`errors`]: start/resume errors (unknown session id, id in use, prompt too
 //!   long, folder not trusted);
 //! - [`ready`]: the idle input prompt;
@@ -33,7 +33,7 @@ use crate::text::ScreenText;
 
 pub use api_key::ApiKeyDialog;
 pub use errors::{StartError, StartErrorKind};
-pub use permission::PermissionPrompt;
+pub use permission::{PermissionDialog, PermissionKind, PermissionOption};
 pub use ready::ReadyPrompt;
 pub use trust::{TrustAmbiguity, TrustDialog, TrustOption, TrustPath};
 
@@ -47,8 +47,10 @@ pub enum ScreenState {
     TrustDialog(TrustDialog),
     /// The custom API key dialog; the answer is the user's.
     ApiKeyDialog(ApiKeyDialog),
-    /// A tool permission dialog; the answer is the user's.
-    PermissionPrompt(PermissionPrompt),
+    /// A tool permission dialog; the answer is the user's. (Serialized as
+    /// `permission_prompt`, the name `session.state`'s `shows` has used.)
+    #[serde(rename = "permission_prompt")]
+    PermissionDialog(PermissionDialog),
     /// A start/resume error.
     Error(StartError),
     /// The input prompt is up.
@@ -77,7 +79,7 @@ pub fn classify_text(text: &ScreenText) -> ScreenState {
         return ScreenState::ApiKeyDialog(d);
     }
     if let Some(p) = permission::detect(text) {
-        return ScreenState::PermissionPrompt(p);
+        return ScreenState::PermissionDialog(p);
     }
     if let Some(e) = errors::detect(text) {
         return ScreenState::Error(e);

@@ -1,19 +1,26 @@
 //! Claude Code's tool permission dialog ("needs attention").
 //!
+//! Recorded (`tests/recordings/claude-cli/permission-*`), 2.1.173 and 2.1.332:
+//!
 //! ```text
-//! ────────────────────────────────────────────
-//!  Bash command
-//!
-//!    rm -rf build
-//!
-//!  Do you want to proceed?
-//!  ❯ 1. Yes
-//!    2. Yes, and don't ask again for: rm:*
-//!    3. No, and tell Claude what to do differently (esc)
+//! 2.1.173 ──────────────────────────────   2.1.332 ──────────────────────────────
+//!  Bash command                              Bash command
+//!                                            Tip: auto mode handles these prompts…
+//!    echo hi > out.txt                       Run echo hi > out.txt
+//!    Run echo hi > out.txt                  ╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌
+//!                                            echo hi > out.txt
+//!  Do you want to proceed?                  ╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌
+//!  ❯ 1. Yes                                  Do you want to proceed?
+//!    2. Yes, and always allow access to …    ❯ 1. Yes
+//!    3. No                                     2. Yes, and always allow access to …
+//!                                              3. Yes, and switch to auto mode · …
+//!  Esc to cancel · Tab to amend · …            4. No
 //! ```
 //!
-//! Older versions draw the same inside a `│ … │` box; edits ask "Do you want to
-//! make this edit to foo.rs?", new files "Do you want to create foo.rs?".
+//! A new file: heading "Create file", the path on the next row, the content
+//! between `╌` lines, "Do you want to create new.txt?". Older versions draw
+//! the same inside a `│ … │` box; edits ask "Do you want to make this edit to
+//! foo.rs?".
 //!
 //! # Markers (both required)
 //!
@@ -23,26 +30,75 @@
 //!    with "Yes" and one starting with "No" (the latter is "No, and tell Claude
 //!    what to do differently" on many versions, plain "No" on others).
 //!
+//! # What is read besides
+//!
+//! - **Heading**: the first non-blank row below the nearest full-width rule
+//!   (`───`, or a box top) above the question, at most [`MAX_BODY_ROWS`] rows
+//!   up. It gives the [`PermissionKind`]: "Bash command" → `Bash`; "Edit
+//!   file", "Create file", "Write" → `FileEdit`; "Fetch" → `WebFetch`; a
+//!   heading or body mentioning "(MCP)" → `Mcp`; anything else → `Other`.
+//! - **Detail**: for `Bash`, the rows between the first pair of `╌` lines
+//!   (2.1.332), else the first non-blank row below the heading (2.1.173: the
+//!   command; its description is the row after). For the others, the first
+//!   non-blank row below the heading (a file edit: the path as shown). A
+//!   command wrapped over several rows on 2.1.173 is read as its first row
+//!   only (the description row cannot be told apart from a continuation).
+//!
 //! This is detection only; answering a tool permission is the user's business.
 
 use serde::{Deserialize, Serialize};
 
 use super::menu::{menu_at, parse_option_row};
-use crate::text::{norm, strip_box, ScreenText};
+use crate::text::{is_rule, norm, strip_box, ScreenText};
+
+/// How far above the question the heading is looked for.
+pub const MAX_BODY_ROWS: usize = 30;
+
+/// What the dialog asks permission for (from its heading).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionKind {
+    /// "Bash command".
+    Bash,
+    /// "Edit file", "Create file" (Edit / Write tools).
+    FileEdit,
+    /// "Fetch" (WebFetch).
+    WebFetch,
+    /// An MCP server's tool.
+    Mcp,
+    /// Another or an unreadable heading.
+    Other,
+}
+
+/// One option of a permission dialog.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionOption {
+    /// Its number (`2.` → 2), if the menu is numbered.
+    pub number: Option<u32>,
+    /// The label as shown, without pointer and number.
+    pub label: String,
+}
 
 /// A tool permission dialog.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PermissionPrompt {
+pub struct PermissionDialog {
+    /// What is asked for.
+    pub kind: PermissionKind,
+    /// The heading as shown ("Bash command", "Create file"), if found.
+    pub heading: Option<String>,
+    /// The command (Bash) or the file path (file edit), as shown.
+    pub detail: Option<String>,
     /// The question, e.g. "Do you want to proceed?".
     pub question: String,
-    /// Option labels in screen order.
-    pub options: Vec<String>,
-    /// Index of the option carrying the pointer, if exactly one does.
+    /// Options in screen order.
+    pub options: Vec<PermissionOption>,
+    /// Index into `options` of the option carrying the pointer, if exactly
+    /// one does (Enter answers with it).
     pub selected: Option<usize>,
 }
 
 /// Look for a permission dialog.
-pub fn detect(text: &ScreenText) -> Option<PermissionPrompt> {
+pub fn detect(text: &ScreenText) -> Option<PermissionDialog> {
     let rows = text.rows();
     for (i, row) in rows.iter().enumerate() {
         let q = strip_box(row);
@@ -63,14 +119,95 @@ pub fn detect(text: &ScreenText) -> Option<PermissionPrompt> {
         let yes = labels.iter().any(|l| l.starts_with("yes"));
         let no = labels.iter().any(|l| l.starts_with("no"));
         if yes && no {
-            return Some(PermissionPrompt {
+            let body = body_rows(rows, i);
+            let heading = body.first().map(|h| h.trim().to_owned());
+            let kind = heading
+                .as_deref()
+                .map_or(PermissionKind::Other, |h| kind_of(h, &body));
+            let detail = detail_of(kind, &body);
+            return Some(PermissionDialog {
+                kind,
+                heading,
+                detail,
                 question: q.to_owned(),
-                options: menu.options.into_iter().map(|o| o.label).collect(),
+                options: menu
+                    .options
+                    .into_iter()
+                    .map(|o| PermissionOption {
+                        number: o.number,
+                        label: o.label,
+                    })
+                    .collect(),
                 selected: menu.selected,
             });
         }
     }
     None
+}
+
+/// The rows between the nearest rule above the question and the question,
+/// box sides removed, from the first non-blank one (the heading) on.
+fn body_rows(rows: &[String], question: usize) -> Vec<String> {
+    let lo = question.saturating_sub(MAX_BODY_ROWS);
+    let Some(rule) = (lo..question).rev().find(|&r| is_rule(&rows[r])) else {
+        return Vec::new();
+    };
+    let body: Vec<String> = rows[rule + 1..question]
+        .iter()
+        .map(|r| strip_box(r))
+        .collect();
+    let first = body.iter().position(|r| !r.trim().is_empty());
+    first.map_or_else(Vec::new, |f| body[f..].to_vec())
+}
+
+fn kind_of(heading: &str, body: &[String]) -> PermissionKind {
+    let h = norm(heading);
+    if h.starts_with("bash") {
+        PermissionKind::Bash
+    } else if h.contains("edit file")
+        || h.contains("create file")
+        || h.starts_with("write")
+        || h.starts_with("edit")
+    {
+        PermissionKind::FileEdit
+    } else if h.contains("fetch") {
+        PermissionKind::WebFetch
+    } else if h.contains("mcp") || body.iter().any(|r| r.contains("(MCP)")) {
+        PermissionKind::Mcp
+    } else {
+        PermissionKind::Other
+    }
+}
+
+/// A row of `╌` (the frame around a command or a file's content).
+fn is_dashed(row: &str) -> bool {
+    let t = row.trim();
+    t.chars().count() >= 10 && t.chars().all(|c| matches!(c, '╌' | '┄' | '╍' | '┅'))
+}
+
+fn detail_of(kind: PermissionKind, body: &[String]) -> Option<String> {
+    let below_heading = || {
+        body.iter()
+            .skip(1)
+            .map(|r| r.trim())
+            .find(|r| !r.is_empty() && !is_dashed(r))
+            .map(str::to_owned)
+    };
+    if kind != PermissionKind::Bash {
+        return below_heading();
+    }
+    let dashed: Vec<usize> = (0..body.len()).filter(|&r| is_dashed(&body[r])).collect();
+    if let [a, b, ..] = dashed.as_slice() {
+        let inner: Vec<&str> = body[a + 1..*b]
+            .iter()
+            .map(|r| r.trim())
+            .filter(|r| !r.is_empty())
+            .collect();
+        if !inner.is_empty() {
+            return Some(inner.join("\n"));
+        }
+    }
+    below_heading()
 }
 
 #[cfg(test)]
@@ -96,7 +233,11 @@ mod tests {
         let p = detect(&t).unwrap();
         assert_eq!(p.question, "Do you want to proceed?");
         assert_eq!(p.options.len(), 3);
+        assert_eq!(p.options[2].number, Some(3));
         assert_eq!(p.selected, Some(0));
+        assert_eq!(p.kind, PermissionKind::Bash);
+        assert_eq!(p.heading.as_deref(), Some("Bash command"));
+        assert_eq!(p.detail.as_deref(), Some("nix run 'nixpkgs#cowsay'"));
     }
 
     #[test]
@@ -113,8 +254,61 @@ mod tests {
         let p = detect(&t).unwrap();
         assert_eq!(p.question, "Do you want to make this edit to main.rs?");
         assert_eq!(
-            p.options[2],
+            p.options[2].label,
             "No, and tell Claude what to do differently (esc)"
+        );
+        assert_eq!(p.kind, PermissionKind::FileEdit);
+        assert_eq!(p.detail, None);
+    }
+
+    #[test]
+    fn dashed_command_block_2_1_332() {
+        let dash = format!(" {}", "╌".repeat(50));
+        let t = ScreenText::from_lines([
+            "─".repeat(60).as_str(),
+            " Bash command",
+            " Tip: auto mode handles these prompts for you",
+            " Run echo hi > out.txt",
+            dash.as_str(),
+            " echo hi > out.txt",
+            dash.as_str(),
+            " Do you want to proceed?",
+            " ❯ 1. Yes",
+            "   2. Yes, and switch to auto mode",
+            "   3. No",
+        ]);
+        let p = detect(&t).unwrap();
+        assert_eq!(p.kind, PermissionKind::Bash);
+        assert_eq!(p.detail.as_deref(), Some("echo hi > out.txt"));
+    }
+
+    #[test]
+    fn kinds_from_headings() {
+        let body = |h: &str, d: &str| {
+            let t = ScreenText::from_lines([
+                "─".repeat(60).as_str(),
+                h,
+                "",
+                d,
+                "",
+                " Do you want to proceed?",
+                " ❯ 1. Yes",
+                "   2. No",
+            ]);
+            detect(&t).unwrap()
+        };
+        let p = body(" Fetch", "   https://example.com");
+        assert_eq!(p.kind, PermissionKind::WebFetch);
+        assert_eq!(p.detail.as_deref(), Some("https://example.com"));
+        let p = body(" Tool use", "   srv - do_thing(x: 1) (MCP)");
+        assert_eq!(p.kind, PermissionKind::Mcp);
+        assert_eq!(body(" Something new", "   x").kind, PermissionKind::Other);
+        // No rule above the question: no heading, kind Other.
+        let t = ScreenText::from_lines([" Do you want to proceed?", " ❯ 1. Yes", "   2. No"]);
+        let p = detect(&t).unwrap();
+        assert_eq!(
+            (p.kind, p.heading, p.detail),
+            (PermissionKind::Other, None, None)
         );
     }
 
