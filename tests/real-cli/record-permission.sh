@@ -19,7 +19,8 @@
 # CLI is then killed (by pid) and nothing after that point is kept.
 #
 # chunk_ends: [prompt up, text typed, dialog stable]. Env: CCD_MOCK_API (a
-# built ccd-mock-api; else `cargo build -p ccd-mock-api`).
+# built ccd-mock-api; else `cargo build -p ccd-mock-api`), RECORD_ARGS (the
+# CLI's arguments, instead of the per-version default).
 set -euo pipefail
 
 CLAUDE="${1:?usage: $0 <path-to-claude> [bash|write] [outdir]}"
@@ -74,9 +75,13 @@ case "$KIND" in
     write) PROMPT="WRITE:$PROJ/new.txt" ;;
     *) echo "$0: kind is bash or write" >&2; exit 2 ;;
 esac
-ARGS=()
-# 2.1.332's default permission mode is auto: ask for the dialog.
-case "$VERSION" in 2.1.1*) ;; *) ARGS=(--permission-mode manual) ;; esac
+# 2.1.332's default permission mode is auto (no dialog): ask for manual.
+# 2.1.1xx asks in its default mode. RECORD_ARGS (space-separated) overrides.
+if [ -n "${RECORD_ARGS+x}" ]; then
+    read -r -a ARGS <<<"$RECORD_ARGS"
+else
+    case "$VERSION" in 2.1.1[0-9][0-9]) ARGS=() ;; *) ARGS=(--permission-mode manual) ;; esac
+fi
 
 cd "$PROJ"
 env -i PATH=/usr/local/bin:/usr/bin:/bin TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 \
