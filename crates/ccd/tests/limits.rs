@@ -141,7 +141,17 @@ fn idle_connections_past_the_cap_lock_no_one_out_and_cost_bounded_fds() {
             .filter(|l| l.contains("\"result\""))
     });
     let waited = t0.elapsed();
-    let fds_after = fds(pid);
+    // A slot frees as soon as the first idle connection is reaped; the
+    // rest follow within the same deadline (they were accepted over a few
+    // hundred ms).
+    let fds_after = wait_for(
+        Duration::from_secs(10),
+        "the idle connections' fds back",
+        || {
+            let n = fds(pid);
+            (n <= fds_before + 8).then_some(n)
+        },
+    );
     let log_growth = log_bytes(&sb) - log_before;
     let logs = sb.logs();
     let refusal_logs = logs.matches("refusing connections").count();
@@ -157,7 +167,6 @@ fn idle_connections_past_the_cap_lock_no_one_out_and_cost_bounded_fds() {
         "the daemon holds {fds_full} fds (cap {CAP} clients)"
     );
     assert!(fds_full < NOFILE as usize, "at the fd limit: {fds_full}");
-    assert!(fds_after <= fds_before + 8, "fds not returned: {fds_after}");
     assert!(refusal_logs <= 3, "{refusal_logs} refusal log lines");
     assert!(accept_logs <= 3, "{accept_logs} accept-failure log lines");
     assert!(log_growth < 512 * 1024, "log grew by {log_growth} B");
