@@ -24,16 +24,9 @@ fn expect_events(c: &mut ccd_client::Client, wanted: &[Wanted<'_>]) -> Vec<Value
             "missing {} after {seen:#?}",
             wanted[i].0
         );
-        let Some(n) = c
-            .next_notification(Some(Duration::from_millis(200)))
-            .unwrap()
-        else {
+        let Some(e) = common::next_event(c, Duration::from_millis(200)) else {
             continue;
         };
-        if n.method != "event" {
-            continue;
-        }
-        let e = n.params.unwrap();
         if e["type"] == wanted[i].0 && (wanted[i].1)(&e) {
             i += 1;
         }

@@ -31,16 +31,9 @@ fn until_event(
     let mut seen = Vec::new();
     loop {
         assert!(Instant::now() < deadline, "no {kind} after {seen:#?}");
-        let Some(n) = c
-            .next_notification(Some(Duration::from_millis(200)))
-            .unwrap()
-        else {
+        let Some(e) = common::next_event(c, Duration::from_millis(200)) else {
             continue;
         };
-        if n.method != "event" {
-            continue;
-        }
-        let e = n.params.unwrap_or(Value::Null);
         if e["type"] == kind && pred(&e) {
             return (e, seen);
         }

@@ -243,6 +243,13 @@ pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<
     }
 }
 
+/// The next `event` notification's params on a subscribed client, waiting
+/// at most `wait` (other notifications are skipped).
+pub fn next_event(c: &mut ccd_client::Client, wait: Duration) -> Option<serde_json::Value> {
+    let n = c.next_notification(Some(wait)).unwrap()?;
+    (n.method == "event").then(|| n.params.unwrap_or(serde_json::Value::Null))
+}
+
 pub fn ls_json(sb: &Sandbox) -> Vec<serde_json::Value> {
     let out = sb.ok(&["ls", "--json"]);
     serde_json::from_str::<serde_json::Value>(&out)
