@@ -104,6 +104,12 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
             .as_ref()
             .and_then(|i| i.needs_attention.as_ref())
             .map(|a| attention_text(&a.reason)),
+        permission: e
+            .info
+            .as_ref()
+            .filter(|i| i.exit.is_none())
+            .and_then(|i| i.permission.as_ref())
+            .map(permission_text),
         attached: e.info.as_ref().map(|i| i.clients.len() as u32).unwrap_or(0),
         exit_code: e
             .info
@@ -278,6 +284,7 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
         holder: f.meta.id.clone(),
         lifecycle: f.state.clone(),
         attention: f.failure.clone(),
+        permission: None,
         attached: 0,
         exit_code: f.exit.as_ref().and_then(|x| x.code),
         pinned: f.meta.pinned,
@@ -333,6 +340,15 @@ fn known_to_ccd_only(session_id: &str, meta: &crate::holders::spec::HolderMeta) 
         several_writers: false,
         superseded_by: None,
         ccd: None,
+    }
+}
+
+/// A permission dialog in a line: `<tool> <detail>`.
+pub fn permission_text(p: &ccd_holder::PermissionInfo) -> String {
+    let tool = crate::holders::permission_tool(p);
+    match p.detail.as_deref().filter(|d| !d.is_empty()) {
+        Some(d) => format!("{tool} {d}"),
+        None => tool,
     }
 }
 
@@ -410,6 +426,7 @@ mod tests {
             holder: holder.into(),
             lifecycle: if child.is_some() { "idle" } else { "exited" }.into(),
             attention: None,
+            permission: None,
             attached: 0,
             exit_code: None,
             pinned: false,

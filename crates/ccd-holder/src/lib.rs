@@ -52,8 +52,8 @@ pub use fanout::{AttachMode, ClientStats};
 pub use lifecycle::{AttentionReason, State};
 pub use rpc::server::bind;
 pub use rpc::types::{
-    AttachResult, Attention, CollectResult, EarlierId, InfoResult, RegistryStatus, ScreenFormat,
-    ScreenResult, Transition,
+    AttachResult, Attention, CollectResult, EarlierId, InfoResult, PermissionInfo, RegistryStatus,
+    ScreenFormat, ScreenResult, Transition,
 };
 pub use session::Session;
 pub use spawn::SpawnError;

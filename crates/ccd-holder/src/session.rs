@@ -43,8 +43,8 @@ use crate::exit::{self, ExitInfo};
 use crate::fanout::{AttachMode, ClientQueue, Fanout};
 use crate::lifecycle::{AttentionReason, State};
 use crate::rpc::types::{
-    Attention, Cursor, EarlierId, InfoResult, RegistryStatus, ScreenFormat, ScreenResult,
-    Transition,
+    Attention, Cursor, EarlierId, InfoResult, PermissionInfo, RegistryStatus, ScreenFormat,
+    ScreenResult, Transition,
 };
 use crate::stop::StopSignal;
 
@@ -105,6 +105,8 @@ pub(crate) struct LifeRecord {
     pub state: State,
     pub failure: Option<String>,
     pub attention: Option<Attention>,
+    /// The permission dialog the screen showed when last classified.
+    pub permission: Option<PermissionInfo>,
     /// The conversation the child writes: the id its registry entry named
     /// when last read (the expected one until the entry exists).
     pub session_id: Option<String>,
@@ -208,6 +210,7 @@ impl Session {
                     state: State::Starting,
                     failure: None,
                     attention: None,
+                    permission: None,
                     session_id: fixed.expected_session_id.clone(),
                     session_seen_at: 0,
                     earlier_ids: VecDeque::new(),
@@ -560,6 +563,7 @@ impl Session {
             state: g.life.state,
             failure: g.life.failure.clone(),
             needs_attention: g.life.attention.clone(),
+            permission: g.life.permission.clone(),
             status,
             exit: g.exit.clone(),
             started_at: self.fixed.started_at,
@@ -692,6 +696,17 @@ impl Session {
             "attention_cleared"
         };
         self.record_transition(name, detail);
+    }
+
+    /// Record the permission dialog the screen shows (None: none).
+    pub(crate) fn set_permission(&self, p: Option<PermissionInfo>) {
+        let mut g = self.lock();
+        if g.life.permission != p {
+            tracing::info!(permission = ?p, "permission dialog");
+            g.life.permission = p;
+            drop(g);
+            self.notify();
+        }
     }
 
     /// The session id learned from the registry.

@@ -215,3 +215,62 @@ fn send_types_at_the_prompt_and_refuses_while_a_dialog_is_open() {
             .then_some(())
     });
 }
+
+#[test]
+fn a_held_sessions_permission_dialog_is_attention_until_answered() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("permitted");
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({})).unwrap();
+    let input = |c: &mut ccd_client::Client, data: &[u8]| {
+        c.call_value(
+            "session.input",
+            json!({"session": sid, "data": ccd_protocol::b64::encode(data)}),
+        )
+        .unwrap();
+    };
+    input(&mut c, b"perm echo hi\r");
+    let seen = expect_events(
+        &mut c,
+        &[("session.attention", &|e: &Value| {
+            e["session"] == sid.as_str() && e["reason"] == "permission"
+        })],
+    );
+    let a = seen.last().cloned().unwrap_or(Value::Null);
+    assert_eq!(a["held"], true, "{a}");
+    assert!(a["holder"].as_str().is_some_and(|h| !h.is_empty()), "{a}");
+    assert_eq!(a["tool"], "Bash command", "{a}");
+    assert_eq!(a["detail"], "echo hi", "{a}");
+    let options: Vec<&str> = a["options"]
+        .as_array()
+        .map(|o| o.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(options.len(), 3, "{a}");
+    assert_eq!(options[0], "Yes", "{a}");
+    assert!(options[2].starts_with("No"), "{a}");
+    // `ccd ls` shows what the session waits for.
+    let ls = wait_for(T, "the mark in ccd ls", || {
+        let out = sb.ok(&["ls"]);
+        out.contains("[permission: Bash command echo hi]")
+            .then_some(out)
+    });
+    assert!(ls.contains("waiting"), "{ls}");
+    // Refused with Esc: cleared, once, and the mark goes.
+    input(&mut c, b"\x1b");
+    let seen = expect_events(
+        &mut c,
+        &[("session.attention_cleared", &|e: &Value| {
+            e["session"] == sid.as_str()
+        })],
+    );
+    let cl = seen.last().cloned().unwrap_or(Value::Null);
+    assert_eq!(cl["holder"], a["holder"], "{cl}");
+    let again = seen
+        .iter()
+        .filter(|e| e["type"] == "session.attention" && e["reason"] == "permission")
+        .count();
+    assert_eq!(again, 0, "one attention per dialog: {seen:#?}");
+    wait_for(T, "the mark gone", || {
+        (!sb.ok(&["ls"]).contains("[permission:")).then_some(())
+    });
+}

@@ -132,6 +132,15 @@ pub fn lifecycle_of(i: &InfoResult) -> String {
     state.into()
 }
 
+/// What a permission dialog asks for, in a word or two: its heading, else
+/// its kind.
+pub fn permission_tool(p: &ccd_holder::PermissionInfo) -> String {
+    p.heading
+        .clone()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| p.kind.clone())
+}
+
 /// What a refresh compares to tell a still session from a changing one:
 /// everything `holder.info` reports that moves when something happens
 /// (output, a client, a size, a state, the registry status).
@@ -139,6 +148,7 @@ fn activity_of(i: &InfoResult) -> impl PartialEq + '_ {
     (
         i.state.as_str(),
         i.needs_attention.is_some(),
+        i.permission.as_ref(),
         i.exit.is_some(),
         i.status.as_ref().and_then(|s| s.status.as_deref()),
         i.session_id.as_deref(),
@@ -505,15 +515,16 @@ impl HolderTable {
     fn publish_changes(&self, meta: &HolderMeta, old: Option<&InfoResult>, info: &InfoResult) {
         use crate::events::now_ms;
         use ccd_protocol::methods::events::Event;
-        let new = lifecycle_of(info);
-        let old = old.map(lifecycle_of);
-        if old.as_deref() == Some(new.as_str()) {
-            return;
-        }
         let session = info.session_id.clone().or_else(|| meta.session_id.clone());
         if session.is_none() {
             // A fork before the registry tells its id: every event names a
             // session, so this step is not published.
+            return;
+        }
+        self.publish_permission(meta, old, info, session.clone());
+        let new = lifecycle_of(info);
+        let old = old.map(lifecycle_of);
+        if old.as_deref() == Some(new.as_str()) {
             return;
         }
         let mut e = Event::new("session.lifecycle", session.clone(), now_ms());
@@ -531,6 +542,44 @@ impl HolderTable {
                 .as_ref()
                 .map(|n| crate::views::attention_text(&n.reason));
             self.events.publish(a);
+        }
+    }
+
+    /// `session.attention` (reason `permission`) when a permission dialog
+    /// appears or another replaces it, `session.attention_cleared` when it
+    /// goes; a moved pointer is the same dialog.
+    fn publish_permission(
+        &self,
+        meta: &HolderMeta,
+        old: Option<&InfoResult>,
+        info: &InfoResult,
+        session: Option<String>,
+    ) {
+        use crate::events::now_ms;
+        use ccd_protocol::methods::events::Event;
+        let before = old.and_then(|o| o.permission.as_ref());
+        let now = info.permission.as_ref().filter(|_| info.exit.is_none());
+        match (before, now) {
+            (Some(b), Some(n)) if b.same_dialog(n) => {}
+            (None, None) => {}
+            (_, Some(n)) => {
+                let mut a = Event::new("session.attention", session, now_ms());
+                a.pid = Some(info.child_pid);
+                a.held = Some(true);
+                a.holder = Some(meta.id.clone());
+                a.reason = Some("permission".into());
+                a.tool = Some(permission_tool(n));
+                a.detail = n.detail.clone();
+                a.options = Some(n.options.clone());
+                self.events.publish(a);
+            }
+            (Some(_), None) => {
+                let mut c = Event::new("session.attention_cleared", session, now_ms());
+                c.pid = Some(info.child_pid);
+                c.held = Some(true);
+                c.holder = Some(meta.id.clone());
+                self.events.publish(c);
+            }
         }
     }
 

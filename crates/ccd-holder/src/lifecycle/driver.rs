@@ -67,6 +67,9 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
             (g.exit.clone(), g.seq)
         };
         let mut new_output = false;
+        // A changed verdict: the permission dialog it shows (set once the
+        // model's lock is released).
+        let mut permission = None;
         let app_cursor = {
             let m = session.model();
             if m.parsed != seen.seq {
@@ -81,10 +84,21 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
                 if verdict != seen.verdict && matches!(lc.state(), State::Starting | State::Trust) {
                     tracing::info!(verdict = ?verdict, state = lc.state().as_str(), "screen verdict");
                 }
+                if verdict != seen.verdict {
+                    permission = Some(match &verdict {
+                        ScreenState::PermissionDialog(d) => {
+                            Some(crate::rpc::types::PermissionInfo::from_dialog(d))
+                        }
+                        _ => None,
+                    });
+                }
                 seen.verdict = verdict;
             }
             m.screen.application_cursor()
         };
+        if let Some(p) = permission {
+            session.set_permission(p);
+        }
         let sid = if matches!(lc.state(), State::Starting | State::Trust) && exit.is_none() {
             registry_session(&session.fixed.registry_path, probe.as_ref())
         } else {

@@ -77,6 +77,50 @@ pub struct EarlierId {
     pub reason: ccd_claude::id_switch::SwitchReason,
 }
 
+/// A tool permission dialog on the screen (see
+/// [`ccd_screen::PermissionDialog`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionInfo {
+    /// `bash`, `file_edit`, `web_fetch`, `mcp`, `other`.
+    pub kind: String,
+    /// The heading as shown ("Bash command").
+    #[serde(default)]
+    pub heading: Option<String>,
+    /// The command or the path, as shown.
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// Option labels in screen order.
+    #[serde(default)]
+    pub options: Vec<String>,
+    /// Index of the option under the pointer.
+    #[serde(default)]
+    pub selected: Option<usize>,
+}
+
+impl PermissionInfo {
+    /// From a classified dialog.
+    pub fn from_dialog(d: &ccd_screen::PermissionDialog) -> Self {
+        Self {
+            kind: serde_json::to_value(d.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_else(|| "other".into()),
+            heading: d.heading.clone(),
+            detail: d.detail.clone(),
+            options: d.options.iter().map(|o| o.label.clone()).collect(),
+            selected: d.selected,
+        }
+    }
+
+    /// The same dialog as `other` (the pointer may have moved).
+    pub fn same_dialog(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.heading == other.heading
+            && self.detail == other.detail
+            && self.options == other.options
+    }
+}
+
 /// Result of `holder.info`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InfoResult {
@@ -101,6 +145,10 @@ pub struct InfoResult {
     pub failure: Option<String>,
     /// Set while the session waits for a person.
     pub needs_attention: Option<Attention>,
+    /// The tool permission dialog the screen shows now, if any (absent
+    /// from older holders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionInfo>,
     /// Registry status (when an entry for the child exists).
     pub status: Option<RegistryStatus>,
     /// How the child ended.

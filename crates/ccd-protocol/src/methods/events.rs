@@ -74,7 +74,10 @@ impl NotificationKind for EventNotification {
 ///   every writer now, `holder` the one ccd runs if any; two writers
 ///   split the conversation;
 /// - `session.lifecycle`: ccd's lifecycle of a session it holds changed;
-/// - `session.attention`: the session needs a person (`reason`);
+/// - `session.attention`: the session needs a person (`reason`); for a
+///   tool permission dialog of a held session, `reason` is `permission`,
+///   with `tool`, `detail` and `options`, once per dialog;
+/// - `session.attention_cleared`: that dialog went (answered either way);
 /// - `session.context`: the context in use changed;
 /// - `session.exited`: a session ccd held ended (`exit_code` /
 ///   `exit_signal`);
@@ -121,6 +124,17 @@ pub struct Event {
     /// Why attention is needed (`session.attention`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// `session.attention` for a permission dialog: what asks (the
+    /// dialog's heading, e.g. "Bash command", else its kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// `session.attention` for a permission dialog: the command or the
+    /// path, as shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// `session.attention` for a permission dialog: the option labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,6 +167,9 @@ impl Event {
             previous: None,
             waiting_for: None,
             reason: None,
+            tool: None,
+            detail: None,
+            options: None,
             context_tokens: None,
             context_percent: None,
             exit_code: None,

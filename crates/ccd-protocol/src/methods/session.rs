@@ -75,6 +75,10 @@ pub struct OwnedInfo {
     /// Why the session needs a person (with `lifecycle: needs-attention`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention: Option<String>,
+    /// The tool permission dialog on its screen, as `<tool> <detail>`
+    /// (e.g. `Bash command echo hi`); absent when none is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<String>,
     /// Clients attached now.
     #[serde(default)]
     pub attached: u32,

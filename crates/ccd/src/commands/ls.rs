@@ -200,6 +200,9 @@ fn write_table(
                 display::line(short_id(&s.writes_now))
             ));
         }
+        if let Some(p) = r.ccd.as_ref().and_then(|c| c.permission.as_deref()) {
+            marks.push_str(&format!(" [permission: {}]", clip(&display::line(p), 60)));
+        }
         let status = r
             .status
             .map(|s| match s {
