@@ -315,3 +315,61 @@ pub struct Done {
     /// Always true.
     pub ok: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccd_screen::{classify_text, ScreenState, ScreenText};
+
+    #[test]
+    fn permission_info_from_a_classified_dialog() {
+        let v = classify_text(&ScreenText::from_lines([
+            "────────────────────────────────────────",
+            " Bash command",
+            "",
+            "   echo hi > out.txt",
+            "   Run echo hi > out.txt",
+            "",
+            " Do you want to proceed?",
+            " ❯ 1. Yes",
+            "   2. Yes, and always allow access to w/ from this project",
+            "   3. No",
+        ]));
+        let ScreenState::PermissionDialog(d) = v else {
+            panic!("not a permission dialog: {v:?}");
+        };
+        let p = PermissionInfo::from_dialog(&d);
+        assert_eq!(p.kind, "bash");
+        assert_eq!(p.heading.as_deref(), Some("Bash command"));
+        assert_eq!(p.detail.as_deref(), Some("echo hi > out.txt"));
+        assert_eq!(p.options.len(), 3);
+        assert_eq!(p.selected, Some(0));
+        let moved = PermissionInfo {
+            selected: Some(2),
+            ..p.clone()
+        };
+        assert!(p.same_dialog(&moved));
+        let other = PermissionInfo {
+            detail: Some("rm x".into()),
+            ..p.clone()
+        };
+        assert!(!p.same_dialog(&other));
+    }
+
+    #[test]
+    fn permission_is_optional_both_ways() {
+        let p = PermissionInfo {
+            kind: "bash".into(),
+            heading: None,
+            detail: None,
+            options: vec![],
+            selected: None,
+        };
+        let v = serde_json::to_value(&p).expect("serializes");
+        let back: PermissionInfo = serde_json::from_value(v).expect("round trip");
+        assert_eq!(back, p);
+        let minimal: PermissionInfo =
+            serde_json::from_value(serde_json::json!({"kind": "a_new_kind"})).expect("minimal");
+        assert_eq!(minimal.kind, "a_new_kind");
+    }
+}
