@@ -260,6 +260,28 @@ fn millis_to_time(ms: i64) -> Option<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
 }
 
+/// The registry entries under `sessions_dir` that name `sid` and may be
+/// running (`live` or `unknown`), judged now, most recently started first:
+/// the processes writing that conversation at this moment.
+pub fn entries_writing(
+    sessions_dir: &Path,
+    sid: &str,
+    probe: &dyn ProcessProbe,
+) -> Vec<(RegistryEntry, Liveness)> {
+    let mut entries: Vec<(RegistryEntry, Liveness)> = registry::read_all(sessions_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.session_id == sid)
+        .map(|e| {
+            let l = liveness::check(&e, probe).liveness;
+            (e, l)
+        })
+        .filter(|(_, l)| l.may_be_running())
+        .collect();
+    entries.sort_by_key(|(e, _)| std::cmp::Reverse(e.started_at));
+    entries
+}
+
 /// A registry entry judged `liveness`, as a writer.
 pub fn writer_of(e: &RegistryEntry, liveness: Liveness) -> Writer {
     Writer {

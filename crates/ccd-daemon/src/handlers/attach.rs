@@ -333,15 +333,10 @@ async fn writers_now(ctx: &ConnCtx, sid: &str, ours: Option<u32>) -> Vec<OtherWr
     let sid = sid.to_string();
     tokio::task::spawn_blocking(move || {
         let probe = ccd_claude::liveness::system_probe();
-        ccd_claude::registry::read_all(&dir)
-            .unwrap_or_default()
+        ccd_claude::index::entries_writing(&dir, &sid, probe.as_ref())
             .into_iter()
-            .filter(|e| e.session_id == sid && Some(e.pid) != ours)
-            .map(|e| OtherWriter {
-                liveness: ccd_claude::liveness::check(&e, probe.as_ref()).liveness,
-                entry: e,
-            })
-            .filter(|w| w.liveness.may_be_running())
+            .filter(|(e, _)| Some(e.pid) != ours)
+            .map(|(entry, liveness)| OtherWriter { entry, liveness })
             .collect()
     })
     .await

@@ -160,18 +160,7 @@ async fn held_by_unique_prefix(
 /// (live or unknown), judged now, most recently started first.
 fn writers_of(sessions_dir: &Path, sid: &str) -> Vec<ccd_protocol::methods::session::WriterInfo> {
     let probe = ccd_claude::liveness::system_probe();
-    let mut entries: Vec<_> = ccd_claude::registry::read_all(sessions_dir)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.session_id == sid)
-        .map(|e| {
-            let l = ccd_claude::liveness::check(&e, probe.as_ref()).liveness;
-            (e, l)
-        })
-        .filter(|(_, l)| l.may_be_running())
-        .collect();
-    entries.sort_by_key(|(e, _)| std::cmp::Reverse(e.started_at));
-    entries
+    ccd_claude::index::entries_writing(sessions_dir, sid, probe.as_ref())
         .iter()
         .map(|(e, l)| views::writer_of_entry(e, *l))
         .collect()
