@@ -22,15 +22,26 @@
 //!   `handshake_required`; a connection that has not said `hello` within
 //!   [`HELLO_DEADLINE`] gets one error line and is closed (idle connections
 //!   would otherwise hold client slots and descriptors for ever).
+//! - Per-connection resources (attachments, transcript followers, the
+//!   event subscription) live in [`ConnCtx`] and are released by drop
+//!   ([`crate::conn_slots`]): their tasks hold the out queue, never the
+//!   context, so when the reader loop ends and the last request task
+//!   finishes, the context drops and every task it owns is aborted.
 //! - A descriptor a handler passes with its reply (a direct stream's holder
 //!   connection, [`ConnCtx::pass_with_reply`]) travels in the same queue
 //!   item as the reply line and is sent with that line's first byte, so
 //!   the client finds it in the read that brings the reply.
 
+use crate::conn_slots::{Slots, TaskGuard};
 use crate::handlers::attach::Attachment;
 use crate::out_queue::{self, OutSender, OUT_BUDGET};
 use crate::state::Daemon;
-use ccd_protocol::{parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Response, RpcError};
+use ccd_protocol::methods::attach::{SessionInput, SessionResize};
+use ccd_protocol::methods::daemon::Hello;
+use ccd_protocol::{
+    parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Method, NotificationKind, Response,
+    RpcError,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -53,12 +64,12 @@ pub struct ConnCtx {
     out: OutSender,
     handshaken: AtomicBool,
     /// Session id → this connection's attachment to it.
-    pub attachments: Mutex<HashMap<String, Attachment>>,
+    pub attachments: Slots<Attachment>,
     /// Session id → the task following its transcript (observe of a
     /// session running outside ccd).
-    pub followers: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
+    pub followers: Slots<TaskGuard>,
     /// The task forwarding events to this connection, once subscribed.
-    pub subscription: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub subscription: Mutex<Option<TaskGuard>>,
     /// Fired once the reply to a request (by id) is queued: streams a
     /// request starts wait for it, so the reply precedes their output.
     replied: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
@@ -73,12 +84,8 @@ impl ConnCtx {
     }
 
     /// Queues a notification.
-    pub async fn notify(&self, method: &str, params: Value) -> bool {
-        let n = ccd_protocol::Notification::new(method, Some(params));
-        match ccd_protocol::encode(&n) {
-            Ok(line) => self.send_line(line).await,
-            Err(_) => false,
-        }
+    pub async fn notify<N: NotificationKind>(&self, params: &N::Params) -> bool {
+        notify::<N>(&self.out, params).await
     }
 
     /// A sender for tasks that outlive one request (attach forwarders).
@@ -119,6 +126,22 @@ impl ConnCtx {
     }
 }
 
+/// Queues a notification on `out` (what a task that outlives its request
+/// uses: it holds the out queue, not the connection's context).
+pub async fn notify<N: NotificationKind>(out: &OutSender, params: &N::Params) -> bool {
+    let line = serde_json::to_value(params)
+        .map(|v| ccd_protocol::Notification::new(N::NAME, Some(v)))
+        .map_err(|e| e.to_string())
+        .and_then(|n| ccd_protocol::encode(&n).map_err(|e| e.to_string()));
+    match line {
+        Ok(line) => out.send(line).await,
+        Err(error) => {
+            tracing::error!(method = N::NAME, %error, "cannot encode a notification");
+            false
+        }
+    }
+}
+
 fn id_key(id: &Id) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
@@ -145,8 +168,8 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         daemon: daemon.clone(),
         out: tx,
         handshaken: AtomicBool::new(false),
-        attachments: Mutex::new(HashMap::new()),
-        followers: Mutex::new(HashMap::new()),
+        attachments: Slots::default(),
+        followers: Slots::default(),
         subscription: Mutex::new(None),
         replied: Mutex::new(HashMap::new()),
         reply_fds: Mutex::new(HashMap::new()),
@@ -198,22 +221,9 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
             }
         }
     }
-    // Leaving detaches every attachment of this connection.
-    let gone: Vec<Attachment> = match ctx.attachments.lock() {
-        Ok(mut m) => m.drain().map(|(_, a)| a).collect(),
-        Err(_) => Vec::new(),
-    };
-    for a in gone {
-        a.stop();
-    }
-    if let Ok(mut f) = ctx.followers.lock() {
-        for (_, t) in f.drain() {
-            t.abort();
-        }
-    }
-    if let Some(t) = ctx.subscription.lock().ok().and_then(|mut s| s.take()) {
-        t.abort();
-    }
+    // Leaving detaches every attachment of this connection and ends its
+    // followers and subscription: they go with the context, dropped here
+    // or by the last request task still running.
     drop(ctx);
     let _ = writer.await;
     daemon.clients.fetch_sub(1, Ordering::Relaxed);
@@ -270,7 +280,7 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str, permit: tokio::sync::OwnedSemap
         Ok(Incoming::Notification(n)) => {
             // Client notifications: input and resize may come this way (no
             // reply, less traffic); anything else is ignored.
-            let allowed = matches!(n.method.as_str(), "session.input" | "session.resize");
+            let allowed = [SessionInput::NAME, SessionResize::NAME].contains(&n.method.as_str());
             if ctx.handshaken.load(Ordering::Acquire) && allowed {
                 let _ = crate::router::dispatch(ctx.clone(), None, &n.method, n.params).await;
             }
@@ -284,8 +294,8 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str, permit: tokio::sync::OwnedSemap
     };
     let id = req.id.clone().unwrap_or(Id::Number(0));
     let is_notification = req.id.is_none();
-    if req.method == "hello" {
-        let result = crate::handlers::daemon_ctl::hello(req.params);
+    if req.method == Hello::NAME {
+        let result = crate::router::dispatch(ctx.clone(), None, Hello::NAME, req.params).await;
         if result.is_ok() {
             ctx.handshaken.store(true, Ordering::Release);
         }

@@ -15,6 +15,7 @@
 //! Nothing in a handler blocks the runtime: file-system scans (the session
 //! index) run on the blocking pool.
 
+pub mod conn_slots;
 pub mod connection;
 pub mod events;
 pub mod handlers;

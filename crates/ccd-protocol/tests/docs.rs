@@ -228,3 +228,40 @@ fn documented_limits_match_constants() {
         ccd_protocol::PROTOCOL_VERSION
     )));
 }
+
+/// The text of the `### \`name\`` section of a method (up to the next
+/// heading).
+fn method_section<'a>(md: &'a str, name: &str) -> Option<&'a str> {
+    let heading = format!("### `{name}`");
+    let start = md.find(&heading)? + heading.len();
+    let rest = &md[start..];
+    let end = rest.find("\n#").unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+#[test]
+fn every_method_documents_the_errors_it_declares() {
+    use ccd_protocol::methods::MethodId;
+    let md = protocol_md();
+    for m in MethodId::ALL {
+        if m.errors().is_empty() {
+            continue;
+        }
+        let name = m.name();
+        // `hello`'s section is the handshake's.
+        let section = if name == "hello" {
+            md.find("## Handshake").map(|i| &md[i..])
+        } else {
+            method_section(&md, name)
+        };
+        let section =
+            section.unwrap_or_else(|| panic!("docs/protocol.md has no section for {name}"));
+        for code in m.errors() {
+            let n = code.code().to_string();
+            assert!(
+                section.contains(&format!("`{n}`")) || section.contains(&format!("\"code\":{n}")),
+                "docs/protocol.md's section of {name} does not name {n} ({code:?}), which it declares"
+            );
+        }
+    }
+}

@@ -16,10 +16,12 @@
 
 pub mod registry_watch;
 
-use crate::connection::ConnCtx;
-use ccd_protocol::methods::events::{Event, LiveWriter, SubscribeParams, SubscribeResult};
-use ccd_protocol::{parse_params, RpcError};
-use serde_json::Value;
+use crate::conn_slots::TaskGuard;
+use crate::connection::{notify, ConnCtx};
+use ccd_protocol::methods::events::{
+    Event, EventNotification, LiveWriter, SubscribeParams, SubscribeResult,
+};
+use ccd_protocol::RpcError;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
@@ -86,12 +88,11 @@ pub fn now_ms() -> i64 {
 pub async fn subscribe(
     ctx: &Arc<ConnCtx>,
     id: Option<ccd_protocol::Id>,
-    params: Option<Value>,
-) -> Result<Value, RpcError> {
-    let p: SubscribeParams = parse_params(params)?;
+    p: SubscribeParams,
+) -> Result<SubscribeResult, RpcError> {
     let (mut rx, writers) = ctx.daemon.events.subscribe_with_view();
     let replied = id.as_ref().map(|id| ctx.after_reply(id));
-    let conn = ctx.clone();
+    let out = ctx.out();
     let task = tokio::spawn(async move {
         if let Some(r) = replied {
             let _ = r.await;
@@ -111,26 +112,20 @@ pub async fn subscribe(
                     continue;
                 }
             }
-            let v = match serde_json::to_value(&e) {
-                Ok(v) => v,
-                Err(_) => continue,
-            };
-            if !conn.notify("event", v).await {
+            if !notify::<EventNotification>(&out, &e).await {
                 break;
             }
         }
     });
+    // Replaces (and so ends) an earlier subscription of this connection.
     let old = ctx
         .subscription
         .lock()
         .ok()
-        .and_then(|mut s| s.replace(task));
-    if let Some(old) = old {
-        old.abort();
-    }
-    serde_json::to_value(SubscribeResult {
+        .and_then(|mut s| s.replace(TaskGuard::new(task)));
+    drop(old);
+    Ok(SubscribeResult {
         subscribed: true,
         writers,
     })
-    .map_err(|e| RpcError::internal(e.to_string()))
 }

@@ -19,6 +19,7 @@
 //! from attach and resize; when a client types and its size differs from
 //! the session's, its size is applied first.
 
+use crate::conn_slots::TaskGuard;
 use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{checked_cwd, resumable, start};
 use crate::handlers::sessions::resolve_for_attach;
@@ -29,29 +30,26 @@ use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
 use ccd_holder::rpc::types as h;
 use ccd_protocol::methods::attach::{
-    AttachMode, AttachParams, AttachResult, FreshStart, InputParams, ResizeParams, DIRECT_ATTACH_ID,
+    AttachMode, AttachParams, AttachResult, DetachResult, FreshStart, InputParams, InputResult,
+    ResizeParams, DIRECT_ATTACH_ID,
 };
-use ccd_protocol::methods::session::{SessionInfo, SessionState};
-use ccd_protocol::methods::{SessionRef, TermSize};
-use ccd_protocol::{parse_params, ErrorCode, Id, RpcError};
+use ccd_protocol::methods::session::{Progress, SessionInfo, SessionProgress, SessionState};
+use ccd_protocol::methods::{Empty, SessionRef, TermSize};
+use ccd_protocol::{ErrorCode, Id, RpcError};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 
-/// One client connection's attachment to one session.
+/// One client connection's attachment to one session. Dropping it ends
+/// its forwarder and closes its holder connection (which detaches it
+/// there).
 pub struct Attachment {
     pub holder: HolderEntry,
     pub mode: AttachMode,
     writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Attachment {
-    pub fn stop(self) {
-        self.task.abort();
-    }
+    _forwarder: TaskGuard,
 }
 
 fn internal(e: impl std::fmt::Display) -> RpcError {
@@ -61,9 +59,8 @@ fn internal(e: impl std::fmt::Display) -> RpcError {
 pub async fn attach(
     ctx: &Arc<ConnCtx>,
     id: Option<Id>,
-    params: Option<Value>,
-) -> Result<Value, RpcError> {
-    let p: AttachParams = parse_params(params)?;
+    p: AttachParams,
+) -> Result<AttachResult, RpcError> {
     // Checked whatever the mode: an observer's size is echoed back.
     p.size.map(TermSize::checked).transpose()?;
     if p.mode == AttachMode::Other {
@@ -74,56 +71,31 @@ pub async fn attach(
     let (info, holder) = resolve_for_attach(&ctx.daemon, &p.session).await?;
     let mut resumed = false;
     let mut fresh = None;
-    let holder = match holder {
-        Some(h) if h.info.as_ref().is_some_and(|i| i.exit.is_none()) || h.info.is_none() => h,
-        _ => match info.state {
-            SessionState::Dead if p.mode == AttachMode::Interactive => {
-                match resume(ctx, &info, p.size).await {
-                    Ok(h) => {
-                        resumed = true;
-                        h
-                    }
-                    Err(e) if p.fresh_on_failure && e.code == ErrorCode::SpawnFailed.code() => {
-                        let (h, f) = fresh_instead(ctx, &info, &e.message, p.size).await?;
-                        fresh = Some(f);
-                        h
-                    }
-                    Err(e) => return Err(e),
-                }
+    let running = holder
+        .as_ref()
+        .is_some_and(|h| h.info.as_ref().is_none_or(|i| i.exit.is_none()));
+    let holder = match (plan(running, info.state, p.mode), holder) {
+        (AttachPlan::Held, Some(h)) => h,
+        (AttachPlan::Resume, _) => match resume(ctx, &info, p.size).await {
+            Ok(h) => {
+                resumed = true;
+                h
             }
-            SessionState::Dead => {
-                let moved = info
-                    .superseded_by
-                    .as_ref()
-                    .map(|s| {
-                        format!(
-                            "; the process ccd holds in {} writes {} now (`ccd observe {}`)",
-                            s.holder,
-                            s.writes_now,
-                            s.writes_now.get(..8).unwrap_or(&s.writes_now)
-                        )
-                    })
-                    .unwrap_or_default();
-                return Err(RpcError::new(
-                    ErrorCode::SessionNotFound,
-                    format!(
-                        "session {} is not running: nothing to observe{moved}",
-                        info.session_id
-                    ),
-                ));
+            Err(e) if p.fresh_on_failure && e.code == ErrorCode::SpawnFailed.code() => {
+                let (h, f) = fresh_instead(ctx, &info, &e.message, p.size).await?;
+                fresh = Some(f);
+                h
             }
-            _ if p.mode == AttachMode::Observe => {
-                return crate::handlers::observe::follow(
-                    ctx,
-                    id,
-                    &info,
-                    p.last.unwrap_or(10),
-                    p.size,
-                )
-                .await;
-            }
-            _ => return Err(live_elsewhere(&info)),
+            Err(e) => return Err(e),
         },
+        (AttachPlan::FollowTranscript, _) => {
+            return crate::handlers::observe::follow(ctx, id, &info, p.last.unwrap_or(10), p.size)
+                .await;
+        }
+        (AttachPlan::NothingToObserve, _) => return Err(nothing_to_observe(&info)),
+        (AttachPlan::RefuseLiveElsewhere | AttachPlan::Held, _) => {
+            return Err(live_elsewhere(&info))
+        }
     };
     let session = holder.session_id().unwrap_or(&holder.id).to_string();
     let direct_to = id.as_ref().filter(|_| p.direct);
@@ -134,15 +106,70 @@ pub async fn attach(
     // Its client list changed: the table's view catches up on the next tick.
     ctx.daemon.holders.mark_dirty_holder(&holder.id);
     tracing::info!(session = %session, holder = %holder.id, mode = ?p.mode, resumed, direct = direct_to.is_some(), "client attached");
-    let r = AttachResult {
+    Ok(AttachResult {
         session,
         mode: p.mode,
         size,
         resumed,
         fresh_instead_of: fresh,
         direct: direct_to.is_some(),
-    };
-    serde_json::to_value(r).map_err(internal)
+    })
+}
+
+/// What `session.attach` does, decided from what is known before any I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachPlan {
+    /// ccd holds it and its process runs: attach to the holder.
+    Held,
+    /// Dead, interactive: resume it in its original cwd under a new holder.
+    Resume,
+    /// Running outside ccd (or maybe), observe: follow its transcript.
+    FollowTranscript,
+    /// Dead, observe: refuse (`session_not_found`), nothing runs to watch.
+    NothingToObserve,
+    /// Running outside ccd (or maybe), interactive: refuse
+    /// (`session_live_elsewhere`); ccd never resumes a live session.
+    RefuseLiveElsewhere,
+}
+
+/// The attach decision table. `held_running`: a holder of ccd's holds
+/// the session and its process has not exited (a holder whose state is
+/// not known yet counts as running). `state` is the session's registry
+/// state, which for a session ccd holds is `live`.
+pub fn plan(held_running: bool, state: SessionState, mode: AttachMode) -> AttachPlan {
+    if held_running {
+        return AttachPlan::Held;
+    }
+    match (state, mode) {
+        (SessionState::Dead, AttachMode::Observe) => AttachPlan::NothingToObserve,
+        (SessionState::Dead, _) => AttachPlan::Resume,
+        (_, AttachMode::Observe) => AttachPlan::FollowTranscript,
+        _ => AttachPlan::RefuseLiveElsewhere,
+    }
+}
+
+/// `session_not_found` for observing a dead session; one a held process
+/// wrote before names the process and the id it writes now.
+fn nothing_to_observe(info: &SessionInfo) -> RpcError {
+    let moved = info
+        .superseded_by
+        .as_ref()
+        .map(|s| {
+            format!(
+                "; the process ccd holds in {} writes {} now (`ccd observe {}`)",
+                s.holder,
+                s.writes_now,
+                s.writes_now.get(..8).unwrap_or(&s.writes_now)
+            )
+        })
+        .unwrap_or_default();
+    RpcError::new(
+        ErrorCode::SessionNotFound,
+        format!(
+            "session {} is not running: nothing to observe{moved}",
+            info.session_id
+        ),
+    )
 }
 
 /// Attaches through the daemon: a holder connection of this client
@@ -179,8 +206,8 @@ async fn relayed(
     let replied = id.map(|id| ctx.after_reply(id));
     let out = ctx.out();
     let HolderConn { reader, writer, .. } = conn;
-    let conn_ctx = ctx.clone();
-    let key = session.to_string();
+    let slot = ctx.attachments.key(session);
+    let own = slot.clone();
     let task = tokio::spawn(async move {
         if let Some(r) = replied {
             let _ = r.await;
@@ -192,24 +219,16 @@ async fn relayed(
             }
         }
         // The holder went away: forget this attachment.
-        if let Ok(mut m) = conn_ctx.attachments.lock() {
-            m.remove(&key);
-        }
+        own.release();
     });
     let attachment = Attachment {
         holder: holder.clone(),
         mode: p.mode,
         writer: Arc::new(tokio::sync::Mutex::new(writer)),
-        task,
+        _forwarder: TaskGuard::new(task),
     };
-    let old = ctx
-        .attachments
-        .lock()
-        .ok()
-        .and_then(|mut m| m.insert(session.to_string(), attachment));
-    if let Some(old) = old {
-        old.stop();
-    }
+    // Replaces (and so ends) an earlier attachment to the same session.
+    ctx.attachments.put(&slot, attachment);
     Ok(size)
 }
 
@@ -355,19 +374,32 @@ const STOP_COPY_GRACE_MS: u64 = 2000;
 /// `session.progress` of a resume step (see [`SessionProgress`]).
 ///
 /// [`SessionProgress`]: ccd_protocol::methods::session::SessionProgress
-async fn resume_step(
-    ctx: &ConnCtx,
-    hid: &str,
-    sid: &str,
-    lifecycle: &str,
-    step: &str,
-    extra: Value,
-) {
-    let mut p = json!({"holder": hid, "session": sid, "lifecycle": lifecycle, "step": step});
-    if let (Value::Object(p), Value::Object(e)) = (&mut p, extra) {
-        p.extend(e);
-    }
-    ctx.notify("session.progress", p).await;
+async fn resume_step(ctx: &ConnCtx, step: ResumeStep<'_>, detail: StepDetail) {
+    let p = Progress {
+        holder: step.holder.to_string(),
+        session: Some(step.session.to_string()),
+        lifecycle: step.lifecycle.to_string(),
+        reason: None,
+        step: Some(step.step.to_string()),
+        cwd: detail.cwd,
+        pid: detail.pid,
+    };
+    ctx.notify::<SessionProgress>(&p).await;
+}
+
+/// Which resume step [`resume_step`] reports.
+struct ResumeStep<'a> {
+    holder: &'a str,
+    session: &'a str,
+    lifecycle: &'a str,
+    step: &'a str,
+}
+
+/// What a resume step adds ([`Progress`]'s `cwd` and `pid`).
+#[derive(Default)]
+struct StepDetail {
+    cwd: Option<String>,
+    pid: Option<u32>,
 }
 
 /// `claude --resume <sid>` in the session's original cwd, under a new
@@ -398,7 +430,21 @@ async fn resume(
     };
     let hid = meta.id.clone();
     tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
-    resume_step(ctx, &hid, sid, "starting", "resuming", json!({"cwd": cwd})).await;
+    let step = |lifecycle, step| ResumeStep {
+        holder: &hid,
+        session: sid,
+        lifecycle,
+        step,
+    };
+    resume_step(
+        ctx,
+        step("starting", "resuming"),
+        StepDetail {
+            cwd: Some(cwd.to_string_lossy().into_owned()),
+            pid: None,
+        },
+    )
+    .await;
     let size = size.unwrap_or(TermSize {
         cols: 120,
         rows: 40,
@@ -435,12 +481,12 @@ async fn resume(
             return Err(failed(e.message, screen));
         }
     };
-    let lifecycle = r["lifecycle"].as_str().unwrap_or("").to_string();
+    let lifecycle = r.lifecycle;
     if matches!(lifecycle.as_str(), "failed" | "exited") {
-        let reason = r["reason"].as_str().unwrap_or(&lifecycle).to_string();
-        return Err(failed(reason, r.get("screen").cloned()));
+        let reason = r.reason.unwrap_or_else(|| lifecycle.clone());
+        return Err(failed(reason, r.screen.map(|rows| json!(rows))));
     }
-    resume_step(ctx, &hid, sid, &lifecycle, "settling", json!({})).await;
+    resume_step(ctx, step(&lifecycle, "settling"), StepDetail::default()).await;
     // An exit within the first moments is a failed resume too; someone may
     // start the same session by hand meanwhile (checked on every round, so
     // the refusal comes as soon as it is known).
@@ -494,7 +540,17 @@ async fn refuse_late(
         holder = hid,
         "another process resumed the same session meanwhile; stopping ours"
     );
-    resume_step(ctx, hid, sid, lifecycle, "stopping", json!({"pid": pid})).await;
+    let step = ResumeStep {
+        holder: hid,
+        session: sid,
+        lifecycle,
+        step: "stopping",
+    };
+    let detail = StepDetail {
+        cwd: None,
+        pid: Some(pid),
+    };
+    resume_step(ctx, step, detail).await;
     if let Some(entry) = ctx.daemon.holders.get(hid) {
         // Out of the table first: no request resolves to it from now on,
         // and its exit leaves no finished record.
@@ -581,7 +637,10 @@ async fn fresh_instead(
     let entry = ctx.daemon.holders.get(&hid).ok_or_else(|| {
         RpcError::new(
             ErrorCode::SpawnFailed,
-            format!("the fresh session ended at once: {}", r["reason"]),
+            format!(
+                "the fresh session ended at once: {}",
+                r.reason.as_deref().unwrap_or("no reason given")
+            ),
         )
     })?;
     Ok((
@@ -601,27 +660,15 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-pub async fn detach(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: SessionRef = parse_params(params)?;
-    let a = ctx.attachments.lock().ok().and_then(|mut m| {
-        let key = m
-            .iter()
-            .find(|(k, a)| k.starts_with(&p.session) || a.holder.id == p.session)
-            .map(|(k, _)| k.clone())?;
-        m.remove(&key)
-    });
-    let follower = ctx.followers.lock().ok().and_then(|mut m| {
-        let key = m.keys().find(|k| k.starts_with(&p.session)).cloned()?;
-        m.remove(&key)
-    });
-    let detached = a.is_some() || follower.is_some();
-    if let Some(a) = a {
-        a.stop();
-    }
-    if let Some(f) = follower {
-        f.abort();
-    }
-    Ok(json!({"detached": detached}))
+pub async fn detach(ctx: &ConnCtx, p: SessionRef) -> Result<DetachResult, RpcError> {
+    let a = ctx
+        .attachments
+        .take_first(|k, a| k.starts_with(&p.session) || a.holder.id == p.session);
+    let follower = ctx.followers.take_first(|k, _| k.starts_with(&p.session));
+    // Dropping them ends them.
+    Ok(DetachResult {
+        detached: a.is_some() || follower.is_some(),
+    })
 }
 
 /// What input and resize need of an attachment, copied out of the lock.
@@ -631,16 +678,15 @@ struct AttachedTo {
 }
 
 fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
-    let m = ctx.attachments.lock().ok()?;
-    let (_, a) = m.iter().find(|(k, a)| {
-        k.as_str() == session
-            || a.holder.id == session
-            || (session.len() >= 4 && k.starts_with(session))
-    })?;
-    Some(AttachedTo {
-        writer: a.writer.clone(),
-        mode: a.mode,
-    })
+    ctx.attachments.find_map(
+        |k, a| {
+            k == session || a.holder.id == session || (session.len() >= 4 && k.starts_with(session))
+        },
+        |a| AttachedTo {
+            writer: a.writer.clone(),
+            mode: a.mode,
+        },
+    )
 }
 
 async fn send_on(
@@ -653,8 +699,7 @@ async fn send_on(
     writer.lock().await.write_all(&line).await.map_err(internal)
 }
 
-pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: InputParams = parse_params(params)?;
+pub async fn input(ctx: &ConnCtx, p: InputParams) -> Result<InputResult, RpcError> {
     let n = p.data.len() as u64;
     let data = ccd_protocol::b64::encode(&p.data);
     if let Some(AttachedTo { writer, mode }) = attachment_of(ctx, &p.session) {
@@ -665,7 +710,7 @@ pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErr
             ));
         }
         send_on(&writer, h::INPUT, json!({"data": data})).await?;
-        return Ok(json!({"written": n}));
+        return Ok(InputResult { written: n });
     }
     let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
     ctx.daemon
@@ -673,11 +718,10 @@ pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErr
         .call_serialized(&entry, h::INPUT, json!({"data": data}))
         .await
         .map_err(internal)?;
-    Ok(json!({"written": n}))
+    Ok(InputResult { written: n })
 }
 
-pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: ResizeParams = parse_params(params)?;
+pub async fn resize(ctx: &ConnCtx, p: ResizeParams) -> Result<Empty, RpcError> {
     TermSize {
         cols: p.cols,
         rows: p.rows,
@@ -695,5 +739,42 @@ pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
             .await
             .map_err(internal)?;
     }
-    Ok(json!({}))
+    Ok(Empty {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AttachMode::{Interactive, Observe};
+    use SessionState::{Dead, Live, Unknown};
+
+    #[test]
+    fn the_attach_decision_table() {
+        // (held and running, state, mode) -> plan
+        let table = [
+            (true, Live, Interactive, AttachPlan::Held),
+            (true, Live, Observe, AttachPlan::Held),
+            // A holder whose child exited: decided by the session's state.
+            (false, Dead, Interactive, AttachPlan::Resume),
+            (false, Dead, Observe, AttachPlan::NothingToObserve),
+            (false, Live, Interactive, AttachPlan::RefuseLiveElsewhere),
+            (false, Live, Observe, AttachPlan::FollowTranscript),
+            // Liveness that cannot be verified is treated as live: never
+            // resumed (two writers would split the conversation).
+            (false, Unknown, Interactive, AttachPlan::RefuseLiveElsewhere),
+            (false, Unknown, Observe, AttachPlan::FollowTranscript),
+        ];
+        for (held, state, mode, want) in table {
+            assert_eq!(plan(held, state, mode), want, "{held} {state:?} {mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_session_ccd_holds_is_attached_whatever_the_registry_says() {
+        for state in [Dead, Live, Unknown] {
+            for mode in [Interactive, Observe] {
+                assert_eq!(plan(true, state, mode), AttachPlan::Held);
+            }
+        }
+    }
 }

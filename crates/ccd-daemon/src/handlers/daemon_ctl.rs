@@ -1,13 +1,14 @@
 //! `hello`, `daemon.status`, `daemon.stop`.
 
 use crate::connection::ConnCtx;
-use ccd_protocol::methods::daemon::{HelloParams, HelloResult};
-use ccd_protocol::{handshake, parse_params, RpcError, PROTOCOL_VERSION};
+use ccd_protocol::methods::daemon::{
+    DaemonStatusResult, DaemonStopParams, DaemonStopResult, HelloParams, HelloResult,
+};
+use ccd_protocol::{handshake, RpcError, PROTOCOL_VERSION};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
-pub fn hello(params: Option<Value>) -> Result<Value, RpcError> {
-    let p: HelloParams = parse_params(params)?;
+pub fn hello(p: HelloParams) -> Result<HelloResult, RpcError> {
     let v = handshake::negotiate(
         p.protocol.min,
         p.protocol.max,
@@ -15,43 +16,37 @@ pub fn hello(params: Option<Value>) -> Result<Value, RpcError> {
         PROTOCOL_VERSION,
     )?;
     tracing::debug!(client = %p.client, protocol = v, "hello");
-    let r = HelloResult {
+    Ok(HelloResult {
         daemon_version: env!("CARGO_PKG_VERSION").into(),
         protocol: v,
         server: handshake::SERVER_NAME.into(),
-    };
-    serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
+    })
 }
 
-pub async fn status(ctx: &ConnCtx) -> Result<Value, RpcError> {
+pub async fn status(ctx: &ConnCtx) -> Result<DaemonStatusResult, RpcError> {
     let d = &ctx.daemon;
     let started = d
         .started_at
         .duration_since(std::time::UNIX_EPOCH)
         .map(|t| t.as_millis() as u64)
         .unwrap_or(0);
-    Ok(json!({
-        "daemon_version": env!("CARGO_PKG_VERSION"),
-        "protocol": PROTOCOL_VERSION,
-        "pid": std::process::id(),
-        "started_at": started,
-        "socket": d.options.socket_dir.socket(),
-        "sessions": d.holders.snapshot().len(),
-        "clients": d.clients.load(Ordering::Relaxed),
-        "refused_connections": d.refused.load(Ordering::Relaxed),
-        "claude_bin": d.options.claude_bin,
-        "claude_config_dir": d.options.claude_config.root(),
-        "state_dir": d.options.state_dir,
-    }))
+    let text = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    Ok(DaemonStatusResult {
+        daemon_version: env!("CARGO_PKG_VERSION").into(),
+        protocol: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        started_at: started,
+        socket: text(&d.options.socket_dir.socket()),
+        sessions: d.holders.snapshot().len() as u32,
+        clients: d.clients.load(Ordering::Relaxed) as u32,
+        refused_connections: d.refused.load(Ordering::Relaxed),
+        claude_bin: text(&d.options.claude_bin),
+        claude_config_dir: text(d.options.claude_config.root()),
+        state_dir: text(&d.options.state_dir),
+    })
 }
 
-pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    #[derive(serde::Deserialize, Default)]
-    struct P {
-        #[serde(default)]
-        kill_sessions: bool,
-    }
-    let p: P = parse_params(params)?;
+pub async fn stop(ctx: &ConnCtx, p: DaemonStopParams) -> Result<DaemonStopResult, RpcError> {
     ctx.daemon
         .stopping
         .store(true, std::sync::atomic::Ordering::Release);
@@ -81,5 +76,5 @@ pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         let _ = daemon.shutdown.send(true);
     });
-    Ok(json!({"stopping": true}))
+    Ok(DaemonStopResult { stopping: true })
 }

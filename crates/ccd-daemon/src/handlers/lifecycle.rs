@@ -10,10 +10,11 @@ use crate::holders::HolderEntry;
 use crate::views;
 use ccd_holder::rpc::types as h;
 use ccd_protocol::methods::session::{
-    Cursor, ForkParams, KillParams, NewParams, NewResult, ScreenFormat, ScreenParams, ScreenResult,
+    Cursor, ForkParams, KillParams, KillResult, NewParams, NewResult, PinParams, PinResult,
+    Progress, ScreenFormat, ScreenParams, ScreenResult, SendParams, SendResult, SessionProgress,
 };
 use ccd_protocol::methods::TermSize;
-use ccd_protocol::{parse_params, ErrorCode, RpcError};
+use ccd_protocol::{ErrorCode, RpcError};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -54,8 +55,7 @@ pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
     Ok(p)
 }
 
-pub async fn new(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: NewParams = parse_params(params)?;
+pub async fn new(ctx: &ConnCtx, p: NewParams) -> Result<NewResult, RpcError> {
     let size = p.size.map(TermSize::checked).transpose()?;
     let cwd = checked_cwd(&p.cwd)?;
     if p.args
@@ -122,8 +122,7 @@ fn fresh_id(ctx: &ConnCtx, wanted: &str) -> Result<String, RpcError> {
 /// `session.fork`: `claude --resume <id> --fork-session` in the session's
 /// original cwd, whatever its state; the new id comes from the registry
 /// entry of the child's pid.
-pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: ForkParams = parse_params(params)?;
+pub async fn fork(ctx: &ConnCtx, p: ForkParams) -> Result<NewResult, RpcError> {
     let size = p.size.map(TermSize::checked).transpose()?;
     let (info, _) = resolve(&ctx.daemon, &p.session).await?;
     let (cwd, _transcript) = resumable(&info)?;
@@ -158,7 +157,7 @@ pub async fn fork(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         true,
     )
     .await?;
-    if r["session"].as_str() == Some(info.session_id.as_str()) {
+    if r.session.as_deref() == Some(info.session_id.as_str()) {
         // The registry showed the original id for our child: not a fork.
         return Err(RpcError::new(
             ErrorCode::SpawnFailed,
@@ -233,7 +232,7 @@ pub async fn start(
     size: TermSize,
     auto_trust: bool,
     wait: bool,
-) -> Result<Value, RpcError> {
+) -> Result<NewResult, RpcError> {
     let id = meta.id.clone();
     let forked_from = meta.forked_from.clone();
     spawn_holder(
@@ -264,11 +263,16 @@ pub async fn start(
         };
         let l = entry.lifecycle();
         if wait && l != last {
-            let mut p = json!({"holder": id, "lifecycle": l});
-            if let Some(s) = entry.session_id() {
-                p["session"] = json!(s);
-            }
-            ctx.notify("session.progress", p).await;
+            let p = Progress {
+                holder: id.clone(),
+                session: entry.session_id().map(String::from),
+                lifecycle: l.clone(),
+                reason: None,
+                step: None,
+                cwd: None,
+                pid: None,
+            };
+            ctx.notify::<SessionProgress>(&p).await;
             last = l;
         }
         if !wait || views::start_settled(&entry) || Instant::now() > deadline {
@@ -289,7 +293,7 @@ pub async fn start(
     } else {
         None
     };
-    let r = NewResult {
+    Ok(NewResult {
         session: entry.session_id().map(String::from),
         holder: id,
         pid: info.map(|i| i.child_pid),
@@ -298,8 +302,7 @@ pub async fn start(
         reason,
         screen,
         forked_from,
-    };
-    serde_json::to_value(r).map_err(internal)
+    })
 }
 
 fn start_failed(f: Option<crate::holders::Finished>) -> RpcError {
@@ -397,8 +400,7 @@ pub fn not_running(info: &ccd_protocol::methods::session::SessionInfo) -> RpcErr
     }
 }
 
-pub async fn kill(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: KillParams = parse_params(params)?;
+pub async fn kill(ctx: &ConnCtx, p: KillParams) -> Result<KillResult, RpcError> {
     let entry = held(ctx, &p.session).await?;
     let signal = match p.signal {
         ccd_protocol::methods::session::KillSignal::Hup => "hup",
@@ -421,16 +423,15 @@ pub async fn kill(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         .collect(&entry, grace + 2000)
         .await
         .map_err(internal)?;
-    Ok(json!({
-        "signalled": k.sent,
-        "exited": c.collected,
-        "exit_code": c.exit.as_ref().and_then(|e| e.code),
-        "exit_signal": c.exit.as_ref().and_then(|e| e.signal),
-    }))
+    Ok(KillResult {
+        signalled: k.sent,
+        exited: c.collected,
+        exit_code: c.exit.as_ref().and_then(|e| e.code),
+        exit_signal: c.exit.as_ref().and_then(|e| e.signal),
+    })
 }
 
-pub async fn screen(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: ScreenParams = parse_params(params)?;
+pub async fn screen(ctx: &ConnCtx, p: ScreenParams) -> Result<ScreenResult, RpcError> {
     let entry = held(ctx, &p.session).await?;
     let fmt = match p.format {
         ScreenFormat::Text => "text",
@@ -439,7 +440,7 @@ pub async fn screen(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
     let s: ccd_holder::ScreenResult = call_once(&entry.socket, h::SCREEN, json!({"format": fmt}))
         .await
         .map_err(internal)?;
-    let r = ScreenResult {
+    Ok(ScreenResult {
         session: entry.session_id().unwrap_or(&entry.id).to_string(),
         size: TermSize {
             cols: s.size.cols,
@@ -453,8 +454,7 @@ pub async fn screen(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
         lines: Some(s.rows.iter().map(|r| r.trim_end().to_string()).collect()),
         data: s.ansi.map(String::into_bytes),
         shows: Some(shows(&s.verdict)),
-    };
-    serde_json::to_value(r).map_err(internal)
+    })
 }
 
 /// A word for what the screen shows: the classifier's tag, with the ready
@@ -538,8 +538,7 @@ async fn type_bytes(socket: &Path, bytes: &[u8]) -> Result<(), RpcError> {
 /// [`SUBMIT_TRIES`] in all) while the same draft stays in the box. An Enter
 /// on an empty prompt does nothing in Claude Code, so a repeat that races a
 /// slow redraw cannot submit twice.
-pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: ccd_protocol::methods::session::SendParams = parse_params(params)?;
+pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> {
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
     let s = text_screen(&entry.socket).await?;
@@ -600,22 +599,23 @@ pub async fn send(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         }
     };
     tracing::info!(holder = %entry.id, session = %sid, bytes = typed.len(), enters, ?submitted, "session.send");
-    serde_json::to_value(ccd_protocol::methods::session::SendResult {
+    Ok(SendResult {
         session: sid,
         bytes: typed.len() as u64 + enters,
         submitted,
     })
-    .map_err(internal)
 }
 
 /// `session.pin`: exempt a held session from idle reaping, or undo it.
-pub async fn pin(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: ccd_protocol::methods::session::PinParams = parse_params(params)?;
+pub async fn pin(ctx: &ConnCtx, p: PinParams) -> Result<PinResult, RpcError> {
     let entry = held(ctx, &p.session).await?;
     ctx.daemon
         .holders
         .set_pinned(&entry.id, p.pinned)
         .map_err(internal)?;
     tracing::info!(holder = %entry.id, session = ?entry.session_id(), pinned = p.pinned, "session.pin");
-    Ok(json!({"session": entry.session_id().unwrap_or(&entry.id), "pinned": p.pinned}))
+    Ok(PinResult {
+        session: entry.session_id().unwrap_or(&entry.id).to_string(),
+        pinned: p.pinned,
+    })
 }

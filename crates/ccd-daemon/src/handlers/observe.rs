@@ -3,28 +3,38 @@
 //! (bounded reads, never the whole file) and sends `session.transcript`
 //! notifications, then `session.exited` once no process holds the session.
 
-use crate::connection::ConnCtx;
+use crate::conn_slots::TaskGuard;
+use crate::connection::{notify, ConnCtx};
+use crate::state::Daemon;
 use ccd_claude::transcript::{Follower, Rendered};
 use ccd_protocol::methods::attach::{AttachMode, AttachResult};
 use ccd_protocol::methods::session::SessionInfo;
 use ccd_protocol::methods::TermSize;
+use ccd_protocol::stream::{
+    Exited, SessionExited, SessionTranscript, TranscriptItem, TranscriptItems,
+};
 use ccd_protocol::{ErrorCode, Id, RpcError};
-use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How often the transcript and the process are looked at.
 const POLL: Duration = Duration::from_millis(250);
 
-fn items(session: &str, rendered: Vec<Rendered>) -> Value {
-    json!({
-        "session": session,
-        "items": rendered.into_iter().map(|r| json!({
-            "kind": serde_json::to_value(r.kind).unwrap_or(Value::Null),
-            "text": r.text,
-            "timestamp": r.timestamp,
-        })).collect::<Vec<_>>(),
-    })
+fn items(session: &str, rendered: Vec<Rendered>) -> TranscriptItems {
+    TranscriptItems {
+        session: session.to_string(),
+        items: rendered
+            .into_iter()
+            .map(|r| TranscriptItem {
+                kind: serde_json::to_value(r.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                text: r.text,
+                timestamp: r.timestamp,
+            })
+            .collect(),
+    }
 }
 
 /// Starts following `info`'s transcript for this connection.
@@ -34,7 +44,7 @@ pub async fn follow(
     info: &SessionInfo,
     last: u32,
     size: Option<TermSize>,
-) -> Result<Value, RpcError> {
+) -> Result<AttachResult, RpcError> {
     let sid = info.session_id.clone();
     let Some(path) = info.transcript.clone() else {
         return Err(RpcError::new(
@@ -49,17 +59,16 @@ pub async fn follow(
         .map_err(|e| RpcError::new(ErrorCode::TranscriptMissing, format!("{path}: {e}")))?;
     let (mut follower, first) = opened;
     let replied = id.as_ref().map(|id| ctx.after_reply(id));
-    let conn = ctx.clone();
+    let out = ctx.out();
+    let daemon = ctx.daemon.clone();
     let session = sid.clone();
+    let slot = ctx.followers.key(&sid);
+    let own = slot.clone();
     let task = tokio::spawn(async move {
         if let Some(r) = replied {
             let _ = r.await;
         }
-        if !first.is_empty()
-            && !conn
-                .notify("session.transcript", items(&session, first))
-                .await
-        {
+        if !first.is_empty() && !notify::<SessionTranscript>(&out, &items(&session, first)).await {
             return;
         }
         loop {
@@ -74,34 +83,25 @@ pub async fn follow(
                 _ => break,
             };
             follower = f;
-            if !new.is_empty()
-                && !conn
-                    .notify("session.transcript", items(&session, new))
-                    .await
-            {
+            if !new.is_empty() && !notify::<SessionTranscript>(&out, &items(&session, new)).await {
                 return;
             }
-            if !still_held(&conn, &session).await {
-                let _ = conn
-                    .notify("session.exited", json!({"session": session}))
-                    .await;
+            if !still_held(&daemon, &session).await {
+                let exited = Exited {
+                    session: session.clone(),
+                    exit_code: None,
+                    signal: None,
+                };
+                notify::<SessionExited>(&out, &exited).await;
                 break;
             }
         }
-        if let Ok(mut m) = conn.followers.lock() {
-            m.remove(&session);
-        }
+        own.release();
     });
-    let old = ctx
-        .followers
-        .lock()
-        .ok()
-        .and_then(|mut m| m.insert(sid.clone(), task));
-    if let Some(old) = old {
-        old.abort();
-    }
+    // Replaces (and so ends) an earlier follower of the same session.
+    ctx.followers.put(&slot, TaskGuard::new(task));
     tracing::info!(session = %sid, "observing a session outside ccd through its transcript");
-    let r = AttachResult {
+    Ok(AttachResult {
         session: sid,
         mode: AttachMode::Observe,
         // No screen to size: echo the client's, else the default.
@@ -112,13 +112,12 @@ pub async fn follow(
         resumed: false,
         fresh_instead_of: None,
         direct: false,
-    };
-    serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
+    })
 }
 
 /// Whether some process may still be running the session (re-read now).
-async fn still_held(ctx: &ConnCtx, sid: &str) -> bool {
-    let dir = ctx.daemon.options.claude_config.sessions_dir();
+async fn still_held(daemon: &Daemon, sid: &str) -> bool {
+    let dir = daemon.options.claude_config.sessions_dir();
     let sid = sid.to_string();
     tokio::task::spawn_blocking(move || {
         let probe = ccd_claude::liveness::system_probe();

@@ -7,8 +7,8 @@ use crate::views;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_protocol::methods::session::{ListParams, ListResult, SessionInfo, SessionState};
 use ccd_protocol::methods::SessionRef;
-use ccd_protocol::{parse_params, ErrorCode, RpcError};
-use serde_json::{json, Value};
+use ccd_protocol::{ErrorCode, RpcError};
+use serde_json::json;
 
 use std::path::Path;
 
@@ -54,8 +54,7 @@ pub async fn all_sessions(
         .collect())
 }
 
-pub async fn list(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: ListParams = parse_params(params)?;
+pub async fn list(ctx: &ConnCtx, p: ListParams) -> Result<ListResult, RpcError> {
     let cwd = p.cwd.as_deref().map(|c| normalize(Path::new(c)));
     let all = if p.held_only {
         let mut held: Vec<(SessionInfo, Option<HolderEntry>)> = ctx
@@ -98,16 +97,14 @@ pub async fn list(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         .take(limit as usize)
         .collect();
     let end = offset.saturating_add(page.len() as u32);
-    let r = ListResult {
+    Ok(ListResult {
         sessions: page,
         total,
         next_offset: (end < total).then_some(end),
-    };
-    serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
+    })
 }
 
-pub async fn get(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
-    let p: SessionRef = parse_params(params)?;
+pub async fn get(ctx: &ConnCtx, p: SessionRef) -> Result<SessionInfo, RpcError> {
     let (mut info, holder) = resolve(&ctx.daemon, &p.session).await?;
     // ccd's part (lifecycle, per-client counters) as the holder tells it
     // now, not as the last periodic refresh saw it.
@@ -117,7 +114,7 @@ pub async fn get(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError
             info.ccd = Some(views::owned_info(&h));
         }
     }
-    serde_json::to_value(info).map_err(|e| RpcError::internal(e.to_string()))
+    Ok(info)
 }
 
 /// The held session whose id alone starts with `query`, judged from what

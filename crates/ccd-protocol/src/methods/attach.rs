@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ErrorCode;
+
 use super::{Empty, Method, SessionRef, TermSize};
 
 /// How a client is attached.
@@ -43,6 +45,15 @@ impl Method for SessionAttach {
     const NAME: &'static str = "session.attach";
     type Params = AttachParams;
     type Result = AttachResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::CwdMissing,
+        ErrorCode::SpawnFailed,
+        ErrorCode::PermissionDenied,
+    ];
 }
 
 /// Params of `session.attach`.
@@ -144,6 +155,14 @@ impl Method for SessionInput {
     const NAME: &'static str = "session.input";
     type Params = InputParams;
     type Result = InputResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::SessionNotRunning,
+        ErrorCode::PermissionDenied,
+    ];
 }
 
 /// Params of `session.input`.
@@ -170,6 +189,13 @@ impl Method for SessionResize {
     const NAME: &'static str = "session.resize";
     type Params = ResizeParams;
     type Result = Empty;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::SessionNotRunning,
+    ];
 }
 
 /// Params of `session.resize`.

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ErrorCode;
+
 use super::{Empty, Method};
 use crate::handshake::ProtocolRange;
 
@@ -15,6 +17,7 @@ impl Method for Hello {
     const NAME: &'static str = "hello";
     type Params = HelloParams;
     type Result = HelloResult;
+    const ERRORS: &'static [ErrorCode] = &[ErrorCode::UnsupportedProtocolVersion];
 }
 
 /// Params of `hello`.
@@ -64,6 +67,20 @@ pub struct DaemonStatusResult {
     pub sessions: u32,
     /// Connected clients, this one included.
     pub clients: u32,
+    /// Connections refused since the start because the connection cap was
+    /// reached.
+    #[serde(default)]
+    pub refused_connections: u64,
+    /// The `claude` executable new sessions run.
+    #[serde(default)]
+    pub claude_bin: String,
+    /// The Claude Code configuration folder the daemon reads
+    /// (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    #[serde(default)]
+    pub claude_config_dir: String,
+    /// Where the daemon keeps its logs, holder metadata and caches.
+    #[serde(default)]
+    pub state_dir: String,
 }
 
 /// `daemon.stop`: stop the daemon. The reply is sent before the daemon

@@ -1,10 +1,12 @@
 //! Typed params and results, one module per concern.
 //!
 //! Each method is a zero-sized marker type implementing [`Method`], which
-//! ties its wire name to its params and result types; each server-sent
-//! notification implements [`NotificationKind`]. There is deliberately no
-//! enum of all methods: the daemon dispatches on [`Method::NAME`] and each
-//! handler decodes its own params with [`crate::parse_params`].
+//! ties its wire name to its params type, its result type and the error
+//! codes it may answer with; each server-sent notification implements
+//! [`NotificationKind`]. The list of methods exists once, in
+//! [`method_table!`]'s invocation below: it makes [`MethodId`] (one variant
+//! per method, matched exhaustively by the daemon's router, so a method
+//! without a handler does not compile) and [`ALL_METHODS`].
 //!
 //! Compatibility rules for every type here: new optional fields may be added
 //! at any time; readers ignore fields they do not know; enums a client reads
@@ -12,6 +14,8 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+use crate::ErrorCode;
 
 pub mod attach;
 pub mod daemon;
@@ -26,6 +30,11 @@ pub trait Method {
     type Params: Serialize + DeserializeOwned;
     /// The `result` value.
     type Result: Serialize + DeserializeOwned;
+    /// The ccd error codes this method answers with besides the generic
+    /// ones every method may send (`invalid_params`, `internal_error`,
+    /// `handshake_required`, `shutting_down`). `docs/protocol.md` lists
+    /// the same codes under the method (a test keeps the two in step).
+    const ERRORS: &'static [ErrorCode] = &[];
 }
 
 /// A notification sent by the daemon (no id, no reply).
@@ -36,26 +45,73 @@ pub trait NotificationKind {
     type Params: Serialize + DeserializeOwned;
 }
 
-/// Every method of this protocol version (for `method not found` checks and
-/// documentation tests).
-pub const ALL_METHODS: &[&str] = &[
-    daemon::Hello::NAME,
-    daemon::DaemonStatus::NAME,
-    daemon::DaemonStop::NAME,
-    session::SessionsList::NAME,
-    session::SessionsGet::NAME,
-    session::SessionNew::NAME,
-    session::SessionFork::NAME,
-    session::SessionKill::NAME,
-    session::SessionScreen::NAME,
-    attach::SessionAttach::NAME,
-    attach::SessionDetach::NAME,
-    attach::SessionInput::NAME,
-    attach::SessionResize::NAME,
-    session::SessionSend::NAME,
-    session::SessionPin::NAME,
-    events::EventsSubscribe::NAME,
-];
+/// Defines [`MethodId`] and [`ALL_METHODS`] from one list of
+/// `Variant => marker type` pairs.
+macro_rules! method_table {
+    ($($variant:ident => $ty:ty),* $(,)?) => {
+        /// One variant per method of this protocol version: what a server
+        /// matches on (exhaustively) after [`MethodId::from_name`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum MethodId {
+            $(
+                #[doc = concat!("[`", stringify!($ty), "`]")]
+                $variant,
+            )*
+        }
+
+        impl MethodId {
+            /// Every method, in table order.
+            pub const ALL: &'static [MethodId] = &[$(MethodId::$variant),*];
+
+            /// The method called `name`, if this protocol version has it.
+            pub fn from_name(name: &str) -> Option<MethodId> {
+                $(
+                    if name == <$ty as Method>::NAME {
+                        return Some(MethodId::$variant);
+                    }
+                )*
+                None
+            }
+
+            /// The wire name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(MethodId::$variant => <$ty as Method>::NAME,)*
+                }
+            }
+
+            /// The ccd error codes it answers with ([`Method::ERRORS`]).
+            pub fn errors(self) -> &'static [ErrorCode] {
+                match self {
+                    $(MethodId::$variant => <$ty as Method>::ERRORS,)*
+                }
+            }
+        }
+
+        /// Every method of this protocol version (for `method not found`
+        /// checks and documentation tests).
+        pub const ALL_METHODS: &[&str] = &[$(<$ty as Method>::NAME),*];
+    };
+}
+
+method_table! {
+    Hello => daemon::Hello,
+    DaemonStatus => daemon::DaemonStatus,
+    DaemonStop => daemon::DaemonStop,
+    SessionsList => session::SessionsList,
+    SessionsGet => session::SessionsGet,
+    SessionNew => session::SessionNew,
+    SessionFork => session::SessionFork,
+    SessionKill => session::SessionKill,
+    SessionScreen => session::SessionScreen,
+    SessionAttach => attach::SessionAttach,
+    SessionDetach => attach::SessionDetach,
+    SessionInput => attach::SessionInput,
+    SessionResize => attach::SessionResize,
+    SessionSend => session::SessionSend,
+    SessionPin => session::SessionPin,
+    EventsSubscribe => events::EventsSubscribe,
+}
 
 /// Every notification the daemon sends in this protocol version.
 pub const ALL_NOTIFICATIONS: &[&str] = &[
@@ -69,7 +125,7 @@ pub const ALL_NOTIFICATIONS: &[&str] = &[
 
 /// True if `name` is a method of this protocol version.
 pub fn is_known_method(name: &str) -> bool {
-    ALL_METHODS.contains(&name)
+    MethodId::from_name(name).is_some()
 }
 
 /// An empty object: params of methods that take none (absent params decode

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ErrorCode;
+
 use super::{Method, SessionRef, TermSize};
 
 /// Liveness of a session, verified against the process table at the moment
@@ -244,6 +246,11 @@ impl Method for SessionsGet {
     const NAME: &'static str = "sessions.get";
     type Params = SessionRef;
     type Result = SessionInfo;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+    ];
 }
 
 /// `session.new`: start a fresh `claude` under a PTY ccd holds.
@@ -253,6 +260,11 @@ impl Method for SessionNew {
     const NAME: &'static str = "session.new";
     type Params = NewParams;
     type Result = NewResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::CwdMissing,
+        ErrorCode::SpawnFailed,
+        ErrorCode::PermissionDenied,
+    ];
 }
 
 /// Params of `session.new`.
@@ -323,6 +335,14 @@ impl Method for SessionFork {
     const NAME: &'static str = "session.fork";
     type Params = ForkParams;
     type Result = NewResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::CwdMissing,
+        ErrorCode::SpawnFailed,
+        ErrorCode::PermissionDenied,
+    ];
 }
 
 /// Params of `session.fork`.
@@ -344,6 +364,13 @@ impl Method for SessionKill {
     const NAME: &'static str = "session.kill";
     type Params = KillParams;
     type Result = KillResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::SessionNotRunning,
+    ];
 }
 
 /// How to end a session.
@@ -394,6 +421,13 @@ impl Method for SessionScreen {
     const NAME: &'static str = "session.screen";
     type Params = ScreenParams;
     type Result = ScreenResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::SessionNotRunning,
+    ];
 }
 
 /// Which representation `session.screen` returns.
@@ -504,6 +538,13 @@ impl Method for SessionPin {
     const NAME: &'static str = "session.pin";
     type Params = PinParams;
     type Result = PinResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::SessionNotRunning,
+    ];
 }
 
 /// Params of `session.pin`.
@@ -532,6 +573,14 @@ impl Method for SessionSend {
     const NAME: &'static str = "session.send";
     type Params = SendParams;
     type Result = SendResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::SessionNotRunning,
+        ErrorCode::NotAtPrompt,
+    ];
 }
 
 /// Params of `session.send`.
