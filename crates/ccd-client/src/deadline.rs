@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// A plain call's reply (and any write).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
-/// `session.send` (waits for the draft and the submit) and `daemon.stop`.
+/// `session.send` (waits for the draft and the submit), `session.respond`
+/// (moves through a dialog, maybe sends a message) and `daemon.stop`.
 pub const SLOW_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// A call that may start claude and wait for its prompt.
 pub const START_TIMEOUT: Duration = Duration::from_secs(100);
@@ -45,7 +46,7 @@ pub fn deadline_of(method: &str, params: &serde_json::Value) -> Duration {
             let grace = params["grace_ms"].as_u64().unwrap_or(3000);
             Duration::from_millis(grace.saturating_add(2000)) + CALL_TIMEOUT
         }
-        "session.send" | "daemon.stop" => SLOW_CALL_TIMEOUT,
+        "session.send" | "session.respond" | "daemon.stop" => SLOW_CALL_TIMEOUT,
         _ => CALL_TIMEOUT,
     }
 }

@@ -6,7 +6,7 @@
 //! decoding and encoding once for all).
 
 use crate::connection::ConnCtx;
-use crate::handlers::{attach, daemon_ctl, lifecycle, sessions};
+use crate::handlers::{attach, daemon_ctl, lifecycle, respond, sessions};
 use ccd_protocol::methods::{attach as a, daemon as d, events as e, session as s};
 use ccd_protocol::methods::{Method, MethodId};
 use ccd_protocol::{parse_params, Id, RpcError};
@@ -66,6 +66,9 @@ pub async fn dispatch(
             typed::<s::SessionSend, _>(params, |p| lifecycle::send(ctx, p)).await
         }
         MethodId::SessionPin => typed::<s::SessionPin, _>(params, |p| lifecycle::pin(ctx, p)).await,
+        MethodId::SessionRespond => {
+            typed::<s::SessionRespond, _>(params, |p| respond::respond(ctx, p)).await
+        }
         MethodId::EventsSubscribe => {
             typed::<e::EventsSubscribe, _>(params, |p| crate::events::subscribe(ctx, id, p)).await
         }

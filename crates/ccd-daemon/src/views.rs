@@ -110,6 +110,12 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
             .filter(|i| i.exit.is_none())
             .and_then(|i| i.permission.as_ref())
             .map(permission_text),
+        permission_prompt: e
+            .info
+            .as_ref()
+            .filter(|i| i.exit.is_none())
+            .and_then(|i| i.permission.as_ref())
+            .map(crate::holders::permission_prompt_id),
         attached: e.info.as_ref().map(|i| i.clients.len() as u32).unwrap_or(0),
         exit_code: e
             .info
@@ -285,6 +291,7 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
         lifecycle: f.state.clone(),
         attention: f.failure.clone(),
         permission: None,
+        permission_prompt: None,
         attached: 0,
         exit_code: f.exit.as_ref().and_then(|x| x.code),
         pinned: f.meta.pinned,
@@ -427,6 +434,7 @@ mod tests {
             lifecycle: if child.is_some() { "idle" } else { "exited" }.into(),
             attention: None,
             permission: None,
+            permission_prompt: None,
             attached: 0,
             exit_code: None,
             pinned: false,

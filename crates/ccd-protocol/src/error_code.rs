@@ -69,11 +69,17 @@ pub enum ErrorCode {
     /// nothing to type into, signal or look at (`session.attach` resumes
     /// it). `data`: `{"session"}`.
     SessionNotRunning = -32012,
+    /// The request answers a tool permission prompt, but the session shows
+    /// none, or not the one the request names (`prompt`): it was answered
+    /// meanwhile, or another replaced it. Nothing was typed.
+    /// `data`: `{"session", "shows", "expected"?, "prompt"?}` (`prompt`:
+    /// the one on screen now, if any).
+    PromptNotShown = -32013,
 }
 
 impl ErrorCode {
     /// Every code, in table order.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::ParseError,
         ErrorCode::InvalidRequest,
         ErrorCode::MethodNotFound,
@@ -92,6 +98,7 @@ impl ErrorCode {
         ErrorCode::PermissionDenied,
         ErrorCode::ShuttingDown,
         ErrorCode::SessionNotRunning,
+        ErrorCode::PromptNotShown,
     ];
 
     /// The number sent on the wire.
@@ -126,6 +133,7 @@ impl ErrorCode {
             ErrorCode::PermissionDenied => "permission_denied",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::SessionNotRunning => "session_not_running",
+            ErrorCode::PromptNotShown => "prompt_not_shown",
         }
     }
 
@@ -150,6 +158,7 @@ impl ErrorCode {
             ErrorCode::PermissionDenied => "permission denied",
             ErrorCode::ShuttingDown => "daemon is shutting down",
             ErrorCode::SessionNotRunning => "session is not running",
+            ErrorCode::PromptNotShown => "the permission prompt is not shown",
         }
     }
 }

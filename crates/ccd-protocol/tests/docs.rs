@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use ccd_protocol::methods::{
-    attach, daemon, session, Method, NotificationKind, ALL_METHODS, ALL_NOTIFICATIONS,
+    session, Method, MethodId, MethodVisitor, NotificationKind, ALL_METHODS, ALL_NOTIFICATIONS,
 };
 use ccd_protocol::stream::{SessionExited, SessionOutput, SessionResync};
 use ccd_protocol::{parse_incoming, ErrorCode, Id, Incoming};
@@ -87,27 +87,16 @@ fn every_json_example_is_valid_and_typed() {
         lines.len()
     );
 
-    let methods: HashMap<&str, (Check, Check)> = [
-        method::<daemon::Hello>(),
-        method::<daemon::DaemonStatus>(),
-        method::<daemon::DaemonStop>(),
-        method::<session::SessionsList>(),
-        method::<session::SessionsGet>(),
-        method::<session::SessionNew>(),
-        method::<session::SessionFork>(),
-        method::<session::SessionKill>(),
-        method::<session::SessionScreen>(),
-        method::<attach::SessionAttach>(),
-        method::<attach::SessionDetach>(),
-        method::<attach::SessionInput>(),
-        method::<attach::SessionResize>(),
-        method::<session::SessionSend>(),
-        method::<session::SessionPin>(),
-        method::<ccd_protocol::methods::events::EventsSubscribe>(),
-    ]
-    .into_iter()
-    .map(|(n, p, r)| (n, (p, r)))
-    .collect();
+    struct Collect(HashMap<&'static str, (Check, Check)>);
+    impl MethodVisitor for Collect {
+        fn visit<M: Method>(&mut self) {
+            let (n, p, r) = method::<M>();
+            self.0.insert(n, (p, r));
+        }
+    }
+    let mut collect = Collect(HashMap::new());
+    MethodId::visit_all(&mut collect);
+    let methods = collect.0;
     assert_eq!(methods.len(), ALL_METHODS.len(), "table covers ALL_METHODS");
     let notifications: HashMap<&str, Check> = [
         notification::<SessionOutput>(),

@@ -260,6 +260,40 @@ fn permission_bash_2_1_332() {
 }
 
 #[test]
+fn answers_and_prompt_ids_on_both_versions_recordings() {
+    use ccd_screen::Answer;
+    let mut ids = Vec::new();
+    for name in [
+        "permission-bash-2.1.173",
+        "permission-bash-2.1.332",
+        "permission-write-2.1.173",
+        "permission-write-2.1.332",
+    ] {
+        let d = final_dialog(name);
+        assert_eq!(d.option_for(Answer::Yes), Some(0), "{name}");
+        assert_eq!(
+            d.option_for(Answer::No),
+            Some(d.options.len() - 1),
+            "{name}: {:?}",
+            d.options
+        );
+        let always = d.option_for(Answer::Always);
+        if name.contains("bash") {
+            assert_eq!(always, Some(1), "{name}: {:?}", d.options);
+        }
+        if let Some(i) = always {
+            assert!(!d.options[i].label.contains("auto mode"), "{name}");
+        }
+        ids.push(d.prompt_id());
+    }
+    // Four different prompts, four ids.
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+}
+
+#[test]
 fn permission_write_both_versions() {
     for v in ["2.1.173", "2.1.332"] {
         let name = format!("permission-write-{v}");

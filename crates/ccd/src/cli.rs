@@ -66,6 +66,28 @@ pub enum Command {
         after_help = "Examples:\n  ccd events\n  ccd events --json | jq 'select(.type == \"session.attention\")'"
     )]
     Events(EventsArgs),
+    /// Allow what the tool permission prompt of a session ccd holds asks.
+    #[command(
+        after_help = "Examples:\n  ccd approve 9cc17429\n  ccd approve api --always          # and do not ask again\n  ccd approve api --prompt 5f1c09a2b7e4d3c8   # only the prompt you saw"
+    )]
+    Approve {
+        #[command(flatten)]
+        target: RespondArgs,
+        /// Choose "Yes, and always allow …" / "… don't ask again …".
+        #[arg(long)]
+        always: bool,
+    },
+    /// Refuse what the tool permission prompt of a session ccd holds asks.
+    #[command(
+        after_help = "Examples:\n  ccd deny 9cc17429\n  ccd deny api --message \"use the test runner instead\""
+    )]
+    Deny {
+        #[command(flatten)]
+        target: RespondArgs,
+        /// What Claude should do instead, sent once it is back at its prompt.
+        #[arg(long)]
+        message: Option<String>,
+    },
     /// Exempt a session from idle reaping (reap_idle_minutes).
     #[command(after_help = "Examples:\n  ccd pin 9cc17429")]
     Pin {
@@ -118,6 +140,17 @@ pub enum Command {
     /// The per-session holder process (started by the daemon).
     #[command(name = "__holder", hide = true)]
     Holder,
+}
+
+/// Which prompt `ccd approve` / `ccd deny` answer.
+#[derive(Debug, Args)]
+pub struct RespondArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// Answer only this prompt (the id `ccd events` or `ccd ls --json`
+    /// showed); refused, with nothing typed, if the screen shows another.
+    #[arg(long)]
+    pub prompt: Option<String>,
 }
 
 #[derive(Debug, Args)]

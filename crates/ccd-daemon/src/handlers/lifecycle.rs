@@ -459,7 +459,7 @@ pub async fn screen(ctx: &ConnCtx, p: ScreenParams) -> Result<ScreenResult, RpcE
 
 /// A word for what the screen shows: the classifier's tag, with the ready
 /// prompt called `prompt`.
-fn shows(v: &ccd_screen::ScreenState) -> String {
+pub(crate) fn shows(v: &ccd_screen::ScreenState) -> String {
     match v {
         ccd_screen::ScreenState::Ready(_) => "prompt".into(),
         other => serde_json::to_value(other)
@@ -486,14 +486,14 @@ const SUBMIT_WAIT: Duration = Duration::from_millis(1500);
 const SUBMIT_TRIES: usize = 3;
 
 /// The holder's screen as text, with its verdict.
-async fn text_screen(socket: &Path) -> Result<ccd_holder::ScreenResult, RpcError> {
+pub(crate) async fn text_screen(socket: &Path) -> Result<ccd_holder::ScreenResult, RpcError> {
     call_once(socket, h::SCREEN, json!({"format": "text"}))
         .await
         .map_err(internal)
 }
 
 /// The draft in the input box, `None` when the prompt is not showing.
-fn draft_of(s: &ccd_holder::ScreenResult) -> Option<String> {
+pub(crate) fn draft_of(s: &ccd_holder::ScreenResult) -> Option<String> {
     match &s.verdict {
         ccd_screen::ScreenState::Ready(p) => Some(p.input.clone()),
         _ => None,
@@ -502,7 +502,7 @@ fn draft_of(s: &ccd_holder::ScreenResult) -> Option<String> {
 
 /// Polls the screen until `done` holds for its draft, or `wait` passes.
 /// Returns the last draft seen.
-async fn wait_draft(
+pub(crate) async fn wait_draft(
     socket: &Path,
     wait: Duration,
     done: impl Fn(Option<&str>) -> bool,
@@ -520,7 +520,7 @@ async fn wait_draft(
     }
 }
 
-async fn type_bytes(socket: &Path, bytes: &[u8]) -> Result<(), RpcError> {
+pub(crate) async fn type_bytes(socket: &Path, bytes: &[u8]) -> Result<(), RpcError> {
     let _: Value = call_once(
         socket,
         h::INPUT,

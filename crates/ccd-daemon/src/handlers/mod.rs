@@ -4,4 +4,5 @@ pub mod attach;
 pub mod daemon_ctl;
 pub mod lifecycle;
 pub mod observe;
+pub mod respond;
 pub mod sessions;

@@ -141,6 +141,17 @@ pub fn permission_tool(p: &ccd_holder::PermissionInfo) -> String {
         .unwrap_or_else(|| p.kind.clone())
 }
 
+/// The prompt id of a permission dialog a holder reports (the one
+/// `session.respond` checks the screen against).
+pub fn permission_prompt_id(p: &ccd_holder::PermissionInfo) -> String {
+    ccd_screen::prompt_id(
+        &p.kind,
+        p.heading.as_deref(),
+        p.detail.as_deref(),
+        &p.options,
+    )
+}
+
 /// What a refresh compares to tell a still session from a changing one:
 /// everything `holder.info` reports that moves when something happens
 /// (output, a client, a size, a state, the registry status).
@@ -571,6 +582,7 @@ impl HolderTable {
                 a.tool = Some(permission_tool(n));
                 a.detail = n.detail.clone();
                 a.options = Some(n.options.clone());
+                a.prompt = Some(permission_prompt_id(n));
                 self.events.publish(a);
             }
             (Some(_), None) => {

@@ -135,6 +135,10 @@ pub struct Event {
     /// `session.attention` for a permission dialog: the option labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<String>>,
+    /// `session.attention` for a permission dialog: the prompt's id, to
+    /// name in `session.respond` (answers only this prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,6 +174,7 @@ impl Event {
             tool: None,
             detail: None,
             options: None,
+            prompt: None,
             context_tokens: None,
             context_percent: None,
             exit_code: None,

@@ -45,6 +45,12 @@ pub trait NotificationKind {
     type Params: Serialize + DeserializeOwned;
 }
 
+/// Something done once per method type ([`MethodId::visit_all`]).
+pub trait MethodVisitor {
+    /// Called with each method's marker type.
+    fn visit<M: Method>(&mut self);
+}
+
 /// Defines [`MethodId`] and [`ALL_METHODS`] from one list of
 /// `Variant => marker type` pairs.
 macro_rules! method_table {
@@ -80,6 +86,13 @@ macro_rules! method_table {
                 }
             }
 
+            /// Calls `v.visit::<M>()` for every method type `M`, in table
+            /// order (what needs the types, not only the names: tests,
+            /// schema checks).
+            pub fn visit_all(v: &mut impl MethodVisitor) {
+                $(v.visit::<$ty>();)*
+            }
+
             /// The ccd error codes it answers with ([`Method::ERRORS`]).
             pub fn errors(self) -> &'static [ErrorCode] {
                 match self {
@@ -110,6 +123,7 @@ method_table! {
     SessionResize => attach::SessionResize,
     SessionSend => session::SessionSend,
     SessionPin => session::SessionPin,
+    SessionRespond => session::SessionRespond,
     EventsSubscribe => events::EventsSubscribe,
 }
 

@@ -81,6 +81,9 @@ pub struct OwnedInfo {
     /// (e.g. `Bash command echo hi`); absent when none is shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<String>,
+    /// The id of that permission prompt (for `session.respond`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_prompt: Option<String>,
     /// Clients attached now.
     #[serde(default)]
     pub attached: u32,
@@ -607,4 +610,74 @@ pub struct SendResult {
     /// the input box); absent when `force` typed past another screen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitted: Option<bool>,
+}
+
+/// `session.respond`: answer the tool permission prompt a session ccd
+/// holds shows. The daemon finds the option `choice` means by its label,
+/// moves the pointer there one arrow at a time (re-reading the screen after
+/// each), presses Enter and checks that the prompt went. With `prompt`
+/// (the id an attention event or `sessions.get` gave), a screen showing
+/// another prompt — or none — is refused with `prompt_not_shown` and
+/// nothing is typed; without it, whatever prompt is shown is answered.
+pub struct SessionRespond;
+
+impl Method for SessionRespond {
+    const NAME: &'static str = "session.respond";
+    type Params = RespondParams;
+    type Result = RespondResult;
+    const ERRORS: &'static [ErrorCode] = &[
+        ErrorCode::SessionNotFound,
+        ErrorCode::AmbiguousSessionId,
+        ErrorCode::TranscriptMissing,
+        ErrorCode::SessionLiveElsewhere,
+        ErrorCode::SessionNotRunning,
+        ErrorCode::PromptNotShown,
+        ErrorCode::NotAtPrompt,
+    ];
+}
+
+/// How to answer a permission prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RespondChoice {
+    /// Allow once ("Yes").
+    Yes,
+    /// Allow and do not ask again ("Yes, and always allow …" / "… don't
+    /// ask again …"); refused when the prompt offers no such option.
+    Always,
+    /// Refuse ("No").
+    No,
+}
+
+/// Params of `session.respond`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RespondParams {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// The answer.
+    pub choice: RespondChoice,
+    /// With `no`: what Claude should do instead, sent as the next prompt
+    /// once the session is back at its prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The prompt id the caller saw (`session.attention`'s `prompt`); the
+    /// answer is refused unless the screen shows that prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+/// Result of `session.respond`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RespondResult {
+    /// Full session id.
+    pub session: String,
+    /// The id of the prompt answered.
+    pub prompt: String,
+    /// The answer given.
+    pub choice: RespondChoice,
+    /// The label of the option chosen, as shown.
+    pub option: String,
+    /// With `message`: whether it was submitted (see `session.send`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_submitted: Option<bool>,
 }

@@ -33,7 +33,9 @@ use crate::text::ScreenText;
 
 pub use api_key::ApiKeyDialog;
 pub use errors::{StartError, StartErrorKind};
-pub use permission::{PermissionDialog, PermissionKind, PermissionOption};
+pub use permission::{
+    option_for, prompt_id, Answer, PermissionDialog, PermissionKind, PermissionOption,
+};
 pub use ready::ReadyPrompt;
 pub use trust::{TrustAmbiguity, TrustDialog, TrustOption, TrustPath};
 

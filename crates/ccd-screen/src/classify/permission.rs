@@ -44,7 +44,15 @@
 //!   command wrapped over several rows on 2.1.173 is read as its first row
 //!   only (the description row cannot be told apart from a continuation).
 //!
-//! This is detection only; answering a tool permission is the user's business.
+//! # Answering
+//!
+//! Detection reads; answering is the caller's (the daemon's
+//! `session.respond`, on a person's request). Two helpers keep it honest:
+//! [`prompt_id`] names a prompt by what it asks (so an answer can be tied
+//! to the prompt its sender saw), and [`option_for`] finds the option an
+//! [`Answer`] means by its label, never by its position (the options and
+//! their order differ between versions: 2.1.332 adds "Yes, and switch to
+//! auto mode" before "No").
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +76,80 @@ pub enum PermissionKind {
     Mcp,
     /// Another or an unreadable heading.
     Other,
+}
+
+impl PermissionKind {
+    /// The wire name (`bash`, `file_edit`, `web_fetch`, `mcp`, `other`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionKind::Bash => "bash",
+            PermissionKind::FileEdit => "file_edit",
+            PermissionKind::WebFetch => "web_fetch",
+            PermissionKind::Mcp => "mcp",
+            PermissionKind::Other => "other",
+        }
+    }
+}
+
+/// How to answer a permission dialog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Allow this once: the option labelled exactly "Yes".
+    Yes,
+    /// Allow and do not ask again: the "Yes, and …" option that says
+    /// "always" or "don't ask again" (not "switch to auto mode").
+    Always,
+    /// Refuse: the option whose label starts with "No".
+    No,
+}
+
+/// The index of the option that means `answer`, by label; `None` when the
+/// dialog has no such option.
+pub fn option_for(labels: &[String], answer: Answer) -> Option<usize> {
+    let norm_labels: Vec<String> = labels.iter().map(|l| norm(l)).collect();
+    norm_labels.iter().position(|l| match answer {
+        Answer::Yes => {
+            l == "yes"
+                || l.starts_with("yes (")
+                || l.starts_with("yes,") && !l.starts_with("yes, and")
+        }
+        Answer::Always => {
+            l.starts_with("yes, and")
+                && (l.contains("always")
+                    || l.contains("don't ask again")
+                    || l.contains("don’t ask again"))
+        }
+        Answer::No => l == "no" || l.starts_with("no,") || l.starts_with("no ("),
+    })
+}
+
+/// A short id for a permission prompt, a digest of what it asks: its kind,
+/// heading, detail and option labels (not which option is selected: moving
+/// the pointer does not make another prompt). Two prompts asking the same
+/// thing get the same id; anything else a different one. 16 hex digits.
+pub fn prompt_id(
+    kind: &str,
+    heading: Option<&str>,
+    detail: Option<&str>,
+    options: &[String],
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    // Each part is length-prefixed, so no two part lists hash alike.
+    let mut part = |s: &str| {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    part(kind);
+    part(heading.unwrap_or(""));
+    part(detail.unwrap_or(""));
+    for o in options {
+        part(o);
+    }
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// One option of a permission dialog.
@@ -95,6 +177,28 @@ pub struct PermissionDialog {
     /// Index into `options` of the option carrying the pointer, if exactly
     /// one does (Enter answers with it).
     pub selected: Option<usize>,
+}
+
+impl PermissionDialog {
+    /// Its [`prompt_id`].
+    pub fn prompt_id(&self) -> String {
+        prompt_id(
+            self.kind.as_str(),
+            self.heading.as_deref(),
+            self.detail.as_deref(),
+            &self.labels(),
+        )
+    }
+
+    /// The option labels in screen order.
+    pub fn labels(&self) -> Vec<String> {
+        self.options.iter().map(|o| o.label.clone()).collect()
+    }
+
+    /// The index of the option that means `answer` ([`option_for`]).
+    pub fn option_for(&self, answer: Answer) -> Option<usize> {
+        option_for(&self.labels(), answer)
+    }
 }
 
 /// Look for a permission dialog.
@@ -213,6 +317,88 @@ fn detail_of(kind: PermissionKind, body: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn labels(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn answers_are_found_by_label_on_every_known_menu() {
+        // 2.1.173, 2.1.332 (auto mode option before No), a file write, the
+        // fake claude and an older "don't ask again" wording.
+        let v173 = labels(&[
+            "Yes",
+            "Yes, and always allow access to proj/ from this project",
+            "No",
+        ]);
+        let v332 = labels(&[
+            "Yes",
+            "Yes, and always allow access to /tmp/x/ from this project",
+            "Yes, and switch to auto mode · shift+tab",
+            "No",
+        ]);
+        let older = labels(&[
+            "Yes",
+            "Yes, and don\u{2019}t ask again for: nix run:*",
+            "No, and tell Claude what to do differently (esc)",
+        ]);
+        for (menu, yes, always, no) in [(&v173, 0, 1, 2), (&v332, 0, 1, 3), (&older, 0, 1, 2)] {
+            assert_eq!(option_for(menu, Answer::Yes), Some(yes), "{menu:?}");
+            assert_eq!(option_for(menu, Answer::Always), Some(always), "{menu:?}");
+            assert_eq!(option_for(menu, Answer::No), Some(no), "{menu:?}");
+        }
+        // A menu without an "always" option has none to offer.
+        let plain = labels(&["Yes", "No"]);
+        assert_eq!(option_for(&plain, Answer::Always), None);
+        // "switch to auto mode" is never taken for "always".
+        let auto_only = labels(&["Yes", "Yes, and switch to auto mode", "No"]);
+        assert_eq!(option_for(&auto_only, Answer::Always), None);
+    }
+
+    #[test]
+    fn prompt_ids_follow_what_is_asked_not_the_pointer() {
+        let opts = labels(&["Yes", "No"]);
+        let a = prompt_id("bash", Some("Bash command"), Some("echo hi"), &opts);
+        assert_eq!(a.len(), 16);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(
+            a,
+            prompt_id("bash", Some("Bash command"), Some("echo hi"), &opts)
+        );
+        assert_ne!(
+            a,
+            prompt_id("bash", Some("Bash command"), Some("echo ho"), &opts)
+        );
+        assert_ne!(
+            a,
+            prompt_id("file_edit", Some("Bash command"), Some("echo hi"), &opts)
+        );
+        // Parts cannot slide into each other.
+        assert_ne!(
+            prompt_id("bash", Some("ab"), Some("c"), &opts),
+            prompt_id("bash", Some("a"), Some("bc"), &opts)
+        );
+        let t = |pointer: usize| {
+            let rows: Vec<String> = [
+                "─".repeat(60),
+                " Bash command".into(),
+                "".into(),
+                "   echo hi".into(),
+                "".into(),
+                " Do you want to proceed?".into(),
+                format!(" {} 1. Yes", if pointer == 0 { "❯" } else { " " }),
+                format!(" {} 2. No", if pointer == 1 { "❯" } else { " " }),
+            ]
+            .to_vec();
+            detect(&ScreenText::from_lines(rows.iter().map(String::as_str))).unwrap()
+        };
+        assert_eq!(t(0).prompt_id(), t(1).prompt_id());
+        assert_ne!(t(0).selected, t(1).selected);
+        assert_eq!(
+            t(0).prompt_id(),
+            prompt_id("bash", Some("Bash command"), Some("echo hi"), &opts)
+        );
+    }
 
     #[test]
     fn new_style() {

@@ -11,11 +11,13 @@ mod kill;
 mod ls;
 mod new;
 mod observe;
+mod respond;
 mod screen;
 mod send;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, SocketDir};
+use ccd_protocol::methods::session::RespondChoice;
 use std::process::ExitCode;
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -31,6 +33,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Observe(args) => observe::run(&cli.global, &args),
                 Command::Send(args) => send::run(&cli.global, &args),
                 Command::Doctor { json, sample } => doctor::run(&cli.global, json, sample),
+                Command::Approve { target, always } => {
+                    let choice = if always {
+                        RespondChoice::Always
+                    } else {
+                        RespondChoice::Yes
+                    };
+                    respond::run(&cli.global, &target, choice, None)
+                }
+                Command::Deny { target, message } => {
+                    respond::run(&cli.global, &target, RespondChoice::No, message)
+                }
                 Command::Pin { session } => send::pin(&cli.global, &session, true),
                 Command::Unpin { session } => send::pin(&cli.global, &session, false),
                 Command::Events(args) => events::run(&cli.global, &args),

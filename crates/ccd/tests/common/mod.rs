@@ -97,6 +97,18 @@ impl Sandbox {
 
     /// Runs and requires success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
+        let o = self.ok_output(args);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Runs and requires success; returns stderr (what commands that
+    /// report to a person print).
+    pub fn ok_stderr(&self, args: &[&str]) -> String {
+        let o = self.ok_output(args);
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
+
+    fn ok_output(&self, args: &[&str]) -> Output {
         let o = self.run(args);
         assert!(
             o.status.success(),
@@ -105,7 +117,7 @@ impl Sandbox {
             String::from_utf8_lossy(&o.stdout),
             self.logs()
         );
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        o
     }
 
     /// A fresh project folder (untrusted).

@@ -1,0 +1,161 @@
+//! `session.respond`, `ccd approve` and `ccd deny` against the fake claude's
+//! permission dialog: the attention event names the prompt, an answer
+//! naming another prompt (or none on screen) types nothing, approve and
+//! deny pick the option by label, and the message of a deny is sent as the
+//! next prompt.
+
+mod common;
+
+use ccd_protocol::methods::session::{RespondChoice, RespondParams, SessionRespond};
+use ccd_protocol::ErrorCode;
+use common::{next_event, wait_for, Sandbox};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(20);
+
+/// Waits for a permission `session.attention` of `sid`; the event.
+fn attention(c: &mut ccd_client::Client, sid: &str) -> Value {
+    let deadline = Instant::now() + T;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no permission attention for {sid}"
+        );
+        let Some(e) = next_event(c, Duration::from_millis(200)) else {
+            continue;
+        };
+        if e["type"] == "session.attention" && e["session"] == sid && e["reason"] == "permission" {
+            return e;
+        }
+    }
+}
+
+fn screen(sb: &Sandbox, sid: &str) -> String {
+    sb.ok(&["screen", sid])
+}
+
+fn respond(
+    c: &mut ccd_client::Client,
+    sid: &str,
+    choice: RespondChoice,
+    prompt: Option<&str>,
+) -> Result<ccd_protocol::methods::session::RespondResult, ccd_client::ClientError> {
+    c.call::<SessionRespond>(&RespondParams {
+        session: sid.to_string(),
+        choice,
+        message: None,
+        prompt: prompt.map(String::from),
+    })
+}
+
+#[test]
+fn approve_and_deny_answer_the_prompt_that_was_seen_and_only_it() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("answered");
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({})).unwrap();
+
+    // No dialog: refused, nothing typed.
+    let out = sb.run(&["approve", &sid]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("shows no permission prompt"), "{err}");
+    assert!(err.contains("nothing was typed"), "{err}");
+    let e = respond(&mut c, &sid, RespondChoice::Yes, None).unwrap_err();
+    assert_eq!(
+        e.rpc().map(|r| r.code),
+        Some(ErrorCode::PromptNotShown.code()),
+        "{e}"
+    );
+
+    // A prompt: the event names it.
+    sb.ok(&["send", &sid, "perm touch approved.txt"]);
+    let a = attention(&mut c, &sid);
+    let prompt = a["prompt"].as_str().unwrap_or_default().to_string();
+    assert_eq!(prompt.len(), 16, "{a}");
+    assert_eq!(a["detail"], "touch approved.txt", "{a}");
+    // `sessions.get` shows the same id.
+    let info = c
+        .call_value("sessions.get", json!({"session": sid}))
+        .unwrap();
+    assert_eq!(info["ccd"]["permission_prompt"], prompt.as_str(), "{info}");
+
+    // Another prompt id: refused, the dialog stays, its pointer unmoved.
+    let before = screen(&sb, &sid);
+    let e = respond(&mut c, &sid, RespondChoice::No, Some("0123456789abcdef")).unwrap_err();
+    let rpc = e.rpc().cloned().unwrap();
+    assert_eq!(rpc.code, ErrorCode::PromptNotShown.code(), "{e}");
+    let data = rpc.data.unwrap_or(Value::Null);
+    assert_eq!(data["prompt"], prompt.as_str(), "{data}");
+    assert_eq!(data["expected"], "0123456789abcdef", "{data}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(screen(&sb, &sid), before, "a refused answer typed nothing");
+
+    // Approve the prompt that was seen.
+    let out = sb.ok_stderr(&["approve", &sid, "--prompt", &prompt]);
+    assert!(out.contains(&format!("approved prompt {prompt}")), "{out}");
+    assert!(out.contains(": Yes"), "{out}");
+    wait_for(T, "the approved turn's reply", || {
+        screen(&sb, &sid)
+            .contains("echo: perm touch approved.txt")
+            .then_some(())
+    });
+    // Answered: the same id again is refused.
+    let e = respond(&mut c, &sid, RespondChoice::Yes, Some(&prompt)).unwrap_err();
+    assert_eq!(
+        e.rpc().map(|r| r.code),
+        Some(ErrorCode::PromptNotShown.code())
+    );
+
+    // The next prompt, denied with a message: refused, then the message
+    // is the next prompt.
+    sb.ok(&["send", &sid, "perm rm -rf build"]);
+    let a = attention(&mut c, &sid);
+    assert_eq!(a["detail"], "rm -rf build", "{a}");
+    assert_ne!(a["prompt"], prompt.as_str(), "another prompt, another id");
+    let out = sb.ok_stderr(&["deny", &sid, "--message", "list the files instead"]);
+    assert!(out.contains("denied prompt"), "{out}");
+    assert!(out.contains(": No"), "{out}");
+    wait_for(T, "the refusal and the message's turn", || {
+        let s = screen(&sb, &sid);
+        (s.contains("User rejected the command") && s.contains("echo: list the files instead"))
+            .then_some(())
+    });
+    assert!(!screen(&sb, &sid).contains("echo: perm rm -rf build"));
+
+    // "always" takes the "don't ask again" option (the fake's second).
+    sb.ok(&["send", &sid, "perm ls"]);
+    let a = attention(&mut c, &sid);
+    let r = respond(&mut c, &sid, RespondChoice::Always, a["prompt"].as_str()).unwrap();
+    assert!(r.option.starts_with("Yes, and don't ask again"), "{r:?}");
+    wait_for(T, "the always-approved turn's reply", || {
+        screen(&sb, &sid).contains("echo: perm ls").then_some(())
+    });
+}
+
+#[test]
+fn a_message_goes_only_with_a_refusal_and_sessions_outside_ccd_are_refused() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("messaged");
+    let mut c = sb.client_or_start();
+    let e = c
+        .call::<SessionRespond>(&RespondParams {
+            session: sid.clone(),
+            choice: RespondChoice::Yes,
+            message: Some("hi".into()),
+            prompt: None,
+        })
+        .unwrap_err();
+    assert_eq!(
+        e.rpc().map(|r| r.code),
+        Some(ErrorCode::InvalidParams.code())
+    );
+    let out = sb.run(&["deny", "no-such-session"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no session matches"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
