@@ -686,3 +686,176 @@ fn real_cli_clear_moves_the_held_process_to_its_new_id() {
         clear_version(&v);
     }
 }
+
+/// The CLI's arguments that make it ask before running a tool: 2.1.332's
+/// default mode is auto (it asks nothing), 2.1.1xx asks by default.
+fn asking_args(version: &str) -> Vec<&'static str> {
+    if version.starts_with("2.1.1") {
+        Vec::new()
+    } else {
+        vec!["--permission-mode", "manual"]
+    }
+}
+
+/// Waits for a permission `session.attention` of `sid` whose detail holds
+/// `command`; the event.
+fn permission_attention(
+    c: &mut ccd_client::Client,
+    sb: &Sandbox,
+    mock: &MockApi,
+    sid: &str,
+    command: &str,
+    version: &str,
+) -> Value {
+    let deadline = Instant::now() + T;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "[{version}] no permission attention for {command:?}\n{}",
+            evidence(sb, mock, Some(sid))
+        );
+        let Some(e) = common::next_event(c, Duration::from_millis(200)) else {
+            continue;
+        };
+        if e["type"] == "session.attention"
+            && e["session"] == sid
+            && e["reason"] == "permission"
+            && e["detail"].as_str().is_some_and(|d| d.contains(command))
+        {
+            return e;
+        }
+    }
+}
+
+/// What `session.screen` says the screen shows.
+fn shows(c: &mut ccd_client::Client, sid: &str) -> String {
+    c.call_value("session.screen", json!({"session": sid}))
+        .map(|s| s["shows"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+fn approve_deny_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let mock = MockApi::start(MockUsage {
+        input: 10,
+        cache_creation: 20,
+        cache_read: 30,
+        output: 5,
+    });
+    let sb = real::sandbox(&mock, &claude, version);
+    let dir = sb.project("asked");
+    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+    args.extend(asking_args(version));
+    let sid = sb.ok(&args).trim().to_string();
+    let mut c = sb.client_or_start();
+    c.call_value(
+        "events.subscribe",
+        json!({"types": ["session.attention", "session.attention_cleared"]}),
+    )
+    .unwrap();
+
+    // Nothing asks yet: refused, nothing typed.
+    let out = sb.run(&["approve", &sid]);
+    assert!(
+        !out.status.success(),
+        "[{version}] approve without a prompt"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("shows no permission prompt"),
+        "[{version}] {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A Bash prompt: the event names the command and the prompt.
+    sb.ok(&["send", &sid, "TOOL:echo approved > approved.txt"]);
+    let a = permission_attention(
+        &mut c,
+        &sb,
+        &mock,
+        &sid,
+        "echo approved > approved.txt",
+        version,
+    );
+    assert_eq!(a["tool"], "Bash command", "[{version}] {a}");
+    let prompt = a["prompt"].as_str().unwrap_or_default().to_string();
+    assert_eq!(prompt.len(), 16, "[{version}] {a}");
+    let out = sb.run(&["approve", &sid, "--prompt", &prompt]);
+    assert!(
+        out.status.success(),
+        "[{version}] ccd approve: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        evidence(&sb, &mock, Some(&sid))
+    );
+    // The command ran, the turn ended ("done" after the tool result) and
+    // the session is back at its prompt.
+    let made = dir.join("approved.txt");
+    wait_for(T, "approved.txt", || {
+        std::fs::read_to_string(&made)
+            .ok()
+            .filter(|t| t.trim() == "approved")
+    });
+    wait_reply(&sb, &sid, "done", version);
+    wait_for(T, "the prompt after the approved turn", || {
+        (shows(&mut c, &sid) == "prompt").then_some(())
+    });
+    // The prompt that was answered is gone: naming it again is refused.
+    let stale = c
+        .call::<ccd_protocol::methods::session::SessionRespond>(
+            &ccd_protocol::methods::session::RespondParams {
+                session: sid.clone(),
+                choice: ccd_protocol::methods::session::RespondChoice::Yes,
+                message: None,
+                prompt: Some(prompt.clone()),
+            },
+        )
+        .unwrap_err();
+    assert_eq!(
+        stale.rpc().map(|r| r.code),
+        Some(ccd_protocol::ErrorCode::PromptNotShown.code()),
+        "[{version}] {stale}"
+    );
+
+    // The next prompt, denied: the command does not run and the session is
+    // back at its prompt.
+    sb.ok(&["send", &sid, "TOOL:echo denied > denied.txt"]);
+    let a = permission_attention(
+        &mut c,
+        &sb,
+        &mock,
+        &sid,
+        "echo denied > denied.txt",
+        version,
+    );
+    assert_ne!(a["prompt"], prompt.as_str(), "[{version}] {a}");
+    let out = sb.run(&["deny", &sid]);
+    assert!(
+        out.status.success(),
+        "[{version}] ccd deny: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        evidence(&sb, &mock, Some(&sid))
+    );
+    wait_for(T, "the prompt after the refusal", || {
+        (shows(&mut c, &sid) == "prompt").then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !dir.join("denied.txt").exists(),
+        "[{version}] a denied command ran\n{}",
+        evidence(&sb, &mock, Some(&sid))
+    );
+    sb.ok(&["kill", &sid]);
+    eprintln!(
+        "[{version}] approve/deny ok in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn real_cli_approve_and_deny_answer_permission_prompts() {
+    for v in real::versions() {
+        approve_deny_version(&v);
+    }
+}
