@@ -19,7 +19,9 @@ local commands = {
   CcdObserve = { 'observe', 'Watch a ccd session read-only in a terminal' },
   CcdFork = { 'fork', 'Fork a ccd session and attach to the fork' },
   CcdKill = { 'kill', 'End a session ccd holds' },
-  CcdActions = { 'menu', 'Pick a ccd session, then attach / observe / fork / kill' },
+  CcdActions = { 'menu', 'Pick a ccd session, then attach / observe / fork / kill / approve / deny' },
+  CcdApprove = { 'approve', 'Allow what the permission prompt of a ccd session asks' },
+  CcdDeny = { 'deny', 'Refuse what the permission prompt of a ccd session asks' },
 }
 
 for name, spec in pairs(commands) do

@@ -163,6 +163,74 @@ check(turn.msg:find(sid:sub(1, 8), 1, true), 'notification without the session: 
 check(turn.level == vim.log.levels.INFO, 'turn notification level: ' .. tostring(turn.level))
 log('notified: ' .. turn.msg)
 
+-- (2b) A permission prompt: the notification names the session, the tool
+-- and the command; :CcdApprove answers it (the prompt the event named).
+check(vim.fn.exists(':CcdApprove') == 2 and vim.fn.exists(':CcdDeny') == 2, ':CcdApprove / :CcdDeny are not defined')
+local function screen_has(text)
+  local res = other:request_sync('session.screen', { session = sid }, 5000)
+  return res and table.concat(res.lines or {}, '\n'):find(text, 1, true)
+end
+local function ask(text)
+  wait_for('session.send of ' .. text, function()
+    local res, err = other:request_sync('session.send', { session = sid, text = text }, 5000)
+    if res then
+      return true
+    end
+    if err and err.code ~= -32008 then
+      fail('session.send: ' .. vim.inspect(err))
+    end
+    vim.wait(200)
+    return false
+  end)
+end
+ask('perm echo approved')
+local asked = wait_for('the permission notification', function()
+  return find_note('asks permission.*echo approved')
+end)
+check(asked.msg:find(sid:sub(1, 8), 1, true), 'permission notification without the session: ' .. asked.msg)
+check(asked.msg:find('Bash command', 1, true), 'permission notification without the tool: ' .. asked.msg)
+check(asked.level == vim.log.levels.WARN, 'permission notification level: ' .. tostring(asked.level))
+check(events.pending[sid] and #events.pending[sid].prompt == 16, 'pending prompt: ' .. vim.inspect(events.pending))
+log('notified: ' .. asked.msg)
+vim.cmd('CcdApprove')
+wait_for('the "approved" notification', function()
+  return find_note('approved ' .. sid:sub(1, 8))
+end)
+wait_for('the approved turn on the screen', function()
+  return screen_has('echo: perm echo approved')
+end)
+wait_for('the prompt to leave the pending list', function()
+  return events.pending[sid] == nil
+end)
+log('approved through :CcdApprove')
+
+-- Deny is an action of the picker while the session waits on a prompt.
+ask('perm rm -rf build')
+wait_for('the second permission notification', function()
+  return find_note('asks permission.*rm %-rf build')
+end)
+local waiting_row = wait_for('the listing to show the prompt', function()
+  local res = other:request_sync('sessions.get', { session = sid }, 5000)
+  return res and res.ccd and res.ccd.permission_prompt and res
+end)
+local offered_actions
+local saved_select = vim.ui.select
+vim.ui.select = function(items, _, on_choice)
+  offered_actions = items
+  on_choice('deny')
+end
+picker.actions_menu(waiting_row)
+vim.ui.select = saved_select
+check(offered_actions and offered_actions[1] == 'approve' and offered_actions[2] == 'deny', 'actions offered: ' .. vim.inspect(offered_actions))
+wait_for('the "denied" notification', function()
+  return find_note('denied ' .. sid:sub(1, 8))
+end)
+wait_for('the refusal on the screen', function()
+  return screen_has('User rejected the command')
+end)
+check(not screen_has('echo: perm rm -rf build'), 'a denied command ran')
+log('denied through the picker')
+
 -- (3) :Ccd picks (vim.ui.select, stubbed to choose our session) and opens
 -- an attach terminal that shows the session's screen.
 local offered

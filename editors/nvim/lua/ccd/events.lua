@@ -13,6 +13,13 @@ local retry_timer = nil
 --- Session id -> its last known label, e.g. "9cc17429 (fix the flaky test)".
 local labels = {}
 
+--- Session id -> the permission prompt it shows, as its attention event
+--- told it: { prompt = <id>, tool = 'Bash command', detail = 'echo hi' }.
+--- Cleared by `session.attention_cleared`. `:CcdApprove` / `:CcdDeny`
+--- answer these, naming the prompt, so a prompt the user was not told
+--- about is never answered.
+M.pending = {}
+
 local function short(id)
   return (id or ''):sub(1, 8)
 end
@@ -57,6 +64,12 @@ function M.message(ev, label)
     local pids = type(ev.pids) == 'table' and table.concat(ev.pids, ', ') or '?'
     return ('ccd: %s is written by several processes (pids %s): someone resumed it outside ccd; the conversation splits'):format(label, pids),
       vim.log.levels.WARN
+  elseif t == 'session.attention' and n.attention and ev.reason == 'permission' then
+    local what = ev.tool or 'a tool'
+    if ev.detail and ev.detail ~= '' then
+      what = ('%s: %s'):format(what, ev.detail)
+    end
+    return ('ccd: %s asks permission (%s) — :CcdApprove or :CcdDeny'):format(label, what), vim.log.levels.WARN
   elseif t == 'session.attention' and n.attention then
     return ('ccd: %s needs attention: %s'):format(label, ev.reason or ev.waiting_for or 'unknown reason'), vim.log.levels.WARN
   elseif t == 'session.status' and n.turn and ev.status == 'idle' and ev.previous == 'busy' then
@@ -84,6 +97,11 @@ function M.handle(ev)
   -- claude) the same process writes `to`; its label follows it.
   if ev.type == 'session.id_changed' and ev.from and ev.to and labels[ev.from] and not labels[ev.to] then
     labels[ev.to] = labels[ev.from]
+  end
+  if ev.type == 'session.attention' and ev.reason == 'permission' and ev.prompt then
+    M.pending[ev.session] = { prompt = ev.prompt, tool = ev.tool, detail = ev.detail }
+  elseif ev.type == 'session.attention_cleared' or ev.type == 'session.exited' then
+    M.pending[ev.session] = nil
   end
   if ev.type == 'session.appeared' and ev.cwd and not labels[ev.session] then
     labels[ev.session] = ('%s (%s)'):format(short(ev.session), vim.fn.fnamemodify(ev.cwd, ':t'))

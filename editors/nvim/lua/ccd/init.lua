@@ -179,7 +179,88 @@ function M.kill(id, opts, cb)
   end)
 end
 
-M.actions = { attach = true, observe = true, fork = true, kill = true, menu = true }
+--- Answers the tool permission prompt session `id` shows
+--- (`session.respond`). `choice`: 'yes', 'always' or 'no'. opts:
+--- `prompt` (the prompt id; default: the one its attention event named,
+--- so only a prompt the user was told about is answered), `message`
+--- (with 'no': what Claude should do instead); `cb(err, result)`.
+function M.respond(id, choice, opts, cb)
+  opts = opts or {}
+  local pending = require('ccd.events').pending
+  local prompt = opts.prompt
+  if prompt == nil then
+    for sid, p in pairs(pending) do
+      if sid == id or sid:sub(1, #id) == id then
+        prompt = p.prompt
+      end
+    end
+  end
+  local params = { session = id, choice = choice, prompt = prompt, message = opts.message }
+  rpc.shared():request('session.respond', params, function(err, res)
+    if cb then
+      return cb(err, res)
+    end
+    local verb = choice == 'no' and 'deny' or 'approve'
+    if err then
+      return notify_err(verb .. ' ' .. id:sub(1, 8), err)
+    end
+    vim.notify(
+      ('ccd: %s %s: %s'):format(choice == 'no' and 'denied' or 'approved', res.session:sub(1, 8), res.option),
+      vim.log.levels.INFO
+    )
+  end)
+end
+
+--- Allows what the permission prompt of session `id` asks (opts.always:
+--- and do not ask again). See `respond`.
+function M.approve(id, opts, cb)
+  opts = opts or {}
+  return M.respond(id, opts.always and 'always' or 'yes', opts, cb)
+end
+
+--- Refuses what the permission prompt of session `id` asks (opts.message:
+--- what to do instead). See `respond`.
+function M.deny(id, opts, cb)
+  return M.respond(id, 'no', opts, cb)
+end
+
+--- The sessions with a permission prompt the events told of.
+local function pending_sessions()
+  local out = {}
+  for sid, p in pairs(require('ccd.events').pending) do
+    table.insert(out, { session_id = sid, prompt = p })
+  end
+  table.sort(out, function(a, b)
+    return a.session_id < b.session_id
+  end)
+  return out
+end
+
+--- `:CcdApprove` / `:CcdDeny` without an id: the one session waiting on a
+--- prompt, or a choice among them.
+local function on_pending(action)
+  local waiting = pending_sessions()
+  if #waiting == 0 then
+    return vim.notify('ccd: no session waits on a permission prompt', vim.log.levels.INFO)
+  end
+  if #waiting == 1 then
+    return M[action](waiting[1].session_id)
+  end
+  vim.ui.select(waiting, {
+    prompt = 'ccd ' .. action,
+    kind = 'ccd.permission',
+    format_item = function(w)
+      local p = w.prompt
+      return ('%s  %s %s'):format(w.session_id:sub(1, 8), p.tool or '', p.detail or '')
+    end,
+  }, function(choice)
+    if choice then
+      M[action](choice.session_id)
+    end
+  end)
+end
+
+M.actions = { attach = true, observe = true, fork = true, kill = true, menu = true, approve = true, deny = true }
 
 --- Runs `action` on session `id`, or on one chosen in the picker.
 --- `action` = 'menu' asks what to do after choosing.
@@ -194,6 +275,9 @@ function M.run(action, id)
       end)
     end
     return M[action](id)
+  end
+  if action == 'approve' or action == 'deny' then
+    return on_pending(action)
   end
   local picker = require('ccd.picker')
   picker.pick({ prompt = action == 'menu' and 'ccd session' or ('ccd ' .. action) }, function(s)

@@ -38,6 +38,9 @@ end
 --- The status column: ccd's lifecycle for sessions it holds when it says
 --- more than Claude Code's status (needs-attention, starting, exited).
 local function status(s)
+  if type(s.ccd) == 'table' and type(s.ccd.permission_prompt) == 'string' then
+    return 'permission'
+  end
   local lc = s.ccd and s.ccd.lifecycle
   if lc == 'needs-attention' or lc == 'starting' or lc == 'trust' or lc == 'exited' or lc == 'failed' then
     return lc
@@ -131,15 +134,33 @@ end
 
 M.actions = { 'attach', 'observe', 'fork', 'kill' }
 
---- Asks what to do with `session` and does it.
+--- What can be done with `session`: `approve` and `deny` first while ccd
+--- holds it on a permission prompt.
+function M.actions_for(session)
+  local prompt = type(session.ccd) == 'table' and session.ccd.permission_prompt
+  if type(prompt) == 'string' then
+    return vim.list_extend({ 'approve', 'deny' }, M.actions), prompt
+  end
+  return M.actions, nil
+end
+
+--- Asks what to do with `session` and does it. Approve and deny answer
+--- the prompt the listing showed (its id), never a later one.
 function M.actions_menu(session)
   local ccd = require('ccd')
   local id = session.session_id
-  vim.ui.select(M.actions, {
-    prompt = ('%s (%s)'):format(short(id), session.title or tilde(session.cwd)),
+  local actions, prompt = M.actions_for(session)
+  local title = session.title or tilde(session.cwd)
+  if prompt and session.ccd.permission then
+    title = ('%s; asks: %s'):format(title, session.ccd.permission)
+  end
+  vim.ui.select(actions, {
+    prompt = ('%s (%s)'):format(short(id), title),
     kind = 'ccd.action',
   }, function(action)
-    if action then
+    if action == 'approve' or action == 'deny' then
+      ccd[action](id, { prompt = prompt })
+    elseif action then
       ccd[action](id)
     end
   end)
