@@ -130,7 +130,7 @@ fn diff(
                 e.status = s.status.clone();
                 out.push(e);
                 out.extend(several_writers(new, *pid, s, at));
-                if s.status.as_deref() == Some("waiting") {
+                if wants_attention(s) {
                     out.push(attention(s, *pid, at));
                 }
             }
@@ -147,7 +147,7 @@ fn diff(
                 e.status = s.status.clone();
                 out.push(e);
                 out.extend(several_writers(new, *pid, s, at));
-                if s.status.as_deref() == Some("waiting") {
+                if wants_attention(s) {
                     out.push(attention(s, *pid, at));
                 }
             }
@@ -158,7 +158,7 @@ fn diff(
                 e.previous = o.status.clone();
                 e.waiting_for = s.waiting_for.clone();
                 out.push(e);
-                if s.status.as_deref() == Some("waiting") {
+                if wants_attention(s) {
                     out.push(attention(s, *pid, at));
                 }
             }
@@ -207,6 +207,19 @@ fn several_writers(new: &HashMap<u32, Seen>, pid: u32, s: &Seen, at: i64) -> Vec
     a.reason = Some("second_writer".into());
     a.pids = Some(pids);
     vec![w, a]
+}
+
+/// Whether `s` needs a registry-based `session.attention`: it waits, and
+/// not on a tool permission prompt of a session ccd holds — the holder
+/// reads that one off the screen and its own attention event says more
+/// (tool, command, options, prompt id). Its `session.status` (waiting,
+/// `waiting_for`) is still published.
+fn wants_attention(s: &Seen) -> bool {
+    let permission = s
+        .waiting_for
+        .as_deref()
+        .is_some_and(|w| w.to_ascii_lowercase().contains("permission"));
+    s.status.as_deref() == Some("waiting") && !(s.holder.is_some() && permission)
 }
 
 fn attention(s: &Seen, pid: u32, at: i64) -> Event {
@@ -475,5 +488,38 @@ mod tests {
         let att = ev.iter().find(|e| e.kind == "session.attention").unwrap();
         assert_eq!(att.reason.as_deref(), Some("permission prompt"));
         assert!(diff(&c, &c, &no).is_empty());
+    }
+
+    #[test]
+    fn a_held_session_on_a_permission_prompt_gets_its_attention_from_the_screen() {
+        let no = |_: &str, _: Option<&str>| "unknown";
+        let mut idle = seen("s1", "idle");
+        idle.holder = Some("h1".into());
+        let mut asking = idle.clone();
+        asking.status = Some("waiting".into());
+        asking.waiting_for = Some("permission prompt".into());
+        let a: HashMap<u32, Seen> = [(1, idle.clone())].into();
+        let b: HashMap<u32, Seen> = [(1, asking.clone())].into();
+        // The status still says so; the attention comes from the holder.
+        assert_eq!(kinds(&diff(&a, &b, &no)), ["session.status"]);
+        // Waiting on something else: the registry's attention stands.
+        let mut other = asking.clone();
+        other.waiting_for = Some("input".into());
+        let c: HashMap<u32, Seen> = [(1, other)].into();
+        assert_eq!(
+            kinds(&diff(&a, &c, &no)),
+            ["session.status", "session.attention"]
+        );
+        // Not held: the registry is all there is.
+        let mut outside = asking;
+        outside.holder = None;
+        let d: HashMap<u32, Seen> = [(1, outside)].into();
+        let mut idle_outside = idle;
+        idle_outside.holder = None;
+        let e: HashMap<u32, Seen> = [(1, idle_outside)].into();
+        assert_eq!(
+            kinds(&diff(&e, &d, &no)),
+            ["session.status", "session.attention"]
+        );
     }
 }
