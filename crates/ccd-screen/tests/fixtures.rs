@@ -442,3 +442,36 @@ fn fixture_dir_override_is_honoured() {
     let dir = fixtures_dir();
     assert!(dir.is_dir(), "fixture dir {} missing", dir.display());
 }
+
+#[test]
+fn the_banner_states_the_window_on_2_1_173_only() {
+    use ccd_screen::classify::banner;
+    for (name, model, window) in [
+        ("permission-bash-2.1.173", "Opus 4.8", Some(1_000_000)),
+        ("permission-bash-2.1.332", "Opus 5.5", None),
+    ] {
+        let rec = load(name);
+        let b = banner::detect(&screen_at(&rec, rec.chunk_ends[0]).text())
+            .unwrap_or_else(|| panic!("{name}: no banner"));
+        assert_eq!(b.model.as_deref(), Some(model), "{name}");
+        assert_eq!(b.context_window, window, "{name}");
+        // Split anywhere, the same.
+        for size in [1, 7, 64] {
+            let s = feed_in_chunks_until(&rec, rec.chunk_ends[0], size);
+            assert_eq!(
+                banner::detect(&s.text()),
+                Some(b.clone()),
+                "{name} split {size}"
+            );
+        }
+    }
+}
+
+/// The screen after `rec.data[..end]`, fed `size` bytes at a time.
+fn feed_in_chunks_until(rec: &Recording, end: usize, size: usize) -> Screen {
+    let mut s = Screen::new(rec.rows, rec.cols);
+    for chunk in rec.data[..end].chunks(size) {
+        s.process(chunk);
+    }
+    s
+}

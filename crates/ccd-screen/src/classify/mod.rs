@@ -4,6 +4,7 @@
 //!
 //! - [`trust`]: the folder trust dialog (which option is "trust", how to reach it);
 //! - [`api_key`]: the custom API key approval dialog (detect only);
+//! - [`banner`]: the welcome banner's model and stated context window;
 //! - [`permission`]: tool permission dialogs (kind, command or path, options; detect only);
 //! - [`errors`]: start/resume errors (unknown session id, id in use, prompt too
 //!   long, folder not trusted);
@@ -19,6 +20,7 @@
 //! [`TerminalModes::synchronized_output`](crate::TerminalModes)).
 
 pub mod api_key;
+pub mod banner;
 pub mod blocking;
 pub mod errors;
 pub mod menu;
