@@ -19,8 +19,8 @@ pub fn run(options: DaemonOptions) -> anyhow::Result<()> {
     let claimed = startup::claim(&options.socket_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        // Workers relay keystrokes and output: see ccd_holder::sched.
-        .on_thread_start(ccd_holder::sched::short_slice)
+        // Workers relay keystrokes and output: see ccd_sched.
+        .on_thread_start(ccd_sched::short_slice)
         .enable_all()
         .build()?;
     rt.block_on(serve(options, claimed))

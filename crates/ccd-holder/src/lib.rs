@@ -15,8 +15,8 @@
 //! | acceptor + one per connection (+ one pump per attached client) | the socket | [`rpc`] |
 //!
 //! The writer and the connections ask for a short scheduler slice
-//! ([`sched`]); the reader and the pumps too, except while their session
-//! floods ([`sched::Adaptive`]: batch scheduling then); the parser always
+//! ([`ccd_sched`]); the reader and the pumps too, except while their session
+//! floods ([`ccd_sched::Adaptive`]: batch scheduling then); the parser always
 //! runs batch.
 //!
 //! Entry points: [`run`] (what the daemon's hidden subcommand calls),
@@ -31,10 +31,13 @@ pub mod fanout;
 pub mod lifecycle;
 pub mod pty_io;
 pub mod rpc;
-pub mod sched;
 pub mod session;
 pub mod spawn;
 mod stop;
+
+// The scheduling hints live in the leaf crate `ccd-sched` (the CLI and
+// the daemon use them too); `crate::sched` names it inside this crate.
+use ccd_sched as sched;
 
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;

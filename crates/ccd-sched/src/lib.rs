@@ -1,4 +1,7 @@
-//! Scheduling hints for the threads on the keystroke → echo path.
+//! ccd-sched: scheduling hints for the threads on the keystroke → echo path.
+//!
+//! A leaf crate (libc and tracing only): the CLI's terminal client, the
+//! daemon's runtime workers and the holder's threads all call it.
 //!
 //! A keystroke crosses several threads (terminal client, daemon, holder
 //! connection, PTY writer, then PTY reader, pump, daemon, client). Each one
