@@ -15,7 +15,7 @@ pub async fn dispatch(
 ) -> Result<Value, RpcError> {
     match method {
         "daemon.status" => daemon_ctl::status(&ctx).await,
-        "daemon.stop" => daemon_ctl::stop(&ctx, params).await,
+        "daemon.stop" => daemon_ctl::stop(&ctx, id, params).await,
         "sessions.list" => sessions::list(&ctx, params).await,
         "sessions.get" => sessions::get(&ctx, params).await,
         "session.new" => lifecycle::new(&ctx, params).await,

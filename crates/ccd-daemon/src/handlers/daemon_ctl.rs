@@ -1,8 +1,16 @@
 //! `hello`, `daemon.status`, `daemon.stop`.
+//!
+//! `daemon.stop` replies, then stops the daemon: it sets
+//! `Daemon::stopping` at once (requests arriving later are refused with
+//! `shutting_down`) and `Daemon::shutdown` once its reply is queued
+//! ([`ConnCtx::after_reply`]), which the connection's writer then still
+//! writes (see [`crate::server`] for the whole shutdown). A reply that
+//! cannot be queued within [`crate::server::DRAIN_BOUND`] (its client
+//! reads nothing and its queue is full) does not hold the stop up.
 
 use crate::connection::ConnCtx;
 use ccd_protocol::methods::daemon::{HelloParams, HelloResult};
-use ccd_protocol::{handshake, parse_params, RpcError, PROTOCOL_VERSION};
+use ccd_protocol::{handshake, parse_params, Id, RpcError, PROTOCOL_VERSION};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
@@ -45,7 +53,7 @@ pub async fn status(ctx: &ConnCtx) -> Result<Value, RpcError> {
     }))
 }
 
-pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
+pub async fn stop(ctx: &ConnCtx, id: Option<Id>, params: Option<Value>) -> Result<Value, RpcError> {
     #[derive(serde::Deserialize, Default)]
     struct P {
         #[serde(default)]
@@ -75,10 +83,18 @@ pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         }
     }
     tracing::info!(kill_sessions = p.kill_sessions, "daemon.stop requested");
+    // Reply first, then stop: the signal is the reply being queued.
+    let replied = id.map(|id| ctx.after_reply(&id));
     let daemon = ctx.daemon.clone();
     tokio::spawn(async move {
-        // Reply first, then stop.
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        if let Some(replied) = replied {
+            if tokio::time::timeout(crate::server::DRAIN_BOUND, replied)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the daemon.stop reply could not be queued; stopping anyway");
+            }
+        }
         let _ = daemon.shutdown.send(true);
     });
     Ok(json!({"stopping": true}))
