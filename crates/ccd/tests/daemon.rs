@@ -492,3 +492,58 @@ fn daemon_stop_reaches_a_slow_reader_and_ends_every_connection() {
         assert_eq!(sb.holder_pids().len(), round + 1);
     }
 }
+
+/// Whether `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
+/// A holder exits as soon as its exit is collected, with no timer before
+/// it exits (issue 15), and the `holder.collect` reply reaches the
+/// collector every time: the holder raises its stop only once that reply
+/// is written.
+#[test]
+fn a_collected_holder_exits_at_once_and_its_reply_arrives() {
+    let sb = Sandbox::new();
+    let sids: Vec<String> = (0..4).map(|i| sb.new_session(&format!("c{i}"))).collect();
+    let socks: Vec<_> = sids.iter().map(|s| sb.holder_socket(s)).collect();
+    let pids = sb.holder_pids();
+    assert_eq!(pids.len(), sids.len());
+    // Without a daemon, nobody else collects.
+    sb.ok(&["daemon", "stop"]);
+    for sock in &socks {
+        let s = UnixStream::connect(sock).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        w.write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"holder.kill\",\"params\":{\"signal\":\"hup\"}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"holder.collect\",\"params\":{\"wait_ms\":5000}}\n",
+        )
+        .unwrap();
+        let collected = loop {
+            let v = reply(&mut r);
+            if v["id"] == 2 {
+                break v;
+            }
+        };
+        assert_eq!(collected["result"]["collected"], true, "{collected}");
+        // Then the holder is gone: its end of the connection closes.
+        let mut rest = String::new();
+        let end = r.read_line(&mut rest);
+        assert!(
+            matches!(&end, Ok(0))
+                || matches!(&end, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+            "{end:?} {rest:?} after the collect reply"
+        );
+    }
+    wait_for(Duration::from_secs(10), "the holders to exit", || {
+        pids.iter().all(|&p| gone(p)).then_some(())
+    });
+}
