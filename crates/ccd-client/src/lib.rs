@@ -2,7 +2,8 @@
 //! call (and usable by any Rust program).
 //!
 //! - [`socket_dir`]: where the daemon's socket lives and the checks that
-//!   make that directory private (shared with the daemon, which creates it);
+//!   make that directory private (re-exported from `ccd-socket-dir`, which
+//!   the daemon, creating the directory, uses directly);
 //! - [`client`]: a blocking connection that speaks the protocol
 //!   (`hello`, typed calls, notifications);
 //! - [`deadline`]: how long every wait lasts, and the typed
@@ -16,7 +17,8 @@ pub mod autostart;
 pub mod client;
 pub mod deadline;
 pub mod passed_fd;
-pub mod socket_dir;
+/// The socket directory (crate `ccd-socket-dir`, shared with the daemon).
+pub use ccd_socket_dir as socket_dir;
 
 pub use autostart::{connect_or_start, DaemonCommand};
 pub use client::{Client, ClientError};

@@ -31,6 +31,14 @@
 //!   connection, [`ConnCtx::pass_with_reply`]) travels in the same queue
 //!   item as the reply line and is sent with that line's first byte, so
 //!   the client finds it in the read that brings the reply.
+//! - Shutdown (the daemon's side: [`crate::server`]): once
+//!   `Daemon::shutdown` is set, the reader stops reading and tears the
+//!   connection's streams down, and the writer closes `out` (no line is
+//!   queued after that) but still writes every line queued before, then
+//!   ends; [`handle`] returns once the writer has. `daemon.stop` sets the
+//!   flag only after its own reply is queued, so that reply is among the
+//!   lines written. Both wait on the flag's value, not its change, so a
+//!   connection accepted just as the daemon stops ends too.
 
 use crate::conn_slots::{Slots, TaskGuard};
 use crate::handlers::attach::Attachment;
@@ -152,8 +160,20 @@ fn id_key(id: &Id) -> String {
 pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     let (mut rd, mut wr) = stream.into_split();
     let (tx, mut rx) = out_queue::channel(OUT_BUDGET);
+    let mut stopping = daemon.shutdown.subscribe();
     let writer = tokio::spawn(async move {
-        while let Some((line, permit)) = rx.recv().await {
+        let mut closed = false;
+        loop {
+            let next = tokio::select! {
+                next = rx.recv() => next,
+                // The daemon stops: what is queued still goes out.
+                _ = until_stopping(&mut stopping), if !closed => {
+                    rx.close();
+                    closed = true;
+                    continue;
+                }
+            };
+            let Some((line, permit)) = next else { break };
             let written = match line.fd {
                 Some(fd) => write_with_fd(&mut wr, &line.bytes, &fd).await,
                 None => wr.write_all(&line.bytes).await,
@@ -187,7 +207,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
-            _ = stop.changed() => break,
+            _ = until_stopping(&mut stop) => break,
             _ = tokio::time::sleep_until(hello_by), if waiting_hello => {
                 tracing::debug!("no hello within the deadline; closing the connection");
                 let e = RpcError::new(
@@ -207,7 +227,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
                     Ok(p) => p,
                     Err(_) => break 'conn,
                 },
-                _ = stop.changed() => break 'conn,
+                _ = until_stopping(&mut stop) => break 'conn,
             };
             match line {
                 Ok(text) => on_line(&ctx, &text, permit).await,
@@ -228,6 +248,13 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     let _ = writer.await;
     daemon.clients.fetch_sub(1, Ordering::Relaxed);
     tracing::debug!("client disconnected");
+}
+
+/// Resolves once the daemon is stopping: at once if it already is (a
+/// connection accepted as the flag is set must not miss it).
+pub(crate) async fn until_stopping(flag: &mut tokio::sync::watch::Receiver<bool>) {
+    // An error means the daemon (the sender) is gone: stopping as well.
+    let _ = flag.wait_for(|stop| *stop).await;
 }
 
 async fn reply(ctx: &ConnCtx, r: Response) {

@@ -14,7 +14,9 @@
 //! forwarders, the event subscription); one [`OutReceiver`], owned by the
 //! connection's writer task. When the writer ends (the client left), it
 //! closes the budget: waiting and later sends fail at once instead of
-//! waiting for permits nobody will return.
+//! waiting for permits nobody will return. When the daemon stops, the
+//! writer [`OutReceiver::close`]s the queue: later sends fail, the lines
+//! already queued are still received (and written).
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -98,6 +100,13 @@ impl OutReceiver {
     pub async fn recv(&mut self) -> Option<(OutLine, OwnedSemaphorePermit)> {
         self.rx.recv().await
     }
+
+    /// Accepts no more lines (sends, waiting or later, fail) while
+    /// [`Self::recv`] still yields the lines already queued, then `None`.
+    pub fn close(&mut self) {
+        self.rx.close();
+        self.budget.close();
+    }
 }
 
 impl Drop for OutReceiver {
@@ -152,5 +161,26 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!r);
+    }
+
+    #[tokio::test]
+    async fn a_closed_queue_refuses_new_lines_but_yields_the_queued_ones() {
+        let (tx, mut rx) = channel(10);
+        assert!(tx.send(vec![1; 4]).await);
+        assert!(tx.send(vec![2; 6]).await);
+        // The budget is spent: this one waits, and fails at the close.
+        let t2 = tx.clone();
+        let blocked = tokio::spawn(async move { t2.send(vec![3; 1]).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        rx.close();
+        assert!(!tokio::time::timeout(Duration::from_secs(5), blocked)
+            .await
+            .unwrap()
+            .unwrap());
+        assert!(!tx.send(vec![4; 1]).await);
+        let (a, _pa) = rx.recv().await.unwrap();
+        let (b, _pb) = rx.recv().await.unwrap();
+        assert_eq!((a.bytes[0], b.bytes[0]), (1, 2));
+        assert!(rx.recv().await.is_none());
     }
 }

@@ -32,7 +32,7 @@ pub async fn dispatch(
             typed::<d::DaemonStatus, _>(params, |_| daemon_ctl::status(ctx)).await
         }
         MethodId::DaemonStop => {
-            typed::<d::DaemonStop, _>(params, |p| daemon_ctl::stop(ctx, p)).await
+            typed::<d::DaemonStop, _>(params, |p| daemon_ctl::stop(ctx, id, p)).await
         }
         MethodId::SessionsList => {
             typed::<s::SessionsList, _>(params, |p| sessions::list(ctx, p)).await

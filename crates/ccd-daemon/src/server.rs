@@ -4,6 +4,32 @@
 //! the cap gets one error line and is closed; an `accept` that fails for
 //! want of descriptors pauses the loop (50 ms doubling to 1 s) instead of
 //! spinning, logged once per run of failures (`ccd_holder::accept`).
+//!
+//! # Shutdown
+//!
+//! Ordered by signals, not by timers:
+//! - **Who signals.** `Daemon::shutdown` (a `watch`, set once, never
+//!   cleared) is set by `daemon.stop` once its own reply is queued
+//!   (`ConnCtx::after_reply`), or by this loop on SIGTERM/SIGINT or an
+//!   unusable socket.
+//! - **Who listens.** This loop stops accepting, removes `ccd.sock` and
+//!   closes the listening socket. Every connection ([`crate::connection`])
+//!   stops reading and tears its streams down; its writer closes the
+//!   connection's queue and writes what was queued before (`daemon.stop`'s
+//!   reply among it), then the connection task ends. The background tasks
+//!   (holder watch, registry watch, reaper) end on the same flag.
+//! - **Drained.** This loop owns every connection task (a `JoinSet`) and
+//!   waits for them all to end: that is the moment every queued line is
+//!   written. Only then does [`run`] return (holders keep running).
+//! - **What may block, and the bound.** A connection's writer blocks on a
+//!   client that reads nothing; a request task may be in the middle of a
+//!   long call. Neither holds the stop for long: the drain waits at most
+//!   [`DRAIN_BOUND`] (then the remaining connections are dropped), and the
+//!   runtime at most [`BLOCKING_BOUND`] for blocking tasks in flight. So
+//!   once the flag is set the process is gone within
+//!   `DRAIN_BOUND + BLOCKING_BOUND` (4 s); `daemon.stop` adds its own
+//!   work before it (with `kill_sessions`: the sessions' grace and
+//!   collection) and at most `DRAIN_BOUND` for its reply to be queued.
 
 use crate::startup;
 use crate::state::{Daemon, DaemonOptions};
@@ -11,6 +37,14 @@ use ccd_holder::accept::{classify_accept_error, AcceptAction, Backoff};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinSet;
+
+/// The longest a stop waits for the connections to write what is queued
+/// for their clients (a client that reads nothing is cut off then).
+pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
+
+/// The longest the stopping runtime waits for blocking tasks in flight.
+pub const BLOCKING_BOUND: Duration = Duration::from_secs(2);
 
 /// Runs the daemon until `daemon.stop` or SIGTERM/SIGINT. Returns an error
 /// (before serving anything) when the socket directory is unsafe or another
@@ -19,11 +53,13 @@ pub fn run(options: DaemonOptions) -> anyhow::Result<()> {
     let claimed = startup::claim(&options.socket_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        // Workers relay keystrokes and output: see ccd_holder::sched.
-        .on_thread_start(ccd_holder::sched::short_slice)
+        // Workers relay keystrokes and output: see ccd_sched.
+        .on_thread_start(ccd_sched::short_slice)
         .enable_all()
         .build()?;
-    rt.block_on(serve(options, claimed))
+    let served = rt.block_on(serve(options, claimed));
+    rt.shutdown_timeout(BLOCKING_BOUND);
+    served
 }
 
 async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Result<()> {
@@ -53,6 +89,8 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     let mut backoff = Backoff::new("daemon");
     // Connections refused over the cap since the last one logged.
     let mut over_cap = 0u64;
+    // Every connection task, so the stop can wait for them to drain.
+    let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -88,7 +126,7 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
                         }
                         daemon.clients.fetch_add(1, Ordering::AcqRel);
                         tracing::debug!(pid = ?cred.pid(), "client connected");
-                        tokio::spawn(crate::connection::handle(daemon.clone(), stream));
+                        conns.spawn(crate::connection::handle(daemon.clone(), stream));
                     }
                     Ok(cred) => {
                         daemon.refused.fetch_add(1, Ordering::Relaxed);
@@ -97,17 +135,35 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
                     Err(error) => tracing::warn!(%error, "refused a connection: no peer credentials"),
                 }
             }
-            _ = stop.changed() => break,
+            // Reap connections that ended (the set keeps their results).
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = crate::connection::until_stopping(&mut stop) => break,
             _ = sigterm.recv() => { tracing::info!("SIGTERM"); break; }
             _ = sigint.recv() => { tracing::info!("SIGINT"); break; }
         }
     }
     let _ = daemon.shutdown.send(true);
-    // Sessions live in holders and keep running; only the socket goes.
+    // Sessions live in holders and keep running; only the socket goes,
+    // and no connection is accepted any more (the lock stays held until
+    // the process exits, so no second daemon starts before).
     let _ = std::fs::remove_file(&claimed.socket);
+    drop(listener);
+    drop(claimed.listener);
+    // Every connection writes what is queued for its client (daemon.stop's
+    // reply among it) and ends.
+    let drained = tokio::time::timeout(DRAIN_BOUND, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            connections = conns.len(),
+            bound_ms = DRAIN_BOUND.as_millis() as u64,
+            "connections still writing to their clients; closing them"
+        );
+        conns.abort_all();
+    }
     tracing::info!("ccd daemon stopped");
-    // Let replies in flight (daemon.stop's own) reach their clients.
-    tokio::time::sleep(Duration::from_millis(50)).await;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Taking ownership of the socket directory: private directory, single
 //! instance lock, stale socket replaced only after a failed connect.
 
-use ccd_client::SocketDir;
+use ccd_socket_dir::SocketDir;
 use std::fs::File;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error(transparent)]
-    SocketDir(#[from] ccd_client::SocketDirError),
+    SocketDir(#[from] ccd_socket_dir::SocketDirError),
     #[error("another ccd daemon is running (lock {lock} is held{holder})")]
     AlreadyRunning { lock: PathBuf, holder: String },
     #[error("another ccd daemon answers on {0}")]

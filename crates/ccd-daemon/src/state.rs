@@ -3,7 +3,7 @@
 use crate::holders::HolderTable;
 use ccd_claude::context::ContextWindows;
 use ccd_claude::ClaudeConfigDir;
-use ccd_client::SocketDir;
+use ccd_socket_dir::SocketDir;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::SystemTime;

@@ -15,9 +15,19 @@
 //! | acceptor + one per connection (+ one pump per attached client) | the socket | [`rpc`] |
 //!
 //! The writer and the connections ask for a short scheduler slice
-//! ([`sched`]); the reader and the pumps too, except while their session
-//! floods ([`sched::Adaptive`]: batch scheduling then); the parser always
+//! ([`ccd_sched`]); the reader and the pumps too, except while their session
+//! floods ([`ccd_sched::Adaptive`]: batch scheduling then); the parser always
 //! runs batch.
+//!
+//! Stopping is ordered by one signal, not by timers: `holder.collect` is
+//! the only request that ends a holder, and its connection raises the
+//! stop ([`Session::request_stop`]) only after its reply's `write` has
+//! returned. On a Unix stream socket a returned write has put the bytes in
+//! the peer's receive queue (there is no send buffer of ours to flush),
+//! so neither the sockets being shut nor the process exiting can lose
+//! them. The accept loop wakes on the stop at once (a pipe beside the
+//! listener), shuts every connection (their threads' reads and writes
+//! end), and [`run`] returns: nothing waits for time to pass.
 //!
 //! Entry points: [`run`] (what the daemon's hidden subcommand calls),
 //! [`Holder::spawn`] + [`Holder::serve`] (the same in two steps, for tests and
@@ -31,16 +41,18 @@ pub mod fanout;
 pub mod lifecycle;
 pub mod pty_io;
 pub mod rpc;
-pub mod sched;
 pub mod session;
 pub mod spawn;
 mod stop;
+
+// The scheduling hints live in the leaf crate `ccd-sched` (the CLI and
+// the daemon use them too); `crate::sched` names it inside this crate.
+use ccd_sched as sched;
 
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use ccd_screen::Screen;
@@ -193,8 +205,7 @@ pub fn run(config: HolderConfig) -> anyhow::Result<()> {
         tracing::debug!(error = %e, "removing the holder socket");
     }
     let outcome = outcome?;
+    // The collect reply is already with the daemon (see the crate doc).
     tracing::info!(state = outcome.state.as_str(), exit = ?outcome.exit, "holder done");
-    // Let the final reply leave before the process exits.
-    std::thread::sleep(Duration::from_millis(20));
     Ok(())
 }

@@ -396,3 +396,154 @@ fn a_client_that_never_reads_does_not_hurt_the_session_or_others() {
     drop(stuck_w);
     drop(stuck_r);
 }
+
+/// Reads `c` until its connection ends (notifications skipped), within
+/// `within`.
+fn until_closed(c: &mut ccd_client::Client, within: Duration, who: &str) {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{who}: the connection stayed open after daemon.stop"
+        );
+        if c.next_notification(Some(Duration::from_millis(200)))
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// `daemon.stop` replies, then the daemon exits, the stop ordered by
+/// signals (issue 15): its reply reaches a client that reads slowly,
+/// behind a megabyte of earlier replies still queued when the daemon
+/// decides to stop (a timer between the reply and the exit would cut it
+/// off), and every other client (idle, subscribed, attached) sees its
+/// connection end. Several rounds, for the races.
+#[test]
+fn daemon_stop_reaches_a_slow_reader_and_ends_every_connection() {
+    const STATUS_REQUESTS: u64 = 3000;
+    let sb = Sandbox::new();
+    for round in 0..3 {
+        let sid = sb.new_session(&format!("stop{round}"));
+        let pid = sb.daemon_pid().expect("a daemon runs");
+        let mut idle = sb.client();
+        let mut subscribed = sb.client();
+        subscribed
+            .call_value("events.subscribe", json!({}))
+            .unwrap();
+        let mut attached = sb.client();
+        attached
+            .call_value("session.attach", json!({"session": sid, "mode": "observe"}))
+            .unwrap();
+        // The slow reader pipelines its requests and reads nothing until
+        // well after the daemon has decided to stop.
+        let (mut r, mut w) = raw_conn(&sb);
+        let mut batch = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\",\"params\":{\"client\":\"slow\",\"protocol\":{\"min\":1,\"max\":1}}}\n".to_vec();
+        for id in 2..2 + STATUS_REQUESTS {
+            batch.extend(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"daemon.status\"}}\n")
+                    .as_bytes(),
+            );
+        }
+        let stop_id = 2 + STATUS_REQUESTS;
+        batch.extend(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{stop_id},\"method\":\"daemon.stop\",\"params\":{{}}}}\n")
+                .as_bytes(),
+        );
+        w.write_all(&batch).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let mut stop_reply = None;
+        let mut bytes = 0usize;
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) => break,
+                Ok(n) => bytes += n,
+                // The end of a connection the daemon closed.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("round {round}: reading the slow client: {e}"),
+            }
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == stop_id {
+                stop_reply = Some(v);
+            }
+        }
+        let stop_reply = stop_reply.unwrap_or_else(|| {
+            panic!("round {round}: no daemon.stop reply after {bytes} bytes of replies")
+        });
+        assert_eq!(stop_reply["result"]["stopping"], true, "{stop_reply}");
+        assert!(
+            bytes > 512 * 1024,
+            "only {bytes} bytes queued before the stop"
+        );
+        for (c, who) in [
+            (&mut idle, "idle"),
+            (&mut subscribed, "subscribed"),
+            (&mut attached, "attached"),
+        ] {
+            until_closed(c, Duration::from_secs(10), who);
+        }
+        wait_for(Duration::from_secs(10), "the daemon to exit", || {
+            (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+        });
+        // The sessions live on in their holders; a new daemon adopts them.
+        let _ = sb.client_or_start();
+        assert_eq!(sb.holder_pids().len(), round + 1);
+    }
+}
+
+/// Whether `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
+/// A holder exits as soon as its exit is collected, with no timer before
+/// it exits (issue 15), and the `holder.collect` reply reaches the
+/// collector every time: the holder raises its stop only once that reply
+/// is written.
+#[test]
+fn a_collected_holder_exits_at_once_and_its_reply_arrives() {
+    let sb = Sandbox::new();
+    let sids: Vec<String> = (0..4).map(|i| sb.new_session(&format!("c{i}"))).collect();
+    let socks: Vec<_> = sids.iter().map(|s| sb.holder_socket(s)).collect();
+    let pids = sb.holder_pids();
+    assert_eq!(pids.len(), sids.len());
+    // Without a daemon, nobody else collects.
+    sb.ok(&["daemon", "stop"]);
+    for sock in &socks {
+        let s = UnixStream::connect(sock).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        w.write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"holder.kill\",\"params\":{\"signal\":\"hup\"}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"holder.collect\",\"params\":{\"wait_ms\":5000}}\n",
+        )
+        .unwrap();
+        let collected = loop {
+            let v = reply(&mut r);
+            if v["id"] == 2 {
+                break v;
+            }
+        };
+        assert_eq!(collected["result"]["collected"], true, "{collected}");
+        // Then the holder is gone: its end of the connection closes.
+        let mut rest = String::new();
+        let end = r.read_line(&mut rest);
+        assert!(
+            matches!(&end, Ok(0))
+                || matches!(&end, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+            "{end:?} {rest:?} after the collect reply"
+        );
+    }
+    wait_for(Duration::from_secs(10), "the holders to exit", || {
+        pids.iter().all(|&p| gone(p)).then_some(())
+    });
+}

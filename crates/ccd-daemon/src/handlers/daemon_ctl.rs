@@ -1,10 +1,18 @@
 //! `hello`, `daemon.status`, `daemon.stop`.
+//!
+//! `daemon.stop` replies, then stops the daemon: it sets
+//! `Daemon::stopping` at once (requests arriving later are refused with
+//! `shutting_down`) and `Daemon::shutdown` once its reply is queued
+//! ([`ConnCtx::after_reply`]), which the connection's writer then still
+//! writes (see [`crate::server`] for the whole shutdown). A reply that
+//! cannot be queued within [`crate::server::DRAIN_BOUND`] (its client
+//! reads nothing and its queue is full) does not hold the stop up.
 
 use crate::connection::ConnCtx;
 use ccd_protocol::methods::daemon::{
     DaemonStatusResult, DaemonStopParams, DaemonStopResult, HelloParams, HelloResult,
 };
-use ccd_protocol::{handshake, RpcError, PROTOCOL_VERSION};
+use ccd_protocol::{handshake, Id, RpcError, PROTOCOL_VERSION};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
@@ -46,7 +54,11 @@ pub async fn status(ctx: &ConnCtx) -> Result<DaemonStatusResult, RpcError> {
     })
 }
 
-pub async fn stop(ctx: &ConnCtx, p: DaemonStopParams) -> Result<DaemonStopResult, RpcError> {
+pub async fn stop(
+    ctx: &ConnCtx,
+    id: Option<Id>,
+    p: DaemonStopParams,
+) -> Result<DaemonStopResult, RpcError> {
     ctx.daemon
         .stopping
         .store(true, std::sync::atomic::Ordering::Release);
@@ -70,10 +82,18 @@ pub async fn stop(ctx: &ConnCtx, p: DaemonStopParams) -> Result<DaemonStopResult
         }
     }
     tracing::info!(kill_sessions = p.kill_sessions, "daemon.stop requested");
+    // Reply first, then stop: the signal is the reply being queued.
+    let replied = id.map(|id| ctx.after_reply(&id));
     let daemon = ctx.daemon.clone();
     tokio::spawn(async move {
-        // Reply first, then stop.
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        if let Some(replied) = replied {
+            if tokio::time::timeout(crate::server::DRAIN_BOUND, replied)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the daemon.stop reply could not be queued; stopping anyway");
+            }
+        }
         let _ = daemon.shutdown.send(true);
     });
     Ok(DaemonStopResult { stopping: true })

@@ -339,11 +339,11 @@ impl HolderTable {
     }
 
     /// Checks `holders/` is ours, 0700 and not a symlink
-    /// ([`ccd_client::SocketDir::verify_holders`]) before a holder socket
+    /// ([`ccd_socket_dir::SocketDir::verify_holders`]) before a holder socket
     /// there is created, adopted or connected to for a client.
-    pub fn verify_dir(&self) -> Result<(), ccd_client::SocketDirError> {
+    pub fn verify_dir(&self) -> Result<(), ccd_socket_dir::SocketDirError> {
         let parent = self.dir.parent().unwrap_or(&self.dir);
-        ccd_client::SocketDir::new(parent).verify_holders()
+        ccd_socket_dir::SocketDir::new(parent).verify_holders()
     }
 
     /// [`Self::verify_dir`] as the error a request gets

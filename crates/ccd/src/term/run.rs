@@ -210,7 +210,7 @@ struct Terminal {
     pending: Vec<u8>,
     /// The writing thread's scheduling: interactive, or bulk while the
     /// session floods.
-    sched: ccd_holder::sched::Adaptive,
+    sched: ccd_sched::Adaptive,
 }
 
 /// Batch size at which the terminal is written even with more lines waiting.
@@ -223,7 +223,7 @@ impl Terminal {
         Ok(Self {
             fd: fd.into(),
             pending: Vec::with_capacity(TERM_BATCH),
-            sched: ccd_holder::sched::Adaptive::start(),
+            sched: ccd_sched::Adaptive::start(),
         })
     }
 
@@ -343,7 +343,7 @@ fn spawn_input(
     key: DetachKey,
 ) {
     std::thread::spawn(move || {
-        ccd_holder::sched::short_slice();
+        ccd_sched::short_slice();
         let mut filter = DetachFilter::new(key);
         let mut buf = [0u8; 8192];
         loop {

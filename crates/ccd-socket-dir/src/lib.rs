@@ -1,5 +1,11 @@
-//! The private directory that holds the daemon's socket, its lock, and the
-//! holders' sockets.
+//! ccd-socket-dir: the private directory that holds the daemon's socket,
+//! its lock, and the holders' sockets.
+//!
+//! A leaf crate shared by the daemon (which creates and checks the
+//! directory) and the client (which checks it before it talks);
+//! `ccd-client` re-exports it as `ccd_client::socket_dir`. It is not in
+//! `ccd-protocol`, which stays pure (no file system, no `nix`): the
+//! protocol keeps only the location rule (`transport::socket_dir`).
 //!
 //! Resolution: an explicit path (`--socket-dir`), else `$CCD_SOCKET_DIR`,
 //! else `$XDG_RUNTIME_DIR/ccd`, else `/tmp/ccd-<uid>`. The directory must be

@@ -1,4 +1,7 @@
-//! Scheduling hints for the threads on the keystroke → echo path.
+//! ccd-sched: scheduling hints for the threads on the keystroke → echo path.
+//!
+//! A leaf crate (libc and tracing only): the CLI's terminal client, the
+//! daemon's runtime workers and the holder's threads all call it.
 //!
 //! A keystroke crosses several threads (terminal client, daemon, holder
 //! connection, PTY writer, then PTY reader, pump, daemon, client). Each one
@@ -102,8 +105,8 @@ const BULK_AFTER: u32 = 8;
 /// slice, while it moves keystrokes and screen updates, and [`bulk`]
 /// scheduling while its session floods, so a flooding session's relays do
 /// not compete on equal terms with another session's keystroke path.
-/// Follows what the thread moves per wakeup: [`BULK_AFTER`] wakeups of at
-/// least [`BULK_BYTES`] in a row make it bulk, any smaller one makes it
+/// Follows what the thread moves per wakeup: `BULK_AFTER` (8) wakeups of at
+/// least `BULK_BYTES` (2 KiB) in a row make it bulk, any smaller one makes it
 /// interactive again (one system call per switch).
 #[derive(Debug)]
 pub struct Adaptive {
