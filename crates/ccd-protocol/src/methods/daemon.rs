@@ -64,6 +64,18 @@ pub struct DaemonStatusResult {
     pub sessions: u32,
     /// Connected clients, this one included.
     pub clients: u32,
+    /// Connections refused since the daemon started (over its limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_connections: Option<u64>,
+    /// The `claude` binary the daemon starts sessions with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude_bin: Option<String>,
+    /// The Claude Code config directory the daemon reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude_config_dir: Option<String>,
+    /// Where the daemon keeps its state and logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<String>,
 }
 
 /// `daemon.stop`: stop the daemon. The reply is sent before the daemon
