@@ -380,6 +380,8 @@ impl Client {
 
     /// Calls `method` with raw params and waits for its result.
     /// The wait is bounded by [`deadline::deadline_of`] the method.
+    /// Untyped: for tests and benchmarks that send what no typed client
+    /// would (the CLI calls by type, [`Client::call`]).
     pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
         let within = deadline::deadline_of(method, &params);
         self.call_value_within(method, params, within, None)
@@ -389,7 +391,7 @@ impl Client {
     /// ([`ClientError::NotAnswering`] after that, or as soon as the peer
     /// is seen stopped); notifications meanwhile go to `on_note` (else the
     /// queue).
-    pub fn call_value_within(
+    fn call_value_within(
         &mut self,
         method: &str,
         params: Value,
@@ -417,7 +419,7 @@ impl Client {
 
     /// Calls `method`, handing every notification that arrives meanwhile
     /// to `on_note` (instead of queueing it).
-    pub fn call_value_with(
+    fn call_value_with(
         &mut self,
         method: &str,
         params: Value,
@@ -621,7 +623,8 @@ impl Writer {
         self.notify(M::NAME, params)
     }
 
-    /// Sends a request without waiting; returns its id.
+    /// Sends a request without waiting; returns its id. Untyped: for
+    /// tests; clients use [`Writer::send_typed`].
     pub fn send(&mut self, method: &str, params: Value) -> Result<Id, ClientError> {
         let id = Id::Number(self.next_id);
         self.next_id += 1;
@@ -633,7 +636,8 @@ impl Writer {
         Ok(id)
     }
 
-    /// Sends a notification (a request that gets no reply).
+    /// Sends a notification (a request that gets no reply). Untyped: for
+    /// tests; clients use [`Writer::notify_typed`].
     pub fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
         let n = Notification::new(method, Some(params));
         let mut line = serde_json::to_vec(&n).map_err(|e| ClientError::Protocol(e.to_string()))?;
