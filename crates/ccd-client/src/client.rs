@@ -21,6 +21,7 @@ use ccd_protocol::{
     parse_incoming, read_line_bytes, FrameError, Id, Incoming, Method, Notification, ProtocolRange,
     Request, RpcError, MAX_LINE_BYTES,
 };
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufReader, Write};
@@ -223,23 +224,13 @@ impl Client {
             pid: deadline::peer_pid(&stream),
         };
         let mut c = Self::over(stream, peer)?;
-        let params = serde_json::to_value(HelloParams {
+        let params = HelloParams {
             client: client_name.to_string(),
             protocol: ProtocolRange::CURRENT,
-        })
-        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        };
         let left = deadline::CONNECT_TIMEOUT.saturating_sub(started.elapsed());
         let hello = c
-            .call_value_within(
-                Hello::NAME,
-                params,
-                left.max(Duration::from_millis(500)),
-                None,
-            )
-            .and_then(|v| {
-                serde_json::from_value::<HelloResult>(v)
-                    .map_err(|e| ClientError::Protocol(format!("hello: {e}")))
-            })
+            .call_within::<Hello>(&params, left.max(Duration::from_millis(500)), None)
             .map_err(|e| match e {
                 ClientError::NotAnswering(mut n) => {
                     n.waited = deadline::CONNECT_TIMEOUT;
@@ -329,15 +320,68 @@ impl Client {
     }
 
     /// Calls a typed method and waits for its result.
+    /// The wait is bounded by [`deadline::deadline_of`] the method.
     pub fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
-        let params =
-            serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let v = self.call_value(M::NAME, params)?;
-        serde_json::from_value(v).map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))
+        self.call_as::<M, M::Result>(params)
+    }
+
+    /// Calls a typed method and reads its result as `R` rather than
+    /// `M::Result`: for a caller that passes the result on as received
+    /// (`serde_json::Map`, to print it with fields this client does not
+    /// know).
+    pub fn call_as<M: Method, R: DeserializeOwned>(
+        &mut self,
+        params: &M::Params,
+    ) -> Result<R, ClientError> {
+        let params = to_params::<M>(params)?;
+        let within = deadline::deadline_of(M::NAME, &params);
+        let v = self.call_value_within(M::NAME, params, within, None)?;
+        from_result::<M, R>(v)
+    }
+
+    /// [`Client::call`], waiting at most `within` for the reply
+    /// ([`ClientError::NotAnswering`] after that, or as soon as the peer
+    /// is seen stopped); notifications meanwhile go to `on_note` (else the
+    /// queue).
+    pub fn call_within<M: Method>(
+        &mut self,
+        params: &M::Params,
+        within: Duration,
+        on_note: Option<&mut dyn FnMut(&Notification)>,
+    ) -> Result<M::Result, ClientError> {
+        let params = to_params::<M>(params)?;
+        let v = self.call_value_within(M::NAME, params, within, on_note)?;
+        from_result::<M, M::Result>(v)
+    }
+
+    /// [`Client::call`], handing every notification that arrives meanwhile
+    /// to `on_note` (instead of queueing it).
+    pub fn call_with<M: Method>(
+        &mut self,
+        params: &M::Params,
+        on_note: &mut dyn FnMut(&Notification),
+    ) -> Result<M::Result, ClientError> {
+        let params = to_params::<M>(params)?;
+        let v = self.call_value_with(M::NAME, params, on_note)?;
+        from_result::<M, M::Result>(v)
+    }
+
+    /// [`Client::call`], showing every notification that arrives meanwhile
+    /// to `watch` and queueing it too (see [`Client::call_value_watching`]).
+    pub fn call_watching<M: Method>(
+        &mut self,
+        params: &M::Params,
+        watch: &mut dyn FnMut(&Notification),
+    ) -> Result<M::Result, ClientError> {
+        let params = to_params::<M>(params)?;
+        let v = self.call_value_watching(M::NAME, params, watch)?;
+        from_result::<M, M::Result>(v)
     }
 
     /// Calls `method` with raw params and waits for its result.
     /// The wait is bounded by [`deadline::deadline_of`] the method.
+    /// Untyped: for tests and benchmarks that send what no typed client
+    /// would (the CLI calls by type, [`Client::call`]).
     pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
         let within = deadline::deadline_of(method, &params);
         self.call_value_within(method, params, within, None)
@@ -347,7 +391,7 @@ impl Client {
     /// ([`ClientError::NotAnswering`] after that, or as soon as the peer
     /// is seen stopped); notifications meanwhile go to `on_note` (else the
     /// queue).
-    pub fn call_value_within(
+    fn call_value_within(
         &mut self,
         method: &str,
         params: Value,
@@ -375,7 +419,7 @@ impl Client {
 
     /// Calls `method`, handing every notification that arrives meanwhile
     /// to `on_note` (instead of queueing it).
-    pub fn call_value_with(
+    fn call_value_with(
         &mut self,
         method: &str,
         params: Value,
@@ -555,8 +599,32 @@ impl Client {
     }
 }
 
+/// A method's params as sent (also what [`deadline::deadline_of`] reads).
+fn to_params<M: Method>(params: &M::Params) -> Result<Value, ClientError> {
+    serde_json::to_value(params).map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))
+}
+
+/// A method's result, read as `R`.
+fn from_result<M: Method, R: DeserializeOwned>(v: Value) -> Result<R, ClientError> {
+    serde_json::from_value(v).map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))
+}
+
 impl Writer {
-    /// Sends a request without waiting; returns its id.
+    /// Sends a typed request without waiting; returns its id.
+    pub fn send_typed<M: Method>(&mut self, params: &M::Params) -> Result<Id, ClientError> {
+        let params = to_params::<M>(params)?;
+        self.send(M::NAME, params)
+    }
+
+    /// Sends a typed method as a notification: the daemon does it and
+    /// sends no reply (keys and resizes of a terminal client).
+    pub fn notify_typed<M: Method>(&mut self, params: &M::Params) -> Result<(), ClientError> {
+        let params = to_params::<M>(params)?;
+        self.notify(M::NAME, params)
+    }
+
+    /// Sends a request without waiting; returns its id. Untyped: for
+    /// tests; clients use [`Writer::send_typed`].
     pub fn send(&mut self, method: &str, params: Value) -> Result<Id, ClientError> {
         let id = Id::Number(self.next_id);
         self.next_id += 1;
@@ -568,7 +636,8 @@ impl Writer {
         Ok(id)
     }
 
-    /// Sends a notification (a request that gets no reply).
+    /// Sends a notification (a request that gets no reply). Untyped: for
+    /// tests; clients use [`Writer::notify_typed`].
     pub fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
         let n = Notification::new(method, Some(params));
         let mut line = serde_json::to_vec(&n).map_err(|e| ClientError::Protocol(e.to_string()))?;

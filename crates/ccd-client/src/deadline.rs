@@ -261,6 +261,54 @@ mod tests {
         );
     }
 
+    /// The typed calls hand `deadline_of` their params serialized: the
+    /// fields it reads keep their wire names.
+    #[test]
+    fn deadlines_of_typed_params() {
+        use ccd_protocol::methods::session::{KillParams, KillSignal, NewParams, SessionKill};
+        use ccd_protocol::methods::session::{SessionNew, SessionSend};
+        use ccd_protocol::Method;
+        let of = |name, v: serde_json::Result<serde_json::Value>| {
+            deadline_of(name, &v.expect("serializes"))
+        };
+        let mut new = NewParams {
+            cwd: "/p".into(),
+            args: Vec::new(),
+            name: None,
+            size: None,
+            auto_trust: true,
+            wait: true,
+            session_id: None,
+        };
+        assert_eq!(
+            of(SessionNew::NAME, serde_json::to_value(&new)),
+            START_TIMEOUT
+        );
+        new.wait = false;
+        assert_eq!(
+            of(SessionNew::NAME, serde_json::to_value(&new)),
+            CALL_TIMEOUT
+        );
+        let mut kill = KillParams {
+            session: "s".into(),
+            signal: KillSignal::Term,
+            grace_ms: None,
+        };
+        assert_eq!(
+            of(SessionKill::NAME, serde_json::to_value(&kill)),
+            Duration::from_secs(10)
+        );
+        kill.grace_ms = Some(10_000);
+        assert_eq!(
+            of(SessionKill::NAME, serde_json::to_value(&kill)),
+            Duration::from_secs(17)
+        );
+        assert_eq!(
+            of(SessionSend::NAME, Ok(serde_json::json!({}))),
+            SLOW_CALL_TIMEOUT
+        );
+    }
+
     #[test]
     fn a_stopped_process_is_seen() {
         let mut child = std::process::Command::new("sleep")

@@ -119,6 +119,12 @@ impl RpcError {
         self
     }
 
+    /// `data` read as `T` (one of [`crate::error_data`]'s types); `None`
+    /// when there is no `data` or it does not fit `T`.
+    pub fn data_as<T: DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(self.data.as_ref()?).ok()
+    }
+
     /// The known code, if any.
     pub fn error_code(&self) -> Option<ErrorCode> {
         ErrorCode::from_code(self.code)

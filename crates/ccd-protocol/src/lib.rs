@@ -4,7 +4,8 @@
 //! - [`framing`]: line decoder with a hard length limit ([`MAX_LINE_BYTES`]),
 //!   line encoder;
 //! - [`jsonrpc`]: message types, [`parse_incoming`], [`parse_params`];
-//! - [`ErrorCode`]: the stable error codes;
+//! - [`ErrorCode`]: the stable error codes; [`error_data`]: the typed
+//!   `data` of those whose `data` clients read;
 //! - [`handshake`]: the `hello` version negotiation;
 //! - [`methods`]: typed params/results, one module per concern;
 //! - [`stream`]: how terminal output travels (`session.output`,
@@ -17,6 +18,7 @@
 
 pub mod b64;
 pub mod error_code;
+pub mod error_data;
 pub mod framing;
 pub mod handshake;
 pub mod jsonrpc;

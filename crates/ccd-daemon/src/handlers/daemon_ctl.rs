@@ -47,10 +47,10 @@ pub async fn status(ctx: &ConnCtx) -> Result<DaemonStatusResult, RpcError> {
         socket: text(&d.options.socket_dir.socket()),
         sessions: d.holders.snapshot().len() as u32,
         clients: d.clients.load(Ordering::Relaxed) as u32,
-        refused_connections: d.refused.load(Ordering::Relaxed),
-        claude_bin: text(&d.options.claude_bin),
-        claude_config_dir: text(d.options.claude_config.root()),
-        state_dir: text(&d.options.state_dir),
+        refused_connections: Some(d.refused.load(Ordering::Relaxed)),
+        claude_bin: Some(text(&d.options.claude_bin)),
+        claude_config_dir: Some(text(d.options.claude_config.root())),
+        state_dir: Some(text(&d.options.state_dir)),
     })
 }
 

@@ -67,20 +67,18 @@ pub struct DaemonStatusResult {
     pub sessions: u32,
     /// Connected clients, this one included.
     pub clients: u32,
-    /// Connections refused since the start because the connection cap was
-    /// reached.
-    #[serde(default)]
-    pub refused_connections: u64,
-    /// The `claude` executable new sessions run.
-    #[serde(default)]
-    pub claude_bin: String,
-    /// The Claude Code configuration folder the daemon reads
-    /// (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
-    #[serde(default)]
-    pub claude_config_dir: String,
-    /// Where the daemon keeps its logs, holder metadata and caches.
-    #[serde(default)]
-    pub state_dir: String,
+    /// Connections refused since the daemon started (over its limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_connections: Option<u64>,
+    /// The `claude` binary the daemon starts sessions with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude_bin: Option<String>,
+    /// The Claude Code config directory the daemon reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude_config_dir: Option<String>,
+    /// Where the daemon keeps its state and logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<String>,
 }
 
 /// `daemon.stop`: stop the daemon. The reply is sent before the daemon

@@ -3,8 +3,7 @@
 use super::attached::{attach_and_report, detach_key, report_error, require_terminal};
 use crate::cli::{AttachArgs, GlobalArgs};
 use crate::settings::Settings;
-use crate::term::Mode;
-use serde_json::json;
+use crate::term::{AttachExtra, Mode};
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &AttachArgs) -> anyhow::Result<ExitCode> {
@@ -28,6 +27,9 @@ pub fn run(global: &GlobalArgs, args: &AttachArgs) -> anyhow::Result<ExitCode> {
         &session,
         Mode::Interactive,
         key,
-        json!({"fresh_on_failure": fresh}),
+        AttachExtra {
+            fresh_on_failure: fresh,
+            last: None,
+        },
     )
 }

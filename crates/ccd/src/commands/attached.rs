@@ -3,11 +3,13 @@
 
 use crate::cli::{DetachKeyArg, GlobalArgs};
 use crate::settings::Settings;
-use crate::term::{attach_loop, DetachKey, Mode, Outcome};
+use crate::term::{attach_loop, AttachExtra, DetachKey, Mode, Outcome};
 use ccd_claude::display::line;
 use ccd_client::{Client, ClientError};
+use ccd_protocol::error_data::{LiveElsewhereData, ScreenData, SpawnFailedData};
+use ccd_protocol::methods::session::{SessionState, SessionsGet};
+use ccd_protocol::methods::SessionRef;
 use ccd_protocol::ErrorCode;
-use serde_json::Value;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -37,17 +39,17 @@ pub fn attach_and_report(
     session: &str,
     mode: Mode,
     key: DetachKey,
-    extra: Value,
+    extra: AttachExtra,
 ) -> anyhow::Result<ExitCode> {
     let mut notice = None;
     let r = attach_loop(client, session, mode, key, extra, &mut |attached| {
-        if let Some(f) = attached.get("fresh_instead_of").filter(|f| !f.is_null()) {
+        if let Some(f) = &attached.fresh_instead_of {
             let text = format!(
                 "ccd: RESUMING {} FAILED ({}).\nccd: started a NEW session {} in the same directory instead.\nccd: the original conversation is untouched in {}",
-                line(f["session"].as_str().unwrap_or("?")),
-                line(f["reason"].as_str().unwrap_or("?")),
-                line(attached["session"].as_str().unwrap_or("?")),
-                line(f["transcript"].as_str().unwrap_or("its transcript")),
+                line(&f.session),
+                line(&f.reason),
+                line(&attached.session),
+                line(f.transcript.as_deref().unwrap_or("its transcript")),
             );
             eprintln!("{text}");
             notice = Some(text);
@@ -61,7 +63,7 @@ pub fn attach_and_report(
     if let Some(n) = notice {
         eprintln!("{n}");
     }
-    let mut sid = attached["session"].as_str().unwrap_or(session).to_string();
+    let mut sid = attached.session;
     if matches!(outcome, Outcome::Detached) {
         if let Some(now) = session_now(global, &sid) {
             sid = now;
@@ -104,37 +106,27 @@ pub fn attach_and_report(
 /// never into claude's screen. `None`: the id is unchanged or unknown.
 fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
     let mut c = super::connect_existing(global).ok()??;
-    let info = c
-        .call_value("sessions.get", serde_json::json!({"session": sid}))
-        .ok()?;
+    let get = |c: &mut Client, session: &str| {
+        c.call::<SessionsGet>(&SessionRef {
+            session: session.to_string(),
+        })
+    };
+    let mut info = get(&mut c, sid).ok()?;
     let mut now = None;
-    let mut info = info;
-    if let Some(to) = info["superseded_by"]["writes_now"].as_str() {
+    if let Some(s) = info.superseded_by.clone() {
         eprintln!(
             "[claude moved on from {} ({}): it writes {} now]",
             line(super::short_id(sid)),
-            line(
-                info["superseded_by"]["reason"]
-                    .as_str()
-                    .unwrap_or("unknown")
-            ),
-            line(super::short_id(to))
+            line(&s.reason),
+            line(super::short_id(&s.writes_now))
         );
-        now = Some(to.to_string());
-        if let Ok(v) = c.call_value("sessions.get", serde_json::json!({"session": to})) {
+        if let Ok(v) = get(&mut c, &s.writes_now) {
             info = v;
         }
+        now = Some(s.writes_now);
     }
-    if info["several_writers"] == true {
-        let pids: Vec<String> = info["writers"]
-            .as_array()
-            .map(|w| {
-                w.iter()
-                    .filter_map(|w| w["pid"].as_u64())
-                    .map(|p| p.to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
+    if info.several_writers {
+        let pids: Vec<String> = info.writers.iter().map(|w| w.pid.to_string()).collect();
         eprintln!(
             "ccd: WARNING: session {} is written by {} processes (pids {}): someone resumed it outside ccd; their turns and yours split the conversation",
             line(super::short_id(now.as_deref().unwrap_or(sid))),
@@ -159,31 +151,41 @@ pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> 
         eprintln!("ccd: {}", line(&e.to_string()));
         return Ok(ExitCode::FAILURE);
     };
-    let data = rpc.data.clone().unwrap_or(Value::Null);
     if rpc.code == ErrorCode::SessionLiveElsewhere.code() {
-        let sid = line(data["session"].as_str().unwrap_or(session));
+        let data = rpc.data_as::<LiveElsewhereData>();
+        let d = data.as_ref();
+        let sid = line(d.map(|d| d.session.as_str()).unwrap_or(session));
         let short = super::short_id(&sid);
-        if data["started_meanwhile"] == true {
+        if d.is_some_and(|d| d.started_meanwhile) {
             eprintln!("ccd: another process started session {sid} while ccd was resuming it; ccd stopped its own copy.");
         }
         eprintln!("ccd: session {sid} is {} outside ccd; ccd will not resume it (two writers would split the conversation).",
-            if data["state"] == "unknown" { "possibly running (its liveness cannot be verified)" } else { "running" });
+            if d.is_some_and(|d| d.state == SessionState::Unknown) { "possibly running (its liveness cannot be verified)" } else { "running" });
+        let text = |f: fn(&LiveElsewhereData) -> Option<&str>| d.and_then(f).unwrap_or("?");
         eprintln!(
             "  held by: pid {}, kind {}, in {}, since {}",
-            data["pid"]
-                .as_u64()
+            d.and_then(|d| d.pid)
                 .map(|p| p.to_string())
                 .unwrap_or_else(|| "?".into()),
-            line(data["kind"].as_str().unwrap_or("?")),
-            line(data["cwd"].as_str().unwrap_or("?")),
-            line(data["since"].as_str().unwrap_or("?"))
+            line(text(|d| d.kind.as_deref())),
+            line(text(|d| d.cwd.as_deref())),
+            line(text(|d| d.since.as_deref()))
         );
         eprintln!("  safe instead:\n    ccd observe {short}     # watch it, read-only\n    ccd fork {short}        # branch it into a new session");
         return Ok(ExitCode::from(2));
     }
     eprintln!("ccd: {}", line(&rpc.message));
-    print_screen(data.get("screen"), "last screen");
-    if rpc.code == ErrorCode::SpawnFailed.code() && data.get("transcript").is_some() {
+    print_screen(
+        rpc.data_as::<ScreenData>()
+            .and_then(|d| d.screen)
+            .as_deref(),
+        "last screen",
+    );
+    if rpc.code == ErrorCode::SpawnFailed.code()
+        && rpc
+            .data_as::<SpawnFailedData>()
+            .is_some_and(|d| d.transcript.is_some())
+    {
         eprintln!("The conversation is untouched. `ccd attach {} --fresh-on-failure` starts a new session in its directory instead.", line(super::short_id(session)));
     }
     Ok(ExitCode::FAILURE)
@@ -191,11 +193,10 @@ pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> 
 
 /// Prints a screen carried in an error or a reply (rows of text) on
 /// stderr, without its trailing blank rows, each row made safe to print.
-pub fn print_screen(screen: Option<&Value>, label: &str) {
-    let Some(rows) = screen.and_then(Value::as_array) else {
+pub fn print_screen(screen: Option<&[String]>, label: &str) {
+    let Some(rows) = screen else {
         return;
     };
-    let rows: Vec<&str> = rows.iter().filter_map(Value::as_str).collect();
     let last = rows
         .iter()
         .rposition(|r| !r.trim().is_empty())

@@ -7,7 +7,10 @@ use ccd_claude::context::ContextWindows;
 use ccd_claude::display::line;
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::SocketDir;
-use serde_json::{json, Value};
+use ccd_protocol::methods::daemon::{DaemonStatus, DaemonStop, DaemonStopParams};
+use ccd_protocol::methods::Empty;
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -103,30 +106,43 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `ccd daemon status --json` when no daemon runs.
+#[derive(Serialize)]
+struct NotRunning {
+    running: bool,
+    socket: PathBuf,
+}
+
 fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     let Some(mut c) = super::connect_existing(global)? else {
         let dir = SocketDir::resolve(global.socket_dir.as_deref());
         if as_json {
-            println!("{}", json!({"running": false, "socket": dir.socket()}));
+            let s = NotRunning {
+                running: false,
+                socket: dir.socket(),
+            };
+            println!("{}", serde_json::to_string(&s)?);
         } else {
             println!("no ccd daemon is running ({})", dir.socket().display());
         }
         return Ok(ExitCode::from(3));
     };
-    let mut s: Value = c.call_value("daemon.status", json!({}))?;
     if as_json {
-        s["running"] = json!(true);
-        println!("{s}");
+        // What the daemon said, fields this client does not know included.
+        let mut s = c.call_as::<DaemonStatus, Map<String, Value>>(&Empty {})?;
+        s.insert("running".into(), Value::Bool(true));
+        println!("{}", Value::Object(s));
     } else {
+        let s = c.call::<DaemonStatus>(&Empty {})?;
         println!(
             "ccd daemon {} running, pid {}, socket {}\n{} session(s) held, {} client(s) connected\nclaude: {}\nlogs: {}",
-            line(s["daemon_version"].as_str().unwrap_or("?")),
-            s["pid"],
-            line(s["socket"].as_str().unwrap_or("?")),
-            s["sessions"],
-            s["clients"],
-            line(s["claude_bin"].as_str().unwrap_or("?")),
-            line(s["state_dir"].as_str().unwrap_or("?")),
+            line(&s.daemon_version),
+            s.pid,
+            line(&s.socket),
+            s.sessions,
+            s.clients,
+            line(s.claude_bin.as_deref().unwrap_or("?")),
+            line(s.state_dir.as_deref().unwrap_or("?")),
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -137,19 +153,14 @@ fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
         println!("no ccd daemon is running");
         return Ok(ExitCode::SUCCESS);
     };
-    let pid = c
-        .call_value("daemon.status", json!({}))?
-        .get("pid")
-        .and_then(Value::as_u64);
-    c.call_value("daemon.stop", json!({"kill_sessions": kill_sessions}))?;
+    let pid = c.call::<DaemonStatus>(&Empty {})?.pid;
+    c.call::<DaemonStop>(&DaemonStopParams { kill_sessions })?;
     // Wait until it is gone, so a following command starts a fresh one.
-    if let Some(pid) = pid {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     println!(
         "ccd daemon stopped{}",

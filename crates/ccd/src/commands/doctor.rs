@@ -9,8 +9,9 @@ use ccd_claude::display::line;
 use ccd_claude::drift::{self, Severity};
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::{SocketDir, SocketDirError};
+use ccd_protocol::methods::daemon::DaemonStatus;
+use ccd_protocol::methods::Empty;
 use serde::Serialize;
-use serde_json::json;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -210,14 +211,12 @@ fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {
                 "ccd daemon stop; the next command starts a fresh one",
             ),
         },
-        Ok(Some(mut c)) => match c.call_value("daemon.status", json!({})) {
+        Ok(Some(mut c)) => match c.call::<DaemonStatus>(&Empty {}) {
             Ok(s) => ok(
                 "daemon",
                 format!(
                     "running: version {}, pid {}, {} session(s) held",
-                    s["daemon_version"].as_str().unwrap_or("?"),
-                    s["pid"],
-                    s["sessions"]
+                    s.daemon_version, s.pid, s.sessions
                 ),
             ),
             Err(e) => bad(

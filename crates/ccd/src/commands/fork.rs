@@ -2,10 +2,12 @@
 
 use super::attached::{attach_and_report, detach_key, report_error, require_terminal};
 use crate::cli::{ForkArgs, GlobalArgs};
-use crate::term::Mode;
+use crate::term::{AttachExtra, Mode};
 use ccd_claude::display::line;
 use ccd_client::{Client, ClientError};
-use serde_json::{json, Value};
+use ccd_protocol::error_data::SpawnFailedData;
+use ccd_protocol::methods::session::{ForkParams, SessionFork};
+use ccd_protocol::{ErrorCode, RpcError};
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &ForkArgs) -> anyhow::Result<ExitCode> {
@@ -22,33 +24,58 @@ pub fn run(global: &GlobalArgs, args: &ForkArgs) -> anyhow::Result<ExitCode> {
     if args.detach {
         return Ok(ExitCode::SUCCESS);
     }
-    attach_and_report(global, client, &new, Mode::Interactive, key, json!({}))
+    attach_and_report(
+        global,
+        client,
+        &new,
+        Mode::Interactive,
+        key,
+        AttachExtra::default(),
+    )
 }
 
 /// Forks `session` and returns the new session id.
 pub fn fork(client: &mut Client, session: &str) -> Result<String, ClientError> {
     eprintln!("ccd: forking {}…", line(session));
-    let r = client.call_value_with("session.fork", json!({"session": session}), &mut |_| {})?;
-    match (r["session"].as_str(), r["lifecycle"].as_str()) {
-        (Some(s), Some(l)) if !matches!(l, "failed" | "exited" | "needs-attention") => {
+    let params = ForkParams {
+        session: session.to_string(),
+        size: None,
+    };
+    let r = client.call_with::<SessionFork>(&params, &mut |_| {})?;
+    match r.session {
+        Some(s)
+            if !matches!(
+                r.lifecycle.as_str(),
+                "failed" | "exited" | "needs-attention"
+            ) =>
+        {
             eprintln!(
                 "ccd: forked {} into {}",
-                line(r["forked_from"].as_str().unwrap_or(session)),
-                line(s)
+                line(r.forked_from.as_deref().unwrap_or(session)),
+                line(&s)
             );
-            Ok(s.to_string())
+            Ok(s)
         }
-        _ => Err(ClientError::Rpc(
-            ccd_protocol::RpcError::new(
-                ccd_protocol::ErrorCode::SpawnFailed,
-                format!(
-                    "the fork did not start: {}",
-                    r["reason"]
-                        .as_str()
-                        .unwrap_or(r["lifecycle"].as_str().unwrap_or("?"))
-                ),
-            )
-            .with_data(json!({"screen": r.get("screen").cloned().unwrap_or(Value::Null)})),
-        )),
+        _ => {
+            let reason = r.reason.unwrap_or(r.lifecycle);
+            let mut e = RpcError::new(
+                ErrorCode::SpawnFailed,
+                format!("the fork did not start: {reason}"),
+            );
+            // Serializing a plain struct does not fail; without it the
+            // error still says why, only not the screen.
+            e.data = serde_json::to_value(SpawnFailedData {
+                reason,
+                exit_code: None,
+                signal: None,
+                screen: r.screen,
+                session: None,
+                cwd: None,
+                transcript: None,
+                transcript_bytes: None,
+            })
+            .ok();
+            Err(ClientError::Rpc(e))
+        }
     }
 }

@@ -1,8 +1,12 @@
 //! `ccd new`: start a claude session under ccd, show progress, print its id.
 
 use crate::cli::{GlobalArgs, NewArgs};
+use crate::term::AttachExtra;
 use ccd_claude::display::line;
-use serde_json::{json, Value};
+use ccd_protocol::error_data::ScreenData;
+use ccd_protocol::methods::session::{self, NewParams, SessionNew, SessionProgress};
+use ccd_protocol::methods::TermSize;
+use ccd_protocol::NotificationKind;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -17,38 +21,25 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
     // Chosen here, so that a daemon lost before it replies cannot leave
     // the user without the id (and starting a duplicate).
     let mut sid_asked = uuid::Uuid::new_v4().to_string();
-    let mut params = json!({
-        "cwd": cwd,
-        "args": args.claude_args,
-        "auto_trust": !args.no_auto_trust,
-        "wait": true,
-        "session_id": sid_asked,
-    });
-    if let Some(n) = &args.name {
-        params["name"] = json!(n);
-    }
-    if let Some((cols, rows)) = size {
-        params["size"] = json!({"cols": cols, "rows": rows});
-    }
+    let params = NewParams {
+        cwd: cwd.to_string_lossy().into_owned(),
+        args: args.claude_args.clone(),
+        name: args.name.clone(),
+        size: size.map(|(cols, rows)| TermSize { cols, rows }),
+        auto_trust: !args.no_auto_trust,
+        wait: true,
+        session_id: Some(sid_asked.clone()),
+    };
     let tty = std::io::stderr().is_terminal();
     let mut progress = Progress::new(tty);
     progress.show("starting claude");
-    let r = client.call_value_with("session.new", params, &mut |n| {
-        if n.method == "session.progress" {
-            if let Some(s) = n
-                .params
-                .as_ref()
-                .and_then(|p| p.get("session"))
-                .and_then(Value::as_str)
-            {
+    let r = client.call_with::<SessionNew>(&params, &mut |n| {
+        if n.method == SessionProgress::NAME {
+            let p = n.params_as::<session::Progress>().ok();
+            if let Some(s) = p.as_ref().and_then(|p| p.session.as_deref()) {
                 sid_asked = s.to_string();
             }
-            let l = n
-                .params
-                .as_ref()
-                .and_then(|p| p.get("lifecycle"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let l = p.as_ref().map(|p| p.lifecycle.as_str()).unwrap_or("");
             progress.show(match l {
                 "starting" => "starting claude",
                 "trust" => "answering the folder-trust dialog",
@@ -64,7 +55,9 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
             if let Some(rpc) = e.rpc() {
                 eprintln!("ccd new: {}", line(&rpc.message));
                 super::attached::print_screen(
-                    rpc.data.as_ref().and_then(|d| d.get("screen")),
+                    rpc.data_as::<ScreenData>()
+                        .and_then(|d| d.screen)
+                        .as_deref(),
                     "screen",
                 );
                 return Ok(ExitCode::FAILURE);
@@ -72,24 +65,16 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
             return Ok(lost(&sid_asked, &cwd, &e));
         }
     };
-    let lifecycle = r["lifecycle"].as_str().unwrap_or("");
-    let sid = r["session"].as_str().unwrap_or("").to_string();
+    let lifecycle = r.lifecycle.as_str();
+    let sid = r.session.clone().unwrap_or_default();
     match lifecycle {
         "needs-attention" | "failed" | "exited" | "starting" | "trust" => {
             eprintln!(
                 "ccd new: session {} is {lifecycle}: {}",
-                line(if sid.is_empty() {
-                    r["holder"].as_str().unwrap_or("?")
-                } else {
-                    &sid
-                }),
-                line(
-                    r["reason"]
-                        .as_str()
-                        .unwrap_or("it did not reach the prompt")
-                )
+                line(if sid.is_empty() { &r.holder } else { &sid }),
+                line(r.reason.as_deref().unwrap_or("it did not reach the prompt"))
             );
-            super::attached::print_screen(r.get("screen"), "screen");
+            super::attached::print_screen(r.screen.as_deref(), "screen");
             if lifecycle == "needs-attention" {
                 eprintln!(
                     "Answer it yourself with `ccd attach {}`.",
@@ -112,7 +97,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
         &sid,
         crate::term::Mode::Interactive,
         key,
-        json!({}),
+        AttachExtra::default(),
     )
 }
 

@@ -3,8 +3,7 @@
 
 use super::attached::{attach_and_report, detach_key, require_terminal};
 use crate::cli::{GlobalArgs, ObserveArgs};
-use crate::term::Mode;
-use serde_json::json;
+use crate::term::{AttachExtra, Mode};
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &ObserveArgs) -> anyhow::Result<ExitCode> {
@@ -17,6 +16,9 @@ pub fn run(global: &GlobalArgs, args: &ObserveArgs) -> anyhow::Result<ExitCode> 
         &args.session,
         Mode::Observe,
         key,
-        json!({"last": args.last}),
+        AttachExtra {
+            fresh_on_failure: false,
+            last: Some(u32::try_from(args.last).unwrap_or(u32::MAX)),
+        },
     )
 }

@@ -2,17 +2,21 @@
 
 use crate::cli::{GlobalArgs, ScreenArgs};
 use ccd_claude::display::line;
-use serde_json::{json, Value};
+use ccd_protocol::methods::session::{ScreenFormat, ScreenParams, SessionScreen};
 use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &ScreenArgs) -> anyhow::Result<ExitCode> {
     let mut c = super::connect(global)?;
-    let fmt = if args.ansi { "ansi" } else { "text" };
-    let r = match c.call_value(
-        "session.screen",
-        json!({"session": args.session, "format": fmt}),
-    ) {
+    let format = if args.ansi {
+        ScreenFormat::Ansi
+    } else {
+        ScreenFormat::Text
+    };
+    let r = match c.call::<SessionScreen>(&ScreenParams {
+        session: args.session.clone(),
+        format,
+    }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("ccd screen: {}", line(&e.to_string()));
@@ -21,17 +25,13 @@ pub fn run(global: &GlobalArgs, args: &ScreenArgs) -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if args.ansi {
-        if let Some(data) = r["data"].as_str() {
-            let bytes = ccd_protocol::b64::decode(data).unwrap_or_default();
-            out.write_all(&bytes)?;
+        if let Some(bytes) = &r.data {
+            out.write_all(bytes)?;
             writeln!(out, "\x1b[0m")?;
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let rows: Vec<&str> = r["lines"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let rows = r.lines.unwrap_or_default();
     let last = rows
         .iter()
         .rposition(|l| !l.is_empty())

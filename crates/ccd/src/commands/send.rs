@@ -3,18 +3,19 @@
 
 use crate::cli::{GlobalArgs, SendArgs};
 use ccd_claude::display::line;
-use serde_json::json;
+use ccd_protocol::methods::session::{PinParams, SendParams, SessionPin, SessionSend};
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
     let mut c = super::connect(global)?;
-    match c.call_value(
-        "session.send",
-        json!({"session": args.session, "text": args.text, "force": args.force}),
-    ) {
+    match c.call::<SessionSend>(&SendParams {
+        session: args.session.clone(),
+        text: args.text.clone(),
+        force: args.force,
+    }) {
         Ok(r) => {
-            let sid = line(r["session"].as_str().unwrap_or(&args.session));
-            if r["submitted"] == false {
+            let sid = line(&r.session);
+            if r.submitted == Some(false) {
                 eprintln!(
                     "ccd send: typed into {sid}, but its prompt still shows the text: Enter did not take it (see `ccd screen {sid}`)"
                 );
@@ -33,12 +34,15 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
 /// `ccd pin` / `ccd unpin`.
 pub fn pin(global: &GlobalArgs, session: &str, pinned: bool) -> anyhow::Result<ExitCode> {
     let mut c = super::connect(global)?;
-    match c.call_value("session.pin", json!({"session": session, "pinned": pinned})) {
+    match c.call::<SessionPin>(&PinParams {
+        session: session.to_string(),
+        pinned,
+    }) {
         Ok(r) => {
             eprintln!(
                 "{} {}",
                 if pinned { "pinned" } else { "unpinned" },
-                line(r["session"].as_str().unwrap_or(session))
+                line(&r.session)
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -10,11 +10,20 @@
 
 use super::keys::{DetachFilter, DetachKey, Filtered};
 use super::raw::{self, RawMode};
+use ccd_claude::transcript::render::{render_line, Rendered, RenderedKind};
 use ccd_client::client::{Reader, Writer};
 use ccd_client::{Client, ClientError};
-use ccd_protocol::stream::StreamLineRef;
+use ccd_protocol::methods::attach::{
+    AttachMode, AttachParams, AttachResult, InputParams, ResizeParams, SessionAttach, SessionInput,
+    SessionResize,
+};
+use ccd_protocol::methods::session::{Progress, SessionProgress};
+use ccd_protocol::methods::{Method, NotificationKind, TermSize};
+use ccd_protocol::stream::{
+    Exited, OutputChunk, Resync, SessionExited, SessionOutput, SessionResync, SessionTranscript,
+    StreamLineRef, TranscriptItem, TranscriptItems,
+};
 use ccd_protocol::{parse_incoming, ErrorCode, Incoming, Notification};
-use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -48,33 +57,41 @@ const RUNNING: u8 = 0;
 const DETACH: u8 = 1;
 const SIGNAL_BASE: u8 = 100;
 
+/// What a command adds to the `session.attach` params that
+/// [`attach_loop`] sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttachExtra {
+    /// `fresh_on_failure` (`ccd attach --fresh-on-failure`).
+    pub fresh_on_failure: bool,
+    /// `last` (`ccd observe --last`).
+    pub last: Option<u32>,
+}
+
 /// Attaches `client` to `session` and runs until detached or ended.
-/// `extra` is merged into the `session.attach` params (e.g.
-/// `fresh_on_failure`); `on_attached` sees the reply before the terminal
-/// switches to raw mode.
+/// `extra` goes into the `session.attach` params; `on_attached` sees the
+/// reply before the terminal switches to raw mode.
 pub fn attach_loop(
     client: Client,
     session: &str,
     mode: Mode,
     key: DetachKey,
-    extra: Value,
-    on_attached: &mut dyn FnMut(&Value),
-) -> Result<(Outcome, Value), ClientError> {
-    let size = raw::size();
-    let mut params = json!({
-        "session": session,
-        "mode": if mode == Mode::Interactive { "interactive" } else { "observe" },
-        "direct": true,
-    });
-    if let Some((cols, rows)) = size {
-        params["size"] = json!({"cols": cols, "rows": rows});
-    }
-    if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
-        p.extend(e);
-    }
+    extra: AttachExtra,
+    on_attached: &mut dyn FnMut(&AttachResult),
+) -> Result<(Outcome, AttachResult), ClientError> {
+    let params = AttachParams {
+        session: session.to_string(),
+        mode: match mode {
+            Mode::Interactive => AttachMode::Interactive,
+            Mode::Observe => AttachMode::Observe,
+        },
+        size: raw::size().map(|(cols, rows)| TermSize { cols, rows }),
+        fresh_on_failure: extra.fresh_on_failure,
+        last: extra.last,
+        direct: true,
+    };
     let (attached, direct, (mut reader, writer, queued)) =
         open_stream(client, params, on_attached)?;
-    let sid = attached["session"].as_str().unwrap_or(session).to_string();
+    let sid = attached.session.clone();
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
 
@@ -135,20 +152,19 @@ pub fn attach_loop(
 }
 
 /// The halves of a stream and whether it is direct.
-type Opened = (Value, bool, (Reader, Writer, VecDeque<Notification>));
+type Opened = (AttachResult, bool, (Reader, Writer, VecDeque<Notification>));
 
 /// `session.attach` with `params` (which ask for a direct stream), then,
 /// when the daemon passed a connection, the attach on it with `stream`
 /// (`mode`, `size`). `on_attached` sees the daemon's reply first.
 fn open_stream(
     mut client: Client,
-    mut params: Value,
-    on_attached: &mut dyn FnMut(&Value),
+    mut params: AttachParams,
+    on_attached: &mut dyn FnMut(&AttachResult),
 ) -> Result<Opened, ClientError> {
-    let attached =
-        client.call_value_watching("session.attach", params.clone(), &mut say_progress)?;
+    let attached = client.call_watching::<SessionAttach>(&params, &mut say_progress)?;
     on_attached(&attached);
-    if attached["direct"].as_bool() != Some(true) {
+    if !attached.direct {
         return Ok((attached, false, client.split()));
     }
     let fd = client.take_passed_fd().ok_or_else(|| {
@@ -160,9 +176,9 @@ fn open_stream(
         // not know the direct names: go through the daemon.
         Err(e) if e.rpc().map(|r| r.code) == Some(ErrorCode::MethodNotFound.code()) => {
             tracing::info!("the session's holder predates direct streams");
-            params["direct"] = json!(false);
-            params["session"] = attached["session"].clone();
-            let attached = client.call_value("session.attach", params)?;
+            params.direct = false;
+            params.session = attached.session;
+            let attached = client.call::<SessionAttach>(&params)?;
             Ok((attached, false, client.split()))
         }
         Err(e) => Err(e),
@@ -179,23 +195,20 @@ fn say_progress(n: &Notification) {
 }
 
 fn progress_line(n: &Notification) -> Option<String> {
-    if n.method != "session.progress" {
+    if n.method != SessionProgress::NAME {
         return None;
     }
-    let p = n.params.as_ref()?;
-    let sid = p["session"].as_str().unwrap_or("?");
+    let p: Progress = n.params_as().ok()?;
+    let sid = p.session.as_deref().unwrap_or("?");
     let short = sid.get(..8).unwrap_or(sid);
-    match p["step"].as_str()? {
+    match p.step.as_deref()? {
         "resuming" => Some(format!(
             "ccd: resuming {short} in {}…",
-            p["cwd"].as_str().unwrap_or("its original directory")
+            p.cwd.as_deref().unwrap_or("its original directory")
         )),
         "stopping" => Some(format!(
             "ccd: another process (pid {}) started {short} meanwhile; stopping ccd's copy…",
-            p["pid"]
-                .as_u64()
-                .map(|p| p.to_string())
-                .unwrap_or_else(|| "?".into())
+            p.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into())
         )),
         _ => None,
     }
@@ -280,52 +293,70 @@ fn show_stream(out: &mut Terminal, resync: bool, decode: impl FnOnce(&mut Vec<u8
 /// Shows one notification on the terminal; `Some` when it ends the loop.
 fn show(out: &mut Terminal, n: &Notification) -> Option<Outcome> {
     match n.method.as_str() {
-        "session.output" | "session.resync" => {
-            let data = n
-                .params
-                .as_ref()
-                .and_then(|p| p.get("data"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            show_stream(out, n.method == "session.resync", |buf| {
-                ccd_protocol::b64::decode_into(data, buf).is_ok()
-            });
-            None
-        }
-        "session.transcript" => {
-            let width = raw::size().map(|(c, _)| c as usize).unwrap_or(100);
-            let items = n
-                .params
-                .as_ref()
-                .and_then(|p| p.get("items"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for item in items {
-                if let Ok(r) = serde_json::from_value::<ccd_claude::transcript::Rendered>(item) {
-                    let line = ccd_claude::transcript::render::render_line(&r, width);
-                    out.put(line.as_bytes());
-                    out.put(b"\r\n");
-                }
+        SessionOutput::NAME => {
+            if let Ok(c) = n.params_as::<OutputChunk>() {
+                out.put(&c.data);
             }
             None
         }
-        "session.exited" => {
-            let p = n.params.clone().unwrap_or(Value::Null);
+        SessionResync::NAME => {
+            if let Ok(r) = n.params_as::<Resync>() {
+                show_stream(out, true, |buf| {
+                    buf.extend_from_slice(&r.data);
+                    true
+                });
+            }
+            None
+        }
+        SessionTranscript::NAME => {
+            let width = raw::size().map(|(c, _)| c as usize).unwrap_or(100);
+            let items = n
+                .params_as::<TranscriptItems>()
+                .map(|t| t.items)
+                .unwrap_or_default();
+            for r in items.into_iter().filter_map(rendered) {
+                let line = render_line(&r, width);
+                out.put(line.as_bytes());
+                out.put(b"\r\n");
+            }
+            None
+        }
+        SessionExited::NAME => {
+            let p = n.params_as::<Exited>().ok();
             Some(Outcome::Exited {
-                code: p.get("exit_code").and_then(Value::as_i64),
-                signal: p.get("signal").and_then(Value::as_i64),
+                code: p.as_ref().and_then(|p| p.exit_code).map(i64::from),
+                signal: p.as_ref().and_then(|p| p.signal).map(i64::from),
             })
         }
         _ => None,
     }
 }
 
-fn send(writer: &Mutex<Writer>, method: &str, params: Value) -> bool {
+/// A transcript item as the renderer takes it; `None` for a kind this
+/// client does not know.
+fn rendered(item: TranscriptItem) -> Option<Rendered> {
+    let kind = match item.kind.as_str() {
+        "user" => RenderedKind::User,
+        "assistant" => RenderedKind::Assistant,
+        "tool" => RenderedKind::Tool,
+        "tool_result" => RenderedKind::ToolResult,
+        "system" => RenderedKind::System,
+        _ => return None,
+    };
+    Some(Rendered {
+        kind,
+        text: item.text,
+        timestamp: item.timestamp,
+    })
+}
+
+/// Sends `params` of method `M` without awaiting a reply; false when the
+/// connection is gone.
+fn send<M: Method>(writer: &Mutex<Writer>, params: &M::Params) -> bool {
     let Ok(mut w) = writer.lock() else {
         return false;
     };
-    w.notify(method, params).is_ok()
+    w.notify_typed::<M>(params).is_ok()
 }
 
 fn stop(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
@@ -371,12 +402,11 @@ fn spawn_input(
                 Filtered::Detach(b) => (b, true),
             };
             if mode == Mode::Interactive && !send_now.is_empty() {
-                let data = ccd_protocol::b64::encode(&send_now);
-                if !send(
-                    &writer,
-                    "session.input",
-                    json!({"session": sid, "data": data}),
-                ) {
+                let params = InputParams {
+                    session: sid.clone(),
+                    data: send_now,
+                };
+                if !send::<SessionInput>(&writer, &params) {
                     return;
                 }
             }
@@ -411,10 +441,13 @@ fn spawn_signals(writer: Arc<Mutex<Writer>>, why: Arc<AtomicU8>, sid: String, mo
                 SIGWINCH => {
                     if mode == Mode::Interactive {
                         if let Some((cols, rows)) = raw::size() {
-                            send(
+                            send::<SessionResize>(
                                 &writer,
-                                "session.resize",
-                                json!({"session": sid, "cols": cols, "rows": rows}),
+                                &ResizeParams {
+                                    session: sid.clone(),
+                                    cols,
+                                    rows,
+                                },
                             );
                         }
                     }
@@ -431,6 +464,7 @@ fn spawn_signals(writer: Arc<Mutex<Writer>>, why: Arc<AtomicU8>, sid: String, mo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     fn progress(params: Value) -> Notification {
         Notification::new("session.progress", Some(params))

@@ -1,0 +1,113 @@
+//! Typed `data` of the error codes whose `data` a client reads (the `data`
+//! column of the error table in `docs/protocol.md`).
+//!
+//! Read one with [`RpcError::data_as`](crate::RpcError::data_as); build one
+//! with `RpcError::new(code, message).with_data(serde_json::to_value(d)?)`.
+//! As for results, members may be added: readers ignore those they do not
+//! know, and every member a daemon may leave out is optional here.
+
+use serde::{Deserialize, Serialize};
+
+use crate::methods::session::SessionState;
+
+/// `data` of `session_live_elsewhere` (-32005): the process that holds
+/// the session outside ccd.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveElsewhereData {
+    /// Full session id.
+    pub session: String,
+    /// `live`, or `unknown` when its liveness cannot be verified.
+    pub state: SessionState,
+    /// The process holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Its working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// RFC 3339: since when it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// The registry's `kind` (`interactive`, `bg`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// True when that process started the session while ccd was resuming
+    /// it (ccd stopped its own copy).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub started_meanwhile: bool,
+}
+
+/// `data` of `spawn_failed` (-32009): why `claude` did not start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnFailedData {
+    /// Why, in a few words.
+    pub reason: String,
+    /// Exit status of `claude`, if it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Signal that ended `claude`, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// The screen's rows when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen: Option<Vec<String>>,
+    /// A failed resume: the session that was resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// A failed resume: the session's original cwd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// A failed resume: the session's transcript (untouched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+    /// A failed resume: the transcript's size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_bytes: Option<u64>,
+}
+
+/// `data` of `not_at_prompt` (-32008): what the screen shows instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotAtPromptData {
+    /// Full session id.
+    pub session: String,
+    /// What the screen shows (as in `session.screen`'s `shows`).
+    pub shows: String,
+    /// The screen's rows.
+    pub screen: Vec<String>,
+}
+
+/// The `screen` member that the `data` of several codes carries
+/// (`not_at_prompt`, `spawn_failed`): for a client that shows the screen
+/// of whatever failed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScreenData {
+    /// The screen's rows, if the error carries them.
+    #[serde(default)]
+    pub screen: Option<Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ErrorCode, RpcError};
+    use serde_json::json;
+
+    #[test]
+    fn documented_shapes_read() {
+        let e = RpcError::new(ErrorCode::SessionLiveElsewhere, "x").with_data(json!({
+            "session": "9b1d", "state": "live", "pid": 3011, "cwd": "/p",
+            "since": "2026-11-29T09:13:20.000Z", "kind": "interactive", "extra": 1
+        }));
+        let d: LiveElsewhereData = e.data_as().expect("live elsewhere");
+        assert_eq!(d.pid, Some(3011));
+        assert!(!d.started_meanwhile);
+        let e = RpcError::new(ErrorCode::SpawnFailed, "x")
+            .with_data(json!({"reason": "r", "screen": null, "transcript": "/t"}));
+        let d: SpawnFailedData = e.data_as().expect("spawn failed");
+        assert_eq!((d.screen, d.transcript.as_deref()), (None, Some("/t")));
+        let s: ScreenData = e.data_as().expect("screen");
+        assert_eq!(s.screen, None);
+        assert!(RpcError::new(ErrorCode::SpawnFailed, "x")
+            .data_as::<ScreenData>()
+            .is_none());
+    }
+}
