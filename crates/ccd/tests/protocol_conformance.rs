@@ -897,6 +897,7 @@ fn target(method: &str, doc_id: &Value) -> Option<Target> {
         ("session.detach", 13) => Target::Dead,
         ("session.input", 14) | ("session.resize", 15) => Target::Held,
         ("session.send", 16) | ("session.pin", 18) => Target::New,
+        ("session.respond", 19) | ("session.respond", 20) => Target::New,
         _ => return None,
     })
 }
@@ -1125,7 +1126,34 @@ fn a_live_daemon_answers_every_example_by_the_schema() {
             }
             _ => {}
         }
-        let params = fill(&sb, r, &ids);
+        let mut params = fill(&sb, r, &ids);
+        if r.method == "session.respond" {
+            // A permission dialog up, and the example's `prompt` made the
+            // id of the one on screen.
+            let sid = ids.of(Target::New).to_string();
+            let dialog = |s: &Value| screen_has(s, |r| r.contains("Do you want to proceed?"));
+            let now = c.request("session.screen", Some(json!({"session": sid})));
+            if !dialog(now.result()) {
+                wait_screen(
+                    &mut c,
+                    &sid,
+                    "the prompt before a permission example",
+                    |s| screen_has(s, |r| r.trim_end() == "❯") && !dialog(s),
+                );
+                c.ok(
+                    "session.send",
+                    json!({"session": sid, "text": "perm ls -la"}),
+                );
+                wait_screen(&mut c, &sid, "a permission dialog to answer", dialog);
+            }
+            let prompt = wait_for(T, "the prompt id in sessions.get", || {
+                let info = c.ok("sessions.get", json!({"session": sid}));
+                info["ccd"]["permission_prompt"].as_str().map(String::from)
+            });
+            if let Some(p) = params.as_mut().filter(|p| p.get("prompt").is_some()) {
+                p["prompt"] = json!(prompt);
+            }
+        }
         let notes_before = c.notes.len();
         let rep = replay(&mut c, r, params);
         let res = rep.result().clone();
@@ -1202,6 +1230,22 @@ fn a_live_daemon_answers_every_example_by_the_schema() {
                     Duration::from_secs(5),
                     note_is("session.output", &held),
                 );
+            }
+            "session.respond" => {
+                // Answered: the dialog went, and a deny's message became
+                // the next prompt.
+                let sid = ids.of(Target::New).to_string();
+                let message = r
+                    .params
+                    .as_ref()
+                    .and_then(|p| p["message"].as_str())
+                    .map(|m| format!("echo: {m}"));
+                wait_screen(&mut c, &sid, "the answered dialog gone", |s| {
+                    !screen_has(s, |r| r.contains("Do you want to proceed?"))
+                        && message
+                            .as_deref()
+                            .is_none_or(|m| screen_has(s, |r| r.contains(m)))
+                });
             }
             "session.send" => {
                 // -32008: a permission dialog is open. First the example's
