@@ -85,6 +85,74 @@ pub struct ScreenData {
     pub screen: Option<Vec<String>>,
 }
 
+/// `data` of `session_not_found`: the session as the request named it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionData {
+    /// The session (as given, or its full id).
+    pub session: String,
+}
+
+/// `data` of `ambiguous_session_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AmbiguousData {
+    /// The prefix as given.
+    pub session: String,
+    /// Ids it matches (at most 20).
+    pub candidates: Vec<String>,
+}
+
+/// `data` of `cwd_missing`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CwdMissingData {
+    /// The session whose cwd it is (absent for `session.new`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The directory (absent when the transcript records none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The session's transcript, untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+}
+
+/// `data` of `transcript_missing`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptMissingData {
+    /// The session.
+    pub session: String,
+    /// The transcript (empty, or gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+    /// A registry entry naming the session that has no transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_entry: Option<String>,
+}
+
+/// `data` of `session_not_running`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotRunningData {
+    /// The session.
+    pub session: String,
+    /// The process ccd holds that wrote it moved on to this conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<crate::methods::session::Superseded>,
+}
+
+/// `data` of `prompt_not_shown`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptNotShownData {
+    /// The session.
+    pub session: String,
+    /// What the screen shows instead (`permission_dialog`: another one).
+    pub shows: String,
+    /// The prompt the request named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// The prompt on screen now, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,6 +119,13 @@ impl RpcError {
         self
     }
 
+    /// Sets `data` to `d` (one of [`crate::error_data`]'s types), encoded;
+    /// a value that cannot be encoded leaves `data` unset.
+    pub fn with_data_of<T: serde::Serialize>(mut self, d: &T) -> Self {
+        self.data = serde_json::to_value(d).ok();
+        self
+    }
+
     /// `data` read as `T` (one of [`crate::error_data`]'s types); `None`
     /// when there is no `data` or it does not fit `T`.
     pub fn data_as<T: DeserializeOwned>(&self) -> Option<T> {

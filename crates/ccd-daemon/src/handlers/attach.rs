@@ -29,6 +29,7 @@ use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
 use ccd_holder::rpc::types as h;
+use ccd_protocol::error_data::{LiveElsewhereData, ScreenData, SpawnFailedData};
 use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, DetachResult, FreshStart, InputParams, InputResult,
     ResizeParams, DIRECT_ATTACH_ID,
@@ -301,25 +302,20 @@ fn live_elsewhere_since(info: &SessionInfo, since: Option<String>) -> RpcError {
             info.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
         ),
     )
-    .with_data(elsewhere_data(info, since))
+    .with_data_of(&elsewhere_data(info, since))
 }
 
-/// `data` of `session_live_elsewhere`, without nulls.
-fn elsewhere_data(info: &SessionInfo, since: Option<String>) -> Value {
-    let mut d = json!({"session": info.session_id, "state": info.state});
-    if let Some(pid) = info.pid {
-        d["pid"] = json!(pid);
+/// `data` of `session_live_elsewhere`.
+fn elsewhere_data(info: &SessionInfo, since: Option<String>) -> LiveElsewhereData {
+    LiveElsewhereData {
+        session: info.session_id.clone(),
+        state: info.state,
+        pid: info.pid,
+        cwd: info.cwd.clone(),
+        since,
+        kind: info.kind.clone(),
+        started_meanwhile: false,
     }
-    if let Some(cwd) = &info.cwd {
-        d["cwd"] = json!(cwd);
-    }
-    if let Some(s) = since {
-        d["since"] = json!(s);
-    }
-    if let Some(k) = &info.kind {
-        d["kind"] = json!(k);
-    }
-    d
 }
 
 /// A process whose registry entry holds a session and that may be running.
@@ -449,20 +445,22 @@ async fn resume(
         cols: 120,
         rows: 40,
     });
-    let failed = |reason: String, screen: Option<Value>| {
+    let failed = |reason: String, screen: Option<Vec<String>>| {
         tracing::warn!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, %reason, "resume failed");
         RpcError::new(
             ErrorCode::SpawnFailed,
             format!("resuming {sid} failed: {reason}"),
         )
-        .with_data(json!({
-            "reason": reason,
-            "session": sid,
-            "cwd": cwd,
-            "transcript": transcript,
-            "transcript_bytes": transcript_bytes,
-            "screen": screen,
-        }))
+        .with_data_of(&SpawnFailedData {
+            reason,
+            exit_code: None,
+            signal: None,
+            screen,
+            session: Some(sid.to_string()),
+            cwd: Some(cwd.to_string_lossy().into_owned()),
+            transcript: Some(transcript.clone()),
+            transcript_bytes: Some(transcript_bytes),
+        })
     };
     let r = match start(
         ctx,
@@ -477,14 +475,14 @@ async fn resume(
     {
         Ok(r) => r,
         Err(e) => {
-            let screen = e.data.as_ref().and_then(|d| d.get("screen")).cloned();
+            let screen = e.data_as::<ScreenData>().and_then(|d| d.screen);
             return Err(failed(e.message, screen));
         }
     };
     let lifecycle = r.lifecycle;
     if matches!(lifecycle.as_str(), "failed" | "exited") {
         let reason = r.reason.unwrap_or_else(|| lifecycle.clone());
-        return Err(failed(reason, r.screen.map(|rows| json!(rows))));
+        return Err(failed(reason, r.screen));
     }
     resume_step(ctx, step(&lifecycle, "settling"), StepDetail::default()).await;
     // An exit within the first moments is a failed resume too; someone may
@@ -498,7 +496,7 @@ async fn resume(
                 let f = ctx.daemon.holders.finished_for_holder(&hid);
                 let screen = f
                     .as_ref()
-                    .map(|f| json!(f.screen.lines().collect::<Vec<_>>()));
+                    .map(|f| f.screen.lines().map(String::from).collect::<Vec<_>>());
                 let reason = f
                     .and_then(|f| {
                         f.failure
@@ -583,7 +581,7 @@ async fn refuse_late(
     let (now, since) = other.as_info(info);
     let short = sid.get(..8).unwrap_or(sid);
     let mut data = elsewhere_data(&now, since);
-    data["started_meanwhile"] = json!(true);
+    data.started_meanwhile = true;
     RpcError::new(
         ErrorCode::SessionLiveElsewhere,
         format!(
@@ -591,7 +589,7 @@ async fn refuse_late(
             now.cwd.as_deref().map(|c| format!(", in {c}")).unwrap_or_default(),
         ),
     )
-    .with_data(data)
+    .with_data_of(&data)
 }
 
 /// After a failed resume, with the user's consent (`fresh_on_failure`): a

@@ -9,6 +9,10 @@ use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
 use crate::views;
 use ccd_holder::rpc::types as h;
+use ccd_protocol::error_data::{
+    CwdMissingData, LiveElsewhereData, NotAtPromptData, NotRunningData, SpawnFailedData,
+    TranscriptMissingData,
+};
 use ccd_protocol::methods::session::{
     Cursor, ForkParams, KillParams, KillResult, NewParams, NewResult, PinParams, PinResult,
     Progress, ScreenFormat, ScreenParams, ScreenResult, SendParams, SendResult, SessionProgress,
@@ -42,7 +46,11 @@ pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
             ErrorCode::CwdMissing,
             format!("{cwd} is not an absolute path: the working directory must be absolute"),
         )
-        .with_data(json!({"cwd": cwd})));
+        .with_data_of(&CwdMissingData {
+            session: None,
+            cwd: Some(cwd.to_string()),
+            transcript: None,
+        }));
     }
     let p = ccd_claude::paths::normalize(Path::new(cwd));
     if !p.is_dir() {
@@ -50,7 +58,11 @@ pub fn checked_cwd(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
             ErrorCode::CwdMissing,
             format!("{} is not an existing directory", p.display()),
         )
-        .with_data(json!({"cwd": p})));
+        .with_data_of(&CwdMissingData {
+            session: None,
+            cwd: Some(p.to_string_lossy().into_owned()),
+            transcript: None,
+        }));
     }
     Ok(p)
 }
@@ -178,14 +190,22 @@ pub fn resumable(
             ErrorCode::TranscriptMissing,
             format!("session {sid} has no transcript (it never had a turn, or the file was deleted): nothing to resume"),
         )
-        .with_data(json!({"session": sid})));
+        .with_data_of(&TranscriptMissingData {
+            session: sid.clone(),
+            transcript: None,
+            registry_entry: None,
+        }));
     };
     if !Path::new(&transcript).is_file() {
         return Err(RpcError::new(
             ErrorCode::TranscriptMissing,
             format!("session {sid}'s transcript {transcript} is gone"),
         )
-        .with_data(json!({"session": sid, "transcript": transcript})));
+        .with_data_of(&TranscriptMissingData {
+            session: sid.clone(),
+            transcript: Some(transcript),
+            registry_entry: None,
+        }));
     }
     // A bounded read (head and tail windows), so cheap even for a big file.
     if ccd_claude::transcript::summary::read_summary(Path::new(&transcript)).is_ok_and(|s| s.empty)
@@ -200,7 +220,11 @@ pub fn resumable(
             ErrorCode::CwdMissing,
             format!("session {sid}'s transcript {transcript} records no working directory"),
         )
-        .with_data(json!({"session": sid, "transcript": transcript})));
+        .with_data_of(&CwdMissingData {
+            session: Some(sid.clone()),
+            cwd: None,
+            transcript: Some(transcript),
+        }));
     };
     if !Path::new(&cwd).is_absolute() {
         // Resolving it would pick a directory relative to the daemon's own.
@@ -209,7 +233,11 @@ pub fn resumable(
             ErrorCode::CwdMissing,
             format!("session {sid}'s transcript {transcript} records a relative working directory {cwd}: not a place to resume"),
         )
-        .with_data(json!({"session": sid, "cwd": cwd, "transcript": transcript})));
+        .with_data_of(&CwdMissingData {
+            session: Some(sid.clone()),
+            cwd: Some(cwd),
+            transcript: Some(transcript),
+        }));
     }
     let p = ccd_claude::paths::normalize(Path::new(&cwd));
     if !p.is_dir() {
@@ -217,7 +245,11 @@ pub fn resumable(
             ErrorCode::CwdMissing,
             format!("session {sid}'s original directory {cwd} is gone; ccd never resumes a session in another directory"),
         )
-        .with_data(json!({"session": sid, "cwd": cwd, "transcript": transcript})));
+        .with_data_of(&CwdMissingData {
+            session: Some(sid.clone()),
+            cwd: Some(cwd),
+            transcript: Some(transcript),
+        }));
     }
     Ok((p, transcript))
 }
@@ -319,17 +351,17 @@ fn start_failed(f: Option<crate::holders::Finished>) -> RpcError {
             None,
         ),
     };
-    let mut data = json!({
-        "reason": reason,
-        "screen": screen.lines().map(str::trim_end).collect::<Vec<_>>(),
-    });
-    if let Some(c) = exit.as_ref().and_then(|e| e.code) {
-        data["exit_code"] = json!(c);
-    }
-    if let Some(s) = exit.as_ref().and_then(|e| e.signal) {
-        data["signal"] = json!(s);
-    }
-    RpcError::new(ErrorCode::SpawnFailed, reason).with_data(data)
+    let data = SpawnFailedData {
+        reason: reason.clone(),
+        exit_code: exit.as_ref().and_then(|e| e.code),
+        signal: exit.as_ref().and_then(|e| e.signal),
+        screen: Some(screen.lines().map(|l| l.trim_end().to_string()).collect()),
+        session: None,
+        cwd: None,
+        transcript: None,
+        transcript_bytes: None,
+    };
+    RpcError::new(ErrorCode::SpawnFailed, reason).with_data_of(&data)
 }
 
 async fn screen_rows(e: &HolderEntry) -> Option<Vec<String>> {
@@ -349,13 +381,15 @@ pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
         if info.state == ccd_protocol::methods::session::SessionState::Dead {
             return not_running(&info);
         }
-        let mut data = json!({"session": info.session_id, "state": info.state});
-        if let Some(pid) = info.pid {
-            data["pid"] = json!(pid);
-        }
-        if let Some(cwd) = &info.cwd {
-            data["cwd"] = json!(cwd);
-        }
+        let data = LiveElsewhereData {
+            session: info.session_id.clone(),
+            state: info.state,
+            pid: info.pid,
+            cwd: info.cwd.clone(),
+            since: None,
+            kind: None,
+            started_meanwhile: false,
+        };
         RpcError::new(
             ErrorCode::SessionLiveElsewhere,
             format!(
@@ -364,7 +398,7 @@ pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
                 info.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
             ),
         )
-        .with_data(data)
+        .with_data_of(&data)
     })
 }
 
@@ -390,13 +424,19 @@ pub fn not_running(info: &ccd_protocol::methods::session::SessionInfo) -> RpcErr
                     sid.get(..8).unwrap_or(sid),
                 ),
             )
-            .with_data(json!({"session": sid, "superseded_by": s}))
+            .with_data_of(&NotRunningData {
+                session: sid.clone(),
+                superseded_by: Some(s.clone()),
+            })
         }
         None => RpcError::new(
             ErrorCode::SessionNotRunning,
             format!("session {sid} is not running (`ccd attach` resumes it)"),
         )
-        .with_data(json!({"session": sid})),
+        .with_data_of(&NotRunningData {
+            session: sid.clone(),
+            superseded_by: None,
+        }),
     }
 }
 
@@ -549,11 +589,11 @@ pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> 
             ErrorCode::NotAtPrompt,
             format!("session {sid} is not at its prompt (the screen shows {what}); nothing was typed. Use force to type anyway"),
         )
-        .with_data(json!({
-            "session": sid,
-            "shows": what,
-            "screen": s.rows.iter().map(|r| r.trim_end()).collect::<Vec<_>>(),
-        })));
+        .with_data_of(&NotAtPromptData {
+            session: sid,
+            shows: what,
+            screen: s.rows.iter().map(|r| r.trim_end().to_string()).collect(),
+        }));
     }
     let mut typed = Vec::new();
     if s.modes.bracketed_paste {

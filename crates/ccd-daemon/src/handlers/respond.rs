@@ -13,10 +13,10 @@
 
 use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{held, send, shows, text_screen, type_bytes, wait_draft};
+use ccd_protocol::error_data::{NotAtPromptData, PromptNotShownData};
 use ccd_protocol::methods::session::{RespondChoice, RespondParams, RespondResult, SendParams};
 use ccd_protocol::{ErrorCode, RpcError};
 use ccd_screen::{Answer, KeyMoves, PermissionDialog, ScreenState};
-use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -63,14 +63,12 @@ fn not_shown(sid: &str, shows: &str, expected: Option<&str>, now: Option<&str>) 
             "session {sid} shows no permission prompt (the screen shows {shows}); nothing was typed"
         ),
     };
-    let mut data = json!({"session": sid, "shows": shows});
-    if let Some(e) = expected {
-        data["expected"] = json!(e);
-    }
-    if let Some(n) = now {
-        data["prompt"] = json!(n);
-    }
-    RpcError::new(ErrorCode::PromptNotShown, what).with_data(data)
+    RpcError::new(ErrorCode::PromptNotShown, what).with_data_of(&PromptNotShownData {
+        session: sid.to_string(),
+        shows: shows.to_string(),
+        expected: expected.map(String::from),
+        prompt: now.map(String::from),
+    })
 }
 
 /// `session.respond` (see the module doc).
@@ -147,7 +145,12 @@ async fn wait_moved(
                     "permission prompt {prompt} of session {sid} went or changed while ccd moved to the option ({pressed} arrow key(s) pressed, Enter not pressed)"
                 ),
             )
-            .with_data(json!({"session": sid, "shows": what, "expected": prompt, "prompt": now}))
+            .with_data_of(&PromptNotShownData {
+                session: sid.to_string(),
+                shows: what.clone(),
+                expected: Some(prompt.to_string()),
+                prompt: now.map(String::from),
+            })
         };
         match dialog {
             Some(d) if d.prompt_id() != prompt => return Err(moved_away(Some(&d.prompt_id()))),
@@ -205,7 +208,11 @@ async fn send_after(
                 shows(&s.verdict)
             ),
         )
-        .with_data(json!({"session": sid, "shows": shows(&s.verdict)})));
+        .with_data_of(&NotAtPromptData {
+            session: sid.to_string(),
+            shows: shows(&s.verdict),
+            screen: s.rows.iter().map(|r| r.trim_end().to_string()).collect(),
+        }));
     }
     let r = send(
         ctx,

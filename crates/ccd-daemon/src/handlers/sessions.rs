@@ -5,10 +5,10 @@ use crate::holders::HolderEntry;
 use crate::state::Daemon;
 use crate::views;
 use ccd_claude::paths::{is_within, normalize};
+use ccd_protocol::error_data::{AmbiguousData, SessionData, TranscriptMissingData};
 use ccd_protocol::methods::session::{ListParams, ListResult, SessionInfo, SessionState};
 use ccd_protocol::methods::SessionRef;
 use ccd_protocol::{ErrorCode, RpcError};
-use serde_json::json;
 
 use std::path::Path;
 
@@ -307,16 +307,22 @@ async fn resolve_with(
             ErrorCode::SessionNotFound,
             format!("no session matches {query:?}"),
         )
-        .with_data(json!({"session": query}))),
+        .with_data_of(&SessionData {
+            session: query.to_string(),
+        })),
         1 => Ok(hits[0].clone()),
         _ => Err(RpcError::new(
             ErrorCode::AmbiguousSessionId,
             format!("{query:?} matches {} sessions", hits.len()),
         )
-        .with_data(json!({
-            "session": query,
-            "candidates": hits.iter().take(20).map(|(i, _)| i.session_id.clone()).collect::<Vec<_>>(),
-        }))),
+        .with_data_of(&AmbiguousData {
+            session: query.to_string(),
+            candidates: hits
+                .iter()
+                .take(20)
+                .map(|(i, _)| i.session_id.clone())
+                .collect(),
+        })),
     }
 }
 
@@ -347,7 +353,11 @@ pub fn empty_transcript_error(sid: &str, transcript: &str) -> RpcError {
             "session {sid}'s transcript {transcript} is empty (no record in it): nothing to resume"
         ),
     )
-    .with_data(json!({"session": sid, "transcript": transcript}))
+    .with_data_of(&TranscriptMissingData {
+        session: sid.to_string(),
+        transcript: Some(transcript.to_string()),
+        registry_entry: None,
+    })
 }
 
 async fn registry_only(daemon: &Daemon, query: &str) -> Option<RpcError> {
@@ -369,6 +379,10 @@ async fn registry_only(daemon: &Daemon, query: &str) -> Option<RpcError> {
                 entry.session_id, entry.pid
             ),
         )
-        .with_data(json!({"session": entry.session_id, "registry_entry": entry.path})),
+        .with_data_of(&TranscriptMissingData {
+            session: entry.session_id.clone(),
+            transcript: None,
+            registry_entry: Some(entry.path.to_string_lossy().into_owned()),
+        }),
     )
 }
