@@ -14,8 +14,7 @@
 //!   b…") or `isAsync: true` / `status: "async_launched"` with `agentId` (a
 //!   subagent: "Async agent launched successfully"; 2.1.332 launches every
 //!   subagent so). Either id is the work's task id. A foreground subagent
-//!   ends with its `tool_result`; a tool result with `is_error: true` means
-//!   the work never started.
+//!   (2.1.173) ends with its `tool_result`.
 //! - **End.** A `<task-notification>` naming the work by
 //!   `<tool-use-id>` or `<task-id>` with a final `<status>` (`completed`,
 //!   `failed`, … — seen: `completed`, `failed`). Both versions write it
@@ -29,12 +28,15 @@
 //!   `toolUseResult`).
 //! - Not recorded, from the tools' documented shapes: `KillShell`/
 //!   `KillBash`/`TaskStop` naming the work ends it; `SendMessage` to a
-//!   settled subagent's id wakes it again (its next notification ends it).
+//!   settled subagent's id wakes it again (its next notification ends it);
+//!   a tool result with `is_error: true` (refused) means it never started;
+//!   a result with `backgroundTaskId` for a tool use that did not ask for
+//!   the background (a command the user sent there) starts a shell.
 //!
 //! The rule is conservative — when in doubt, work is pending — because a
-//! wrong "no" would let idle reaping stop a session mid-task. Background
-//! work dies with the CLI, so a transcript whose CLI was killed mid-work
-//! stays pending until it is resumed and that work settles or is stopped.
+//! wrong "no" would let idle reaping stop a session mid-task. So a CLI
+//! that ended while work ran (killed, crashed) leaves that work pending in
+//! its transcript for good: no notification ever comes.
 
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
