@@ -175,7 +175,15 @@ impl Server {
     ///   JSON instance of the schema, so the CLI's parse succeeds;
     /// - the last user message carries a `tool_result`: "done";
     /// - tools offered and the prompt is `TOOL:<command>`: a `Bash` tool use
-    ///   running that command; `WRITE:<path>`: a `Write` tool use creating it;
+    ///   running that command; `BGTOOL:<command>`: the same with
+    ///   `run_in_background: true`; `WRITE:<path>`: a `Write` tool use
+    ///   creating it;
+    /// - `AGENT:<text>`: a subagent tool use (`Agent`, or `Task` when only
+    ///   that is offered) whose prompt is `<text>`; `BGAGENT:<text>`: the
+    ///   same with `run_in_background: true` where the tool's schema has it.
+    ///   The subagent's own requests come here too, with `<text>` as their
+    ///   prompt: plain text is echoed (its turn ends), or `TOOL:…` makes it
+    ///   run a command first;
     /// - otherwise `<prefix><last user text>`.
     pub fn reply(&self, b: &Value) -> Reply {
         let user = last_user_text(b);
@@ -197,6 +205,32 @@ impl Server {
                     name: "Bash".into(),
                     input: json!({"command": cmd, "description": format!("Run {cmd}")}),
                 };
+            }
+            if let Some(cmd) = user.strip_prefix("BGTOOL:") {
+                let cmd = cmd.trim();
+                return Reply::ToolUse {
+                    name: "Bash".into(),
+                    input: json!({"command": cmd, "description": format!("Run {cmd}"),
+                                  "run_in_background": true}),
+                };
+            }
+            let agent = user
+                .strip_prefix("AGENT:")
+                .map(|t| (t, false))
+                .or_else(|| user.strip_prefix("BGAGENT:").map(|t| (t, true)));
+            if let Some((task, background)) = agent {
+                if let Some(tool) = subagent_tool(b) {
+                    let task = task.trim();
+                    let mut input = json!({"description": "Mock subagent", "prompt": task,
+                                           "subagent_type": "general-purpose"});
+                    if background && tool_has_property(tool, "run_in_background") {
+                        input["run_in_background"] = json!(true);
+                    }
+                    return Reply::ToolUse {
+                        name: tool["name"].as_str().unwrap_or("Agent").to_string(),
+                        input,
+                    };
+                }
             }
             if let Some(path) = user.strip_prefix("WRITE:") {
                 return Reply::ToolUse {
@@ -325,6 +359,19 @@ impl Reply {
             }
         }
     }
+}
+
+/// The offered subagent tool: `Agent` (newer CLIs) or `Task` (older).
+fn subagent_tool(body: &Value) -> Option<&Value> {
+    let tools = body["tools"].as_array()?;
+    ["Agent", "Task"]
+        .iter()
+        .find_map(|n| tools.iter().find(|t| t["name"] == *n))
+}
+
+/// Does the tool's input schema have property `name`?
+fn tool_has_property(tool: &Value, name: &str) -> bool {
+    tool["input_schema"]["properties"].get(name).is_some()
 }
 
 /// Does the last user message carry a `tool_result` block?
@@ -687,6 +734,83 @@ mod tests {
             input,
             json!({"file_path": "/tmp/x/new.txt", "content": "x"})
         );
+    }
+
+    #[test]
+    fn bgtool_prompt_is_a_background_bash_tool_use() {
+        let s = server();
+        let (start, input) =
+            streamed_tool_use(&sse(&s, &tool_prompt("BGTOOL:sleep 4; echo done > bg.txt")));
+        assert_eq!(start["name"], "Bash");
+        assert_eq!(input["command"], "sleep 4; echo done > bg.txt");
+        assert_eq!(input["run_in_background"], true);
+        // TOOL: stays a foreground command.
+        let (_, input) = streamed_tool_use(&sse(&s, &tool_prompt("TOOL:ls")));
+        assert!(input.get("run_in_background").is_none(), "{input}");
+    }
+
+    /// A prompt with these tools offered (name, has `run_in_background`).
+    fn agent_prompt(prompt: &str, tools: &[(&str, bool)]) -> Value {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|(name, bg)| {
+                let mut props = json!({"description": {"type": "string"},
+                                       "prompt": {"type": "string"}});
+                if *bg {
+                    props["run_in_background"] = json!({"type": "boolean"});
+                }
+                json!({"name": name, "input_schema": {"type": "object", "properties": props}})
+            })
+            .collect();
+        json!({"model": "m", "stream": true, "tools": tools,
+               "messages": [{"role": "user", "content": prompt}]})
+    }
+
+    #[test]
+    fn agent_prompt_uses_the_offered_subagent_tool() {
+        let s = server();
+        // Both pinned versions offer `Agent` (2.1.173 with run_in_background).
+        let body = agent_prompt("AGENT:look around", &[("Bash", true), ("Agent", true)]);
+        let (start, input) = streamed_tool_use(&sse(&s, &body));
+        assert_eq!(start["name"], "Agent");
+        assert_eq!(input["prompt"], "look around");
+        assert!(input["description"].is_string());
+        assert!(input.get("run_in_background").is_none(), "{input}");
+        // Older CLIs call it Task.
+        let body = agent_prompt("AGENT:look around", &[("Bash", true), ("Task", false)]);
+        assert_eq!(streamed_tool_use(&sse(&s, &body)).0["name"], "Task");
+        // No subagent tool offered: plain text.
+        let body = agent_prompt("AGENT:look around", &[("Bash", true)]);
+        assert_eq!(s.reply(&body), Reply::Text("ACK: AGENT:look around".into()));
+    }
+
+    #[test]
+    fn bgagent_asks_for_the_background_where_the_schema_has_it() {
+        let s = server();
+        let body = agent_prompt("BGAGENT:TOOL:ls", &[("Agent", true)]);
+        let (start, input) = streamed_tool_use(&sse(&s, &body));
+        assert_eq!(start["name"], "Agent");
+        assert_eq!(input["prompt"], "TOOL:ls");
+        assert_eq!(input["run_in_background"], true);
+        // 2.1.332's Agent has no such property (subagents always run in
+        // the background there): not sent.
+        let body = agent_prompt("BGAGENT:TOOL:ls", &[("Agent", false)]);
+        let (_, input) = streamed_tool_use(&sse(&s, &body));
+        assert!(input.get("run_in_background").is_none(), "{input}");
+    }
+
+    #[test]
+    fn the_subagents_own_turn_ends_in_text() {
+        let s = server();
+        // The subagent's request: its own prompt, tools offered.
+        let body = agent_prompt("look around", &[("Bash", true), ("Agent", true)]);
+        let events = sse(&s, &body);
+        let delta = events.iter().find(|(n, _)| n == "message_delta").unwrap();
+        assert_eq!(delta.1["delta"]["stop_reason"], "end_turn");
+        assert_eq!(s.reply(&body), Reply::Text("ACK: look around".into()));
+        // A `TOOL:` task: a command first, then "done" after its result.
+        let body = agent_prompt("TOOL:ls", &[("Bash", true)]);
+        assert!(matches!(s.reply(&body), Reply::ToolUse { .. }));
     }
 
     #[test]

@@ -859,3 +859,128 @@ fn real_cli_approve_and_deny_answer_permission_prompts() {
         approve_deny_version(&v);
     }
 }
+
+/// A held session runs `BGTOOL:sleep 3; echo done > bg.txt` (a Bash tool
+/// use with `run_in_background: true`, approved through `ccd approve` when
+/// the CLI asks), or with `subagent`
+/// `BGAGENT:TOOL:timeout 3 tail -f /dev/null; echo done > bg.txt` (a
+/// background subagent that runs that command; tools allowed so nothing
+/// asks, docs/claude-cli-compat.md "Background work"): while bg.txt does
+/// not exist, the transcript says the work is pending — also once the turn
+/// has ended and the session sits at its prompt (what the idle reaper
+/// sees); once bg.txt exists and the CLI has recorded the end, it is not.
+/// (The reaper itself is not run: its limit is in minutes.)
+fn background_version(version: &str, subagent: bool) {
+    use ccd_claude::transcript::background;
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let mock = MockApi::start(MockUsage {
+        input: 10,
+        cache_creation: 20,
+        cache_read: 30,
+        output: 5,
+    });
+    let sb = real::sandbox(&mock, &claude, version);
+    let dir = sb.project("bg");
+    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+    if !subagent {
+        args.extend(asking_args(version));
+    } else if version.starts_with("2.1.1") {
+        args.push("--allowed-tools=Bash");
+    } else {
+        // Auto mode's server-side check of a subagent launch cannot pass
+        // against the mock (it asks); accept-edits mode lets it run.
+        args.extend(["--permission-mode", "acceptEdits", "--allowed-tools=Bash"]);
+    }
+    let sid = sb.ok(&args).trim().to_string();
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
+        .unwrap();
+    if subagent {
+        sb.ok(&[
+            "send",
+            &sid,
+            "BGAGENT:TOOL:timeout 3 tail -f /dev/null; echo done > bg.txt",
+        ]);
+    } else {
+        sb.ok(&["send", &sid, "BGTOOL:sleep 3; echo done > bg.txt"]);
+        let a = permission_attention(&mut c, &sb, &mock, &sid, "sleep 3", version);
+        let prompt = a["prompt"].as_str().unwrap_or_default().to_string();
+        let out = sb.run(&["approve", &sid, "--prompt", &prompt]);
+        assert!(
+            out.status.success(),
+            "[{version}] ccd approve: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            evidence(&sb, &mock, Some(&sid))
+        );
+    }
+
+    let marker = dir.join("bg.txt");
+    let path = wait_for(T, "the transcript", || transcript_of(&sb, &sid));
+    let dump = |what: &str| {
+        format!(
+            "[{version}] {what}\ntranscript:\n{}\n{}",
+            std::fs::read_to_string(&path).unwrap_or_default(),
+            evidence(&sb, &mock, Some(&sid))
+        )
+    };
+    // The work starts (its tool use is recorded) before bg.txt exists.
+    wait_for(T, "the background work to show as pending", || {
+        let p = background::pending(&path).unwrap();
+        assert!(
+            !marker.exists() || p.any(),
+            "{}",
+            dump("bg.txt before pending")
+        );
+        p.any().then_some(())
+    });
+    // Until bg.txt exists the work is pending, also at the prompt.
+    let mut at_prompt_while_pending = false;
+    loop {
+        let p = background::pending(&path).unwrap();
+        let idle = shows(&mut c, &sid) == "prompt";
+        if marker.exists() {
+            break;
+        }
+        let (n, other) = if subagent {
+            (p.subagents.len(), p.shells.len())
+        } else {
+            (p.shells.len(), p.subagents.len())
+        };
+        assert_eq!((n, other), (1, 0), "{}", dump("not pending while running"));
+        at_prompt_while_pending |= idle && p.any();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        at_prompt_while_pending,
+        "{}",
+        dump("the session never sat at its prompt while the work ran")
+    );
+    // bg.txt exists: once the CLI has recorded the end, not pending.
+    wait_for(T, "the background work to settle", || {
+        (!background::pending(&path).unwrap().any()).then_some(())
+    });
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("<task-notification>") && text.contains("<status>completed</status>"),
+        "{}",
+        dump("settled without a completed task notification")
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "done");
+    sb.ok(&["kill", &sid]);
+    eprintln!(
+        "[{version}] background {} ok in {:.1}s",
+        if subagent { "subagent" } else { "shell" },
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn real_cli_background_work_is_pending_until_it_settles() {
+    for v in real::versions() {
+        background_version(&v, false);
+        background_version(&v, true);
+    }
+}
