@@ -30,10 +30,10 @@
 # Every step waits until the screen has been quiet for a while (2.5 s for a
 # dialog or the prompt, 1 s after a key; a write that shows at most two
 # characters, such as 2.1.332's bullet blinking beside a running tool, does
-# not count) and, where it waits for something,
-# until that thing's words are in the stream (escape sequences and blanks
-# removed); a step that times out fails the recorder. Unless said otherwise
-# the CLI is then killed (SIGKILL, by pid) and nothing after is kept.
+# not count) and, where it waits for something, until that thing's words are
+# in the stream (escape sequences and blanks removed); a step that times out
+# fails the recorder. Unless said otherwise the CLI is then killed (SIGKILL,
+# by pid) and nothing after is kept.
 #
 # The trust keys are read from the dialog in the stream, not from the
 # version: the option preceded by the pointer (`❯`) is the selection, the
@@ -48,14 +48,19 @@
 #
 # Env: CCD_MOCK_API (a built ccd-mock-api; else `cargo build -p
 # ccd-mock-api`), RECORD_ARGS (the CLI's arguments for the permission
-# scenarios, space-separated, instead of the per-version default).
+# scenarios, space-separated, instead of the per-version default),
+# RECORD_DEBUG (a file: a step that times out writes what it got there).
 set -euo pipefail
 
 CLAUDE="${1:?usage: $0 <path-to-claude> [outdir [scenario...]]}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUTDIR="${2:-$REPO/tests/recordings/claude-cli}"
 shift $(($# < 2 ? $# : 2))
-[ -x "$CLAUDE" ] || { echo "$0: $CLAUDE is not executable" >&2; exit 2; }
+GIVEN="$CLAUDE"
+case "$CLAUDE" in */*) ;; *) CLAUDE="$(command -v "$CLAUDE" || true)" ;; esac
+[ -n "$CLAUDE" ] && [ -x "$CLAUDE" ] || { echo "$0: $GIVEN is not executable" >&2; exit 2; }
+# Absolute: the CLI starts in the scenario's folder.
+CLAUDE="$(cd "$(dirname "$CLAUDE")" && pwd)/$(basename "$CLAUDE")"
 mkdir -p "$OUTDIR"
 
 MOCK="${CCD_MOCK_API:-}"
@@ -66,7 +71,7 @@ fi
 
 exec python3 - "$CLAUDE" "$OUTDIR" "$MOCK" "$@" <<'EOF'
 import fcntl, json, os, pty, re, select, shutil, signal, struct, subprocess
-import random, string, sys, tempfile, termios, time, uuid
+import random, string, sys, termios, time, uuid
 
 claude, outdir, mock, *wanted = sys.argv[1:]
 ALL = ["trust-dialog", "api-key-dialog", "resume-not-found", "permission-bash",
