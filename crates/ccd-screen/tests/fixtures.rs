@@ -475,3 +475,139 @@ fn feed_in_chunks_until(rec: &Recording, end: usize, size: usize) -> Screen {
     }
     s
 }
+
+/// A recording's `.json` (its `args`, `keys`, `cwd`…).
+fn meta(name: &str) -> serde_json::Value {
+    let path = fixtures_dir().join(format!("{name}.json"));
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+/// The verdict on `rec.data[..end]`, fed whole and `size` bytes at a time for
+/// every size 1..=64: the same each time.
+fn verdict_at_every_split(rec: &Recording, end: usize) -> ScreenState {
+    let whole = classify_screen(&screen_at(rec, end));
+    for size in 1..=64 {
+        let s = feed_in_chunks_until(rec, end, size);
+        assert_eq!(
+            classify_screen(&s),
+            whole,
+            "{} @ {end} split {size}",
+            rec.name
+        );
+    }
+    whole
+}
+
+#[test]
+fn api_key_dialog_both_versions() {
+    for v in ["2.1.173", "2.1.332"] {
+        let name = format!("api-key-dialog-{v}");
+        let rec = load(&name);
+        assert_eq!(
+            rec.chunk_ends,
+            [rec.data.len()],
+            "{name}: one step, the dialog"
+        );
+        match verdict_at_every_split(&rec, rec.data.len()) {
+            ScreenState::ApiKeyDialog(d) => {
+                assert_eq!(d.options, ["Yes", "No (recommended)"], "{name}");
+                // The CLI's own default, and nothing here suggests otherwise.
+                assert_eq!(d.selected, Some(1), "{name}");
+            }
+            other => panic!("{name}: expected the API key dialog, got {other:?}"),
+        }
+        // Never a trust or permission dialog on the way.
+        for end in (0..rec.data.len()).step_by(7) {
+            let v = classify_screen(&screen_at(&rec, end));
+            assert!(
+                !matches!(
+                    v,
+                    ScreenState::TrustDialog(_)
+                        | ScreenState::PermissionDialog(_)
+                        | ScreenState::Ready(_)
+                ),
+                "{name} @ {end}: {v:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ready_both_versions() {
+    for (v, hint) in [("2.1.173", "? for shortcuts"), ("2.1.332", "auto mode on")] {
+        let name = format!("ready-{v}");
+        let rec = load(&name);
+        assert_eq!(
+            rec.chunk_ends,
+            [rec.data.len()],
+            "{name}: one step, the prompt"
+        );
+        match verdict_at_every_split(&rec, rec.data.len()) {
+            ScreenState::Ready(r) => {
+                assert_eq!(r.input, "", "{name}");
+                assert!(
+                    r.hint.as_deref().is_some_and(|h| h.contains(hint)),
+                    "{name}: {r:?}"
+                );
+            }
+            other => panic!("{name}: expected Ready, got {other:?}"),
+        }
+        // The folder was trusted beforehand: no trust dialog at any point.
+        for end in (0..rec.data.len()).step_by(7) {
+            let v = classify_screen(&screen_at(&rec, end));
+            assert!(
+                !matches!(v, ScreenState::TrustDialog(_) | ScreenState::Error(_)),
+                "{name} @ {end}: {v:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn resume_not_found_both_versions_at_every_split() {
+    for v in ["2.1.173", "2.1.332"] {
+        let name = format!("resume-not-found-{v}");
+        let rec = load(&name);
+        let m = meta(&name);
+        assert_eq!(m["args"][0], "--resume", "{name}");
+        let sid = m["args"][1].as_str().unwrap().to_string();
+        // The trust dialog first (a fresh folder); the keys that trust it.
+        let d = trust(verdict_at_every_split(&rec, rec.chunk_ends[0]));
+        let downs = d.keys_to_trust().unwrap().count;
+        let keys: Vec<&str> = m["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert_eq!(keys.len(), downs + 1, "{name}: {keys:?}");
+        assert_eq!(keys.last(), Some(&"enter"), "{name}");
+        let last = trust(verdict_at_every_split(
+            &rec,
+            *rec.chunk_ends.last().unwrap(),
+        ));
+        assert!(last.trust_selected(), "{name}");
+        // Then the error, and the CLI exits.
+        match verdict_at_every_split(&rec, rec.data.len()) {
+            ScreenState::Error(e) => assert_eq!(
+                e.kind,
+                StartErrorKind::NoConversationFound { session_id: sid },
+                "{name}"
+            ),
+            other => panic!("{name}: expected Error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn trust_dialog_verdicts_at_every_split() {
+    for name in ["trust-dialog-2.1.173", "trust-dialog-2.1.332"] {
+        let rec = load(name);
+        let ends = &rec.chunk_ends;
+        for &end in &ends[..ends.len() - 1] {
+            trust(verdict_at_every_split(&rec, end));
+        }
+        let ready = verdict_at_every_split(&rec, *ends.last().unwrap());
+        assert!(matches!(ready, ScreenState::Ready(_)), "{name}: {ready:?}");
+    }
+}

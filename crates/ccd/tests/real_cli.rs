@@ -984,3 +984,172 @@ fn real_cli_background_work_is_pending_until_it_settles() {
         background_version(&v, true);
     }
 }
+
+/// The scenarios `tests/real-cli/record.sh` records, in its order.
+const RECORDED: [&str; 6] = [
+    "trust-dialog",
+    "api-key-dialog",
+    "resume-not-found",
+    "permission-bash",
+    "permission-write",
+    "ready",
+];
+
+/// `/tmp/ccd-record-XXXXXX` with its random tail blanked: the recorder's
+/// temp folder, shown on screen and in typed prompts.
+fn normalize_temp_folder(s: &str) -> String {
+    const MARK: &str = "ccd-record-";
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(MARK) {
+        out.push_str(&rest[..i + MARK.len()]);
+        out.push_str("XXXXXX");
+        rest = &rest[i + MARK.len()..];
+        let tail = rest
+            .char_indices()
+            .take_while(|&(n, c)| n < 6 && c.is_ascii_alphanumeric())
+            .count();
+        rest = &rest[tail..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What a recording's classifiers say, step by step: the verdict at each
+/// `chunk_end` and at the end of the stream, reduced to what a recording is
+/// for (the verdict's kind; a dialog's options, selection, kind and detail;
+/// an error's kind), with the temp folder and the random session id
+/// normalized; plus the keys sent and the CLI's arguments.
+fn classified(dir: &std::path::Path, name: &str) -> Result<Vec<String>, String> {
+    let bin = dir.join(format!("{name}.bin"));
+    let data = std::fs::read(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    let meta_path = dir.join(format!("{name}.json"));
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(&meta_path).map_err(|e| format!("{}: {e}", meta_path.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let rows = meta["rows"].as_u64().unwrap_or(40) as u16;
+    let cols = meta["cols"].as_u64().unwrap_or(120) as u16;
+    let mut points: Vec<usize> = meta["chunk_ends"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_u64)
+                .map(|n| n as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    points.push(data.len());
+    // The one argument that is random by design: `--resume <uuid>`.
+    let sid = match meta["args"].as_array().map(Vec::as_slice) {
+        Some([flag, id, ..]) if flag == "--resume" => id.as_str().map(str::to_string),
+        _ => None,
+    };
+    let unrandom = |s: String| {
+        let s = normalize_temp_folder(&s);
+        match &sid {
+            Some(id) => s.replace(id.as_str(), "<session-id>"),
+            None => s,
+        }
+    };
+    let mut out = vec![
+        unrandom(format!("keys {}", meta["keys"])),
+        unrandom(format!("args {}", meta["args"])),
+    ];
+    for (step, &end) in points.iter().enumerate() {
+        let mut screen = ccd_screen::Screen::new(rows, cols);
+        screen.process(&data[..end.min(data.len())]);
+        let mut v = serde_json::to_value(ccd_screen::classify_screen(&screen))
+            .map_err(|e| e.to_string())?;
+        if let Some(o) = v.as_object_mut() {
+            match o.get("state").and_then(Value::as_str) {
+                // Where the prompt sits and its hint line (banner, tips,
+                // effort) are not what the recording is for.
+                Some("ready") => o.retain(|k, _| k == "state" || k == "input"),
+                // The error's kind (with its id); not the line around it.
+                Some("error") => o.retain(|k, _| k == "state" || k == "kind"),
+                _ => {}
+            }
+        }
+        out.push(unrandom(format!("step {step}: {v}")));
+    }
+    Ok(out)
+}
+
+/// Runs `tests/real-cli/record.sh` for `version` into a temp folder and
+/// compares every fresh recording with the checked-in one of that version,
+/// on what the classifiers make of them.
+fn recorder_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let out_dir = tempfile::Builder::new()
+        .prefix("ccd-recorded")
+        .tempdir()
+        .unwrap();
+    let script = real::repo_root().join("tests/real-cli/record.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(&claude)
+        .arg(out_dir.path())
+        .env("CCD_MOCK_API", real::mock_api_bin())
+        // The recordings were made with their sandboxes in /tmp: the same
+        // folder on screen, the same wrapping.
+        .env("TMPDIR", "/tmp")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "[{version}] record.sh failed ({}):\n{log}",
+        out.status
+    );
+    let checked_in = ccd_testkit::fixtures::claude_cli_dir();
+    let mut differences = Vec::new();
+    for scenario in RECORDED {
+        let name = format!("{scenario}-{version}");
+        let fresh = classified(out_dir.path(), &name)
+            .unwrap_or_else(|e| panic!("[{version}] fresh {name}: {e}\n{log}"));
+        let kept = match classified(&checked_in, &name) {
+            Ok(k) => k,
+            Err(e) => {
+                differences.push(format!("{name}: no checked-in recording ({e})"));
+                continue;
+            }
+        };
+        if fresh != kept {
+            differences.push(format!(
+                "{name}:\n  checked in: {kept:#?}\n  fresh:      {fresh:#?}"
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "[{version}] the recorder's output differs from the checked-in recordings \
+         (re-record with `tests/real-cli/record.sh {}`?):\n{}\n{log}",
+        claude.display(),
+        differences.join("\n")
+    );
+    eprintln!(
+        "[{version}] {} recordings match in {:.1}s",
+        RECORDED.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn real_cli_recorder_matches_the_checked_in_recordings() {
+    assert_eq!(
+        normalize_temp_folder("to /tmp/ccd-record-ab12Cd/proj/ and ccd-record-x"),
+        "to /tmp/ccd-record-XXXXXX/proj/ and ccd-record-XXXXXX"
+    );
+    for v in real::versions() {
+        recorder_version(&v);
+    }
+}
