@@ -72,7 +72,23 @@ fn human(e: &Event) -> String {
                 .map(|w| format!(" ({w})"))
                 .unwrap_or_default()
         ),
-        "session.attention" => e.reason.as_deref().unwrap_or("needs attention").to_string(),
+        "session.attention" => match (e.reason.as_deref(), e.tool.as_deref()) {
+            // A held session's permission dialog: what asks, and how to
+            // answer exactly that prompt.
+            (Some("permission"), Some(tool)) => {
+                let what = match e.detail.as_deref().filter(|d| !d.is_empty()) {
+                    Some(d) => format!("{tool}: {d}"),
+                    None => tool.to_string(),
+                };
+                match &e.prompt {
+                    Some(p) => format!(
+                        "permission ({what}); `ccd approve {sid} --prompt {p}` or `ccd deny {sid} --prompt {p}`"
+                    ),
+                    None => format!("permission ({what})"),
+                }
+            }
+            (reason, _) => reason.unwrap_or("needs attention").to_string(),
+        },
         "session.context" => format!(
             "{} tokens ({}%)",
             json(&e.context_tokens),
@@ -144,6 +160,33 @@ mod tests {
             .map(|t| format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()))
             .unwrap_or_default();
         format!("{at} {kind:<20} {sid:<8} {detail}")
+    }
+
+    #[test]
+    fn a_permission_prompt_says_what_asks_and_how_to_answer_it() {
+        let mut e = Event::new(
+            "session.attention",
+            Some("3c5e7a9b-1d2f-4a6c-8e0b-2d4f6a8c0e1f".into()),
+            1_795_977_273_050,
+        );
+        e.reason = Some("permission".into());
+        e.tool = Some("Bash command".into());
+        e.detail = Some("npm test".into());
+        e.prompt = Some("5f1c09a2b7e4d3c8".into());
+        let line = human(&e);
+        assert!(
+            line.ends_with(
+                "permission (Bash command: npm test); `ccd approve 3c5e7a9b --prompt 5f1c09a2b7e4d3c8` or `ccd deny 3c5e7a9b --prompt 5f1c09a2b7e4d3c8`"
+            ),
+            "{line}"
+        );
+        e.prompt = None;
+        e.detail = None;
+        assert!(
+            human(&e).ends_with("permission (Bash command)"),
+            "{}",
+            human(&e)
+        );
     }
 
     #[test]
