@@ -45,16 +45,21 @@ use std::time::Duration;
 use anyhow::Context;
 use ccd_screen::Screen;
 
+pub use ccd_protocol::holder::{
+    AttachResult, Attention, CollectResult, EarlierId, InfoResult, PermissionInfo, RegistryStatus,
+    ScreenFormat, Transition,
+};
 pub use client::{ClientError, HolderClient, StreamEvent};
 pub use config::{HolderConfig, KillSignal, Size};
 pub use exit::ExitInfo;
 pub use fanout::{AttachMode, ClientStats};
 pub use lifecycle::{AttentionReason, State};
 pub use rpc::server::bind;
-pub use rpc::types::{
-    AttachResult, Attention, CollectResult, EarlierId, InfoResult, PermissionInfo, RegistryStatus,
-    ScreenFormat, ScreenResult, Transition,
-};
+
+/// `holder.screen`'s result with the screen model's types (what the holder
+/// sends; see [`ccd_protocol::holder::ScreenResult`]).
+pub type ScreenResult =
+    ccd_protocol::holder::ScreenResult<ccd_screen::TerminalModes, ccd_screen::ScreenState>;
 pub use session::Session;
 pub use spawn::SpawnError;
 

@@ -6,6 +6,8 @@
 //! - [`jsonrpc`]: message types, [`parse_incoming`], [`parse_params`];
 //! - [`ErrorCode`]: the stable error codes;
 //! - [`handshake`]: the `hello` version negotiation;
+//! - [`holder`]: the holder protocol (daemon → session holder), versioned
+//!   with its own `holder.hello`, and the holder's startup spec;
 //! - [`methods`]: typed params/results, one module per concern;
 //! - [`stream`]: how terminal output travels (`session.output`,
 //!   `session.resync`, `session.exited`);
@@ -19,6 +21,7 @@ pub mod b64;
 pub mod error_code;
 pub mod framing;
 pub mod handshake;
+pub mod holder;
 pub mod jsonrpc;
 pub mod methods;
 pub mod stream;

@@ -23,15 +23,16 @@ use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{checked_cwd, resumable, start};
 use crate::handlers::sessions::resolve_for_attach;
 use crate::holders::relay::Relay;
-use crate::holders::rpc::{call_once, HolderConn};
+use crate::holders::rpc::{call_once, HolderConn, HolderError};
 use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
-use ccd_holder::rpc::types as h;
+use ccd_protocol::holder as h;
 use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, FreshStart, InputParams, ResizeParams, DIRECT_ATTACH_ID,
 };
 use ccd_protocol::methods::session::{SessionInfo, SessionState};
+use ccd_protocol::methods::Method;
 use ccd_protocol::methods::{SessionRef, TermSize};
 use ccd_protocol::{parse_params, ErrorCode, Id, RpcError};
 use serde_json::{json, Value};
@@ -126,9 +127,16 @@ pub async fn attach(
         },
     };
     let session = holder.session_id().unwrap_or(&holder.id).to_string();
-    let direct_to = id.as_ref().filter(|_| p.direct);
-    let size = match direct_to {
-        Some(id) => direct(ctx, id, &holder, &p).await?,
+    let mut direct_to = id.as_ref().filter(|_| p.direct);
+    let (size, holder_protocol) = match direct_to {
+        Some(to) => match direct(ctx, to, &holder, &p).await? {
+            Some(done) => done,
+            // Its holder cannot serve a direct stream: through the daemon.
+            None => {
+                direct_to = None;
+                relayed(ctx, id.as_ref(), &holder, &p, &session).await?
+            }
+        },
         None => relayed(ctx, id.as_ref(), &holder, &p, &session).await?,
     };
     // Its client list changed: the table's view catches up on the next tick.
@@ -141,38 +149,37 @@ pub async fn attach(
         resumed,
         fresh_instead_of: fresh,
         direct: direct_to.is_some(),
+        holder_protocol: Some(holder_protocol),
     };
     serde_json::to_value(r).map_err(internal)
 }
 
 /// Attaches through the daemon: a holder connection of this client
 /// connection's, whose notifications a task relays (see the module doc).
-/// The session's size after the attach.
+/// The session's size after the attach, and the holder protocol version
+/// of the connection (it says hello first: the connection is kept).
 async fn relayed(
     ctx: &Arc<ConnCtx>,
     id: Option<&Id>,
     holder: &HolderEntry,
     p: &AttachParams,
     session: &str,
-) -> Result<TermSize, RpcError> {
-    let mut conn = HolderConn::connect(&holder.socket)
+) -> Result<(TermSize, u32), RpcError> {
+    let mut conn = HolderConn::connect_hello(&holder.socket)
         .await
-        .map_err(internal)?;
-    let r: ccd_holder::AttachResult = conn
-        .call(h::ATTACH, holder_attach_params(p))
+        .map_err(|e| holder.rpc_error(e))?;
+    let protocol = conn.protocol.unwrap_or(h::PRE_VERSIONING);
+    let r = conn
+        .call::<h::Attach>(&holder_attach_params(p))
         .await
-        .map_err(internal)?;
-    let mut size = TermSize {
-        cols: r.size.cols,
-        rows: r.size.rows,
-    };
+        .map_err(|e| holder.rpc_error(e))?;
+    let mut size = r.size;
     if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
-        if want != size {
-            // A holder started by an older ccd ignores the attach's size.
-            let _: Value = conn
-                .call(h::RESIZE, json!({"rows": want.rows, "cols": want.cols}))
+        // A version-0 holder may ignore the attach's size.
+        if protocol == h::PRE_VERSIONING && want != size {
+            conn.call::<h::Resize>(&want)
                 .await
-                .map_err(internal)?;
+                .map_err(|e| holder.rpc_error(e))?;
             size = want;
         }
     }
@@ -210,44 +217,68 @@ async fn relayed(
     if let Some(old) = old {
         old.stop();
     }
-    Ok(size)
+    Ok((size, protocol))
 }
 
 /// The holder's attach params for a client's `session.attach`: its mode,
 /// and for an interactive one its size (an observer's is not applied).
-fn holder_attach_params(p: &AttachParams) -> Value {
+fn holder_attach_params(p: &AttachParams) -> h::AttachParams {
     let mode = match p.mode {
-        AttachMode::Observe => "observe",
-        _ => "interactive",
+        AttachMode::Observe => AttachMode::Observe,
+        _ => AttachMode::Interactive,
     };
-    let mut params = json!({"mode": mode});
-    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
-        params["size"] = json!({"rows": want.rows, "cols": want.cols});
+    h::AttachParams {
+        mode,
+        size: p.size.filter(|_| mode == AttachMode::Interactive),
     }
-    params
 }
 
-/// Connects to `holder`, attaches there as the client asked, and passes the
-/// connection with the reply to `id`; the size the session will have once
-/// the holder has handled that attach.
+/// Connects to `holder`, says hello, attaches there as the client asked,
+/// and passes the connection with the reply to `id`; the size the session
+/// will have once the holder has handled that attach, and the holder
+/// protocol version negotiated on the connection. `None` when the holder
+/// speaks a version older than [`h::DIRECT_STREAM_VERSION`] (it was
+/// started by an older ccd): nothing was passed, the caller attaches
+/// through the daemon instead.
 async fn direct(
     ctx: &ConnCtx,
     id: &Id,
     holder: &HolderEntry,
     p: &AttachParams,
-) -> Result<TermSize, RpcError> {
+) -> Result<Option<(TermSize, u32)>, RpcError> {
     ctx.daemon.holders.verify_dir_rpc()?;
-    let mut stream = tokio::net::UnixStream::connect(&holder.socket)
+    let conn = HolderConn::connect_hello(&holder.socket)
         .await
-        .map_err(internal)?;
+        .map_err(|e| holder.rpc_error(e))?;
+    let protocol = conn.protocol.unwrap_or(h::PRE_VERSIONING);
+    if let Err(e) = holder.require_at(protocol, h::DIRECT_STREAM_VERSION, "serve a direct stream") {
+        tracing::info!(holder = %holder.id, protocol, reason = %e.message, "attaching through the daemon instead");
+        return Ok(None);
+    }
+    // Nothing comes after the hello's reply until the attach is sent: the
+    // connection is whole again, with nothing read ahead.
+    let crate::holders::rpc::HolderConn { reader, writer, .. } = conn;
+    let (rd, ahead, _) = reader.into_parts();
+    if !ahead.is_empty() {
+        return Err(internal(format!(
+            "holder {} sent more than the hello's reply",
+            holder.id
+        )));
+    }
+    let mut stream = rd.reunite(writer).map_err(internal)?;
+    let params = crate::holders::rpc::to_params(&holder_attach_params(p))
+        .map_err(|e| holder.rpc_error(e))?;
     let line = ccd_protocol::encode(&ccd_protocol::Request::new(
         Id::String(DIRECT_ATTACH_ID.into()),
-        "session.attach",
-        Some(holder_attach_params(p)),
+        ccd_protocol::methods::attach::SessionAttach::NAME,
+        Some(params),
     ))
     .map_err(internal)?;
     // A fresh connection's send buffer takes one short line at once.
-    stream.write_all(&line).await.map_err(internal)?;
+    stream
+        .write_all(&line)
+        .await
+        .map_err(|e| holder.rpc_error(e.into()))?;
     let stream = stream.into_std().map_err(internal)?;
     // The client gets the same open file: give it the blocking mode a
     // fresh socket has (tokio made it non-blocking).
@@ -257,13 +288,14 @@ async fn direct(
         cols: i.size.cols,
         rows: i.size.rows,
     });
-    Ok(match (p.mode, p.size) {
+    let size = match (p.mode, p.size) {
         (AttachMode::Interactive, Some(want)) => want,
         _ => now.unwrap_or(TermSize {
             cols: 120,
             rows: 40,
         }),
-    })
+    };
+    Ok(Some((size, protocol)))
 }
 
 fn live_elsewhere(info: &SessionInfo) -> RpcError {
@@ -499,10 +531,12 @@ async fn refuse_late(
         // Out of the table first: no request resolves to it from now on,
         // and its exit leaves no finished record.
         ctx.daemon.holders.discard(hid);
-        let killed: Result<Value, _> = call_once(
+        let killed = call_once::<h::Kill>(
             &entry.socket,
-            h::KILL,
-            json!({"signal": "term", "grace_ms": STOP_COPY_GRACE_MS}),
+            &h::KillParams {
+                signal: h::KillSignal::Term,
+                grace_ms: Some(STOP_COPY_GRACE_MS),
+            },
         )
         .await;
         // Collected as soon as it has exited (at once for a claude that
@@ -628,11 +662,14 @@ pub async fn detach(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
 struct AttachedTo {
     writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
     mode: AttachMode,
+    /// The session and its holder's id, for errors.
+    session: String,
+    holder: String,
 }
 
 fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
     let m = ctx.attachments.lock().ok()?;
-    let (_, a) = m.iter().find(|(k, a)| {
+    let (k, a) = m.iter().find(|(k, a)| {
         k.as_str() == session
             || a.holder.id == session
             || (session.len() >= 4 && k.starts_with(session))
@@ -640,39 +677,46 @@ fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
     Some(AttachedTo {
         writer: a.writer.clone(),
         mode: a.mode,
+        session: k.clone(),
+        holder: a.holder.id.clone(),
     })
 }
 
-async fn send_on(
-    writer: &tokio::sync::Mutex<OwnedWriteHalf>,
-    method: &str,
-    params: Value,
-) -> Result<(), RpcError> {
-    let req = ccd_protocol::Request::new(Id::Number(0), method, Some(params));
+/// Sends `M` on an attachment's holder connection; its reply is dropped
+/// by the relay.
+async fn send_on<M: Method>(to: &AttachedTo, params: &M::Params) -> Result<(), RpcError> {
+    let failed = |e: HolderError| e.into_rpc(&to.session, &to.holder);
+    let params = crate::holders::rpc::to_params(params).map_err(failed)?;
+    let req = ccd_protocol::Request::new(Id::Number(0), M::NAME, Some(params));
     let line = ccd_protocol::encode(&req).map_err(internal)?;
-    writer.lock().await.write_all(&line).await.map_err(internal)
+    to.writer
+        .lock()
+        .await
+        .write_all(&line)
+        .await
+        .map_err(|e| failed(e.into()))
 }
 
 pub async fn input(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: InputParams = parse_params(params)?;
     let n = p.data.len() as u64;
-    let data = ccd_protocol::b64::encode(&p.data);
-    if let Some(AttachedTo { writer, mode }) = attachment_of(ctx, &p.session) {
-        if mode != AttachMode::Interactive {
+    let data = h::InputParams { data: p.data };
+    if let Some(to) = attachment_of(ctx, &p.session) {
+        if to.mode != AttachMode::Interactive {
             return Err(RpcError::new(
                 ErrorCode::PermissionDenied,
                 "this attachment only observes",
             ));
         }
-        send_on(&writer, h::INPUT, json!({"data": data})).await?;
+        send_on::<h::Input>(&to, &data).await?;
         return Ok(json!({"written": n}));
     }
     let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
     ctx.daemon
         .holders
-        .call_serialized(&entry, h::INPUT, json!({"data": data}))
+        .call_serialized::<h::Input>(&entry, &data)
         .await
-        .map_err(internal)?;
+        .map_err(|e| entry.rpc_error(e))?;
     Ok(json!({"written": n}))
 }
 
@@ -683,17 +727,20 @@ pub async fn resize(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcEr
         rows: p.rows,
     }
     .checked()?;
-    let params = json!({"rows": p.rows, "cols": p.cols});
-    if let Some(AttachedTo { writer, .. }) = attachment_of(ctx, &p.session) {
+    let size = TermSize {
+        cols: p.cols,
+        rows: p.rows,
+    };
+    if let Some(to) = attachment_of(ctx, &p.session) {
         // The holder remembers it for this attachment (size policy).
-        send_on(&writer, h::RESIZE, params).await?;
+        send_on::<h::Resize>(&to, &size).await?;
     } else {
         let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
         ctx.daemon
             .holders
-            .call_serialized(&entry, h::RESIZE, params)
+            .call_serialized::<h::Resize>(&entry, &size)
             .await
-            .map_err(internal)?;
+            .map_err(|e| entry.rpc_error(e))?;
     }
     Ok(json!({}))
 }

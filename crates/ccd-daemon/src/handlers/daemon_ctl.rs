@@ -60,10 +60,12 @@ pub async fn stop(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
         // nobody collects would wait for a daemon forever.
         let holders = ctx.daemon.holders.snapshot();
         for e in &holders {
-            let _ = crate::holders::rpc::call_once::<Value>(
+            let _ = crate::holders::rpc::call_once::<ccd_protocol::holder::Kill>(
                 &e.socket,
-                ccd_holder::rpc::types::KILL,
-                json!({"signal": "hup", "grace_ms": 3000}),
+                &ccd_protocol::holder::KillParams {
+                    signal: ccd_protocol::holder::KillSignal::Hup,
+                    grace_ms: Some(3000),
+                },
             )
             .await;
         }
