@@ -12,7 +12,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const SID: &str = "0ddc0ffe-0000-4000-8000-000000000001";
 

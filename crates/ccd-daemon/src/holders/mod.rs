@@ -295,14 +295,15 @@ impl HolderTable {
             // Taken out for the call: a call cancelled (timed out) midway
             // drops its connection rather than leaving a reply in flight.
             let reused = kept.is_some();
+            // A kept connection says hello once, when opened.
             let mut conn = match kept.take() {
                 Some(c) => c,
-                None => HolderConn::connect(&entry.socket).await?,
+                None => HolderConn::connect_hello(&entry.socket).await?,
             };
             let result = match conn.call::<M>(params).await {
                 Err(HolderError::Io(_) | HolderError::Closed) if reused => {
                     tracing::debug!(holder = %entry.id, "kept input connection closed; reconnecting");
-                    conn = HolderConn::connect(&entry.socket).await?;
+                    conn = HolderConn::connect_hello(&entry.socket).await?;
                     conn.call::<M>(params).await
                 }
                 r => r,
