@@ -21,10 +21,9 @@ use thiserror::Error;
 
 use crate::config::{KillSignal, Size};
 use crate::fanout::AttachMode;
-use crate::ScreenResult;
 use ccd_protocol::holder::{
     self as h, AttachParams, AttachResult, CollectParams, CollectResult, Done, InfoResult,
-    InputParams, KillParams, KillResult, ScreenFormat, ScreenParams,
+    InputParams, KillParams, KillResult, ScreenFormat, ScreenParams, ScreenResult,
 };
 use ccd_protocol::methods::Method;
 

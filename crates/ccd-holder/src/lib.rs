@@ -47,7 +47,7 @@ use ccd_screen::Screen;
 
 pub use ccd_protocol::holder::{
     AttachResult, Attention, CollectResult, EarlierId, InfoResult, PermissionInfo, RegistryStatus,
-    ScreenFormat, Transition,
+    ScreenFormat, ScreenResult, Transition,
 };
 pub use client::{ClientError, HolderClient, StreamEvent};
 pub use config::{HolderConfig, KillSignal, Size};
@@ -56,10 +56,6 @@ pub use fanout::{AttachMode, ClientStats};
 pub use lifecycle::{AttentionReason, State};
 pub use rpc::server::bind;
 
-/// `holder.screen`'s result with the screen model's types (what the holder
-/// sends; see [`ccd_protocol::holder::ScreenResult`]).
-pub type ScreenResult =
-    ccd_protocol::holder::ScreenResult<ccd_screen::TerminalModes, ccd_screen::ScreenState>;
 pub use session::Session;
 pub use spawn::SpawnError;
 

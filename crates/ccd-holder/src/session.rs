@@ -43,10 +43,9 @@ use crate::exit::{self, ExitInfo};
 use crate::fanout::{AttachMode, ClientQueue, Fanout};
 use crate::lifecycle::{AttentionReason, State};
 use crate::stop::StopSignal;
-use crate::ScreenResult;
 use ccd_protocol::holder::{
     Attention, Cursor, EarlierId, InfoResult, PermissionInfo, RegistryStatus, ScreenFormat,
-    Transition,
+    ScreenResult, Transition,
 };
 
 /// Transitions kept for `holder.info`.

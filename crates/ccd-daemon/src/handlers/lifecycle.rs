@@ -3,7 +3,7 @@
 
 use crate::connection::ConnCtx;
 use crate::handlers::sessions::resolve;
-use crate::holders::rpc::{call_once, call_once_as};
+use crate::holders::rpc::call_once;
 use crate::holders::spawn::{new_holder_id, spawn_holder, Launch};
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
@@ -434,12 +434,9 @@ pub async fn kill(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcErro
 pub async fn screen(ctx: &ConnCtx, params: Option<Value>) -> Result<Value, RpcError> {
     let p: ScreenParams = parse_params(params)?;
     let entry = held(ctx, &p.session).await?;
-    let s = call_once_as::<h::Screen, ccd_holder::ScreenResult>(
-        &entry.socket,
-        &h::ScreenParams { format: p.format },
-    )
-    .await
-    .map_err(|e| entry.rpc_error(e))?;
+    let s = call_once::<h::Screen>(&entry.socket, &h::ScreenParams { format: p.format })
+        .await
+        .map_err(|e| entry.rpc_error(e))?;
     let r = ScreenResult {
         session: entry.session_id().unwrap_or(&entry.id).to_string(),
         size: TermSize {
@@ -488,7 +485,7 @@ const SUBMIT_TRIES: usize = 3;
 
 /// The holder's screen as text, with its verdict.
 async fn text_screen(entry: &HolderEntry) -> Result<ccd_holder::ScreenResult, RpcError> {
-    call_once_as::<h::Screen, ccd_holder::ScreenResult>(
+    call_once::<h::Screen>(
         &entry.socket,
         &h::ScreenParams {
             format: ScreenFormat::Text,

@@ -206,8 +206,8 @@ impl HolderConn {
         self.call_as::<M, M::Result>(params).await
     }
 
-    /// Calls `M` and decodes its result as `R` (a typed view of a generic
-    /// result, e.g. `holder.screen`'s with the screen model's types).
+    /// Calls `M` and decodes its result as `R` (a lenient view of a
+    /// result, e.g. `serde_json::Value`).
     pub async fn call_as<M: Method, R: DeserializeOwned>(
         &mut self,
         params: &M::Params,
@@ -236,15 +236,4 @@ pub async fn call_once<M: Method>(
     params: &M::Params,
 ) -> Result<M::Result, HolderError> {
     HolderConn::connect(socket).await?.call::<M>(params).await
-}
-
-/// [`call_once`] decoding the result as `R` (see [`HolderConn::call_as`]).
-pub async fn call_once_as<M: Method, R: DeserializeOwned>(
-    socket: &Path,
-    params: &M::Params,
-) -> Result<R, HolderError> {
-    HolderConn::connect(socket)
-        .await?
-        .call_as::<M, R>(params)
-        .await
 }

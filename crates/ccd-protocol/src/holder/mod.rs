@@ -22,7 +22,8 @@
 //! fields may be added without a version bump; a version bump is for what
 //! an older peer would misread.
 //!
-//! [`spec`]: how the daemon starts a holder ([`spec::HolderSpec`] on its
+//! [`screen`]: the screen model's types a holder reports (terminal modes,
+//! the classifier's verdict). [`spec`]: how the daemon starts a holder ([`spec::HolderSpec`] on its
 //! stdin) and what it keeps beside the holder's socket ([`spec::HolderMeta`]).
 //!
 //! This module is plain data: the holder (`ccd-holder`) serves it, the
@@ -38,7 +39,10 @@ pub use crate::methods::attach::AttachMode;
 pub use crate::methods::session::{Cursor, KillSignal, ScreenFormat};
 pub use crate::methods::TermSize;
 
+pub mod screen;
 pub mod spec;
+
+pub use screen::{ScreenState, TerminalModes};
 
 /// The holder protocol version this crate describes.
 pub const HOLDER_PROTOCOL_VERSION: u32 = 1;
@@ -439,14 +443,9 @@ pub struct ScreenParams {
     pub format: ScreenFormat,
 }
 
-/// Result of `holder.screen`. `M` and `V` are the screen model's terminal
-/// modes and classifier verdict (`ccd_screen::TerminalModes` and
-/// `ccd_screen::ScreenState`): the holder sends them, a caller that knows
-/// the screen model reads them typed (`ScreenResult<TerminalModes,
-/// ScreenState>`), anything else as JSON (the defaults), which keeps this
-/// crate free of the screen model.
+/// Result of `holder.screen`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScreenResult<M = serde_json::Value, V = serde_json::Value> {
+pub struct ScreenResult {
     /// Text of each visible row.
     pub rows: Vec<String>,
     /// The rows joined (trailing blanks dropped).
@@ -459,11 +458,11 @@ pub struct ScreenResult<M = serde_json::Value, V = serde_json::Value> {
     /// Size.
     pub size: TermSize,
     /// Terminal modes.
-    pub modes: M,
+    pub modes: TerminalModes,
     /// Window title.
     pub title: String,
     /// Classifier verdict.
-    pub verdict: V,
+    pub verdict: ScreenState,
 }
 
 /// Params of `holder.attach`.
@@ -578,7 +577,7 @@ mod tests {
         // A version-0 holder's cursor has no `visible`.
         let r: ScreenResult = serde_json::from_value(json!({
             "rows": [], "text": "", "cursor": {"row": 1, "col": 2},
-            "size": {"rows": 24, "cols": 80}, "modes": {}, "title": "",
+            "size": {"rows": 24, "cols": 80}, "modes": TerminalModes::default(), "title": "",
             "verdict": {"state": "loading"},
         }))
         .expect("screen");

@@ -46,56 +46,13 @@
 //!
 //! This is detection only; answering a tool permission is the user's business.
 
-use serde::{Deserialize, Serialize};
-
 use super::menu::{menu_at, parse_option_row};
 use crate::text::{is_rule, norm, strip_box, ScreenText};
 
 /// How far above the question the heading is looked for.
 pub const MAX_BODY_ROWS: usize = 30;
 
-/// What the dialog asks permission for (from its heading).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionKind {
-    /// "Bash command".
-    Bash,
-    /// "Edit file", "Create file" (Edit / Write tools).
-    FileEdit,
-    /// "Fetch" (WebFetch).
-    WebFetch,
-    /// An MCP server's tool.
-    Mcp,
-    /// Another or an unreadable heading.
-    Other,
-}
-
-/// One option of a permission dialog.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PermissionOption {
-    /// Its number (`2.` → 2), if the menu is numbered.
-    pub number: Option<u32>,
-    /// The label as shown, without pointer and number.
-    pub label: String,
-}
-
-/// A tool permission dialog.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PermissionDialog {
-    /// What is asked for.
-    pub kind: PermissionKind,
-    /// The heading as shown ("Bash command", "Create file"), if found.
-    pub heading: Option<String>,
-    /// The command (Bash) or the file path (file edit), as shown.
-    pub detail: Option<String>,
-    /// The question, e.g. "Do you want to proceed?".
-    pub question: String,
-    /// Options in screen order.
-    pub options: Vec<PermissionOption>,
-    /// Index into `options` of the option carrying the pointer, if exactly
-    /// one does (Enter answers with it).
-    pub selected: Option<usize>,
-}
+pub use ccd_protocol::holder::screen::{PermissionDialog, PermissionKind, PermissionOption};
 
 /// Look for a permission dialog.
 pub fn detect(text: &ScreenText) -> Option<PermissionDialog> {
