@@ -233,13 +233,21 @@ fn holder_attach_params(p: &AttachParams) -> h::AttachParams {
     }
 }
 
-/// Connects to `holder`, says hello, attaches there as the client asked,
+/// Connects to `holder`, says hello there, attaches as the client asked,
 /// and passes the connection with the reply to `id`; the size the session
 /// will have once the holder has handled that attach, and the holder
-/// protocol version negotiated on the connection. `None` when the holder
-/// speaks a version older than [`h::DIRECT_STREAM_VERSION`] (it was
-/// started by an older ccd): nothing was passed, the caller attaches
-/// through the daemon instead.
+/// protocol version of the connection. `None` when the holder speaks a
+/// version older than [`h::DIRECT_STREAM_VERSION`] (it was started by an
+/// older ccd): nothing was passed, the caller attaches through the daemon
+/// instead.
+///
+/// With the holder's version known (the table learnt it at adoption or on
+/// its kept info connection; the same ranges negotiate the same version),
+/// the hello (id [`h::DIRECT_HELLO_ID`]) and the attach go out in one
+/// write and the client reads past the hello's reply: no round trip
+/// before the pass, and a holder that does not answer (stopped) is the
+/// client's to report, within its own deadline. Not known yet: the daemon
+/// says hello and reads the reply first.
 async fn direct(
     ctx: &ConnCtx,
     id: &Id,
@@ -247,36 +255,72 @@ async fn direct(
     p: &AttachParams,
 ) -> Result<Option<(TermSize, u32)>, RpcError> {
     ctx.daemon.holders.verify_dir_rpc()?;
-    let conn = HolderConn::connect_hello(&holder.socket)
-        .await
-        .map_err(|e| holder.rpc_error(e))?;
-    let protocol = conn.protocol.unwrap_or(h::PRE_VERSIONING);
-    if let Err(e) = holder.require_at(protocol, h::DIRECT_STREAM_VERSION, "serve a direct stream") {
-        tracing::info!(holder = %holder.id, protocol, reason = %e.message, "attaching through the daemon instead");
-        return Ok(None);
-    }
-    // Nothing comes after the hello's reply until the attach is sent: the
-    // connection is whole again, with nothing read ahead.
-    let crate::holders::rpc::HolderConn { reader, writer, .. } = conn;
-    let (rd, ahead, _) = reader.into_parts();
-    if !ahead.is_empty() {
-        return Err(internal(format!(
-            "holder {} sent more than the hello's reply",
-            holder.id
-        )));
-    }
-    let mut stream = rd.reunite(writer).map_err(internal)?;
+    let serves_direct = |v: u32| match holder.require_at(
+        v,
+        h::DIRECT_STREAM_VERSION,
+        "serve a direct stream",
+    ) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::info!(holder = %holder.id, protocol = v, reason = %e.message, "attaching through the daemon instead");
+            false
+        }
+    };
+    let mut lines = Vec::new();
+    let (mut stream, protocol) = match holder.protocol {
+        Some(v) => {
+            if !serves_direct(v) {
+                return Ok(None);
+            }
+            let stream = tokio::net::UnixStream::connect(&holder.socket)
+                .await
+                .map_err(|e| holder.rpc_error(e.into()))?;
+            let hello = h::HelloParams {
+                protocol: h::HOLDER_PROTOCOL_RANGE,
+            };
+            let hello = crate::holders::rpc::to_params(&hello).map_err(|e| holder.rpc_error(e))?;
+            lines = ccd_protocol::encode(&ccd_protocol::Request::new(
+                Id::String(h::DIRECT_HELLO_ID.into()),
+                h::Hello::NAME,
+                Some(hello),
+            ))
+            .map_err(internal)?;
+            (stream, v)
+        }
+        None => {
+            let conn = HolderConn::connect_hello(&holder.socket)
+                .await
+                .map_err(|e| holder.rpc_error(e))?;
+            let v = conn.protocol.unwrap_or(h::PRE_VERSIONING);
+            if !serves_direct(v) {
+                return Ok(None);
+            }
+            // Nothing comes after the hello's reply until the attach is
+            // sent: the connection is whole again, nothing read ahead.
+            let HolderConn { reader, writer, .. } = conn;
+            let (rd, ahead, _) = reader.into_parts();
+            if !ahead.is_empty() {
+                return Err(internal(format!(
+                    "holder {} sent more than the hello's reply",
+                    holder.id
+                )));
+            }
+            (rd.reunite(writer).map_err(internal)?, v)
+        }
+    };
     let params = crate::holders::rpc::to_params(&holder_attach_params(p))
         .map_err(|e| holder.rpc_error(e))?;
-    let line = ccd_protocol::encode(&ccd_protocol::Request::new(
-        Id::String(DIRECT_ATTACH_ID.into()),
-        ccd_protocol::methods::attach::SessionAttach::NAME,
-        Some(params),
-    ))
-    .map_err(internal)?;
-    // A fresh connection's send buffer takes one short line at once.
+    lines.extend(
+        ccd_protocol::encode(&ccd_protocol::Request::new(
+            Id::String(DIRECT_ATTACH_ID.into()),
+            ccd_protocol::methods::attach::SessionAttach::NAME,
+            Some(params),
+        ))
+        .map_err(internal)?,
+    );
+    // A fresh connection's send buffer takes two short lines at once.
     stream
-        .write_all(&line)
+        .write_all(&lines)
         .await
         .map_err(|e| holder.rpc_error(e.into()))?;
     let stream = stream.into_std().map_err(internal)?;

@@ -1029,6 +1029,18 @@ mod tests {
             gone.data.as_ref().and_then(|d| d.get("session")),
             Some(&json!("s"))
         );
+        let exited = e.rpc_error(HolderError::Rpc(
+            ccd_protocol::RpcError::new(
+                ccd_protocol::ErrorCode::InvalidRequest,
+                "the child has exited",
+            )
+            .with_data(json!({"reason": "exited"})),
+        ));
+        assert_eq!(
+            exited.code,
+            ccd_protocol::ErrorCode::SessionNotRunning.code()
+        );
+        assert!(exited.message.contains("has exited"), "{}", exited.message);
         let slow = e.rpc_error(HolderError::Timeout);
         assert_eq!(slow.code, ccd_protocol::ErrorCode::InternalError.code());
         assert!(slow.message.contains("did not answer"), "{}", slow.message);

@@ -36,13 +36,22 @@ pub enum HolderError {
 impl HolderError {
     /// What the request that made the call gets when it failed on holder
     /// `holder` (of session `session`): the holder's own JSON-RPC error
-    /// unchanged (code, message, data); a holder gone (connection refused,
-    /// closed, reset) is `session_not_running`; no answer in time, or a
-    /// reply that does not decode, is `internal_error` saying so. `data`
-    /// names the session and the holder.
+    /// unchanged (code, message, data), except its "the child has exited"
+    /// (`invalid_request` with `data.reason = "exited"`, a code the public
+    /// protocol means otherwise), which is `session_not_running` like a
+    /// holder gone (connection refused, closed, reset); no answer in time,
+    /// or a reply that does not decode, is `internal_error` saying so.
+    /// `data` of the errors made here names the session and the holder.
     pub fn into_rpc(self, session: &str, holder: &str) -> RpcError {
         let data = json!({"session": session, "holder": holder});
         match self {
+            HolderError::Rpc(e) if child_exited(&e) => RpcError::new(
+                ErrorCode::SessionNotRunning,
+                format!(
+                    "session {session} has exited (its holder {holder} is waiting to be collected)"
+                ),
+            )
+            .with_data(data),
             HolderError::Rpc(e) => e,
             HolderError::Closed => RpcError::new(
                 ErrorCode::SessionNotRunning,
@@ -71,6 +80,16 @@ impl HolderError {
             .with_data(data),
         }
     }
+}
+
+/// A holder's refusal because its child has exited.
+fn child_exited(e: &RpcError) -> bool {
+    e.code == ErrorCode::InvalidRequest.code()
+        && e.data
+            .as_ref()
+            .and_then(|d| d.get("reason"))
+            .and_then(Value::as_str)
+            == Some("exited")
 }
 
 /// Reads whole lines (bounded by the protocol's line limit).

@@ -59,6 +59,12 @@ pub const PRE_VERSIONING: u32 = 0;
 /// client); a version-0 holder is attached through the daemon instead.
 pub const DIRECT_STREAM_VERSION: u32 = 1;
 
+/// The id of the `holder.hello` the daemon sends on a direct stream's
+/// connection, in the same write as the attach (id
+/// [`crate::methods::attach::DIRECT_ATTACH_ID`]): the client reads past its
+/// reply (a reply to a request it did not send) to the attach's.
+pub const DIRECT_HELLO_ID: &str = "hello";
+
 /// The range of holder protocol versions this crate speaks.
 pub const HOLDER_PROTOCOL_RANGE: ProtocolRange = ProtocolRange {
     min: MIN_HOLDER_PROTOCOL_VERSION,
