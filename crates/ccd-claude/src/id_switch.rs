@@ -12,33 +12,11 @@
 //! `/clear` itself, with the command's records). What cannot be looked at
 //! is `unknown`.
 
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// Why the id a process writes changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SwitchReason {
-    /// A new, empty conversation (`/clear`, or anything else that starts
-    /// over): the new id had no transcript yet.
-    Clear,
-    /// An existing conversation taken up inside the TUI: the new id's
-    /// transcript was there before the switch.
-    Resume,
-    /// Not established (a reason added by a later ccd reads as this too).
-    #[serde(other)]
-    Unknown,
-}
-
-impl SwitchReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SwitchReason::Clear => "clear",
-            SwitchReason::Resume => "resume",
-            SwitchReason::Unknown => "unknown",
-        }
-    }
-}
+/// Why the id a process writes changed (a holder-protocol type: holders
+/// report it in `holder.info`).
+pub use ccd_protocol::holder::SwitchReason;
 
 /// The reason a process that wrote some id until at least `seen_before`
 /// (unix ms: when the old id was last seen in its entry) writes `to` as of

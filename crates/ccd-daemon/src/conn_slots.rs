@@ -118,17 +118,17 @@ impl<V> Slots<V> {
         m.entries.remove(&key).map(|(_, v)| v)
     }
 
-    /// What `f` makes of the first entry `matches` picks.
+    /// What `f` makes of the first entry (key, value) `matches` picks.
     pub fn find_map<R>(
         &self,
         matches: impl Fn(&str, &V) -> bool,
-        f: impl FnOnce(&V) -> R,
+        f: impl FnOnce(&str, &V) -> R,
     ) -> Option<R> {
         let m = lock(&self.inner);
         m.entries
             .iter()
             .find(|(k, (_, v))| matches(k, v))
-            .map(|(_, (_, v))| f(v))
+            .map(|(k, (_, v))| f(k, v))
     }
 
     /// Entries held now.
@@ -221,7 +221,7 @@ mod tests {
         let second = slots.key("s");
         slots.put(&second, 2);
         first.release();
-        assert_eq!(slots.find_map(|k, _| k == "s", |v| *v), Some(2));
+        assert_eq!(slots.find_map(|k, _| k == "s", |_, v| *v), Some(2));
         second.release();
         assert!(slots.is_empty());
     }

@@ -21,10 +21,11 @@ use thiserror::Error;
 
 use crate::config::{KillSignal, Size};
 use crate::fanout::AttachMode;
-use crate::rpc::types::{
-    self as t, AttachParams, AttachResult, CollectParams, CollectResult, Done, InfoResult,
+use ccd_protocol::holder::{
+    self as h, AttachParams, AttachResult, CollectParams, CollectResult, Done, InfoResult,
     InputParams, KillParams, KillResult, ScreenFormat, ScreenParams, ScreenResult,
 };
+use ccd_protocol::methods::Method;
 
 /// Default timeout of every read.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -193,18 +194,29 @@ impl HolderClient {
 
     /// `holder.info`.
     pub fn info(&mut self) -> Result<InfoResult, ClientError> {
-        self.call(t::INFO, &serde_json::json!({}))
+        self.call(h::Info::NAME, &serde_json::json!({}))
+    }
+
+    /// `holder.hello`: the negotiated holder protocol version.
+    pub fn hello(&mut self) -> Result<u32, ClientError> {
+        let r: h::HelloResult = self.call(
+            h::Hello::NAME,
+            &h::HelloParams {
+                protocol: h::HOLDER_PROTOCOL_RANGE,
+            },
+        )?;
+        Ok(r.protocol)
     }
 
     /// `holder.screen`.
     pub fn screen(&mut self, format: ScreenFormat) -> Result<ScreenResult, ClientError> {
-        self.call(t::SCREEN, &ScreenParams { format })
+        self.call(h::Screen::NAME, &ScreenParams { format })
     }
 
     /// `holder.input`.
     pub fn input(&mut self, data: &[u8]) -> Result<(), ClientError> {
         let _: Done = self.call(
-            t::INPUT,
+            h::Input::NAME,
             &InputParams {
                 data: data.to_vec(),
             },
@@ -214,7 +226,7 @@ impl HolderClient {
 
     /// `holder.resize`.
     pub fn resize(&mut self, rows: u16, cols: u16) -> Result<(), ClientError> {
-        let _: Done = self.call(t::RESIZE, &Size { rows, cols })?;
+        let _: Done = self.call(h::Resize::NAME, &Size { rows, cols })?;
         Ok(())
     }
 
@@ -225,7 +237,7 @@ impl HolderClient {
         grace: Option<Duration>,
     ) -> Result<bool, ClientError> {
         let r: KillResult = self.call(
-            t::KILL,
+            h::Kill::NAME,
             &KillParams {
                 signal,
                 grace_ms: grace.map(|g| u64::try_from(g.as_millis()).unwrap_or(u64::MAX)),
@@ -240,7 +252,7 @@ impl HolderClient {
         let saved = self.timeout;
         self.timeout = saved + wait + Duration::from_secs(2);
         let r = self.call(
-            t::COLLECT,
+            h::Collect::NAME,
             &CollectParams {
                 wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             },
@@ -252,12 +264,12 @@ impl HolderClient {
     /// `holder.attach`. The `session.resync` follows; read it and the rest
     /// with [`HolderClient::next_event`].
     pub fn attach(&mut self, mode: AttachMode) -> Result<AttachResult, ClientError> {
-        self.call(t::ATTACH, &AttachParams { mode, size: None })
+        self.call(h::Attach::NAME, &AttachParams { mode, size: None })
     }
 
     /// `holder.detach`.
     pub fn detach(&mut self) -> Result<(), ClientError> {
-        let _: Done = self.call(t::DETACH, &serde_json::json!({}))?;
+        let _: Done = self.call(h::Detach::NAME, &serde_json::json!({}))?;
         Ok(())
     }
 

@@ -4,55 +4,16 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+/// Terminal size in cells: the protocol's own (`{rows, cols}` on the
+/// wire; checked with [`TermSize::checked`](ccd_protocol::methods::TermSize::checked),
+/// clamped with `clamped`).
+pub type Size = ccd_protocol::methods::TermSize;
 
-/// Terminal size in cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Size {
-    /// Rows (1..=`ccd_protocol::methods::MAX_ROWS`).
-    pub rows: u16,
-    /// Columns (1..=`ccd_protocol::methods::MAX_COLS`).
-    pub cols: u16,
-}
-
-impl Size {
-    /// This size if it is within the protocol's bounds
-    /// (`ccd_protocol::methods::MAX_ROWS` / `MAX_COLS`, both at least 1).
-    pub fn checked(self) -> Result<Size, ccd_protocol::methods::SizeOutOfRange> {
-        self.term().checked().map(Size::from_term)
-    }
-
-    /// The nearest size within the protocol's bounds: what the holder
-    /// applies whatever it was handed, so no caller can make it allocate a
-    /// screen model of 65535×65535 cells.
-    pub fn clamped(self) -> Size {
-        Size::from_term(self.term().clamped())
-    }
-
-    fn term(self) -> ccd_protocol::methods::TermSize {
-        ccd_protocol::methods::TermSize {
-            cols: self.cols,
-            rows: self.rows,
-        }
-    }
-
-    fn from_term(t: ccd_protocol::methods::TermSize) -> Size {
-        Size {
-            rows: t.rows,
-            cols: t.cols,
-        }
-    }
-}
-
-impl Default for Size {
-    /// 40 rows x 120 columns.
-    fn default() -> Self {
-        Self {
-            rows: 40,
-            cols: 120,
-        }
-    }
-}
+/// The size a holder starts with unless told: 40 rows x 120 columns.
+pub const DEFAULT_SIZE: Size = Size {
+    rows: 40,
+    cols: 120,
+};
 
 /// How one holder runs its session.
 #[derive(Debug, Clone)]
@@ -114,7 +75,7 @@ impl HolderConfig {
             cwd,
             base_env: None,
             env: Vec::new(),
-            size: Size::default(),
+            size: DEFAULT_SIZE,
             claude_config_dir: None,
             auto_trust: true,
             trust_stable: Duration::from_millis(1000),
@@ -128,25 +89,40 @@ impl HolderConfig {
     }
 }
 
-/// A signal `holder.kill` may send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KillSignal {
-    /// SIGTERM.
-    Term,
-    /// SIGKILL.
-    Kill,
-    /// SIGHUP.
-    Hup,
+/// A signal `holder.kill` may send (the public protocol's).
+pub use ccd_protocol::holder::KillSignal;
+
+/// The signal number of `s`.
+pub fn signal_number(s: KillSignal) -> i32 {
+    match s {
+        KillSignal::Term => libc::SIGTERM,
+        KillSignal::Kill => libc::SIGKILL,
+        KillSignal::Hup => libc::SIGHUP,
+    }
 }
 
-impl KillSignal {
-    /// The signal number.
-    pub fn number(self) -> i32 {
-        match self {
-            KillSignal::Term => libc::SIGTERM,
-            KillSignal::Kill => libc::SIGKILL,
-            KillSignal::Hup => libc::SIGHUP,
+impl From<ccd_protocol::holder::spec::HolderSpec> for HolderConfig {
+    /// The configuration a holder started with `spec` runs with (what
+    /// `ccd __holder` does with the spec the daemon wrote on its stdin).
+    fn from(spec: ccd_protocol::holder::spec::HolderSpec) -> Self {
+        let mut c = HolderConfig::new(spec.socket, spec.program, spec.cwd);
+        c.args = spec.args.into_iter().map(Into::into).collect();
+        c.env = spec
+            .env
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        // The daemon's handlers refused out-of-range sizes; a spec from
+        // elsewhere is clamped (the holder clamps again).
+        c.size = Size {
+            rows: spec.rows,
+            cols: spec.cols,
         }
+        .clamped();
+        c.claude_config_dir = spec.claude_config_dir;
+        c.auto_trust = spec.auto_trust;
+        c.trust_stable = Duration::from_millis(spec.trust_stable_ms);
+        c.expected_session_id = spec.session_id;
+        c
     }
 }

@@ -8,16 +8,9 @@
 //! pid stays a zombie and cannot be reused.
 
 use portable_pty::Child;
-use serde::{Deserialize, Serialize};
 
-/// How the child ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExitInfo {
-    /// Exit status, if it exited normally.
-    pub code: Option<i32>,
-    /// Signal number, if it was killed by a signal.
-    pub signal: Option<i32>,
-}
+/// How the child ended (a holder-protocol type).
+pub use ccd_protocol::holder::ExitInfo;
 
 /// Block until `pid` has exited, without reaping it. Returns false if this
 /// cannot be waited for this way (then reaping is the wait).

@@ -38,35 +38,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::exit::ExitInfo;
 
-/// How a client is attached.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttachMode {
-    /// May send input and resize.
-    #[default]
-    Interactive,
-    /// Read only.
-    Observe,
-}
-
-/// Per-client counters, as reported by `holder.info`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientStats {
-    /// Client id (unique within this holder).
-    pub id: u64,
-    /// Attach mode.
-    pub mode: AttachMode,
-    /// Output bytes this client never received (replaced by a resync).
-    pub bytes_dropped: u64,
-    /// Resyncs sent after an overflow (the initial attach resync not counted).
-    pub resyncs: u64,
-    /// Bytes currently queued.
-    pub queued: usize,
-}
+/// How a client is attached, and the per-client counters `holder.info`
+/// reports (holder-protocol types).
+pub use ccd_protocol::holder::{AttachMode, ClientStats};
 
 /// What a client's writer should send next.
 #[derive(Debug)]

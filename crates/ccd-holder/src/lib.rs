@@ -57,16 +57,17 @@ use std::sync::Arc;
 use anyhow::Context;
 use ccd_screen::Screen;
 
+pub use ccd_protocol::holder::{
+    AttachResult, Attention, CollectResult, EarlierId, InfoResult, PermissionInfo, RegistryStatus,
+    ScreenFormat, ScreenResult, Transition,
+};
 pub use client::{ClientError, HolderClient, StreamEvent};
 pub use config::{HolderConfig, KillSignal, Size};
 pub use exit::ExitInfo;
 pub use fanout::{AttachMode, ClientStats};
 pub use lifecycle::{AttentionReason, State};
 pub use rpc::server::bind;
-pub use rpc::types::{
-    AttachResult, Attention, CollectResult, EarlierId, InfoResult, PermissionInfo, RegistryStatus,
-    ScreenFormat, ScreenResult, Transition,
-};
+
 pub use session::Session;
 pub use spawn::SpawnError;
 

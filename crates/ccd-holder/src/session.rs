@@ -42,11 +42,11 @@ use crate::config::Size;
 use crate::exit::{self, ExitInfo};
 use crate::fanout::{AttachMode, ClientQueue, Fanout};
 use crate::lifecycle::{AttentionReason, State};
-use crate::rpc::types::{
+use crate::stop::StopSignal;
+use ccd_protocol::holder::{
     Attention, Cursor, EarlierId, InfoResult, PermissionInfo, RegistryStatus, ScreenFormat,
     ScreenResult, Transition,
 };
-use crate::stop::StopSignal;
 
 /// Transitions kept for `holder.info`.
 const TRANSITIONS_KEPT: usize = 10;
@@ -533,6 +533,7 @@ impl Session {
         let s = &m.screen;
         let (row, col) = s.cursor_position();
         let (rows, cols) = s.size();
+        let modes = s.modes();
         ScreenResult {
             rows: s.rows_text(),
             text: s.contents(),
@@ -540,9 +541,13 @@ impl Session {
                 ScreenFormat::Text => None,
                 ScreenFormat::Ansi => Some(String::from_utf8_lossy(&s.redraw()).into_owned()),
             },
-            cursor: Cursor { row, col },
+            cursor: Cursor {
+                row,
+                col,
+                visible: !modes.hide_cursor,
+            },
             size: Size { rows, cols },
-            modes: s.modes(),
+            modes,
             title: s.title().to_owned(),
             verdict: classify_screen(s),
         }

@@ -7,6 +7,8 @@
 //! - [`ErrorCode`]: the stable error codes; [`error_data`]: the typed
 //!   `data` of those whose `data` clients read;
 //! - [`handshake`]: the `hello` version negotiation;
+//! - [`holder`]: the holder protocol (daemon → session holder), versioned
+//!   with its own `holder.hello`, and the holder's startup spec;
 //! - [`methods`]: typed params/results, one module per concern;
 //! - [`stream`]: how terminal output travels (`session.output`,
 //!   `session.resync`, `session.exited`);
@@ -21,6 +23,7 @@ pub mod error_code;
 pub mod error_data;
 pub mod framing;
 pub mod handshake;
+pub mod holder;
 pub mod jsonrpc;
 pub mod methods;
 pub mod stream;

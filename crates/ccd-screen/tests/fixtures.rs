@@ -261,7 +261,7 @@ fn permission_bash_2_1_332() {
 
 #[test]
 fn answers_and_prompt_ids_on_both_versions_recordings() {
-    use ccd_screen::Answer;
+    use ccd_screen::{Answer, PermissionDialogExt};
     let mut ids = Vec::new();
     for name in [
         "permission-bash-2.1.173",

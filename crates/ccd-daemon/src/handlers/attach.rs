@@ -24,20 +24,20 @@ use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{checked_cwd, resumable, start};
 use crate::handlers::sessions::resolve_for_attach;
 use crate::holders::relay::Relay;
-use crate::holders::rpc::{call_once, HolderConn};
+use crate::holders::rpc::{call_once, HolderConn, HolderError};
 use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
-use ccd_holder::rpc::types as h;
 use ccd_protocol::error_data::{LiveElsewhereData, ScreenData, SpawnFailedData};
+use ccd_protocol::holder as h;
 use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, DetachResult, FreshStart, InputParams, InputResult,
     ResizeParams, DIRECT_ATTACH_ID,
 };
 use ccd_protocol::methods::session::{Progress, SessionInfo, SessionProgress, SessionState};
+use ccd_protocol::methods::Method;
 use ccd_protocol::methods::{Empty, SessionRef, TermSize};
 use ccd_protocol::{ErrorCode, Id, RpcError};
-use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -99,9 +99,16 @@ pub async fn attach(
         }
     };
     let session = holder.session_id().unwrap_or(&holder.id).to_string();
-    let direct_to = id.as_ref().filter(|_| p.direct);
-    let size = match direct_to {
-        Some(id) => direct(ctx, id, &holder, &p).await?,
+    let mut direct_to = id.as_ref().filter(|_| p.direct);
+    let (size, holder_protocol) = match direct_to {
+        Some(to) => match direct(ctx, to, &holder, &p).await? {
+            Some(done) => done,
+            // Its holder cannot serve a direct stream: through the daemon.
+            None => {
+                direct_to = None;
+                relayed(ctx, id.as_ref(), &holder, &p, &session).await?
+            }
+        },
         None => relayed(ctx, id.as_ref(), &holder, &p, &session).await?,
     };
     // Its client list changed: the table's view catches up on the next tick.
@@ -114,6 +121,7 @@ pub async fn attach(
         resumed,
         fresh_instead_of: fresh,
         direct: direct_to.is_some(),
+        holder_protocol: Some(holder_protocol),
     })
 }
 
@@ -175,32 +183,30 @@ fn nothing_to_observe(info: &SessionInfo) -> RpcError {
 
 /// Attaches through the daemon: a holder connection of this client
 /// connection's, whose notifications a task relays (see the module doc).
-/// The session's size after the attach.
+/// The session's size after the attach, and the holder protocol version
+/// of the connection (it says hello first: the connection is kept).
 async fn relayed(
     ctx: &Arc<ConnCtx>,
     id: Option<&Id>,
     holder: &HolderEntry,
     p: &AttachParams,
     session: &str,
-) -> Result<TermSize, RpcError> {
-    let mut conn = HolderConn::connect(&holder.socket)
+) -> Result<(TermSize, u32), RpcError> {
+    let mut conn = HolderConn::connect_hello(&holder.socket)
         .await
-        .map_err(internal)?;
-    let r: ccd_holder::AttachResult = conn
-        .call(h::ATTACH, holder_attach_params(p))
+        .map_err(|e| holder.rpc_error(e))?;
+    let protocol = conn.protocol.unwrap_or(h::PRE_VERSIONING);
+    let r = conn
+        .call::<h::Attach>(&holder_attach_params(p))
         .await
-        .map_err(internal)?;
-    let mut size = TermSize {
-        cols: r.size.cols,
-        rows: r.size.rows,
-    };
+        .map_err(|e| holder.rpc_error(e))?;
+    let mut size = r.size;
     if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
-        if want != size {
-            // A holder started by an older ccd ignores the attach's size.
-            let _: Value = conn
-                .call(h::RESIZE, json!({"rows": want.rows, "cols": want.cols}))
+        // A version-0 holder may ignore the attach's size.
+        if protocol == h::PRE_VERSIONING && want != size {
+            conn.call::<h::Resize>(&want)
                 .await
-                .map_err(internal)?;
+                .map_err(|e| holder.rpc_error(e))?;
             size = want;
         }
     }
@@ -230,44 +236,112 @@ async fn relayed(
     };
     // Replaces (and so ends) an earlier attachment to the same session.
     ctx.attachments.put(&slot, attachment);
-    Ok(size)
+    Ok((size, protocol))
 }
 
 /// The holder's attach params for a client's `session.attach`: its mode,
 /// and for an interactive one its size (an observer's is not applied).
-fn holder_attach_params(p: &AttachParams) -> Value {
+fn holder_attach_params(p: &AttachParams) -> h::AttachParams {
     let mode = match p.mode {
-        AttachMode::Observe => "observe",
-        _ => "interactive",
+        AttachMode::Observe => AttachMode::Observe,
+        _ => AttachMode::Interactive,
     };
-    let mut params = json!({"mode": mode});
-    if let (AttachMode::Interactive, Some(want)) = (p.mode, p.size) {
-        params["size"] = json!({"rows": want.rows, "cols": want.cols});
+    h::AttachParams {
+        mode,
+        size: p.size.filter(|_| mode == AttachMode::Interactive),
     }
-    params
 }
 
-/// Connects to `holder`, attaches there as the client asked, and passes the
-/// connection with the reply to `id`; the size the session will have once
-/// the holder has handled that attach.
+/// Connects to `holder`, says hello there, attaches as the client asked,
+/// and passes the connection with the reply to `id`; the size the session
+/// will have once the holder has handled that attach, and the holder
+/// protocol version of the connection. `None` when the holder speaks a
+/// version older than [`h::DIRECT_STREAM_VERSION`] (it was started by an
+/// older ccd): nothing was passed, the caller attaches through the daemon
+/// instead.
+///
+/// With the holder's version known (the table learnt it at adoption or on
+/// its kept info connection; the same ranges negotiate the same version),
+/// the hello (id [`h::DIRECT_HELLO_ID`]) and the attach go out in one
+/// write and the client reads past the hello's reply: no round trip
+/// before the pass, and a holder that does not answer (stopped) is the
+/// client's to report, within its own deadline. Not known yet: the daemon
+/// says hello and reads the reply first.
 async fn direct(
     ctx: &ConnCtx,
     id: &Id,
     holder: &HolderEntry,
     p: &AttachParams,
-) -> Result<TermSize, RpcError> {
+) -> Result<Option<(TermSize, u32)>, RpcError> {
     ctx.daemon.holders.verify_dir_rpc()?;
-    let mut stream = tokio::net::UnixStream::connect(&holder.socket)
+    let serves_direct = |v: u32| match holder.require_at(
+        v,
+        h::DIRECT_STREAM_VERSION,
+        "serve a direct stream",
+    ) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::info!(holder = %holder.id, protocol = v, reason = %e.message, "attaching through the daemon instead");
+            false
+        }
+    };
+    let mut lines = Vec::new();
+    let (mut stream, protocol) = match holder.protocol {
+        Some(v) => {
+            if !serves_direct(v) {
+                return Ok(None);
+            }
+            let stream = tokio::net::UnixStream::connect(&holder.socket)
+                .await
+                .map_err(|e| holder.rpc_error(e.into()))?;
+            let hello = h::HelloParams {
+                protocol: h::HOLDER_PROTOCOL_RANGE,
+            };
+            let hello = crate::holders::rpc::to_params(&hello).map_err(|e| holder.rpc_error(e))?;
+            lines = ccd_protocol::encode(&ccd_protocol::Request::new(
+                Id::String(h::DIRECT_HELLO_ID.into()),
+                h::Hello::NAME,
+                Some(hello),
+            ))
+            .map_err(internal)?;
+            (stream, v)
+        }
+        None => {
+            let conn = HolderConn::connect_hello(&holder.socket)
+                .await
+                .map_err(|e| holder.rpc_error(e))?;
+            let v = conn.protocol.unwrap_or(h::PRE_VERSIONING);
+            if !serves_direct(v) {
+                return Ok(None);
+            }
+            // Nothing comes after the hello's reply until the attach is
+            // sent: the connection is whole again, nothing read ahead.
+            let HolderConn { reader, writer, .. } = conn;
+            let (rd, ahead, _) = reader.into_parts();
+            if !ahead.is_empty() {
+                return Err(internal(format!(
+                    "holder {} sent more than the hello's reply",
+                    holder.id
+                )));
+            }
+            (rd.reunite(writer).map_err(internal)?, v)
+        }
+    };
+    let params = crate::holders::rpc::to_params(&holder_attach_params(p))
+        .map_err(|e| holder.rpc_error(e))?;
+    lines.extend(
+        ccd_protocol::encode(&ccd_protocol::Request::new(
+            Id::String(DIRECT_ATTACH_ID.into()),
+            ccd_protocol::methods::attach::SessionAttach::NAME,
+            Some(params),
+        ))
+        .map_err(internal)?,
+    );
+    // A fresh connection's send buffer takes two short lines at once.
+    stream
+        .write_all(&lines)
         .await
-        .map_err(internal)?;
-    let line = ccd_protocol::encode(&ccd_protocol::Request::new(
-        Id::String(DIRECT_ATTACH_ID.into()),
-        "session.attach",
-        Some(holder_attach_params(p)),
-    ))
-    .map_err(internal)?;
-    // A fresh connection's send buffer takes one short line at once.
-    stream.write_all(&line).await.map_err(internal)?;
+        .map_err(|e| holder.rpc_error(e.into()))?;
     let stream = stream.into_std().map_err(internal)?;
     // The client gets the same open file: give it the blocking mode a
     // fresh socket has (tokio made it non-blocking).
@@ -277,13 +351,14 @@ async fn direct(
         cols: i.size.cols,
         rows: i.size.rows,
     });
-    Ok(match (p.mode, p.size) {
+    let size = match (p.mode, p.size) {
         (AttachMode::Interactive, Some(want)) => want,
         _ => now.unwrap_or(TermSize {
             cols: 120,
             rows: 40,
         }),
-    })
+    };
+    Ok(Some((size, protocol)))
 }
 
 fn live_elsewhere(info: &SessionInfo) -> RpcError {
@@ -553,10 +628,12 @@ async fn refuse_late(
         // Out of the table first: no request resolves to it from now on,
         // and its exit leaves no finished record.
         ctx.daemon.holders.discard(hid);
-        let killed: Result<Value, _> = call_once(
+        let killed = call_once::<h::Kill>(
             &entry.socket,
-            h::KILL,
-            json!({"signal": "term", "grace_ms": STOP_COPY_GRACE_MS}),
+            &h::KillParams {
+                signal: h::KillSignal::Term,
+                grace_ms: Some(STOP_COPY_GRACE_MS),
+            },
         )
         .await;
         // Collected as soon as it has exited (at once for a claude that
@@ -673,6 +750,9 @@ pub async fn detach(ctx: &ConnCtx, p: SessionRef) -> Result<DetachResult, RpcErr
 struct AttachedTo {
     writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
     mode: AttachMode,
+    /// The session and its holder's id, for errors.
+    session: String,
+    holder: String,
 }
 
 fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
@@ -680,42 +760,49 @@ fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
         |k, a| {
             k == session || a.holder.id == session || (session.len() >= 4 && k.starts_with(session))
         },
-        |a| AttachedTo {
+        |k, a| AttachedTo {
             writer: a.writer.clone(),
             mode: a.mode,
+            session: k.to_string(),
+            holder: a.holder.id.clone(),
         },
     )
 }
 
-async fn send_on(
-    writer: &tokio::sync::Mutex<OwnedWriteHalf>,
-    method: &str,
-    params: Value,
-) -> Result<(), RpcError> {
-    let req = ccd_protocol::Request::new(Id::Number(0), method, Some(params));
+/// Sends `M` on an attachment's holder connection; its reply is dropped
+/// by the relay.
+async fn send_on<M: Method>(to: &AttachedTo, params: &M::Params) -> Result<(), RpcError> {
+    let failed = |e: HolderError| e.into_rpc(&to.session, &to.holder);
+    let params = crate::holders::rpc::to_params(params).map_err(failed)?;
+    let req = ccd_protocol::Request::new(Id::Number(0), M::NAME, Some(params));
     let line = ccd_protocol::encode(&req).map_err(internal)?;
-    writer.lock().await.write_all(&line).await.map_err(internal)
+    to.writer
+        .lock()
+        .await
+        .write_all(&line)
+        .await
+        .map_err(|e| failed(e.into()))
 }
 
 pub async fn input(ctx: &ConnCtx, p: InputParams) -> Result<InputResult, RpcError> {
     let n = p.data.len() as u64;
-    let data = ccd_protocol::b64::encode(&p.data);
-    if let Some(AttachedTo { writer, mode }) = attachment_of(ctx, &p.session) {
-        if mode != AttachMode::Interactive {
+    let data = h::InputParams { data: p.data };
+    if let Some(to) = attachment_of(ctx, &p.session) {
+        if to.mode != AttachMode::Interactive {
             return Err(RpcError::new(
                 ErrorCode::PermissionDenied,
                 "this attachment only observes",
             ));
         }
-        send_on(&writer, h::INPUT, json!({"data": data})).await?;
+        send_on::<h::Input>(&to, &data).await?;
         return Ok(InputResult { written: n });
     }
     let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
     ctx.daemon
         .holders
-        .call_serialized(&entry, h::INPUT, json!({"data": data}))
+        .call_serialized::<h::Input>(&entry, &data)
         .await
-        .map_err(internal)?;
+        .map_err(|e| entry.rpc_error(e))?;
     Ok(InputResult { written: n })
 }
 
@@ -725,17 +812,20 @@ pub async fn resize(ctx: &ConnCtx, p: ResizeParams) -> Result<Empty, RpcError> {
         rows: p.rows,
     }
     .checked()?;
-    let params = json!({"rows": p.rows, "cols": p.cols});
-    if let Some(AttachedTo { writer, .. }) = attachment_of(ctx, &p.session) {
+    let size = TermSize {
+        cols: p.cols,
+        rows: p.rows,
+    };
+    if let Some(to) = attachment_of(ctx, &p.session) {
         // The holder remembers it for this attachment (size policy).
-        send_on(&writer, h::RESIZE, params).await?;
+        send_on::<h::Resize>(&to, &size).await?;
     } else {
         let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
         ctx.daemon
             .holders
-            .call_serialized(&entry, h::RESIZE, params)
+            .call_serialized::<h::Resize>(&entry, &size)
             .await
-            .map_err(internal)?;
+            .map_err(|e| entry.rpc_error(e))?;
     }
     Ok(Empty {})
 }

@@ -13,7 +13,6 @@ use ccd_protocol::methods::daemon::{
     DaemonStatusResult, DaemonStopParams, DaemonStopResult, HelloParams, HelloResult,
 };
 use ccd_protocol::{handshake, Id, RpcError, PROTOCOL_VERSION};
-use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 
 pub fn hello(p: HelloParams) -> Result<HelloResult, RpcError> {
@@ -67,10 +66,12 @@ pub async fn stop(
         // nobody collects would wait for a daemon forever.
         let holders = ctx.daemon.holders.snapshot();
         for e in &holders {
-            let _ = crate::holders::rpc::call_once::<Value>(
+            let _ = crate::holders::rpc::call_once::<ccd_protocol::holder::Kill>(
                 &e.socket,
-                ccd_holder::rpc::types::KILL,
-                json!({"signal": "hup", "grace_ms": 3000}),
+                &ccd_protocol::holder::KillParams {
+                    signal: ccd_protocol::holder::KillSignal::Hup,
+                    grace_ms: Some(3000),
+                },
             )
             .await;
         }

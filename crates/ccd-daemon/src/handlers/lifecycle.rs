@@ -8,18 +8,18 @@ use crate::holders::spawn::{new_holder_id, spawn_holder, Launch};
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
 use crate::views;
-use ccd_holder::rpc::types as h;
 use ccd_protocol::error_data::{
     CwdMissingData, LiveElsewhereData, NotAtPromptData, NotRunningData, SpawnFailedData,
     TranscriptMissingData,
 };
+use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{
     Cursor, ForkParams, KillParams, KillResult, NewParams, NewResult, PinParams, PinResult,
     Progress, ScreenFormat, ScreenParams, ScreenResult, SendParams, SendResult, SessionProgress,
 };
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::{ErrorCode, RpcError};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -365,7 +365,7 @@ fn start_failed(f: Option<crate::holders::Finished>) -> RpcError {
 }
 
 async fn screen_rows(e: &HolderEntry) -> Option<Vec<String>> {
-    let s = text_screen(&e.socket).await.ok()?;
+    let s = text_screen(e).await.ok()?;
     Some(
         s.rows
             .into_iter()
@@ -448,13 +448,15 @@ pub async fn kill(ctx: &ConnCtx, p: KillParams) -> Result<KillResult, RpcError> 
         ccd_protocol::methods::session::KillSignal::Kill => "kill",
     };
     let grace = p.grace_ms.unwrap_or(3000);
-    let k: ccd_holder::rpc::types::KillResult = call_once(
+    let k = call_once::<h::Kill>(
         &entry.socket,
-        h::KILL,
-        json!({"signal": signal, "grace_ms": grace}),
+        &h::KillParams {
+            signal: p.signal,
+            grace_ms: Some(grace),
+        },
     )
     .await
-    .map_err(internal)?;
+    .map_err(|e| entry.rpc_error(e))?;
     tracing::info!(holder = %entry.id, session = ?entry.session_id(), signal, "session.kill");
     // Wait for the exit (the grace period plus a margin) and collect it.
     let c = ctx
@@ -462,7 +464,7 @@ pub async fn kill(ctx: &ConnCtx, p: KillParams) -> Result<KillResult, RpcError> 
         .holders
         .collect(&entry, grace + 2000)
         .await
-        .map_err(internal)?;
+        .map_err(|e| entry.rpc_error(e))?;
     Ok(KillResult {
         signalled: k.sent,
         exited: c.collected,
@@ -473,13 +475,9 @@ pub async fn kill(ctx: &ConnCtx, p: KillParams) -> Result<KillResult, RpcError> 
 
 pub async fn screen(ctx: &ConnCtx, p: ScreenParams) -> Result<ScreenResult, RpcError> {
     let entry = held(ctx, &p.session).await?;
-    let fmt = match p.format {
-        ScreenFormat::Text => "text",
-        ScreenFormat::Ansi => "ansi",
-    };
-    let s: ccd_holder::ScreenResult = call_once(&entry.socket, h::SCREEN, json!({"format": fmt}))
+    let s = call_once::<h::Screen>(&entry.socket, &h::ScreenParams { format: p.format })
         .await
-        .map_err(internal)?;
+        .map_err(|e| entry.rpc_error(e))?;
     Ok(ScreenResult {
         session: entry.session_id().unwrap_or(&entry.id).to_string(),
         size: TermSize {
@@ -526,10 +524,15 @@ const SUBMIT_WAIT: Duration = Duration::from_millis(1500);
 const SUBMIT_TRIES: usize = 3;
 
 /// The holder's screen as text, with its verdict.
-pub(crate) async fn text_screen(socket: &Path) -> Result<ccd_holder::ScreenResult, RpcError> {
-    call_once(socket, h::SCREEN, json!({"format": "text"}))
-        .await
-        .map_err(internal)
+pub(crate) async fn text_screen(entry: &HolderEntry) -> Result<ccd_holder::ScreenResult, RpcError> {
+    call_once::<h::Screen>(
+        &entry.socket,
+        &h::ScreenParams {
+            format: ScreenFormat::Text,
+        },
+    )
+    .await
+    .map_err(|e| entry.rpc_error(e))
 }
 
 /// The draft in the input box, `None` when the prompt is not showing.
@@ -543,13 +546,13 @@ pub(crate) fn draft_of(s: &ccd_holder::ScreenResult) -> Option<String> {
 /// Polls the screen until `done` holds for its draft, or `wait` passes.
 /// Returns the last draft seen.
 pub(crate) async fn wait_draft(
-    socket: &Path,
+    entry: &HolderEntry,
     wait: Duration,
     done: impl Fn(Option<&str>) -> bool,
 ) -> Result<(bool, Option<String>), RpcError> {
     let deadline = Instant::now() + wait;
     loop {
-        let d = draft_of(&text_screen(socket).await?);
+        let d = draft_of(&text_screen(entry).await?);
         if done(d.as_deref()) {
             return Ok((true, d));
         }
@@ -560,14 +563,15 @@ pub(crate) async fn wait_draft(
     }
 }
 
-pub(crate) async fn type_bytes(socket: &Path, bytes: &[u8]) -> Result<(), RpcError> {
-    let _: Value = call_once(
-        socket,
-        h::INPUT,
-        json!({"data": ccd_protocol::b64::encode(bytes)}),
+pub(crate) async fn type_bytes(entry: &HolderEntry, bytes: &[u8]) -> Result<(), RpcError> {
+    call_once::<h::Input>(
+        &entry.socket,
+        &h::InputParams {
+            data: bytes.to_vec(),
+        },
     )
     .await
-    .map_err(internal)?;
+    .map_err(|e| entry.rpc_error(e))?;
     Ok(())
 }
 
@@ -581,7 +585,7 @@ pub(crate) async fn type_bytes(socket: &Path, bytes: &[u8]) -> Result<(), RpcErr
 pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> {
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
-    let s = text_screen(&entry.socket).await?;
+    let s = text_screen(&entry).await?;
     let before = draft_of(&s);
     if before.is_none() && !p.force {
         let what = shows(&s.verdict);
@@ -603,30 +607,28 @@ pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> 
     } else {
         typed.extend_from_slice(p.text.replace('\n', " ").as_bytes());
     }
-    type_bytes(&entry.socket, &typed).await?;
+    type_bytes(&entry, &typed).await?;
     let mut enters = 0u64;
     let submitted = match before {
         None => {
             // Forced past a screen that is not the prompt: nothing to check.
             tokio::time::sleep(Duration::from_millis(80)).await;
-            type_bytes(&entry.socket, b"\r").await?;
+            type_bytes(&entry, b"\r").await?;
             enters = 1;
             None
         }
         Some(before) => {
-            let (shown, draft) = wait_draft(&entry.socket, DRAFT_WAIT, |d| {
-                d.is_some_and(|d| d != before)
-            })
-            .await?;
+            let (shown, draft) =
+                wait_draft(&entry, DRAFT_WAIT, |d| d.is_some_and(|d| d != before)).await?;
             if !shown {
                 tracing::warn!(holder = %entry.id, session = %sid, "session.send: the typed text did not show in the draft; pressing Enter anyway");
             }
             let mut done = false;
             while enters < SUBMIT_TRIES as u64 && !done {
-                type_bytes(&entry.socket, b"\r").await?;
+                type_bytes(&entry, b"\r").await?;
                 enters += 1;
                 // Submitted: the prompt went (a turn runs) or its draft changed.
-                let (ok, _) = wait_draft(&entry.socket, SUBMIT_WAIT, |d| {
+                let (ok, _) = wait_draft(&entry, SUBMIT_WAIT, |d| {
                     d.is_none_or(|d| Some(d) != draft.as_deref())
                 })
                 .await?;

@@ -112,6 +112,7 @@ pub async fn follow(
         resumed: false,
         fresh_instead_of: None,
         direct: false,
+        holder_protocol: None,
     })
 }
 

@@ -13,11 +13,11 @@
 
 use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{held, send, shows, text_screen, type_bytes, wait_draft};
+use crate::holders::HolderEntry;
 use ccd_protocol::error_data::{NotAtPromptData, PromptNotShownData};
 use ccd_protocol::methods::session::{RespondChoice, RespondParams, RespondResult, SendParams};
 use ccd_protocol::{ErrorCode, RpcError};
-use ccd_screen::{Answer, KeyMoves, PermissionDialog, ScreenState};
-use std::path::Path;
+use ccd_screen::{Answer, KeyMoves, PermissionDialog, PermissionDialogExt, ScreenState};
 use std::time::{Duration, Instant};
 
 /// How long one arrow press may take to show on the screen.
@@ -42,8 +42,10 @@ fn internal(e: impl std::fmt::Display) -> RpcError {
 }
 
 /// The screen's permission dialog, with the verdict's word for the screen.
-async fn dialog_on(socket: &Path) -> Result<(Option<PermissionDialog>, String, bool), RpcError> {
-    let s = text_screen(socket).await?;
+async fn dialog_on(
+    entry: &HolderEntry,
+) -> Result<(Option<PermissionDialog>, String, bool), RpcError> {
+    let s = text_screen(entry).await?;
     let app_cursor = s.modes.application_cursor;
     Ok(match s.verdict {
         ScreenState::PermissionDialog(d) => (Some(d), "permission_dialog".into(), app_cursor),
@@ -80,8 +82,7 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
     }
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
-    let socket = entry.socket.clone();
-    let (dialog, what, app_cursor) = dialog_on(&socket).await?;
+    let (dialog, what, app_cursor) = dialog_on(&entry).await?;
     let Some(dialog) = dialog else {
         return Err(not_shown(&sid, &what, p.prompt.as_deref(), None));
     };
@@ -107,15 +108,15 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
     let mut pressed = 0usize;
     while at != target {
         let step = KeyMoves::between(at, target).key;
-        type_bytes(&socket, step.bytes(app_cursor)).await?;
+        type_bytes(&entry, step.bytes(app_cursor)).await?;
         pressed += 1;
-        at = wait_moved(&socket, &sid, &prompt, at, pressed).await?;
+        at = wait_moved(&entry, &sid, &prompt, at, pressed).await?;
     }
-    type_bytes(&socket, b"\r").await?;
-    wait_gone(&socket, &sid, &prompt).await?;
+    type_bytes(&entry, b"\r").await?;
+    wait_gone(&entry, &sid, &prompt).await?;
     tracing::info!(holder = %entry.id, session = %sid, prompt = %prompt, choice = ?p.choice, option = %option, arrows = pressed, "session.respond");
     let message_submitted = match p.message {
-        Some(text) => Some(send_after(ctx, &socket, &sid, text).await?),
+        Some(text) => Some(send_after(ctx, &entry, &sid, text).await?),
         None => None,
     };
     Ok(RespondResult {
@@ -129,7 +130,7 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
 
 /// Waits for the pointer to leave `from` on the same prompt; its new place.
 async fn wait_moved(
-    socket: &Path,
+    entry: &HolderEntry,
     sid: &str,
     prompt: &str,
     from: usize,
@@ -137,7 +138,7 @@ async fn wait_moved(
 ) -> Result<usize, RpcError> {
     let deadline = Instant::now() + MOVE_WAIT;
     loop {
-        let (dialog, what, _) = dialog_on(socket).await?;
+        let (dialog, what, _) = dialog_on(entry).await?;
         let moved_away = |now: Option<&str>| {
             RpcError::new(
                 ErrorCode::PromptNotShown,
@@ -172,10 +173,10 @@ async fn wait_moved(
 }
 
 /// Waits for `prompt` to leave the screen after Enter.
-async fn wait_gone(socket: &Path, sid: &str, prompt: &str) -> Result<(), RpcError> {
+async fn wait_gone(entry: &HolderEntry, sid: &str, prompt: &str) -> Result<(), RpcError> {
     let deadline = Instant::now() + GONE_WAIT;
     loop {
-        let (dialog, _, _) = dialog_on(socket).await?;
+        let (dialog, _, _) = dialog_on(entry).await?;
         if dialog.is_none_or(|d| d.prompt_id() != prompt) {
             return Ok(());
         }
@@ -193,13 +194,13 @@ async fn wait_gone(socket: &Path, sid: &str, prompt: &str) -> Result<(), RpcErro
 /// prompt (checked like `session.send`). Whether it was submitted.
 async fn send_after(
     ctx: &ConnCtx,
-    socket: &Path,
+    entry: &HolderEntry,
     sid: &str,
     text: String,
 ) -> Result<bool, RpcError> {
-    let (back, _) = wait_draft(socket, PROMPT_WAIT, |d| d.is_some()).await?;
+    let (back, _) = wait_draft(entry, PROMPT_WAIT, |d| d.is_some()).await?;
     if !back {
-        let s = text_screen(socket).await?;
+        let s = text_screen(entry).await?;
         return Err(RpcError::new(
             ErrorCode::NotAtPrompt,
             format!(

@@ -16,8 +16,9 @@ pub mod spawn;
 pub mod spec;
 
 use crate::state::Daemon;
-use ccd_holder::{CollectResult, ExitInfo, InfoResult};
-use rpc::{call_once, HolderConn, HolderError};
+use ccd_protocol::holder::{self as h, CollectResult, ExitInfo, InfoResult};
+use ccd_protocol::methods::{Empty, Method};
+use rpc::{HolderConn, HolderError};
 use serde_json::json;
 use spec::HolderMeta;
 use std::collections::{HashMap, VecDeque};
@@ -33,6 +34,10 @@ pub struct HolderEntry {
     pub meta: HolderMeta,
     /// The latest `holder.info`.
     pub info: Option<InfoResult>,
+    /// The holder protocol version it speaks, once a `holder.hello` (at
+    /// adoption, or on its kept info connection) told:
+    /// [`h::PRE_VERSIONING`] for a holder from before versioning.
+    pub protocol: Option<u32>,
     /// Which request `info` answers ([`HolderTable::refresh`] numbers them):
     /// a reply that comes back after a newer one was stored is dropped, so
     /// the table never goes back to an older state.
@@ -65,6 +70,7 @@ impl HolderEntry {
             socket,
             meta,
             info,
+            protocol: None,
             info_asked,
             exited_ticks: 0,
             failed_calls: 0,
@@ -106,6 +112,46 @@ impl HolderEntry {
             .as_ref()
             .and_then(|i| i.session_id.as_deref())
             .or(self.meta.session_id.as_deref())
+    }
+
+    /// Refuses what a holder speaking an older holder protocol cannot do:
+    /// `Ok` when its version (once known) is at least `min`, else
+    /// `permission_denied` naming the holder, its version and `what` it
+    /// lacks. A version not known yet is let through (the holder's reply
+    /// decides).
+    pub fn require(&self, min: u32, what: &str) -> Result<(), ccd_protocol::RpcError> {
+        match self.protocol {
+            Some(v) => self.require_at(v, min, what),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::require`] with the version `v` a connection negotiated.
+    pub fn require_at(&self, v: u32, min: u32, what: &str) -> Result<(), ccd_protocol::RpcError> {
+        match v {
+            v if v < min => {
+                let session = self.session_id().unwrap_or(&self.id);
+                Err(ccd_protocol::RpcError::new(
+                    ccd_protocol::ErrorCode::PermissionDenied,
+                    format!(
+                        "session {session}: its holder {} speaks holder protocol {v} (started by an older ccd), which cannot {what}; it needs version {min} (kill and resume the session to get a current holder)",
+                        self.id
+                    ),
+                )
+                .with_data(json!({
+                    "session": session,
+                    "holder": self.id,
+                    "holder_protocol": v,
+                    "needs": min,
+                })))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// [`rpc::HolderError::into_rpc`] for a call on this holder.
+    pub fn rpc_error(&self, e: HolderError) -> ccd_protocol::RpcError {
+        e.into_rpc(self.session_id().unwrap_or(&self.id), &self.id)
     }
 
     /// ccd's lifecycle word for the session.
@@ -169,6 +215,15 @@ fn activity_of(i: &InfoResult) -> impl PartialEq + '_ {
     )
 }
 
+/// What adoption asks a holder found in `holders/`, on one connection:
+/// its holder protocol version (`holder.hello`), then `holder.info`.
+async fn probe(socket: &Path) -> Result<(u32, InfoResult), HolderError> {
+    let mut conn = HolderConn::connect(socket).await?;
+    let protocol = conn.hello().await?;
+    let info = conn.call::<h::Info>(&Empty {}).await?;
+    Ok((protocol, info))
+}
+
 /// How often a still session is refreshed (see [`HolderEntry::due`]); a
 /// change to its registry entry, an attach or the end of its program gets
 /// it refreshed on the next tick, and `sessions.get` asks the holder itself.
@@ -230,16 +285,15 @@ impl HolderTable {
         }
     }
 
-    /// Calls `method` on `entry`'s shared input connection (see
+    /// Calls `M` on `entry`'s shared input connection (see
     /// `input_conns`), opening it when there is none. A kept connection
     /// found closed is replaced once; the whole call, queueing included,
     /// takes at most [`rpc::CALL_TIMEOUT`].
-    pub async fn call_serialized(
+    pub async fn call_serialized<M: Method>(
         &self,
         entry: &HolderEntry,
-        method: &str,
-        params: serde_json::Value,
-    ) -> Result<serde_json::Value, HolderError> {
+        params: &M::Params,
+    ) -> Result<M::Result, HolderError> {
         let slot = self
             .input_conns
             .lock()
@@ -252,15 +306,16 @@ impl HolderTable {
             // Taken out for the call: a call cancelled (timed out) midway
             // drops its connection rather than leaving a reply in flight.
             let reused = kept.is_some();
+            // A kept connection says hello once, when opened.
             let mut conn = match kept.take() {
                 Some(c) => c,
-                None => HolderConn::connect(&entry.socket).await?,
+                None => HolderConn::connect_hello(&entry.socket).await?,
             };
-            let result = match conn.call(method, params.clone()).await {
+            let result = match conn.call::<M>(params).await {
                 Err(HolderError::Io(_) | HolderError::Closed) if reused => {
                     tracing::debug!(holder = %entry.id, "kept input connection closed; reconnecting");
-                    conn = HolderConn::connect(&entry.socket).await?;
-                    conn.call(method, params).await
+                    conn = HolderConn::connect_hello(&entry.socket).await?;
+                    conn.call::<M>(params).await
                 }
                 r => r,
             };
@@ -282,10 +337,7 @@ impl HolderTable {
             .ok()
             .and_then(|mut m| m.remove(&entry.id));
         if let Some(mut conn) = idle {
-            match conn
-                .call::<InfoResult>(ccd_holder::rpc::types::INFO, json!({}))
-                .await
-            {
+            match conn.call::<h::Info>(&Empty {}).await {
                 Ok(info) => {
                     self.keep_info_conn(&entry.id, conn);
                     return Ok(info);
@@ -297,10 +349,13 @@ impl HolderTable {
                 }
             }
         }
-        let mut conn = HolderConn::connect(&entry.socket).await?;
-        let info = conn
-            .call::<InfoResult>(ccd_holder::rpc::types::INFO, json!({}))
-            .await?;
+        // A new kept connection says hello once: the holder's version
+        // for the table.
+        let mut conn = HolderConn::connect_hello(&entry.socket).await?;
+        if entry.protocol != conn.protocol {
+            self.update(&entry.id, |e| e.protocol = conn.protocol);
+        }
+        let info = conn.call::<h::Info>(&Empty {}).await?;
         self.keep_info_conn(&entry.id, conn);
         Ok(info)
     }
@@ -657,8 +712,8 @@ impl HolderTable {
             let stored_meta = std::fs::read(self.meta_path(&id))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<HolderMeta>(&b).ok());
-            match call_once::<InfoResult>(&path, ccd_holder::rpc::types::INFO, json!({})).await {
-                Ok(info) => {
+            match probe(&path).await {
+                Ok((protocol, info)) => {
                     let meta = stored_meta.unwrap_or_else(|| HolderMeta {
                         id: id.clone(),
                         session_id: info.session_id.clone(),
@@ -670,12 +725,11 @@ impl HolderTable {
                         pinned: false,
                         holder_pid: Some(info.holder_pid),
                     });
-                    tracing::info!(holder = %id, session = ?info.session_id, state = info.state.as_str(), "adopted holder");
+                    tracing::info!(holder = %id, session = ?info.session_id, state = info.state.as_str(), protocol, "adopted holder");
+                    let mut entry = HolderEntry::new(id.clone(), path, meta, Some(info), asked);
+                    entry.protocol = Some(protocol);
                     if let Ok(mut m) = self.live.lock() {
-                        m.insert(
-                            id.clone(),
-                            HolderEntry::new(id, path, meta, Some(info), asked),
-                        );
+                        m.insert(id, entry);
                     }
                     adopted += 1;
                 }
@@ -805,11 +859,7 @@ impl HolderTable {
         self.update(&entry.id, |e| e.collecting = true);
         let r = async {
             let mut conn = rpc::HolderConn::connect(&entry.socket).await?;
-            conn.call::<CollectResult>(
-                ccd_holder::rpc::types::COLLECT,
-                json!({ "wait_ms": wait_ms }),
-            )
-            .await
+            conn.call::<h::Collect>(&h::CollectParams { wait_ms }).await
         }
         .await;
         let c = match r {
@@ -947,6 +997,65 @@ mod tests {
         let mut n = entry(info("ready", 0));
         n.refreshed_at = None;
         assert!(n.due(later));
+    }
+
+    #[test]
+    fn what_an_old_holder_lacks_is_refused_naming_it_its_version_and_the_lack() {
+        let mut e = entry(info("ready", 0));
+        // Not asked yet: the holder's reply decides.
+        assert!(e.require(1, "serve a direct stream").is_ok());
+        e.protocol = Some(h::PRE_VERSIONING);
+        let err = e
+            .require(h::DIRECT_STREAM_VERSION, "serve a direct stream")
+            .expect_err("version 0 is too old");
+        assert_eq!(err.code, ccd_protocol::ErrorCode::PermissionDenied.code());
+        for part in [
+            "session s",
+            "holder h1",
+            "holder protocol 0",
+            "cannot serve a direct stream",
+            "version 1",
+        ] {
+            assert!(err.message.contains(part), "{part:?} in {}", err.message);
+        }
+        assert_eq!(
+            err.data.as_ref().and_then(|d| d.get("holder_protocol")),
+            Some(&json!(0))
+        );
+        e.protocol = Some(h::HOLDER_PROTOCOL_VERSION);
+        assert!(e
+            .require(h::DIRECT_STREAM_VERSION, "serve a direct stream")
+            .is_ok());
+    }
+
+    #[test]
+    fn holder_errors_keep_their_code_and_data_and_transport_failures_say_what_happened() {
+        let e = entry(info("ready", 0));
+        let own = ccd_protocol::RpcError::new(ccd_protocol::ErrorCode::InvalidParams, "size 0x0")
+            .with_data(json!({"cols": 0}));
+        assert_eq!(e.rpc_error(HolderError::Rpc(own.clone())), own);
+        let gone = e.rpc_error(HolderError::Closed);
+        assert_eq!(gone.code, ccd_protocol::ErrorCode::SessionNotRunning.code());
+        assert!(gone.message.contains("h1"), "{}", gone.message);
+        assert_eq!(
+            gone.data.as_ref().and_then(|d| d.get("session")),
+            Some(&json!("s"))
+        );
+        let exited = e.rpc_error(HolderError::Rpc(
+            ccd_protocol::RpcError::new(
+                ccd_protocol::ErrorCode::InvalidRequest,
+                "the child has exited",
+            )
+            .with_data(json!({"reason": "exited"})),
+        ));
+        assert_eq!(
+            exited.code,
+            ccd_protocol::ErrorCode::SessionNotRunning.code()
+        );
+        assert!(exited.message.contains("has exited"), "{}", exited.message);
+        let slow = e.rpc_error(HolderError::Timeout);
+        assert_eq!(slow.code, ccd_protocol::ErrorCode::InternalError.code());
+        assert!(slow.message.contains("did not answer"), "{}", slow.message);
     }
 
     #[test]

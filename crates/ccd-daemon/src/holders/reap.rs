@@ -85,10 +85,12 @@ pub async fn run(daemon: Arc<Daemon>, limit: Duration) {
                 context_tokens = ?context,
                 "reaping an idle session"
             );
-            let killed: Result<serde_json::Value, _> = super::rpc::call_once(
+            let killed = super::rpc::call_once::<ccd_protocol::holder::Kill>(
                 &h.socket,
-                ccd_holder::rpc::types::KILL,
-                serde_json::json!({"signal": "term", "grace_ms": 5000}),
+                &ccd_protocol::holder::KillParams {
+                    signal: ccd_protocol::holder::KillSignal::Term,
+                    grace_ms: Some(5000),
+                },
             )
             .await;
             if let Err(error) = killed {

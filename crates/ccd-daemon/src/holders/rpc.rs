@@ -1,9 +1,16 @@
-//! An async connection to one holder, speaking the holder's `holder.*`
-//! methods over ccd-protocol's line framing.
+//! An async connection to one holder, speaking the holder protocol
+//! ([`ccd_protocol::holder`]) over ccd-protocol's line framing: typed calls
+//! (`conn.call::<holder::Resize>(&size)`), the `holder.hello` negotiation
+//! ([`HolderConn::hello`]), and what a failed call becomes for the client
+//! that caused it ([`HolderError::into_rpc`]: a holder's own error keeps
+//! its code, message and data; a holder gone or silent gets a clear one).
 
-use ccd_protocol::{parse_incoming, Id, Incoming, LineDecoder, Request, RpcError};
+use ccd_protocol::holder::{self as h, PRE_VERSIONING};
+use ccd_protocol::methods::Method;
+use ccd_protocol::{parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Request, RpcError};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::Path;
 use std::time::Duration;
@@ -24,6 +31,65 @@ pub enum HolderError {
     Rpc(RpcError),
     #[error("unexpected holder reply: {0}")]
     Decode(String),
+}
+
+impl HolderError {
+    /// What the request that made the call gets when it failed on holder
+    /// `holder` (of session `session`): the holder's own JSON-RPC error
+    /// unchanged (code, message, data), except its "the child has exited"
+    /// (`invalid_request` with `data.reason = "exited"`, a code the public
+    /// protocol means otherwise), which is `session_not_running` like a
+    /// holder gone (connection refused, closed, reset); no answer in time,
+    /// or a reply that does not decode, is `internal_error` saying so.
+    /// `data` of the errors made here names the session and the holder.
+    pub fn into_rpc(self, session: &str, holder: &str) -> RpcError {
+        let data = json!({"session": session, "holder": holder});
+        match self {
+            HolderError::Rpc(e) if child_exited(&e) => RpcError::new(
+                ErrorCode::SessionNotRunning,
+                format!(
+                    "session {session} has exited (its holder {holder} is waiting to be collected)"
+                ),
+            )
+            .with_data(data),
+            HolderError::Rpc(e) => e,
+            HolderError::Closed => RpcError::new(
+                ErrorCode::SessionNotRunning,
+                format!(
+                    "session {session}: its holder {holder} closed the connection (it has exited)"
+                ),
+            )
+            .with_data(data),
+            HolderError::Io(e) => RpcError::new(
+                ErrorCode::SessionNotRunning,
+                format!("session {session}: its holder {holder} cannot be reached ({e})"),
+            )
+            .with_data(data),
+            HolderError::Timeout => RpcError::new(
+                ErrorCode::InternalError,
+                format!(
+                    "session {session}: its holder {holder} did not answer within {} s",
+                    CALL_TIMEOUT.as_secs()
+                ),
+            )
+            .with_data(data),
+            HolderError::Decode(e) => RpcError::new(
+                ErrorCode::InternalError,
+                format!("session {session}: unexpected reply from its holder {holder}: {e}"),
+            )
+            .with_data(data),
+        }
+    }
+}
+
+/// A holder's refusal because its child has exited.
+fn child_exited(e: &RpcError) -> bool {
+    e.code == ErrorCode::InvalidRequest.code()
+        && e.data
+            .as_ref()
+            .and_then(|d| d.get("reason"))
+            .and_then(Value::as_str)
+            == Some("exited")
 }
 
 /// Reads whole lines (bounded by the protocol's line limit).
@@ -81,6 +147,9 @@ pub struct HolderConn {
     pub reader: LineReader,
     pub writer: OwnedWriteHalf,
     next_id: i64,
+    /// The holder protocol version of this connection, once
+    /// [`Self::hello`] said hello.
+    pub protocol: Option<u32>,
 }
 
 /// How long a control call may take.
@@ -96,11 +165,39 @@ impl HolderConn {
             reader: LineReader::new(rd),
             writer: wr,
             next_id: 1,
+            protocol: None,
         })
     }
 
+    /// [`Self::connect`], then [`Self::hello`].
+    pub async fn connect_hello(path: &Path) -> Result<Self, HolderError> {
+        let mut conn = Self::connect(path).await?;
+        conn.hello().await?;
+        Ok(conn)
+    }
+
+    /// `holder.hello`: negotiates this connection's holder protocol version
+    /// (kept in `protocol`). A holder that answers `method_not_found`
+    /// predates versioning: version [`PRE_VERSIONING`].
+    pub async fn hello(&mut self) -> Result<u32, HolderError> {
+        let v = match self
+            .call::<h::Hello>(&h::HelloParams {
+                protocol: h::HOLDER_PROTOCOL_RANGE,
+            })
+            .await
+        {
+            Ok(r) => r.protocol,
+            Err(HolderError::Rpc(e)) if e.code == ErrorCode::MethodNotFound.code() => {
+                PRE_VERSIONING
+            }
+            Err(e) => return Err(e),
+        };
+        self.protocol = Some(v);
+        Ok(v)
+    }
+
     /// Sends a request; returns its id.
-    pub async fn send(&mut self, method: &str, params: Value) -> Result<Id, HolderError> {
+    pub async fn send_value(&mut self, method: &str, params: Value) -> Result<Id, HolderError> {
         let id = Id::Number(self.next_id);
         self.next_id += 1;
         let line = ccd_protocol::encode(&Request::new(id.clone(), method, Some(params)))
@@ -123,31 +220,39 @@ impl HolderConn {
         }
     }
 
-    /// Calls `method` and decodes its result.
-    pub async fn call<T: DeserializeOwned>(
+    /// Calls `M` and decodes its result.
+    pub async fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, HolderError> {
+        self.call_as::<M, M::Result>(params).await
+    }
+
+    /// Calls `M` and decodes its result as `R` (a lenient view of a
+    /// result, e.g. `serde_json::Value`).
+    pub async fn call_as<M: Method, R: DeserializeOwned>(
         &mut self,
-        method: &str,
-        params: Value,
-    ) -> Result<T, HolderError> {
+        params: &M::Params,
+    ) -> Result<R, HolderError> {
+        let params = to_params(params)?;
         let fut = async {
-            let id = self.send(method, params).await?;
+            let id = self.send_value(M::NAME, params).await?;
             self.wait(&id).await
         };
         let v = tokio::time::timeout(CALL_TIMEOUT, fut)
             .await
             .map_err(|_| HolderError::Timeout)??;
-        serde_json::from_value(v).map_err(|e| HolderError::Decode(format!("{method}: {e}")))
+        serde_json::from_value(v).map_err(|e| HolderError::Decode(format!("{}: {e}", M::NAME)))
     }
 }
 
-/// One call on a fresh connection.
-pub async fn call_once<T: DeserializeOwned>(
+/// `params` as the JSON a request carries.
+pub fn to_params<P: Serialize>(params: &P) -> Result<Value, HolderError> {
+    serde_json::to_value(params).map_err(|e| HolderError::Decode(format!("params: {e}")))
+}
+
+/// One call of `M` on a fresh connection (no hello: a connection without
+/// one speaks the holder's oldest version, all a one-off call needs).
+pub async fn call_once<M: Method>(
     socket: &Path,
-    method: &str,
-    params: Value,
-) -> Result<T, HolderError> {
-    HolderConn::connect(socket)
-        .await?
-        .call(method, params)
-        .await
+    params: &M::Params,
+) -> Result<M::Result, HolderError> {
+    HolderConn::connect(socket).await?.call::<M>(params).await
 }

@@ -32,63 +32,13 @@
 use std::time::{Duration, Instant};
 
 use ccd_screen::{ScreenState, TrustDialog, TrustPath};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::exit::ExitInfo;
 
-/// Where the session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    /// Spawned; nothing recognized yet.
-    Starting,
-    /// The trust dialog was seen (and possibly answered); not ready yet.
-    Trust,
-    /// The registry entry for the child is live.
-    Ready,
-    /// The child exited after being ready.
-    Exited,
-    /// Start failed (error on screen, or exit before ready).
-    Failed,
-}
-
-impl State {
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Starting => "starting",
-            State::Trust => "trust",
-            State::Ready => "ready",
-            State::Exited => "exited",
-            State::Failed => "failed",
-        }
-    }
-}
-
-/// Why a person must look at the session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum AttentionReason {
-    /// The custom API key dialog: a security choice, never answered by ccd.
-    ApiKeyDialog,
-    /// The trust dialog, and auto-trust is off.
-    TrustDialog,
-    /// The trust dialog cannot be answered safely.
-    TrustAmbiguous {
-        /// What is ambiguous.
-        detail: String,
-    },
-    /// Navigation to the trust option could not be verified.
-    TrustUnverified {
-        /// What went wrong.
-        detail: String,
-    },
-    /// An unrecognized screen that seems to wait for the user.
-    UnknownBlockingScreen {
-        /// The classifier's hint.
-        hint: String,
-    },
-}
+/// Where the session is in its life, and why a person must look at it
+/// (holder-protocol types).
+pub use ccd_protocol::holder::{AttentionReason, State};
 
 /// Timing and policy of the core.
 #[derive(Debug, Clone)]

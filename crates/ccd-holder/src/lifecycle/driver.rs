@@ -86,9 +86,7 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
                 }
                 if verdict != seen.verdict {
                     permission = Some(match &verdict {
-                        ScreenState::PermissionDialog(d) => {
-                            Some(crate::rpc::types::PermissionInfo::from_dialog(d))
-                        }
+                        ScreenState::PermissionDialog(d) => Some(crate::rpc::permission_info(d)),
                         _ => None,
                     });
                 }

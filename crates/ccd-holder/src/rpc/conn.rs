@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ccd_protocol::methods::NotificationKind;
+use ccd_protocol::methods::{Method, NotificationKind};
 use ccd_protocol::stream::{encode_output_line, Exited, SessionExited, SessionResync};
 use ccd_protocol::{
     encode, parse_incoming, parse_params, read_line_bounded, ErrorCode, FrameError, Id, Incoming,
@@ -20,14 +20,14 @@ use ccd_protocol::{
 use serde::Serialize;
 use serde_json::Value;
 
-use super::types::{
-    self as t, AttachParams, AttachResult, CollectParams, CollectResult, Done, InputParams,
-    KillParams, KillResult, ScreenParams,
-};
-use crate::config::{KillSignal, Size};
+use crate::config::{signal_number, KillSignal, Size};
 use crate::fanout::{AttachMode, ClientQueue, Event};
 use crate::lifecycle::State;
 use crate::session::{Session, SessionError};
+use ccd_protocol::holder::{
+    self as h, canonical, AttachParams, AttachResult, CollectParams, CollectResult, Done,
+    HelloParams, HelloResult, InputParams, KillParams, KillResult, ScreenParams,
+};
 
 type Writer = Arc<Mutex<UnixStream>>;
 
@@ -87,6 +87,9 @@ struct Conn<'a> {
     size: Option<Size>,
     /// Set by `holder.collect` once the final reply is out.
     stop_after_reply: bool,
+    /// The holder protocol version of this connection: negotiated by
+    /// `holder.hello`, [`h::MIN_HOLDER_PROTOCOL_VERSION`] until then.
+    protocol: u32,
 }
 
 /// Serve one connection until it closes.
@@ -106,6 +109,7 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
         attached: None,
         size: None,
         stop_after_reply: false,
+        protocol: h::MIN_HOLDER_PROTOCOL_VERSION,
     };
     let mut reader = BufReader::new(stream);
     let mut buf = Vec::new();
@@ -146,9 +150,9 @@ impl Conn<'_> {
     /// relay and a direct stream's client send keys that way. Anything
     /// else without an id is ignored.
     fn on_notification(&mut self, n: Notification) {
-        let result = match t::canonical(&n.method) {
-            t::INPUT => parse_params::<InputParams>(n.params).and_then(|p| self.input(p)),
-            t::RESIZE => parse_params::<Size>(n.params).and_then(|p| self.resize(p)),
+        let result = match canonical(&n.method) {
+            h::Input::NAME => parse_params::<InputParams>(n.params).and_then(|p| self.input(p)),
+            h::Resize::NAME => parse_params::<Size>(n.params).and_then(|p| self.resize(p)),
             other => {
                 tracing::debug!(method = %other, "client notification ignored");
                 return;
@@ -163,31 +167,45 @@ impl Conn<'_> {
     fn dispatch(&mut self, req: Request) -> Option<Response> {
         let id = req.id.clone().unwrap_or(Id::Number(0));
         tracing::debug!(method = %req.method, "request");
-        let outcome = match t::canonical(&req.method) {
-            t::INFO => ok(&self.session.info()),
-            t::SCREEN => parse_params::<ScreenParams>(req.params)
+        let outcome = match canonical(&req.method) {
+            h::Hello::NAME => parse_params::<HelloParams>(req.params).and_then(|p| self.hello(p)),
+            h::Info::NAME => ok(&self.session.info()),
+            h::Screen::NAME => parse_params::<ScreenParams>(req.params)
                 .and_then(|p| ok(&self.session.screen(p.format))),
-            t::ATTACH => {
+            h::Attach::NAME => {
                 match parse_params::<AttachParams>(req.params).and_then(|p| self.attach(&id, p)) {
                     Ok(()) => return None,
                     Err(e) => Err(e),
                 }
             }
-            t::DETACH => {
+            h::Detach::NAME => {
                 if let Some(q) = self.attached.take() {
                     q.close();
                 }
                 ok(&Done { ok: true })
             }
-            t::INPUT => parse_params::<InputParams>(req.params).and_then(|p| self.input(p)),
-            t::RESIZE => parse_params::<Size>(req.params).and_then(|p| self.resize(p)),
-            t::KILL => parse_params::<KillParams>(req.params).and_then(|p| self.kill(p)),
-            t::COLLECT => parse_params::<CollectParams>(req.params).and_then(|p| self.collect(p)),
+            h::Input::NAME => parse_params::<InputParams>(req.params).and_then(|p| self.input(p)),
+            h::Resize::NAME => parse_params::<Size>(req.params).and_then(|p| self.resize(p)),
+            h::Kill::NAME => parse_params::<KillParams>(req.params).and_then(|p| self.kill(p)),
+            h::Collect::NAME => {
+                parse_params::<CollectParams>(req.params).and_then(|p| self.collect(p))
+            }
             other => Err(RpcError::method_not_found(other)),
         };
         Some(match outcome {
             Ok(v) => Response::success(id, v),
             Err(e) => Response::error(Some(id), e),
+        })
+    }
+
+    /// `holder.hello`: the version both sides speak, used for the rest of
+    /// the connection.
+    fn hello(&mut self, p: HelloParams) -> Result<Value, RpcError> {
+        self.protocol = h::negotiate_holder(p.protocol)?;
+        tracing::debug!(protocol = self.protocol, "holder protocol negotiated");
+        ok(&HelloResult {
+            protocol: self.protocol,
+            holder_version: env!("CARGO_PKG_VERSION").to_string(),
         })
     }
 
@@ -234,7 +252,7 @@ impl Conn<'_> {
         };
         let sent = self
             .session
-            .kill_with_grace(p.signal.number(), grace)
+            .kill_with_grace(signal_number(p.signal), grace)
             .map_err(session_error)?;
         ok(&KillResult { sent })
     }
@@ -276,6 +294,11 @@ impl Conn<'_> {
             return Err(RpcError::new(
                 ErrorCode::InvalidRequest,
                 "this connection is already attached",
+            ));
+        }
+        if p.mode == AttachMode::Other {
+            return Err(RpcError::invalid_params(
+                "mode must be interactive or observe",
             ));
         }
         if let (AttachMode::Interactive, Some(size)) = (p.mode, p.size) {

@@ -113,6 +113,13 @@ pub struct AttachResult {
     /// the stream's notifications come on that connection, not this one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
+    /// The holder protocol version the session's holder speaks (see "Holder
+    /// protocol versions" in `docs/protocol.md`): 0 for a holder started by
+    /// a ccd from before holder versions, which the daemon never passes as a
+    /// direct stream. Absent from older daemons and for sessions without a
+    /// holder (observing a session running outside ccd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_protocol: Option<u32>,
 }
 
 /// Why an attach landed in a fresh session.

@@ -23,19 +23,10 @@
 //! 2. "do you want to use this api key"
 //! 3. an option row labelled "No (recommended)"
 
-use serde::{Deserialize, Serialize};
-
 use super::menu::{menu_at, parse_option_row};
 use crate::text::{norm, ScreenText};
 
-/// The API key dialog. Deliberately carries no suggested answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiKeyDialog {
-    /// Option labels in screen order (for display).
-    pub options: Vec<String>,
-    /// Index of the option carrying the pointer, if exactly one does.
-    pub selected: Option<usize>,
-}
+pub use ccd_protocol::holder::screen::ApiKeyDialog;
 
 /// Look for the API key dialog.
 pub fn detect(text: &ScreenText) -> Option<ApiKeyDialog> {

@@ -14,38 +14,9 @@
 //! Lines that begin with a prompt pointer (`❯`, `>`) are skipped: that is the
 //! input box, or a user message echoed in the conversation, not CLI output.
 
-use serde::{Deserialize, Serialize};
-
 use crate::text::{is_pointer, norm, ScreenText};
 
-/// What went wrong.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum StartErrorKind {
-    /// `--resume <sid>` with an unknown id (or from the wrong cwd on old versions).
-    NoConversationFound {
-        /// The id as printed.
-        session_id: String,
-    },
-    /// `--session-id <uuid>` naming an id that already has a transcript.
-    SessionIdInUse {
-        /// The id as printed.
-        session_id: String,
-    },
-    /// The transcript is too large for the model.
-    PromptTooLong,
-    /// The user (or a key sent too early) answered "No, exit" to the trust dialog.
-    FolderNotTrusted,
-}
-
-/// An error found on screen, with the line it was read from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StartError {
-    /// The classified error.
-    pub kind: StartErrorKind,
-    /// The whole line, trimmed.
-    pub text: String,
-}
+pub use ccd_protocol::holder::screen::{StartError, StartErrorKind};
 
 /// The token after `prefix` in `line` (both already normalized), up to a blank,
 /// without trailing punctuation.

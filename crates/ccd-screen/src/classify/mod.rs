@@ -28,44 +28,21 @@ pub mod permission;
 pub mod ready;
 pub mod trust;
 
-use serde::{Deserialize, Serialize};
-
 use crate::screen::Screen;
 use crate::text::ScreenText;
 
 pub use api_key::ApiKeyDialog;
 pub use errors::{StartError, StartErrorKind};
 pub use permission::{
-    option_for, prompt_id, Answer, PermissionDialog, PermissionKind, PermissionOption,
+    option_for, prompt_id, Answer, PermissionDialog, PermissionDialogExt, PermissionKind,
+    PermissionOption,
 };
 pub use ready::ReadyPrompt;
 pub use trust::{TrustAmbiguity, TrustDialog, TrustOption, TrustPath};
 
-/// What the screen shows, as far as ccd cares.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "state")]
-pub enum ScreenState {
-    /// Nothing drawn yet.
-    Loading,
-    /// The folder trust dialog.
-    TrustDialog(TrustDialog),
-    /// The custom API key dialog; the answer is the user's.
-    ApiKeyDialog(ApiKeyDialog),
-    /// A tool permission dialog; the answer is the user's. (Serialized as
-    /// `permission_prompt`, the name `session.state`'s `shows` has used.)
-    #[serde(rename = "permission_prompt")]
-    PermissionDialog(PermissionDialog),
-    /// A start/resume error.
-    Error(StartError),
-    /// The input prompt is up.
-    Ready(ReadyPrompt),
-    /// Something else. `blocking_hint` is set when it looks like it waits for
-    /// the user (report it; don't wait on it silently).
-    Unknown {
-        /// What seems to be asked, if anything.
-        blocking_hint: Option<String>,
-    },
-}
+/// What the screen shows, as far as ccd cares (a holder-protocol type:
+/// `holder.screen`'s `verdict`).
+pub use ccd_protocol::holder::screen::ScreenState;
 
 /// Classify a [`Screen`]. See [`classify_text`].
 pub fn classify_screen(screen: &Screen) -> ScreenState {

@@ -54,42 +54,13 @@
 //! their order differ between versions: 2.1.332 adds "Yes, and switch to
 //! auto mode" before "No").
 
-use serde::{Deserialize, Serialize};
-
 use super::menu::{menu_at, parse_option_row};
 use crate::text::{is_rule, norm, strip_box, ScreenText};
 
 /// How far above the question the heading is looked for.
 pub const MAX_BODY_ROWS: usize = 30;
 
-/// What the dialog asks permission for (from its heading).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionKind {
-    /// "Bash command".
-    Bash,
-    /// "Edit file", "Create file" (Edit / Write tools).
-    FileEdit,
-    /// "Fetch" (WebFetch).
-    WebFetch,
-    /// An MCP server's tool.
-    Mcp,
-    /// Another or an unreadable heading.
-    Other,
-}
-
-impl PermissionKind {
-    /// The wire name (`bash`, `file_edit`, `web_fetch`, `mcp`, `other`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionKind::Bash => "bash",
-            PermissionKind::FileEdit => "file_edit",
-            PermissionKind::WebFetch => "web_fetch",
-            PermissionKind::Mcp => "mcp",
-            PermissionKind::Other => "other",
-        }
-    }
-}
+pub use ccd_protocol::holder::screen::{PermissionDialog, PermissionKind, PermissionOption};
 
 /// How to answer a permission dialog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,36 +123,19 @@ pub fn prompt_id(
         .collect()
 }
 
-/// One option of a permission dialog.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PermissionOption {
-    /// Its number (`2.` → 2), if the menu is numbered.
-    pub number: Option<u32>,
-    /// The label as shown, without pointer and number.
-    pub label: String,
-}
-
-/// A tool permission dialog.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PermissionDialog {
-    /// What is asked for.
-    pub kind: PermissionKind,
-    /// The heading as shown ("Bash command", "Create file"), if found.
-    pub heading: Option<String>,
-    /// The command (Bash) or the file path (file edit), as shown.
-    pub detail: Option<String>,
-    /// The question, e.g. "Do you want to proceed?".
-    pub question: String,
-    /// Options in screen order.
-    pub options: Vec<PermissionOption>,
-    /// Index into `options` of the option carrying the pointer, if exactly
-    /// one does (Enter answers with it).
-    pub selected: Option<usize>,
-}
-
-impl PermissionDialog {
+/// What ccd asks of a [`PermissionDialog`] to answer it (its type lives in
+/// `ccd_protocol`, as plain data).
+pub trait PermissionDialogExt {
     /// Its [`prompt_id`].
-    pub fn prompt_id(&self) -> String {
+    fn prompt_id(&self) -> String;
+    /// The option labels in screen order.
+    fn labels(&self) -> Vec<String>;
+    /// The index of the option that means `answer` ([`option_for`]).
+    fn option_for(&self, answer: Answer) -> Option<usize>;
+}
+
+impl PermissionDialogExt for PermissionDialog {
+    fn prompt_id(&self) -> String {
         prompt_id(
             self.kind.as_str(),
             self.heading.as_deref(),
@@ -190,13 +144,11 @@ impl PermissionDialog {
         )
     }
 
-    /// The option labels in screen order.
-    pub fn labels(&self) -> Vec<String> {
+    fn labels(&self) -> Vec<String> {
         self.options.iter().map(|o| o.label.clone()).collect()
     }
 
-    /// The index of the option that means `answer` ([`option_for`]).
-    pub fn option_for(&self, answer: Answer) -> Option<usize> {
+    fn option_for(&self, answer: Answer) -> Option<usize> {
         option_for(&self.labels(), answer)
     }
 }

@@ -27,23 +27,12 @@
 //! first. The hint line is reported but not required: its wording changes with
 //! every version and mode.
 
-use serde::{Deserialize, Serialize};
-
 use crate::text::{is_pointer, is_rule, strip_box, ScreenText};
 
 /// Most rows a draft may span between the two rules.
 pub const MAX_INPUT_ROWS: usize = 30;
 
-/// The input prompt as read off the screen.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReadyPrompt {
-    /// Row of the prompt pointer.
-    pub row: usize,
-    /// Text already typed into the box (rows joined with `\n`), usually empty.
-    pub input: String,
-    /// The hint/status line under the box, if any.
-    pub hint: Option<String>,
-}
+pub use ccd_protocol::holder::screen::ReadyPrompt;
 
 /// Text after the pointer if `row` is a prompt row.
 fn prompt_text(row: &str) -> Option<String> {

@@ -34,8 +34,6 @@
 //! several, only those mentioning "trust" are kept and exactly one must remain.
 //! Otherwise the verdict is [`TrustPath::Ambiguous`].
 
-use serde::{Deserialize, Serialize};
-
 use super::menu::{menu_at, parse_option_row, Menu};
 use crate::keys::KeyMoves;
 use crate::text::{norm, ScreenText};
@@ -46,71 +44,7 @@ const QUESTION_MARKERS: &[&str] = &[
     "accessing workspace:",
 ];
 
-/// One option of the trust dialog.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TrustOption {
-    /// Label as shown, without pointer and number.
-    pub label: String,
-    /// This is the option that trusts the folder.
-    pub is_trust: bool,
-    /// This option refuses / exits.
-    pub is_exit: bool,
-}
-
-/// Why the trust option cannot be chosen automatically.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "reason")]
-pub enum TrustAmbiguity {
-    /// No option reads as "trust".
-    NoTrustOption,
-    /// More than one option reads as "trust".
-    SeveralTrustOptions {
-        /// How many.
-        count: usize,
-    },
-    /// No option (or more than one) carries the selection pointer.
-    NoSelection,
-}
-
-/// How to get the selection onto the trust option.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TrustPath {
-    /// Press these keys (possibly none), re-classify to verify the pointer is on
-    /// the trust option, then press Enter.
-    Keys(KeyMoves),
-    /// Do not press anything; report the dialog to the user.
-    Ambiguous(TrustAmbiguity),
-}
-
-/// The trust dialog as read off the screen.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TrustDialog {
-    /// Options in screen order.
-    pub options: Vec<TrustOption>,
-    /// Index of the option carrying `❯`, if exactly one does.
-    pub selected: Option<usize>,
-    /// Index of the trust option, if exactly one qualifies.
-    pub trust_index: Option<usize>,
-    /// What to press to get from `selected` to `trust_index`.
-    pub to_trust: TrustPath,
-}
-
-impl TrustDialog {
-    /// True when the selection is already on the (unambiguous) trust option, i.e.
-    /// Enter would trust the folder.
-    pub fn trust_selected(&self) -> bool {
-        matches!(&self.to_trust, TrustPath::Keys(k) if k.is_empty())
-    }
-
-    /// The keys to reach the trust option, if it can be reached safely.
-    pub fn keys_to_trust(&self) -> Option<KeyMoves> {
-        match &self.to_trust {
-            TrustPath::Keys(k) => Some(*k),
-            TrustPath::Ambiguous(_) => None,
-        }
-    }
-}
+pub use ccd_protocol::holder::screen::{TrustAmbiguity, TrustDialog, TrustOption, TrustPath};
 
 fn starts_with_word(label: &str, word: &str) -> bool {
     label

@@ -1,7 +1,7 @@
 //! `ccd __holder`: the per-session holder process. Reads its spec (JSON)
 //! from stdin, then runs until the daemon has collected the session's exit.
 
-use ccd_daemon::holders::spec::HolderSpec;
+use ccd_protocol::holder::spec::HolderSpec;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -19,7 +19,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             nix::libc::dup2(null.as_raw_fd(), 0);
         }
     }
-    match ccd_holder::run(spec.into_config()) {
+    match ccd_holder::run(ccd_holder::HolderConfig::from(spec)) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             tracing::error!(error = %format!("{e:#}"), "holder failed");

@@ -172,9 +172,14 @@ fn open_stream(
     })?;
     match Client::direct_stream(fd) {
         Ok(halves) => Ok((attached, true, halves)),
-        // A holder started by an older ccd (holders outlive upgrades) does
-        // not know the direct names: go through the daemon.
-        Err(e) if e.rpc().map(|r| r.code) == Some(ErrorCode::MethodNotFound.code()) => {
+        // A daemon that names the holder's version (`holder_protocol`)
+        // passes no connection its holder cannot serve. Only an older one
+        // may pass one to a holder that predates the direct names (holders
+        // outlive upgrades): then go through the daemon.
+        Err(e)
+            if attached.holder_protocol.is_none()
+                && e.rpc().map(|r| r.code) == Some(ErrorCode::MethodNotFound.code()) =>
+        {
             tracing::info!("the session's holder predates direct streams");
             params.direct = false;
             params.session = attached.session;
