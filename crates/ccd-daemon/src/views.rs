@@ -116,6 +116,7 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
             .filter(|i| i.exit.is_none())
             .and_then(|i| i.permission.as_ref())
             .map(crate::holders::permission_prompt_id),
+        stated_context_window: e.info.as_ref().and_then(|i| i.context_window),
         attached: e.info.as_ref().map(|i| i.clients.len() as u32).unwrap_or(0),
         exit_code: e
             .info
@@ -174,6 +175,29 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
 ///   moved on to (`superseded_by`), and carries no ended-holder record;
 /// - held rows the index does not show yet (before the registry entry)
 ///   come first.
+/// A held session whose CLI states its context window (the welcome
+/// banner's "(1M context)") is measured against that window, not an
+/// assumed one: `context_window` says `source: "screen"` and
+/// `context_percent` follows.
+pub fn apply_stated_window(r: &mut SessionInfo) {
+    let Some(tokens) = r.ccd.as_ref().and_then(|c| c.stated_context_window) else {
+        return;
+    };
+    r.context_window = Some(ContextWindow {
+        tokens,
+        source: "screen".into(),
+    });
+    r.context_percent = r.context_tokens.map(|used| {
+        ccd_claude::context::ContextWindows::percent(
+            used,
+            ccd_claude::context::Window {
+                tokens,
+                source: ccd_claude::context::WindowSource::Default,
+            },
+        )
+    });
+}
+
 pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionInfo> {
     let mut rows = rows;
     let running = |h: &SessionInfo| h.state != SessionState::Dead && h.ccd.is_some();
@@ -202,6 +226,7 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
             .find(|r| r.ccd.is_none() && r.writers.iter().any(|w| w.pid == pid))
         {
             r.ccd = h.ccd.clone();
+            apply_stated_window(r);
             used[i] = true;
             if r.session_id != h.session_id {
                 // The registry names another id than the holder last
@@ -244,6 +269,7 @@ pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionI
                 }
             }
             r.ccd = h.ccd.clone();
+            apply_stated_window(r);
         }
     }
     for r in rows.iter_mut() {
@@ -292,6 +318,7 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
         attention: f.failure.clone(),
         permission: None,
         permission_prompt: None,
+        stated_context_window: None,
         attached: 0,
         exit_code: f.exit.as_ref().and_then(|x| x.code),
         pinned: f.meta.pinned,
@@ -435,6 +462,7 @@ mod tests {
             attention: None,
             permission: None,
             permission_prompt: None,
+            stated_context_window: None,
             attached: 0,
             exit_code: None,
             pinned: false,
@@ -454,6 +482,36 @@ mod tests {
 
     fn find<'a>(rows: &'a [SessionInfo], sid: &str) -> &'a SessionInfo {
         rows.iter().find(|r| r.session_id == sid).expect(sid)
+    }
+
+    #[test]
+    fn a_window_the_cli_states_replaces_the_assumed_one() {
+        // The transcript says 200k tokens are in use of an assumed 200k
+        // window; the banner of the held process says 1M.
+        let mut r = row("s", &[7]);
+        r.context_tokens = Some(200_000);
+        r.context_percent = Some(100.0);
+        r.context_window = Some(ContextWindow {
+            tokens: 200_000,
+            source: "default".into(),
+        });
+        let mut h = held("h1", "s", Some(7), &[]);
+        if let Some(c) = h.ccd.as_mut() {
+            c.stated_context_window = Some(1_000_000);
+        }
+        let out = join_held(vec![r.clone()], vec![h]);
+        let s = find(&out, "s");
+        assert_eq!(
+            s.context_window,
+            Some(ContextWindow {
+                tokens: 1_000_000,
+                source: "screen".into()
+            })
+        );
+        assert_eq!(s.context_percent, Some(20.0));
+        // A holder that read no stated window leaves the row as it was.
+        let out = join_held(vec![r], vec![held("h1", "s", Some(7), &[])]);
+        assert_eq!(find(&out, "s").context_percent, Some(100.0));
     }
 
     #[test]

@@ -116,6 +116,8 @@ pub(crate) struct LifeRecord {
     /// [`EARLIER_IDS_KEPT`]).
     pub earlier_ids: VecDeque<EarlierId>,
     pub transitions: VecDeque<Transition>,
+    /// What the welcome banner said (read once, while it shows).
+    pub banner: Option<ccd_screen::classify::banner::Banner>,
 }
 
 pub(crate) struct Inner {
@@ -215,6 +217,7 @@ impl Session {
                     session_seen_at: 0,
                     earlier_ids: VecDeque::new(),
                     transitions: VecDeque::new(),
+                    banner: None,
                 },
                 collected: false,
             }),
@@ -569,6 +572,8 @@ impl Session {
             failure: g.life.failure.clone(),
             needs_attention: g.life.attention.clone(),
             permission: g.life.permission.clone(),
+            model: g.life.banner.as_ref().and_then(|b| b.model.clone()),
+            context_window: g.life.banner.as_ref().and_then(|b| b.context_window),
             status,
             exit: g.exit.clone(),
             started_at: self.fixed.started_at,
@@ -711,6 +716,20 @@ impl Session {
             g.life.permission = p;
             drop(g);
             self.notify();
+        }
+    }
+
+    /// Whether the welcome banner has been read.
+    pub(crate) fn has_banner(&self) -> bool {
+        self.lock().life.banner.is_some()
+    }
+
+    /// Record what the welcome banner says (once).
+    pub(crate) fn set_banner(&self, b: ccd_screen::classify::banner::Banner) {
+        let mut g = self.lock();
+        if g.life.banner.is_none() {
+            tracing::info!(model = ?b.model, context_window = ?b.context_window, "welcome banner");
+            g.life.banner = Some(b);
         }
     }
 

@@ -801,6 +801,27 @@ fn approve_deny_version(version: &str) {
     wait_for(T, "the prompt after the approved turn", || {
         (shows(&mut c, &sid) == "prompt").then_some(())
     });
+    // The window the CLI's banner states: 2.1.173 says "(1M context)",
+    // 2.1.332 says none (ccd's figure is then an assumed one).
+    let row = wait_for(T, "the row with its context", || {
+        Some(common::row(&sb, &sid)).filter(|r| r["context_tokens"].is_u64())
+    });
+    if version.starts_with("2.1.1") {
+        assert_eq!(
+            row["context_window"],
+            json!({"tokens": 1_000_000, "source": "screen"}),
+            "[{version}] {row}"
+        );
+        assert_eq!(
+            row["ccd"]["stated_context_window"], 1_000_000,
+            "[{version}] {row}"
+        );
+    } else {
+        assert_ne!(
+            row["context_window"]["source"], "screen",
+            "[{version}] {row}"
+        );
+    }
     // The prompt that was answered is gone: naming it again is refused.
     let stale = c
         .call::<ccd_protocol::methods::session::SessionRespond>(

@@ -70,6 +70,9 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         // A changed verdict: the permission dialog it shows (set once the
         // model's lock is released).
         let mut permission = None;
+        // The welcome banner, read once while it shows (it scrolls away).
+        let mut banner = None;
+        let want_banner = !session.has_banner();
         let app_cursor = {
             let m = session.model();
             if m.parsed != seen.seq {
@@ -79,6 +82,9 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
                 if text != seen.text {
                     seen.text = text;
                     seen.changed_at = now;
+                    if want_banner {
+                        banner = ccd_screen::classify::banner::detect(&m.screen.text());
+                    }
                 }
                 let verdict = classify_screen(&m.screen);
                 if verdict != seen.verdict && matches!(lc.state(), State::Starting | State::Trust) {
@@ -96,6 +102,9 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         };
         if let Some(p) = permission {
             session.set_permission(p);
+        }
+        if let Some(b) = banner {
+            session.set_banner(b);
         }
         let sid = if matches!(lc.state(), State::Starting | State::Trust) && exit.is_none() {
             registry_session(&session.fixed.registry_path, probe.as_ref())

@@ -439,6 +439,14 @@ pub struct InfoResult {
     pub transitions: Vec<Transition>,
     /// Bytes of output read from the PTY so far.
     pub output_bytes: u64,
+    /// The model as the CLI's welcome banner names it ("Opus 4.8"), once
+    /// read (absent from older holders, and until the banner shows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The context window, in tokens, when the banner states it
+    /// ("(1M context)"); absent when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// Params of `holder.screen`.

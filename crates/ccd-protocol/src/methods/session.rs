@@ -84,6 +84,12 @@ pub struct OwnedInfo {
     /// The id of that permission prompt (for `session.respond`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_prompt: Option<String>,
+    /// The context window (tokens) the CLI's welcome banner states, e.g.
+    /// 1,000,000 for "Opus 4.8 (1M context)"; absent when it states none.
+    /// When set, the session's `context_window` is this one (`source:
+    /// "screen"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stated_context_window: Option<u64>,
     /// Clients attached now.
     #[serde(default)]
     pub attached: u32,

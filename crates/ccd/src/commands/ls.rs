@@ -229,9 +229,7 @@ fn write_table(
             display::line(short_id(&r.session_id)),
             state,
             status,
-            r.context_percent
-                .map(|p| format!("{p:.0}%"))
-                .unwrap_or_else(|| "-".into()),
+            ctx_cell(r),
             last,
             clip(&display::line(held), 16),
             r.cwd
@@ -298,10 +296,48 @@ mod tests {
     }
 
     #[test]
+    fn a_share_of_an_assumed_window_is_marked() {
+        use ccd_protocol::methods::session::ContextWindow;
+        let mut r: SessionInfo = serde_json::from_value(serde_json::json!({
+            "session_id": "s", "state": "dead", "pid": null, "cwd": null, "status": null,
+            "waiting_for": null, "kind": null, "name": null, "version": null,
+            "started_at": null, "last_activity": null, "title": null, "model": null,
+            "context_tokens": 82000, "context_percent": 41.0, "context_window": null,
+            "transcript": null, "transcript_bytes": null, "writers": [],
+            "several_writers": false, "ccd": null
+        }))
+        .unwrap();
+        assert_eq!(ctx_cell(&r), "41%");
+        for (source, cell) in [("default", "~41%"), ("screen", "41%"), ("config", "41%")] {
+            r.context_window = Some(ContextWindow {
+                tokens: 200_000,
+                source: source.into(),
+            });
+            assert_eq!(ctx_cell(&r), cell);
+        }
+        r.context_percent = None;
+        assert_eq!(ctx_cell(&r), "-");
+    }
+
+    #[test]
     fn home_shortening() {
         assert_eq!(tilde("/home/u/p", Some("/home/u")), "~/p");
         assert_eq!(tilde("/home/u", Some("/home/u")), "~");
         assert_eq!(tilde("/home/user2/p", Some("/home/u")), "/home/user2/p");
         assert_eq!(tilde("/x", None), "/x");
     }
+}
+
+/// The `CTX` cell: the share of the window in use; `~` marks a share of
+/// an assumed window (ccd's default: the CLI did not state one, and no
+/// config or built-in entry knows the model).
+fn ctx_cell(r: &SessionInfo) -> String {
+    let Some(p) = r.context_percent else {
+        return "-".into();
+    };
+    let guessed = r
+        .context_window
+        .as_ref()
+        .is_some_and(|w| w.source == "default");
+    format!("{}{p:.0}%", if guessed { "~" } else { "" })
 }
