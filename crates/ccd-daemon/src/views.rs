@@ -159,22 +159,6 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
     }
 }
 
-/// Joins ccd's own rows (`held`: [`holder_only_info`] of each holder,
-/// then [`finished_only_info`] of sessions it held that ended, newest
-/// first) into the index's `rows`. One rule for the daemon's
-/// `sessions.list` and `ccd ls` (which builds the index itself and asks the
-/// daemon for the held rows only):
-///
-/// - a process is not a conversation: a running holder holds the row whose
-///   writers include its child's pid — the id the child's registry entry
-///   names now — whatever id the holder last reported;
-/// - a holder whose child writes no listed row (starting, exited) and an
-///   ended session annotate the row of the id they report, unless another
-///   process writes that id now (an ended holder is then no part of it);
-/// - a dead row that a running holder's process wrote before says what it
-///   moved on to (`superseded_by`), and carries no ended-holder record;
-/// - held rows the index does not show yet (before the registry entry)
-///   come first.
 /// A held session whose CLI states its context window (the welcome
 /// banner's "(1M context)") is measured against that window, not an
 /// assumed one: `context_window` says `source: "screen"` and
@@ -198,6 +182,22 @@ pub fn apply_stated_window(r: &mut SessionInfo) {
     });
 }
 
+/// Joins ccd's own rows (`held`: [`holder_only_info`] of each holder,
+/// then [`finished_only_info`] of sessions it held that ended, newest
+/// first) into the index's `rows`. One rule for the daemon's
+/// `sessions.list` and `ccd ls` (which builds the index itself and asks the
+/// daemon for the held rows only):
+///
+/// - a process is not a conversation: a running holder holds the row whose
+///   writers include its child's pid — the id the child's registry entry
+///   names now — whatever id the holder last reported;
+/// - a holder whose child writes no listed row (starting, exited) and an
+///   ended session annotate the row of the id they report, unless another
+///   process writes that id now (an ended holder is then no part of it);
+/// - a dead row that a running holder's process wrote before says what it
+///   moved on to (`superseded_by`), and carries no ended-holder record;
+/// - held rows the index does not show yet (before the registry entry)
+///   come first.
 pub fn join_held(rows: Vec<SessionInfo>, held: Vec<SessionInfo>) -> Vec<SessionInfo> {
     let mut rows = rows;
     let running = |h: &SessionInfo| h.state != SessionState::Dead && h.ccd.is_some();

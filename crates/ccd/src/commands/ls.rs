@@ -279,6 +279,20 @@ fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// The `CTX` cell: the share of the window in use; `~` marks a share of
+/// an assumed window (ccd's default: the CLI did not state one, and no
+/// config or built-in entry knows the model).
+fn ctx_cell(r: &SessionInfo) -> String {
+    let Some(p) = r.context_percent else {
+        return "-".into();
+    };
+    let guessed = r
+        .context_window
+        .as_ref()
+        .is_some_and(|w| w.source == "default");
+    format!("{}{p:.0}%", if guessed { "~" } else { "" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,18 +340,4 @@ mod tests {
         assert_eq!(tilde("/home/user2/p", Some("/home/u")), "/home/user2/p");
         assert_eq!(tilde("/x", None), "/x");
     }
-}
-
-/// The `CTX` cell: the share of the window in use; `~` marks a share of
-/// an assumed window (ccd's default: the CLI did not state one, and no
-/// config or built-in entry knows the model).
-fn ctx_cell(r: &SessionInfo) -> String {
-    let Some(p) = r.context_percent else {
-        return "-".into();
-    };
-    let guessed = r
-        .context_window
-        .as_ref()
-        .is_some_and(|w| w.source == "default");
-    format!("{}{p:.0}%", if guessed { "~" } else { "" })
 }
