@@ -557,14 +557,9 @@ fn clear_version(version: &str) {
     let Some(claude) = real::claude_or_skip(version) else {
         return;
     };
-    let started = Instant::now();
-    let mock = MockApi::start(MockUsage {
-        input: 10,
-        cache_creation: 20,
-        cache_read: 30,
-        output: 5,
-    });
+    let mock = MockApi::start(MockUsage::SMALL);
     let sb = real::sandbox(&mock, &claude, version);
+    let started = Instant::now();
     let dir = sb.project("cleared");
     let old = sb
         .ok(&["new", "--detach", "--cwd", dir.to_str().unwrap()])
@@ -735,17 +730,10 @@ fn shows(c: &mut ccd_client::Client, sid: &str) -> String {
 }
 
 fn approve_deny_version(version: &str) {
-    let Some(claude) = real::claude_or_skip(version) else {
+    let Some((mock, sb)) = real::setup(version, MockUsage::SMALL) else {
         return;
     };
     let started = Instant::now();
-    let mock = MockApi::start(MockUsage {
-        input: 10,
-        cache_creation: 20,
-        cache_read: 30,
-        output: 5,
-    });
-    let sb = real::sandbox(&mock, &claude, version);
     let dir = sb.project("asked");
     let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
     args.extend(asking_args(version));
@@ -893,17 +881,10 @@ fn real_cli_approve_and_deny_answer_permission_prompts() {
 /// (The reaper itself is not run: its limit is in minutes.)
 fn background_version(version: &str, subagent: bool) {
     use ccd_claude::transcript::background;
-    let Some(claude) = real::claude_or_skip(version) else {
+    let Some((mock, sb)) = real::setup(version, MockUsage::SMALL) else {
         return;
     };
     let started = Instant::now();
-    let mock = MockApi::start(MockUsage {
-        input: 10,
-        cache_creation: 20,
-        cache_read: 30,
-        output: 5,
-    });
-    let sb = real::sandbox(&mock, &claude, version);
     let dir = sb.project("bg");
     let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
     if !subagent {

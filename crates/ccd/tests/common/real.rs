@@ -26,6 +26,14 @@ pub struct MockUsage {
 }
 
 impl MockUsage {
+    /// Small figures, for tests that do not look at the context.
+    pub const SMALL: MockUsage = MockUsage {
+        input: 10,
+        cache_creation: 20,
+        cache_read: 30,
+        output: 5,
+    };
+
     /// What ccd should report as the context in use (docs/claude-cli-compat.md).
     pub fn context_tokens(&self) -> u64 {
         self.input + self.cache_creation + self.cache_read
@@ -229,6 +237,16 @@ pub fn cli_env(mock: &MockApi, claude: &Path) -> Vec<(String, String)> {
 }
 
 /// A sandbox whose daemon (and so every session) runs the real CLI.
+/// The CLI of `version` under ccd in a sandbox, talking to a mock that
+/// answers with `usage`; `None` when the CLI is not installed (the test
+/// is skipped, see [`claude_or_skip`]).
+pub fn setup(version: &str, usage: MockUsage) -> Option<(MockApi, Sandbox)> {
+    let claude = claude_or_skip(version)?;
+    let mock = MockApi::start(usage);
+    let sb = sandbox(&mock, &claude, version);
+    Some((mock, sb))
+}
+
 pub fn sandbox(mock: &MockApi, claude: &Path, version: &str) -> Sandbox {
     let env = cli_env(mock, claude);
     let extra: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
