@@ -1,8 +1,10 @@
 //! How many tokens a model's context window holds.
 //!
-//! The screen does not show the window and the transcript does not record
-//! it, so ccd assumes one per model and always says which: a user override
-//! (ccd's config file) first, then a built-in table, then a default.
+//! The transcript does not record the window, so ccd assumes one per model
+//! and always says which: a user override (ccd's config file) first, then
+//! a built-in table, then a default. Some CLI versions state it in their
+//! welcome banner; for a session ccd runs that figure wins
+//! ([`WindowSource::Screen`], read by the holder).
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -20,6 +22,9 @@ pub enum WindowSource {
     BuiltIn,
     /// No model known, or not in any table.
     Default,
+    /// Stated by the CLI itself (the welcome banner of a session ccd runs:
+    /// "Opus 4.8 (1M context)").
+    Screen,
 }
 
 /// A window size and where it came from.

@@ -79,6 +79,7 @@ pub fn record_to_info(r: &SessionRecord) -> SessionInfo {
                 ccd_claude::context::WindowSource::Config => "config",
                 ccd_claude::context::WindowSource::BuiltIn => "built-in",
                 ccd_claude::context::WindowSource::Default => "default",
+                ccd_claude::context::WindowSource::Screen => "screen",
             }
             .into(),
         }),
@@ -176,7 +177,7 @@ pub fn apply_stated_window(r: &mut SessionInfo) {
             used,
             ccd_claude::context::Window {
                 tokens,
-                source: ccd_claude::context::WindowSource::Default,
+                source: ccd_claude::context::WindowSource::Screen,
             },
         )
     });

@@ -730,7 +730,13 @@ fn shows(c: &mut ccd_client::Client, sid: &str) -> String {
 }
 
 fn approve_deny_version(version: &str) {
-    let Some((mock, sb)) = real::setup(version, MockUsage::SMALL) else {
+    // 50,000 tokens in use: 5 % of a stated 1M window, 25 % of an
+    // assumed 200k one.
+    let usage = MockUsage {
+        input: 50_000,
+        ..MockUsage::SMALL
+    };
+    let Some((mock, sb)) = real::setup(version, usage) else {
         return;
     };
     let started = Instant::now();
@@ -744,6 +750,11 @@ fn approve_deny_version(version: &str) {
         json!({"types": ["session.attention", "session.attention_cleared"]}),
     )
     .unwrap();
+
+    let mut ctx_events = sb.client_or_start();
+    ctx_events
+        .call_value("events.subscribe", json!({"types": ["session.context"]}))
+        .unwrap();
 
     // Nothing asks yet: refused, nothing typed.
     let out = sb.run(&["approve", &sid]);
@@ -789,6 +800,31 @@ fn approve_deny_version(version: &str) {
     wait_for(T, "the prompt after the approved turn", || {
         (shows(&mut c, &sid) == "prompt").then_some(())
     });
+    // The session.context event measures against the same window.
+    let deadline = Instant::now() + T;
+    let percent = loop {
+        assert!(
+            Instant::now() < deadline,
+            "[{version}] no session.context event"
+        );
+        let Some(e) = common::next_event(&mut ctx_events, Duration::from_millis(200)) else {
+            continue;
+        };
+        if e["session"] == sid.as_str() && e["context_tokens"].as_u64() >= Some(50_000) {
+            break e["context_percent"].as_f64().unwrap_or(-1.0);
+        }
+    };
+    if version.starts_with("2.1.1") {
+        assert!(
+            (4.0..6.0).contains(&percent),
+            "[{version}] {percent}% of a 1M window"
+        );
+    } else {
+        assert!(
+            percent > 20.0,
+            "[{version}] {percent}% of an assumed window"
+        );
+    }
     // The window the CLI's banner states: 2.1.173 says "(1M context)",
     // 2.1.332 says none (ccd's figure is then an assumed one).
     let row = wait_for(T, "the row with its context", || {

@@ -245,10 +245,24 @@ fn context_event(
         return None;
     }
     last.insert(session.to_string(), tokens);
-    let w = daemon
-        .options
-        .context_windows
-        .window_for(s.model.as_deref());
+    // The window the CLI states (a held session's banner) before an
+    // assumed one, as in the listing.
+    let stated = daemon
+        .holders
+        .snapshot()
+        .into_iter()
+        .find(|h| h.session_id() == Some(session))
+        .and_then(|h| h.info.as_ref().and_then(|i| i.context_window));
+    let w = match stated {
+        Some(tokens) => ccd_claude::context::Window {
+            tokens,
+            source: ccd_claude::context::WindowSource::Screen,
+        },
+        None => daemon
+            .options
+            .context_windows
+            .window_for(s.model.as_deref()),
+    };
     let mut e = Event::new("session.context", Some(session.to_string()), now_ms());
     e.context_tokens = Some(tokens);
     e.context_percent = Some(ccd_claude::context::ContextWindows::percent(tokens, w));
