@@ -14,18 +14,16 @@ use ccd_protocol::stream::{Exited, OutputChunk, Resync};
 use ccd_protocol::{
     encode, parse_incoming, Id, Incoming, LineDecoder, Notification, Request, RpcError,
 };
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
 use crate::config::{KillSignal, Size};
 use crate::fanout::AttachMode;
 use ccd_protocol::holder::{
-    self as h, AttachParams, AttachResult, CollectParams, CollectResult, Done, InfoResult,
-    InputParams, KillParams, KillResult, ScreenFormat, ScreenParams, ScreenResult,
+    self as h, AttachParams, AttachResult, CollectParams, CollectResult, InfoResult, InputParams,
+    KillParams, ScreenFormat, ScreenParams, ScreenResult,
 };
-use ccd_protocol::methods::Method;
+use ccd_protocol::methods::{Empty, Method};
 
 /// Default timeout of every read.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,14 +147,12 @@ impl HolderClient {
         parse_incoming(&line).map_err(|e| ClientError::Protocol(e.to_string()))
     }
 
-    /// Call `method` and decode its result.
-    pub fn call<P: Serialize, R: DeserializeOwned>(
-        &mut self,
-        method: &str,
-        params: &P,
-    ) -> Result<R, ClientError> {
-        let v = self.call_value(method, serde_json::to_value(params).ok())?;
-        serde_json::from_value(v).map_err(|e| ClientError::Protocol(format!("{method}: {e}")))
+    /// Call `M` and decode its result.
+    pub fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
+        let params = serde_json::to_value(params)
+            .map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))?;
+        let v = self.call_value(M::NAME, Some(params))?;
+        serde_json::from_value(v).map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))
     }
 
     /// Call `method` with raw params; the raw result.
@@ -194,39 +190,33 @@ impl HolderClient {
 
     /// `holder.info`.
     pub fn info(&mut self) -> Result<InfoResult, ClientError> {
-        self.call(h::Info::NAME, &serde_json::json!({}))
+        self.call::<h::Info>(&Empty {})
     }
 
     /// `holder.hello`: the negotiated holder protocol version.
     pub fn hello(&mut self) -> Result<u32, ClientError> {
-        let r: h::HelloResult = self.call(
-            h::Hello::NAME,
-            &h::HelloParams {
-                protocol: h::HOLDER_PROTOCOL_RANGE,
-            },
-        )?;
+        let r = self.call::<h::Hello>(&h::HelloParams {
+            protocol: h::HOLDER_PROTOCOL_RANGE,
+        })?;
         Ok(r.protocol)
     }
 
     /// `holder.screen`.
     pub fn screen(&mut self, format: ScreenFormat) -> Result<ScreenResult, ClientError> {
-        self.call(h::Screen::NAME, &ScreenParams { format })
+        self.call::<h::Screen>(&ScreenParams { format })
     }
 
     /// `holder.input`.
     pub fn input(&mut self, data: &[u8]) -> Result<(), ClientError> {
-        let _: Done = self.call(
-            h::Input::NAME,
-            &InputParams {
-                data: data.to_vec(),
-            },
-        )?;
+        self.call::<h::Input>(&InputParams {
+            data: data.to_vec(),
+        })?;
         Ok(())
     }
 
     /// `holder.resize`.
     pub fn resize(&mut self, rows: u16, cols: u16) -> Result<(), ClientError> {
-        let _: Done = self.call(h::Resize::NAME, &Size { rows, cols })?;
+        self.call::<h::Resize>(&Size { rows, cols })?;
         Ok(())
     }
 
@@ -236,13 +226,10 @@ impl HolderClient {
         signal: KillSignal,
         grace: Option<Duration>,
     ) -> Result<bool, ClientError> {
-        let r: KillResult = self.call(
-            h::Kill::NAME,
-            &KillParams {
-                signal,
-                grace_ms: grace.map(|g| u64::try_from(g.as_millis()).unwrap_or(u64::MAX)),
-            },
-        )?;
+        let r = self.call::<h::Kill>(&KillParams {
+            signal,
+            grace_ms: grace.map(|g| u64::try_from(g.as_millis()).unwrap_or(u64::MAX)),
+        })?;
         Ok(r.sent)
     }
 
@@ -251,12 +238,9 @@ impl HolderClient {
     pub fn collect(&mut self, wait: Duration) -> Result<CollectResult, ClientError> {
         let saved = self.timeout;
         self.timeout = saved + wait + Duration::from_secs(2);
-        let r = self.call(
-            h::Collect::NAME,
-            &CollectParams {
-                wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-            },
-        );
+        let r = self.call::<h::Collect>(&CollectParams {
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        });
         self.timeout = saved;
         r
     }
@@ -264,12 +248,12 @@ impl HolderClient {
     /// `holder.attach`. The `session.resync` follows; read it and the rest
     /// with [`HolderClient::next_event`].
     pub fn attach(&mut self, mode: AttachMode) -> Result<AttachResult, ClientError> {
-        self.call(h::Attach::NAME, &AttachParams { mode, size: None })
+        self.call::<h::Attach>(&AttachParams { mode, size: None })
     }
 
     /// `holder.detach`.
     pub fn detach(&mut self) -> Result<(), ClientError> {
-        let _: Done = self.call(h::Detach::NAME, &serde_json::json!({}))?;
+        self.call::<h::Detach>(&Empty {})?;
         Ok(())
     }
 
