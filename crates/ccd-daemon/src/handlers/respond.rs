@@ -10,6 +10,12 @@
 //! then the prompt must go. A screen that changes under the walk (the
 //! prompt answered elsewhere, replaced) stops it with an error that says
 //! what was typed so far.
+//!
+//! The CLI draws a dialog before it reads keys (an Enter sent the moment
+//! 2.1.332 showed its dialog was lost, under load): the walk starts once
+//! the prompt has been on screen for [`SETTLE`], and a key whose effect
+//! does not show is pressed again, a bounded number of times, only while
+//! the screen still shows the same prompt in the same place.
 
 use crate::connection::ConnCtx;
 use crate::handlers::lifecycle::{held, send, shows, text_screen, type_bytes, wait_draft};
@@ -22,8 +28,22 @@ use std::time::{Duration, Instant};
 
 /// How long one arrow press may take to show on the screen.
 const MOVE_WAIT: Duration = Duration::from_secs(3);
+/// After this long without the pointer moving, the arrow is pressed once
+/// more (a key read before the dialog's input handler is live is lost;
+/// a late first press only moves the pointer further, and the walk
+/// corrects it, since Enter waits for the pointer on the option).
+const MOVE_RETRY: Duration = Duration::from_millis(1000);
 /// How long the prompt may take to go after Enter.
 const GONE_WAIT: Duration = Duration::from_secs(5);
+/// Enter is pressed again while the same prompt stays with the pointer on
+/// the option after this long, at most [`ENTER_TRIES`] times in all.
+const ENTER_RETRY: Duration = Duration::from_millis(1500);
+/// Enter presses at most.
+const ENTER_TRIES: usize = 3;
+/// A prompt must have been on the screen this long before the first key:
+/// the CLI draws a dialog before its input handler is live (seen on
+/// 2.1.332 under load: an Enter right after the dialog appeared was lost).
+const SETTLE: Duration = Duration::from_millis(400);
 /// How long a refused tool may take to bring the prompt back (`message`).
 const PROMPT_WAIT: Duration = Duration::from_secs(10);
 /// How often the screen is read while waiting.
@@ -104,16 +124,29 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
             "cannot tell which option of permission prompt {prompt} is selected; nothing was typed"
         ))
     })?;
+    settle(&entry, &sid, &prompt).await?;
     // One arrow at a time, each seen on the screen before the next.
     let mut pressed = 0usize;
     while at != target {
-        let step = KeyMoves::between(at, target).key;
-        type_bytes(&entry, step.bytes(app_cursor)).await?;
+        let key = KeyMoves::between(at, target).key.bytes(app_cursor);
+        type_bytes(&entry, key).await?;
         pressed += 1;
-        at = wait_moved(&entry, &sid, &prompt, at, pressed).await?;
+        at = match wait_moved(&entry, &sid, &prompt, at, pressed, MOVE_RETRY).await? {
+            Some(now) => now,
+            None => {
+                type_bytes(&entry, key).await?;
+                pressed += 1;
+                wait_moved(&entry, &sid, &prompt, at, pressed, MOVE_WAIT)
+                    .await?
+                    .ok_or_else(|| {
+                        internal(format!(
+                            "the pointer of permission prompt {prompt} did not move ({pressed} arrow key(s) pressed, Enter not pressed)"
+                        ))
+                    })?
+            }
+        };
     }
-    type_bytes(&entry, b"\r").await?;
-    wait_gone(&entry, &sid, &prompt).await?;
+    enter_until_gone(&entry, &sid, &prompt, target).await?;
     tracing::info!(holder = %entry.id, session = %sid, prompt = %prompt, choice = ?p.choice, option = %option, arrows = pressed, "session.respond");
     let message_submitted = match p.message {
         Some(text) => Some(send_after(ctx, &entry, &sid, text).await?),
@@ -128,15 +161,37 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
     })
 }
 
-/// Waits for the pointer to leave `from` on the same prompt; its new place.
+/// Waits until `prompt` has stayed on the screen for [`SETTLE`] (it may
+/// have appeared just now).
+async fn settle(entry: &HolderEntry, sid: &str, prompt: &str) -> Result<(), RpcError> {
+    let since = Instant::now();
+    loop {
+        let (dialog, what, _) = dialog_on(entry).await?;
+        match dialog {
+            Some(d) if d.prompt_id() == prompt => {}
+            other => {
+                let now = other.map(|d| d.prompt_id());
+                return Err(not_shown(sid, &what, Some(prompt), now.as_deref()));
+            }
+        }
+        if since.elapsed() >= SETTLE {
+            return Ok(());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits up to `wait` for the pointer to leave `from` on the same prompt:
+/// its new place, or `None` when it did not move.
 async fn wait_moved(
     entry: &HolderEntry,
     sid: &str,
     prompt: &str,
     from: usize,
     pressed: usize,
-) -> Result<usize, RpcError> {
-    let deadline = Instant::now() + MOVE_WAIT;
+    wait: Duration,
+) -> Result<Option<usize>, RpcError> {
+    let deadline = Instant::now() + wait;
     loop {
         let (dialog, what, _) = dialog_on(entry).await?;
         let moved_away = |now: Option<&str>| {
@@ -157,32 +212,44 @@ async fn wait_moved(
             Some(d) if d.prompt_id() != prompt => return Err(moved_away(Some(&d.prompt_id()))),
             Some(d) => {
                 if let Some(now) = d.selected.filter(|s| *s != from) {
-                    return Ok(now);
+                    return Ok(Some(now));
                 }
             }
             None => return Err(moved_away(None)),
         }
         if Instant::now() > deadline {
-            return Err(internal(format!(
-                "the pointer of permission prompt {prompt} did not move within {} s ({pressed} arrow key(s) pressed, Enter not pressed)",
-                MOVE_WAIT.as_secs()
-            )));
+            return Ok(None);
         }
         tokio::time::sleep(POLL).await;
     }
 }
 
-/// Waits for `prompt` to leave the screen after Enter.
-async fn wait_gone(entry: &HolderEntry, sid: &str, prompt: &str) -> Result<(), RpcError> {
+/// Presses Enter with the pointer on `target` and waits for `prompt` to
+/// leave the screen; presses again (at most [`ENTER_TRIES`] in all) only
+/// while the same prompt stays with the pointer still on `target`.
+async fn enter_until_gone(
+    entry: &HolderEntry,
+    sid: &str,
+    prompt: &str,
+    target: usize,
+) -> Result<(), RpcError> {
     let deadline = Instant::now() + GONE_WAIT;
+    let mut presses = 0usize;
+    let mut pressed_at = Instant::now();
     loop {
         let (dialog, _, _) = dialog_on(entry).await?;
-        if dialog.is_none_or(|d| d.prompt_id() != prompt) {
+        let still = dialog.filter(|d| d.prompt_id() == prompt);
+        let Some(d) = still else {
             return Ok(());
-        }
-        if Instant::now() > deadline {
+        };
+        let due = presses == 0 || pressed_at.elapsed() >= ENTER_RETRY;
+        if due && presses < ENTER_TRIES && d.selected == Some(target) {
+            type_bytes(entry, b"\r").await?;
+            presses += 1;
+            pressed_at = Instant::now();
+        } else if Instant::now() > deadline {
             return Err(internal(format!(
-                "Enter was pressed on permission prompt {prompt} of session {sid}, but it is still shown after {} s",
+                "Enter was pressed {presses} time(s) on permission prompt {prompt} of session {sid}, but it is still shown after {} s",
                 GONE_WAIT.as_secs()
             )));
         }
