@@ -45,15 +45,12 @@ impl Method for SessionAttach {
     const NAME: &'static str = "session.attach";
     type Params = AttachParams;
     type Result = AttachResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::CwdMissing,
-        ErrorCode::SpawnFailed,
-        ErrorCode::PermissionDenied,
-    ];
+    const ERRORS: &'static [ErrorCode] = naming_errors!(
+        SessionLiveElsewhere,
+        CwdMissing,
+        SpawnFailed,
+        PermissionDenied
+    );
 }
 
 /// Params of `session.attach`.
@@ -162,14 +159,7 @@ impl Method for SessionInput {
     const NAME: &'static str = "session.input";
     type Params = InputParams;
     type Result = InputResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::SessionNotRunning,
-        ErrorCode::PermissionDenied,
-    ];
+    const ERRORS: &'static [ErrorCode] = held_errors!(PermissionDenied);
 }
 
 /// Params of `session.input`.
@@ -196,13 +186,7 @@ impl Method for SessionResize {
     const NAME: &'static str = "session.resize";
     type Params = ResizeParams;
     type Result = Empty;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::SessionNotRunning,
-    ];
+    const ERRORS: &'static [ErrorCode] = held_errors!();
 }
 
 /// Params of `session.resize`.

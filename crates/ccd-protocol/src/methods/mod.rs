@@ -17,11 +17,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
 
-pub mod attach;
-pub mod daemon;
-pub mod events;
-pub mod session;
-
 /// A request/response method.
 pub trait Method {
     /// The wire name, e.g. `"sessions.list"`.
@@ -44,6 +39,34 @@ pub trait NotificationKind {
     /// The `params` object.
     type Params: Serialize + DeserializeOwned;
 }
+
+/// `Method::ERRORS` of a method naming a session: the naming errors
+/// (`SessionNotFound`, `AmbiguousSessionId`, `TranscriptMissing`), then
+/// the codes given.
+macro_rules! naming_errors {
+    ($($code:ident),* $(,)?) => {
+        &[
+            $crate::ErrorCode::SessionNotFound,
+            $crate::ErrorCode::AmbiguousSessionId,
+            $crate::ErrorCode::TranscriptMissing,
+            $($crate::ErrorCode::$code,)*
+        ]
+    };
+}
+
+/// `Method::ERRORS` of a method acting on a session ccd holds: the naming
+/// errors, the session running elsewhere or not at all, then the codes
+/// given.
+macro_rules! held_errors {
+    ($($code:ident),* $(,)?) => {
+        naming_errors!(SessionLiveElsewhere, SessionNotRunning, $($code),*)
+    };
+}
+
+pub mod attach;
+pub mod daemon;
+pub mod events;
+pub mod session;
 
 /// Something done once per method type ([`MethodId::visit_all`]).
 pub trait MethodVisitor {

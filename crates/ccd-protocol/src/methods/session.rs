@@ -255,11 +255,7 @@ impl Method for SessionsGet {
     const NAME: &'static str = "sessions.get";
     type Params = SessionRef;
     type Result = SessionInfo;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-    ];
+    const ERRORS: &'static [ErrorCode] = naming_errors!();
 }
 
 /// `session.new`: start a fresh `claude` under a PTY ccd holds.
@@ -344,14 +340,7 @@ impl Method for SessionFork {
     const NAME: &'static str = "session.fork";
     type Params = ForkParams;
     type Result = NewResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::CwdMissing,
-        ErrorCode::SpawnFailed,
-        ErrorCode::PermissionDenied,
-    ];
+    const ERRORS: &'static [ErrorCode] = naming_errors!(CwdMissing, SpawnFailed, PermissionDenied);
 }
 
 /// Params of `session.fork`.
@@ -373,13 +362,7 @@ impl Method for SessionKill {
     const NAME: &'static str = "session.kill";
     type Params = KillParams;
     type Result = KillResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::SessionNotRunning,
-    ];
+    const ERRORS: &'static [ErrorCode] = held_errors!();
 }
 
 /// How to end a session.
@@ -430,13 +413,7 @@ impl Method for SessionScreen {
     const NAME: &'static str = "session.screen";
     type Params = ScreenParams;
     type Result = ScreenResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::SessionNotRunning,
-    ];
+    const ERRORS: &'static [ErrorCode] = held_errors!();
 }
 
 /// Which representation `session.screen` returns.
@@ -547,13 +524,7 @@ impl Method for SessionPin {
     const NAME: &'static str = "session.pin";
     type Params = PinParams;
     type Result = PinResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::SessionNotRunning,
-    ];
+    const ERRORS: &'static [ErrorCode] = held_errors!();
 }
 
 /// Params of `session.pin`.
@@ -582,14 +553,7 @@ impl Method for SessionSend {
     const NAME: &'static str = "session.send";
     type Params = SendParams;
     type Result = SendResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::SessionNotRunning,
-        ErrorCode::NotAtPrompt,
-    ];
+    const ERRORS: &'static [ErrorCode] = held_errors!(NotAtPrompt);
 }
 
 /// Params of `session.send`.
@@ -631,15 +595,7 @@ impl Method for SessionRespond {
     const NAME: &'static str = "session.respond";
     type Params = RespondParams;
     type Result = RespondResult;
-    const ERRORS: &'static [ErrorCode] = &[
-        ErrorCode::SessionNotFound,
-        ErrorCode::AmbiguousSessionId,
-        ErrorCode::TranscriptMissing,
-        ErrorCode::SessionLiveElsewhere,
-        ErrorCode::SessionNotRunning,
-        ErrorCode::PromptNotShown,
-        ErrorCode::NotAtPrompt,
-    ];
+    const ERRORS: &'static [ErrorCode] = held_errors!(PromptNotShown, NotAtPrompt);
 }
 
 /// How to answer a permission prompt.
