@@ -47,7 +47,33 @@ spid="$SPID"; S="$(reg_get "$spid" sessionId)"
 turn s "$spid" "hello one" || { verdict FAIL "$F setup" "turn 1 got no reply"; spike_finish; }
 tool_turn s "$spid" "TOOL:for i in 1 2 3; do echo \$i; sleep 1; done" || verdict FAIL "$F setup" "Bash tool turn did not finish: $(snippet s 8)"
 tool_turn s "$spid" "WRITE:$P/new.txt" || verdict FAIL "$F setup" "Write tool turn did not finish: $(snippet s 8)"
+# rewind_last <window> <text>: double Esc, the Rewind list, Up onto <text>
+# (the turn just taken), Enter, "1. Restore conversation", Enter, then the
+# restored prompt text cleared (C-u). Every key after a check of the screen.
+rewind_last() {
+    local w="$1" text="$2"
+    send_keys "$w" Escape; sleep 0.3; send_keys "$w" Escape
+    wait_screen "$w" "Restore the code and/or conversation" 8 || return 1
+    wait_stable "$w" 800 5
+    send_keys "$w" Up
+    wait_screen "$w" "^ +❯ $text" 5 || return 1
+    send_keys "$w" Enter
+    wait_screen "$w" "❯ 1\. Restore conversation" 5 || return 1
+    wait_stable "$w" 800 5
+    send_keys "$w" Enter
+    wait_screen_gone "$w" "Restore conversation" 8 || return 1
+    wait_stable "$w" 800 5
+    send_keys "$w" C-u
+    wait_screen_gone "$w" "❯ $text" 5
+}
 if [ "${TRIM_NO_BRANCH:-}" != 1 ]; then
+    # A dead branch made by /rewind: a turn, then Esc Esc → Restore
+    # conversation to before it; the next prompt hangs from the turn before.
+    if turn s "$spid" "rewound away"; then
+        rewind_last s "rewound away" || verdict FAIL "$F setup" "rewind did not go through: $(snippet s 8)"
+    else
+        verdict FAIL "$F setup" "the turn to rewind got no reply"
+    fi
     # A branch that resume does not follow: a second process resumes the live
     # session and takes one turn; the first then takes the newest turn, so
     # the second's turn hangs off the chain (see resume-fork, "live interleave").
@@ -135,6 +161,7 @@ while read -r k n b u; do
     CANDS+=("$k:$u")
 done <"$SB/inventory"
 CANDS+=("field:toolUseResult:0")
+grep -q '"type":"last-prompt".*"leafUuid"' "$TS" && CANDS+=("edit:leaf-to-dead:0")
 if [ "${TRIM_NO_PICKER:-}" != 1 ]; then
     picker_run base none
     verdict INFO "$F picker untouched" "$PICKER_LINE"
@@ -155,7 +182,7 @@ for cu in "${CANDS[@]}"; do
         label="$(printf '%s' "$cand-$rl" | tr -c 'A-Za-z0-9_.-' '_')"
         rm -f "$SB/req-$label.json"
         if resume_run "$label" "$cand" "$rl"; then loads=yes; else loads=no; fi
-        recs="$(printf '%s' "$TX_NOTE" | sed -nE 's/^(dropped|stripped [^ ]+ from) ([0-9]+) records.*/\2/p')"
+        recs="$(printf '%s' "$TX_NOTE" | sed -nE 's/^(dropped|edited|stripped [^ ]+ from) ([0-9]+) records.*/\2/p')"
         bytes="$(printf '%s' "$TX_NOTE" | sed -nE 's/.*records, ([0-9]+) bytes.*/\1/p')"
         broken="$(printf '%s' "$TX_NOTE" | sed -nE 's/.*broken links ([0-9]+).*/\1/p')"
         if [ -f "$SB/req-$label.json" ]; then

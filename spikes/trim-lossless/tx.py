@@ -16,6 +16,8 @@ A candidate is what one run drops:
                         ancestor of it
     field:<name>        not a record: the field <name> removed from every record
     set:<a>+<b>+...     all of these at once (fields stripped, records dropped)
+    edit:leaf-to-dead   not a drop: every last-prompt's leafUuid set to the
+                        newest record of a dead branch (does resume follow it?)
 <relink> is 0 (kept records keep their parentUuid, even if it now names a
 dropped record) or 1 (a kept record whose parent was dropped is re-pointed at
 the nearest kept ancestor).
@@ -104,6 +106,24 @@ def transform(path, cand, relink):
             if c.startswith("field:"):
                 transform(path, c, relink)
         recs = load(path)
+    if cand == "edit:leaf-to-dead":
+        dead = [r for r, _ in recs if r and r.get("uuid") and r["uuid"] not in chain
+                and r.get("type") in CONV]
+        if not dead:
+            print("edited 0 records, 0 bytes; no dead branch; broken links 0")
+            return
+        leaf = max(dead, key=lambda r: r.get("timestamp", ""))["uuid"]
+        out, n = [], 0
+        for r, raw in recs:
+            if r is not None and r.get("type") == "last-prompt" and "leafUuid" in r:
+                r["leafUuid"] = leaf
+                raw = (json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+                n += 1
+            out.append(raw)
+        with open(path, "wb") as f:
+            f.writelines(out)
+        print(f"edited {n} records, 0 bytes; leafUuid -> {leaf[:8]}; broken links 0")
+        return
     if cand.startswith("field:"):
         name = cand[len("field:"):]
         out, n, saved = [], 0, 0
