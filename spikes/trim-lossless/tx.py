@@ -216,18 +216,19 @@ def short(m):
     return f"{m.get('role')}[{', '.join(parts)}]"
 
 
-CCH = re.compile(r"cch=[0-9a-f]+;")
+BILLING = re.compile(r"(cc_version=[0-9.]+?\.|cch=)[0-9a-f]+;")
 
 
 def compare(a_path, b_path):
     a, b = json.load(open(a_path)), json.load(open(b_path))
     diffs = []
     if a["system"] != b["system"]:
-        # 2.1.173's first system block is a billing header whose cch= is a
-        # hash of the request: it changes whenever the messages do.
-        norm = lambda s: CCH.sub("cch=*;", json.dumps(s))
+        # The first system block is a billing header whose cc_version suffix
+        # (both versions) and cch= (2.1.173) are derived from the request:
+        # they change when the messages do.
+        norm = lambda s: BILLING.sub(r"\1*;", json.dumps(s))
         diffs.append("system prompt differs" if norm(a["system"]) != norm(b["system"])
-                     else "billing header cch differs")
+                     else "billing header differs")
     ma, mb = a["messages"] or [], b["messages"] or []
     if ma != mb:
         diffs.append(f"messages {len(ma)} -> {len(mb)}")
