@@ -18,8 +18,8 @@ use crate::socket_dir::{SocketDir, SocketDirError};
 use ccd_protocol::methods::attach::DIRECT_ATTACH_ID;
 use ccd_protocol::methods::daemon::{Hello, HelloParams, HelloResult};
 use ccd_protocol::{
-    parse_incoming, read_line_bytes, FrameError, Id, Incoming, Method, Notification, ProtocolRange,
-    Request, RpcError, MAX_LINE_BYTES,
+    parse_incoming, read_line_resumable, FrameError, Id, Incoming, Method, Notification,
+    ProtocolRange, Request, RpcError, MAX_LINE_BYTES,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -153,7 +153,8 @@ pub struct Writer {
 /// The receiving half of a connection.
 pub struct Reader {
     stream: BufReader<RecvStream>,
-    buf: Vec<u8>,
+    /// The line being read: a read timeout mid-line keeps what came of it.
+    buf: ccd_protocol::PartialLine,
 }
 
 impl Client {
@@ -268,7 +269,7 @@ impl Client {
         let reader = Reader {
             // An output line is up to ~88 KB: read it in a few calls, not 11.
             stream: BufReader::with_capacity(READ_BUF, RecvStream::new(stream)),
-            buf: Vec::new(),
+            buf: ccd_protocol::PartialLine::default(),
         };
         Ok(Self {
             reader,
@@ -667,8 +668,8 @@ impl Reader {
     /// (serde_json does). Over-long lines are skipped with a warning.
     pub fn next_line_bytes(&mut self) -> Result<&[u8], ClientError> {
         loop {
-            match read_line_bytes(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
-                Ok(true) => return Ok(&self.buf),
+            match read_line_resumable(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
+                Ok(true) => return Ok(self.buf.line()),
                 Ok(false) => return Err(ClientError::Closed),
                 Err(FrameError::Io(e)) => return Err(ClientError::Io(e)),
                 Err(e) => tracing::warn!(error = %e, "skipping a bad line from the daemon"),

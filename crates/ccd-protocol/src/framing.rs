@@ -244,15 +244,58 @@ pub fn read_line_bounded<'a, R: BufRead + ?Sized>(
 
 /// [`read_line_bounded`] without the UTF-8 check, for a caller whose
 /// decoder checks the strings it reads anyway: `Ok(true)` when `buf` holds
-/// the next line, `Ok(false)` at end of stream.
+/// the next line, `Ok(false)` at end of stream. An I/O error (a read
+/// timeout) mid-line loses the part read so far: a reader with timeouts
+/// uses [`read_line_resumable`].
 pub fn read_line_bytes<R: BufRead + ?Sized>(
     reader: &mut R,
     max: usize,
     buf: &mut Vec<u8>,
 ) -> Result<bool, FrameError> {
-    buf.clear();
-    let mut total = 0usize;
-    let mut too_long = false;
+    let mut line = PartialLine {
+        buf: std::mem::take(buf),
+        ..PartialLine::default()
+    };
+    line.buf.clear();
+    let r = read_line_resumable(reader, max, &mut line);
+    *buf = line.buf;
+    r
+}
+
+/// A line being read by [`read_line_resumable`]: what was read of it so
+/// far survives an I/O error (a read timeout), so the next call goes on
+/// with the same line instead of starting in its middle.
+#[derive(Debug, Default)]
+pub struct PartialLine {
+    buf: Vec<u8>,
+    /// Bytes of the line seen so far (over-long ones are not kept).
+    total: usize,
+    too_long: bool,
+    /// The last call ended the line (the next one starts a new line).
+    complete: bool,
+}
+
+impl PartialLine {
+    /// The line the last `Ok(true)` of [`read_line_resumable`] gave.
+    pub fn line(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// [`read_line_bytes`] that can be called again after an I/O error: the
+/// part of the line read before the error stays in `line` and the next
+/// call continues it. `Ok(true)`: [`PartialLine::line`] is the next line.
+pub fn read_line_resumable<R: BufRead + ?Sized>(
+    reader: &mut R,
+    max: usize,
+    line: &mut PartialLine,
+) -> Result<bool, FrameError> {
+    if line.complete {
+        line.buf.clear();
+        line.total = 0;
+        line.too_long = false;
+        line.complete = false;
+    }
     loop {
         let avail = match reader.fill_buf() {
             Ok(b) => b,
@@ -264,13 +307,13 @@ pub fn read_line_bytes<R: BufRead + ?Sized>(
             Some(i) => (i, true),
             None => (avail.len(), false),
         };
-        total += part_len;
-        if !too_long {
-            if total > max {
-                too_long = true;
-                *buf = Vec::new();
+        line.total += part_len;
+        if !line.too_long {
+            if line.total > max {
+                line.too_long = true;
+                line.buf = Vec::new();
             } else {
-                buf.extend_from_slice(&avail[..part_len]);
+                line.buf.extend_from_slice(&avail[..part_len]);
             }
         }
         reader.consume(part_len + usize::from(found));
@@ -278,20 +321,23 @@ pub fn read_line_bytes<R: BufRead + ?Sized>(
         if !(found || eof) {
             continue;
         }
-        if too_long {
-            return Err(FrameError::LineTooLong { len: total });
+        if line.too_long {
+            line.complete = true;
+            return Err(FrameError::LineTooLong { len: line.total });
         }
-        if buf.last() == Some(&b'\r') {
-            buf.pop();
+        if line.buf.last() == Some(&b'\r') {
+            line.buf.pop();
         }
-        if buf.is_empty() {
+        if line.buf.is_empty() {
             if eof {
+                line.complete = true;
                 return Ok(false);
             }
             // Blank line: skip it.
-            total = 0;
+            line.total = 0;
             continue;
         }
+        line.complete = true;
         return Ok(true);
     }
 }

@@ -214,3 +214,64 @@ fn read_line_bounded_reports_io_errors() {
         Err(FrameError::Io(_))
     ));
 }
+
+/// A reader that gives `chunks` in turn, with a timeout between them.
+struct Stuttering {
+    chunks: std::collections::VecDeque<Vec<u8>>,
+    timeout_next: bool,
+}
+
+impl std::io::Read for Stuttering {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.timeout_next {
+            self.timeout_next = false;
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        let Some(c) = self.chunks.pop_front() else {
+            return Ok(0);
+        };
+        self.timeout_next = true;
+        let n = c.len().min(out.len());
+        out[..n].copy_from_slice(&c[..n]);
+        if n < c.len() {
+            self.chunks.push_front(c[n..].to_vec());
+        }
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_read_timeout_mid_line_loses_nothing_with_the_resumable_reader() {
+    use ccd_protocol::{read_line_resumable, FrameError, PartialLine};
+    let first = br#"{"jsonrpc":"2.0","method":"session.output","params":{"data":"AAAA"#.to_vec();
+    let rest = b"BBBB\"}}\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n".to_vec();
+    let mut r = std::io::BufReader::with_capacity(
+        16,
+        Stuttering {
+            chunks: [first, rest].into(),
+            timeout_next: false,
+        },
+    );
+    let mut line = PartialLine::default();
+    let mut lines = Vec::new();
+    let mut timeouts = 0;
+    loop {
+        match read_line_resumable(&mut r, 1 << 20, &mut line) {
+            Ok(true) => lines.push(String::from_utf8(line.line().to_vec()).unwrap()),
+            Ok(false) => break,
+            Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => timeouts += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(timeouts >= 2, "{timeouts}");
+    assert_eq!(
+        lines,
+        [
+            r#"{"jsonrpc":"2.0","method":"session.output","params":{"data":"AAAABBBB"}}"#,
+            r#"{"jsonrpc":"2.0","method":"x"}"#
+        ]
+    );
+    for l in &lines {
+        serde_json::from_str::<serde_json::Value>(l).expect("whole JSON lines");
+    }
+}
