@@ -85,7 +85,18 @@ fn not_shown(sid: &str, shows: &str, expected: Option<&str>, now: Option<&str>) 
             "session {sid} shows no permission prompt (the screen shows {shows}); nothing was typed"
         ),
     };
-    RpcError::new(ErrorCode::PromptNotShown, what).with_data_of(&PromptNotShownData {
+    prompt_not_shown(what, sid, shows, expected, now)
+}
+
+/// `prompt_not_shown` saying `message`, with its data.
+fn prompt_not_shown(
+    message: String,
+    sid: &str,
+    shows: &str,
+    expected: Option<&str>,
+    now: Option<&str>,
+) -> RpcError {
+    RpcError::new(ErrorCode::PromptNotShown, message).with_data_of(&PromptNotShownData {
         session: sid.to_string(),
         shows: shows.to_string(),
         expected: expected.map(String::from),
@@ -195,18 +206,15 @@ async fn wait_moved(
     loop {
         let (dialog, what, _) = dialog_on(entry).await?;
         let moved_away = |now: Option<&str>| {
-            RpcError::new(
-                ErrorCode::PromptNotShown,
+            prompt_not_shown(
                 format!(
                     "permission prompt {prompt} of session {sid} went or changed while ccd moved to the option ({pressed} arrow key(s) pressed, Enter not pressed)"
                 ),
+                sid,
+                &what,
+                Some(prompt),
+                now,
             )
-            .with_data_of(&PromptNotShownData {
-                session: sid.to_string(),
-                shows: what.clone(),
-                expected: Some(prompt.to_string()),
-                prompt: now.map(String::from),
-            })
         };
         match dialog {
             Some(d) if d.prompt_id() != prompt => return Err(moved_away(Some(&d.prompt_id()))),
