@@ -11,11 +11,20 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
+    let remote = crate::hosts::single(global)?.remote().is_some();
     let cwd = match &args.cwd {
         Some(c) => c.clone(),
+        None if remote => anyhow::bail!(
+            "on another machine, say where: --cwd DIR (a directory there; this one's current directory means nothing there)"
+        ),
         None => std::env::current_dir()?,
     };
-    let cwd = ccd_claude::paths::normalize(&cwd);
+    // A remote path is the remote daemon's to check and normalize.
+    let cwd = if remote {
+        cwd
+    } else {
+        ccd_claude::paths::normalize(&cwd)
+    };
     let mut client = super::connect(global)?;
     let size = terminal_size();
     // Chosen here, so that a daemon lost before it replies cannot leave
