@@ -177,3 +177,101 @@ fn a_remote_without_ccd_is_one_clear_message() {
     let o = sb.run(&["--host", &url, "ls", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The pid of the `ssh` process `ccd` (pid `parent`) runs.
+fn ssh_child_of(parent: u32) -> Option<i32> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) && SshHost::cmdline(pid).starts_with("ssh ") {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// A client of the remote daemon, through the same transport.
+fn remote_client(host: &SshHost) -> ccd_client::Client {
+    let remote = ccd_client::ssh::Remote {
+        target: host.url().parse().unwrap(),
+        label: "test".into(),
+        ssh: host
+            .ssh_command()
+            .split_whitespace()
+            .map(Into::into)
+            .collect(),
+        remote_ccd: "ccd".into(),
+    };
+    ccd_client::ssh::connect(&remote, "test/0").unwrap()
+}
+
+#[test]
+fn attach_on_another_machine_types_resizes_detaches_and_survives_a_cut() {
+    use common::pty::PtyRun;
+    let Some(host) = sshd_or_skip() else { return };
+    let sb = host.sandbox();
+    let url = host.url();
+    let sid = remote_new(&host, &sb, "attached");
+    let short = &sid[..8];
+
+    let mut a = PtyRun::start(&sb, &["--host", &url, "attach", short], None);
+    a.wait_text("❯", T);
+    a.send(b"hello over ssh\r");
+    a.wait_text("echo: hello over ssh", T);
+    // Resize goes through the protocol (ssh has no tty: -T).
+    a.resize(30, 100);
+    let mut c = remote_client(&host);
+    wait_for(T, "the remote session at 30x100", || {
+        let s = c
+            .call_value("session.screen", serde_json::json!({"session": sid}))
+            .ok()?;
+        (s["size"]["rows"] == 30 && s["size"]["cols"] == 100).then_some(())
+    });
+    // The detach key.
+    a.send(b"\x1c");
+    assert_eq!(a.wait_exit(T), 0);
+    assert!(a.terminal_is_cooked(), "terminal left in raw mode");
+    let raw = a.raw_text();
+    assert!(
+        raw.contains(&format!("come back with: ccd --host {url} attach {short}")),
+        "how to come back: {raw}"
+    );
+
+    // Attach again; the redraw shows what was typed; then the connection
+    // is cut (the ssh client killed by pid).
+    let mut b = PtyRun::start(&sb, &["--host", &url, "attach", &sid], None);
+    b.wait_text("echo: hello over ssh", T);
+    let ccd_pid = b.child.process_id().unwrap();
+    let ssh = wait_for(T, "ccd's ssh", || ssh_child_of(ccd_pid));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ssh),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(b.wait_exit(T), 3);
+    assert!(b.terminal_is_cooked(), "terminal left in raw mode");
+    let raw = b.raw_text();
+    assert!(
+        raw.contains("lost the connection to")
+            && raw.contains("the session keeps running there")
+            && raw.contains(&format!("ccd --host {url} attach {short}")),
+        "{raw}"
+    );
+    // The remote session is still there and still answers.
+    let s = c
+        .call_value("sessions.get", serde_json::json!({"session": sid}))
+        .unwrap();
+    assert_eq!(s["state"], "live", "{s}");
+    let o = sb.run(&["--host", &url, "send", &sid, "still here"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    wait_for(T, "the echo after the cut", || {
+        let s = sb.ok(&["--host", &url, "screen", &sid]);
+        s.contains("echo: still here").then_some(())
+    });
+}
