@@ -165,3 +165,28 @@ pub fn ccd_on(global: &GlobalArgs) -> String {
         _ => "ccd".to_string(),
     }
 }
+
+/// `HOST:session` when neither `--host` nor `$CCD_HOST` names a host and
+/// `HOST` is `local` or a name of the config's `[hosts]` (what `ccd ls`
+/// shows in its HOST column): the host and the session. Anything else is
+/// left alone (a session name may hold a colon).
+pub fn split_session(
+    global: &GlobalArgs,
+    session: &str,
+) -> anyhow::Result<Option<(String, String)>> {
+    let env_host = std::env::var("CCD_HOST").is_ok_and(|v| !v.trim().is_empty());
+    let Some((host, rest)) = session.split_once(':') else {
+        return Ok(None);
+    };
+    if !global.hosts.is_empty() || env_host || rest.is_empty() {
+        return Ok(None);
+    }
+    if host == LOCAL {
+        return Ok(Some((host.to_string(), rest.to_string())));
+    }
+    let settings = Settings::load(global.config.as_deref())?;
+    Ok(settings
+        .hosts
+        .contains_key(host)
+        .then(|| (host.to_string(), rest.to_string())))
+}

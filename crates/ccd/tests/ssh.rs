@@ -137,6 +137,11 @@ fn new_ls_send_and_screen_on_another_machine() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // `HOST:id` names the host with the id.
+    let o = sb.run(&["screen", &format!("box:{}", &there[..8])]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = sb.run(&["screen", &format!("local:{}", &here[..8])]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = sb.run(&["--host", "nosuch", "ls"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown host \"nosuch\""));
 
@@ -273,5 +278,102 @@ fn attach_on_another_machine_types_resizes_detaches_and_survives_a_cut() {
     wait_for(T, "the echo after the cut", || {
         let s = sb.ok(&["--host", &url, "screen", &sid]);
         s.contains("echo: still here").then_some(())
+    });
+}
+
+#[test]
+fn events_approve_deny_fork_observe_and_kill_on_another_machine() {
+    use common::pty::PtyRun;
+    use std::io::BufRead;
+    let Some(host) = sshd_or_skip() else { return };
+    let sb = host.sandbox();
+    let url = host.url();
+    let sid = remote_new(&host, &sb, "verbs");
+
+    // `ccd events` streams the remote daemon's events.
+    let mut events = sb
+        .cmd(&["--host", &url, "events", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = events.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let attention = |rx: &std::sync::mpsc::Receiver<Value>| -> Value {
+        let deadline = std::time::Instant::now() + T;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let e = rx.recv_timeout(left).expect("a permission attention event");
+            if e["type"] == "session.attention"
+                && e["session"] == sid.as_str()
+                && e["reason"] == "permission"
+            {
+                return e;
+            }
+        }
+    };
+    // Subscribed before the prompt shows: wait for the stream to be live.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    sb.ok(&["--host", &url, "send", &sid, "perm touch approved.txt"]);
+    let a = attention(&rx);
+    let prompt = a["prompt"].as_str().unwrap().to_string();
+    let out = sb.ok_stderr(&["--host", &url, "approve", &sid, "--prompt", &prompt]);
+    assert!(out.contains(&format!("approved prompt {prompt}")), "{out}");
+    wait_for(T, "the approved turn's reply", || {
+        sb.ok(&["--host", &url, "screen", &sid])
+            .contains("echo: perm touch approved.txt")
+            .then_some(())
+    });
+    sb.ok(&["--host", &url, "send", &sid, "perm rm -rf build"]);
+    attention(&rx);
+    let out = sb.ok_stderr(&["--host", &url, "deny", &sid, "--message", "list instead"]);
+    assert!(out.contains("denied prompt"), "{out}");
+    wait_for(T, "the refusal and the message's turn", || {
+        let s = sb.ok(&["--host", &url, "screen", &sid]);
+        (s.contains("User rejected the command") && s.contains("echo: list instead")).then_some(())
+    });
+    let _ = events.kill();
+    let _ = events.wait();
+
+    // fork, observe, kill.
+    let fork = sb
+        .ok(&["--host", &url, "fork", &sid, "--detach"])
+        .trim()
+        .to_string();
+    assert_eq!(fork.len(), 36, "{fork}");
+    assert_ne!(fork, sid);
+    let mut o = PtyRun::start(&sb, &["--host", &url, "observe", &sid], None);
+    o.wait_text("echo: list instead", T);
+    o.send(b"typed while observing\r");
+    o.send(b"\x1c");
+    assert_eq!(o.wait_exit(T), 0);
+    assert!(!sb
+        .ok(&["--host", &url, "screen", &sid])
+        .contains("typed while observing"));
+    let out = sb.run(&["--host", &url, "kill", &fork]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut c = remote_client(&host);
+    wait_for(T, "the fork ended", || {
+        let v = c
+            .call_value("sessions.list", serde_json::json!({"held_only": true}))
+            .ok()?;
+        let gone = v["sessions"]
+            .as_array()?
+            .iter()
+            .filter(|s| s["session_id"] == fork.as_str())
+            .all(|s| s["state"] == "dead" && s["ccd"]["lifecycle"] == "exited");
+        gone.then_some(())
     });
 }

@@ -38,8 +38,15 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             this_machine_only(&cli.global, "ccd dial-stdio")?;
             dial_stdio::run(&cli.global)
         }
-        other => {
+        mut other => {
             crate::logging::init_client();
+            // `HOST:session` names the host with the id when no --host did.
+            if let Some(session) = session_mut(&mut other) {
+                if let Some((host, rest)) = crate::hosts::split_session(&cli.global, session)? {
+                    cli.global.hosts = vec![host];
+                    *session = rest;
+                }
+            }
             cli.global.targets = crate::hosts::resolve(&cli.global)?;
             if !matches!(other, Command::Ls(_)) {
                 crate::hosts::single(&cli.global)?;
@@ -93,6 +100,21 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// The client name sent in `hello`.
 pub const CLIENT_NAME: &str = concat!("ccd-cli/", env!("CARGO_PKG_VERSION"));
+
+/// The session argument of a command that takes one.
+fn session_mut(cmd: &mut Command) -> Option<&mut String> {
+    match cmd {
+        Command::Attach(a) => Some(&mut a.session),
+        Command::Fork(a) => Some(&mut a.session),
+        Command::Observe(a) => Some(&mut a.session),
+        Command::Send(a) => Some(&mut a.session),
+        Command::Approve { target, .. } | Command::Deny { target, .. } => Some(&mut target.session),
+        Command::Pin { session } | Command::Unpin { session } => Some(session),
+        Command::Kill(a) => Some(&mut a.session),
+        Command::Screen(a) => Some(&mut a.session),
+        _ => None,
+    }
+}
 
 /// Refuses `--host` / `$CCD_HOST` naming another machine for a command
 /// that is about this one.

@@ -135,7 +135,7 @@ impl SshHost {
         std::fs::write(
             home.join(".ssh/environment"),
             format!(
-                "PATH={h}/bin:/usr/local/bin:/usr/bin:/bin\nCCD_SOCKET_DIR={h}/sock\nCCD_STATE_DIR={h}/state\nTMPDIR={h}/tmp\nCCD_TRUST_STABLE_MS=300\nCCD_LOG=debug\n",
+                "PATH={h}/bin:/usr/local/bin:/usr/bin:/bin\nCCD_SOCKET_DIR={h}/sock\nCCD_STATE_DIR={h}/state\nTMPDIR={h}/tmp\nCCD_TRUST_STABLE_MS=300\n",
                 h = home.display()
             ),
         )
