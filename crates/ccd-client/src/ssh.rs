@@ -220,12 +220,8 @@ pub enum RemoteError {
         status: String,
     },
     /// The remote ccd speaks no protocol version this one does.
-    #[error("{host}: the ccd there (version {remote_version}) speaks another protocol: {message}. Install the same ccd version on both machines")]
-    Version {
-        host: String,
-        remote_version: String,
-        message: String,
-    },
+    #[error("{host}: the ccd there speaks another protocol version ({message}): install the same ccd version on both machines")]
+    Version { host: String, message: String },
 }
 
 /// The ssh process under a connection: SIGTERM and reaped when dropped.
@@ -305,7 +301,6 @@ pub fn connect(remote: &Remote, client_name: &str) -> Result<Client, ClientError
         {
             Err(ClientError::Remote(RemoteError::Version {
                 host: remote.label.clone(),
-                remote_version: "unknown".into(),
                 message: e.message,
             }))
         }
@@ -403,6 +398,33 @@ mod tests {
         };
         let e = connect(&r, "test").err().expect("no ssh");
         assert!(e.to_string().contains("/nonexistent/ssh"), "{e}");
+    }
+
+    #[test]
+    fn a_remote_of_another_protocol_version_is_named() {
+        // A stand-in for ssh + a ccd that speaks only protocol 99.
+        let reply = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no common protocol version: client speaks 1..=1, daemon speaks 99..=99","data":{"client":{"min":1,"max":1},"server":{"min":99,"max":99}}}}"#;
+        let r = Remote {
+            target: "ssh://h".parse().unwrap(),
+            label: "box".into(),
+            ssh: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("read line; echo '{reply}'; sleep 1").into(),
+            ],
+            remote_ccd: "ccd".into(),
+        };
+        let e = connect(&r, "test").err().expect("refused");
+        assert!(
+            matches!(e, ClientError::Remote(RemoteError::Version { .. })),
+            "{e}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with("box: the ccd there speaks another protocol version"),
+            "{text}"
+        );
+        assert!(text.contains("daemon speaks 99..=99"), "{text}");
     }
 
     #[test]
