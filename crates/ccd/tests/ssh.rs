@@ -472,3 +472,55 @@ fn the_neovim_plugin_lists_a_remote_host() {
     );
     eprintln!("{stdout}");
 }
+
+/// A remote whose daemon keeps answering `next_offset` is read at most
+/// 200 pages (`REMOTE_PAGES`): a stand-in for ssh (python3) plays the
+/// remote ccd.
+#[test]
+fn a_remote_that_pages_forever_is_read_at_most_200_pages() {
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        assert!(std::env::var_os("CI").is_none(), "CI needs python3");
+        eprintln!("SKIPPED: no python3");
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.tmp.path().join("fake-ssh.py");
+    std::fs::write(
+        &script,
+        r#"
+import json, sys
+row = {"session_id": "s", "state": "dead", "pid": None, "cwd": None, "status": None,
+       "waiting_for": None, "kind": None, "name": None, "version": None,
+       "started_at": None, "last_activity": None, "title": None, "model": None,
+       "context_tokens": None, "context_percent": None, "context_window": None,
+       "transcript": None, "transcript_bytes": None, "writers": [],
+       "several_writers": False, "ccd": None}
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["method"] == "hello":
+        r = {"daemon_version": "0", "protocol": 1, "server": "ccd"}
+    else:
+        off = (m.get("params") or {}).get("offset") or 0
+        r = {"sessions": [dict(row, session_id="%08d" % off)], "total": 10**9,
+             "next_offset": off + 500}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+    sys.stdout.flush()
+"#,
+    )
+    .unwrap();
+    let o = sb
+        .cmd(&["--host", "ssh://far", "ls", "--json"])
+        .env("CCD_SSH_COMMAND", format!("python3 {}", script.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = json_rows(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(rows.len(), 200);
+    assert!(rows.iter().all(|r| r["host"] == "far"));
+}
