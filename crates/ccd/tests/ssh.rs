@@ -248,6 +248,20 @@ fn attach_on_another_machine_types_resizes_detaches_and_survives_a_cut() {
         "how to come back: {raw}"
     );
 
+    // `ccd new` without --detach attaches over ssh too.
+    let dir = host.project("new-attached");
+    let mut n = PtyRun::start(
+        &sb,
+        &["--host", &url, "new", "--cwd", dir.to_str().unwrap()],
+        None,
+    );
+    n.wait_text("❯", T);
+    n.send(b"typed into a new one\r");
+    n.wait_text("echo: typed into a new one", T);
+    n.send(b"\x1c");
+    assert_eq!(n.wait_exit(T), 0);
+    assert!(n.raw_text().contains(&format!("ccd --host {url} attach")));
+
     // Attach again; the redraw shows what was typed; then the connection
     // is cut (the ssh client killed by pid).
     let mut b = PtyRun::start(&sb, &["--host", &url, "attach", &sid], None);

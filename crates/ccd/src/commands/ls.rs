@@ -101,10 +101,15 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     drop(out);
     for (label, e) in &unreachable {
+        // A remote's own errors start with its name already.
+        let text = if e.starts_with(&format!("{label}: ")) {
+            format!("host {e}")
+        } else {
+            format!("host {label}: {e}")
+        };
         eprintln!(
-            "ccd: host {}: {} (its sessions are not listed)",
-            display::line(label),
-            display::line(e)
+            "ccd: {} (its sessions are not listed)",
+            display::line(&text)
         );
         failed = true;
     }
