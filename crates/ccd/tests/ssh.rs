@@ -460,7 +460,7 @@ fn the_neovim_plugin_lists_a_remote_host() {
         .env("CCD_TEST_SSH", host.ssh_command())
         .env("CCD_TEST_SESSION", &sid)
         .current_dir(&sb.work);
-    let mut child = cmd
+    let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
