@@ -538,3 +538,37 @@ for line in sys.stdin:
     assert_eq!(rows.len(), 200);
     assert!(rows.iter().all(|r| r["host"] == "far"));
 }
+
+/// ssh's own questions reach the user's terminal: an unknown host key is
+/// asked about on the tty, answered there, and the command goes on.
+#[test]
+fn ssh_asks_its_host_key_question_on_the_terminal() {
+    use common::pty::PtyRun;
+    let Some(host) = sshd_or_skip() else { return };
+    // The same client config, but asking about an unknown host key.
+    let cfg = std::fs::read_to_string(&host.ssh_config)
+        .unwrap()
+        .replace(
+            &format!("UserKnownHostsFile {}/known_hosts", host.root.display()),
+            &format!(
+                "UserKnownHostsFile {}/known_hosts_empty",
+                host.root.display()
+            ),
+        )
+        .replace("StrictHostKeyChecking yes", "StrictHostKeyChecking ask")
+        .replace("BatchMode yes", "BatchMode no");
+    let asking = host.root.join("ssh_config_ask");
+    std::fs::write(&asking, cfg).unwrap();
+    let sb = Sandbox::with_env(&[("CCD_SSH_COMMAND", &format!("ssh -F {}", asking.display()))]);
+    let url = host.url();
+    let mut p = PtyRun::start(&sb, &["--host", &url, "daemon", "status"], None);
+    p.wait_raw("Are you sure you want to continue connecting", T);
+    p.send(b"yes\r");
+    assert_eq!(p.wait_exit(T), 0, "{}", p.raw_text());
+    assert!(
+        std::fs::read_to_string(host.root.join("known_hosts_empty"))
+            .unwrap_or_default()
+            .contains("ssh-ed25519"),
+        "the answer was ssh's to record"
+    );
+}

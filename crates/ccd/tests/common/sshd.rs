@@ -116,9 +116,6 @@ impl SshHost {
         .trim()
         .parse()
         .unwrap();
-        // ccd and the fake claude as the user's own `ccd` and `claude`.
-        std::fs::copy(super::ccd_bin(), home.join("bin/ccd")).unwrap();
-        std::fs::copy(fake_claude(), home.join("bin/claude")).unwrap();
         // Keys.
         let keygen = |path: &Path| {
             run(Command::new("ssh-keygen")
@@ -144,6 +141,16 @@ impl SshHost {
             .arg("-R")
             .arg(format!("{user}:"))
             .arg(&home));
+        // ccd and the fake claude as the user's own `ccd` and `claude`,
+        // after the chown (which must never reach the build's files):
+        // linked when the temp dir shares the build's filesystem (the
+        // debug ccd is over 100 MB), else copied; root's, readable by all.
+        for (from, to) in [(super::ccd_bin(), "bin/ccd"), (fake_claude(), "bin/claude")] {
+            let to = home.join(to);
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).unwrap();
+            }
+        }
         let port = free_port();
         let pidfile = root.join("sshd.pid");
         std::fs::write(
