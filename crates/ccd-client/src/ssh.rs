@@ -135,6 +135,30 @@ impl std::fmt::Display for SshTarget {
     }
 }
 
+/// Where ssh's stderr goes. Its questions (passwords, host keys) go to
+/// the terminal itself (`/dev/tty`), whichever this is.
+#[derive(Clone, Default)]
+pub enum StderrSink {
+    /// Straight to this process's stderr.
+    #[default]
+    Inherit,
+    /// Line by line to a function (the CLI makes each line safe to print:
+    /// it is the remote's text).
+    Lines(std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>),
+}
+
+impl std::fmt::Debug for StderrSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StderrSink::Inherit => "Inherit",
+            StderrSink::Lines(_) => "Lines",
+        })
+    }
+}
+
+/// At most this much of one stderr line is kept (the rest is dropped).
+const STDERR_LINE_MAX: usize = 4096;
+
 /// How to reach a remote ccd.
 #[derive(Debug, Clone)]
 pub struct Remote {
@@ -146,6 +170,8 @@ pub struct Remote {
     pub ssh: Vec<OsString>,
     /// The remote ccd: a name looked up on the remote PATH, or a path.
     pub remote_ccd: String,
+    /// Where ssh's stderr goes.
+    pub stderr: StderrSink,
 }
 
 impl Remote {
@@ -228,6 +254,8 @@ pub enum RemoteError {
 #[derive(Debug)]
 pub struct SshProcess {
     child: Mutex<Child>,
+    /// The thread passing its stderr on ([`StderrSink::Lines`]).
+    stderr: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl SshProcess {
@@ -235,11 +263,19 @@ impl SshProcess {
         self.child.lock().map(|c| c.id()).unwrap_or(0)
     }
 
-    /// Its exit status once it has ended, waiting at most `within`.
+    /// Its exit status once it has ended, waiting at most `within` (and
+    /// for what it wrote on stderr to be passed on, so that it comes
+    /// before the caller's own message).
     fn status_within(&self, within: Duration) -> Option<std::process::ExitStatus> {
         let until = Instant::now() + within;
         loop {
             if let Ok(Some(s)) = self.child.lock().ok()?.try_wait() {
+                let relay = self.stderr.lock().ok().and_then(|mut h| h.take());
+                if let Some(h) = relay {
+                    while !h.is_finished() && Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
                 return Some(s);
             }
             if Instant::now() >= until {
@@ -278,9 +314,12 @@ pub fn connect(remote: &Remote, client_name: &str) -> Result<Client, ClientError
     cmd.args(&line[1..])
         .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs.try_clone()?)))
         .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
-        .stderr(Stdio::inherit());
+        .stderr(match remote.stderr {
+            StderrSink::Inherit => Stdio::inherit(),
+            StderrSink::Lines(_) => Stdio::piped(),
+        });
     tracing::debug!(host = %remote.label, command = ?line, "connecting through ssh");
-    let child = cmd.spawn().map_err(|source| {
+    let mut child = cmd.spawn().map_err(|source| {
         ClientError::Remote(RemoteError::Spawn {
             host: remote.label.clone(),
             program: program.to_string_lossy().into_owned(),
@@ -290,8 +329,16 @@ pub fn connect(remote: &Remote, client_name: &str) -> Result<Client, ClientError
     // `cmd` still holds our copies of the child's ends: drop them, so that
     // ssh's exit is seen as the end of the stream.
     drop(cmd);
+    let relay = match (&remote.stderr, child.stderr.take()) {
+        (StderrSink::Lines(f), Some(err)) => {
+            let f = f.clone();
+            Some(std::thread::spawn(move || relay_lines(err, &*f)))
+        }
+        _ => None,
+    };
     let ssh = std::sync::Arc::new(SshProcess {
         child: Mutex::new(child),
+        stderr: Mutex::new(relay),
     });
     let r = Client::over_ssh(ours, remote.label.clone(), ssh.clone(), client_name);
     match r {
@@ -323,6 +370,31 @@ pub fn connect(remote: &Remote, client_name: &str) -> Result<Client, ClientError
             }))
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Hands each line of `from` to `f` (without its newline; a line longer
+/// than [`STDERR_LINE_MAX`] is cut there), until end of file.
+fn relay_lines(from: impl std::io::Read, f: &dyn Fn(&[u8])) {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(from);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let mut limited = std::io::Read::take(&mut r, STDERR_LINE_MAX as u64);
+        match limited.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                } else if line.len() >= STDERR_LINE_MAX {
+                    // Skip the rest of an over-long line.
+                    let mut rest = Vec::new();
+                    let _ = r.read_until(b'\n', &mut rest);
+                }
+                f(&line);
+            }
+        }
     }
 }
 
@@ -362,6 +434,7 @@ mod tests {
             label: "h".into(),
             ssh: vec!["ssh".into(), "-F".into(), "/c".into()],
             remote_ccd: "/opt/my ccd/ccd".into(),
+            stderr: StderrSink::Inherit,
         };
         let line: Vec<String> = r
             .command_line()
@@ -395,9 +468,34 @@ mod tests {
             label: "h".into(),
             ssh: vec!["/nonexistent/ssh".into()],
             remote_ccd: "ccd".into(),
+            stderr: StderrSink::Inherit,
         };
         let e = connect(&r, "test").err().expect("no ssh");
         assert!(e.to_string().contains("/nonexistent/ssh"), "{e}");
+    }
+
+    #[test]
+    fn stderr_lines_are_handed_over_before_the_error() {
+        let seen = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = seen.clone();
+        let r = Remote {
+            target: "ssh://h".parse().unwrap(),
+            label: "h".into(),
+            ssh: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo 'sh: ccd: not found' >&2; exit 127".into(),
+            ],
+            remote_ccd: "ccd".into(),
+            stderr: StderrSink::Lines(std::sync::Arc::new(move |l: &[u8]| {
+                sink.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(l).into_owned())
+            })),
+        };
+        let e = connect(&r, "test").err().expect("fails");
+        assert!(matches!(e, ClientError::Remote(RemoteError::NoCcd { .. })));
+        assert_eq!(*seen.lock().unwrap(), ["sh: ccd: not found"]);
     }
 
     #[test]
@@ -413,6 +511,7 @@ mod tests {
                 format!("read line; echo '{reply}'; sleep 1").into(),
             ],
             remote_ccd: "ccd".into(),
+            stderr: StderrSink::Inherit,
         };
         let e = connect(&r, "test").err().expect("refused");
         assert!(
@@ -435,6 +534,7 @@ mod tests {
             label: "h".into(),
             ssh: vec!["sh".into(), "-c".into(), "exit 127".into()],
             remote_ccd: "ccd".into(),
+            stderr: StderrSink::Inherit,
         };
         let e = connect(&r, "test").err().expect("fails");
         assert!(

@@ -9,7 +9,7 @@
 use crate::cli::GlobalArgs;
 use crate::settings::{HostEntry, Settings};
 use anyhow::Context;
-use ccd_client::ssh::{Remote, SshTarget};
+use ccd_client::ssh::{Remote, SshTarget, StderrSink};
 use std::ffi::OsString;
 
 /// The name `ccd ls` shows for this machine (and `--host local`).
@@ -117,7 +117,22 @@ fn resolve_one(
         label,
         ssh: ssh.to_vec(),
         remote_ccd,
+        stderr: StderrSink::Lines(std::sync::Arc::new(print_remote_line)),
     }))
+}
+
+/// One line ssh wrote on stderr (its own messages, or the remote shell's
+/// and ccd's there): made safe to print, as every text from elsewhere.
+/// ssh's questions do not come this way (it asks on the terminal).
+fn print_remote_line(line: &[u8]) {
+    use std::io::{IsTerminal, Write};
+    let text = String::from_utf8_lossy(line);
+    let text = ccd_claude::display::line(&text);
+    let mut err = std::io::stderr().lock();
+    // An attached terminal is raw: a bare newline would not return.
+    let end = if err.is_terminal() { "\r\n" } else { "\n" };
+    let _ = write!(err, "{text}{end}");
+    let _ = err.flush();
 }
 
 /// The ssh program and its first options.

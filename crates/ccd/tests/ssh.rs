@@ -163,6 +163,12 @@ fn a_remote_without_ccd_is_one_clear_message() {
         "{err}"
     );
     assert!(err.contains("--remote-ccd"), "{err}");
+    // The remote shell's own line came first, through ccd (made safe).
+    let shell = err.find("ccd-not-installed: not found").expect(&err);
+    assert!(
+        shell < err.find("was not found on the remote machine").unwrap(),
+        "{err}"
+    );
     let o = sb.run(&[
         "--host",
         &url,
@@ -212,6 +218,7 @@ fn remote_client(host: &SshHost) -> ccd_client::Client {
             .map(Into::into)
             .collect(),
         remote_ccd: "ccd".into(),
+        stderr: Default::default(),
     };
     ccd_client::ssh::connect(&remote, "test/0").unwrap()
 }
