@@ -144,8 +144,11 @@ pub enum StderrSink {
     Inherit,
     /// Line by line to a function (the CLI makes each line safe to print:
     /// it is the remote's text).
-    Lines(std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>),
+    Lines(LineFn),
 }
+
+/// A receiver of ssh's stderr lines.
+pub type LineFn = std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>;
 
 impl std::fmt::Debug for StderrSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
