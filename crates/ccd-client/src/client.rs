@@ -56,6 +56,9 @@ pub enum ClientError {
     /// answer within the deadline ([`crate::deadline`]), or is stopped.
     #[error("{0}")]
     NotAnswering(NotAnswering),
+    /// A ccd on another machine could not be reached ([`crate::ssh`]).
+    #[error(transparent)]
+    Remote(crate::ssh::RemoteError),
 }
 
 impl ClientError {
@@ -121,13 +124,21 @@ struct PeerInfo {
     kind: Peer,
     /// The daemon's socket (its `daemon.lock` is next to it).
     socket: Option<PathBuf>,
-    /// From `SO_PEERCRED`.
+    /// From `SO_PEERCRED`; for a remote, the local ssh's.
     pid: Option<u32>,
+    /// A remote host's name ([`Peer::Remote`]).
+    host: Option<String>,
 }
 
 impl PeerInfo {
     fn not_answering(&self, during: &str, waited: Duration) -> ClientError {
         ClientError::NotAnswering(match (self.kind, &self.socket) {
+            (Peer::Remote, _) => NotAnswering::remote(
+                self.host.as_deref().unwrap_or("?"),
+                self.pid,
+                during,
+                waited,
+            ),
             (Peer::Daemon, Some(socket)) => NotAnswering::daemon(socket, self.pid, during, waited),
             _ => NotAnswering::holder(self.pid, during, waited),
         })
@@ -155,6 +166,8 @@ pub struct Reader {
     stream: BufReader<RecvStream>,
     /// The line being read: a read timeout mid-line keeps what came of it.
     buf: ccd_protocol::PartialLine,
+    /// The ssh under a remote connection: ended with the reader.
+    _ssh: Option<std::sync::Arc<crate::ssh::SshProcess>>,
 }
 
 impl Client {
@@ -209,6 +222,7 @@ impl Client {
                     kind: Peer::Daemon,
                     socket: Some(path.to_path_buf()),
                     pid: None,
+                    host: None,
                 };
                 return Err(peer.not_answering("the connection", deadline::CONNECT_TIMEOUT));
             }
@@ -223,6 +237,7 @@ impl Client {
             kind: Peer::Daemon,
             socket: Some(path.to_path_buf()),
             pid: deadline::peer_pid(&stream),
+            host: None,
         };
         let mut c = Self::over(stream, peer)?;
         let params = HelloParams {
@@ -270,6 +285,7 @@ impl Client {
             // An output line is up to ~88 KB: read it in a few calls, not 11.
             stream: BufReader::with_capacity(READ_BUF, RecvStream::new(stream)),
             buf: ccd_protocol::PartialLine::default(),
+            _ssh: None,
         };
         Ok(Self {
             reader,
@@ -282,6 +298,39 @@ impl Client {
             },
             peer,
         })
+    }
+
+    /// A connection to a remote ccd over `stream`, whose other end is the
+    /// stdin and stdout of `ssh` (running `ccd dial-stdio` there): says
+    /// `hello`, waiting at most [`crate::ssh::SSH_CONNECT_TIMEOUT`] (a
+    /// person may be answering ssh's password prompt). Used by
+    /// [`crate::ssh::connect`].
+    pub(crate) fn over_ssh(
+        stream: UnixStream,
+        host: String,
+        ssh: std::sync::Arc<crate::ssh::SshProcess>,
+        client_name: &str,
+    ) -> Result<Self, ClientError> {
+        let peer = PeerInfo {
+            kind: Peer::Remote,
+            socket: None,
+            pid: Some(ssh.pid()),
+            host: Some(host),
+        };
+        let mut c = Self::over(stream, peer)?;
+        c.reader._ssh = Some(ssh);
+        let params = HelloParams {
+            client: client_name.to_string(),
+            protocol: ProtocolRange::CURRENT,
+        };
+        c.hello = c.call_within::<Hello>(&params, crate::ssh::SSH_CONNECT_TIMEOUT, None)?;
+        Ok(c)
+    }
+
+    /// True when this connection goes to a ccd on another machine: a
+    /// direct stream (a passed descriptor) cannot come over it.
+    pub fn is_remote(&self) -> bool {
+        self.peer.kind == Peer::Remote
     }
 
     /// The descriptor the daemon passed with a reply (a direct stream's
@@ -308,6 +357,7 @@ impl Client {
             kind: Peer::Holder,
             socket: None,
             pid: deadline::peer_pid(&stream),
+            host: None,
         };
         let mut c = Self::over(stream, peer)?;
         c.wait_within(

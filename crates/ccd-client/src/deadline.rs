@@ -57,6 +57,8 @@ pub enum Peer {
     Daemon,
     /// A session's holder (a direct stream).
     Holder,
+    /// A ccd on another machine, through ssh (`pid`: the local ssh).
+    Remote,
 }
 
 /// A peer that did not answer in time: who (its pid when known), whether
@@ -73,6 +75,8 @@ pub struct NotAnswering {
     /// What was waited for (`hello`, a method name, "the attach").
     pub during: String,
     pub waited: Duration,
+    /// The remote host's name ([`Peer::Remote`]).
+    pub host: Option<String>,
 }
 
 impl NotAnswering {
@@ -92,6 +96,20 @@ impl NotAnswering {
             stopped: pid.is_some_and(is_stopped),
             during: during.to_string(),
             waited,
+            host: None,
+        }
+    }
+
+    /// The ccd of `host`, reached through the local ssh process `ssh_pid`.
+    pub fn remote(host: &str, ssh_pid: Option<u32>, during: &str, waited: Duration) -> Self {
+        Self {
+            peer: Peer::Remote,
+            pid: ssh_pid,
+            lock: None,
+            stopped: ssh_pid.is_some_and(is_stopped),
+            during: during.to_string(),
+            waited,
+            host: Some(host.to_string()),
         }
     }
 
@@ -104,6 +122,7 @@ impl NotAnswering {
             stopped: pid.is_some_and(is_stopped),
             during: during.to_string(),
             waited,
+            host: None,
         }
     }
 }
@@ -120,6 +139,10 @@ impl std::fmt::Display for NotAnswering {
             (Peer::Daemon, None, _) => "the ccd daemon".to_string(),
             (Peer::Holder, Some(p), _) => format!("the session's ccd holder (pid {p})"),
             (Peer::Holder, None, _) => "the session's ccd holder".to_string(),
+            (Peer::Remote, _, _) => format!(
+                "the ccd on {}",
+                self.host.as_deref().unwrap_or("the remote host")
+            ),
         };
         write!(
             f,
@@ -147,6 +170,14 @@ impl std::fmt::Display for NotAnswering {
             (Peer::Holder, false) => write!(
                 f,
                 ": it is running but not answering (overloaded or stuck). Try again in a moment; `ccd ls` shows where the session stands"
+            ),
+            (Peer::Remote, true) => write!(
+                f,
+                ": the local ssh (pid {p}) is stopped. Resume it with `kill -CONT {p}`"
+            ),
+            (Peer::Remote, false) => write!(
+                f,
+                ": the connection or the daemon there is slow or stuck. Try again in a moment; `ssh <host> ccd daemon status` shows the daemon there"
             ),
         }
     }

@@ -10,6 +10,8 @@
 //!   [`NotAnswering`] that says who did not answer and what to do;
 //! - [`passed_fd`]: reading a connection so that a descriptor the daemon
 //!   passes with a reply (a direct stream) is kept;
+//! - [`ssh`]: the same connection to a ccd on another machine, through
+//!   the system `ssh` and `ccd dial-stdio` there;
 //! - [`autostart`]: connect, starting a daemon first when none answers, with
 //!   a start lock so racing clients start exactly one.
 
@@ -17,6 +19,7 @@ pub mod autostart;
 pub mod client;
 pub mod deadline;
 pub mod passed_fd;
+pub mod ssh;
 /// The socket directory (crate `ccd-socket-dir`, shared with the daemon).
 pub use ccd_socket_dir as socket_dir;
 

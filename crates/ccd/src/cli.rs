@@ -33,6 +33,19 @@ pub struct GlobalArgs {
     /// file's claude_bin, else `claude` on PATH). Read by the daemon when it starts.
     #[arg(long, global = true, value_name = "PATH")]
     pub claude_bin: Option<PathBuf>,
+    /// The machine to talk to: ssh://[user@]host[:port], a name from the
+    /// config file's [hosts], or `local` (default: $CCD_HOST, else local).
+    /// Runs the system ssh with `ccd dial-stdio` there. `ccd ls` takes it
+    /// several times.
+    #[arg(long = "host", global = true, value_name = "HOST")]
+    pub hosts: Vec<String>,
+    /// The ccd to run on a remote host (default: the config's remote_ccd,
+    /// else `ccd` on the remote PATH).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub remote_ccd: Option<String>,
+    /// The hosts resolved from the above (by `commands::run`).
+    #[arg(skip)]
+    pub targets: Vec<crate::hosts::Target>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +150,10 @@ pub enum Command {
         after_help = "Examples:\n  ccd daemon            # foreground (systemd, launchd, debugging)\n  ccd daemon status\n  ccd daemon stop"
     )]
     Daemon(DaemonArgs),
+    /// Bridge stdin/stdout to the daemon's socket, starting the daemon if
+    /// needed: what `--host` runs on the remote machine through ssh.
+    #[command(name = "dial-stdio")]
+    DialStdio,
     /// The per-session holder process (started by the daemon).
     #[command(name = "__holder", hide = true)]
     Holder,

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod hosts;
 mod logging;
 mod settings;
 mod term;

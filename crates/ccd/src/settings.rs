@@ -11,6 +11,12 @@
 //! fresh_on_failure = false
 //! # Stop held sessions idle with no client for this long (off when absent).
 //! reap_idle_minutes = 120
+//! # Other machines, for `--host NAME` (ssh://[user@]host[:port]).
+//! # remote_ccd = "~/.cargo/bin/ccd"     # the ccd run there (default `ccd`)
+//! # ssh_command = ["ssh", "-F", "/path/ssh_config"]  # default ["ssh"]
+//! # [hosts]
+//! # devbox = "ssh://me@devbox.example"
+//! # build = { url = "ssh://build:2222", remote_ccd = "/opt/ccd/bin/ccd" }
 //! # Context window per model id (or id prefix), in tokens.
 //! [context_windows]
 //! "claude-opus-5-5" = 1000000
@@ -41,6 +47,27 @@ pub struct Settings {
     /// longer than this many minutes (off by default).
     #[serde(default)]
     pub reap_idle_minutes: Option<u64>,
+    /// Named other machines for `--host NAME`.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, HostEntry>,
+    /// The ccd run on a remote host (default `ccd`, looked up there).
+    #[serde(default)]
+    pub remote_ccd: Option<String>,
+    /// The ssh program and its first options (default `["ssh"]`).
+    #[serde(default)]
+    pub ssh_command: Option<Vec<String>>,
+}
+
+/// One entry of `[hosts]`: a URL, or a URL with its own remote_ccd.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum HostEntry {
+    Url(String),
+    Full {
+        url: String,
+        #[serde(default)]
+        remote_ccd: Option<String>,
+    },
 }
 
 impl Settings {

@@ -9,7 +9,9 @@
 //! - keystroke echo latency (`ccd-bench __echo`), idle and while a sibling
 //!   session floods (with a client attached to the flood, draining it);
 //! - `ccd attach` → first full frame (and `session.attach` → first resync);
-//! - memory of the daemon and of each holder with idle fake-claude sessions.
+//! - memory of the daemon and of each holder with idle fake-claude sessions;
+//! - with `--only ssh`: the echo `ccd --host ssh://… attach` adds over
+//!   loopback ssh beside a local `ccd attach` (`ssh.rs`).
 //!
 //! Every process gets a temp HOME, CLAUDE_CONFIG_DIR, TMPDIR and ccd
 //! socket/state dirs; everything started is stopped by pid (tmux by
@@ -20,6 +22,7 @@ mod cases;
 mod ccd;
 pub mod child;
 mod report;
+mod ssh;
 pub mod stream;
 mod term;
 mod tmux;
@@ -55,7 +58,9 @@ pub struct Args {
     pub sessions: usize,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Only these parts (comma separated: flood, echo, attach, memory).
+    /// Only these parts (comma separated: flood, echo, attach, memory; and
+    /// ssh, never run by default: echo of `ccd attach` over loopback ssh,
+    /// with a private sshd the run starts).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Skip these contenders (comma separated: raw, tmux, dtach, ccd-api, ccd-attach).
@@ -301,6 +306,12 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     }
     if part("attach") {
         rep.attach = cases::attach_times(&cx);
+    }
+    if a.only.iter().any(|o| o == "ssh") {
+        match ssh::echo(&cx) {
+            Ok(e) => rep.ssh_echo = Some(e),
+            Err(e) => rep.echo.push(ssh::failed(&e)),
+        }
     }
     if part("memory") {
         match cases::memory(&cx, a.sessions) {

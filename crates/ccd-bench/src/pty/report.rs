@@ -131,6 +131,8 @@ pub struct Report {
     pub echo: Vec<Echo>,
     pub attach: Attach,
     pub memory: Option<Memory>,
+    /// `ccd attach` locally and over loopback ssh (`--only ssh`).
+    pub ssh_echo: Option<super::ssh::SshEcho>,
     pub notes: Vec<String>,
     pub targets: serde_json::Value,
 }
@@ -160,6 +162,7 @@ impl Report {
             echo: Vec::new(),
             attach: Attach::default(),
             memory: None,
+            ssh_echo: None,
             notes,
             targets: serde_json::json!({
                 "tui_ratio_to_raw_min": 0.85,
@@ -393,6 +396,26 @@ impl Report {
             for e in &a.errors {
                 let _ = writeln!(o, "  error: {e}");
             }
+        }
+        if let Some(e) = &self.ssh_echo {
+            let _ = writeln!(o, "keystroke echo over loopback ssh, ms (p50 / p90 / p99)");
+            let f = |l: &Latency| format!("{:.3} / {:.3} / {:.3}", l.p50_ms, l.p90_ms, l.p99_ms);
+            let _ = writeln!(o, "  ccd attach (local)              {:>28}", f(&e.local));
+            let _ = writeln!(o, "  ccd --host ssh://… attach       {:>28}", f(&e.ssh));
+            let _ = writeln!(
+                o,
+                "  added by ssh (p50 / p99)        {:>28}",
+                format!(
+                    "{:.3} / {:.3}",
+                    e.ssh.p50_ms - e.local.p50_ms,
+                    e.ssh.p99_ms - e.local.p99_ms
+                )
+            );
+            let _ = writeln!(
+                o,
+                "  ({}; timeouts {} / {})",
+                e.command, e.local.timeouts, e.ssh.timeouts
+            );
         }
         if let Some(m) = &self.memory {
             let mb = |kb: u64| kb as f64 / 1024.0;

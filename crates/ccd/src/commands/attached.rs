@@ -64,7 +64,13 @@ pub fn attach_and_report(
         eprintln!("{n}");
     }
     let mut sid = attached.session;
-    if matches!(outcome, Outcome::Detached) {
+    let ccd = crate::hosts::ccd_on(global);
+    let remote = crate::hosts::single(global)
+        .ok()
+        .and_then(|t| t.remote())
+        .map(|r| r.label.clone());
+    // Asking again would open a second ssh connection (and maybe prompt).
+    if matches!(outcome, Outcome::Detached) && remote.is_none() {
         if let Some(now) = session_now(global, &sid) {
             sid = now;
         }
@@ -72,7 +78,7 @@ pub fn attach_and_report(
     let short = line(super::short_id(&sid));
     match outcome {
         Outcome::Detached => {
-            eprintln!("[detached from {short}] come back with: ccd attach {short}");
+            eprintln!("[detached from {short}] come back with: {ccd} attach {short}");
             Ok(ExitCode::SUCCESS)
         }
         Outcome::Exited { code, signal } => {
@@ -81,8 +87,15 @@ pub fn attach_and_report(
                 (None, Some(s)) => format!("was killed by signal {s}"),
                 _ => "ended".into(),
             };
-            eprintln!("[session {short} {how}] resume it with: ccd attach {short}");
+            eprintln!("[session {short} {how}] resume it with: {ccd} attach {short}");
             Ok(ExitCode::SUCCESS)
+        }
+        Outcome::DaemonGone if remote.is_some() => {
+            eprintln!(
+                "[lost the connection to {}; the session keeps running there] come back with: {ccd} attach {short}",
+                line(remote.as_deref().unwrap_or("?"))
+            );
+            Ok(ExitCode::from(3))
         }
         Outcome::DaemonGone => {
             eprintln!("[the ccd daemon went away; the session keeps running] come back with: ccd attach {short}");
@@ -93,7 +106,7 @@ pub fn attach_and_report(
             Ok(ExitCode::from(3))
         }
         Outcome::Signalled(s) => {
-            eprintln!("[ccd ended by signal {s}; the session keeps running] come back with: ccd attach {short}");
+            eprintln!("[ccd ended by signal {s}; the session keeps running] come back with: {ccd} attach {short}");
             Ok(ExitCode::from(3))
         }
     }

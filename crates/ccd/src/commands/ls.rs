@@ -1,6 +1,7 @@
 //! `ccd ls`: every session on the machine, for people or scripts.
 
 use crate::cli::{GlobalArgs, LsArgs};
+use crate::hosts::{Target, LOCAL};
 use crate::settings::Settings;
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
@@ -22,6 +23,154 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
+    let targets: Vec<Target> = if global.targets.is_empty() {
+        vec![Target::Local]
+    } else {
+        global.targets.clone()
+    };
+    let show_host = !matches!(targets.as_slice(), [Target::Local]);
+    // Other machines are asked on threads while this one's index is built.
+    let asked: Vec<(String, RemoteList)> = targets
+        .iter()
+        .filter_map(|t| t.remote().cloned())
+        .map(|r| {
+            let params = ListParams {
+                cwd: args.cwd.as_ref().map(|c| c.to_string_lossy().into_owned()),
+                live_only: args.live,
+                ..Default::default()
+            };
+            let label = r.label.clone();
+            (label, std::thread::spawn(move || list_remote(&r, params)))
+        })
+        .collect();
+    let mut rows: Vec<(String, SessionInfo)> = Vec::new();
+    let mut failed = false;
+    let mut local_problem = None;
+    let mut held_known = true;
+    if targets.iter().any(|t| matches!(t, Target::Local)) {
+        let (local, held) = list_local(global, args)?;
+        held_known = !matches!(&held, Err(e) if e.not_answering().is_some());
+        local_problem = held.err();
+        rows.extend(local.into_iter().map(|r| (LOCAL.to_string(), r)));
+    }
+    let mut unreachable = Vec::new();
+    for (label, h) in asked {
+        match h.join() {
+            Ok(Ok(list)) => rows.extend(list.into_iter().map(|r| (label.clone(), r))),
+            Ok(Err(e)) => unreachable.push((label, e.to_string())),
+            Err(_) => unreachable.push((label, "listing failed".to_string())),
+        }
+    }
+    if show_host {
+        // Newest first across machines (each host's list already is).
+        rows.sort_by_key(|(_, r)| {
+            std::cmp::Reverse(
+                r.last_activity
+                    .as_deref()
+                    .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok()),
+            )
+        });
+    }
+    let stdout = std::io::stdout();
+    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    if args.json {
+        let rows: Vec<HostRow<'_>> = rows
+            .iter()
+            .map(|(host, info)| HostRow { host, info })
+            .collect();
+        // Indented for a person at a terminal, compact for scripts.
+        if std::io::stdout().is_terminal() {
+            serde_json::to_writer_pretty(&mut out, &rows)?;
+        } else {
+            serde_json::to_writer(&mut out, &rows)?;
+        }
+        writeln!(out)?;
+    } else {
+        let home = std::env::var("HOME").ok();
+        write_table(
+            &mut out,
+            &rows,
+            show_host,
+            colour,
+            home.as_deref(),
+            OffsetDateTime::now_utc(),
+            held_known,
+        )?;
+    }
+    out.flush()?;
+    drop(out);
+    for (label, e) in &unreachable {
+        // A remote's own errors start with its name already.
+        let text = if e.starts_with(&format!("{label}: ")) {
+            format!("host {e}")
+        } else {
+            format!("host {label}: {e}")
+        };
+        eprintln!(
+            "ccd: {} (its sessions are not listed)",
+            display::line(&text)
+        );
+        failed = true;
+    }
+    if let Some(e) = local_problem {
+        if let Some(n) = e.not_answering() {
+            eprintln!("ccd: {}. Listed from the files alone: whether ccd holds each session is not known (CCD column `?`)", display::line(&n.to_string()));
+            return Ok(ExitCode::FAILURE);
+        }
+        eprintln!("ccd: {}", display::line(&e.to_string()));
+        eprintln!("ccd: sessions ccd holds are not marked in this list (could not ask the daemon)");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Another machine's listing on its way.
+type RemoteList = std::thread::JoinHandle<Result<Vec<SessionInfo>, ClientError>>;
+
+/// A row of `ccd ls --json`: the session and the machine it is on
+/// (`local` for this one).
+#[derive(serde::Serialize)]
+struct HostRow<'a> {
+    host: &'a str,
+    #[serde(flatten)]
+    info: &'a SessionInfo,
+}
+
+/// At most this many pages of 500 are asked of a remote daemon (100,000
+/// sessions), so a daemon that keeps answering `next_offset` cannot keep
+/// `ccd ls` going.
+const REMOTE_PAGES: usize = 200;
+
+/// Every session another machine's daemon lists (`sessions.list`, page by
+/// page).
+fn list_remote(
+    remote: &ccd_client::ssh::Remote,
+    mut params: ListParams,
+) -> Result<Vec<SessionInfo>, ClientError> {
+    let mut c = ccd_client::ssh::connect(remote, super::CLIENT_NAME)?;
+    let mut rows = Vec::new();
+    for _ in 0..REMOTE_PAGES {
+        let page = c.call::<SessionsList>(&params)?;
+        rows.extend(page.sessions);
+        match page.next_offset {
+            Some(o) if params.offset.is_none_or(|p| o > p) => params.offset = Some(o),
+            _ => break,
+        }
+    }
+    Ok(rows)
+}
+
+/// This machine's sessions, built from the files, and whether the daemon
+/// could say which ones it holds.
+fn list_local(
+    global: &GlobalArgs,
+    args: &LsArgs,
+) -> anyhow::Result<(Vec<SessionInfo>, Result<(), ClientError>)> {
     let settings = Settings::load(global.config.as_deref())?;
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
@@ -35,7 +184,6 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
     // Without the daemon's answer the list still prints, then the error.
     let held = merge_held(global, asked, &mut rows);
-    let held_known = !matches!(&held, Err(e) if e.not_answering().is_some());
     let cwd_filter = args.cwd.as_deref().map(normalize);
     rows.retain(|r| !args.live || r.state != SessionState::Dead);
     rows.retain(|r| match (&cwd_filter, &r.cwd) {
@@ -43,40 +191,7 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
         (Some(dir), Some(cwd)) => is_within(Path::new(cwd), dir),
         (Some(_), None) => false,
     });
-    let stdout = std::io::stdout();
-    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    if args.json {
-        // Indented for a person at a terminal, compact for scripts.
-        if std::io::stdout().is_terminal() {
-            serde_json::to_writer_pretty(&mut out, &rows)?;
-        } else {
-            serde_json::to_writer(&mut out, &rows)?;
-        }
-        writeln!(out)?;
-    } else {
-        let home = std::env::var("HOME").ok();
-        write_table(
-            &mut out,
-            &rows,
-            colour,
-            home.as_deref(),
-            OffsetDateTime::now_utc(),
-            held_known,
-        )?;
-    }
-    out.flush()?;
-    drop(out);
-    if let Err(e) = held {
-        if let Some(n) = e.not_answering() {
-            eprintln!("ccd: {}. Listed from the files alone: whether ccd holds each session is not known (CCD column `?`)", display::line(&n.to_string()));
-            return Ok(ExitCode::FAILURE);
-        }
-        eprintln!("ccd: {}", display::line(&e.to_string()));
-        eprintln!("ccd: sessions ccd holds are not marked in this list (could not ask the daemon)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((rows, held))
 }
 
 /// Marks the sessions ccd holds, asking a running daemon (never starting
@@ -142,7 +257,7 @@ fn ask_held(global: &GlobalArgs) -> Asked {
     let global = global.clone();
     std::thread::spawn(move || {
         let r = (|| {
-            let Some(mut client) = super::connect_existing(&global)? else {
+            let Some(mut client) = super::connect_existing_local(&global)? else {
                 return Ok(None);
             };
             client
@@ -162,18 +277,31 @@ fn ask_held(global: &GlobalArgs) -> Asked {
 
 fn write_table(
     out: &mut impl Write,
-    rows: &[SessionInfo],
+    rows: &[(String, SessionInfo)],
+    show_host: bool,
     colour: bool,
     home: Option<&str>,
     now: OffsetDateTime,
     held_known: bool,
 ) -> std::io::Result<()> {
+    let host_width = rows
+        .iter()
+        .map(|(h, _)| h.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(4, 40);
+    if show_host {
+        write!(out, "{:<host_width$}  ", "HOST")?;
+    }
     writeln!(
         out,
         "{:<8}  {:<7}  {:<8}  {:>5}  {:>8}  {:<16}  {:<32}  TITLE",
         "ID", "STATE", "STATUS", "CTX", "ACTIVE", "CCD", "CWD"
     )?;
-    for r in rows {
+    for (host, r) in rows {
+        if show_host {
+            write!(out, "{:<host_width$}  ", clip(&display::line(host), 40))?;
+        }
         let state = match r.state {
             SessionState::Live => "live",
             SessionState::Dead => "dead",

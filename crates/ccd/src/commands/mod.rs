@@ -3,6 +3,7 @@
 mod attach;
 mod attached;
 mod daemon;
+mod dial_stdio;
 mod doctor;
 mod events;
 mod fork;
@@ -20,19 +21,52 @@ use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, SocketDir
 use ccd_protocol::methods::session::RespondChoice;
 use std::process::ExitCode;
 
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Daemon(args) => daemon::run(&cli.global, &args),
         Command::Holder => holder::run(),
-        other => {
+        Command::Daemon(args) => {
+            if args.action.is_some() {
+                cli.global.targets = crate::hosts::resolve(&cli.global)?;
+                crate::hosts::single(&cli.global)?;
+            } else {
+                this_machine_only(&cli.global, "ccd daemon")?;
+            }
+            daemon::run(&cli.global, &args)
+        }
+        Command::DialStdio => {
             crate::logging::init_client();
+            this_machine_only(&cli.global, "ccd dial-stdio")?;
+            dial_stdio::run(&cli.global)
+        }
+        mut other => {
+            crate::logging::init_client();
+            // `HOST:session` names the host with the id when no --host did.
+            if let Some(session) = session_mut(&mut other) {
+                if let Some((host, rest)) = crate::hosts::split_session(&cli.global, session)? {
+                    cli.global.hosts = vec![host];
+                    *session = rest;
+                }
+            }
+            cli.global.targets = crate::hosts::resolve(&cli.global)?;
+            if !matches!(other, Command::Ls(_)) {
+                crate::hosts::single(&cli.global)?;
+            }
             match other {
                 Command::Ls(args) => ls::run(&cli.global, &args),
                 Command::Attach(args) => attach::run(&cli.global, &args),
                 Command::Fork(args) => fork::run(&cli.global, &args),
                 Command::Observe(args) => observe::run(&cli.global, &args),
                 Command::Send(args) => send::run(&cli.global, &args),
-                Command::Doctor { json, sample } => doctor::run(&cli.global, json, sample),
+                Command::Doctor { json, sample } => {
+                    if let Some(r) = crate::hosts::single(&cli.global)?.remote() {
+                        anyhow::bail!(
+                            "ccd doctor checks this machine only; run it there: ssh {} {} doctor",
+                            r.target.host,
+                            r.remote_ccd
+                        );
+                    }
+                    doctor::run(&cli.global, json, sample)
+                }
                 Command::Approve { target, always } => {
                     let choice = if always {
                         RespondChoice::Always
@@ -56,7 +90,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::New(args) => new::run(&cli.global, &args),
                 Command::Kill(args) => kill::run(&cli.global, &args),
                 Command::Screen(args) => screen::run(&cli.global, &args),
-                Command::Daemon(_) | Command::Holder => unreachable!("handled above"),
+                Command::Daemon(_) | Command::Holder | Command::DialStdio => {
+                    unreachable!("handled above")
+                }
             }
         }
     }
@@ -65,9 +101,47 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// The client name sent in `hello`.
 pub const CLIENT_NAME: &str = concat!("ccd-cli/", env!("CARGO_PKG_VERSION"));
 
-/// Connects to the daemon, starting one (with this invocation's options)
-/// when none answers.
+/// The session argument of a command that takes one.
+fn session_mut(cmd: &mut Command) -> Option<&mut String> {
+    match cmd {
+        Command::Attach(a) => Some(&mut a.session),
+        Command::Fork(a) => Some(&mut a.session),
+        Command::Observe(a) => Some(&mut a.session),
+        Command::Send(a) => Some(&mut a.session),
+        Command::Approve { target, .. } | Command::Deny { target, .. } => Some(&mut target.session),
+        Command::Pin { session } | Command::Unpin { session } => Some(session),
+        Command::Kill(a) => Some(&mut a.session),
+        Command::Screen(a) => Some(&mut a.session),
+        _ => None,
+    }
+}
+
+/// Refuses `--host` / `$CCD_HOST` naming another machine for a command
+/// that is about this one.
+fn this_machine_only(global: &GlobalArgs, what: &str) -> anyhow::Result<()> {
+    let targets = crate::hosts::resolve(global)?;
+    if let Some(r) = targets.iter().find_map(|t| t.remote()) {
+        anyhow::bail!(
+            "{what} runs on this machine only (--host {} was given); run it there through ssh",
+            ccd_claude::display::line(&r.label)
+        );
+    }
+    Ok(())
+}
+
+/// Connects to the daemon of the host this command names (`--host`):
+/// through ssh for another machine, else the local one, starting it (with
+/// this invocation's options) when none answers.
 pub fn connect(global: &GlobalArgs) -> anyhow::Result<Client> {
+    match crate::hosts::single(global)? {
+        crate::hosts::Target::Remote(r) => Ok(ccd_client::ssh::connect(r, CLIENT_NAME)?),
+        crate::hosts::Target::Local => connect_local(global),
+    }
+}
+
+/// Connects to this machine's daemon, starting one (with this
+/// invocation's options) when none answers.
+pub fn connect_local(global: &GlobalArgs) -> anyhow::Result<Client> {
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
     let mut args: Vec<std::ffi::OsString> = vec!["daemon".into(), "--background".into()];
     args.push("--socket-dir".into());
@@ -95,6 +169,15 @@ pub fn connect(global: &GlobalArgs) -> anyhow::Result<Client> {
 /// answers. A socket directory or socket that is not private is an error
 /// (`ClientError::SocketDir(SocketDirError::NotPrivate)`), never "no daemon".
 pub fn connect_existing(global: &GlobalArgs) -> Result<Option<Client>, ClientError> {
+    // Another machine: its dial-stdio starts its daemon as needed.
+    if let Ok(crate::hosts::Target::Remote(r)) = crate::hosts::single(global) {
+        return ccd_client::ssh::connect(r, CLIENT_NAME).map(Some);
+    }
+    connect_existing_local(global)
+}
+
+/// [`connect_existing`] on this machine whatever `--host` says.
+pub fn connect_existing_local(global: &GlobalArgs) -> Result<Option<Client>, ClientError> {
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
     Client::connect_if_running(&dir, CLIENT_NAME)
 }

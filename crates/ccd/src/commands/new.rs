@@ -11,11 +11,20 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
+    let remote = crate::hosts::single(global)?.remote().is_some();
     let cwd = match &args.cwd {
         Some(c) => c.clone(),
+        None if remote => anyhow::bail!(
+            "on another machine, say where: --cwd DIR (a directory there; this one's current directory means nothing there)"
+        ),
         None => std::env::current_dir()?,
     };
-    let cwd = ccd_claude::paths::normalize(&cwd);
+    // A remote path is the remote daemon's to check and normalize.
+    let cwd = if remote {
+        cwd
+    } else {
+        ccd_claude::paths::normalize(&cwd)
+    };
     let mut client = super::connect(global)?;
     let size = terminal_size();
     // Chosen here, so that a daemon lost before it replies cannot leave
@@ -62,7 +71,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::FAILURE);
             }
-            return Ok(lost(&sid_asked, &cwd, &e));
+            return Ok(lost(&sid_asked, &cwd, &e, &crate::hosts::ccd_on(global)));
         }
     };
     let lifecycle = r.lifecycle.as_str();
@@ -77,7 +86,8 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
             super::attached::print_screen(r.screen.as_deref(), "screen");
             if lifecycle == "needs-attention" {
                 eprintln!(
-                    "Answer it yourself with `ccd attach {}`.",
+                    "Answer it yourself with `{} attach {}`.",
+                    crate::hosts::ccd_on(global),
                     line(super::short_id(&sid))
                 );
                 println!("{}", line(&sid));
@@ -105,14 +115,14 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
 /// sent: the session may well be starting under its holder, which a new
 /// daemon adopts. Says which id it has and how to find it, so that
 /// nobody starts a second one; the id goes to stdout as on success.
-fn lost(sid: &str, cwd: &std::path::Path, e: &ccd_client::ClientError) -> ExitCode {
+fn lost(sid: &str, cwd: &std::path::Path, e: &ccd_client::ClientError, ccd: &str) -> ExitCode {
     let short = super::short_id(sid);
     eprintln!(
         "ccd new: lost the ccd daemon while starting session {sid} in {}: {e}",
         cwd.display()
     );
     eprintln!(
-        "ccd new: the session may be running anyway; do not start another. `ccd ls` shows it once a daemon runs again (any ccd command starts one), and `ccd attach {short}` reaches it"
+        "ccd new: the session may be running anyway; do not start another. `{ccd} ls` shows it once a daemon runs again (any ccd command starts one), and `{ccd} attach {short}` reaches it"
     );
     println!("{sid}");
     ExitCode::from(3)

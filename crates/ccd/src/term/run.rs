@@ -87,7 +87,8 @@ pub fn attach_loop(
         size: raw::size().map(|(cols, rows)| TermSize { cols, rows }),
         fresh_on_failure: extra.fresh_on_failure,
         last: extra.last,
-        direct: true,
+        // A descriptor cannot cross ssh: a remote daemon relays the stream.
+        direct: !client.is_remote(),
     };
     let (attached, direct, (mut reader, writer, queued)) =
         open_stream(client, params, on_attached)?;

@@ -39,6 +39,16 @@ local defaults = {
   list_limit = 200,
   --- Only sessions a process may be running.
   live_only = false,
+  --- Another machine: 'ssh://[user@]host[:port]' (nil: this one). The
+  --- socket client runs `ssh -T host -- <remote_ccd> dial-stdio`; terminals
+  --- run `ccd --host <host> attach ...`. ssh must not need to ask anything
+  --- here (keys or an agent; Nvim has no terminal for ssh's prompts).
+  host = nil,
+  --- The ssh program and its first options (also CCD_SSH_COMMAND for the
+  --- terminals' ccd).
+  ssh_command = { 'ssh' },
+  --- The ccd run on the remote host.
+  remote_ccd = 'ccd',
 }
 
 M.config = vim.deepcopy(defaults)
@@ -49,6 +59,9 @@ function M.setup(opts)
     ccd_bin = M.config.ccd_bin,
     socket_dir = M.config.socket_dir,
     autostart = M.config.autostart,
+    host = M.config.host,
+    ssh_command = M.config.ssh_command,
+    remote_ccd = M.config.remote_ccd,
   })
   if M.config.events then
     require('ccd.events').start()
@@ -65,6 +78,10 @@ end
 function M.terminal(args, session)
   local cfg = M.config
   local cmd = { cfg.ccd_bin }
+  local remote = cfg.host and cfg.host ~= '' and cfg.host ~= 'local'
+  if remote then
+    vim.list_extend(cmd, { '--host', cfg.host, '--remote-ccd', cfg.remote_ccd or 'ccd' })
+  end
   vim.list_extend(cmd, args)
   vim.cmd(cfg.open)
   local buf = vim.api.nvim_get_current_buf()
@@ -93,6 +110,10 @@ function M.terminal(args, session)
   local dir = rpc.config().socket_dir
   if dir then
     job_opts.env = { CCD_SOCKET_DIR = dir }
+  end
+  if remote and cfg.ssh_command then
+    job_opts.env = job_opts.env or {}
+    job_opts.env.CCD_SSH_COMMAND = table.concat(cfg.ssh_command, ' ')
   end
   local job
   if vim.fn.has('nvim-0.11') == 1 then

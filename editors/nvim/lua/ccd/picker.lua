@@ -60,9 +60,21 @@ function M.columns(s)
   }
 end
 
---- One line per session, columns aligned across `sessions`.
+--- One line per session, columns aligned across `sessions`; led by the
+--- host (`s.host`, set by `list`) when a session is on another machine.
 function M.format(sessions)
   local rows, widths = {}, {}
+  local hostw = 0
+  for _, s in ipairs(sessions) do
+    if s.host and s.host ~= 'local' then
+      hostw = 1
+    end
+  end
+  if hostw > 0 then
+    for _, s in ipairs(sessions) do
+      hostw = math.max(hostw, vim.fn.strdisplaywidth(s.host or 'local'))
+    end
+  end
   for i, s in ipairs(sessions) do
     rows[i] = M.columns(s)
     for c = 1, 4 do
@@ -78,6 +90,10 @@ function M.format(sessions)
       parts[c] = c == 4 and (string.rep(' ', pad) .. r[c]) or (r[c] .. string.rep(' ', pad))
     end
     lines[i] = table.concat(parts, '  ') .. '  ' .. r[5] .. (r[6] ~= '' and ('  ' .. r[6]) or '')
+    if hostw > 0 then
+      local h = sessions[i].host or 'local'
+      lines[i] = h .. string.rep(' ', hostw - vim.fn.strdisplaywidth(h)) .. '  ' .. lines[i]
+    end
   end
   return lines
 end
@@ -94,11 +110,18 @@ function M.list(opts, cb)
     params.live_only = true
   end
   params.cwd = opts.cwd
-  rpc.shared():request('sessions.list', params, function(err, res)
+  local client = rpc.shared()
+  client:request('sessions.list', params, function(err, res)
     if err then
       return cb(err)
     end
-    cb(nil, (res and res.sessions) or {}, res)
+    local sessions = (res and res.sessions) or {}
+    -- Which machine, as `ccd ls` says it (its `host` field).
+    local host = client:host_label()
+    for _, s in ipairs(sessions) do
+      s.host = host
+    end
+    cb(nil, sessions, res)
   end)
 end
 
@@ -118,8 +141,9 @@ function M.pick(opts, cb)
     for i, s in ipairs(sessions) do
       index[s] = lines[i]
     end
+    local host = rpc.shared():host_label()
     vim.ui.select(sessions, {
-      prompt = opts.prompt or 'ccd session',
+      prompt = opts.prompt or (host == 'local' and 'ccd session' or ('ccd session on ' .. host)),
       kind = 'ccd.session',
       format_item = function(s)
         return index[s]

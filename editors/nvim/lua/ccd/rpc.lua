@@ -1,5 +1,8 @@
 --- A client of the ccd daemon's socket API (docs/protocol.md): JSON-RPC 2.0,
---- one message per line, over a Unix socket opened with `vim.uv` pipes.
+--- one message per line, over a Unix socket opened with `vim.uv` pipes —
+--- or, with the `host` option (`ssh://[user@]host[:port]`), over the stdin
+--- and stdout of `ssh -T ... -- <remote_ccd> dial-stdio` spawned with
+--- `vim.uv` pipes: the same protocol to the remote user's own daemon.
 ---
 --- Every callback runs in the main loop (never in a libuv "fast" context),
 --- so it may call any Nvim API. Callbacks take `(err, result)`; `err` is the
@@ -20,10 +23,19 @@ local config = {
   socket_dir = nil,
   autostart = true,
   start_timeout_ms = 5000,
+  --- Another machine: `ssh://[user@]host[:port]` (nil: this one).
+  host = nil,
+  --- The ssh program and its first options.
+  ssh_command = { 'ssh' },
+  --- The ccd run on the remote host.
+  remote_ccd = 'ccd',
+  --- Connecting through ssh (and `hello`) may take this long.
+  ssh_timeout_ms = 30000,
 }
 
 --- Sets the options every new client uses (`ccd_bin`, `socket_dir`,
---- `autostart`, `start_timeout_ms`).
+--- `autostart`, `start_timeout_ms`, `host`, `ssh_command`, `remote_ccd`,
+--- `ssh_timeout_ms`).
 function M.configure(opts)
   config = vim.tbl_extend('force', config, opts or {})
   if config.socket_dir then
@@ -125,6 +137,65 @@ function Client:_opt(name)
   return v
 end
 
+--- Parses `ssh://[user@]host[:port]`: `{ user, host, port }` or nil, why.
+function M.parse_host(url)
+  local rest = type(url) == 'string' and url:match('^ssh://(.+)$')
+  if not rest then
+    return nil, ('invalid host %q (expected ssh://[user@]host[:port])'):format(tostring(url))
+  end
+  rest = rest:gsub('/$', '')
+  local user, hostport = rest:match('^(.*)@([^@]*)$')
+  if not user then
+    hostport = rest
+  end
+  local host, port = hostport:match('^%[(.+)%]:?(%d*)$')
+  if not host then
+    host, port = hostport:match('^([^:]+):?(%d*)$')
+  end
+  local safe = '^[%w%._%-%%:]+$'
+  if not host or host == '' or host:sub(1, 1) == '-' or not host:match(safe) then
+    return nil, ('invalid host %q: bad host name'):format(url)
+  end
+  if user and (user == '' or user:sub(1, 1) == '-' or not user:match('^[%w%._%-]+$')) then
+    return nil, ('invalid host %q: bad user name'):format(url)
+  end
+  if port == '' then
+    port = nil
+  end
+  return { user = user, host = host, port = port and tonumber(port) or nil }
+end
+
+--- The name shown for this client's machine: `local`, else the host
+--- without `ssh://` (as `ccd ls` shows it).
+function Client:host_label()
+  local h = self:_opt('host')
+  if not h or h == '' or h == 'local' then
+    return 'local'
+  end
+  return (h:gsub('^ssh://', ''))
+end
+
+--- The ssh command line for the `host` option (program first).
+function Client:ssh_argv()
+  local t, why = M.parse_host(self:_opt('host'))
+  if not t then
+    return nil, why
+  end
+  local argv = vim.deepcopy(self:_opt('ssh_command') or { 'ssh' })
+  table.insert(argv, '-T')
+  if t.port then
+    vim.list_extend(argv, { '-p', tostring(t.port) })
+  end
+  table.insert(argv, (t.user and (t.user .. '@') or '') .. t.host)
+  table.insert(argv, '--')
+  local ccd = self:_opt('remote_ccd') or 'ccd'
+  if not ccd:match('^[%w/%._%-~+,=@%%]+$') then
+    ccd = "'" .. ccd:gsub("'", [['\'']]) .. "'"
+  end
+  vim.list_extend(argv, { ccd, 'dial-stdio' })
+  return argv
+end
+
 function Client:socket_dir()
   return M.socket_dir(self:_opt('socket_dir'))
 end
@@ -212,6 +283,10 @@ function Client:connect(opts, cb)
     return
   end
   self.state = 'connecting'
+  local host = self:_opt('host')
+  if host and host ~= '' and host ~= 'local' then
+    return self:_connect_ssh()
+  end
   local autostart = self:_opt('autostart')
   if opts and opts.autostart ~= nil then
     autostart = opts.autostart
@@ -270,8 +345,85 @@ function Client:connect(opts, cb)
   attempt()
 end
 
-function Client:_on_pipe(pipe)
+--- Connects through ssh: `ssh ... dial-stdio` with its stdin and stdout on
+--- `vim.uv` pipes; its stderr is kept and shown if it ends before `hello`.
+function Client:_connect_ssh()
+  local argv, why = self:ssh_argv()
+  if not argv then
+    return self:_fail_connect(why)
+  end
+  local stdin, stdout, stderr = uv.new_pipe(false), uv.new_pipe(false), uv.new_pipe(false)
+  local errtext = {}
+  local handle
+  local function close_all()
+    for _, p in ipairs({ stdin, stdout, stderr }) do
+      if not p:is_closing() then
+        p:close()
+      end
+    end
+  end
+  local ok, h, perr = pcall(uv.spawn, argv[1], {
+    args = vim.list_slice(argv, 2),
+    stdio = { stdin, stdout, stderr },
+  }, in_main(function(code)
+    self.ssh_exit = code
+    if handle and not handle:is_closing() then
+      handle:close()
+    end
+    if self.ssh == handle then
+      self.ssh = nil
+    end
+    if self.state == 'connecting' and self.ssh_pending == handle then
+      local text = vim.trim(table.concat(errtext))
+      local why
+      if code == 127 then
+        why = ('%s: `%s` was not found on the remote machine (ssh exited 127); set remote_ccd to its path'):format(
+          self:host_label(),
+          self:_opt('remote_ccd') or 'ccd'
+        )
+      else
+        why = ('%s: ssh exited with %d before the daemon answered'):format(self:host_label(), code)
+      end
+      if text ~= '' then
+        why = why .. ': ' .. text
+      end
+      self.ssh_pending = nil
+      self.pending = {}
+      self:_close_pipe()
+      close_all()
+      self:_fail_connect(why)
+    end
+  end))
+  if not ok or not h then
+    close_all()
+    return self:_fail_connect(('cannot run %s: %s'):format(argv[1], tostring(ok and perr or h)))
+  end
+  handle = h
+  self.ssh = h
+  self.ssh_pending = h
+  stderr:read_start(function(_, data)
+    if data and #errtext < 64 then
+      table.insert(errtext, data)
+    end
+  end)
+  self:_on_pipe(stdout, stdin)
+  local t = self:_opt('ssh_timeout_ms')
+  vim.defer_fn(function()
+    if self.state == 'connecting' and self.ssh_pending == h then
+      self.ssh_pending = nil
+      self:_close_pipe()
+      close_all()
+      if not h:is_closing() then
+        h:kill('sigterm')
+      end
+      self:_fail_connect(('%s: no answer through ssh within %d ms'):format(self:host_label(), t))
+    end
+  end, t)
+end
+
+function Client:_on_pipe(pipe, wpipe)
   self.pipe = pipe
+  self.wpipe = wpipe
   self.parts = {}
   pipe:read_start(in_main(function(err, data)
     if self.pipe ~= pipe then
@@ -281,6 +433,10 @@ function Client:_on_pipe(pipe)
       self:_closed('read error: ' .. err)
     elseif data then
       self:_on_data(data)
+    elseif self.ssh_pending then
+      -- ssh ended before `hello` was answered: its exit status says why
+      -- (the exit callback reports it).
+      pipe:read_stop()
     else
       self:_closed('the daemon closed the connection')
     end
@@ -292,6 +448,7 @@ function Client:_on_pipe(pipe)
     end
     self.hello = res
     self.state = 'ready'
+    self.ssh_pending = nil
     for _, hook in ipairs(self.connect_hooks) do
       local ok, e = pcall(hook, res)
       if not ok then
@@ -367,7 +524,7 @@ function Client:_send(method, params, cb)
     msg.params = params
   end
   self.pending[id] = cb
-  self.pipe:write(vim.json.encode(msg) .. '\n', function(err)
+  ;(self.wpipe or self.pipe):write(vim.json.encode(msg) .. '\n', function(err)
     if err then
       vim.schedule(function()
         if self.pending[id] then
@@ -380,11 +537,18 @@ function Client:_send(method, params, cb)
 end
 
 function Client:_close_pipe()
-  local pipe = self.pipe
-  self.pipe = nil
+  local pipe, wpipe, ssh = self.pipe, self.wpipe, self.ssh
+  self.pipe, self.wpipe, self.ssh = nil, nil, nil
   if pipe and not pipe:is_closing() then
     pipe:read_stop()
     pipe:close()
+  end
+  if wpipe and not wpipe:is_closing() then
+    wpipe:close()
+  end
+  -- The ssh under a remote connection ends with it.
+  if ssh and not ssh:is_closing() then
+    ssh:kill('sigterm')
   end
 end
 
@@ -444,7 +608,10 @@ function Client:connect_sync(opts, timeout_ms)
   self:connect(opts, function(e, r)
     done, err, res = true, e, r
   end)
-  local t = timeout_ms or (self:_opt('start_timeout_ms') + 1000)
+  local host = self:_opt('host')
+  local base = (host and host ~= '' and host ~= 'local') and self:_opt('ssh_timeout_ms')
+    or self:_opt('start_timeout_ms')
+  local t = timeout_ms or (base + 1000)
   if not vim.wait(t, function()
     return done
   end, 10) then

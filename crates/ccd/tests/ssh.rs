@@ -1,0 +1,581 @@
+//! `--host ssh://…`: the same commands and the same API on another machine
+//! over a real `sshd` on 127.0.0.1 (a throwaway user whose home is a temp
+//! dir, the fake claude as its `claude`; see `common/sshd.rs`).
+
+mod common;
+
+use common::sshd::{sshd_or_skip, SshHost};
+use common::{wait_for, Sandbox};
+use serde_json::Value;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(30);
+
+fn json_rows(out: &str) -> Vec<Value> {
+    serde_json::from_str::<Value>(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+        .as_array()
+        .cloned()
+        .unwrap()
+}
+
+/// `ccd --host <host> new --detach --cwd <dir there>`; the session id.
+fn remote_new(host: &SshHost, sb: &Sandbox, name: &str) -> String {
+    let dir = host.project(name);
+    let url = host.url();
+    let o = sb.run(&[
+        "--host",
+        &url,
+        "new",
+        "--detach",
+        "--cwd",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "remote new failed: {}\nsshd log:\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        host.sshd_log()
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn new_ls_send_and_screen_on_another_machine() {
+    let Some(host) = sshd_or_skip() else { return };
+    let sb = host.sandbox();
+    let url = host.url();
+    let label = url.trim_start_matches("ssh://").to_string();
+    let here = sb.new_session("here");
+    let there = remote_new(&host, &sb, "there");
+    assert_eq!(there.len(), 36, "{there}");
+
+    // The remote session lives under the throwaway user's own ~/.claude.
+    wait_for(T, "the remote registry entry", || {
+        std::fs::read_dir(host.claude_dir().join("sessions"))
+            .ok()?
+            .next()
+            .map(|_| ())
+    });
+    assert!(
+        !sb.config.join("sessions").exists()
+            || std::fs::read_dir(sb.config.join("sessions"))
+                .unwrap()
+                .flatten()
+                .all(|e| !std::fs::read_to_string(e.path())
+                    .unwrap_or_default()
+                    .contains(&there))
+    );
+
+    // One host: every row says which.
+    let rows = json_rows(&sb.ok(&["--host", &url, "ls", "--json"]));
+    assert!(
+        rows.iter().any(|r| r["session_id"] == there.as_str()),
+        "{rows:?}"
+    );
+    assert!(rows.iter().all(|r| r["host"] == label.as_str()), "{rows:?}");
+    assert!(!rows.iter().any(|r| r["session_id"] == here.as_str()));
+
+    // Merged with this machine's.
+    let rows = json_rows(&sb.ok(&["--host", "local", "--host", &url, "ls", "--json"]));
+    let row = |sid: &str| rows.iter().find(|r| r["session_id"] == sid).cloned();
+    assert_eq!(row(&here).expect("local row")["host"], "local");
+    let r = row(&there).expect("remote row");
+    assert_eq!(r["host"], label.as_str());
+    assert!(r["ccd"]["holder"].is_string(), "held there: {r}");
+    // Local-only listing: `host` is there too.
+    let rows = json_rows(&sb.ok(&["ls", "--json"]));
+    assert!(rows.iter().all(|r| r["host"] == "local"), "{rows:?}");
+    // The table has a HOST column.
+    let table = sb.ok(&["--host", "local", "--host", &url, "ls"]);
+    assert!(table.starts_with("HOST"), "{table}");
+    assert!(
+        table.contains(&label) && table.contains(&there[..8]),
+        "{table}"
+    );
+
+    // send and screen.
+    let o = sb.run(&["--host", &url, "send", &there, "hello from afar"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    wait_for(T, "the echo on the remote screen", || {
+        let s = sb.ok(&["--host", &url, "screen", &there[..8]]);
+        s.contains("echo: hello from afar").then_some(())
+    });
+    // The same id is not known here.
+    let o = sb.run(&["screen", &there]);
+    assert!(!o.status.success());
+
+    // An unreachable host is reported and does not hide the others.
+    let o = sb.run(&[
+        "--host",
+        "local",
+        "--host",
+        &url,
+        "--host",
+        "ssh://nobody@127.0.0.1:1",
+        "ls",
+        "--json",
+    ]);
+    assert!(!o.status.success());
+    let rows = json_rows(&String::from_utf8_lossy(&o.stdout));
+    assert!(rows.iter().any(|r| r["session_id"] == here.as_str()));
+    assert!(rows.iter().any(|r| r["session_id"] == there.as_str()));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("host nobody@127.0.0.1:1"), "{err}");
+
+    // Named hosts from the config file, and $CCD_HOST.
+    std::fs::write(
+        sb.tmp.path().join("ccd.toml"),
+        format!("[hosts]\nbox = \"{url}\"\n"),
+    )
+    .unwrap();
+    let rows = json_rows(&sb.ok(&["--host", "box", "ls", "--json"]));
+    assert!(rows.iter().all(|r| r["host"] == "box"), "{rows:?}");
+    let o = sb
+        .cmd(&["screen", &there])
+        .env("CCD_HOST", "box")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // `HOST:id` names the host with the id.
+    let o = sb.run(&["screen", &format!("box:{}", &there[..8])]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = sb.run(&["screen", &format!("local:{}", &here[..8])]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = sb.run(&["--host", "nosuch", "ls"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown host \"nosuch\""));
+
+    // Stopping the remote daemon works through --host too.
+    let o = sb.run(&["--host", &url, "daemon", "stop", "--kill-sessions"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn a_remote_without_ccd_is_one_clear_message() {
+    let Some(host) = sshd_or_skip() else { return };
+    let sb = host.sandbox();
+    let url = host.url();
+    let o = sb.run(&["--host", &url, "--remote-ccd", "ccd-not-installed", "ls"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("`ccd-not-installed` was not found on the remote machine"),
+        "{err}"
+    );
+    assert!(err.contains("--remote-ccd"), "{err}");
+    // The remote shell's own line came first, through ccd (made safe).
+    let shell = err.find("ccd-not-installed: not found").expect(&err);
+    assert!(
+        shell < err.find("was not found on the remote machine").unwrap(),
+        "{err}"
+    );
+    let o = sb.run(&[
+        "--host",
+        &url,
+        "--remote-ccd",
+        "ccd-not-installed",
+        "screen",
+        "x",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("was not found on the remote machine"), "{err}");
+    // With the right path in the config it works.
+    std::fs::write(
+        sb.tmp.path().join("ccd.toml"),
+        format!("remote_ccd = \"{}/bin/ccd\"\n", host.home.display()),
+    )
+    .unwrap();
+    let o = sb.run(&["--host", &url, "ls", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The pid of the `ssh` process `ccd` (pid `parent`) runs.
+fn ssh_child_of(parent: u32) -> Option<i32> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) && SshHost::cmdline(pid).starts_with("ssh ") {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// A client of the remote daemon, through the same transport.
+fn remote_client(host: &SshHost) -> ccd_client::Client {
+    let remote = ccd_client::ssh::Remote {
+        target: host.url().parse().unwrap(),
+        label: "test".into(),
+        ssh: host
+            .ssh_command()
+            .split_whitespace()
+            .map(Into::into)
+            .collect(),
+        remote_ccd: "ccd".into(),
+        stderr: Default::default(),
+    };
+    ccd_client::ssh::connect(&remote, "test/0").unwrap()
+}
+
+#[test]
+fn attach_on_another_machine_types_resizes_detaches_and_survives_a_cut() {
+    use common::pty::PtyRun;
+    let Some(host) = sshd_or_skip() else { return };
+    let sb = host.sandbox();
+    let url = host.url();
+    let sid = remote_new(&host, &sb, "attached");
+    let short = &sid[..8];
+
+    let mut a = PtyRun::start(&sb, &["--host", &url, "attach", short], None);
+    a.wait_text("❯", T);
+    a.send(b"hello over ssh\r");
+    a.wait_text("echo: hello over ssh", T);
+    // Resize goes through the protocol (ssh has no tty: -T).
+    a.resize(30, 100);
+    let mut c = remote_client(&host);
+    wait_for(T, "the remote session at 30x100", || {
+        let s = c
+            .call_value("session.screen", serde_json::json!({"session": sid}))
+            .ok()?;
+        (s["size"]["rows"] == 30 && s["size"]["cols"] == 100).then_some(())
+    });
+    // The detach key.
+    a.send(b"\x1c");
+    assert_eq!(a.wait_exit(T), 0);
+    assert!(a.terminal_is_cooked(), "terminal left in raw mode");
+    let raw = a.raw_text();
+    assert!(
+        raw.contains(&format!("come back with: ccd --host {url} attach {short}")),
+        "how to come back: {raw}"
+    );
+
+    // `ccd new` without --detach attaches over ssh too.
+    let dir = host.project("new-attached");
+    let mut n = PtyRun::start(
+        &sb,
+        &["--host", &url, "new", "--cwd", dir.to_str().unwrap()],
+        None,
+    );
+    n.wait_text("❯", T);
+    n.send(b"typed into a new one\r");
+    n.wait_text("echo: typed into a new one", T);
+    n.send(b"\x1c");
+    assert_eq!(n.wait_exit(T), 0);
+    assert!(n.raw_text().contains(&format!("ccd --host {url} attach")));
+
+    // Attach again; the redraw shows what was typed; then the connection
+    // is cut (the ssh client killed by pid).
+    let mut b = PtyRun::start(&sb, &["--host", &url, "attach", &sid], None);
+    b.wait_text("echo: hello over ssh", T);
+    let ccd_pid = b.child.process_id().unwrap();
+    let ssh = wait_for(T, "ccd's ssh", || ssh_child_of(ccd_pid));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ssh),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(b.wait_exit(T), 3);
+    assert!(b.terminal_is_cooked(), "terminal left in raw mode");
+    let raw = b.raw_text();
+    assert!(
+        raw.contains("lost the connection to")
+            && raw.contains("the session keeps running there")
+            && raw.contains(&format!("ccd --host {url} attach {short}")),
+        "{raw}"
+    );
+    // The remote session is still there and still answers.
+    let s = c
+        .call_value("sessions.get", serde_json::json!({"session": sid}))
+        .unwrap();
+    assert_eq!(s["state"], "live", "{s}");
+    let o = sb.run(&["--host", &url, "send", &sid, "still here"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    wait_for(T, "the echo after the cut", || {
+        let s = sb.ok(&["--host", &url, "screen", &sid]);
+        s.contains("echo: still here").then_some(())
+    });
+}
+
+#[test]
+fn events_approve_deny_fork_observe_and_kill_on_another_machine() {
+    use common::pty::PtyRun;
+    use std::io::BufRead;
+    let Some(host) = sshd_or_skip() else { return };
+    let sb = host.sandbox();
+    let url = host.url();
+    let sid = remote_new(&host, &sb, "verbs");
+
+    // `ccd events` streams the remote daemon's events.
+    let mut events = sb
+        .cmd(&["--host", &url, "events", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = events.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let attention = |rx: &std::sync::mpsc::Receiver<Value>| -> Value {
+        let deadline = std::time::Instant::now() + T;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let e = rx.recv_timeout(left).expect("a permission attention event");
+            if e["type"] == "session.attention"
+                && e["session"] == sid.as_str()
+                && e["reason"] == "permission"
+            {
+                return e;
+            }
+        }
+    };
+    // Subscribed before the prompt shows: wait for the stream to be live.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    sb.ok(&["--host", &url, "send", &sid, "perm touch approved.txt"]);
+    let a = attention(&rx);
+    let prompt = a["prompt"].as_str().unwrap().to_string();
+    let out = sb.ok_stderr(&["--host", &url, "approve", &sid, "--prompt", &prompt]);
+    assert!(out.contains(&format!("approved prompt {prompt}")), "{out}");
+    wait_for(T, "the approved turn's reply", || {
+        sb.ok(&["--host", &url, "screen", &sid])
+            .contains("echo: perm touch approved.txt")
+            .then_some(())
+    });
+    sb.ok(&["--host", &url, "send", &sid, "perm rm -rf build"]);
+    attention(&rx);
+    let out = sb.ok_stderr(&["--host", &url, "deny", &sid, "--message", "list instead"]);
+    assert!(out.contains("denied prompt"), "{out}");
+    wait_for(T, "the refusal and the message's turn", || {
+        let s = sb.ok(&["--host", &url, "screen", &sid]);
+        (s.contains("User rejected the command") && s.contains("echo: list instead")).then_some(())
+    });
+    let _ = events.kill();
+    let _ = events.wait();
+
+    // fork, observe, kill.
+    let fork = sb
+        .ok(&["--host", &url, "fork", &sid, "--detach"])
+        .trim()
+        .to_string();
+    assert_eq!(fork.len(), 36, "{fork}");
+    assert_ne!(fork, sid);
+    let mut o = PtyRun::start(&sb, &["--host", &url, "observe", &sid], None);
+    o.wait_text("echo: list instead", T);
+    o.send(b"typed while observing\r");
+    o.send(b"\x1c");
+    assert_eq!(o.wait_exit(T), 0);
+    assert!(!sb
+        .ok(&["--host", &url, "screen", &sid])
+        .contains("typed while observing"));
+    let out = sb.run(&["--host", &url, "kill", &fork]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut c = remote_client(&host);
+    wait_for(T, "the fork ended", || {
+        let v = c
+            .call_value("sessions.list", serde_json::json!({"held_only": true}))
+            .ok()?;
+        let gone = v["sessions"]
+            .as_array()?
+            .iter()
+            .filter(|s| s["session_id"] == fork.as_str())
+            .all(|s| s["state"] == "dead" && s["ccd"]["lifecycle"] == "exited");
+        gone.then_some(())
+    });
+}
+
+/// Neovim >= 0.9 (`$CCD_NVIM`, else `nvim` on PATH), or why not.
+fn nvim() -> Result<std::path::PathBuf, String> {
+    let nvim = std::env::var_os("CCD_NVIM")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "nvim".into());
+    let out = std::process::Command::new(&nvim)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvim.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = text
+        .lines()
+        .next()
+        .and_then(|l| l.trim().strip_prefix("NVIM v"))
+        .unwrap_or("");
+    let mut parts = v.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    if (major, minor) >= (0, 9) {
+        Ok(nvim)
+    } else {
+        Err(format!("{} is not Neovim >= 0.9 ({v:?})", nvim.display()))
+    }
+}
+
+#[test]
+fn the_neovim_plugin_lists_a_remote_host() {
+    let nvim = match nvim() {
+        Ok(n) => n,
+        Err(why) if std::env::var_os("CI").is_some() => panic!("CI needs Neovim >= 0.9: {why}"),
+        Err(why) => {
+            eprintln!("SKIPPED: {why} (editors/nvim/tests/install-nvim.sh, then CCD_NVIM)");
+            return;
+        }
+    };
+    let Some(host) = sshd_or_skip() else { return };
+    let sb = host.sandbox();
+    let sid = remote_new(&host, &sb, "nvim");
+    let plugin = std::fs::canonicalize(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim"),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(nvim);
+    cmd.args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
+        .arg("lua vim.opt.rtp:prepend(os.getenv('CCD_NVIM_PLUGIN'))")
+        .arg("-l")
+        .arg(plugin.join("tests/remote_spec.lua"))
+        .env_remove("NVIM")
+        .env_remove("VIMINIT")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in &sb.env {
+        cmd.env(k, v);
+    }
+    for (k, sub) in [
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CACHE_HOME", ".cache"),
+    ] {
+        cmd.env(k, sb.home.join(sub));
+    }
+    cmd.env("CCD_NVIM_PLUGIN", &plugin)
+        .env("CCD_TEST_HOST", host.url())
+        .env("CCD_TEST_SSH", host.ssh_command())
+        .env("CCD_TEST_SESSION", &sid)
+        .current_dir(&sb.work);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: a hung nvim is killed by pid.
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(Duration::from_secs(120)).is_err() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = tx.send(());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "remote_spec failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    eprintln!("{stdout}");
+}
+
+/// A remote whose daemon keeps answering `next_offset` is read at most
+/// 200 pages (`REMOTE_PAGES`): a stand-in for ssh (python3) plays the
+/// remote ccd.
+#[test]
+fn a_remote_that_pages_forever_is_read_at_most_200_pages() {
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        assert!(std::env::var_os("CI").is_none(), "CI needs python3");
+        eprintln!("SKIPPED: no python3");
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.tmp.path().join("fake-ssh.py");
+    std::fs::write(
+        &script,
+        r#"
+import json, sys
+row = {"session_id": "s", "state": "dead", "pid": None, "cwd": None, "status": None,
+       "waiting_for": None, "kind": None, "name": None, "version": None,
+       "started_at": None, "last_activity": None, "title": None, "model": None,
+       "context_tokens": None, "context_percent": None, "context_window": None,
+       "transcript": None, "transcript_bytes": None, "writers": [],
+       "several_writers": False, "ccd": None}
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["method"] == "hello":
+        r = {"daemon_version": "0", "protocol": 1, "server": "ccd"}
+    else:
+        off = (m.get("params") or {}).get("offset") or 0
+        r = {"sessions": [dict(row, session_id="%08d" % off)], "total": 10**9,
+             "next_offset": off + 500}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+    sys.stdout.flush()
+"#,
+    )
+    .unwrap();
+    let o = sb
+        .cmd(&["--host", "ssh://far", "ls", "--json"])
+        .env("CCD_SSH_COMMAND", format!("python3 {}", script.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = json_rows(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(rows.len(), 200);
+    assert!(rows.iter().all(|r| r["host"] == "far"));
+}
+
+/// ssh's own questions reach the user's terminal: an unknown host key is
+/// asked about on the tty, answered there, and the command goes on.
+#[test]
+fn ssh_asks_its_host_key_question_on_the_terminal() {
+    use common::pty::PtyRun;
+    let Some(host) = sshd_or_skip() else { return };
+    // The same client config, but asking about an unknown host key.
+    let cfg = std::fs::read_to_string(&host.ssh_config)
+        .unwrap()
+        .replace(
+            &format!("UserKnownHostsFile {}/known_hosts", host.root.display()),
+            &format!(
+                "UserKnownHostsFile {}/known_hosts_empty",
+                host.root.display()
+            ),
+        )
+        .replace("StrictHostKeyChecking yes", "StrictHostKeyChecking ask")
+        .replace("BatchMode yes", "BatchMode no");
+    let asking = host.root.join("ssh_config_ask");
+    std::fs::write(&asking, cfg).unwrap();
+    let sb = Sandbox::with_env(&[("CCD_SSH_COMMAND", &format!("ssh -F {}", asking.display()))]);
+    let url = host.url();
+    let mut p = PtyRun::start(&sb, &["--host", &url, "daemon", "status"], None);
+    p.wait_raw("Are you sure you want to continue connecting", T);
+    p.send(b"yes\r");
+    assert_eq!(p.wait_exit(T), 0, "{}", p.raw_text());
+    assert!(
+        std::fs::read_to_string(host.root.join("known_hosts_empty"))
+            .unwrap_or_default()
+            .contains("ssh-ed25519"),
+        "the answer was ssh's to record"
+    );
+}
