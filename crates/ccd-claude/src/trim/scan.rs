@@ -510,15 +510,19 @@ fn decide_chain(
             .map(|i| index[i].1 as usize)
     };
     // The leaf resume follows: the newest last-prompt's, if it names a
-    // record here; else the newest user/assistant record.
+    // record here; else the newest user/assistant record. The chain of the
+    // newest user/assistant record is kept too: a turn written after the
+    // last last-prompt (a background task's notification) extends it, and
+    // which of the two a resume takes then was not measured.
     let leaf = newest_prompt
         .and_then(|(_, l)| l)
         .filter(|k| find(*k).is_some())
         .or(newest_conv);
     s.leaf = leaf.map(|k| text_of(k, odd));
-    // Walk up from the leaf: parentUuid, and across a compaction boundary
-    // its logicalParentUuid (unless `--before-compact`).
-    if let Some(mut at) = leaf.and_then(find) {
+    // Walk up: parentUuid, and across a compaction boundary its
+    // logicalParentUuid (unless `--before-compact`).
+    for start in [leaf, newest_conv].into_iter().flatten() {
+        let Some(mut at) = find(start) else { continue };
         let mut steps = 0usize;
         loop {
             if nodes[at].flags & F_ON_CHAIN != 0 || steps > nodes.len() {
@@ -538,6 +542,27 @@ fn decide_chain(
                 Some(n) => at = n,
                 None => break,
             }
+        }
+    }
+    // What hangs below a leaf extends the chain (a record written after
+    // the leaf was recorded): kept. Parents come before children in the
+    // file, so one forward pass finds them.
+    let mut below = vec![false; nodes.len()];
+    for start in [leaf, newest_conv].into_iter().flatten() {
+        if let Some(i) = find(start) {
+            below[i] = true;
+        }
+    }
+    for i in 0..nodes.len() {
+        if !below[i] {
+            if let Some(p) = nodes[i].parent.and_then(find) {
+                if below[p] && p != i {
+                    below[i] = true;
+                }
+            }
+        }
+        if below[i] {
+            nodes[i].flags |= F_ON_CHAIN;
         }
     }
     // Every record sharing a uuid with one on the chain is on it too.

@@ -348,13 +348,38 @@ fn dead_branches_go_and_the_leaf_follows_last_prompt() {
         assert_eq!(r.tool_use_result.records, 1);
         assert!(!String::from_utf8_lossy(&out).contains("toolUseResult"));
         assert!(String::from_utf8_lossy(&out).contains("toolu_1"));
-        // Pointed at the rewound branch, resume follows it: that branch
-        // is the one kept.
+        // Pointed at the rewound branch, resume follows it (the spike's
+        // `edit:leaf-to-dead`): that branch is kept, and so is the newest
+        // turn's (which of the two resume takes then was not measured).
         let bytes = spike_shaped(v, true);
-        let (_, out, _d) = run(&bytes, TrimOptions::default());
+        let (r, out, _d) = run(&bytes, TrimOptions::default());
         let s = String::from_utf8_lossy(&out);
-        assert!(s.contains("rewound away") && !s.contains("ACK two"), "{s}");
+        assert!(s.contains("rewound away") && s.contains("ACK two"), "{s}");
+        assert!(
+            !r.dropped.keys().any(|k| k.starts_with("dead branch")),
+            "{r:?}"
+        );
     }
+}
+
+#[test]
+fn a_turn_after_the_last_last_prompt_stays() {
+    // 2.1.332 wrote a background task's notification turn after the last
+    // last-prompt (its leaf is that turn's parent).
+    let bytes = recording("transcript-background-bash-2.1.332-settled.jsonl");
+    let (r, out, _d) = run(&bytes, TrimOptions::default());
+    assert!(
+        !r.dropped.keys().any(|k| k.starts_with("dead branch")),
+        "{r:?}"
+    );
+    let before = records(&bytes);
+    let after = records(&out);
+    let last_user = |recs: &[Value]| recs.iter().rev().find(|r| r["type"] == "user").cloned();
+    assert_eq!(
+        last_user(&before).unwrap()["uuid"],
+        last_user(&after).unwrap()["uuid"]
+    );
+    check_intact(&before, &after);
 }
 
 #[test]
