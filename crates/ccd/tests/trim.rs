@@ -255,3 +255,36 @@ fn a_writer_appearing_mid_trim_leaves_the_original() {
         "the original stays (the resumed process may append)"
     );
 }
+
+#[test]
+fn doctor_and_ls_show_sizes_and_savings() {
+    let sb = Sandbox::new();
+    let (sid, p, mut bytes) = dead_recorded(&sb, "transcript-2.1.332.jsonl");
+    // Over doctor's 10 MB floor: request shapes, which a trim drops.
+    let shape = bytes
+        .split(|b| *b == b'\n')
+        .find(|l| {
+            serde_json::from_slice::<Value>(l).is_ok_and(|v| v["type"] == "api-request-shape")
+        })
+        .unwrap()
+        .to_vec();
+    while bytes.len() < 11 * 1024 * 1024 {
+        bytes.extend_from_slice(&shape);
+        bytes.push(b'\n');
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    let out = String::from_utf8_lossy(&sb.run(&["doctor"]).stdout).into_owned();
+    let line = out
+        .lines()
+        .find(|l| l.contains("trim") && l.contains(&sid[..8]))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("would save about 11."), "{line}");
+    assert!(
+        out.contains(&format!("fix: ccd trim {}", &sid[..8])) || line.starts_with("[ok"),
+        "{out}"
+    );
+    let ls = sb.ok(&["ls"]);
+    let row = ls.lines().find(|l| l.starts_with(&sid[..8])).unwrap();
+    assert!(row.contains(" 11M "), "{row}");
+    assert!(ls.lines().next().unwrap().contains("SIZE"));
+}

@@ -105,11 +105,11 @@ struct Head<'a> {
     #[serde(rename = "leafUuid", borrow, default)]
     leaf: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    version: Option<Cow<'a, str>>,
+    version: Lenient<'a>,
     #[serde(rename = "isSidechain", default)]
     sidechain: Option<bool>,
     #[serde(borrow, default)]
-    subtype: Option<Cow<'a, str>>,
+    subtype: Lenient<'a>,
     #[serde(borrow, default)]
     attachment: Option<AttachmentHead<'a>>,
     #[serde(default)]
@@ -117,15 +117,69 @@ struct Head<'a> {
     #[serde(rename = "toolUseResult", borrow, default)]
     tool_use_result: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    mode: Option<Cow<'a, str>>,
+    mode: Lenient<'a>,
     #[serde(borrow, default)]
-    atis: Option<Cow<'a, str>>,
+    atis: Lenient<'a>,
 }
 
 #[derive(Deserialize)]
 struct AttachmentHead<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    kind: Lenient<'a>,
+}
+
+/// A field read only when it is a string (any other value is skipped: the
+/// fields read this way only refine a rule, and a non-string keeps the
+/// record).
+#[derive(Default)]
+struct Lenient<'a>(Option<Cow<'a, str>>);
+
+impl<'a> Lenient<'a> {
+    fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Lenient<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Lenient<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Lenient<'a>, E> {
+                Ok(Lenient(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient<'a>, E> {
+                Ok(Lenient(Some(Cow::Owned(v.to_string()))))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Lenient<'a>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Lenient<'a>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Lenient<'a>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Lenient<'a>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Lenient<'a>, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Lenient<'a>, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Lenient<'a>, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]

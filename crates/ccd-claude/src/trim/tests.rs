@@ -668,3 +668,19 @@ fn keys_round_trip() {
     assert!(Key::parse("0E1FA752-1234-4abc-8def-0123456789ab").is_none());
     assert_ne!(Key::hash("a"), Key::hash("b"));
 }
+
+#[test]
+fn refining_fields_of_other_shapes_do_not_refuse() {
+    // `mode`, `atis`, `version`, `subtype` only refine a rule: another
+    // JSON type there keeps the record instead of refusing the file.
+    let mut bytes = spike_shaped("2.1.332", false);
+    bytes.extend_from_slice(b"{\"type\":\"mode\",\"mode\":{\"name\":\"plan\"}}\n{\"type\":\"atis-latch\",\"atis\":null}\n{\"type\":\"system\",\"subtype\":7,\"version\":[1]}\n");
+    let (r, out, _d) = run(&bytes, TrimOptions::default());
+    let s = String::from_utf8_lossy(&out);
+    assert!(
+        s.contains("{\"type\":\"mode\",\"mode\":{\"name\":\"plan\"}}"),
+        "{s}"
+    );
+    assert!(s.contains("{\"type\":\"atis-latch\",\"atis\":null}"));
+    assert_eq!(r.dropped["mode"].records, 1, "only the normal one");
+}
