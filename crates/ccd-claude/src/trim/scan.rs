@@ -53,14 +53,22 @@ const F_ON_CHAIN: u8 = 32;
 const F_KEPT: u8 = 64;
 const F_DEAD: u8 = 128;
 
+/// One record with a uuid (40 bytes; a `logicalParentUuid`, rare, is
+/// kept beside, by node).
 #[derive(Debug, Clone, Copy)]
 struct Node {
     line: u32,
-    key: Key,
-    parent: Option<Key>,
-    logical: Option<Key>,
     tur_len: u32,
+    key: Key,
+    /// The all-zero key: none.
+    parent_key: Key,
     flags: u8,
+}
+
+impl Node {
+    fn parent(&self) -> Option<Key> {
+        (!self.parent_key.is_zero()).then_some(self.parent_key)
+    }
 }
 
 /// One edit of a kept line.
@@ -336,6 +344,7 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
     let mut nodes: Vec<Node> = Vec::new();
     let mut tools: Vec<(u64, u32, bool)> = Vec::new();
     let mut odd_keys: HashMap<Key, String> = HashMap::new();
+    let mut logical: HashMap<u32, Key> = HashMap::new();
     let mut versions = BTreeSet::new();
     let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
     let mut bad: Option<(u64, u64, String)> = None;
@@ -445,6 +454,11 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
                 newest_conv = Some(key);
             }
             let node = nodes.len() as u32;
+            if let Some(l) = head.logical.as_deref() {
+                if logical.len() < 1_000_000 {
+                    logical.insert(node, key_of(l, &mut odd_keys));
+                }
+            }
             if let Some(m) = &head.message {
                 for (is_use, h) in &m.content.0 {
                     tools.push((*h, node, *is_use));
@@ -453,8 +467,11 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
             nodes.push(Node {
                 line: line_no,
                 key,
-                parent: head.parent.as_deref().map(|s| key_of(s, &mut odd_keys)),
-                logical: head.logical.as_deref().map(|s| key_of(s, &mut odd_keys)),
+                parent_key: head
+                    .parent
+                    .as_deref()
+                    .map(|s| key_of(s, &mut odd_keys))
+                    .unwrap_or(Key([0, 0])),
                 tur_len: if kind == "user" {
                     head.tool_use_result.map_or(0, |v| v.get().len() as u32)
                 } else {
@@ -514,8 +531,8 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
         &mut s,
         &mut nodes,
         &tools,
-        newest_prompt,
-        newest_conv,
+        &logical,
+        (newest_prompt, newest_conv),
         &odd_keys,
         opts,
     );
@@ -544,8 +561,8 @@ fn decide_chain(
     s: &mut Scan,
     nodes: &mut [Node],
     tools: &[(u64, u32, bool)],
-    newest_prompt: Option<(u32, Option<Key>)>,
-    newest_conv: Option<Key>,
+    logical: &HashMap<u32, Key>,
+    (newest_prompt, newest_conv): (Option<(u32, Option<Key>)>, Option<Key>),
     odd: &HashMap<Key, String>,
     opts: &TrimOptions,
 ) {
@@ -587,10 +604,10 @@ fn decide_chain(
             if nodes[at].flags & F_COMPACT != 0 {
                 s.compact_boundary = true;
             }
-            let next = match nodes[at].parent {
+            let next = match nodes[at].parent() {
                 Some(p) => Some(p),
                 None if nodes[at].flags & F_COMPACT != 0 && opts.before_compact => None,
-                None => nodes[at].logical,
+                None => logical.get(&(at as u32)).copied(),
             };
             match next.and_then(find) {
                 Some(n) => at = n,
@@ -609,7 +626,7 @@ fn decide_chain(
     }
     for i in 0..nodes.len() {
         if !below[i] {
-            if let Some(p) = nodes[i].parent.and_then(find) {
+            if let Some(p) = nodes[i].parent().and_then(find) {
                 if below[p] && p != i {
                     below[i] = true;
                 }
@@ -679,7 +696,7 @@ fn decide_chain(
             if nodes[n].flags & F_KEPT != 0 {
                 return Some(k);
             }
-            k = nodes[n].parent?;
+            k = nodes[n].parent()?;
         }
         None
     };
@@ -693,7 +710,7 @@ fn decide_chain(
             leaf: None,
             strip_tool_use_result: false,
         };
-        if let Some(p) = n.parent {
+        if let Some(p) = n.parent() {
             if find(p).is_some_and(|i| nodes[i].flags & F_KEPT == 0) {
                 let to = nearest_kept(p);
                 e.parent = Some(to.map(|k| text_of(k, odd)));
