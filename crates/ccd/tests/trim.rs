@@ -288,3 +288,18 @@ fn doctor_and_ls_show_sizes_and_savings() {
     assert!(row.contains(" 11M "), "{row}");
     assert!(ls.lines().next().unwrap().contains("SIZE"));
 }
+
+#[test]
+fn unknown_liveness_is_refused() {
+    let sb = Sandbox::new();
+    let (sid, p, bytes) = dead_recorded(&sb, "transcript-2.1.332.jsonl");
+    // A registry entry naming it whose process cannot be verified (a
+    // procStart of a form ccd does not know): liveness unknown.
+    let entry = ccd_testkit::gen::registry_entry(std::process::id(), &sid, "/x", "x", None);
+    ccd_testkit::gen::write_registry_entry(&sb.config, &entry);
+    let (ok, v, err) = trim_json(&sb, &[&sid]);
+    assert!(!ok, "trimmed a session of unknown liveness");
+    assert_eq!(v["error"]["data"]["reason"], "live", "{v} {err}");
+    assert!(err.contains("unknown"), "{err}");
+    assert_eq!(std::fs::read(&p).unwrap(), bytes);
+}
