@@ -87,6 +87,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_drift_guard_knows_the_same_types() {
+        let mut a: Vec<&str> = KNOWN_TYPES.to_vec();
+        let mut b: Vec<&str> = crate::drift::KNOWN_RECORD_TYPES.to_vec();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+    }
+
+    #[test]
     fn only_measured_values_drop() {
         assert_eq!(rule("mode", None, Some("normal"), None), Rule::Drop);
         assert_eq!(rule("mode", None, Some("plan"), None), Rule::Keep);
