@@ -149,6 +149,11 @@ fn trim_then_undo_is_byte_exact() {
     // The trimmed session still lists and resolves.
     let ls = sb.ok(&["ls", "--json"]);
     assert!(ls.contains(&sid));
+    let doctor = String::from_utf8_lossy(&sb.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        doctor.contains("1 original transcript(s) kept by ccd trim"),
+        "{doctor}"
+    );
     let out = sb.ok(&["trim", "--undo", &sid]);
     assert!(out.contains("restored the original"), "{out}");
     assert_eq!(

@@ -58,6 +58,7 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
     let mut checks = vec![cli(global, &settings)];
     checks.extend(formats(global, sample));
     checks.extend(transcripts(global));
+    checks.extend(trim_backups());
     checks.extend(socket_and_daemon(global));
     checks.push(logs());
     if as_json {
@@ -246,6 +247,43 @@ fn transcripts(global: &GlobalArgs) -> Vec<Check> {
             }
         })
         .collect()
+}
+
+/// The originals `ccd trim` kept (never removed but by `ccd trim --undo`):
+/// how much disk they hold.
+fn trim_backups() -> Vec<Check> {
+    let dir = state_dir().join("trim-backups");
+    let Ok(sessions) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let (mut n, mut bytes) = (0u64, 0u64);
+    for s in sessions.flatten() {
+        let Ok(files) = std::fs::read_dir(s.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            if f.file_name().to_string_lossy().ends_with(".jsonl") {
+                n += 1;
+                bytes += f.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+    }
+    if n == 0 {
+        return Vec::new();
+    }
+    vec![Check {
+        check: "trim",
+        status: "ok",
+        message: format!(
+            "{n} original transcript(s) kept by ccd trim take {}",
+            super::trim::human_bytes(bytes)
+        ),
+        file: Some(dir.clone()),
+        fix: Some(format!(
+            "once you no longer need `ccd trim --undo <sid>`: rm -r {}/<sid>",
+            dir.display()
+        )),
+    }]
 }
 
 fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {
