@@ -684,3 +684,26 @@ fn refining_fields_of_other_shapes_do_not_refuse() {
     assert!(s.contains("{\"type\":\"atis-latch\",\"atis\":null}"));
     assert_eq!(r.dropped["mode"].records, 1, "only the normal one");
 }
+
+#[test]
+fn sidechains_and_unmeasured_kinds_off_the_chain_stay() {
+    let u = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+    let recs = [
+        json!({"type":"user","uuid":u(1),"parentUuid":null,"message":{"content":"go"}}),
+        json!({"type":"assistant","uuid":u(2),"parentUuid":u(1),"message":{"content":[{"type":"text","text":"a"}]}}),
+        // A subagent's records in the main file (older CLIs) and a
+        // progress record: off the chain, but not measured dead.
+        json!({"type":"user","uuid":u(3),"parentUuid":u(1),"isSidechain":true,"message":{"content":"sub"}}),
+        json!({"type":"progress","uuid":u(4),"parentUuid":u(1),"data":{}}),
+        json!({"type":"user","uuid":u(5),"parentUuid":u(2),"message":{"content":"two"}}),
+        json!({"type":"assistant","uuid":u(6),"parentUuid":u(5),"message":{"content":[{"type":"text","text":"b"}]}}),
+    ];
+    let mut bytes = Vec::new();
+    for r in &recs {
+        bytes.extend(serde_json::to_vec(r).unwrap());
+        bytes.push(b'\n');
+    }
+    let (r, out, _d) = run(&bytes, TrimOptions::default());
+    assert!(r.unchanged, "{r:?}");
+    assert_eq!(out, bytes);
+}
