@@ -19,6 +19,11 @@ pub struct Args {
     /// Where to write it (default: a temp folder, removed after).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// The worst shape for the trim's index instead: many small records
+    /// with uuids (30 `progress` records of ~300 bytes per tool call, as
+    /// older CLIs wrote), which a trim keeps.
+    #[arg(long)]
+    pub small_records: bool,
 }
 
 #[derive(clap::Args)]
@@ -60,7 +65,7 @@ fn filler(n: usize, seed: u64) -> String {
 }
 
 /// Writes a transcript of about `bytes` bytes; returns (lines, turns).
-pub fn generate(path: &Path, bytes: u64) -> anyhow::Result<(u64, u64)> {
+pub fn generate(path: &Path, bytes: u64, small: bool) -> anyhow::Result<(u64, u64)> {
     let sid = "b3c4d5e6-0000-4000-8000-000000000001";
     let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
@@ -69,8 +74,8 @@ pub fn generate(path: &Path, bytes: u64) -> anyhow::Result<(u64, u64)> {
     let n = std::cell::Cell::new(0u64);
     let mut parent: Option<String> = None;
     let mut turn = 0u64;
-    let snapshot = filler(12_000, 7);
-    let shape = filler(11_000, 9);
+    let snapshot = filler(if small { 0 } else { 12_000 }, 7);
+    let shape = filler(if small { 0 } else { 11_000 }, 9);
     let common = |kind: &str, uuid: &str, parent: &Option<String>| {
         serde_json::json!({"parentUuid": parent, "isSidechain": false, "type": kind, "uuid": uuid,
             "timestamp": "2026-12-01T10:00:00.000Z", "userType": "external", "entrypoint": "cli",
@@ -98,7 +103,7 @@ pub fn generate(path: &Path, bytes: u64) -> anyhow::Result<(u64, u64)> {
         };
         // A rewound branch every 40 turns: one turn hanging off the
         // current leaf, then the chain continues from the leaf.
-        if turn.is_multiple_of(40) {
+        if turn.is_multiple_of(40) && !small {
             let mut side = parent.clone();
             let (u, p) = next(&mut side);
             let mut r = common("user", &u, &p);
@@ -143,7 +148,17 @@ pub fn generate(path: &Path, bytes: u64) -> anyhow::Result<(u64, u64)> {
             "content":[{"type":"tool_use","id": tool,"name":"Bash","input":{"command":"ls -la"}}],
             "usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":20000,"output_tokens":50}});
         emit(&mut w, r)?;
-        let out = filler(3000, turn * 3);
+        if small {
+            for i in 0..30u64 {
+                let mut side = Some(u.clone());
+                let (pu, pp) = next(&mut side);
+                let mut r = serde_json::json!({"parentUuid": pp, "type": "progress", "uuid": pu, "sessionId": sid,
+                    "toolUseID": tool, "data": {"type": "bash_progress", "output": filler(60, turn * 31 + i)}});
+                r["timestamp"] = "2026-12-01T10:00:00.000Z".into();
+                emit(&mut w, r)?;
+            }
+        }
+        let out = filler(if small { 200 } else { 3000 }, turn * 3);
         let (u, p) = next(&mut parent);
         let mut r = common("user", &u, &p);
         r["message"] = serde_json::json!({"role":"user","content":[{"type":"tool_result","tool_use_id": tool,"content": out}]});
@@ -227,7 +242,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     };
     let path = dir.join("b3c4d5e6-0000-4000-8000-000000000001.jsonl");
     let t = Instant::now();
-    let (lines, turns) = generate(&path, a.size_mb * 1_000_000)?;
+    let (lines, turns) = generate(&path, a.size_mb * 1_000_000, a.small_records)?;
     let size = std::fs::metadata(&path)?.len();
     let mb = size as f64 / 1e6;
     println!(

@@ -260,12 +260,13 @@ fn write_kept(
                     .ok_or_else(|| {
                         TrimError::io("trim plan")(std::io::Error::other("edit out of order"))
                     })?;
-                let new = edit_line(&buf, e).map_err(|why| TrimError::BadRecord {
-                    path: tmp.to_path_buf(),
-                    line: i as u64 + 1,
-                    offset: offset - buf.len() as u64,
-                    reason: why,
-                })?;
+                let new =
+                    edit_line(&buf, e, &|k| s.key_text(k)).map_err(|why| TrimError::BadRecord {
+                        path: tmp.to_path_buf(),
+                        line: i as u64 + 1,
+                        offset: offset - buf.len() as u64,
+                        reason: why,
+                    })?;
                 w.write_all(&new).map_err(werr())?;
                 written += new.len() as u64;
             }
@@ -310,7 +311,11 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
 
 /// `line` (with its newline) with `e` applied: values replaced and the
 /// `toolUseResult` member cut out in place, every other byte as it was.
-pub(crate) fn edit_line(line: &[u8], e: &Edit) -> Result<Vec<u8>, String> {
+pub(crate) fn edit_line(
+    line: &[u8],
+    e: &Edit,
+    key_text: &dyn Fn(super::Key) -> String,
+) -> Result<Vec<u8>, String> {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
     let members: Members = serde_json::from_str(text).map_err(|e| e.to_string())?;
@@ -319,8 +324,8 @@ pub(crate) fn edit_line(line: &[u8], e: &Edit) -> Result<Vec<u8>, String> {
         let start = v.get().as_ptr() as usize - base;
         (start, start + v.get().len())
     };
-    let json_str = |v: &Option<String>| match v {
-        Some(s) => serde_json::to_string(s).unwrap_or_else(|_| "null".into()),
+    let json_str = |v: &Option<super::Key>| match v {
+        Some(k) => serde_json::to_string(&key_text(*k)).unwrap_or_else(|_| "null".into()),
         None => "null".into(),
     };
     let mut ops: Vec<(usize, usize, String)> = Vec::new();

@@ -53,8 +53,8 @@ const F_ON_CHAIN: u8 = 32;
 const F_KEPT: u8 = 64;
 const F_DEAD: u8 = 128;
 
-/// One record with a uuid (40 bytes; a `logicalParentUuid`, rare, is
-/// kept beside, by node).
+/// One record with a uuid (40 bytes; its flags, one byte, and a
+/// `logicalParentUuid`, rare, are kept beside, by node).
 #[derive(Debug, Clone, Copy)]
 struct Node {
     line: u32,
@@ -62,7 +62,6 @@ struct Node {
     key: Key,
     /// The all-zero key: none.
     parent_key: Key,
-    flags: u8,
 }
 
 impl Node {
@@ -76,9 +75,9 @@ impl Node {
 pub(crate) struct Edit {
     pub line: u32,
     /// A new `parentUuid` (`None`: null).
-    pub parent: Option<Option<String>>,
+    pub parent: Option<Option<Key>>,
     /// A new `leafUuid` (`None`: null).
-    pub leaf: Option<Option<String>>,
+    pub leaf: Option<Option<Key>>,
     /// Remove the `toolUseResult` field.
     pub strip_tool_use_result: bool,
 }
@@ -97,6 +96,15 @@ pub(crate) struct Scan {
     pub partial_tail: Option<u64>,
     pub compact_boundary: bool,
     pub leaf: Option<String>,
+    /// The text of uuids that are not canonical UUIDs (by their hash key).
+    pub odd_keys: HashMap<Key, String>,
+}
+
+impl Scan {
+    /// A key as the uuid text it came from.
+    pub fn key_text(&self, k: Key) -> String {
+        text_of(k, &self.odd_keys)
+    }
 }
 
 /// The head of a record: the fields a trim looks at; the rest is skipped.
@@ -342,6 +350,7 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
     };
     let mut lines: Vec<LineInfo> = Vec::new();
     let mut nodes: Vec<Node> = Vec::new();
+    let mut node_flags: Vec<u8> = Vec::new();
     let mut tools: Vec<(u64, u32, bool)> = Vec::new();
     let mut odd_keys: HashMap<Key, String> = HashMap::new();
     let mut logical: HashMap<u32, Key> = HashMap::new();
@@ -477,8 +486,8 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
                 } else {
                     0
                 },
-                flags,
             });
+            node_flags.push(flags);
         }
         lines.push(info);
         offset += u64::from(len);
@@ -511,6 +520,7 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
         partial_tail,
         compact_boundary: false,
         leaf: None,
+        odd_keys: HashMap::new(),
     };
     for (line, rule) in rules {
         if rule == Rule::Drop {
@@ -529,13 +539,15 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
     }
     decide_chain(
         &mut s,
-        &mut nodes,
+        &nodes,
+        &mut node_flags,
         &tools,
         &logical,
         (newest_prompt, newest_conv),
         &odd_keys,
         opts,
     );
+    s.odd_keys = odd_keys;
     Ok(s)
 }
 
@@ -556,29 +568,29 @@ fn text_of(k: Key, odd: &HashMap<Key, String>) -> String {
     odd.get(&k).cloned().unwrap_or_else(|| k.to_string())
 }
 
-/// The chain, dead branches, tool pairs and re-links.
+/// The chain, dead branches, tool pairs and re-links. `flags` is one byte
+/// per node, beside `nodes` (which stay as pass 1 left them).
+#[allow(clippy::too_many_arguments)]
 fn decide_chain(
     s: &mut Scan,
-    nodes: &mut [Node],
+    nodes: &[Node],
+    flags: &mut [u8],
     tools: &[(u64, u32, bool)],
     logical: &HashMap<u32, Key>,
     (newest_prompt, newest_conv): (Option<(u32, Option<Key>)>, Option<Key>),
     odd: &HashMap<Key, String>,
     opts: &TrimOptions,
 ) {
-    // uuid → node (the first record with it).
-    let mut index: Vec<(Key, u32)> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.key, i as u32))
-        .collect();
-    index.sort_by_key(|(k, i)| (*k, *i));
-    index.dedup_by_key(|(k, _)| *k);
+    // uuid → node: node numbers sorted by (key, number), 4 bytes a
+    // record; a key names the first record with it.
+    let mut index: Vec<u32> = (0..nodes.len() as u32).collect();
+    index.sort_unstable_by_key(|i| (nodes[*i as usize].key, *i));
     let find = |k: Key| -> Option<usize> {
+        let at = index.partition_point(|i| nodes[*i as usize].key < k);
         index
-            .binary_search_by_key(&k, |(k, _)| *k)
-            .ok()
-            .map(|i| index[i].1 as usize)
+            .get(at)
+            .filter(|i| nodes[**i as usize].key == k)
+            .map(|i| *i as usize)
     };
     // The leaf resume follows: the newest last-prompt's, if it names a
     // record here; else the newest user/assistant record. The chain of the
@@ -596,17 +608,17 @@ fn decide_chain(
         let Some(mut at) = find(start) else { continue };
         let mut steps = 0usize;
         loop {
-            if nodes[at].flags & F_ON_CHAIN != 0 || steps > nodes.len() {
+            if flags[at] & F_ON_CHAIN != 0 || steps > nodes.len() {
                 break;
             }
             steps += 1;
-            nodes[at].flags |= F_ON_CHAIN;
-            if nodes[at].flags & F_COMPACT != 0 {
+            flags[at] |= F_ON_CHAIN;
+            if flags[at] & F_COMPACT != 0 {
                 s.compact_boundary = true;
             }
             let next = match nodes[at].parent() {
                 Some(p) => Some(p),
-                None if nodes[at].flags & F_COMPACT != 0 && opts.before_compact => None,
+                None if flags[at] & F_COMPACT != 0 && opts.before_compact => None,
                 None => logical.get(&(at as u32)).copied(),
             };
             match next.and_then(find) {
@@ -633,26 +645,43 @@ fn decide_chain(
             }
         }
         if below[i] {
-            nodes[i].flags |= F_ON_CHAIN;
+            flags[i] |= F_ON_CHAIN;
         }
     }
-    // Every record sharing a uuid with one on the chain is on it too.
-    let on_chain: Vec<bool> = nodes
-        .iter()
-        .map(|n| find(n.key).is_some_and(|i| nodes[i].flags & F_ON_CHAIN != 0))
-        .collect();
-    for (n, on) in nodes.iter_mut().zip(on_chain) {
-        let line = &mut s.lines[n.line as usize];
-        let dead =
-            leaf.is_some() && !on && n.flags & F_CONVERSATION != 0 && n.flags & F_SIDECHAIN == 0;
-        if n.flags & F_RULE_DROP != 0 {
+    drop(below);
+    // Every record sharing a uuid with one on the chain is on it too (one
+    // pass over the groups of equal keys).
+    let mut g = 0;
+    while g < index.len() {
+        let key = nodes[index[g] as usize].key;
+        let mut e = g;
+        while e < index.len() && nodes[index[e] as usize].key == key {
+            e += 1;
+        }
+        if e - g > 1
+            && index[g..e]
+                .iter()
+                .any(|i| flags[*i as usize] & F_ON_CHAIN != 0)
+        {
+            for i in &index[g..e] {
+                flags[*i as usize] |= F_ON_CHAIN;
+            }
+        }
+        g = e;
+    }
+    let on_chain: Vec<bool> = flags.iter().map(|f| f & F_ON_CHAIN != 0).collect();
+    for (i, on) in on_chain.into_iter().enumerate() {
+        let f = &mut flags[i];
+        let line = &mut s.lines[nodes[i].line as usize];
+        let dead = leaf.is_some() && !on && *f & F_CONVERSATION != 0 && *f & F_SIDECHAIN == 0;
+        if *f & F_RULE_DROP != 0 {
             line.fate = Fate::DropRule;
         } else if dead {
             line.fate = Fate::DropDead;
-            n.flags |= F_DEAD;
+            *f |= F_DEAD;
         }
         if matches!(line.fate, Fate::Keep | Fate::Edit) {
-            n.flags |= F_KEPT;
+            *f |= F_KEPT;
         }
     }
     // Tool pairs: a dropped record holding the other half of a kept
@@ -668,40 +697,42 @@ fn decide_chain(
         let group = &by_id[i..j];
         let kept_use = group
             .iter()
-            .any(|t| t.2 && nodes[t.1 as usize].flags & F_KEPT != 0);
+            .any(|t| t.2 && flags[t.1 as usize] & F_KEPT != 0);
         let kept_result = group
             .iter()
-            .any(|t| !t.2 && nodes[t.1 as usize].flags & F_KEPT != 0);
+            .any(|t| !t.2 && flags[t.1 as usize] & F_KEPT != 0);
         for t in group {
-            let n = &mut nodes[t.1 as usize];
+            let f = &mut flags[t.1 as usize];
             let partner_kept = if t.2 { kept_result } else { kept_use };
-            if partner_kept && n.flags & F_KEPT == 0 {
-                n.flags |= F_KEPT;
-                n.flags &= !F_DEAD;
-                s.lines[n.line as usize].fate = Fate::Keep;
+            if partner_kept && *f & F_KEPT == 0 {
+                *f |= F_KEPT;
+                *f &= !F_DEAD;
+                s.lines[nodes[t.1 as usize].line as usize].fate = Fate::Keep;
                 s.rescued += 1;
             }
         }
         i = j;
     }
+    drop(by_id);
     // Re-link: a kept record whose parent is dropped points at its nearest
     // kept ancestor (a broken link cut the history in the spike).
-    let mut edits: BTreeMap<u32, Edit> = BTreeMap::new();
+    let flags: &[u8] = flags;
     let nearest_kept = |start: Key| -> Option<Key> {
         let mut k = start;
         for _ in 0..=nodes.len() {
             let Some(n) = find(k) else {
                 return Some(k); // not in this file: left as it is
             };
-            if nodes[n].flags & F_KEPT != 0 {
+            if flags[n] & F_KEPT != 0 {
                 return Some(k);
             }
             k = nodes[n].parent()?;
         }
         None
     };
-    for n in nodes.iter() {
-        if n.flags & F_KEPT == 0 {
+    let mut edits: Vec<Edit> = Vec::new();
+    for (n, f) in nodes.iter().zip(flags) {
+        if f & F_KEPT == 0 {
             continue;
         }
         let mut e = Edit {
@@ -711,41 +742,40 @@ fn decide_chain(
             strip_tool_use_result: false,
         };
         if let Some(p) = n.parent() {
-            if find(p).is_some_and(|i| nodes[i].flags & F_KEPT == 0) {
-                let to = nearest_kept(p);
-                e.parent = Some(to.map(|k| text_of(k, odd)));
+            if find(p).is_some_and(|i| flags[i] & F_KEPT == 0) {
+                e.parent = Some(nearest_kept(p));
                 s.relinked += 1;
             }
         }
-        if n.flags & F_USER != 0 && n.tur_len > 0 {
+        if f & F_USER != 0 && n.tur_len > 0 {
             e.strip_tool_use_result = true;
             s.tool_use_result.0 += 1;
             s.tool_use_result.1 += u64::from(n.tur_len) + "\"toolUseResult\":,".len() as u64;
         }
         if e.parent.is_some() || e.strip_tool_use_result {
-            edits.insert(n.line, e);
+            edits.push(e); // in line order: nodes are
         }
     }
     // The kept last-prompt names a kept leaf.
     if let (Some((line, Some(k))), Some(_)) = (newest_prompt, leaf) {
         if let Some(i) = find(k) {
-            if nodes[i].flags & F_KEPT == 0 {
-                let to = nearest_kept(k);
-                edits
-                    .entry(line)
-                    .or_insert(Edit {
-                        line,
-                        parent: None,
-                        leaf: None,
-                        strip_tool_use_result: false,
-                    })
-                    .leaf = Some(to.map(|k| text_of(k, odd)));
+            if flags[i] & F_KEPT == 0 {
+                let e = Edit {
+                    line,
+                    parent: None,
+                    leaf: Some(nearest_kept(k)),
+                    strip_tool_use_result: false,
+                };
+                match edits.binary_search_by_key(&line, |e| e.line) {
+                    Ok(at) => edits[at].leaf = e.leaf,
+                    Err(at) => edits.insert(at, e),
+                }
                 s.relinked += 1;
             }
         }
     }
-    for (line, _) in edits.iter() {
-        s.lines[*line as usize].fate = Fate::Edit;
+    for e in &edits {
+        s.lines[e.line as usize].fate = Fate::Edit;
     }
-    s.edits = edits.into_values().collect();
+    s.edits = edits;
 }

@@ -642,13 +642,21 @@ fn a_live_session_is_refused_before_and_before_the_rename() {
 fn edit_line_changes_only_what_it_says() {
     use super::scan::Edit;
     let line = b"{\"toolUseResult\": {\"a\":[1,2]} , \"parentUuid\":\"x\",\"type\":\"user\"}\n";
+    let y = Key::hash("y");
+    let text = |k: Key| {
+        if k == y {
+            "y".to_string()
+        } else {
+            k.to_string()
+        }
+    };
     let e = Edit {
         line: 0,
-        parent: Some(Some("y".into())),
+        parent: Some(Some(y)),
         leaf: None,
         strip_tool_use_result: true,
     };
-    let out = super::apply::edit_line(line, &e).unwrap();
+    let out = super::apply::edit_line(line, &e, &text).unwrap();
     assert_eq!(out, b"{ \"parentUuid\":\"y\",\"type\":\"user\"}\n");
     let line = b"{\"type\":\"user\",\"toolUseResult\":\"s\\\"}\",\"parentUuid\":\"x\"}\n";
     let e = Edit {
@@ -657,7 +665,7 @@ fn edit_line_changes_only_what_it_says() {
         leaf: None,
         strip_tool_use_result: true,
     };
-    let out = super::apply::edit_line(line, &e).unwrap();
+    let out = super::apply::edit_line(line, &e, &text).unwrap();
     assert_eq!(out, b"{\"type\":\"user\",\"parentUuid\":null}\n");
 }
 
@@ -706,4 +714,28 @@ fn sidechains_and_unmeasured_kinds_off_the_chain_stay() {
     let (r, out, _d) = run(&bytes, TrimOptions::default());
     assert!(r.unchanged, "{r:?}");
     assert_eq!(out, bytes);
+}
+
+#[test]
+fn a_uuid_written_twice_is_kept_twice_when_on_the_chain() {
+    let u = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+    let recs = [
+        json!({"type":"user","uuid":u(1),"parentUuid":null,"message":{"content":"go"}}),
+        json!({"type":"assistant","uuid":u(2),"parentUuid":u(1),"message":{"content":[{"type":"text","text":"a"}]}}),
+        json!({"type":"assistant","uuid":u(2),"parentUuid":u(1),"message":{"content":[{"type":"text","text":"a"}]}}),
+        json!({"type":"user","uuid":u(9),"parentUuid":u(1),"message":{"content":"rewound"}}),
+        json!({"type":"user","uuid":u(9),"parentUuid":u(1),"message":{"content":"rewound"}}),
+        json!({"type":"user","uuid":u(3),"parentUuid":u(2),"message":{"content":"two"}}),
+        json!({"type":"last-prompt","lastPrompt":"two","leafUuid":u(3)}),
+    ];
+    let mut bytes = Vec::new();
+    for r in &recs {
+        bytes.extend(serde_json::to_vec(r).unwrap());
+        bytes.push(b'\n');
+    }
+    let (r, out, _d) = run(&bytes, TrimOptions::default());
+    assert_eq!(r.dropped["dead branch: user"].records, 2, "{r:?}");
+    let after = records(&out);
+    assert_eq!(after.iter().filter(|r| r["uuid"] == json!(u(2))).count(), 2);
+    check_intact(&records(&bytes), &after);
 }
