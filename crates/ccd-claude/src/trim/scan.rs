@@ -3,8 +3,10 @@
 //! key and links; per tool block: a hash of its id) — never a record's
 //! body — and decides what goes.
 //!
-//! Memory: 8 bytes a line, about 64 bytes a record with a uuid, 16 bytes a
-//! tool block, plus the longest line (at most [`super::TrimOptions::max_line`]).
+//! Memory: 8 bytes a line, about 45 bytes a record with a uuid (a 40-byte
+//! node, its flag byte, its 4-byte place in the sorted index), 16 bytes a
+//! tool block, plus the longest line (at most
+//! [`super::TrimOptions::max_line`]).
 
 use super::policy::{self, Rule};
 use super::{Key, TrimError, TrimOptions};
