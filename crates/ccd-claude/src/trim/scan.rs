@@ -380,7 +380,9 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
             label: 0,
             fate: Fate::Keep,
         };
-        if !complete {
+        // A last line without its newline that is a whole record is read
+        // like any other (it may be the leaf, or need a re-link).
+        if !complete && serde_json::from_slice::<IgnoredAny>(body).is_err() {
             // A half-written last record (a crash mid-write): kept as its
             // bytes are, at the end, and not interpreted.
             info.label = labels.id("(half-written last line)");

@@ -739,3 +739,32 @@ fn a_uuid_written_twice_is_kept_twice_when_on_the_chain() {
     assert_eq!(after.iter().filter(|r| r["uuid"] == json!(u(2))).count(), 2);
     check_intact(&records(&bytes), &after);
 }
+
+#[test]
+fn a_whole_last_record_without_its_newline_is_read() {
+    // 2.1.332's shape: the assistant's parent is a prompt snapshot, which
+    // goes; the assistant is the last line, unterminated.
+    let u = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+    let recs = [
+        json!({"type":"user","uuid":u(1),"parentUuid":null,"message":{"content":"go"}}),
+        json!({"type":"attachment","uuid":u(2),"parentUuid":u(1),"attachment":{"type":"prompt_snapshot"}}),
+        json!({"type":"assistant","uuid":u(3),"parentUuid":u(2),"message":{"content":[{"type":"text","text":"a"}]}}),
+    ];
+    let mut bytes = Vec::new();
+    for r in &recs {
+        bytes.extend(serde_json::to_vec(r).unwrap());
+        bytes.push(b'\n');
+    }
+    bytes.pop();
+    let (r, out, _d) = run(&bytes, TrimOptions::default());
+    assert_eq!(r.half_written_tail, None);
+    assert!(!out.ends_with(b"\n"), "the missing newline stays missing");
+    let last: Value =
+        serde_json::from_slice(out.split(|b| *b == b'\n').next_back().unwrap()).unwrap();
+    assert_eq!(
+        last["parentUuid"],
+        json!(u(1)),
+        "re-linked past the snapshot"
+    );
+    assert_eq!(r.relinked, 1);
+}
