@@ -364,10 +364,18 @@ pub(crate) fn edit_line(
         }
     }
     ops.sort_by_key(|o| std::cmp::Reverse(o.0));
+    // Spans of a well-formed object never overlap; a hostile one (a key
+    // written twice) might: refuse rather than guess.
+    if ops.windows(2).any(|w| w[1].1 > w[0].0) {
+        return Err("overlapping edits (a field written twice)".into());
+    }
     let mut out = text.to_string();
     for (a, b, rep) in ops {
         out.replace_range(a..b, &rep);
     }
+    // What is written must still be one JSON object.
+    serde_json::from_str::<serde::de::IgnoredAny>(&out)
+        .map_err(|e| format!("the edited record is not JSON ({e})"))?;
     let mut bytes = out.into_bytes();
     if line.ends_with(b"\n") {
         bytes.push(b'\n');

@@ -768,3 +768,17 @@ fn a_whole_last_record_without_its_newline_is_read() {
     );
     assert_eq!(r.relinked, 1);
 }
+
+#[test]
+fn a_field_written_twice_is_refused_not_guessed() {
+    use super::scan::Edit;
+    let line = b"{\"toolUseResult\":1,\"toolUseResult\":2,\"type\":\"user\"}\n";
+    let e = Edit {
+        line: 0,
+        parent: None,
+        leaf: None,
+        strip_tool_use_result: true,
+    };
+    let r = super::apply::edit_line(line, &e, &|k: Key| k.to_string());
+    assert!(r.is_err(), "{r:?}");
+}
