@@ -718,6 +718,24 @@ fn decide_chain(
         i = j;
     }
     drop(by_id);
+    // The leaf resume follows stays reachable: when no ancestor of a dropped
+    // leaf is kept (it would become null), the leaf itself is kept.
+    if let Some(l) = leaf.and_then(find) {
+        let mut at = Some(l);
+        let mut steps = 0;
+        while let Some(i) = at {
+            if flags[i] & F_KEPT != 0 || steps > nodes.len() {
+                break;
+            }
+            steps += 1;
+            at = nodes[i].parent().and_then(find);
+        }
+        if at.is_none() && flags[l] & F_KEPT == 0 {
+            flags[l] |= F_KEPT;
+            flags[l] &= !F_DEAD;
+            s.lines[nodes[l].line as usize].fate = Fate::Keep;
+        }
+    }
     // Re-link: a kept record whose parent is dropped points at its nearest
     // kept ancestor (a broken link cut the history in the spike).
     let flags: &[u8] = flags;

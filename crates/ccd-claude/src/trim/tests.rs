@@ -782,3 +782,84 @@ fn a_field_written_twice_is_refused_not_guessed() {
     let r = super::apply::edit_line(line, &e, &|k: Key| k.to_string());
     assert!(r.is_err(), "{r:?}");
 }
+
+/// Random sessions (branches, snapshots to drop, unmeasured kinds off the
+/// chain, tool pairs, last-prompts anywhere): the chain resume follows
+/// keeps its conversation, no kept link dangles, no pair breaks.
+#[test]
+fn random_sessions_keep_the_resumed_conversation() {
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n.max(1)
+    };
+    let u = |n: u64| format!("00000000-0000-4000-8000-{n:012}");
+    for case in 0..300 {
+        let mut recs: Vec<Value> = Vec::new();
+        let mut uuids: Vec<u64> = Vec::new();
+        let mut open_tools: Vec<(String, u64)> = Vec::new();
+        let n = 5 + next(120);
+        for i in 1..=n {
+            let parent = if uuids.is_empty() {
+                None
+            } else if next(6) == 0 {
+                Some(uuids[next(uuids.len() as u64) as usize]) // a branch
+            } else {
+                uuids.last().copied()
+            };
+            let p = parent.map(u);
+            let r = match next(10) {
+                0 => {
+                    json!({"type":"attachment","uuid":u(i),"parentUuid":p,"attachment":{"type":"prompt_snapshot"}})
+                }
+                1 => {
+                    json!({"type":"attachment","uuid":u(i),"parentUuid":p,"attachment":{"type":"date","content":i}})
+                }
+                2 => json!({"type":"system","subtype":"turn_duration","uuid":u(i),"parentUuid":p}),
+                3 => json!({"type":"progress","uuid":u(i),"parentUuid":p}),
+                4 => json!({"type":"api-request","id":i}),
+                5 => {
+                    json!({"type":"last-prompt","leafUuid": uuids.get(next(uuids.len() as u64 + 1) as usize).map(|x| u(*x))})
+                }
+                6 => {
+                    let t = format!("toolu_{case}_{i}");
+                    open_tools.push((t.clone(), i));
+                    json!({"type":"assistant","uuid":u(i),"parentUuid":p,"message":{"content":[{"type":"tool_use","id":t}]}})
+                }
+                7 if !open_tools.is_empty() => {
+                    let (t, _) = open_tools.remove(next(open_tools.len() as u64) as usize);
+                    json!({"type":"user","uuid":u(i),"parentUuid":p,"toolUseResult":{"x":i},"message":{"content":[{"type":"tool_result","tool_use_id":t}]}})
+                }
+                8 => {
+                    json!({"type":"assistant","uuid":u(i),"parentUuid":p,"message":{"content":[{"type":"text","text":format!("a{i}")}]}})
+                }
+                _ => {
+                    json!({"type":"user","uuid":u(i),"parentUuid":p,"message":{"content":format!("u{i}")}})
+                }
+            };
+            if r.get("uuid").is_some() {
+                uuids.push(i);
+            }
+            recs.push(r);
+        }
+        let mut bytes = Vec::new();
+        for r in &recs {
+            bytes.extend(serde_json::to_vec(r).unwrap());
+            bytes.push(b'\n');
+        }
+        for opts in [
+            TrimOptions::default(),
+            TrimOptions {
+                drop_file_history: true,
+                ..Default::default()
+            },
+        ] {
+            let (_, out, _d) = run(&bytes, opts);
+            let after = records(&out);
+            check_intact(&recs, &after);
+            assert_eq!(conversation(&recs), conversation(&after), "case {case}");
+        }
+    }
+}
