@@ -7,7 +7,9 @@
 # See README.md.
 #
 # Env: TRIM_ONLY="cand ..." runs only these candidates (names as printed by
-# the inventory); TRIM_NO_BRANCH=1 skips making a dead branch.
+# the inventory); TRIM_NO_BRANCH=1 skips making a dead branch;
+# CCD_TRIM_CMD="<ccd-bench> __trim" adds the candidate `ccd-trim` (ccd's own
+# trim with its default rules).
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TX() { python3 "$HERE/tx.py" "$@"; }
@@ -161,6 +163,8 @@ while read -r k n b u; do
     CANDS+=("$k:$u")
 done <"$SB/inventory"
 CANDS+=("field:toolUseResult:0")
+# ccd's own trim, when given (CCD_TRIM_CMD="target/release/ccd-bench __trim").
+[ -n "${CCD_TRIM_CMD:-}" ] && CANDS+=("ccd-trim:0")
 grep -q '"type":"last-prompt".*"leafUuid"' "$TS" && CANDS+=("edit:leaf-to-dead:0")
 if [ "${TRIM_NO_PICKER:-}" != 1 ]; then
     picker_run base none

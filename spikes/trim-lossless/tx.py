@@ -98,6 +98,20 @@ def inventory(path):
 
 
 def transform(path, cand, relink):
+    if cand == "ccd-trim":
+        # ccd's own trim (CCD_TRIM_CMD <transcript> <backup dir>, e.g.
+        # `target/release/ccd-bench __trim`), with its default rules.
+        import os, shlex, subprocess, tempfile
+        before = os.path.getsize(path)
+        n_before = sum(1 for _ in open(path, "rb"))
+        out = subprocess.run(shlex.split(os.environ["CCD_TRIM_CMD"]) + [path, tempfile.mkdtemp()],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"dropped 0 records, 0 bytes; ccd trim failed: {out.stderr.strip()}; broken links 0")
+            return
+        n_after = sum(1 for _ in open(path, "rb"))
+        print(f"dropped {n_before - n_after} records, {before - os.path.getsize(path)} bytes; ccd trim; broken links 0")
+        return
     recs = load(path)
     chain = main_chain(recs)
     if cand.startswith("set:"):

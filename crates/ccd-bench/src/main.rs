@@ -7,6 +7,7 @@
 //! target/release/ccd-bench events        # registry change → event latency
 //! target/release/ccd-bench pty           # ccd vs raw PTY / tmux / dtach: flood, echo, attach, memory
 //! target/release/ccd-bench parse         # the screen model's parse speed, part by part
+//! target/release/ccd-bench trim          # trim a generated 1 GB transcript: time, MB/s, peak RSS, cp baseline
 //! ```
 
 mod events;
@@ -14,6 +15,7 @@ mod gen_config;
 mod ls;
 mod parse;
 mod pty;
+mod trim;
 
 use clap::{Parser, Subcommand};
 
@@ -38,6 +40,12 @@ enum Cmd {
     Pty(pty::Args),
     /// In-memory parse speed of the screen model, part by part.
     Parse(parse::Args),
+    /// Trim a generated real-shaped transcript (default 1 GB): time, MB/s,
+    /// peak RSS of the trimming process, and a `cp` of the same file.
+    Trim(trim::Args),
+    /// (internal) Trim one file, print the figures as JSON.
+    #[command(name = "__trim", hide = true)]
+    TrimChild(trim::ChildArgs),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -53,6 +61,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::Events(a) => events::run(&a),
         Cmd::Pty(a) => pty::run(&a),
         Cmd::Parse(a) => parse::run(&a),
+        Cmd::Trim(a) => trim::run(&a),
+        Cmd::TrimChild(a) => trim::child(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }

@@ -31,7 +31,8 @@ pub struct Finding {
     pub file: PathBuf,
 }
 
-/// The record types ccd has seen Claude Code write.
+/// The record types ccd has seen Claude Code write (the trim's list,
+/// `trim::policy::KNOWN_TYPES`, is the same set).
 pub const KNOWN_RECORD_TYPES: &[&str] = &[
     "user",
     "assistant",
@@ -50,6 +51,10 @@ pub const KNOWN_RECORD_TYPES: &[&str] = &[
     "queue-operation",
     "custom-title",
     "tag",
+    "ai-title",
+    "tools-used",
+    "file-history-delta",
+    "progress",
 ];
 
 /// What the registry fields must look like: (field, JSON type, required,

@@ -57,6 +57,8 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
     let settings = Settings::load(global.config.as_deref())?;
     let mut checks = vec![cli(global, &settings)];
     checks.extend(formats(global, sample));
+    checks.extend(transcripts(global));
+    checks.extend(trim_backups());
     checks.extend(socket_and_daemon(global));
     checks.push(logs());
     if as_json {
@@ -163,6 +165,125 @@ fn formats(global: &GlobalArgs, sample: usize) -> Vec<Check> {
             fix: Some("Claude Code's file format changed: report it with this file's shape, and check for a newer ccd".into()),
         })
         .collect()
+}
+
+/// How many of the largest dead transcripts are listed, how many of those
+/// are read through (a trim's dry run, pass 1 only), and at most how many
+/// bytes those reads add up to: doctor stays quick with 10,000 transcripts
+/// (one stat each) and with huge ones.
+const TRIM_LISTED: usize = 5;
+const TRIM_PLANNED: usize = 3;
+const TRIM_PLAN_BYTES: u64 = 1 << 30;
+/// Smaller dead transcripts are not worth a line.
+const TRIM_MIN_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The largest dead transcripts, and what `ccd trim` would save on the
+/// first few.
+fn transcripts(global: &GlobalArgs) -> Vec<Check> {
+    let Ok(config) = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref()) else {
+        return Vec::new();
+    };
+    let files = ccd_claude::transcript::list_all(&config.projects_dir());
+    let probe = ccd_claude::liveness::system_probe();
+    let running: std::collections::HashSet<String> =
+        ccd_claude::registry::read_all(&config.sessions_dir())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| {
+                ccd_claude::liveness::check(e, probe.as_ref())
+                    .liveness
+                    .may_be_running()
+            })
+            .map(|e| e.session_id)
+            .collect();
+    let mut dead: Vec<(u64, &ccd_claude::transcript::TranscriptFile)> = files
+        .iter()
+        .filter(|f| !running.contains(&f.session_id))
+        .filter_map(|f| Some((std::fs::metadata(&f.path).ok()?.len(), f)))
+        .filter(|(n, _)| *n >= TRIM_MIN_BYTES)
+        .collect();
+    if dead.is_empty() {
+        return vec![ok(
+            "trim",
+            format!(
+                "no dead transcript of {} MB or more ({} transcripts)",
+                TRIM_MIN_BYTES >> 20,
+                files.len()
+            ),
+        )];
+    }
+    dead.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let mut read = 0u64;
+    dead.iter()
+        .take(TRIM_LISTED)
+        .enumerate()
+        .map(|(i, (n, f))| {
+            let size = super::trim::human_bytes(*n);
+            let short = super::short_id(&f.session_id).to_string();
+            let plan = (i < TRIM_PLANNED && read + n <= TRIM_PLAN_BYTES).then(|| {
+                read += n;
+                ccd_claude::trim::plan(&f.path, &ccd_claude::trim::TrimOptions::default())
+            });
+            let (status, message) = match plan {
+                Some(Ok(r)) => {
+                    let saves = r.bytes_before.saturating_sub(r.bytes_after);
+                    (
+                        if saves >= 50_000_000 { "warn" } else { "ok" },
+                        format!(
+                            "dead session {short}: transcript {size}; ccd trim would save about {}",
+                            super::trim::human_bytes(saves)
+                        ),
+                    )
+                }
+                Some(Err(e)) => ("ok", format!("dead session {short}: transcript {size}; ccd trim would refuse it: {e}")),
+                None => ("ok", format!("dead session {short}: transcript {size} (not read: doctor reads at most {TRIM_PLANNED} files, 1 GiB)")),
+            };
+            Check {
+                check: "trim",
+                status,
+                message,
+                file: Some(f.path.clone()),
+                fix: (status == "warn").then(|| format!("ccd trim {short} --dry-run, then ccd trim {short}")),
+            }
+        })
+        .collect()
+}
+
+/// The originals `ccd trim` kept (never removed but by `ccd trim --undo`):
+/// how much disk they hold.
+fn trim_backups() -> Vec<Check> {
+    let dir = state_dir().join("trim-backups");
+    let Ok(sessions) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let (mut n, mut bytes) = (0u64, 0u64);
+    for s in sessions.flatten() {
+        let Ok(files) = std::fs::read_dir(s.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            if f.file_name().to_string_lossy().ends_with(".jsonl") {
+                n += 1;
+                bytes += f.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+    }
+    if n == 0 {
+        return Vec::new();
+    }
+    vec![Check {
+        check: "trim",
+        status: "ok",
+        message: format!(
+            "{n} original transcript(s) kept by ccd trim take {}",
+            super::trim::human_bytes(bytes)
+        ),
+        file: Some(dir.clone()),
+        fix: Some(format!(
+            "once you no longer need `ccd trim --undo <sid>`: rm -r {}/<sid>",
+            dir.display()
+        )),
+    }]
 }
 
 fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {

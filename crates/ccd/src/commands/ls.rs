@@ -295,8 +295,8 @@ fn write_table(
     }
     writeln!(
         out,
-        "{:<8}  {:<7}  {:<8}  {:>5}  {:>8}  {:<16}  {:<32}  TITLE",
-        "ID", "STATE", "STATUS", "CTX", "ACTIVE", "CCD", "CWD"
+        "{:<8}  {:<7}  {:<8}  {:>5}  {:>8}  {:>6}  {:<16}  {:<32}  TITLE",
+        "ID", "STATE", "STATUS", "CTX", "ACTIVE", "SIZE", "CCD", "CWD"
     )?;
     for (host, r) in rows {
         if show_host {
@@ -353,12 +353,15 @@ fn write_table(
             .unwrap_or_else(|| "-".into());
         writeln!(
             out,
-            "{:<8}  {on}{:<7}{off}  {:<8}  {:>5}  {:>8}  {:<16}  {:<32}  {}{}",
+            "{:<8}  {on}{:<7}{off}  {:<8}  {:>5}  {:>8}  {:>6}  {:<16}  {:<32}  {}{}",
             display::line(short_id(&r.session_id)),
             state,
             status,
             ctx_cell(r),
             last,
+            r.transcript_bytes
+                .map(size_cell)
+                .unwrap_or_else(|| "-".into()),
             clip(&display::line(held), 16),
             r.cwd
                 .as_deref()
@@ -400,6 +403,31 @@ pub fn tilde(cwd: &str, home: Option<&str>) -> String {
     }
 }
 
+/// The `SIZE` cell: the transcript's size, short (`812`, `34K`, `5.2M`,
+/// `1.1G`; powers of 1024). `ccd trim` shrinks a dead one.
+pub fn size_cell(n: u64) -> String {
+    const K: f64 = 1024.0;
+    let f = n as f64;
+    if n < 1024 {
+        format!("{n}")
+    } else if f < K * K {
+        format!("{:.0}K", f / K)
+    } else if f < 10.0 * K * K * K {
+        let (v, u) = if f < K * K * K {
+            (f / (K * K), "M")
+        } else {
+            (f / (K * K * K), "G")
+        };
+        if v < 10.0 {
+            format!("{v:.1}{u}")
+        } else {
+            format!("{v:.0}{u}")
+        }
+    } else {
+        format!("{:.0}G", f / (K * K * K))
+    }
+}
+
 fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
@@ -425,6 +453,16 @@ fn ctx_cell(r: &SessionInfo) -> String {
 mod tests {
     use super::*;
     use time::Duration;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size_cell(812), "812");
+        assert_eq!(size_cell(34 * 1024), "34K");
+        assert_eq!(size_cell(5 * 1024 * 1024 + 200 * 1024), "5.2M");
+        assert_eq!(size_cell(386 * 1024 * 1024), "386M");
+        assert_eq!(size_cell(1024 * 1024 * 1024 + 100 * 1024 * 1024), "1.1G");
+        assert_eq!(size_cell(20 * 1024 * 1024 * 1024), "20G");
+    }
 
     #[test]
     fn ages() {

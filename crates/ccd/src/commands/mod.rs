@@ -15,6 +15,7 @@ mod observe;
 mod respond;
 mod screen;
 mod send;
+mod trim;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, SocketDir};
@@ -90,6 +91,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::New(args) => new::run(&cli.global, &args),
                 Command::Kill(args) => kill::run(&cli.global, &args),
                 Command::Screen(args) => screen::run(&cli.global, &args),
+                Command::Trim(args) => trim::run(&cli.global, &args),
                 Command::Daemon(_) | Command::Holder | Command::DialStdio => {
                     unreachable!("handled above")
                 }
@@ -112,6 +114,7 @@ fn session_mut(cmd: &mut Command) -> Option<&mut String> {
         Command::Pin { session } | Command::Unpin { session } => Some(session),
         Command::Kill(a) => Some(&mut a.session),
         Command::Screen(a) => Some(&mut a.session),
+        Command::Trim(a) => Some(&mut a.session),
         _ => None,
     }
 }
