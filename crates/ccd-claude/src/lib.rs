@@ -6,7 +6,9 @@
 //! transcripts live and what a bounded read of one yields ([`transcript`],
 //! [`slug`]), how cwds are normalized and compared ([`paths`]), how many
 //! tokens a model's context window holds ([`context`]), and how all of it is
-//! merged into one record per session id ([`index`]).
+//! merged into one record per session id ([`index`]), and how a dead
+//! session's transcript is trimmed without changing what resume sends
+//! ([`trim`]).
 //!
 //! It has no async runtime and performs only blocking file reads (and writes
 //! its own transcript summary cache, when a caller gives it a folder).
@@ -24,6 +26,8 @@ pub mod paths;
 pub mod registry;
 pub mod slug;
 pub mod transcript;
+#[cfg(unix)]
+pub mod trim;
 
 pub use config::ClaudeConfigDir;
 pub use index::{SessionIndex, SessionRecord};

@@ -13,6 +13,7 @@
 //! | `session.new` / `session.fork` with `wait`, `session.attach` (may resume) | [`START_TIMEOUT`] (100 s: the daemon's own 90 s start wait, plus margin) |
 //! | `session.kill` | its grace (default 3 s) + 2 s collection + [`CALL_TIMEOUT`] |
 //! | `session.send`, `daemon.stop` | [`SLOW_CALL_TIMEOUT`] (30 s) |
+//! | `session.trim` (reads and writes a transcript of any size) | [`TRIM_TIMEOUT`] (10 min) |
 //! | the holder's reply to a direct stream's attach | [`CALL_TIMEOUT`] |
 //!
 //! While waiting, the peer's process state is looked at every
@@ -34,6 +35,9 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 pub const SLOW_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// A call that may start claude and wait for its prompt.
 pub const START_TIMEOUT: Duration = Duration::from_secs(100);
+/// `session.trim`: two passes over a transcript (about 2 s a GB measured
+/// by `ccd-bench trim`; a slow disk gets a wide margin).
+pub const TRIM_TIMEOUT: Duration = Duration::from_secs(600);
 /// How often a waiting client checks whether its peer is stopped.
 pub const STOPPED_CHECK: Duration = Duration::from_secs(1);
 
@@ -47,6 +51,7 @@ pub fn deadline_of(method: &str, params: &serde_json::Value) -> Duration {
             Duration::from_millis(grace.saturating_add(2000)) + CALL_TIMEOUT
         }
         "session.send" | "session.respond" | "daemon.stop" => SLOW_CALL_TIMEOUT,
+        "session.trim" => TRIM_TIMEOUT,
         _ => CALL_TIMEOUT,
     }
 }

@@ -6,7 +6,7 @@
 //! decoding and encoding once for all).
 
 use crate::connection::ConnCtx;
-use crate::handlers::{attach, daemon_ctl, lifecycle, respond, sessions};
+use crate::handlers::{attach, daemon_ctl, lifecycle, respond, sessions, trim};
 use ccd_protocol::methods::{attach as a, daemon as d, events as e, session as s};
 use ccd_protocol::methods::{Method, MethodId};
 use ccd_protocol::{parse_params, Id, RpcError};
@@ -69,6 +69,7 @@ pub async fn dispatch(
         MethodId::SessionRespond => {
             typed::<s::SessionRespond, _>(params, |p| respond::respond(ctx, p)).await
         }
+        MethodId::SessionTrim => typed::<s::SessionTrim, _>(params, |p| trim::trim(ctx, p)).await,
         MethodId::EventsSubscribe => {
             typed::<e::EventsSubscribe, _>(params, |p| crate::events::subscribe(ctx, id, p)).await
         }

@@ -75,11 +75,17 @@ pub enum ErrorCode {
     /// `data`: `{"session", "shows", "expected"?, "prompt"?}` (`prompt`:
     /// the one on screen now, if any).
     PromptNotShown = -32013,
+    /// `session.trim` did not change the transcript: the session is (or
+    /// may be) running, a writer appeared meanwhile, its records are not
+    /// ones ccd knows, a line is too long, or (undo) there is no backup or
+    /// the file changed since the trim. `data`: `{"session", "reason",
+    /// "transcript"?, "types"?}`.
+    TrimRefused = -32014,
 }
 
 impl ErrorCode {
     /// Every code, in table order.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::ParseError,
         ErrorCode::InvalidRequest,
         ErrorCode::MethodNotFound,
@@ -99,6 +105,7 @@ impl ErrorCode {
         ErrorCode::ShuttingDown,
         ErrorCode::SessionNotRunning,
         ErrorCode::PromptNotShown,
+        ErrorCode::TrimRefused,
     ];
 
     /// The number sent on the wire.
@@ -134,6 +141,7 @@ impl ErrorCode {
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::SessionNotRunning => "session_not_running",
             ErrorCode::PromptNotShown => "prompt_not_shown",
+            ErrorCode::TrimRefused => "trim_refused",
         }
     }
 
@@ -159,6 +167,7 @@ impl ErrorCode {
             ErrorCode::ShuttingDown => "daemon is shutting down",
             ErrorCode::SessionNotRunning => "session is not running",
             ErrorCode::PromptNotShown => "the permission prompt is not shown",
+            ErrorCode::TrimRefused => "the transcript was not trimmed",
         }
     }
 }

@@ -153,6 +153,43 @@ pub struct PromptNotShownData {
     pub prompt: Option<String>,
 }
 
+/// Why `session.trim` changed nothing (`data.reason` of `trim_refused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrimRefusal {
+    /// The session is live or its liveness is unknown (or ccd runs it).
+    Live,
+    /// A process wrote the transcript, or the session started, while it
+    /// was being trimmed: the original stays (or was put back).
+    WriterAppeared,
+    /// Record types (listed in `types`) or shapes ccd does not know.
+    FormatDrift,
+    /// A line longer than the trim reads.
+    LineTooLong,
+    /// Undo: no backup of this session.
+    NoBackup,
+    /// Undo: the transcript changed since the trim.
+    ChangedSinceTrim,
+    /// A reason this client does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// `data` of `trim_refused`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrimRefusedData {
+    /// The session.
+    pub session: String,
+    /// Why.
+    pub reason: TrimRefusal,
+    /// The transcript (untouched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+    /// With `format_drift`: the unknown record types and how many of each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<crate::methods::session::TrimCount>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

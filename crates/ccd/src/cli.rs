@@ -129,6 +129,12 @@ pub enum Command {
     /// End a session ccd holds (SIGTERM, then SIGKILL after a grace period).
     #[command(after_help = "Examples:\n  ccd kill 9cc17429\n  ccd kill api --signal hup")]
     Kill(KillArgs),
+    /// Shrink a dead session's transcript without changing what Claude sees
+    /// on resume (the original is kept; `--undo` puts it back).
+    #[command(
+        after_help = "Examples:\n  ccd trim 9cc17429 --dry-run   # what would go, by record type\n  ccd trim 9cc17429\n  ccd trim 9cc17429 --drop-file-history   # also /rewind checkpoints\n  ccd trim --undo 9cc17429\n\nOnly a dead session is trimmed. Dropped by default: what the real CLI was\nmeasured not to need on resume (request logs, cost state, prompt snapshots,\ndead branches, toolUseResult copies). Originals are kept in\n<state dir>/trim-backups/<session id>/."
+    )]
+    Trim(TrimArgs),
     /// Print the current screen of a session ccd holds.
     #[command(after_help = "Examples:\n  ccd screen 9cc17429\n  ccd screen api --ansi")]
     Screen(ScreenArgs),
@@ -263,6 +269,30 @@ pub struct KillArgs {
     /// Milliseconds before SIGKILL follows term/hup.
     #[arg(long, default_value_t = 3000)]
     pub grace_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct TrimArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// Only print what would go, by record type (records and bytes).
+    #[arg(long, conflicts_with = "undo")]
+    pub dry_run: bool,
+    /// Also drop file-history records: loses /rewind's checkpoints.
+    #[arg(long, conflicts_with = "undo")]
+    pub drop_file_history: bool,
+    /// Keep only what follows the last compaction boundary.
+    #[arg(long, conflicts_with = "undo")]
+    pub before_compact: bool,
+    /// Trim despite record types ccd does not know (they are kept).
+    #[arg(long, conflicts_with = "undo")]
+    pub force: bool,
+    /// Put the original back (the newest backup), byte for byte.
+    #[arg(long)]
+    pub undo: bool,
+    /// The result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

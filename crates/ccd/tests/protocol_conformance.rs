@@ -878,6 +878,8 @@ enum Target {
     /// A second dead session (transcript only), for the `fresh_on_failure`
     /// example.
     Dead2,
+    /// A third dead session (transcript only, never resumed): `session.trim`.
+    Dead3,
     /// The session the replayed `session.new` started: the doc's
     /// `5e6f7a8b…`.
     New,
@@ -898,6 +900,8 @@ fn target(method: &str, doc_id: &Value) -> Option<Target> {
         ("session.input", 14) | ("session.resize", 15) => Target::Held,
         ("session.send", 16) | ("session.pin", 18) => Target::New,
         ("session.respond", 19) | ("session.respond", 20) => Target::New,
+        ("session.trim", 22) => Target::Dead3,
+        ("session.trim", 23) => Target::External,
         _ => return None,
     })
 }
@@ -918,6 +922,7 @@ struct Ids {
     external: String,
     dead: String,
     dead2: String,
+    dead3: String,
     new: Option<String>,
 }
 
@@ -928,6 +933,7 @@ impl Ids {
             Target::External => &self.external,
             Target::Dead => &self.dead,
             Target::Dead2 => &self.dead2,
+            Target::Dead3 => &self.dead3,
             Target::New => self
                 .new
                 .as_deref()
@@ -1079,6 +1085,7 @@ fn a_live_daemon_answers_every_example_by_the_schema() {
         external: ext.sid.clone(),
         dead: dead.clone(),
         dead2: dead2.clone(),
+        dead3: dead3.to_string(),
         new: None,
     };
 

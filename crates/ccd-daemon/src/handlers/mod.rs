@@ -6,3 +6,4 @@ pub mod lifecycle;
 pub mod observe;
 pub mod respond;
 pub mod sessions;
+pub mod trim;

@@ -147,6 +147,7 @@ method_table! {
     SessionSend => session::SessionSend,
     SessionPin => session::SessionPin,
     SessionRespond => session::SessionRespond,
+    SessionTrim => session::SessionTrim,
     EventsSubscribe => events::EventsSubscribe,
 }
 

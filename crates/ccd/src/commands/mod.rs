@@ -14,6 +14,7 @@ mod observe;
 mod respond;
 mod screen;
 mod send;
+mod trim;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, SocketDir};
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::New(args) => new::run(&cli.global, &args),
                 Command::Kill(args) => kill::run(&cli.global, &args),
                 Command::Screen(args) => screen::run(&cli.global, &args),
+                Command::Trim(args) => trim::run(&cli.global, &args),
                 Command::Daemon(_) | Command::Holder => unreachable!("handled above"),
             }
         }
