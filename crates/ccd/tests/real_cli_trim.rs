@@ -211,9 +211,10 @@ fn resume_and_capture(
     sid: &str,
     version: &str,
     what: &str,
+    shown: &str,
 ) -> FirstRequest {
     let a = common::pty::PtyRun::start(sb, &["attach", sid], None);
-    a.wait_text("hello two", T);
+    a.wait_text(shown, T);
     let from = mock.requests().len();
     sb.ok(&["send", sid, "after resume"]);
     wait_reply(sb, mock, sid, "ACK: after resume", version);
@@ -227,6 +228,44 @@ fn resume_and_capture(
     drop(a);
     wait_dead(sb, sid);
     req
+}
+
+/// The untouched resume's request `a` and a trimmed one's `b` carry the
+/// same system prompt (billing hashes aside), messages and tools.
+fn same_request(a: &FirstRequest, b: &FirstRequest, version: &str, said: &str) {
+    assert_eq!(
+        normalized_system(&a.system),
+        normalized_system(&b.system),
+        "[{version}] the system prompt differs after trim\n--- {said}"
+    );
+    if a.messages != b.messages {
+        let first = (0..a.messages.len().max(b.messages.len()))
+            .find(|&i| a.messages.get(i) != b.messages.get(i))
+            .unwrap_or(0);
+        if let Ok(dir) = std::env::var("CCD_TRIM_TEST_DUMP") {
+            let _ = std::fs::write(
+                format!("{dir}/{version}-untouched.json"),
+                serde_json::to_string_pretty(&a.messages).unwrap_or_default(),
+            );
+            let _ = std::fs::write(
+                format!("{dir}/{version}-trimmed.json"),
+                serde_json::to_string_pretty(&b.messages).unwrap_or_default(),
+            );
+        }
+        let list = |m: &[Value]| m.iter().map(short).collect::<Vec<_>>().join("\n  ");
+        panic!(
+            "[{version}] the resumed messages differ after trim ({} -> {}), first at #{first}:\n\
+             untouched:\n  {}\ntrimmed:\n  {}\n--- {said}",
+            a.messages.len(),
+            b.messages.len(),
+            list(&a.messages),
+            list(&b.messages),
+        );
+    }
+    assert_eq!(
+        a.tools, b.tools,
+        "[{version}] the tool list differs\n--- {said}"
+    );
 }
 
 fn trim_version(version: &str) {
@@ -264,7 +303,7 @@ fn trim_version(version: &str) {
     let untouched = std::fs::read(&transcript).unwrap();
 
     // The untouched transcript, resumed.
-    let a = resume_and_capture(&sb, &mock, &sid, version, "untouched");
+    let a = resume_and_capture(&sb, &mock, &sid, version, "untouched", "hello two");
 
     // The same files again, trimmed, resumed.
     restore_config(&sb, &saved);
@@ -282,27 +321,47 @@ fn trim_version(version: &str) {
         "[{version}] trim dropped nothing ({} bytes):\n{said}",
         untouched.len()
     );
-    let b = resume_and_capture(&sb, &mock, &sid, version, "trimmed");
-
-    assert_eq!(
-        normalized_system(&a.system),
-        normalized_system(&b.system),
-        "[{version}] the system prompt differs after trim"
+    let b = resume_and_capture(&sb, &mock, &sid, version, "trimmed", "hello two");
+    same_request(
+        &a,
+        &b,
+        version,
+        &format!("trim said:\n{said}\n--- dry run:\n{dry}"),
     );
-    if a.messages != b.messages {
-        let first = (0..a.messages.len().max(b.messages.len()))
-            .find(|&i| a.messages.get(i) != b.messages.get(i))
-            .unwrap_or(0);
-        panic!(
-            "[{version}] the resumed messages differ after trim ({} -> {}), first at #{first}:\n\
-             untouched: {}\ntrimmed:   {}\n--- trim said:\n{said}\n--- dry run:\n{dry}",
-            a.messages.len(),
-            b.messages.len(),
-            a.messages.get(first).map(short).unwrap_or_default(),
-            b.messages.get(first).map(short).unwrap_or_default(),
-        );
-    }
-    assert_eq!(a.tools, b.tools, "[{version}] the tool list differs");
+
+    // --drop-file-history costs /rewind's checkpoints, not what the model
+    // sees; --undo puts the exact bytes back.
+    restore_config(&sb, &saved);
+    let said = sb.ok(&["trim", &sid, "--drop-file-history"]);
+    let no_history = std::fs::read(&transcript).unwrap();
+    assert!(
+        no_history.len() < trimmed.len(),
+        "[{version}] --drop-file-history dropped no more ({} bytes):\n{said}",
+        no_history.len()
+    );
+    sb.ok(&["trim", "--undo", &sid]);
+    assert_eq!(
+        std::fs::read(&transcript).unwrap(),
+        untouched,
+        "[{version}] --undo did not restore the exact bytes"
+    );
+    sb.ok(&["trim", &sid, "--drop-file-history"]);
+    assert_eq!(std::fs::read(&transcript).unwrap(), no_history);
+    let c = resume_and_capture(
+        &sb,
+        &mock,
+        &sid,
+        version,
+        "trimmed without file history",
+        "hello two",
+    );
+    same_request(
+        &a,
+        &c,
+        version,
+        &format!("trim --drop-file-history said:\n{said}"),
+    );
+
     // The conversation really was there: both turns with tools included.
     let texts: Vec<String> = a.messages.iter().map(short).collect();
     assert!(
@@ -310,7 +369,83 @@ fn trim_version(version: &str) {
         "[{version}] the resumed request lacks the history: {texts:?}"
     );
     eprintln!(
-        "[{version}] trim: {} -> {} bytes, resumed request identical ({} messages) in {:.1}s",
+        "[{version}] trim: {} -> {} bytes ({} without file history), resumed request identical \
+         ({} messages) in {:.1}s",
+        untouched.len(),
+        trimmed.len(),
+        no_history.len(),
+        a.messages.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A session compacted with `/compact`, then `ccd trim --before-compact`:
+/// what precedes the boundary goes, the resumed request stays the same.
+fn compact_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let mock = MockApi::start_logging_bodies(MockUsage::SMALL);
+    let sb = real::sandbox(&mock, &claude, version);
+    let dir = sb.project("compacted");
+    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+    args.extend(tool_args(version));
+    let sid = sb.ok(&args).trim().to_string();
+    sb.ok(&["send", &sid, "hello one"]);
+    wait_reply(&sb, &mock, &sid, "ACK: hello one", version);
+    sb.ok(&["send", &sid, "TOOL:echo before-compact"]);
+    wait_reply(&sb, &mock, &sid, "done", version);
+    sb.ok(&["send", &sid, "/compact"]);
+    wait_for(T, "a compaction boundary in the transcript", || {
+        let t = transcript_of(&sb, &sid)?;
+        std::fs::read_to_string(t)
+            .ok()?
+            .contains("\"compact_boundary\"")
+            .then_some(())
+    });
+    sb.ok(&["send", &sid, "after compact"]);
+    wait_reply(&sb, &mock, &sid, "ACK: after compact", version);
+    sb.ok(&["kill", &sid]);
+    wait_dead(&sb, &sid);
+
+    let saved = sb.tmp.path().join("saved-config");
+    copy_dir(&sb.config, &saved);
+    let transcript = transcript_of(&sb, &sid).expect("the transcript");
+    let untouched = std::fs::read(&transcript).unwrap();
+    if let Ok(dir) = std::env::var("CCD_TRIM_TEST_DUMP") {
+        let _ = std::fs::write(format!("{dir}/{version}-compacted.jsonl"), &untouched);
+    }
+    let a = resume_and_capture(&sb, &mock, &sid, version, "untouched", "after compact");
+
+    // The default trim crosses the boundary (the history before it stays).
+    restore_config(&sb, &saved);
+    let said = sb.ok(&["trim", &sid]);
+    let by_default = std::fs::read(&transcript).unwrap().len();
+    let b = resume_and_capture(&sb, &mock, &sid, version, "trimmed", "after compact");
+    same_request(&a, &b, version, &format!("trim said:\n{said}"));
+
+    restore_config(&sb, &saved);
+    let said_bc = sb.ok(&["trim", &sid, "--before-compact"]);
+    let trimmed = std::fs::read(&transcript).unwrap();
+    assert!(
+        trimmed.len() < by_default,
+        "[{version}] --before-compact dropped nothing:\n{said_bc}"
+    );
+    assert!(
+        String::from_utf8_lossy(&trimmed).contains("\"compact_boundary\""),
+        "[{version}] --before-compact lost the boundary:\n{said_bc}"
+    );
+    let c = resume_and_capture(&sb, &mock, &sid, version, "before-compact", "after compact");
+    same_request(
+        &a,
+        &c,
+        version,
+        &format!("trim --before-compact said:\n{said_bc}"),
+    );
+    eprintln!(
+        "[{version}] compacted: {} bytes, trimmed {by_default}, --before-compact {}; resumed \
+         request identical ({} messages) in {:.1}s",
         untouched.len(),
         trimmed.len(),
         a.messages.len(),
@@ -318,11 +453,12 @@ fn trim_version(version: &str) {
     );
 }
 
-#[test]
-fn real_cli_resume_after_trim_sends_the_same_request() {
+/// Runs `f` for each pinned version, one thread each; fails with every
+/// version's failure.
+fn each_version(f: fn(&str)) {
     let handles: Vec<_> = real::versions()
         .into_iter()
-        .map(|v| std::thread::spawn(move || trim_version(&v)))
+        .map(|v| std::thread::spawn(move || f(&v)))
         .collect();
     let mut failed = Vec::new();
     for h in handles {
@@ -336,6 +472,16 @@ fn real_cli_resume_after_trim_sends_the_same_request() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+#[test]
+fn real_cli_resume_after_trim_sends_the_same_request() {
+    each_version(trim_version);
+}
+
+#[test]
+fn real_cli_resume_after_trim_before_compact_sends_the_same_request() {
+    each_version(compact_version);
 }
 
 #[test]

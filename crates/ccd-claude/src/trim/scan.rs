@@ -118,8 +118,28 @@ struct Head<'a> {
     tool_use_result: Option<&'a RawValue>,
     #[serde(borrow, default)]
     mode: Option<Cow<'a, str>>,
+    #[serde(rename = "compactMetadata", borrow, default)]
+    compact: Option<CompactHead<'a>>,
     #[serde(borrow, default)]
     atis: Option<Cow<'a, str>>,
+}
+
+/// A compaction boundary's metadata: the messages it preserves.
+#[derive(Deserialize)]
+struct CompactHead<'a> {
+    #[serde(rename = "preservedSegment", borrow, default)]
+    preserved: Option<SegmentHead<'a>>,
+}
+
+/// The preserved segment of a compaction: the chain from `tailUuid` up to
+/// `headUuid`, which the CLI puts back after the summary on resume
+/// (measured: docs/claude-cli-compat.md, "What resume reads").
+#[derive(Deserialize)]
+struct SegmentHead<'a> {
+    #[serde(rename = "headUuid", borrow, default)]
+    head: Option<Cow<'a, str>>,
+    #[serde(rename = "tailUuid", borrow, default)]
+    tail: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -288,6 +308,9 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
     let mut newest_prompt: Option<(u32, Option<Key>)> = None;
     let mut newest_title: Option<u32> = None;
     let mut newest_conv: Option<Key> = None;
+    // Per compaction boundary (node index): its preserved segment's head
+    // and tail (a few per file; bounded by the boundaries' count).
+    let mut segments: Vec<(u32, Key, Key)> = Vec::new();
     let mut partial_tail = None;
     let mut buf = Vec::new();
     let mut offset = 0u64;
@@ -383,6 +406,16 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
             }
             if kind == "system" && head.subtype.as_deref() == Some("compact_boundary") {
                 flags |= F_COMPACT;
+                let seg = head.compact.as_ref().and_then(|c| c.preserved.as_ref());
+                if let Some((h, t)) =
+                    seg.and_then(|g| Some((g.head.as_deref()?, g.tail.as_deref()?)))
+                {
+                    segments.push((
+                        nodes.len() as u32,
+                        key_of(h, &mut odd_keys),
+                        key_of(t, &mut odd_keys),
+                    ));
+                }
             }
             if kind == "user" {
                 flags |= F_USER;
@@ -462,6 +495,7 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
         &tools,
         newest_prompt,
         newest_conv,
+        &segments,
         &odd_keys,
         opts,
     );
@@ -492,6 +526,7 @@ fn decide_chain(
     tools: &[(u64, u32, bool)],
     newest_prompt: Option<(u32, Option<Key>)>,
     newest_conv: Option<Key>,
+    segments: &[(u32, Key, Key)],
     odd: &HashMap<Key, String>,
     opts: &TrimOptions,
 ) {
@@ -541,6 +576,29 @@ fn decide_chain(
             match next.and_then(find) {
                 Some(n) => at = n,
                 None => break,
+            }
+        }
+    }
+    // With `--before-compact` the walk stops at a boundary; the messages
+    // that boundary preserves (its segment, tail up to head) are sent
+    // after the summary on resume, so they stay.
+    if opts.before_compact {
+        for &(boundary, head, tail) in segments {
+            if nodes[boundary as usize].flags & F_ON_CHAIN == 0 {
+                continue;
+            }
+            let mut at = find(tail);
+            let mut steps = 0usize;
+            while let Some(n) = at {
+                if steps > nodes.len() {
+                    break;
+                }
+                steps += 1;
+                nodes[n].flags |= F_ON_CHAIN;
+                if nodes[n].key == head {
+                    break;
+                }
+                at = nodes[n].parent.and_then(find);
             }
         }
     }
