@@ -493,9 +493,11 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
         &mut s,
         &mut nodes,
         &tools,
-        newest_prompt,
-        newest_conv,
-        &segments,
+        &Leads {
+            newest_prompt,
+            newest_conv,
+            segments,
+        },
         &odd_keys,
         opts,
     );
@@ -519,17 +521,31 @@ fn text_of(k: Key, odd: &HashMap<Key, String>) -> String {
     odd.get(&k).cloned().unwrap_or_else(|| k.to_string())
 }
 
+/// What pass 1 found that leads the chain walk.
+struct Leads {
+    /// The newest `last-prompt` (line) and the leaf it names.
+    newest_prompt: Option<(u32, Option<Key>)>,
+    /// The newest user/assistant record off any sidechain.
+    newest_conv: Option<Key>,
+    /// Per compaction boundary (node index): its preserved segment's head
+    /// and tail.
+    segments: Vec<(u32, Key, Key)>,
+}
+
 /// The chain, dead branches, tool pairs and re-links.
 fn decide_chain(
     s: &mut Scan,
     nodes: &mut [Node],
     tools: &[(u64, u32, bool)],
-    newest_prompt: Option<(u32, Option<Key>)>,
-    newest_conv: Option<Key>,
-    segments: &[(u32, Key, Key)],
+    leads: &Leads,
     odd: &HashMap<Key, String>,
     opts: &TrimOptions,
 ) {
+    let Leads {
+        newest_prompt,
+        newest_conv,
+        ref segments,
+    } = *leads;
     // uuid → node (the first record with it).
     let mut index: Vec<(Key, u32)> = nodes
         .iter()
