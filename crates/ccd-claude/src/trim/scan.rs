@@ -138,6 +138,36 @@ struct Head<'a> {
     mode: Lenient<'a>,
     #[serde(borrow, default)]
     atis: Lenient<'a>,
+    #[serde(rename = "compactMetadata", borrow, default)]
+    compact: Option<CompactHead<'a>>,
+}
+
+/// A compaction boundary's metadata: the messages it preserves.
+#[derive(Deserialize)]
+struct CompactHead<'a> {
+    #[serde(rename = "preservedSegment", borrow, default)]
+    preserved: Option<SegmentHead<'a>>,
+}
+
+/// The preserved segment of a compaction: the chain from `tailUuid` up to
+/// `headUuid`, which the CLI puts back after the summary on resume
+/// (measured: docs/claude-cli-compat.md, "What resume reads").
+#[derive(Deserialize)]
+struct SegmentHead<'a> {
+    #[serde(rename = "headUuid", borrow, default)]
+    head: Option<Cow<'a, str>>,
+    #[serde(rename = "tailUuid", borrow, default)]
+    tail: Option<Cow<'a, str>>,
+}
+
+/// The links across compaction boundaries, by node number.
+#[derive(Default)]
+struct Compactions {
+    /// `logicalParentUuid` of the records that have one.
+    logical: HashMap<u32, Key>,
+    /// Per boundary: its preserved segment's head and tail (bounded like
+    /// `logical`).
+    segments: Vec<(u32, Key, Key)>,
 }
 
 #[derive(Deserialize)]
@@ -355,7 +385,7 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
     let mut node_flags: Vec<u8> = Vec::new();
     let mut tools: Vec<(u64, u32, bool)> = Vec::new();
     let mut odd_keys: HashMap<Key, String> = HashMap::new();
-    let mut logical: HashMap<u32, Key> = HashMap::new();
+    let mut compactions = Compactions::default();
     let mut versions = BTreeSet::new();
     let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
     let mut bad: Option<(u64, u64, String)> = None;
@@ -457,8 +487,17 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
             if rule == Rule::Drop {
                 flags |= F_RULE_DROP;
             }
+            let node = nodes.len() as u32;
             if kind == "system" && head.subtype.as_deref() == Some("compact_boundary") {
                 flags |= F_COMPACT;
+                let seg = head.compact.as_ref().and_then(|c| c.preserved.as_ref());
+                let ends = seg.and_then(|g| Some((g.head.as_deref()?, g.tail.as_deref()?)));
+                if let Some((h, t)) = ends {
+                    if compactions.segments.len() < 1_000_000 {
+                        let (h, t) = (key_of(h, &mut odd_keys), key_of(t, &mut odd_keys));
+                        compactions.segments.push((node, h, t));
+                    }
+                }
             }
             if kind == "user" {
                 flags |= F_USER;
@@ -466,10 +505,9 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
             if matches!(kind, "user" | "assistant") && head.sidechain != Some(true) {
                 newest_conv = Some(key);
             }
-            let node = nodes.len() as u32;
             if let Some(l) = head.logical.as_deref() {
-                if logical.len() < 1_000_000 {
-                    logical.insert(node, key_of(l, &mut odd_keys));
+                if compactions.logical.len() < 1_000_000 {
+                    compactions.logical.insert(node, key_of(l, &mut odd_keys));
                 }
             }
             if let Some(m) = &head.message {
@@ -546,7 +584,7 @@ pub(crate) fn scan(r: impl Read, path: &Path, opts: &TrimOptions) -> Result<Scan
         &nodes,
         &mut node_flags,
         &tools,
-        &logical,
+        &compactions,
         (newest_prompt, newest_conv),
         &odd_keys,
         opts,
@@ -580,7 +618,7 @@ fn decide_chain(
     nodes: &[Node],
     flags: &mut [u8],
     tools: &[(u64, u32, bool)],
-    logical: &HashMap<u32, Key>,
+    compactions: &Compactions,
     (newest_prompt, newest_conv): (Option<(u32, Option<Key>)>, Option<Key>),
     odd: &HashMap<Key, String>,
     opts: &TrimOptions,
@@ -623,11 +661,34 @@ fn decide_chain(
             let next = match nodes[at].parent() {
                 Some(p) => Some(p),
                 None if flags[at] & F_COMPACT != 0 && opts.before_compact => None,
-                None => logical.get(&(at as u32)).copied(),
+                None => compactions.logical.get(&(at as u32)).copied(),
             };
             match next.and_then(find) {
                 Some(n) => at = n,
                 None => break,
+            }
+        }
+    }
+    // With `--before-compact` the walk stops at a boundary; the messages
+    // that boundary preserves (its segment, tail up to head) are sent
+    // after the summary on resume, so they stay.
+    if opts.before_compact {
+        for &(boundary, head, tail) in &compactions.segments {
+            if flags[boundary as usize] & F_ON_CHAIN == 0 {
+                continue;
+            }
+            let mut at = find(tail);
+            let mut steps = 0usize;
+            while let Some(n) = at {
+                if steps > nodes.len() {
+                    break;
+                }
+                steps += 1;
+                flags[n] |= F_ON_CHAIN;
+                if nodes[n].key == head {
+                    break;
+                }
+                at = nodes[n].parent().and_then(find);
             }
         }
     }

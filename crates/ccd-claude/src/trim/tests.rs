@@ -538,6 +538,48 @@ fn before_compact_keeps_what_follows_the_boundary() {
     assert!(String::from_utf8_lossy(&out).contains("compact_boundary"));
 }
 
+/// The real CLI (2.1.173 and 2.1.332) sends a compaction's preserved
+/// segment (`compactMetadata.preservedSegment`, tail up to head) after the
+/// summary on resume: `--before-compact` keeps it (shape of a real
+/// `/compact` transcript, tests/real_cli_trim.rs proves the request).
+#[test]
+fn before_compact_keeps_the_preserved_segment() {
+    let u = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+    let recs = [
+        json!({"type":"user","uuid":u(1),"parentUuid":null,"message":{"content":"old"}}),
+        json!({"type":"assistant","uuid":u(2),"parentUuid":u(1),"message":{"content":[{"type":"text","text":"old reply"}]}}),
+        json!({"type":"assistant","uuid":u(3),"parentUuid":u(2),"message":{"content":[{"type":"text","text":"kept reply"}]}}),
+        json!({"type":"system","subtype":"turn_duration","uuid":u(4),"parentUuid":u(3)}),
+        json!({"type":"system","subtype":"compact_boundary","uuid":u(5),"parentUuid":null,"logicalParentUuid":u(4),
+               "compactMetadata":{"trigger":"manual","preservedSegment":{"headUuid":u(3),"anchorUuid":u(6),"tailUuid":u(4)}}}),
+        json!({"type":"user","uuid":u(6),"parentUuid":u(5),"isCompactSummary":true,"message":{"content":"summary"}}),
+        json!({"type":"assistant","uuid":u(7),"parentUuid":u(6),"message":{"content":[{"type":"text","text":"new"}]}}),
+    ];
+    let mut bytes = Vec::new();
+    for r in &recs {
+        bytes.extend(serde_json::to_vec(r).unwrap());
+        bytes.push(b'\n');
+    }
+    let (r, out, _d) = run(
+        &bytes,
+        TrimOptions {
+            before_compact: true,
+            ..Default::default()
+        },
+    );
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        !text.contains("old reply") && !text.contains("\"old\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("kept reply") && text.contains("turn_duration"),
+        "{text}"
+    );
+    assert_eq!(r.dropped["dead branch: user"].records, 1);
+    assert_eq!(r.dropped["dead branch: assistant"].records, 1);
+}
+
 #[test]
 fn undo_puts_the_exact_bytes_back_and_refuses_after_a_change() {
     let mut bytes = recording("transcript-background-agent-2.1.332-settled.jsonl");

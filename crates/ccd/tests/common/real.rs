@@ -149,6 +149,16 @@ impl MockApi {
     /// A mock that waits `delay_ms` between the events of each streamed
     /// reply (a turn that lasts).
     pub fn start_with_delay(usage: MockUsage, delay_ms: u64) -> Self {
+        Self::start_with(usage, delay_ms, false)
+    }
+
+    /// A mock that also logs each request's whole body (`full_body`), to
+    /// compare what the CLI sent.
+    pub fn start_logging_bodies(usage: MockUsage) -> Self {
+        Self::start_with(usage, 0, true)
+    }
+
+    fn start_with(usage: MockUsage, delay_ms: u64, log_bodies: bool) -> Self {
         let scratch = tempfile::Builder::new()
             .prefix("ccd-mock")
             .tempdir()
@@ -166,6 +176,7 @@ impl MockApi {
             ])
             .args(["--cache-read-input-tokens", &usage.cache_read.to_string()])
             .args(["--output-tokens", &usage.output.to_string()])
+            .args(log_bodies.then_some("--log-bodies"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(dir.join("mock-api.stderr")).unwrap())
