@@ -31,8 +31,9 @@ pub struct Finding {
     pub file: PathBuf,
 }
 
-/// The record types ccd has seen Claude Code write (the trim's list,
-/// `trim::policy::KNOWN_TYPES`, is the same set).
+/// The record types ccd has seen Claude Code write (both pinned versions and
+/// older ones: `progress`, `summary`, `custom-title`, `tag`); a trim
+/// refuses a file with any other (`trim::policy::KNOWN_TYPES`).
 pub const KNOWN_RECORD_TYPES: &[&str] = &[
     "user",
     "assistant",

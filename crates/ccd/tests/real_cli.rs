@@ -33,33 +33,6 @@ fn evidence(sb: &Sandbox, mock: &MockApi, sid: Option<&str>) -> String {
     )
 }
 
-/// The usage and words of the newest assistant record: the latest by
-/// timestamp, not the last line. A fork's transcript is not written in
-/// order: 2.1.173 can append the copied history after the fork's first
-/// turn (seen under load in CI).
-fn assistant_usage(transcript: &std::path::Path) -> Option<(Value, String)> {
-    let text = std::fs::read_to_string(transcript).ok()?;
-    let r = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| r["type"] == "assistant")
-        // RFC 3339 UTC timestamps of one writer compare as strings; on a
-        // tie the later line wins.
-        .max_by(|a, b| {
-            a["timestamp"]
-                .as_str()
-                .unwrap_or("")
-                .cmp(b["timestamp"].as_str().unwrap_or(""))
-        })?;
-    let words: String = r["message"]["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect();
-    Some((r["message"]["usage"].clone(), words))
-}
-
 fn one_version(version: &str) {
     let Some(claude) = real::claude_or_skip(version) else {
         return;
@@ -115,7 +88,7 @@ fn one_version(version: &str) {
     let (got_usage, words) = loop {
         let transcript =
             ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid);
-        if let Some(u) = transcript.as_deref().and_then(assistant_usage) {
+        if let Some(u) = transcript.as_deref().and_then(real::assistant_usage) {
             break u;
         }
         assert!(
@@ -325,7 +298,7 @@ fn wait_reply(sb: &Sandbox, sid: &str, words: &str, version: &str) -> std::path:
     let deadline = Instant::now() + T;
     loop {
         if let Some(p) = transcript_of(sb, sid) {
-            if assistant_usage(&p).is_some_and(|(_, w)| w == words) {
+            if real::assistant_usage(&p).is_some_and(|(_, w)| w == words) {
                 return p;
             }
         }

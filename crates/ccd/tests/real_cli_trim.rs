@@ -42,36 +42,13 @@ fn transcript_of(sb: &Sandbox, sid: &str) -> Option<PathBuf> {
     ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), sid)
 }
 
-/// The words of the newest assistant record (by timestamp).
-fn newest_assistant_words(transcript: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(transcript).ok()?;
-    let r = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| r["type"] == "assistant")
-        .max_by(|a, b| {
-            a["timestamp"]
-                .as_str()
-                .unwrap_or("")
-                .cmp(b["timestamp"].as_str().unwrap_or(""))
-        })?;
-    Some(
-        r["message"]["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b["text"].as_str())
-            .collect(),
-    )
-}
-
 fn wait_reply(sb: &Sandbox, mock: &MockApi, sid: &str, words: &str, version: &str) {
     let deadline = Instant::now() + T;
     loop {
         if transcript_of(sb, sid)
             .as_deref()
-            .and_then(newest_assistant_words)
-            .is_some_and(|w| w == words)
+            .and_then(real::assistant_usage)
+            .is_some_and(|(_, w)| w == words)
         {
             return;
         }
@@ -268,39 +245,61 @@ fn same_request(a: &FirstRequest, b: &FirstRequest, version: &str, said: &str) {
     );
 }
 
-fn trim_version(version: &str) {
-    let Some(claude) = real::claude_or_skip(version) else {
-        return;
-    };
-    let started = Instant::now();
+/// A session made under the real CLI for one scenario.
+struct Made {
+    mock: MockApi,
+    sb: Sandbox,
+    dir: PathBuf,
+    sid: String,
+}
+
+/// The real CLI of `version` under ccd, a mock that logs bodies, and a new
+/// session in `project` that may run Bash and Write; `None`: skipped.
+fn make(version: &str, project: &str) -> Option<Made> {
+    let claude = real::claude_or_skip(version)?;
     let mock = MockApi::start_logging_bodies(MockUsage::SMALL);
     let sb = real::sandbox(&mock, &claude, version);
-    let dir = sb.project("trimmed");
-    let dir_s = dir.to_str().unwrap();
-
-    // A session of several turns, with a Bash and a Write tool call.
-    let mut args = vec!["new", "--detach", "--cwd", dir_s, "--"];
+    let dir = sb.project(project);
+    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
     args.extend(tool_args(version));
     let sid = sb.ok(&args).trim().to_string();
-    sb.ok(&["send", &sid, "hello one"]);
-    wait_reply(&sb, &mock, &sid, "ACK: hello one", version);
-    sb.ok(&["send", &sid, "TOOL:echo trim-tool-ran"]);
-    wait_reply(&sb, &mock, &sid, "done", version);
-    sb.ok(&["send", &sid, "in between"]);
-    wait_reply(&sb, &mock, &sid, "ACK: in between", version);
-    let written = dir.join("new.txt");
-    sb.ok(&["send", &sid, &format!("WRITE:{}", written.display())]);
-    wait_reply(&sb, &mock, &sid, "done", version);
-    assert!(written.exists(), "[{version}] the Write tool did not run");
-    sb.ok(&["send", &sid, "hello two"]);
-    wait_reply(&sb, &mock, &sid, "ACK: hello two", version);
-    sb.ok(&["kill", &sid]);
-    wait_dead(&sb, &sid);
+    Some(Made { mock, sb, dir, sid })
+}
 
-    let saved = sb.tmp.path().join("saved-config");
-    copy_dir(&sb.config, &saved);
-    let transcript = transcript_of(&sb, &sid).expect("the transcript");
-    let untouched = std::fs::read(&transcript).unwrap();
+impl Made {
+    fn turn(&self, prompt: &str, reply: &str, version: &str) {
+        self.sb.ok(&["send", &self.sid, prompt]);
+        wait_reply(&self.sb, &self.mock, &self.sid, reply, version);
+    }
+
+    /// Ends the session and saves the config dir; the transcript's path
+    /// and bytes.
+    fn end_and_save(&self) -> (PathBuf, PathBuf, Vec<u8>) {
+        self.sb.ok(&["kill", &self.sid]);
+        wait_dead(&self.sb, &self.sid);
+        let saved = self.sb.tmp.path().join("saved-config");
+        copy_dir(&self.sb.config, &saved);
+        let transcript = transcript_of(&self.sb, &self.sid).expect("the transcript");
+        let untouched = std::fs::read(&transcript).unwrap();
+        (saved, transcript, untouched)
+    }
+}
+
+fn trim_version(version: &str) {
+    let started = Instant::now();
+    // A session of several turns, with a Bash and a Write tool call.
+    let Some(made) = make(version, "trimmed") else {
+        return;
+    };
+    made.turn("hello one", "ACK: hello one", version);
+    made.turn("TOOL:echo trim-tool-ran", "done", version);
+    made.turn("in between", "ACK: in between", version);
+    let written = made.dir.join("new.txt");
+    made.turn(&format!("WRITE:{}", written.display()), "done", version);
+    assert!(written.exists(), "[{version}] the Write tool did not run");
+    made.turn("hello two", "ACK: hello two", version);
+    let (saved, transcript, untouched) = made.end_and_save();
+    let Made { mock, sb, sid, .. } = made;
 
     // The untouched transcript, resumed.
     let a = resume_and_capture(&sb, &mock, &sid, version, "untouched", "hello two");
@@ -382,37 +381,23 @@ fn trim_version(version: &str) {
 /// A session compacted with `/compact`, then `ccd trim --before-compact`:
 /// what precedes the boundary goes, the resumed request stays the same.
 fn compact_version(version: &str) {
-    let Some(claude) = real::claude_or_skip(version) else {
+    let started = Instant::now();
+    let Some(made) = make(version, "compacted") else {
         return;
     };
-    let started = Instant::now();
-    let mock = MockApi::start_logging_bodies(MockUsage::SMALL);
-    let sb = real::sandbox(&mock, &claude, version);
-    let dir = sb.project("compacted");
-    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
-    args.extend(tool_args(version));
-    let sid = sb.ok(&args).trim().to_string();
-    sb.ok(&["send", &sid, "hello one"]);
-    wait_reply(&sb, &mock, &sid, "ACK: hello one", version);
-    sb.ok(&["send", &sid, "TOOL:echo before-compact"]);
-    wait_reply(&sb, &mock, &sid, "done", version);
-    sb.ok(&["send", &sid, "/compact"]);
+    made.turn("hello one", "ACK: hello one", version);
+    made.turn("TOOL:echo before-compact", "done", version);
+    made.sb.ok(&["send", &made.sid, "/compact"]);
     wait_for(T, "a compaction boundary in the transcript", || {
-        let t = transcript_of(&sb, &sid)?;
+        let t = transcript_of(&made.sb, &made.sid)?;
         std::fs::read_to_string(t)
             .ok()?
             .contains("\"compact_boundary\"")
             .then_some(())
     });
-    sb.ok(&["send", &sid, "after compact"]);
-    wait_reply(&sb, &mock, &sid, "ACK: after compact", version);
-    sb.ok(&["kill", &sid]);
-    wait_dead(&sb, &sid);
-
-    let saved = sb.tmp.path().join("saved-config");
-    copy_dir(&sb.config, &saved);
-    let transcript = transcript_of(&sb, &sid).expect("the transcript");
-    let untouched = std::fs::read(&transcript).unwrap();
+    made.turn("after compact", "ACK: after compact", version);
+    let (saved, transcript, untouched) = made.end_and_save();
+    let Made { mock, sb, sid, .. } = made;
     if let Ok(dir) = std::env::var("CCD_TRIM_TEST_DUMP") {
         let _ = std::fs::write(format!("{dir}/{version}-compacted.jsonl"), &untouched);
     }

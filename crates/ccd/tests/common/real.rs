@@ -299,3 +299,30 @@ pub fn registry_entries(sb: &Sandbox) -> Vec<Value> {
         .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
         .collect()
 }
+
+/// The usage and words of the newest assistant record: the latest by
+/// timestamp, not the last line. A fork's transcript is not written in
+/// order: 2.1.173 can append the copied history after the fork's first
+/// turn (seen under load in CI).
+pub fn assistant_usage(transcript: &std::path::Path) -> Option<(Value, String)> {
+    let text = std::fs::read_to_string(transcript).ok()?;
+    let r = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "assistant")
+        // RFC 3339 UTC timestamps of one writer compare as strings; on a
+        // tie the later line wins.
+        .max_by(|a, b| {
+            a["timestamp"]
+                .as_str()
+                .unwrap_or("")
+                .cmp(b["timestamp"].as_str().unwrap_or(""))
+        })?;
+    let words: String = r["message"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    Some((r["message"]["usage"].clone(), words))
+}
