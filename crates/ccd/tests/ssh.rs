@@ -397,6 +397,21 @@ fn events_approve_deny_fork_observe_and_kill_on_another_machine() {
             .all(|s| s["state"] == "dead" && s["ccd"]["lifecycle"] == "exited");
         gone.then_some(())
     });
+
+    // trim there: the live session is refused; once dead, it is trimmed.
+    let out = sb.run(&["--host", &url, "trim", &sid]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs a dead session"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sb.ok(&["--host", &url, "kill", &sid]);
+    wait_for(T, "the session dead", || {
+        let out = sb.run(&["--host", &url, "trim", &sid, "--dry-run", "--json"]);
+        let r: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (out.status.success() && r["session"] == sid.as_str() && r["dry_run"] == true).then_some(())
+    });
 }
 
 /// Neovim >= 0.9 (`$CCD_NVIM`, else `nvim` on PATH), or why not.
