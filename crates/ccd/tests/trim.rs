@@ -261,6 +261,47 @@ fn a_writer_appearing_mid_trim_leaves_the_original() {
     );
 }
 
+/// At most two trims run at once (`MAX_CONCURRENT_TRIMS`): a third waits
+/// for a turn, then runs.
+#[test]
+fn a_third_trim_waits_for_a_turn() {
+    let pause = tempfile::tempdir().unwrap();
+    let sb = Sandbox::with_env(&[("CCD_TEST_TRIM_PAUSE_DIR", pause.path().to_str().unwrap())]);
+    let sessions: Vec<_> = (0..3)
+        .map(|_| dead_recorded(&sb, "transcript-background-agent-2.1.332-settled.jsonl"))
+        .collect();
+    sb.client_or_start();
+    let children: Vec<_> = sessions
+        .iter()
+        .map(|(sid, _, _)| {
+            sb.cmd(&["trim", sid, "--json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let paused = || {
+        std::fs::read_dir(pause.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("paused."))
+            .count()
+    };
+    wait_for(T, "two trims paused", || (paused() >= 2).then_some(()));
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(paused(), 2, "a third trim ran beside two");
+    std::fs::write(pause.path().join("go"), b"").unwrap();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(paused(), 3);
+    for (_, p, bytes) in &sessions {
+        assert!(std::fs::read(p).unwrap().len() < bytes.len());
+    }
+}
+
 #[test]
 fn doctor_and_ls_show_sizes_and_savings() {
     let sb = Sandbox::new();

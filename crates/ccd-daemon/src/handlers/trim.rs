@@ -21,9 +21,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Test hook: with `CCD_TEST_TRIM_PAUSE_DIR` set, a trim creates
-/// `<dir>/paused` between its two passes and waits (at most 30 s) for
+/// `<dir>/paused` (and `<dir>/paused.<session id>`) between its two passes and waits (at most 30 s) for
 /// `<dir>/go`, so a test can race a writer deterministically.
 const PAUSE_ENV: &str = "CCD_TEST_TRIM_PAUSE_DIR";
+
+/// Most trims running at once (each reads its transcript twice and writes
+/// a copy: disk-bound; more would only share the disk). Further requests
+/// wait for a turn.
+const MAX_CONCURRENT_TRIMS: usize = 2;
+
+/// The turns of [`MAX_CONCURRENT_TRIMS`].
+static TRIM_TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CONCURRENT_TRIMS);
 
 /// Where the originals of `sid` are kept.
 pub fn backup_dir(state_dir: &Path, sid: &str) -> PathBuf {
@@ -93,10 +101,11 @@ fn to_rpc(sid: &str, transcript: &Path, e: TrimError) -> RpcError {
     refused(sid, transcript, reason, msg)
 }
 
-fn pause_for_tests() {
+fn pause_for_tests(sid: &str) {
     let Some(dir) = std::env::var_os(PAUSE_ENV).map(PathBuf::from) else {
         return;
     };
+    let _ = std::fs::write(dir.join(format!("paused.{sid}")), b"");
     let _ = std::fs::write(dir.join("paused"), b"");
     let until = Instant::now() + Duration::from_secs(30);
     while !dir.join("go").exists() && Instant::now() < until {
@@ -128,6 +137,10 @@ pub async fn trim(ctx: &ConnCtx, p: TrimParams) -> Result<TrimResult, RpcError> 
     };
     tracing::info!(session = %sid, transcript = %transcript.display(), dry_run = p.dry_run, undo = p.undo, "trim");
     let (sid2, path) = (sid.clone(), transcript.clone());
+    let _turn = TRIM_TURNS
+        .acquire()
+        .await
+        .map_err(|e| RpcError::internal(format!("trim turns: {e}")))?;
     let out = tokio::task::spawn_blocking(move || {
         let guard = || running_now(&daemon, &sid2);
         if p.undo {
@@ -147,7 +160,7 @@ pub async fn trim(ctx: &ConnCtx, p: TrimParams) -> Result<TrimResult, RpcError> 
             }
             trim::plan(&path, &opts)?
         } else {
-            let hook = || pause_for_tests();
+            let hook = || pause_for_tests(&sid2);
             let hook: &dyn Fn() = &hook;
             trim::trim(&path, &backups, &opts, &guard, Some(hook))?
         };
