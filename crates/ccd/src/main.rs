@@ -6,6 +6,7 @@ mod commands;
 mod logging;
 mod settings;
 mod term;
+mod ui;
 
 use clap::Parser;
 use std::process::ExitCode;

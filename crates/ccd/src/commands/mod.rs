@@ -8,7 +8,7 @@ mod events;
 mod fork;
 mod holder;
 mod kill;
-mod ls;
+pub mod ls;
 mod new;
 mod observe;
 mod respond;

@@ -1,0 +1,11 @@
+//! `ccd ui` (and `ccd` with no arguments on a terminal): the dashboard.
+//!
+//! - [`model`]: the rows, their order by what needs the user first, the
+//!   filter and the selection (pure);
+//! - [`view`]: the rest of what is shown (mode, preview, message);
+//! - [`render`]: ratatui widgets drawing a [`view::View`].
+#![allow(dead_code)]
+
+pub mod model;
+pub mod render;
+pub mod view;
