@@ -11,6 +11,9 @@
 //! fresh_on_failure = false
 //! # Stop held sessions idle with no client for this long (off when absent).
 //! reap_idle_minutes = 120
+//! # `ccd ui`: how a session that starts waiting is announced, once per
+//! # prompt: off (default), bell, osc9 or osc777 (desktop notifications).
+//! ui_notify = "bell"
 //! # Context window per model id (or id prefix), in tokens.
 //! [context_windows]
 //! "claude-opus-5-5" = 1000000
@@ -41,6 +44,9 @@ pub struct Settings {
     /// longer than this many minutes (off by default).
     #[serde(default)]
     pub reap_idle_minutes: Option<u64>,
+    /// `ccd ui`: `off`, `bell`, `osc9` or `osc777`.
+    #[serde(default)]
+    pub ui_notify: Option<String>,
 }
 
 impl Settings {

@@ -1,7 +1,7 @@
 //! One module per subcommand.
 
 mod attach;
-mod attached;
+pub mod attached;
 mod daemon;
 mod doctor;
 mod events;
@@ -21,7 +21,20 @@ use ccd_protocol::methods::session::RespondChoice;
 use std::process::ExitCode;
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
+    let command = match cli.command {
+        Some(c) => c,
+        None if crate::ui::app::on_terminal() => Command::Ui {
+            key: crate::cli::DetachKeyArg { detach_key: None },
+        },
+        None => {
+            use clap::CommandFactory;
+            Cli::command().print_help()?;
+            return Ok(ExitCode::from(2));
+        }
+    };
+    match command {
+        // Nothing may write on the dashboard's screen: no log on stderr.
+        Command::Ui { key } => crate::ui::app::run(&cli.global, &key),
         Command::Daemon(args) => daemon::run(&cli.global, &args),
         Command::Holder => holder::run(),
         other => {
@@ -56,7 +69,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::New(args) => new::run(&cli.global, &args),
                 Command::Kill(args) => kill::run(&cli.global, &args),
                 Command::Screen(args) => screen::run(&cli.global, &args),
-                Command::Daemon(_) | Command::Holder => unreachable!("handled above"),
+                Command::Daemon(_) | Command::Holder | Command::Ui { .. } => {
+                    unreachable!("handled above")
+                }
             }
         }
     }

@@ -170,19 +170,19 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
             .map(|c| line(&tilde(c, view.home.as_deref())).into_owned())
             .unwrap_or_else(|| "-".into()),
         Col::Title => {
-            let mut t = i
-                .name
-                .as_deref()
-                .map(|n| format!("[{}] ", line(n)))
-                .unwrap_or_default();
-            t.push_str(&line(i.title.as_deref().unwrap_or("")));
+            // What it waits for first: it is why the row is on top.
+            let mut t = String::new();
             if let Some(p) = i.ccd.as_ref().and_then(|c| c.permission.as_deref()) {
-                t.push_str(&format!(" [permission: {}]", line(p)));
+                t.push_str(&format!("[permission: {}] ", line(p)));
             } else if let Some(w) = i.waiting_for.as_deref() {
                 if r.attention() == Attention::Waiting {
-                    t.push_str(&format!(" [{}]", line(w)));
+                    t.push_str(&format!("[{}] ", line(w)));
                 }
             }
+            if let Some(n) = i.name.as_deref() {
+                t.push_str(&format!("[{}] ", line(n)));
+            }
+            t.push_str(&line(i.title.as_deref().unwrap_or("")));
             t
         }
     };
