@@ -7,6 +7,7 @@
 //! target/release/ccd-bench events        # registry change → event latency
 //! target/release/ccd-bench pty           # ccd vs raw PTY / tmux / dtach: flood, echo, attach, memory
 //! target/release/ccd-bench parse         # the screen model's parse speed, part by part
+//! target/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
 //! ```
 
 mod events;
@@ -14,6 +15,7 @@ mod gen_config;
 mod ls;
 mod parse;
 mod pty;
+mod ui;
 
 use clap::{Parser, Subcommand};
 
@@ -38,6 +40,9 @@ enum Cmd {
     Pty(pty::Args),
     /// In-memory parse speed of the screen model, part by part.
     Parse(parse::Args),
+    /// `ccd ui`: process start to the first frame showing the list, over
+    /// generated transcripts.
+    Ui(ui::Args),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -53,6 +58,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Events(a) => events::run(&a),
         Cmd::Pty(a) => pty::run(&a),
         Cmd::Parse(a) => parse::run(&a),
+        Cmd::Ui(a) => ui::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }

@@ -200,3 +200,98 @@ fn sigterm_and_sighup_restore_the_terminal() {
         drop(t);
     }
 }
+
+#[test]
+fn new_with_completion_fork_observe_and_kill_with_confirm() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let held = sb.new_session("orig");
+    // A conversation to fork.
+    sb.ok(&["send", &held, "something to fork"]);
+    let target = sb.project("newplace-unique");
+    let t = Tmux::start(&sb, &["ui"], 120, 40);
+    t.wait(short(&held), T);
+
+    // n: a directory, completed with Tab, then Enter: a new session,
+    // attached; the detach key comes back.
+    t.keys(&["n"]);
+    t.wait("new session in directory", T);
+    // Replace the suggested directory with the work dir's prefix.
+    for _ in 0..200 {
+        t.keys(&["BSpace"]);
+    }
+    t.type_text(&format!("{}/newplace-u", sb.work.display()));
+    t.keys(&["Tab"]);
+    t.wait(&format!("{}/", target.display()), T);
+    t.keys(&["Enter"]);
+    t.wait_until("attached to the new session", T, |p| {
+        !p.contains("sessions:")
+    });
+    t.keys(&["C-\\"]);
+    let pane = t.wait("detached from", T);
+    let new_sid = wait_for(T, "the new session held in its directory", || {
+        common::ls_json(&sb).into_iter().find_map(|r| {
+            (r["cwd"] == target.to_str().unwrap() && !r["ccd"].is_null())
+                .then(|| r["session_id"].as_str().unwrap().to_string())
+        })
+    });
+    assert!(
+        pane.contains(&format!("detached from {}", short(&new_sid))),
+        "{pane}"
+    );
+
+    // o: observe, read-only; the detach key comes back.
+    t.keys(&["/"]);
+    t.type_text("orig");
+    t.keys(&["Enter"]);
+    t.wait_until("only the original", T, |p| {
+        let r = list_rows(p);
+        r.len() == 1 && r[0].contains(short(&held))
+    });
+    t.keys(&["o"]);
+    t.wait_until("observing", T, |p| !p.contains("sessions:"));
+    t.type_text("not-typed-when-observing");
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", short(&held)), T);
+    assert!(!sb
+        .ok(&["screen", &held])
+        .contains("not-typed-when-observing"));
+
+    // f: fork, attached to the fork; back with the detach key.
+    t.keys(&["f"]);
+    t.wait_until("attached to the fork", T, |p| !p.contains("sessions:"));
+    t.keys(&["C-\\"]);
+    let pane = t.wait("detached from", T);
+    assert!(
+        !pane.contains(&format!("detached from {}", short(&held))),
+        "the fork is another session:\n{pane}"
+    );
+
+    // k asks first: any key but y keeps it; y kills it.
+    t.keys(&["Escape"]);
+    t.wait_until("the filter cleared", T, |p| !p.contains("[/orig]"));
+    t.keys(&["/"]);
+    t.type_text(short(&held)); // the fork has the same directory
+    t.keys(&["Enter"]);
+    t.wait_until("only the original", T, |p| {
+        let r = list_rows(p);
+        r.len() == 1 && r[0].contains(short(&held))
+    });
+    t.keys(&["k"]);
+    t.wait(&format!("kill {}? y to kill", short(&held)), T);
+    t.keys(&["n"]);
+    t.wait("kept it", T);
+    assert!(!common::row(&sb, &held)["ccd"].is_null(), "still held");
+    t.keys(&["k"]);
+    t.wait(&format!("kill {}? y to kill", short(&held)), T);
+    t.keys(&["y"]);
+    t.wait(&format!("{}: exited", short(&held)), T);
+    t.wait_until("the killed session dead", T, |p| {
+        list_rows(p).first().is_some_and(|r| r.contains("dead"))
+    });
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}

@@ -906,3 +906,23 @@ fn spawn_worker(global: GlobalArgs, tx: Sender<Msg>, auto_trust: bool) -> Sender
 pub fn on_terminal() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_are_one_sequence_each_and_the_key_is_checked() {
+        assert_eq!(Notify::parse(None).unwrap(), Notify::Off);
+        assert_eq!(Notify::parse(Some("osc9")).unwrap(), Notify::Osc9);
+        let e = Notify::parse(Some("loud\x1b[2J")).unwrap_err().to_string();
+        assert!(e.contains("ui_notify") && !e.contains('\x1b'), "{e}");
+        assert_eq!(Notify::Bell.bytes("x"), b"\x07");
+        assert!(Notify::Off.bytes("x").is_empty());
+        assert_eq!(
+            Notify::Osc9.bytes("ccd: 3c5e needs you"),
+            b"\x1b]9;ccd: 3c5e needs you\x1b\\"
+        );
+        assert_eq!(Notify::Osc777.bytes("t"), b"\x1b]777;notify;ccd;t\x1b\\");
+    }
+}
