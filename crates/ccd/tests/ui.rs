@@ -181,6 +181,38 @@ fn the_dashboard_says_the_daemon_is_gone_and_reconnects() {
 }
 
 #[test]
+fn a_panic_restores_the_terminal() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let mut sb = Sandbox::new();
+    sb.env.push(("CCD_UI_PANIC_FOR_TEST".into(), "1".into()));
+    let t = Tmux::start(&sb, &["ui"], 80, 24);
+    let pane = t.wait("ccd-exited=101", T);
+    assert!(!t.alternate_on(), "the alternate screen was left:\n{pane}");
+    assert!(pane.contains("CCD_UI_PANIC_FOR_TEST is set"), "{pane}");
+}
+
+#[test]
+fn a_resize_redraws_to_the_new_width() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let held = sb.new_session("p");
+    let t = Tmux::start(&sb, &["ui"], 120, 30);
+    t.wait(short(&held), T);
+    t.wait("CWD", T);
+    t.tmux(&["resize-window", "-t", "ui", "-x", "80", "-y", "24"]);
+    let pane = t.wait_until("the 80-column layout", T, |p| {
+        !p.contains("CWD") && p.contains(short(&held))
+    });
+    assert!(pane.lines().all(|l| l.chars().count() <= 80), "{pane}");
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
+
+#[test]
 fn sigterm_and_sighup_restore_the_terminal() {
     if !tmux_or_skip() {
         return;

@@ -56,6 +56,10 @@ pub static STARTED: OnceLock<Instant> = OnceLock::new();
 /// how long it took from process start (`ccd-bench ui` uses it).
 pub const FIRST_FRAME_ENV: &str = "CCD_UI_EXIT_AFTER_FIRST_FRAME";
 
+/// Set to `1`: panic after the first frame that shows the list (the test
+/// of the panic path: the terminal must come back).
+pub const PANIC_ENV: &str = "CCD_UI_PANIC_FOR_TEST";
+
 enum Msg {
     Input(Event),
     Signal(i32),
@@ -297,6 +301,9 @@ impl App {
             if dirty {
                 term.draw(|f| render::draw(f, view))?;
                 dirty = false;
+                if !view.loading && std::env::var(PANIC_ENV).is_ok_and(|v| v == "1") {
+                    panic!("{PANIC_ENV} is set");
+                }
                 if first_frame_only && !view.loading {
                     let started = STARTED.get().copied().unwrap_or_else(Instant::now);
                     let ms = started.elapsed().as_secs_f64() * 1e3;
