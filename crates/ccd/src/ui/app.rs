@@ -235,6 +235,9 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
     let input = InputCtl::default();
     spawn_events(global.clone(), tx.clone());
     let load = spawn_loader(global.clone(), tx.clone());
+    // The first listing starts at once; another follows the subscription
+    // (what changed between the two comes by events from then on).
+    let _ = load.send(());
     let jobs = spawn_worker(global.clone(), tx.clone(), auto_trust);
     let signals = spawn_signals(tx.clone());
 
@@ -258,7 +261,6 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         preview_at: Instant::now(),
         preview_stale: false,
         quit: None,
-        loaded_once: false,
     };
     let code = app.run(&mut term, &mut view, &rx, first_frame_only);
     drop(term);
@@ -282,7 +284,6 @@ struct App {
     /// The shown preview is out of date (its session's events, an attach).
     preview_stale: bool,
     quit: Option<ExitCode>,
-    loaded_once: bool,
 }
 
 type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
@@ -390,12 +391,7 @@ impl App {
                 true
             }
             Msg::DaemonGone(why) => {
-                let first = view.daemon == Daemon::Connected;
                 view.daemon = Daemon::Gone(why);
-                if !self.loaded_once && first {
-                    // No daemon at all: list from the files meanwhile.
-                    let _ = self.load.send(());
-                }
                 true
             }
             Msg::Event(e) => {
@@ -430,7 +426,6 @@ impl App {
             Msg::Rows(Ok(rows)) => {
                 view.model.set_rows(rows);
                 view.loading = false;
-                self.loaded_once = true;
                 true
             }
             Msg::Rows(Err(e)) => {

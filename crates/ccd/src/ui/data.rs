@@ -37,15 +37,26 @@ pub fn listing(
     let probe = ccd_claude::liveness::system_probe();
     let windows = ContextWindows::new(settings.context_windows);
     let cache = crate::settings::state_dir();
-    let held = match client {
-        Some(c) => Some(c.call::<SessionsList>(&ListParams {
-            held_only: true,
-            ..Default::default()
-        })?),
-        None => None,
-    };
-    let idx = ccd_claude::index::build_cached(&config, probe.as_ref(), &windows, Some(&cache))
-        .with_context(|| format!("reading sessions under {}", config.root().display()))?;
+    // The daemon is asked while the index is built (as `ccd ls` does).
+    let (held, idx) = std::thread::scope(|s| {
+        let asked = s.spawn(move || {
+            client
+                .map(|c| {
+                    c.call::<SessionsList>(&ListParams {
+                        held_only: true,
+                        ..Default::default()
+                    })
+                })
+                .transpose()
+        });
+        let idx = ccd_claude::index::build_cached(&config, probe.as_ref(), &windows, Some(&cache));
+        let held = asked
+            .join()
+            .unwrap_or_else(|_| Err(ClientError::Protocol("the listing thread panicked".into())));
+        (held, idx)
+    });
+    let held = held?;
+    let idx = idx.with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let rows: Vec<SessionInfo> = idx
         .sessions
         .iter()
