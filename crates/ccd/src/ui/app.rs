@@ -45,6 +45,9 @@ use std::time::{Duration, Instant};
 pub const TICK: Duration = Duration::from_secs(5);
 /// How often the selected held session's screen is fetched while busy.
 pub const SCREEN_REFRESH: Duration = Duration::from_secs(1);
+/// The shortest time between two listings (each reads every transcript's
+/// metadata).
+pub const RELOAD_EVERY: Duration = Duration::from_secs(1);
 /// How often a lost daemon is looked for.
 pub const RECONNECT: Duration = Duration::from_secs(1);
 
@@ -322,7 +325,9 @@ impl App {
                 .selected()
                 .is_some_and(|r| r.held() && r.attention() == super::model::Attention::Busy);
             let mut wait = TICK.saturating_sub(last_tick.elapsed());
-            if busy_preview {
+            // With a preview in flight its answer wakes the loop: no
+            // shorter wait (a zero one would spin).
+            if busy_preview && self.preview_asked.is_none() {
                 wait = wait.min(SCREEN_REFRESH.saturating_sub(self.preview_at.elapsed()));
             }
             match rx.recv_timeout(wait) {
@@ -799,6 +804,7 @@ fn spawn_loader(global: GlobalArgs, tx: Sender<Msg>) -> Sender<()> {
     std::thread::spawn(move || {
         let mut client: Option<Client> = None;
         while rx.recv().is_ok() {
+            let started = Instant::now();
             while rx.try_recv().is_ok() {}
             if client.is_none() {
                 client = crate::commands::connect_existing(&global).ok().flatten();
@@ -812,6 +818,9 @@ fn spawn_loader(global: GlobalArgs, tx: Sender<Msg>) -> Sender<()> {
             if tx.send(Msg::Rows(r.map_err(|e| format!("{e:#}")))).is_err() {
                 return;
             }
+            // A storm of events cannot keep the index building: at most
+            // one listing per RELOAD_EVERY.
+            std::thread::sleep(RELOAD_EVERY.saturating_sub(started.elapsed()));
         }
     });
     req
