@@ -200,7 +200,8 @@ fn a_resize_redraws_to_the_new_width() {
     }
     let sb = Sandbox::new();
     let held = sb.new_session("p");
-    let t = Tmux::start(&sb, &["ui"], 120, 30);
+    // `ccd` alone on a terminal is the dashboard.
+    let t = Tmux::start(&sb, &[], 120, 30);
     t.wait(short(&held), T);
     t.wait("CWD", T);
     t.tmux(&["resize-window", "-t", "ui", "-x", "80", "-y", "24"]);
@@ -326,4 +327,42 @@ fn new_with_completion_fork_observe_and_kill_with_confirm() {
     });
     t.keys(&["q"]);
     t.wait("ccd-exited=0", T);
+}
+
+#[test]
+fn a_session_that_starts_waiting_rings_the_bell_when_configured() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.tmp.path().join("ccd.toml"), "ui_notify = \"bell\"\n").unwrap();
+    let held = sb.new_session("p");
+    let t = Tmux::start(&sb, &["ui"], 120, 30);
+    t.wait(short(&held), T);
+    let bell = || {
+        t.tmux(&["display-message", "-p", "-t", "ui", "#{window_bell_flag}"])
+            .trim()
+            == "1"
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!bell(), "no bell before anything waits");
+    let mut c = sb.client();
+    c.call_value(
+        "session.input",
+        json!({"session": held, "data": ccd_protocol::b64::encode(b"perm echo hi\r")}),
+    )
+    .unwrap();
+    t.wait("[permission: Bash command echo hi]", T);
+    wait_for(T, "the bell", || bell().then_some(()));
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
+
+#[test]
+fn ccd_alone_without_a_terminal_prints_the_usage() {
+    let sb = Sandbox::new();
+    let o = sb.run(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Usage: ccd") && out.contains("ui"), "{out}");
 }

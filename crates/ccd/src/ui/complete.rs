@@ -97,4 +97,15 @@ mod tests {
         assert_eq!(complete("~/w", Some(home)).0, "~/web/");
         assert_eq!(expand("~/x", Some("/h")), PathBuf::from("/h/x"));
     }
+
+    #[test]
+    fn a_huge_directory_reads_at_most_the_bound() {
+        let d = tempfile::tempdir().unwrap();
+        for n in 0..MAX_ENTRIES + 50 {
+            std::fs::create_dir(d.path().join(format!("d{n:05}"))).unwrap();
+        }
+        let (_, choices) = complete(&format!("{}/d", d.path().display()), None);
+        assert!(choices.len() <= MAX_ENTRIES, "{}", choices.len());
+        assert!(choices.len() > 1);
+    }
 }
