@@ -37,7 +37,7 @@ use ratatui::prelude::CrosstermBackend;
 use ratatui::Terminal;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,11 @@ pub const SCREEN_REFRESH: Duration = Duration::from_secs(1);
 /// The shortest time between two listings (each reads every transcript's
 /// metadata).
 pub const RELOAD_EVERY: Duration = Duration::from_secs(1);
+/// Messages queued for the main thread. While an attached session has
+/// the terminal nothing drains them: the events thread then blocks, the
+/// daemon's per-connection queue fills, it drops events and says
+/// `events.lagged`, and the dashboard reloads when it is back.
+pub const MAX_QUEUED: usize = 1_024;
 /// How often a lost daemon is looked for.
 pub const RECONNECT: Duration = Duration::from_secs(1);
 
@@ -234,7 +239,7 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         && std::env::var("TERM").map_or(true, |t| t != "dumb");
     let home = std::env::var("HOME").ok();
 
-    let (tx, rx) = mpsc::channel::<Msg>();
+    let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_QUEUED);
     let input = InputCtl::default();
     spawn_events(global.clone(), tx.clone());
     let load = spawn_loader(global.clone(), tx.clone());
@@ -346,7 +351,13 @@ impl App {
                 view.now = time::OffsetDateTime::now_utc();
                 dirty = true;
             }
-            if busy_preview && self.preview_at.elapsed() >= SCREEN_REFRESH {
+            let held_preview = view.model.selected().is_some_and(|r| r.held());
+            if (busy_preview && self.preview_at.elapsed() >= SCREEN_REFRESH)
+                || (held_preview && self.preview_at.elapsed() >= TICK)
+            {
+                // A held screen can change without an event (another
+                // client typing): refreshed every TICK, every second
+                // while busy.
                 self.preview_stale = true;
             }
             dirty |= self.ask_preview(view);
@@ -609,6 +620,11 @@ impl App {
                                 },
                             });
                         }
+                        None if !r.held() && r.attention() == super::model::Attention::Waiting => {
+                            view.message = Some(format!(
+                                "{short} runs outside ccd: answer it where it runs (o observes it)"
+                            ))
+                        }
                         None => view.message = Some(format!("{short} shows no permission prompt")),
                     },
                     _ => {}
@@ -693,7 +709,7 @@ fn attach_error(sid: &str, e: &ccd_client::ClientError) -> String {
     }
 }
 
-fn spawn_input(tx: Sender<Msg>, ctl: InputCtl) {
+fn spawn_input(tx: SyncSender<Msg>, ctl: InputCtl) {
     std::thread::spawn(move || loop {
         ctl.park_if_asked();
         match event::poll(Duration::from_millis(200)) {
@@ -716,7 +732,7 @@ fn spawn_input(tx: Sender<Msg>, ctl: InputCtl) {
     });
 }
 
-fn spawn_signals(tx: Sender<Msg>) -> Option<signal_hook::iterator::Handle> {
+fn spawn_signals(tx: SyncSender<Msg>) -> Option<signal_hook::iterator::Handle> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT]).ok()?;
     let handle = signals.handle();
@@ -730,7 +746,7 @@ fn spawn_signals(tx: Sender<Msg>) -> Option<signal_hook::iterator::Handle> {
 
 /// The events connection: the first one may start a daemon (like every
 /// command); after a loss, only a daemon that is back is used.
-fn spawn_events(global: GlobalArgs, tx: Sender<Msg>) {
+fn spawn_events(global: GlobalArgs, tx: SyncSender<Msg>) {
     std::thread::spawn(move || {
         let mut first = true;
         let mut said_gone = false;
@@ -764,7 +780,7 @@ fn spawn_events(global: GlobalArgs, tx: Sender<Msg>) {
 
 /// Subscribes and forwards events until the connection fails (`Err`:
 /// why) or the dashboard stops listening (`Ok`).
-fn subscribe_and_forward(c: &mut Client, tx: &Sender<Msg>) -> Result<(), String> {
+fn subscribe_and_forward(c: &mut Client, tx: &SyncSender<Msg>) -> Result<(), String> {
     c.call::<EventsSubscribe>(&SubscribeParams { types: None })
         .map_err(|e| e.to_string())?;
     if tx.send(Msg::Subscribed).is_err() {
@@ -799,7 +815,7 @@ fn subscribe_and_forward(c: &mut Client, tx: &Sender<Msg>) -> Result<(), String>
 
 /// Builds the listing on request; requests made while one is built are
 /// served by one more build.
-fn spawn_loader(global: GlobalArgs, tx: Sender<Msg>) -> Sender<()> {
+fn spawn_loader(global: GlobalArgs, tx: SyncSender<Msg>) -> Sender<()> {
     let (req, rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
         let mut client: Option<Client> = None;
@@ -826,7 +842,7 @@ fn spawn_loader(global: GlobalArgs, tx: Sender<Msg>) -> Sender<()> {
     req
 }
 
-fn spawn_worker(global: GlobalArgs, tx: Sender<Msg>, auto_trust: bool) -> Sender<Job> {
+fn spawn_worker(global: GlobalArgs, tx: SyncSender<Msg>, auto_trust: bool) -> Sender<Job> {
     let (jobs, rx) = mpsc::channel::<Job>();
     std::thread::spawn(move || {
         let mut client: Option<Client> = None;
