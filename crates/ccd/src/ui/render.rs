@@ -397,9 +397,15 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &View) {
                 } else {
                     format!("[/{}] ", line(view.model.filter()))
                 };
-                format!(
+                let full = format!(
                     "{filter}Enter attach · o observe · f fork · n new · k kill · a/d approve/deny · / filter · ? help · q quit"
-                )
+                );
+                if full.width() <= area.width as usize {
+                    full
+                } else {
+                    // Narrow: every key still shown, `?` and `q` included.
+                    format!("{filter}⏎ attach · o obs · f fork · n new · k kill · a/d · / filter · ? help · q quit")
+                }
             }
         },
     };
