@@ -630,6 +630,26 @@ mod tests {
     }
 
     #[test]
+    fn tiny_terminals_do_not_break_it() {
+        for (w, h) in [(1, 1), (5, 2), (10, 3), (20, 5), (30, 8)] {
+            let new = Mode::NewDir {
+                input: "/x/".into(),
+                choices: vec!["/x/a/".into(); 20],
+            };
+            let kill = Mode::ConfirmKill {
+                session: "s".into(),
+                label: "s".into(),
+            };
+            for mode in [Mode::List, Mode::Help, Mode::Filter, new, kill] {
+                let mut v = fixture();
+                v.mode = mode;
+                v.daemon = Daemon::Gone("x".into());
+                render(&mut v, w, h);
+            }
+        }
+    }
+
+    #[test]
     fn columns_fit_every_width() {
         for w in [20u16, 40, 80, 120, 250, 1000] {
             let cols = columns(w);
