@@ -630,6 +630,32 @@ mod tests {
     }
 
     #[test]
+    fn no_color_means_no_colour_only_attributes() {
+        let colours = |colour: bool| {
+            let mut v = fixture();
+            v.colour = colour;
+            v.daemon = Daemon::Gone("x".into());
+            let b = render(&mut v, 120, 40);
+            let buf = b.buffer();
+            let mut fgs = std::collections::HashSet::new();
+            for c in buf.content() {
+                fgs.insert(format!("{:?}", c.fg));
+            }
+            // The waiting row (the first under the column header) is bold either way.
+            let bold = buf
+                .cell((4, 2))
+                .is_some_and(|c| c.modifier.contains(Modifier::BOLD));
+            (fgs, bold)
+        };
+        let (fgs, bold) = colours(false);
+        assert_eq!(fgs.into_iter().collect::<Vec<_>>(), ["Reset"]);
+        assert!(bold);
+        let (fgs, bold) = colours(true);
+        assert!(fgs.contains("Yellow") && fgs.contains("Red"), "{fgs:?}");
+        assert!(bold);
+    }
+
+    #[test]
     fn tiny_terminals_do_not_break_it() {
         for (w, h) in [(1, 1), (5, 2), (10, 3), (20, 5), (30, 8)] {
             let new = Mode::NewDir {
