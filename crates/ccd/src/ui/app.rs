@@ -250,9 +250,13 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
     let signals = spawn_signals(tx.clone());
 
     let previous = std::panic::take_hook();
+    // A panic on any thread ends the dashboard: the terminal comes back
+    // first, then the message, then exit status 101 (a dashboard missing a
+    // thread would hang or draw stale rows).
     std::panic::set_hook(Box::new(move |info| {
         leave_terminal();
         previous(info);
+        std::process::exit(101);
     }));
     let guard = TermGuard::enter()?;
     spawn_input(tx.clone(), input.clone());
