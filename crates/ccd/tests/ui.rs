@@ -87,7 +87,12 @@ fn the_dashboard_lists_filters_attaches_detaches_and_quits() {
     let rows = list_rows(&pane);
     assert_eq!(rows.len(), 1, "the filter is kept:\n{pane}");
     t.keys(&["Escape"]);
-    t.wait_until("the whole list again", T, |p| list_rows(p).len() >= 3);
+    let pane = t.wait_until("the whole list again", T, |p| list_rows(p).len() >= 3);
+    // The selection stayed on the session just left (its preview shows).
+    assert!(
+        pane.contains(&format!(" {} · live screen", short(&held))),
+        "{pane}"
+    );
 
     // q: exit status 0, the terminal's own screen back.
     t.keys(&["q"]);
