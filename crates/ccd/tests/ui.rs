@@ -371,3 +371,27 @@ fn ccd_alone_without_a_terminal_prints_the_usage() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Usage: ccd") && out.contains("ui"), "{out}");
 }
+
+#[test]
+fn a_detach_key_pressed_while_attaching_is_a_key_not_a_signal() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let mut sb = Sandbox::new();
+    // A wide spell between leaving the dashboard and the attach.
+    sb.env
+        .push(("CCD_UI_TEST_ATTACH_DELAY_MS".into(), "1500".into()));
+    let held = sb.new_session("p");
+    let t = Tmux::start(&sb, &["ui"], 100, 30);
+    t.wait(short(&held), T);
+    t.keys(&["Enter"]);
+    // The dashboard leaves its screen before the attach client takes the
+    // terminal: Ctrl-\ (QUIT in a cooked terminal) pressed then must
+    // detach, not kill it.
+    t.wait_until("the dashboard's screen left", T, |_| !t.alternate_on());
+    t.keys(&["C-\\"]);
+    let pane = t.wait(&format!("detached from {}", short(&held)), T);
+    assert!(!pane.contains("ccd-exited"), "{pane}");
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}

@@ -31,6 +31,7 @@ use ccd_protocol::methods::events::{
 };
 use ccd_protocol::methods::session::{RespondChoice, SessionInfo};
 use ccd_protocol::{ErrorCode, NotificationKind};
+use nix::sys::termios::SetArg;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::prelude::CrosstermBackend;
@@ -63,6 +64,10 @@ pub static STARTED: OnceLock<Instant> = OnceLock::new();
 /// Set to `1`: exit after the first frame that shows the list, printing
 /// how long it took from process start (`ccd-bench ui` uses it).
 pub const FIRST_FRAME_ENV: &str = "CCD_UI_EXIT_AFTER_FIRST_FRAME";
+
+/// Milliseconds to wait between leaving the dashboard's screen and
+/// attaching (tests: a key pressed in that spell).
+pub const ATTACH_DELAY_ENV: &str = "CCD_UI_TEST_ATTACH_DELAY_MS";
 
 /// Set to `1`: panic after the first frame that shows the list (the test
 /// of the panic path: the terminal must come back).
@@ -642,6 +647,16 @@ impl App {
     fn attach(&mut self, term: &mut Term, view: &mut View, sid: &str, mode: AttachMode) {
         self.input.pause();
         leave_terminal();
+        // Until the attach client's raw mode, the terminal is cooked: a
+        // detach key (Ctrl-\ is QUIT) or Ctrl-C pressed then must stay a
+        // key, not kill the dashboard. Signal keys are off for the spell.
+        let cooked = without_signal_keys();
+        if let Some(ms) = std::env::var(ATTACH_DELAY_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(Duration::from_millis(ms.min(10_000)));
+        }
         let r = crate::commands::connect(&self.global)
             .map_err(|e| e.to_string())
             .and_then(|client| {
@@ -658,6 +673,9 @@ impl App {
                 )
                 .map_err(|e| attach_error(sid, &e))
             });
+        if let Some(t) = &cooked {
+            let _ = nix::sys::termios::tcsetattr(stdin_fd(), SetArg::TCSANOW, t);
+        }
         let back = terminal::enable_raw_mode().and_then(|_| {
             execute!(
                 std::io::stdout(),
@@ -694,6 +712,22 @@ impl App {
         self.preview_stale = true;
         let _ = self.load.send(());
     }
+}
+
+fn stdin_fd() -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: fd 0 stays open for the life of the process.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(0) }
+}
+
+/// Turns the terminal's signal keys (ISIG: Ctrl-C, Ctrl-\, Ctrl-Z) off;
+/// returns the settings to restore.
+fn without_signal_keys() -> Option<nix::sys::termios::Termios> {
+    use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags};
+    let saved = tcgetattr(stdin_fd()).ok()?;
+    let mut t = saved.clone();
+    t.local_flags.remove(LocalFlags::ISIG);
+    tcsetattr(stdin_fd(), SetArg::TCSANOW, &t).ok()?;
+    Some(saved)
 }
 
 /// One line for a refused or failed attach.
