@@ -62,7 +62,7 @@ pub fn columns(width: u16) -> Vec<(Col, u16)> {
         (Col::Status, 8),
         (Col::Active, 8),
         (Col::State, 7),
-        (Col::Ctx, 4),
+        (Col::Ctx, 5),
         (Col::Ccd, 12),
     ] {
         if width - used - (w + 1) >= 16 {
@@ -150,10 +150,8 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
         }
         .into(),
         Col::Status => status_word(r).into(),
-        Col::Ctx => i
-            .context_percent
-            .map(|p| format!("{p:.0}%"))
-            .unwrap_or_else(|| "-".into()),
+        // As `ccd ls`: `~` marks a share of an assumed window.
+        Col::Ctx => crate::commands::ls::ctx_cell(i),
         Col::Active => i
             .last_activity
             .as_deref()
