@@ -177,10 +177,20 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
                     t.push_str(&format!("[{}] ", line(w)));
                 }
             }
+            if i.several_writers {
+                // Two processes split the conversation: as loud as in `ccd ls`.
+                t.push_str("[several writers] ");
+            }
             if let Some(n) = i.name.as_deref() {
                 t.push_str(&format!("[{}] ", line(n)));
             }
             t.push_str(&line(i.title.as_deref().unwrap_or("")));
+            if let Some(s) = &i.superseded_by {
+                t.push_str(&format!(
+                    " [left; its ccd process now writes {}]",
+                    line(crate::commands::short_id(&s.writes_now))
+                ));
+            }
             t
         }
     };
