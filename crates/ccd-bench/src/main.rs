@@ -8,6 +8,7 @@
 //! target/release/ccd-bench pty           # ccd vs raw PTY / tmux / dtach: flood, echo, attach, memory
 //! target/release/ccd-bench parse         # the screen model's parse speed, part by part
 //! target/release/ccd-bench trim          # trim a generated 1 GB transcript: time, MB/s, peak RSS, cp baseline
+//! target/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
 //! ```
 
 mod events;
@@ -16,6 +17,7 @@ mod ls;
 mod parse;
 mod pty;
 mod trim;
+mod ui;
 
 use clap::{Parser, Subcommand};
 
@@ -46,6 +48,9 @@ enum Cmd {
     /// (internal) Trim one file, print the figures as JSON.
     #[command(name = "__trim", hide = true)]
     TrimChild(trim::ChildArgs),
+    /// `ccd ui`: process start to the first frame showing the list, over
+    /// generated transcripts.
+    Ui(ui::Args),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -63,6 +68,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Parse(a) => parse::run(&a),
         Cmd::Trim(a) => trim::run(&a),
         Cmd::TrimChild(a) => trim::child(&a),
+        Cmd::Ui(a) => ui::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }

@@ -12,8 +12,9 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Without a command on a terminal: the dashboard (`ccd ui`).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Options every command takes.
@@ -50,6 +51,15 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The dashboard: every session, what needs you first, a live preview,
+    /// one key to act (also `ccd` alone on a terminal).
+    #[command(
+        after_help = "Keys: Enter attach · o observe · f fork · n new · k kill · a/d approve/deny · / filter · ? help · q quit"
+    )]
+    Ui {
+        #[command(flatten)]
+        key: DetachKeyArg,
+    },
     /// List every Claude Code session on this machine, newest first.
     #[command(
         after_help = "Examples:\n  ccd ls\n  ccd ls --live\n  ccd ls --cwd ~/src/project --json | jq '.[0].session_id'"

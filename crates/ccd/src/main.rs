@@ -7,11 +7,13 @@ mod hosts;
 mod logging;
 mod settings;
 mod term;
+mod ui;
 
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    let _ = ui::app::STARTED.set(std::time::Instant::now());
     let args = cli::Cli::parse();
     match commands::run(args) {
         Ok(code) => code,

@@ -11,6 +11,9 @@
 //! fresh_on_failure = false
 //! # Stop held sessions idle with no client for this long (off when absent).
 //! reap_idle_minutes = 120
+//! # `ccd ui`: how a session that starts waiting is announced, once per
+//! # prompt: off (default), bell, osc9 or osc777 (desktop notifications).
+//! ui_notify = "bell"
 //! # Other machines, for `--host NAME` (ssh://[user@]host[:port]).
 //! # remote_ccd = "~/.cargo/bin/ccd"     # the ccd run there (default `ccd`)
 //! # ssh_command = ["ssh", "-F", "/path/ssh_config"]  # default ["ssh"]
@@ -56,6 +59,9 @@ pub struct Settings {
     /// The ssh program and its first options (default `["ssh"]`).
     #[serde(default)]
     pub ssh_command: Option<Vec<String>>,
+    /// `ccd ui`: `off`, `bell`, `osc9` or `osc777`.
+    #[serde(default)]
+    pub ui_notify: Option<String>,
 }
 
 /// One entry of `[hosts]`: a URL, or a URL with its own remote_ccd.

@@ -438,7 +438,7 @@ fn clip(s: &str, max: usize) -> String {
 /// The `CTX` cell: the share of the window in use; `~` marks a share of
 /// an assumed window (ccd's default: the CLI did not state one, and no
 /// config or built-in entry knows the model).
-fn ctx_cell(r: &SessionInfo) -> String {
+pub fn ctx_cell(r: &SessionInfo) -> String {
     let Some(p) = r.context_percent else {
         return "-".into();
     };

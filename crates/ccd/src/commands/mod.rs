@@ -1,7 +1,7 @@
 //! One module per subcommand.
 
 mod attach;
-mod attached;
+pub mod attached;
 mod daemon;
 mod dial_stdio;
 mod doctor;
@@ -9,7 +9,7 @@ mod events;
 mod fork;
 mod holder;
 mod kill;
-mod ls;
+pub mod ls;
 mod new;
 mod observe;
 mod respond;
@@ -23,7 +23,23 @@ use ccd_protocol::methods::session::RespondChoice;
 use std::process::ExitCode;
 
 pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
+    let command = match cli.command.take() {
+        Some(c) => c,
+        None if crate::ui::app::on_terminal() => Command::Ui {
+            key: crate::cli::DetachKeyArg { detach_key: None },
+        },
+        None => {
+            use clap::CommandFactory;
+            Cli::command().print_help()?;
+            return Ok(ExitCode::from(2));
+        }
+    };
+    match command {
+        // Nothing may write on the dashboard's screen: no log on stderr.
+        Command::Ui { key } => {
+            this_machine_only(&cli.global, "ccd ui")?;
+            crate::ui::app::run(&cli.global, &key)
+        }
         Command::Holder => holder::run(),
         Command::Daemon(args) => {
             if args.action.is_some() {
@@ -92,7 +108,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Kill(args) => kill::run(&cli.global, &args),
                 Command::Screen(args) => screen::run(&cli.global, &args),
                 Command::Trim(args) => trim::run(&cli.global, &args),
-                Command::Daemon(_) | Command::Holder | Command::DialStdio => {
+                Command::Daemon(_) | Command::Holder | Command::DialStdio | Command::Ui { .. } => {
                     unreachable!("handled above")
                 }
             }

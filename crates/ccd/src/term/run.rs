@@ -55,6 +55,8 @@ pub enum Outcome {
 /// Why the loop is ending, set by the input and signal threads.
 const RUNNING: u8 = 0;
 const DETACH: u8 = 1;
+/// The stream ended (the session exited, the connection closed).
+const ENDED: u8 = 2;
 const SIGNAL_BASE: u8 = 100;
 
 /// What a command adds to the `session.attach` params that
@@ -118,8 +120,8 @@ pub fn attach_loop(
     }
     out.flush();
 
-    spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
-    spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
+    let input = spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
+    let signals = spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
     let outcome = match outcome {
         Some(o) => o,
         None => loop {
@@ -145,6 +147,16 @@ pub fn attach_loop(
     };
     out.flush();
     drop(out);
+    // Invariant: when this returns, no thread of this attachment reads
+    // stdin or takes signals (the dashboard reads the keyboard next).
+    let _ = why.compare_exchange(RUNNING, ENDED, Ordering::AcqRel, Ordering::Acquire);
+    if let Some((thread, wake)) = input {
+        let _ = nix::unistd::write(&wake, b"x");
+        let _ = thread.join();
+    }
+    if let Some(h) = signals {
+        h.close();
+    }
     drop(guard); // restores the terminal
     if let Ok(w) = writer.lock() {
         let _ = w.shutdown_both();
@@ -372,14 +384,18 @@ fn stop(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
     }
 }
 
+/// The input thread and the write end of the pipe that wakes it to leave.
+type Input = (std::thread::JoinHandle<()>, std::os::fd::OwnedFd);
+
 fn spawn_input(
     writer: Arc<Mutex<Writer>>,
     why: Arc<AtomicU8>,
     sid: String,
     mode: Mode,
     key: DetachKey,
-) {
-    std::thread::spawn(move || {
+) -> Option<Input> {
+    let (wake_r, wake_w) = nix::unistd::pipe().ok()?;
+    let thread = std::thread::spawn(move || {
         ccd_sched::short_slice();
         let mut filter = DetachFilter::new(key);
         let mut buf = [0u8; 8192];
@@ -390,10 +406,11 @@ fn spawn_input(
                 return;
             }
             let timeout = filter.wait_hint(now).unwrap_or(Duration::from_millis(500));
-            if !stdin_ready(timeout) {
-                if why.load(Ordering::Acquire) != RUNNING {
-                    return;
-                }
+            let ready = stdin_ready(timeout, &wake_r);
+            if why.load(Ordering::Acquire) != RUNNING {
+                return;
+            }
+            if !ready {
                 continue;
             }
             // SAFETY: reading into a buffer we own from fd 0.
@@ -422,25 +439,42 @@ fn spawn_input(
             }
         }
     });
+    Some((thread, wake_w))
 }
 
-fn stdin_ready(timeout: Duration) -> bool {
-    let mut fds = [nix::libc::pollfd {
-        fd: 0,
-        events: nix::libc::POLLIN,
-        revents: 0,
-    }];
-    // SAFETY: poll on one pollfd we own.
-    let r = unsafe { nix::libc::poll(fds.as_mut_ptr(), 1, timeout.as_millis() as i32) };
-    r > 0
+/// Whether stdin has bytes within `timeout`; false at once when `wake`
+/// is written.
+fn stdin_ready(timeout: Duration, wake: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fds = [
+        nix::libc::pollfd {
+            fd: 0,
+            events: nix::libc::POLLIN,
+            revents: 0,
+        },
+        nix::libc::pollfd {
+            fd: wake.as_raw_fd(),
+            events: nix::libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: poll on two pollfds we own.
+    let r = unsafe { nix::libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as i32) };
+    r > 0 && fds[1].revents == 0 && fds[0].revents != 0
 }
 
-fn spawn_signals(writer: Arc<Mutex<Writer>>, why: Arc<AtomicU8>, sid: String, mode: Mode) {
+fn spawn_signals(
+    writer: Arc<Mutex<Writer>>,
+    why: Arc<AtomicU8>,
+    sid: String,
+    mode: Mode,
+) -> Option<signal_hook::iterator::Handle> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGWINCH};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGWINCH, SIGTERM, SIGHUP, SIGINT])
     else {
-        return;
+        return None;
     };
+    let handle = signals.handle();
     std::thread::spawn(move || {
         for s in signals.forever() {
             match s {
@@ -465,6 +499,7 @@ fn spawn_signals(writer: Arc<Mutex<Writer>>, why: Arc<AtomicU8>, sid: String, mo
             }
         }
     });
+    Some(handle)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod external;
 pub mod pty;
 pub mod real;
 pub mod sshd;
+pub mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,214 @@
+//! What the dashboard asks for off its main thread: the listing (as
+//! `ccd ls` builds it: Claude Code's files through the transcript summary
+//! cache, joined with the sessions the daemon holds), a preview (a held
+//! session's screen, else the transcript's tail rendered like
+//! `ccd observe`), and the actions (`session.respond`, `session.kill`,
+//! `session.fork`, `session.new`), each through the typed client.
+
+use crate::cli::GlobalArgs;
+use crate::settings::Settings;
+use anyhow::Context;
+use ccd_claude::context::ContextWindows;
+use ccd_claude::transcript::follow::Follower;
+use ccd_claude::transcript::render::render_line;
+use ccd_claude::ClaudeConfigDir;
+use ccd_client::{Client, ClientError};
+use ccd_protocol::methods::session::{
+    ForkParams, KillParams, KillSignal, ListParams, NewParams, RespondChoice, RespondParams,
+    ScreenFormat, ScreenParams, SessionFork, SessionInfo, SessionKill, SessionNew, SessionRespond,
+    SessionScreen, SessionsList,
+};
+use std::path::Path;
+
+/// How many transcript items a dead or external session's preview reads
+/// (the follower reads a bounded tail window for them).
+pub const PREVIEW_ITEMS: usize = 60;
+
+/// Every session, as `ccd ls` lists it: the index from Claude Code's files
+/// (through the summary cache: unchanged transcripts are only stat'ed)
+/// with the sessions `client`'s daemon holds joined in by the daemon's own
+/// rule. Without a client (no daemon), the files alone.
+pub fn listing(
+    global: &GlobalArgs,
+    client: Option<&mut Client>,
+) -> anyhow::Result<Vec<SessionInfo>> {
+    let settings = Settings::load(global.config.as_deref())?;
+    let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
+    let probe = ccd_claude::liveness::system_probe();
+    let windows = ContextWindows::new(settings.context_windows);
+    let cache = crate::settings::state_dir();
+    // The daemon is asked while the index is built (as `ccd ls` does).
+    let (held, idx) = std::thread::scope(|s| {
+        let asked = s.spawn(move || {
+            client
+                .map(|c| {
+                    c.call::<SessionsList>(&ListParams {
+                        held_only: true,
+                        ..Default::default()
+                    })
+                })
+                .transpose()
+        });
+        let idx = ccd_claude::index::build_cached(&config, probe.as_ref(), &windows, Some(&cache));
+        let held = asked
+            .join()
+            .unwrap_or_else(|_| Err(ClientError::Protocol("the listing thread panicked".into())));
+        (held, idx)
+    });
+    let held = held?;
+    let idx = idx.with_context(|| format!("reading sessions under {}", config.root().display()))?;
+    let rows: Vec<SessionInfo> = idx
+        .sessions
+        .iter()
+        .map(ccd_daemon::views::record_to_info)
+        .collect();
+    Ok(match held {
+        Some(h) => ccd_daemon::views::join_held(rows, h.sessions),
+        None => rows,
+    })
+}
+
+/// A held session's screen, as text rows.
+pub fn screen(client: &mut Client, session: &str) -> Result<Vec<String>, ClientError> {
+    let r = client.call::<SessionScreen>(&ScreenParams {
+        session: session.to_string(),
+        format: ScreenFormat::Text,
+    })?;
+    Ok(r.lines.unwrap_or_default())
+}
+
+/// The transcript's last items, one line each, like `ccd observe` shows
+/// them (at most [`PREVIEW_ITEMS`]; the follower reads a bounded tail).
+pub fn transcript_tail(path: &Path) -> std::io::Result<Vec<String>> {
+    let (_, items) = Follower::open(path, PREVIEW_ITEMS)?;
+    Ok(items.iter().map(|r| render_line(r, 1_000)).collect())
+}
+
+/// `session.respond` on the prompt the dashboard showed.
+pub fn respond(
+    client: &mut Client,
+    session: &str,
+    prompt: Option<&str>,
+    choice: RespondChoice,
+) -> Result<String, ClientError> {
+    let r = client.call::<SessionRespond>(&RespondParams {
+        session: session.to_string(),
+        choice,
+        message: None,
+        prompt: prompt.map(str::to_string),
+    })?;
+    Ok(format!(
+        "{} prompt {} of {}: {}",
+        if choice == RespondChoice::No {
+            "denied"
+        } else {
+            "approved"
+        },
+        r.prompt,
+        crate::commands::short_id(&r.session),
+        r.option
+    ))
+}
+
+/// `session.kill` (SIGTERM, then SIGKILL after 3 s), as `ccd kill` says it.
+pub fn kill(client: &mut Client, session: &str) -> Result<String, ClientError> {
+    let r = client.call::<SessionKill>(&KillParams {
+        session: session.to_string(),
+        signal: KillSignal::Term,
+        grace_ms: Some(3000),
+    })?;
+    let how = match (r.exit_code, r.exit_signal) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ if r.exited => "exited".to_string(),
+        _ => "signalled; not gone yet".to_string(),
+    };
+    Ok(format!("{}: {how}", crate::commands::short_id(session)))
+}
+
+/// `session.fork`; the new session's id. (`commands::fork::fork` says
+/// what it does on stderr: not under a full-screen dashboard.)
+pub fn fork(
+    client: &mut Client,
+    session: &str,
+    size: Option<(u16, u16)>,
+) -> Result<String, String> {
+    let r = client
+        .call_with::<SessionFork>(
+            &ForkParams {
+                session: session.to_string(),
+                size: size.map(|(cols, rows)| ccd_protocol::methods::TermSize { cols, rows }),
+            },
+            &mut |_| {},
+        )
+        .map_err(|e| e.to_string())?;
+    match r.session {
+        Some(s)
+            if !matches!(
+                r.lifecycle.as_str(),
+                "failed" | "exited" | "needs-attention"
+            ) =>
+        {
+            Ok(s)
+        }
+        _ => Err(format!(
+            "the fork did not start: {}",
+            r.reason.unwrap_or(r.lifecycle)
+        )),
+    }
+}
+
+/// `session.new` in `cwd`, waiting for the prompt; the new session's id.
+pub fn new(
+    client: &mut Client,
+    cwd: &Path,
+    auto_trust: bool,
+    size: Option<(u16, u16)>,
+) -> Result<String, String> {
+    let cwd = ccd_claude::paths::normalize(cwd);
+    let r = client
+        .call_with::<SessionNew>(
+            &NewParams {
+                cwd: cwd.to_string_lossy().into_owned(),
+                args: vec![],
+                name: None,
+                size: size.map(|(cols, rows)| ccd_protocol::methods::TermSize { cols, rows }),
+                auto_trust,
+                wait: true,
+                session_id: Some(uuid::Uuid::new_v4().to_string()),
+            },
+            &mut |_| {},
+        )
+        .map_err(|e| e.to_string())?;
+    match (r.session, r.lifecycle.as_str()) {
+        (Some(s), l) if !matches!(l, "failed" | "exited") => Ok(s),
+        (_, l) => Err(format!(
+            "the new session is {l}: {}",
+            r.reason.as_deref().unwrap_or("it did not reach the prompt")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transcript_tail_reads_like_observe() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.jsonl");
+        let mut body = String::new();
+        for n in 0..(PREVIEW_ITEMS + 20) {
+            body.push_str(&format!(
+                "{{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":\"prompt {n}\"}},\"uuid\":\"u{n}\",\"timestamp\":\"2026-01-01T00:00:00Z\"}}\n"
+            ));
+        }
+        std::fs::write(&p, body).unwrap();
+        let lines = transcript_tail(&p).unwrap();
+        assert!(lines.len() <= PREVIEW_ITEMS, "{}", lines.len());
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some(format!("› prompt {}", PREVIEW_ITEMS + 19).as_str())
+        );
+    }
+}

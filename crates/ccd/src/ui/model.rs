@@ -1,0 +1,608 @@
+//! The dashboard's state, pure: the rows (sessions as `sessions.list`
+//! shows them), their order by what needs the user first, the filter, the
+//! selection (kept by session id across re-sorts), events applied in
+//! place, and when to notify. No terminal and no socket here: unit-tested
+//! directly.
+
+use ccd_protocol::methods::events::Event;
+use ccd_protocol::methods::session::{ActivityStatus, SessionInfo, SessionState};
+use std::collections::HashSet;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+/// The most rows the dashboard keeps. Past it, the rows that matter least
+/// (the oldest dead sessions: the order below) are dropped, and the header
+/// says how many.
+pub const MAX_ROWS: usize = 50_000;
+
+/// The most (session, prompt) pairs remembered as notified; the oldest
+/// half is forgotten past it.
+pub const MAX_NOTIFIED: usize = 4_096;
+
+/// What a session needs from the user, most urgent first: the list's
+/// order (then most recent activity first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Attention {
+    /// Waiting for permission or a dialog (held or not).
+    Waiting,
+    /// A turn is running.
+    Busy,
+    /// Held by ccd, at its prompt (or starting).
+    HeldIdle,
+    /// Running elsewhere (or its liveness unknown).
+    ExternalLive,
+    /// No process: by recency.
+    Dead,
+}
+
+/// One row: the session as the daemon's listing shows it, and when it
+/// last changed attention (for the highlight).
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub info: SessionInfo,
+    /// Unix seconds of `last_activity` (for the order), 0 when unknown.
+    pub active_at: i64,
+}
+
+impl Row {
+    pub fn new(info: SessionInfo) -> Self {
+        let active_at = info
+            .last_activity
+            .as_deref()
+            .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+            .map(|t| t.unix_timestamp())
+            .unwrap_or(0);
+        Row { info, active_at }
+    }
+
+    /// Whether ccd holds a running process for it.
+    pub fn held(&self) -> bool {
+        self.info
+            .ccd
+            .as_ref()
+            .is_some_and(|c| !matches!(c.lifecycle.as_str(), "exited" | "failed"))
+    }
+
+    pub fn attention(&self) -> Attention {
+        let i = &self.info;
+        let lifecycle = i.ccd.as_ref().map(|c| c.lifecycle.as_str());
+        if self.held() {
+            let permission = i.ccd.as_ref().is_some_and(|c| c.permission.is_some());
+            return match lifecycle {
+                _ if permission => Attention::Waiting,
+                Some("waiting" | "needs-attention" | "trust") => Attention::Waiting,
+                Some("busy") => Attention::Busy,
+                _ if i.status == Some(ActivityStatus::Waiting) => Attention::Waiting,
+                _ => Attention::HeldIdle,
+            };
+        }
+        match i.state {
+            SessionState::Dead => Attention::Dead,
+            _ => match i.status {
+                Some(ActivityStatus::Waiting) => Attention::Waiting,
+                Some(ActivityStatus::Busy) => Attention::Busy,
+                _ => Attention::ExternalLive,
+            },
+        }
+    }
+
+    /// The permission prompt's id, when one is on a held session's screen.
+    pub fn prompt(&self) -> Option<&str> {
+        self.info
+            .ccd
+            .as_ref()
+            .and_then(|c| c.permission_prompt.as_deref())
+    }
+
+    /// What the filter matches against: id, name, title, cwd, state words.
+    fn matches(&self, needle: &str) -> bool {
+        if needle.is_empty() {
+            return true;
+        }
+        let i = &self.info;
+        let hay = [
+            Some(i.session_id.as_str()),
+            i.name.as_deref(),
+            i.title.as_deref(),
+            i.cwd.as_deref(),
+            i.ccd.as_ref().map(|c| c.lifecycle.as_str()),
+        ];
+        hay.iter()
+            .flatten()
+            .any(|h| h.to_lowercase().contains(needle))
+    }
+}
+
+/// The rows, ordered, filtered, with a selection.
+#[derive(Debug, Default)]
+pub struct Model {
+    rows: Vec<Row>,
+    /// Indices into `rows` of the rows the filter keeps, in order.
+    visible: Vec<usize>,
+    /// The selected session's id (kept across re-sorts and reloads).
+    selected: Option<String>,
+    /// The filter text (lowercased for matching).
+    filter: String,
+    /// Rows dropped past [`MAX_ROWS`] at the last load.
+    pub dropped: usize,
+    /// Sessions that started waiting since the dashboard opened and have
+    /// not been selected since: highlighted.
+    fresh: HashSet<String>,
+    notified: Vec<(String, String)>,
+}
+
+impl Model {
+    /// Replaces every row (a reload), keeping the selection by id.
+    pub fn set_rows(&mut self, infos: Vec<SessionInfo>) {
+        let before: HashSet<String> = self
+            .rows
+            .iter()
+            .filter(|r| r.attention() == Attention::Waiting)
+            .map(|r| r.info.session_id.clone())
+            .collect();
+        self.rows = infos.into_iter().map(Row::new).collect();
+        let first_load = before.is_empty() && self.visible.is_empty();
+        if !first_load {
+            for r in &self.rows {
+                if r.attention() == Attention::Waiting && !before.contains(&r.info.session_id) {
+                    self.fresh.insert(r.info.session_id.clone());
+                }
+            }
+        }
+        self.resort();
+    }
+
+    /// Sorts by attention then recency, applies [`MAX_ROWS`] and the
+    /// filter, and keeps the selection (else selects the first row).
+    fn resort(&mut self) {
+        self.rows.sort_by(|a, b| {
+            (
+                a.attention(),
+                std::cmp::Reverse(a.active_at),
+                &a.info.session_id,
+            )
+                .cmp(&(
+                    b.attention(),
+                    std::cmp::Reverse(b.active_at),
+                    &b.info.session_id,
+                ))
+        });
+        if self.rows.len() > MAX_ROWS {
+            self.dropped = self.rows.len() - MAX_ROWS;
+            self.rows.truncate(MAX_ROWS);
+        } else {
+            self.dropped = 0;
+        }
+        self.refilter();
+    }
+
+    fn refilter(&mut self) {
+        let needle = self.filter.to_lowercase();
+        self.visible = (0..self.rows.len())
+            .filter(|&i| self.rows[i].matches(&needle))
+            .collect();
+        let keep = self
+            .selected
+            .as_ref()
+            .is_some_and(|s| self.visible_rows().any(|r| &r.info.session_id == s));
+        if !keep {
+            self.selected = self
+                .visible
+                .first()
+                .map(|&i| self.rows[i].info.session_id.clone());
+        }
+    }
+
+    /// All rows kept (filtered or not).
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The rows the filter keeps, in order.
+    pub fn visible_rows(&self) -> impl Iterator<Item = &Row> {
+        self.visible.iter().map(|&i| &self.rows[i])
+    }
+
+    pub fn visible_len(&self) -> usize {
+        self.visible.len()
+    }
+
+    /// The `n`th visible row.
+    pub fn visible_row(&self, n: usize) -> Option<&Row> {
+        self.visible.get(n).map(|&i| &self.rows[i])
+    }
+
+    pub fn filter(&self) -> &str {
+        &self.filter
+    }
+
+    pub fn set_filter(&mut self, f: &str) {
+        self.filter = f.to_string();
+        self.refilter();
+    }
+
+    pub fn selected(&self) -> Option<&Row> {
+        let s = self.selected.as_ref()?;
+        self.visible_rows().find(|r| &r.info.session_id == s)
+    }
+
+    /// The selected row's position among the visible rows.
+    pub fn selected_index(&self) -> Option<usize> {
+        let s = self.selected.as_ref()?;
+        self.visible_rows().position(|r| &r.info.session_id == s)
+    }
+
+    /// Moves the selection by `delta` rows (clamped).
+    pub fn move_selection(&mut self, delta: isize) {
+        if self.visible.is_empty() {
+            return;
+        }
+        let at = self.selected_index().unwrap_or(0) as isize;
+        let to = (at + delta).clamp(0, self.visible.len() as isize - 1) as usize;
+        self.select_index(to);
+    }
+
+    pub fn select_index(&mut self, n: usize) {
+        if let Some(r) = self.visible_row(n) {
+            let sid = r.info.session_id.clone();
+            self.fresh.remove(&sid);
+            self.selected = Some(sid);
+        }
+    }
+
+    /// Selects `sid` when a visible row has it.
+    pub fn select_id(&mut self, sid: &str) -> bool {
+        let at = self.visible_rows().position(|r| r.info.session_id == sid);
+        match at {
+            Some(n) => {
+                self.select_index(n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `sid` started waiting since it was last selected.
+    pub fn is_fresh(&self, sid: &str) -> bool {
+        self.fresh.contains(sid)
+    }
+
+    /// Applies a daemon event in place. Returns what the caller should do
+    /// beyond redrawing.
+    pub fn apply(&mut self, e: &Event) -> Applied {
+        let mut out = Applied::default();
+        let Some(sid) = e.session.as_deref() else {
+            // `events.lagged`: something was missed.
+            out.reload = e.kind == "events.lagged";
+            return out;
+        };
+        let Some(row) = self.rows.iter_mut().find(|r| r.info.session_id == sid) else {
+            // A session the list does not show yet.
+            out.reload = true;
+            return out;
+        };
+        let was = row.attention();
+        if let Ok(t) = OffsetDateTime::from_unix_timestamp(e.at / 1000) {
+            touch(row, t);
+        }
+        match e.kind.as_str() {
+            "session.status" => {
+                row.info.status = e.status.as_deref().map(parse_status);
+                row.info.waiting_for = e.waiting_for.clone();
+            }
+            "session.lifecycle" => {
+                if let (Some(c), Some(s)) = (row.info.ccd.as_mut(), e.status.as_deref()) {
+                    c.lifecycle = s.to_string();
+                    if !matches!(s, "waiting" | "needs-attention") {
+                        c.permission = None;
+                        c.permission_prompt = None;
+                    }
+                }
+                if matches!(e.status.as_deref(), Some("exited" | "failed")) {
+                    out.reload = true;
+                }
+            }
+            "session.attention" => {
+                if let Some(c) = row.info.ccd.as_mut() {
+                    if e.reason.as_deref() == Some("permission") {
+                        c.permission = Some(
+                            [e.tool.as_deref(), e.detail.as_deref()]
+                                .into_iter()
+                                .flatten()
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                        );
+                        c.permission_prompt = e.prompt.clone();
+                    }
+                    c.attention = e.reason.clone();
+                } else {
+                    row.info.status = Some(ActivityStatus::Waiting);
+                }
+            }
+            "session.context" => {
+                row.info.context_tokens = e.context_tokens.or(row.info.context_tokens);
+                row.info.context_percent = e.context_percent.or(row.info.context_percent);
+            }
+            "session.exited" | "session.disappeared" => {
+                row.info.state = SessionState::Dead;
+                row.info.status = None;
+                row.info.pid = None;
+                if let Some(c) = row.info.ccd.as_mut() {
+                    c.lifecycle = "exited".into();
+                }
+                out.reload = true;
+            }
+            _ => out.reload = true,
+        }
+        let now = row.attention();
+        if now == Attention::Waiting && was != Attention::Waiting {
+            let key = row
+                .prompt()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("at:{}", e.at));
+            out.notify = self.first_notice(sid, &key);
+            if self.selected.as_deref() != Some(sid) {
+                self.fresh.insert(sid.to_string());
+            }
+        } else if e.kind == "session.attention" {
+            // A new prompt on a session already waiting (another tool).
+            if let Some(p) = e.prompt.as_deref() {
+                out.notify = self.first_notice(sid, p);
+            }
+        }
+        if now != Attention::Waiting {
+            self.fresh.remove(sid);
+        }
+        out.preview = self.selected.as_deref() == Some(sid);
+        self.resort();
+        out
+    }
+
+    /// True the first time (`sid`, `prompt`) is seen: at most one notice
+    /// per prompt.
+    fn first_notice(&mut self, sid: &str, prompt: &str) -> bool {
+        if self.notified.iter().any(|(s, p)| s == sid && p == prompt) {
+            return false;
+        }
+        if self.notified.len() >= MAX_NOTIFIED {
+            self.notified.drain(..MAX_NOTIFIED / 2);
+        }
+        self.notified.push((sid.to_string(), prompt.to_string()));
+        true
+    }
+
+    /// Counts per attention group, for the header.
+    pub fn counts(&self) -> [usize; 5] {
+        let mut c = [0; 5];
+        for r in &self.rows {
+            c[r.attention() as usize] += 1;
+        }
+        c
+    }
+}
+
+fn touch(row: &mut Row, t: OffsetDateTime) {
+    if t.unix_timestamp() > row.active_at {
+        row.active_at = t.unix_timestamp();
+        row.info.last_activity = t.format(&Rfc3339).ok();
+    }
+}
+
+fn parse_status(s: &str) -> ActivityStatus {
+    match s {
+        "idle" => ActivityStatus::Idle,
+        "busy" => ActivityStatus::Busy,
+        "waiting" => ActivityStatus::Waiting,
+        _ => ActivityStatus::Other,
+    }
+}
+
+/// What an applied event asks of the caller.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// The list may be missing or keeping sessions: load it again.
+    pub reload: bool,
+    /// Ring the bell / send the desktop notification (once per prompt).
+    pub notify: bool,
+    /// The event is about the selected session: refresh its preview.
+    pub preview: bool,
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use ccd_protocol::methods::session::OwnedInfo;
+
+    /// A session row for tests: `state`, `status`, held with `lifecycle`.
+    pub fn info(
+        sid: &str,
+        state: &str,
+        status: Option<&str>,
+        lifecycle: Option<&str>,
+        ago_s: i64,
+    ) -> SessionInfo {
+        let at = (OffsetDateTime::now_utc() - time::Duration::seconds(ago_s))
+            .format(&Rfc3339)
+            .unwrap();
+        let mut i: SessionInfo = serde_json::from_value(serde_json::json!({
+            "session_id": sid, "state": state, "pid": null, "cwd": "/home/me/p", "status": status,
+            "waiting_for": null, "kind": null, "name": null, "version": null,
+            "started_at": null, "last_activity": at, "title": format!("title of {sid}"), "model": null,
+            "context_tokens": null, "context_percent": 12.0, "context_window": null,
+            "transcript": null, "transcript_bytes": null, "writers": [],
+            "several_writers": false, "ccd": null
+        }))
+        .unwrap();
+        if let Some(l) = lifecycle {
+            i.ccd = Some(OwnedInfo {
+                holder: format!("h-{sid}"),
+                lifecycle: l.into(),
+                attention: None,
+                permission: None,
+                permission_prompt: None,
+                stated_context_window: None,
+                attached: 0,
+                exit_code: None,
+                pinned: false,
+                clients: vec![],
+                earlier: vec![],
+            });
+        }
+        i
+    }
+
+    fn now_ms() -> i64 {
+        OffsetDateTime::now_utc().unix_timestamp() * 1000
+    }
+
+    fn order(m: &Model) -> Vec<String> {
+        m.visible_rows()
+            .map(|r| r.info.session_id.clone())
+            .collect()
+    }
+
+    fn sample() -> Model {
+        let mut m = Model::default();
+        m.set_rows(vec![
+            info("dead-new", "dead", None, None, 10),
+            info("dead-old", "dead", None, None, 9000),
+            info("ext-idle", "live", Some("idle"), None, 500),
+            info("held-idle", "live", Some("idle"), Some("idle"), 400),
+            info("held-busy", "live", Some("busy"), Some("busy"), 300),
+            info("ext-wait", "live", Some("waiting"), None, 200),
+        ]);
+        m
+    }
+
+    #[test]
+    fn ordered_by_what_needs_the_user_first_then_recency() {
+        let m = sample();
+        assert_eq!(
+            order(&m),
+            [
+                "ext-wait",
+                "held-busy",
+                "held-idle",
+                "ext-idle",
+                "dead-new",
+                "dead-old"
+            ]
+        );
+        assert_eq!(m.counts(), [1, 1, 1, 1, 2]);
+    }
+
+    #[test]
+    fn a_session_that_starts_waiting_moves_up_is_highlighted_and_notifies_once() {
+        let mut m = sample();
+        m.select_id("held-idle");
+        let mut e = Event::new("session.status", Some("ext-idle".into()), now_ms());
+        e.status = Some("waiting".into());
+        let a = m.apply(&e);
+        assert!(a.notify && !a.reload && !a.preview);
+        assert_eq!(order(&m)[..2], ["ext-idle", "ext-wait"]);
+        assert!(m.is_fresh("ext-idle"));
+        // The selection stays on its session.
+        assert_eq!(m.selected().unwrap().info.session_id, "held-idle");
+        // The same prompt again: no second notice.
+        let a = m.apply(&e);
+        assert!(!a.notify);
+        // Selecting it clears the highlight.
+        m.select_id("ext-idle");
+        assert!(!m.is_fresh("ext-idle"));
+        // Back to idle: down again.
+        e.status = Some("idle".into());
+        m.apply(&e);
+        assert_eq!(order(&m)[0], "ext-wait");
+    }
+
+    #[test]
+    fn a_permission_prompt_on_a_held_session_is_noticed_once_per_prompt() {
+        let mut m = sample();
+        let mut e = Event::new("session.attention", Some("held-idle".into()), now_ms());
+        e.reason = Some("permission".into());
+        e.tool = Some("Bash command".into());
+        e.detail = Some("npm test".into());
+        e.prompt = Some("p1".into());
+        assert!(m.apply(&e).notify);
+        assert_eq!(order(&m)[0], "held-idle");
+        assert_eq!(m.visible_row(0).unwrap().prompt(), Some("p1"));
+        assert!(!m.apply(&e).notify);
+        e.prompt = Some("p2".into());
+        assert!(m.apply(&e).notify, "another prompt is another notice");
+        let mut l = Event::new("session.lifecycle", Some("held-idle".into()), now_ms());
+        l.status = Some("busy".into());
+        m.apply(&l);
+        assert_eq!(order(&m)[..3], ["ext-wait", "held-idle", "held-busy"]);
+        assert_eq!(m.visible_row(1).unwrap().prompt(), None);
+    }
+
+    #[test]
+    fn the_filter_narrows_and_keeps_or_moves_the_selection() {
+        let mut m = sample();
+        m.select_id("dead-old");
+        m.set_filter("HELD");
+        assert_eq!(order(&m), ["held-busy", "held-idle"]);
+        assert_eq!(m.selected().unwrap().info.session_id, "held-busy");
+        m.set_filter("");
+        assert_eq!(m.visible_len(), 6);
+        m.set_filter("no such thing");
+        assert!(m.selected().is_none());
+        m.move_selection(1);
+        assert!(m.selected().is_none());
+    }
+
+    #[test]
+    fn selection_moves_clamped_and_survives_a_reload() {
+        let mut m = sample();
+        m.move_selection(-3);
+        assert_eq!(m.selected_index(), Some(0));
+        m.move_selection(100);
+        assert_eq!(m.selected_index(), Some(5));
+        m.select_id("held-idle");
+        let mut rows = vec![info("new-one", "live", Some("busy"), Some("busy"), 1)];
+        rows.extend(sample().rows.into_iter().map(|r| r.info));
+        m.set_rows(rows);
+        assert_eq!(m.selected().unwrap().info.session_id, "held-idle");
+    }
+
+    #[test]
+    fn unknown_sessions_and_lag_ask_for_a_reload() {
+        let mut m = sample();
+        assert!(
+            m.apply(&Event::new("session.appeared", Some("zzz".into()), 1))
+                .reload
+        );
+        assert!(m.apply(&Event::new("events.lagged", None, 1)).reload);
+        let a = m.apply(&Event::new(
+            "session.exited",
+            Some("held-busy".into()),
+            now_ms(),
+        ));
+        assert!(a.reload);
+        // The most recent dead session: first of the dead.
+        assert_eq!(order(&m)[3..], ["held-busy", "dead-new", "dead-old"]);
+    }
+
+    #[test]
+    fn rows_past_the_bound_are_dropped_least_urgent_first() {
+        let mut m = Model::default();
+        let mut rows: Vec<SessionInfo> = (0..MAX_ROWS + 10)
+            .map(|n| info(&format!("d{n:06}"), "dead", None, None, n as i64))
+            .collect();
+        rows.push(info("w", "live", Some("waiting"), None, 99_999_999));
+        m.set_rows(rows);
+        assert_eq!(m.len(), MAX_ROWS);
+        assert_eq!(m.dropped, 11);
+        assert_eq!(m.visible_row(0).unwrap().info.session_id, "w");
+        assert_eq!(m.visible_row(1).unwrap().info.session_id, "d000000");
+    }
+
+    #[test]
+    fn notices_are_bounded() {
+        let mut m = Model::default();
+        for n in 0..MAX_NOTIFIED * 3 {
+            assert!(m.first_notice("s", &n.to_string()));
+        }
+        assert!(m.notified.len() <= MAX_NOTIFIED);
+    }
+}

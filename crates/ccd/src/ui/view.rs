@@ -1,0 +1,156 @@
+//! Everything the screen shows besides the rows: the input mode (list,
+//! filter, help, a confirm, the new-session directory prompt), the
+//! preview's lines, the message line, the daemon's state. Pure data, so
+//! render tests build it directly.
+
+use super::model::Model;
+use time::OffsetDateTime;
+
+/// The most preview lines kept (a held session's screen is clipped to the
+/// pane anyway; a transcript tail keeps its last lines).
+pub const MAX_PREVIEW_LINES: usize = 500;
+
+/// The most bytes of one preview line kept (sanitized, before clipping to
+/// the pane).
+pub const MAX_PREVIEW_LINE_BYTES: usize = 2_048;
+
+/// What keys do now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    List,
+    /// Typing the filter.
+    Filter,
+    Help,
+    /// Asking before `session.kill` of this session (id, shown name).
+    ConfirmKill {
+        session: String,
+        label: String,
+    },
+    /// Asking the new session's directory.
+    NewDir {
+        input: String,
+        /// Completions of the last Tab (shown when several).
+        choices: Vec<String>,
+    },
+}
+
+/// Where the preview's lines came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreviewKind {
+    /// A held session's screen (`session.screen`).
+    Screen,
+    /// The transcript's tail, rendered like `ccd observe`.
+    Transcript,
+    /// Nothing to show, or why not.
+    Note,
+}
+
+/// The selected session's preview.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    pub session: String,
+    pub kind: PreviewKind,
+    /// Sanitized lines (see [`Preview::new`]).
+    pub lines: Vec<String>,
+}
+
+impl Preview {
+    /// Lines made safe for the terminal (every control character and
+    /// escape removed) and bounded by [`MAX_PREVIEW_LINES`] (the last ones
+    /// for a transcript, the first for a screen) and
+    /// [`MAX_PREVIEW_LINE_BYTES`].
+    pub fn new(session: &str, kind: PreviewKind, lines: &[String]) -> Self {
+        let keep: &[String] = match kind {
+            PreviewKind::Transcript if lines.len() > MAX_PREVIEW_LINES => {
+                &lines[lines.len() - MAX_PREVIEW_LINES..]
+            }
+            _ => &lines[..lines.len().min(MAX_PREVIEW_LINES)],
+        };
+        let lines = keep
+            .iter()
+            .map(|l| {
+                let mut s = ccd_claude::display::line(l).into_owned();
+                if s.len() > MAX_PREVIEW_LINE_BYTES {
+                    let mut end = MAX_PREVIEW_LINE_BYTES;
+                    while !s.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    s.truncate(end);
+                }
+                s
+            })
+            .collect();
+        Preview {
+            session: session.to_string(),
+            kind,
+            lines,
+        }
+    }
+}
+
+/// Whether the daemon answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Daemon {
+    Connected,
+    /// Gone (why); the dashboard retries.
+    Gone(String),
+}
+
+/// The dashboard's whole state.
+#[derive(Debug)]
+pub struct View {
+    pub model: Model,
+    pub mode: Mode,
+    pub preview: Option<Preview>,
+    /// One line at the bottom (an action's result or error); sanitized when shown.
+    pub message: Option<String>,
+    pub daemon: Daemon,
+    /// The first listing has not arrived yet.
+    pub loading: bool,
+    pub colour: bool,
+    pub now: OffsetDateTime,
+    pub home: Option<String>,
+    /// The first visible row of the list (scrolling).
+    pub offset: usize,
+    /// The detach key's name, for the footer.
+    pub detach_key: String,
+}
+
+impl View {
+    pub fn new(colour: bool, home: Option<String>, detach_key: String) -> Self {
+        View {
+            model: Model::default(),
+            mode: Mode::List,
+            preview: None,
+            message: None,
+            daemon: Daemon::Connected,
+            loading: true,
+            colour,
+            now: OffsetDateTime::now_utc(),
+            home,
+            offset: 0,
+            detach_key,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preview_lines_are_sanitized_and_bounded() {
+        let hostile = "a\x1b]52;c;ZXZpbA==\x07b\x1b[2Jc\u{202e}d".to_string();
+        let p = Preview::new("s", PreviewKind::Screen, &[hostile]);
+        assert_eq!(p.lines, ["abcd"]);
+        let many: Vec<String> = (0..MAX_PREVIEW_LINES + 7).map(|n| n.to_string()).collect();
+        let t = Preview::new("s", PreviewKind::Transcript, &many);
+        assert_eq!(t.lines.len(), MAX_PREVIEW_LINES);
+        assert_eq!(t.lines[0], "7");
+        let s = Preview::new("s", PreviewKind::Screen, &many);
+        assert_eq!(s.lines[0], "0");
+        let long = "界".repeat(MAX_PREVIEW_LINE_BYTES);
+        let p = Preview::new("s", PreviewKind::Screen, &[long]);
+        assert!(p.lines[0].len() <= MAX_PREVIEW_LINE_BYTES);
+    }
+}

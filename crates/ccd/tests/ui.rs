@@ -1,0 +1,397 @@
+//! `ccd ui` under a real terminal (tmux on a private socket) against a
+//! daemon running the fake claude.
+
+mod common;
+
+use common::external::external;
+use common::tmux::{tmux_or_skip, Tmux};
+use common::{wait_for, Sandbox};
+use serde_json::json;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(20);
+
+fn short(sid: &str) -> &str {
+    &sid[..8]
+}
+
+/// The list's rows (the lines between the column header and the preview).
+fn list_rows(pane: &str) -> Vec<String> {
+    pane.lines()
+        .skip_while(|l| !l.contains("ID") || !l.contains("TITLE"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_dashboard_lists_filters_attaches_detaches_and_quits() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let held = sb.new_session("heldproj");
+    let gone = sb.new_session("goneproj");
+    sb.ok(&["send", &gone, "a prompt so it has a transcript"]);
+    std::thread::sleep(Duration::from_millis(500));
+    sb.ok(&["kill", &gone]);
+    let ext_dir = sb.project("extproj");
+    let mut ext = external(&sb, &ext_dir);
+    ext._writer.write_all(b"perm rm -rf build\r").unwrap();
+    wait_for(T, "the external session waiting", || {
+        let r = common::row(&sb, &ext.sid);
+        (r["status"] == "waiting").then_some(())
+    });
+
+    let t = Tmux::start(&sb, &["ui"], 120, 40);
+    let pane = t.wait(short(&gone), T);
+    assert!(t.alternate_on(), "the dashboard uses the alternate screen");
+    let rows = list_rows(&pane);
+    assert!(
+        rows[0].contains(short(&ext.sid)) && rows[0].starts_with('!'),
+        "the waiting external session first:\n{pane}"
+    );
+    assert!(rows[0].contains("waiting"), "{pane}");
+    let at = |sid: &str| rows.iter().position(|r| r.contains(short(sid))).unwrap();
+    assert!(at(&held) < at(&gone), "held before dead:\n{pane}");
+    assert!(rows[at(&gone)].contains("dead"), "{pane}");
+    assert!(rows[at(&held)].contains("idle"), "{pane}");
+
+    // The filter narrows live; Enter keeps it; Esc clears it.
+    t.keys(&["/"]);
+    t.type_text("heldproj");
+    let pane = t.wait_until("the filtered list", T, |p| {
+        let r = list_rows(p);
+        r.len() == 1 && r[0].contains(short(&held))
+    });
+    assert!(pane.contains("/heldproj"), "{pane}");
+    t.keys(&["Enter"]);
+    t.wait("[/heldproj]", T);
+
+    // Enter attaches: keys reach the session.
+    t.keys(&["Enter"]);
+    t.wait_until("the attached session", T, |p| !p.contains("[/heldproj]"));
+    std::thread::sleep(Duration::from_millis(300));
+    t.type_text("typed-through-the-dashboard");
+    wait_for(T, "the typed text on the session's screen", || {
+        sb.ok(&["screen", &held])
+            .contains("typed-through-the-dashboard")
+            .then_some(())
+    });
+    // The detach key comes back to the dashboard, the selection kept.
+    t.keys(&["C-\\"]);
+    let pane = t.wait(&format!("detached from {}", short(&held)), T);
+    assert!(t.alternate_on(), "{pane}");
+    let rows = list_rows(&pane);
+    assert_eq!(rows.len(), 1, "the filter is kept:\n{pane}");
+    t.keys(&["Escape"]);
+    let pane = t.wait_until("the whole list again", T, |p| list_rows(p).len() >= 3);
+    // The selection stayed on the session just left (its preview shows).
+    assert!(
+        pane.contains(&format!(" {} · live screen", short(&held))),
+        "{pane}"
+    );
+
+    // q: exit status 0, the terminal's own screen back.
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+    assert!(!t.alternate_on(), "the alternate screen was left");
+    drop(ext);
+}
+
+#[test]
+fn a_session_that_starts_waiting_moves_up_within_a_second() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let first = sb.new_session("first");
+    let second = sb.new_session("second");
+    // `first` is the more recent: `second` lists below it.
+    sb.ok(&["send", &first, "hello"]);
+    let t = Tmux::start(&sb, &["ui"], 120, 30);
+    let pane = t.wait_until("both rows, second below", T, |p| {
+        let r = list_rows(p);
+        let at = |sid: &str| r.iter().position(|l| l.contains(short(sid)));
+        matches!((at(&first), at(&second)), (Some(a), Some(b)) if a < b)
+    });
+    assert!(!list_rows(&pane)[0].starts_with('!'), "{pane}");
+    let mut c = sb.client();
+    c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
+        .unwrap();
+    c.call_value(
+        "session.input",
+        json!({"session": second, "data": ccd_protocol::b64::encode(b"perm echo hi\r")}),
+    )
+    .unwrap();
+    wait_for(T, "the attention event", || {
+        let e = common::next_event(&mut c, Duration::from_millis(200))?;
+        (e["session"] == second.as_str()).then_some(())
+    });
+    let seen = Instant::now();
+    let pane = t.wait_until("the waiting session on top", T, |p| {
+        list_rows(p)
+            .first()
+            .is_some_and(|r| r.contains(short(&second)) && r.starts_with('!'))
+    });
+    let took = seen.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "moved up after {took:?}:\n{pane}"
+    );
+    assert!(
+        pane.contains("[permission: Bash command echo hi]"),
+        "{pane}"
+    );
+    // The selection stayed where it was; `a` on the waiting row approves
+    // the prompt the dashboard shows.
+    t.keys(&["Home"]);
+    t.wait_until("the waiting row selected", T, |p| {
+        p.contains(&format!(" {} · live screen", short(&second)))
+    });
+    t.keys(&["a"]);
+    t.wait(&format!("of {}: Yes", short(&second)), T);
+    t.wait_until("the prompt answered", T, |p| {
+        list_rows(p).first().is_some_and(|r| !r.starts_with('!'))
+    });
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
+
+#[test]
+fn the_dashboard_says_the_daemon_is_gone_and_reconnects() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let held = sb.new_session("p");
+    let t = Tmux::start(&sb, &["ui"], 80, 24);
+    t.wait(short(&held), T);
+    let pid = sb.daemon_pid().expect("a daemon");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let pane = t.wait("DAEMON GONE", T);
+    assert!(pane.contains(short(&held)), "the list stays:\n{pane}");
+    // A daemon again (it adopts the session): the dashboard reconnects.
+    let _ = sb.client_or_start();
+    t.wait_until("the daemon back", T, |p| !p.contains("DAEMON GONE"));
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+    assert!(!t.alternate_on());
+}
+
+#[test]
+fn a_panic_restores_the_terminal() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let mut sb = Sandbox::new();
+    sb.env.push(("CCD_UI_PANIC_FOR_TEST".into(), "1".into()));
+    let t = Tmux::start(&sb, &["ui"], 80, 24);
+    let pane = t.wait("ccd-exited=101", T);
+    assert!(!t.alternate_on(), "the alternate screen was left:\n{pane}");
+    assert!(pane.contains("CCD_UI_PANIC_FOR_TEST is set"), "{pane}");
+}
+
+#[test]
+fn a_resize_redraws_to_the_new_width() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let held = sb.new_session("p");
+    // `ccd` alone on a terminal is the dashboard.
+    let t = Tmux::start(&sb, &[], 120, 30);
+    t.wait(short(&held), T);
+    t.wait("CWD", T);
+    t.tmux(&["resize-window", "-t", "ui", "-x", "80", "-y", "24"]);
+    let pane = t.wait_until("the 80-column layout", T, |p| {
+        !p.contains("CWD") && p.contains(short(&held))
+    });
+    assert!(pane.lines().all(|l| l.chars().count() <= 80), "{pane}");
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    for (signal, code) in [
+        (nix::sys::signal::Signal::SIGTERM, 143),
+        (nix::sys::signal::Signal::SIGHUP, 129),
+    ] {
+        let t = Tmux::start(&sb, &["ui"], 80, 24);
+        t.wait("sessions:", T);
+        assert!(t.alternate_on());
+        let pid = wait_for(T, "the ccd process", || t.child_pid());
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+        t.wait(&format!("ccd-exited={code}"), T);
+        assert!(!t.alternate_on(), "{signal}: the alternate screen was left");
+        drop(t);
+    }
+}
+
+#[test]
+fn new_with_completion_fork_observe_and_kill_with_confirm() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let held = sb.new_session("orig");
+    // A conversation to fork.
+    sb.ok(&["send", &held, "something to fork"]);
+    let target = sb.project("newplace-unique");
+    let t = Tmux::start(&sb, &["ui"], 120, 40);
+    t.wait(short(&held), T);
+
+    // n: a directory, completed with Tab, then Enter: a new session,
+    // attached; the detach key comes back.
+    t.keys(&["n"]);
+    t.wait("new session in directory", T);
+    // Replace the suggested directory with the work dir's prefix.
+    for _ in 0..200 {
+        t.keys(&["BSpace"]);
+    }
+    t.type_text(&format!("{}/newplace-u", sb.work.display()));
+    t.keys(&["Tab"]);
+    t.wait(&format!("{}/", target.display()), T);
+    t.keys(&["Enter"]);
+    t.wait_until("attached to the new session", T, |p| {
+        !p.contains("sessions:")
+    });
+    t.keys(&["C-\\"]);
+    let pane = t.wait("detached from", T);
+    let new_sid = wait_for(T, "the new session held in its directory", || {
+        common::ls_json(&sb).into_iter().find_map(|r| {
+            (r["cwd"] == target.to_str().unwrap() && !r["ccd"].is_null())
+                .then(|| r["session_id"].as_str().unwrap().to_string())
+        })
+    });
+    assert!(
+        pane.contains(&format!("detached from {}", short(&new_sid))),
+        "{pane}"
+    );
+
+    // o: observe, read-only; the detach key comes back.
+    t.keys(&["/"]);
+    t.type_text("orig");
+    t.keys(&["Enter"]);
+    t.wait_until("only the original", T, |p| {
+        let r = list_rows(p);
+        r.len() == 1 && r[0].contains(short(&held))
+    });
+    t.keys(&["o"]);
+    t.wait_until("observing", T, |p| !p.contains("sessions:"));
+    t.type_text("not-typed-when-observing");
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", short(&held)), T);
+    assert!(!sb
+        .ok(&["screen", &held])
+        .contains("not-typed-when-observing"));
+
+    // f: fork, attached to the fork; back with the detach key.
+    t.keys(&["f"]);
+    t.wait_until("attached to the fork", T, |p| !p.contains("sessions:"));
+    t.keys(&["C-\\"]);
+    let pane = t.wait("detached from", T);
+    assert!(
+        !pane.contains(&format!("detached from {}", short(&held))),
+        "the fork is another session:\n{pane}"
+    );
+
+    // k asks first: any key but y keeps it; y kills it.
+    t.keys(&["Escape"]);
+    t.wait_until("the filter cleared", T, |p| !p.contains("[/orig]"));
+    t.keys(&["/"]);
+    t.type_text(short(&held)); // the fork has the same directory
+    t.keys(&["Enter"]);
+    t.wait_until("only the original", T, |p| {
+        let r = list_rows(p);
+        r.len() == 1 && r[0].contains(short(&held))
+    });
+    t.keys(&["k"]);
+    t.wait(&format!("kill {}? y to kill", short(&held)), T);
+    t.keys(&["n"]);
+    t.wait("kept it", T);
+    assert!(!common::row(&sb, &held)["ccd"].is_null(), "still held");
+    t.keys(&["k"]);
+    t.wait(&format!("kill {}? y to kill", short(&held)), T);
+    t.keys(&["y"]);
+    t.wait(&format!("{}: exited", short(&held)), T);
+    t.wait_until("the killed session dead", T, |p| {
+        list_rows(p).first().is_some_and(|r| r.contains("dead"))
+    });
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
+
+#[test]
+fn a_session_that_starts_waiting_rings_the_bell_when_configured() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.tmp.path().join("ccd.toml"), "ui_notify = \"bell\"\n").unwrap();
+    let held = sb.new_session("p");
+    let t = Tmux::start(&sb, &["ui"], 120, 30);
+    t.wait(short(&held), T);
+    let bell = || {
+        t.tmux(&["display-message", "-p", "-t", "ui", "#{window_bell_flag}"])
+            .trim()
+            == "1"
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!bell(), "no bell before anything waits");
+    let mut c = sb.client();
+    c.call_value(
+        "session.input",
+        json!({"session": held, "data": ccd_protocol::b64::encode(b"perm echo hi\r")}),
+    )
+    .unwrap();
+    t.wait("[permission: Bash command echo hi]", T);
+    wait_for(T, "the bell", || bell().then_some(()));
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
+
+#[test]
+fn ccd_alone_without_a_terminal_prints_the_usage() {
+    let sb = Sandbox::new();
+    let o = sb.run(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Usage: ccd") && out.contains("ui"), "{out}");
+}
+
+#[test]
+fn a_detach_key_pressed_while_attaching_is_a_key_not_a_signal() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let mut sb = Sandbox::new();
+    // A wide spell between leaving the dashboard and the attach.
+    sb.env
+        .push(("CCD_UI_TEST_ATTACH_DELAY_MS".into(), "1500".into()));
+    let held = sb.new_session("p");
+    let t = Tmux::start(&sb, &["ui"], 100, 30);
+    t.wait(short(&held), T);
+    t.keys(&["Enter"]);
+    // The dashboard leaves its screen before the attach client takes the
+    // terminal: Ctrl-\ (QUIT in a cooked terminal) pressed then must
+    // detach, not kill it.
+    t.wait_until("the dashboard's screen left", T, |_| !t.alternate_on());
+    t.keys(&["C-\\"]);
+    let pane = t.wait(&format!("detached from {}", short(&held)), T);
+    assert!(!pane.contains("ccd-exited"), "{pane}");
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
