@@ -12,6 +12,16 @@ use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(20);
 
+/// The one test that times the dashboard (a waiting session on top
+/// within a second) runs alone; the others share the machine among
+/// themselves.
+static TIMING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// A share of the machine for an untimed test.
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    TIMING.read().unwrap_or_else(|p| p.into_inner())
+}
+
 fn short(sid: &str) -> &str {
     &sid[..8]
 }
@@ -28,6 +38,7 @@ fn list_rows(pane: &str) -> Vec<String> {
 
 #[test]
 fn the_dashboard_lists_filters_attaches_detaches_and_quits() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
@@ -103,6 +114,7 @@ fn the_dashboard_lists_filters_attaches_detaches_and_quits() {
 
 #[test]
 fn a_session_that_starts_waiting_moves_up_within_a_second() {
+    let _alone = TIMING.write().unwrap_or_else(|p| p.into_inner());
     if !tmux_or_skip() {
         return;
     }
@@ -162,6 +174,7 @@ fn a_session_that_starts_waiting_moves_up_within_a_second() {
 
 #[test]
 fn the_dashboard_says_the_daemon_is_gone_and_reconnects() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
@@ -187,6 +200,7 @@ fn the_dashboard_says_the_daemon_is_gone_and_reconnects() {
 
 #[test]
 fn a_panic_restores_the_terminal() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
@@ -200,6 +214,7 @@ fn a_panic_restores_the_terminal() {
 
 #[test]
 fn a_resize_redraws_to_the_new_width() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
@@ -220,6 +235,7 @@ fn a_resize_redraws_to_the_new_width() {
 
 #[test]
 fn sigterm_and_sighup_restore_the_terminal() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
@@ -241,6 +257,7 @@ fn sigterm_and_sighup_restore_the_terminal() {
 
 #[test]
 fn new_with_completion_fork_observe_and_kill_with_confirm() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
@@ -336,6 +353,7 @@ fn new_with_completion_fork_observe_and_kill_with_confirm() {
 
 #[test]
 fn a_session_that_starts_waiting_rings_the_bell_when_configured() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
@@ -365,6 +383,7 @@ fn a_session_that_starts_waiting_rings_the_bell_when_configured() {
 
 #[test]
 fn ccd_alone_without_a_terminal_prints_the_usage() {
+    let _share = shared();
     let sb = Sandbox::new();
     let o = sb.run(&[]);
     assert_eq!(o.status.code(), Some(2));
@@ -374,6 +393,7 @@ fn ccd_alone_without_a_terminal_prints_the_usage() {
 
 #[test]
 fn a_detach_key_pressed_while_attaching_is_a_key_not_a_signal() {
+    let _share = shared();
     if !tmux_or_skip() {
         return;
     }
