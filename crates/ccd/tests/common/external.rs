@@ -98,7 +98,13 @@ pub fn external(sb: &Sandbox, dir: &Path) -> External {
         let p = ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid)?;
         let t = std::fs::read_to_string(&p).ok()?;
         t.contains("hello from outside").then_some(())?;
-        t.contains("\"assistant\"").then_some(p)
+        // The turn is over once its `turn_duration` and the `last-prompt`
+        // after it are written (three appends after the reply).
+        let last = t.lines().last()?;
+        (t.contains("\"assistant\"")
+            && t.contains("\"turn_duration\"")
+            && last.contains("\"last-prompt\""))
+        .then_some(p)
     });
     External {
         child,
