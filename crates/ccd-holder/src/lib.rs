@@ -121,6 +121,7 @@ impl Holder {
                 expected_session_id: config.expected_session_id.clone(),
             },
             config.client_queue_bytes,
+            config.parse_backlog_bytes,
         ));
         let thread_err = |e: std::io::Error| SpawnError::Spawn {
             program: config.program.clone(),

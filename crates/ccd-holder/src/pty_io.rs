@@ -26,9 +26,6 @@ const READ_BUF: usize = 64 * 1024;
 /// After the child exits, how long to wait for the rest of its output before
 /// telling clients (a descendant may keep the PTY open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
-/// Then, how long to wait for the model to parse what was read (a bounded
-/// backlog: milliseconds in a release build).
-const PARSE_AFTER_EXIT: Duration = Duration::from_secs(5);
 
 /// Start the reader thread.
 pub fn spawn_reader(
@@ -110,8 +107,10 @@ pub fn spawn_waiter(
             tracing::info!(pid, code = ?info.code, signal = ?info.signal, "child exited");
             let (g, _) = session.wait_for(DRAIN_AFTER_EXIT, |g| g.output_eof);
             drop(g);
-            // The last output parsed too: the final screen is what is kept.
-            let (mut g, _) = session.wait_for(PARSE_AFTER_EXIT, |g| g.backlog.is_empty());
+            // The last output parsed too (on demand, here: the backlog is
+            // bounded): the final screen is what is kept.
+            session.catch_up();
+            let mut g = session.lock();
             g.exit = Some(info.clone());
             g.fanout.mark_exited(info);
             drop(g);
