@@ -49,7 +49,6 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -99,6 +98,10 @@ pub(crate) const IDLE_SAFETY: Duration = Duration::from_secs(30);
 /// Most bytes parsed per model-lock hold (a redraw or a screen request
 /// waits at most for this much parsing before it can parse itself).
 const PARSE_BATCH: usize = 256 << 10;
+
+/// The parser thread parses once the stream has paused this long (or the
+/// backlog is half full): see [`Session::parse_step`].
+const DEFER_QUIET: Duration = Duration::from_millis(1);
 
 /// Bytes after which an old parse-speed sample weighs half.
 const RATE_HALF_LIFE: f64 = 8.0 * 1024.0 * 1024.0;
@@ -180,8 +183,12 @@ pub(crate) struct Inner {
     backlog_bytes: usize,
     /// The reader waits for room in the backlog.
     reader_waits: bool,
-    /// The parser thread waits for work.
+    /// The parser thread waits for work, or (`parser_defers`) for the
+    /// stream to pause.
     parser_waits: bool,
+    parser_defers: bool,
+    /// When the reader last pushed a chunk.
+    last_chunk: Instant,
     /// Redraws waiting for the model to catch up: the reader keeps the
     /// backlog within their seed cap meanwhile.
     redraws_waiting: usize,
@@ -231,7 +238,7 @@ pub struct Session {
     parsed: AtomicU64,
     /// The backlog's cap now (from the parse speed, see [`CATCH_UP_GOAL`]).
     backlog_limit: AtomicUsize,
-    input: SyncSender<Vec<u8>>,
+    input: Arc<crate::pty_io::PtyInput>,
     stop: StopSignal,
     /// Fixed facts.
     pub fixed: Fixed,
@@ -261,7 +268,7 @@ impl Session {
         screen: Screen,
         master: Box<dyn MasterPty + Send>,
         size: Size,
-        input: SyncSender<Vec<u8>>,
+        input: Arc<crate::pty_io::PtyInput>,
         fixed: Fixed,
         queue_cap: usize,
         backlog_max: usize,
@@ -275,6 +282,8 @@ impl Session {
                 backlog_bytes: 0,
                 reader_waits: false,
                 parser_waits: false,
+                parser_defers: false,
+                last_chunk: Instant::now(),
                 redraws_waiting: 0,
                 fanout: Fanout::default(),
                 master,
@@ -373,6 +382,9 @@ impl Session {
                 break;
             }
             g.reader_waits = true;
+            if std::mem::take(&mut g.parser_waits) {
+                self.work.notify_one();
+            }
             g = self
                 .room
                 .wait_timeout(g, Duration::from_millis(100))
@@ -386,7 +398,14 @@ impl Session {
         g.fanout.push_shared(seq, &chunk);
         g.backlog.push_back(Pending::Bytes(seq, chunk));
         g.backlog_bytes += bytes.len();
-        let wake = std::mem::take(&mut g.parser_waits);
+        g.last_chunk = Instant::now();
+        // A deferring parser is woken only once the backlog is half full.
+        let wake = g.parser_waits
+            && (!g.parser_defers
+                || g.backlog_bytes >= self.backlog_limit.load(Ordering::Relaxed) / 2);
+        if wake {
+            g.parser_waits = false;
+        }
         drop(g);
         if wake {
             self.work.notify_one();
@@ -482,20 +501,44 @@ impl Session {
     }
 
     /// The parser thread's step: parse what the backlog holds (up to
-    /// [`PARSE_BATCH`]) into the model. Waits for work; false once the
-    /// output ended and all of it is parsed, or the holder stops.
+    /// [`PARSE_BATCH`]) into the model. Waits for work, and while the
+    /// stream flows (a chunk within [`DEFER_QUIET`]) and the backlog is less
+    /// than half full, for it to pause: a burst is relayed first and parsed
+    /// after, the CPU going to the relay meanwhile (anyone who needs the
+    /// model sooner parses on demand). False once the output ended and all
+    /// of it is parsed, or the holder stops.
     pub(crate) fn parse_step(&self) -> bool {
         let batch = {
             let mut g = self.lock();
             loop {
+                let ending = g.output_eof || self.stopping();
                 if let Some(b) = self.take_batch(&g) {
-                    g.parser_waits = false;
-                    break b;
+                    let quiet = g.last_chunk.elapsed();
+                    let half = self.backlog_limit.load(Ordering::Relaxed) / 2;
+                    let defer = !ending
+                        && quiet < DEFER_QUIET
+                        && g.backlog_bytes < half
+                        && g.redraws_waiting == 0
+                        && !g.reader_waits;
+                    if !defer {
+                        g.parser_waits = false;
+                        g.parser_defers = false;
+                        break b;
+                    }
+                    g.parser_waits = true;
+                    g.parser_defers = true;
+                    g = self
+                        .work
+                        .wait_timeout(g, DEFER_QUIET - quiet)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    continue;
                 }
-                if g.output_eof || self.stopping() {
+                if ending {
                     return false;
                 }
                 g.parser_waits = true;
+                g.parser_defers = false;
                 g = self
                     .work
                     .wait_timeout(g, IDLE_SAFETY)
@@ -541,7 +584,13 @@ impl Session {
     /// backlog within the seed cap (so this converges however fast the
     /// output comes).
     fn caught_up_for_redraw(&self) -> (MutexGuard<'_, Inner>, MutexGuard<'_, Model>) {
-        self.lock().redraws_waiting += 1;
+        {
+            let mut g = self.lock();
+            g.redraws_waiting += 1;
+            if std::mem::take(&mut g.parser_waits) {
+                self.work.notify_one();
+            }
+        }
         loop {
             self.parse_until(|s, g| g.seq - s.parsed.load(Ordering::Acquire) <= s.seed_cap as u64);
             let mut g = self.lock();
@@ -643,13 +692,13 @@ impl Session {
         Self::stream_label(&self.lock())
     }
 
-    /// Queue input for the PTY writer. Blocks while the writer's queue is
+    /// Input for the PTY ([`crate::pty_io::PtyInput`]). Blocks while the writer's queue is
     /// full (the child is not reading), never while holding the lock.
     pub fn send_input(&self, bytes: Vec<u8>) -> Result<(), SessionError> {
         if self.lock().exit.is_some() {
             return Err(SessionError::Exited);
         }
-        self.input.send(bytes).map_err(|_| SessionError::Exited)
+        self.input.send(bytes).map_err(|()| SessionError::Exited)
     }
 
     /// The PTY's current size.
