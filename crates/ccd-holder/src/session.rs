@@ -103,6 +103,10 @@ const PARSE_BATCH: usize = 256 << 10;
 /// backlog is half full): see [`Session::parse_step`].
 const DEFER_QUIET: Duration = Duration::from_millis(1);
 
+/// Longest chunk the PTY reader parses itself when it is all the backlog
+/// holds and the parser idles (see [`Session::on_output`]).
+const INLINE_PARSE_MAX: usize = 1024;
+
 /// Bytes after which an old parse-speed sample weighs half.
 const RATE_HALF_LIFE: f64 = 8.0 * 1024.0 * 1024.0;
 
@@ -399,8 +403,18 @@ impl Session {
         g.backlog.push_back(Pending::Bytes(seq, chunk));
         g.backlog_bytes += bytes.len();
         g.last_chunk = Instant::now();
+        // A small chunk alone in the backlog while the parser idles (an
+        // echo, a spinner frame) is parsed here, after the clients have it:
+        // microseconds, and no parser wakeup per keystroke.
+        let inline = (g.parser_waits
+            && !g.parser_defers
+            && g.backlog_bytes == bytes.len()
+            && bytes.len() <= INLINE_PARSE_MAX)
+            .then(|| self.take_batch(&g))
+            .flatten();
         // A deferring parser is woken only once the backlog is half full.
-        let wake = g.parser_waits
+        let wake = inline.is_none()
+            && g.parser_waits
             && (!g.parser_defers
                 || g.backlog_bytes >= self.backlog_limit.load(Ordering::Relaxed) / 2);
         if wake {
@@ -409,6 +423,9 @@ impl Session {
         drop(g);
         if wake {
             self.work.notify_one();
+        }
+        if let Some(batch) = inline {
+            self.apply_batch(batch);
         }
     }
 
