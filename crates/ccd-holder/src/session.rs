@@ -193,6 +193,9 @@ pub(crate) struct Inner {
     parser_defers: bool,
     /// When the reader last pushed a chunk.
     last_chunk: Instant,
+    /// Someone waits for new output ([`Session::wait_output`]): the reader
+    /// signals `changed` at the next chunk (parse progress signals nobody).
+    output_watch: bool,
     /// Redraws waiting for the model to catch up: the reader keeps the
     /// backlog within their seed cap meanwhile.
     redraws_waiting: usize,
@@ -288,6 +291,7 @@ impl Session {
                 parser_waits: false,
                 parser_defers: false,
                 last_chunk: Instant::now(),
+                output_watch: false,
                 redraws_waiting: 0,
                 fanout: Fanout::default(),
                 master,
@@ -404,8 +408,9 @@ impl Session {
         g.backlog_bytes += bytes.len();
         g.last_chunk = Instant::now();
         // A small chunk alone in the backlog while the parser idles (an
-        // echo, a spinner frame) is parsed here, after the clients have it:
-        // microseconds, and no parser wakeup per keystroke.
+        // echo, a spinner frame) is parsed here, after the clients have it,
+        // if the model is free: microseconds, and no parser wakeup per
+        // keystroke.
         let inline = (g.parser_waits
             && !g.parser_defers
             && g.backlog_bytes == bytes.len()
@@ -420,12 +425,22 @@ impl Session {
         if wake {
             g.parser_waits = false;
         }
+        let watched = std::mem::take(&mut g.output_watch);
         drop(g);
         if wake {
             self.work.notify_one();
         }
         if let Some(batch) = inline {
-            self.apply_batch(batch);
+            // Never waits for the model: busy (a redraw, a screen read, a
+            // classification), the parser thread takes it.
+            match self.model.try_lock() {
+                Ok(m) => self.apply_with(m, batch),
+                Err(std::sync::TryLockError::Poisoned(p)) => self.apply_with(p.into_inner(), batch),
+                Err(std::sync::TryLockError::WouldBlock) => self.work.notify_one(),
+            }
+        }
+        if watched {
+            self.notify();
         }
     }
 
@@ -464,9 +479,13 @@ impl Session {
     /// Feed `batch` to the model (the items it has not applied yet), then
     /// remove what is applied from the backlog. Model lock, then session
     /// lock: never both.
-    fn apply_batch(&self, Batch(first, items): Batch) {
+    fn apply_batch(&self, batch: Batch) {
+        self.apply_with(self.model(), batch);
+    }
+
+    /// [`Session::apply_batch`] with the model lock already taken.
+    fn apply_with(&self, mut m: MutexGuard<'_, Model>, Batch(first, items): Batch) {
         let applied = {
-            let mut m = self.model();
             let t0 = Instant::now();
             let mut bytes = 0usize;
             for (n, p) in (first..).zip(&items) {
@@ -497,7 +516,9 @@ impl Session {
             }
             self.parsed.store(m.parsed, Ordering::Release);
             self.applied.store(m.applied, Ordering::Release);
-            m.applied
+            let applied = m.applied;
+            drop(m);
+            applied
         };
         let mut g = self.lock();
         while g.backlog_front < applied {
@@ -514,7 +535,6 @@ impl Session {
         if wake {
             self.room.notify_one();
         }
-        self.notify();
     }
 
     /// The parser thread's step: parse what the backlog holds (up to
@@ -620,6 +640,14 @@ impl Session {
                 return (g, m);
             }
         }
+    }
+
+    /// Wait (at most `timeout`) for output past stream offset `since`, the
+    /// exit, or a stop.
+    pub(crate) fn wait_output(&self, since: u64, timeout: Duration) {
+        self.lock().output_watch = true;
+        let (g, _) = self.wait_for(timeout, |g| g.exit.is_some() || g.seq != since);
+        drop(g);
     }
 
     /// Wait until `pred` holds on the state, or `timeout`. Returns the final
