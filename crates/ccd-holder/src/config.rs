@@ -60,6 +60,10 @@ pub struct HolderConfig {
     /// Bytes of output queued per client before its queue is dropped and it
     /// is resynced.
     pub client_queue_bytes: usize,
+    /// Most bytes of output waiting for the screen model before the PTY is
+    /// paced ([`crate::session::BACKLOG_CAP`] by default; the parse speed
+    /// may lower it, see [`crate::session`]).
+    pub parse_backlog_bytes: usize,
     /// The session id the launcher expects (`--session-id`, `--resume`);
     /// `None` for a fork, whose id only the registry tells.
     pub expected_session_id: Option<String>,
@@ -84,6 +88,7 @@ impl HolderConfig {
             tick: Duration::from_millis(100),
             scrollback: 0,
             client_queue_bytes: 8 << 20,
+            parse_backlog_bytes: crate::session::BACKLOG_CAP,
             expected_session_id: None,
         }
     }

@@ -82,6 +82,10 @@ struct QueueState {
     /// When the writer last took output, or the queue last went from empty
     /// to non-empty: the start of the current stall, if any.
     last_taken: Instant,
+    /// The writer waits on `ready` / the reader on `taken`: a push or a take
+    /// signals only then (a signal is a syscall even with no one waiting).
+    writer_waits: bool,
+    reader_waits: bool,
 }
 
 impl Default for QueueState {
@@ -95,6 +99,8 @@ impl Default for QueueState {
             bytes_dropped: 0,
             resyncs: 0,
             last_taken: Instant::now(),
+            writer_waits: false,
+            reader_waits: false,
         }
     }
 }
@@ -174,8 +180,11 @@ impl ClientQueue {
             s.chunks.push_back((seq, Arc::clone(chunk)));
             s.bytes += n;
         }
+        let wake = s.writer_waits;
         drop(s);
-        self.ready.notify_one();
+        if wake {
+            self.ready.notify_one();
+        }
         true
     }
 
@@ -201,11 +210,13 @@ impl ClientQueue {
                 );
                 return;
             }
+            s.reader_waits = true;
             s = self
                 .taken
                 .wait_timeout(s, stall - idle)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+            s.reader_waits = false;
         }
     }
 
@@ -266,18 +277,23 @@ impl ClientQueue {
                     s.chunks.pop_front();
                 }
                 s.last_taken = Instant::now();
+                let wake = s.reader_waits;
                 drop(s);
-                self.taken.notify_all();
+                if wake {
+                    self.taken.notify_all();
+                }
                 return Event::Output { seq, data };
             }
             if let Some(exit) = s.exited.clone() {
                 return Event::Exited(exit);
             }
+            s.writer_waits = true;
             let (guard, timeout) = self
                 .ready
                 .wait_timeout(s, wait)
                 .unwrap_or_else(|p| p.into_inner());
             s = guard;
+            s.writer_waits = false;
             let nothing = s.chunks.is_empty() && !s.overflowed && !s.closed;
             if timeout.timed_out() && nothing && s.exited.is_none() {
                 return Event::Idle;

@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | PTY reader | reads the master, fans out, queues for the parser | [`pty_io`], [`fanout`] |
 //! | parser | feeds the output to the screen model beside the stream | [`pty_io`], [`session`] |
-//! | PTY writer | PTY input (the only writer) | [`pty_io`] |
+//! | PTY writer | PTY input (queued; keystrokes may go straight from a connection, in order) | [`pty_io`] |
 //! | child waiter | waits, records the exit, reaps | [`pty_io`], [`exit`] |
 //! | lifecycle | startup state machine, trust step | [`lifecycle`] |
 //! | acceptor + one per connection (+ one pump per attached client) | the socket | [`rpc`] |
@@ -106,11 +106,16 @@ impl Holder {
         // and the PTY get a size within bounds (`pty_size` clamps too).
         let size = config.size.clamped();
         let screen = Screen::with_scrollback(size.rows, size.cols, config.scrollback);
+        let input = Arc::new(pty_io::PtyInput::new(
+            spawned.writer,
+            spawned.master.as_raw_fd(),
+            tx,
+        ));
         let session = Arc::new(Session::new(
             screen,
             spawned.master,
             size,
-            tx,
+            Arc::clone(&input),
             session::Fixed {
                 pid: spawned.pid,
                 cwd: spawned.cwd,
@@ -121,12 +126,13 @@ impl Holder {
                 expected_session_id: config.expected_session_id.clone(),
             },
             config.client_queue_bytes,
+            config.parse_backlog_bytes,
         ));
         let thread_err = |e: std::io::Error| SpawnError::Spawn {
             program: config.program.clone(),
             reason: format!("cannot start a holder thread: {e}"),
         };
-        pty_io::spawn_writer(spawned.writer, rx).map_err(thread_err)?;
+        pty_io::spawn_writer(input, rx).map_err(thread_err)?;
         pty_io::spawn_parser(Arc::clone(&session)).map_err(thread_err)?;
         pty_io::spawn_reader(Arc::clone(&session), spawned.reader).map_err(thread_err)?;
         pty_io::spawn_waiter(Arc::clone(&session), spawned.child).map_err(thread_err)?;

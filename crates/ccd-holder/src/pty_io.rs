@@ -6,13 +6,18 @@
 //! - the **parser** feeds the output to the screen model beside the stream
 //!   ([`Session::parse_step`]; see [`crate::session`] for why and how the
 //!   redraws still line up);
-//! - the **writer** is the single owner of PTY input: everything typed
-//!   (clients, the trust step) goes through its bounded channel;
+//! - the **writer** owns PTY input: everything typed (clients, the trust
+//!   step) goes through [`PtyInput`]: straight to the PTY from the sender's
+//!   thread when nothing is queued and the PTY takes it now (a keystroke:
+//!   one thread hand-off less), else through the writer's bounded channel,
+//!   in order;
 //! - the **waiter** waits for the child, records its exit, reaps it.
 
 use std::io::{Read, Write};
-use std::sync::mpsc::Receiver;
-use std::sync::Arc;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -26,9 +31,6 @@ const READ_BUF: usize = 64 * 1024;
 /// After the child exits, how long to wait for the rest of its output before
 /// telling clients (a descendant may keep the PTY open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
-/// Then, how long to wait for the model to parse what was read (a bounded
-/// backlog: milliseconds in a release build).
-const PARSE_AFTER_EXIT: Duration = Duration::from_secs(5);
 
 /// Start the reader thread.
 pub fn spawn_reader(
@@ -73,17 +75,86 @@ pub fn spawn_parser(session: Arc<Session>) -> std::io::Result<JoinHandle<()>> {
         })
 }
 
-/// Start the writer thread (the only writer of PTY input).
+/// Longest input written straight from the sender's thread (keystrokes;
+/// more goes through the writer thread).
+const DIRECT_MAX: usize = 256;
+
+/// PTY input, shared by the writer thread and every sender.
+///
+/// Order: `queued` counts chunks handed to the writer thread and not yet
+/// written; it drops only under the `pty` lock, right after the write. A
+/// sender writes directly only under that lock and while `queued` is 0 —
+/// so everything it queued before is already on the PTY — and only when
+/// the lock is free and the PTY polls writable (a short write then does not
+/// wait for the child). Otherwise it queues (blocking while the channel is
+/// full: the child is not reading), never under a session lock.
+pub struct PtyInput {
+    pty: Mutex<Box<dyn Write + Send>>,
+    queued: AtomicUsize,
+    tx: SyncSender<Vec<u8>>,
+    fd: Option<RawFd>,
+}
+
+impl PtyInput {
+    /// Input for the PTY behind `writer` (`fd`: the master, to poll).
+    pub fn new(writer: Box<dyn Write + Send>, fd: Option<RawFd>, tx: SyncSender<Vec<u8>>) -> Self {
+        Self {
+            pty: Mutex::new(writer),
+            queued: AtomicUsize::new(0),
+            tx,
+            fd,
+        }
+    }
+
+    /// Write `bytes` to the PTY, directly or through the writer thread (see
+    /// the type docs). Err: the PTY no longer takes input.
+    pub(crate) fn send(&self, bytes: Vec<u8>) -> Result<(), ()> {
+        if bytes.len() <= DIRECT_MAX && self.queued.load(Ordering::Acquire) == 0 {
+            if let Ok(mut w) = self.pty.try_lock() {
+                if self.queued.load(Ordering::Acquire) == 0 && self.writable() {
+                    return w.write_all(&bytes).and_then(|()| w.flush()).map_err(|e| {
+                        tracing::debug!(error = %e, "pty write failed");
+                    });
+                }
+            }
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.tx.send(bytes).map_err(|_| {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        })
+    }
+
+    /// The PTY takes input now (poll, no wait).
+    fn writable(&self) -> bool {
+        let Some(fd) = self.fd else {
+            return false;
+        };
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one pollfd we own; the master outlives the session's input.
+        let r = unsafe { libc::poll(&mut p, 1, 0) };
+        r == 1 && p.revents & libc::POLLOUT != 0 && p.revents & (libc::POLLERR | libc::POLLHUP) == 0
+    }
+}
+
+/// Start the writer thread (it writes what [`PtyInput`] queues).
 pub fn spawn_writer(
-    mut writer: Box<dyn Write + Send>,
-    input: Receiver<Vec<u8>>,
+    input: Arc<PtyInput>,
+    queue: Receiver<Vec<u8>>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("holder-pty-writer".into())
         .spawn(move || {
             crate::sched::short_slice();
-            for bytes in input {
-                if let Err(e) = writer.write_all(&bytes).and_then(|()| writer.flush()) {
+            for bytes in queue {
+                let mut w = input.pty.lock().unwrap_or_else(|p| p.into_inner());
+                let r = w.write_all(&bytes).and_then(|()| w.flush());
+                input.queued.fetch_sub(1, Ordering::AcqRel);
+                drop(w);
+                if let Err(e) = r {
                     tracing::debug!(error = %e, "pty write failed; input writer stops");
                     break;
                 }
@@ -110,8 +181,10 @@ pub fn spawn_waiter(
             tracing::info!(pid, code = ?info.code, signal = ?info.signal, "child exited");
             let (g, _) = session.wait_for(DRAIN_AFTER_EXIT, |g| g.output_eof);
             drop(g);
-            // The last output parsed too: the final screen is what is kept.
-            let (mut g, _) = session.wait_for(PARSE_AFTER_EXIT, |g| g.backlog.is_empty());
+            // The last output parsed too (on demand, here: the backlog is
+            // bounded): the final screen is what is kept.
+            session.catch_up();
+            let mut g = session.lock();
             g.exit = Some(info.clone());
             g.fanout.mark_exited(info);
             drop(g);

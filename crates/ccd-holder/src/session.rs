@@ -9,27 +9,46 @@
 //!
 //! The PTY reader pushes each chunk to the clients and to the *backlog* at
 //! once (session lock only); the parser thread ([`Session::parse_step`])
-//! feeds backlog chunks to the model under the model lock alone, so clients
+//! feeds backlog items to the model under the model lock alone, so clients
 //! get output while the model catches up, and the reader reads on while the
-//! model parses. A chunk leaves the backlog only after it was parsed, so
-//! under both locks `backlog` holds exactly the stream from `Model::parsed`
-//! (past a parsed-but-not-yet-removed front) to `Inner::seq`. A redraw for
-//! a client (attach, resync) is taken under both locks: the model at
-//! `parsed`, followed in the client's queue by the backlog from there — the
-//! stream lines up exactly. The backlog is bounded ([`BACKLOG_CAP`], and
-//! half a client queue): when full, the reader waits for the parser, which
-//! then paces the PTY. A resize reaches the model in stream order (queued in
-//! the backlog unless it is empty).
+//! model parses. A burst thus passes at relay speed and the parser drains
+//! it afterwards. Backlog items are numbered (`Inner::backlog_front` is the
+//! number of the first); `Model::applied` counts the items the model has
+//! taken, and an item leaves the backlog only after that: under both locks
+//! `backlog` holds exactly the stream from `Model::parsed` (past an
+//! applied-but-not-yet-removed front) to `Inner::seq`. Any thread may parse
+//! a batch ([`Session::catch_up`]: parse on demand): it clones the items
+//! past the applied count under the session lock, then applies under the
+//! model lock only those the model has not taken meanwhile, so two parsing
+//! threads never feed an item twice and never skip one.
+//!
+//! **Bounds.** The backlog holds at most [`BACKLOG_CAP`] bytes, and at
+//! most what the model parses in [`CATCH_UP_GOAL`] at its measured speed
+//! (never less than [`BACKLOG_MIN`]), so that catching the model up is
+//! bounded in time as well as in bytes; beyond that the reader waits for
+//! the parser, which then paces the PTY.
+//!
+//! **Every reader of the model sees it caught up** to the byte it asks
+//! about: `holder.screen` parses on demand up to the stream's position at
+//! the request; a redraw for a client (attach, resync) is the model at
+//! `parsed` followed in the client's queue by the backlog from there, taken
+//! under both locks — the stream lines up exactly — and is taken only once
+//! at most [`SEED_CAP`] (and half a client queue) is left unparsed: the
+//! redrawing thread parses on demand, and while it waits the reader keeps
+//! the backlog within that (so it converges), then the rest is seeded. The
+//! lifecycle driver reads the model where it is and steps again until it
+//! has seen everything read before its step. A resize reaches the model in
+//! stream order (queued in the backlog unless everything in it was applied).
 //!
 //! Lock order: the session lock, then the model lock, then a client queue's
-//! lock. The parser never holds the session and model locks together.
+//! lock. A parsing thread never holds the session and model locks together.
 //! Nobody does I/O on a client socket while holding any of them. PTY input
 //! goes through the single writer thread ([`crate::pty_io`]), never under a
 //! lock.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::mpsc::SyncSender;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -56,19 +75,43 @@ const TRANSITIONS_KEPT: usize = 10;
 /// are still listed, as dead sessions without a successor named).
 pub const EARLIER_IDS_KEPT: usize = 32;
 
-/// Most bytes of output waiting for the model before the reader waits.
-pub const BACKLOG_CAP: usize = 4 << 20;
+/// Most bytes of output waiting for the model before the reader waits (a
+/// burst this long passes at relay speed; the parser drains it after).
+pub const BACKLOG_CAP: usize = 64 << 20;
+
+/// The backlog's cap never goes below this, however slow the parse.
+pub const BACKLOG_MIN: usize = 4 << 20;
+
+/// The backlog holds at most what the model parses in this long at its
+/// measured speed (between [`BACKLOG_MIN`] and [`BACKLOG_CAP`]): catching
+/// the model up for a redraw or a screen request takes about this at most.
+pub const CATCH_UP_GOAL: Duration = Duration::from_secs(1);
+
+/// Most unparsed bytes a redraw seeds into a client's queue (and at most
+/// half the queue).
+pub const SEED_CAP: usize = 4 << 20;
 
 /// Longest idle wait of a thread that new work, the output's end and a
 /// stop all wake anyway (a safety net, not a poll).
 pub(crate) const IDLE_SAFETY: Duration = Duration::from_secs(30);
 
-/// Most bytes the parser takes from the backlog per model-lock hold (a
-/// redraw or a screen request waits at most for this much parsing).
+/// Most bytes parsed per model-lock hold (a redraw or a screen request
+/// waits at most for this much parsing before it can parse itself).
 const PARSE_BATCH: usize = 256 << 10;
 
+/// The parser thread parses once the stream has paused this long (or the
+/// backlog is half full): see [`Session::parse_step`].
+const DEFER_QUIET: Duration = Duration::from_millis(1);
+
+/// Longest chunk the PTY reader parses itself when it is all the backlog
+/// holds and the parser idles (see [`Session::on_output`]).
+const INLINE_PARSE_MAX: usize = 1024;
+
+/// Bytes after which an old parse-speed sample weighs half.
+const RATE_HALF_LIFE: f64 = 8.0 * 1024.0 * 1024.0;
+
 /// Output not yet in the model, in stream order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Pending {
     /// Bytes starting at stream offset `.0`.
     Bytes(u64, Arc<[u8]>),
@@ -79,8 +122,21 @@ pub(crate) enum Pending {
 /// The screen model and how far into the stream it has parsed.
 pub(crate) struct Model {
     pub screen: Screen,
+    /// Stream offset the model has parsed up to.
     pub parsed: u64,
+    /// Backlog items applied (see the module docs).
+    applied: u64,
+    /// Parse speed, weighted by bytes: bytes and seconds, decayed.
+    rate_bytes: f64,
+    rate_secs: f64,
 }
+
+/// Holds every parse back while alive ([`Session::pause_parse`], tests).
+#[doc(hidden)]
+pub struct ParsePause<'a>(#[allow(dead_code)] MutexGuard<'a, Model>);
+
+/// A batch of backlog items to parse: the number of the first, the items.
+struct Batch(u64, Vec<Pending>);
 
 /// The process probe, made once (it reads the machine id).
 fn probe() -> &'static dyn ccd_claude::liveness::ProcessProbe {
@@ -124,9 +180,25 @@ pub(crate) struct Inner {
     /// Stream offset of the next byte read from the PTY.
     pub seq: u64,
     /// Pushed to clients, not yet removed by the parser (see the module docs).
-    pub backlog: VecDeque<Pending>,
+    backlog: VecDeque<Pending>,
+    /// The number of `backlog[0]` (items ever removed).
+    backlog_front: u64,
     /// Bytes in `backlog`.
-    pub backlog_bytes: usize,
+    backlog_bytes: usize,
+    /// The reader waits for room in the backlog.
+    reader_waits: bool,
+    /// The parser thread waits for work, or (`parser_defers`) for the
+    /// stream to pause.
+    parser_waits: bool,
+    parser_defers: bool,
+    /// When the reader last pushed a chunk.
+    last_chunk: Instant,
+    /// Someone waits for new output ([`Session::wait_output`]): the reader
+    /// signals `changed` at the next chunk (parse progress signals nobody).
+    output_watch: bool,
+    /// Redraws waiting for the model to catch up: the reader keeps the
+    /// backlog within their seed cap meanwhile.
+    redraws_waiting: usize,
     pub fanout: Fanout,
     pub master: Box<dyn MasterPty + Send>,
     pub size: Size,
@@ -163,15 +235,25 @@ pub struct Session {
     inner: Mutex<Inner>,
     model: Mutex<Model>,
     changed: Condvar,
-    /// With the session lock: the backlog changed (work for the parser,
-    /// room for the reader).
-    backlog_changed: Condvar,
-    input: SyncSender<Vec<u8>>,
+    /// With the session lock: room in the backlog (the reader waits).
+    room: Condvar,
+    /// With the session lock: work for the parser thread.
+    work: Condvar,
+    /// `Model::applied` and `Model::parsed`, readable without the model lock
+    /// (a lower bound: they only grow).
+    applied: AtomicU64,
+    parsed: AtomicU64,
+    /// The backlog's cap now (from the parse speed, see [`CATCH_UP_GOAL`]).
+    backlog_limit: AtomicUsize,
+    input: Arc<crate::pty_io::PtyInput>,
     stop: StopSignal,
     /// Fixed facts.
     pub fixed: Fixed,
     queue_cap: usize,
-    backlog_cap: usize,
+    /// The most the backlog may hold ([`BACKLOG_CAP`] unless configured).
+    backlog_max: usize,
+    /// The most a redraw seeds into a client queue.
+    seed_cap: usize,
 }
 
 /// Why an operation on the session was refused.
@@ -193,15 +275,24 @@ impl Session {
         screen: Screen,
         master: Box<dyn MasterPty + Send>,
         size: Size,
-        input: SyncSender<Vec<u8>>,
+        input: Arc<crate::pty_io::PtyInput>,
         fixed: Fixed,
         queue_cap: usize,
+        backlog_max: usize,
     ) -> Self {
+        let backlog_max = backlog_max.max(1);
         Self {
             inner: Mutex::new(Inner {
                 seq: 0,
                 backlog: VecDeque::new(),
+                backlog_front: 0,
                 backlog_bytes: 0,
+                reader_waits: false,
+                parser_waits: false,
+                parser_defers: false,
+                last_chunk: Instant::now(),
+                output_watch: false,
+                redraws_waiting: 0,
                 fanout: Fanout::default(),
                 master,
                 size,
@@ -221,14 +312,25 @@ impl Session {
                 },
                 collected: false,
             }),
-            model: Mutex::new(Model { screen, parsed: 0 }),
+            model: Mutex::new(Model {
+                screen,
+                parsed: 0,
+                applied: 0,
+                rate_bytes: 0.0,
+                rate_secs: 0.0,
+            }),
             changed: Condvar::new(),
-            backlog_changed: Condvar::new(),
+            room: Condvar::new(),
+            work: Condvar::new(),
+            applied: AtomicU64::new(0),
+            parsed: AtomicU64::new(0),
+            backlog_limit: AtomicUsize::new(BACKLOG_MIN.min(backlog_max)),
             input,
             stop: StopSignal::new(),
             fixed,
             queue_cap,
-            backlog_cap: BACKLOG_CAP.min(queue_cap / 2).max(1),
+            backlog_max,
+            seed_cap: SEED_CAP.min(queue_cap / 2).max(1),
         }
     }
 
@@ -254,7 +356,8 @@ impl Session {
         // lost (their waits have long safety timeouts only).
         drop(self.lock());
         self.notify();
-        self.backlog_changed.notify_all();
+        self.room.notify_all();
+        self.work.notify_all();
     }
 
     /// True once the holder is shutting down.
@@ -277,87 +380,274 @@ impl Session {
         }
         drop(interactive);
         let mut g = self.lock();
-        while g.backlog_bytes > 0
-            && g.backlog_bytes + bytes.len() > self.backlog_cap
-            && !self.stopping()
-        {
+        loop {
+            let cap = if g.redraws_waiting > 0 {
+                self.seed_cap
+            } else {
+                self.backlog_limit.load(Ordering::Relaxed)
+            };
+            if g.backlog_bytes == 0 || g.backlog_bytes + bytes.len() <= cap || self.stopping() {
+                break;
+            }
+            g.reader_waits = true;
+            if std::mem::take(&mut g.parser_waits) {
+                self.work.notify_one();
+            }
             g = self
-                .backlog_changed
+                .room
                 .wait_timeout(g, Duration::from_millis(100))
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+        g.reader_waits = false;
         let chunk: Arc<[u8]> = Arc::from(bytes);
         let seq = g.seq;
         g.seq += bytes.len() as u64;
         g.fanout.push_shared(seq, &chunk);
         g.backlog.push_back(Pending::Bytes(seq, chunk));
         g.backlog_bytes += bytes.len();
+        g.last_chunk = Instant::now();
+        // A small chunk alone in the backlog while the parser idles (an
+        // echo, a spinner frame) is parsed here, after the clients have it,
+        // if the model is free: microseconds, and no parser wakeup per
+        // keystroke.
+        let inline = (g.parser_waits
+            && !g.parser_defers
+            && g.backlog_bytes == bytes.len()
+            && bytes.len() <= INLINE_PARSE_MAX)
+            .then(|| self.take_batch(&g))
+            .flatten();
+        // A deferring parser is woken only once the backlog is half full.
+        let wake = inline.is_none()
+            && g.parser_waits
+            && (!g.parser_defers
+                || g.backlog_bytes >= self.backlog_limit.load(Ordering::Relaxed) / 2);
+        if wake {
+            g.parser_waits = false;
+        }
+        let watched = std::mem::take(&mut g.output_watch);
         drop(g);
-        self.backlog_changed.notify_all();
+        if wake {
+            self.work.notify_one();
+        }
+        if let Some(batch) = inline {
+            // Never waits for the model: busy (a redraw, a screen read, a
+            // classification), the parser thread takes it.
+            match self.model.try_lock() {
+                Ok(m) => self.apply_with(m, batch),
+                Err(std::sync::TryLockError::Poisoned(p)) => self.apply_with(p.into_inner(), batch),
+                Err(std::sync::TryLockError::WouldBlock) => self.work.notify_one(),
+            }
+        }
+        if watched {
+            self.notify();
+        }
     }
 
     /// Wake the parser (the output ended).
     pub(crate) fn wake_parser(&self) {
-        self.backlog_changed.notify_all();
+        drop(self.lock());
+        self.work.notify_all();
     }
 
-    /// The parser thread's step: parse what the backlog holds (up to
-    /// [`PARSE_BATCH`]) into the model, then remove it from the backlog.
-    /// Waits for work; false once the output ended and all of it is parsed,
-    /// or the holder stops.
-    pub(crate) fn parse_step(&self) -> bool {
-        let batch: Vec<Pending> = {
-            let mut g = self.lock();
-            while g.backlog.is_empty() {
-                if g.output_eof || self.stopping() {
-                    return false;
+    /// The items past what the model has applied, up to [`PARSE_BATCH`]
+    /// bytes (at least one item); `None` when there are none.
+    fn take_batch(&self, g: &Inner) -> Option<Batch> {
+        let applied = self.applied.load(Ordering::Acquire);
+        let first = applied.max(g.backlog_front);
+        let skip = usize::try_from(first - g.backlog_front).unwrap_or(usize::MAX);
+        if skip >= g.backlog.len() {
+            return None;
+        }
+        let mut bytes = 0;
+        let items = g
+            .backlog
+            .iter()
+            .skip(skip)
+            .take_while(|p| {
+                let first = bytes == 0;
+                if let Pending::Bytes(_, c) = p {
+                    bytes += c.len();
                 }
-                g = self
-                    .backlog_changed
-                    .wait_timeout(g, IDLE_SAFETY)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
-            let mut bytes = 0;
-            g.backlog
-                .iter()
-                .take_while(|p| {
-                    let first = bytes == 0;
-                    if let Pending::Bytes(_, c) = p {
-                        bytes += c.len();
-                    }
-                    first || bytes <= PARSE_BATCH
-                })
-                .map(|p| match p {
-                    Pending::Bytes(seq, c) => Pending::Bytes(*seq, Arc::clone(c)),
-                    Pending::Resize(s) => Pending::Resize(*s),
-                })
-                .collect()
-        };
-        {
-            let mut m = self.model();
-            for p in &batch {
+                first || bytes <= PARSE_BATCH
+            })
+            .cloned()
+            .collect();
+        Some(Batch(first, items))
+    }
+
+    /// Feed `batch` to the model (the items it has not applied yet), then
+    /// remove what is applied from the backlog. Model lock, then session
+    /// lock: never both.
+    fn apply_batch(&self, batch: Batch) {
+        self.apply_with(self.model(), batch);
+    }
+
+    /// [`Session::apply_batch`] with the model lock already taken.
+    fn apply_with(&self, mut m: MutexGuard<'_, Model>, Batch(first, items): Batch) {
+        let applied = {
+            let t0 = Instant::now();
+            let mut bytes = 0usize;
+            for (n, p) in (first..).zip(&items) {
+                if n < m.applied {
+                    continue;
+                }
                 match p {
                     Pending::Bytes(seq, c) => {
                         m.screen.process(c);
                         m.parsed = seq + c.len() as u64;
+                        bytes += c.len();
                     }
                     Pending::Resize(size) => m.screen.resize(size.rows, size.cols),
                 }
+                m.applied = n + 1;
             }
-        }
-        {
-            let mut g = self.lock();
-            for _ in 0..batch.len() {
-                if let Some(Pending::Bytes(_, c)) = g.backlog.pop_front() {
-                    g.backlog_bytes -= c.len();
+            if bytes > 0 {
+                let secs = t0.elapsed().as_secs_f64();
+                let keep = (-(bytes as f64) / RATE_HALF_LIFE).exp2();
+                m.rate_bytes = m.rate_bytes * keep + bytes as f64;
+                m.rate_secs = m.rate_secs * keep + secs;
+                if m.rate_secs > 0.0 {
+                    let per_goal = m.rate_bytes / m.rate_secs * CATCH_UP_GOAL.as_secs_f64();
+                    let limit = (per_goal as usize).clamp(BACKLOG_MIN, BACKLOG_CAP);
+                    self.backlog_limit
+                        .store(limit.min(self.backlog_max), Ordering::Relaxed);
                 }
             }
+            self.parsed.store(m.parsed, Ordering::Release);
+            self.applied.store(m.applied, Ordering::Release);
+            let applied = m.applied;
+            drop(m);
+            applied
+        };
+        let mut g = self.lock();
+        while g.backlog_front < applied {
+            let Some(p) = g.backlog.pop_front() else {
+                break;
+            };
+            g.backlog_front += 1;
+            if let Pending::Bytes(_, c) = p {
+                g.backlog_bytes -= c.len();
+            }
         }
-        self.backlog_changed.notify_all();
-        self.notify();
+        let wake = g.reader_waits;
+        drop(g);
+        if wake {
+            self.room.notify_one();
+        }
+    }
+
+    /// The parser thread's step: parse what the backlog holds (up to
+    /// [`PARSE_BATCH`]) into the model. Waits for work, and while the
+    /// stream flows (a chunk within [`DEFER_QUIET`]) and the backlog is less
+    /// than half full, for it to pause: a burst is relayed first and parsed
+    /// after, the CPU going to the relay meanwhile (anyone who needs the
+    /// model sooner parses on demand). False once the output ended and all
+    /// of it is parsed, or the holder stops.
+    pub(crate) fn parse_step(&self) -> bool {
+        let batch = {
+            let mut g = self.lock();
+            loop {
+                let ending = g.output_eof || self.stopping();
+                if let Some(b) = self.take_batch(&g) {
+                    let quiet = g.last_chunk.elapsed();
+                    let half = self.backlog_limit.load(Ordering::Relaxed) / 2;
+                    let defer = !ending
+                        && quiet < DEFER_QUIET
+                        && g.backlog_bytes < half
+                        && g.redraws_waiting == 0
+                        && !g.reader_waits;
+                    if !defer {
+                        g.parser_waits = false;
+                        g.parser_defers = false;
+                        break b;
+                    }
+                    g.parser_waits = true;
+                    g.parser_defers = true;
+                    g = self
+                        .work
+                        .wait_timeout(g, DEFER_QUIET - quiet)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    continue;
+                }
+                if ending {
+                    return false;
+                }
+                g.parser_waits = true;
+                g.parser_defers = false;
+                g = self
+                    .work
+                    .wait_timeout(g, IDLE_SAFETY)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        };
+        self.apply_batch(batch);
         true
+    }
+
+    /// Parse on demand, in the calling thread, until the model has taken
+    /// every backlog item `done` does not accept (with the session lock).
+    /// Bounded: the backlog is.
+    fn parse_until(&self, mut done: impl FnMut(&Self, &Inner) -> bool) {
+        loop {
+            let g = self.lock();
+            if done(self, &g) {
+                return;
+            }
+            let batch = self.take_batch(&g);
+            drop(g);
+            match batch {
+                Some(b) => self.apply_batch(b),
+                // Everything is taken by a parse in progress: wait for it.
+                None => drop(self.model()),
+            }
+        }
+    }
+
+    /// Parse on demand until the model has everything read from the PTY
+    /// (and every resize) before the call.
+    pub(crate) fn catch_up(&self) {
+        let target = {
+            let g = self.lock();
+            g.backlog_front + g.backlog.len() as u64
+        };
+        self.parse_until(|s, _| s.applied.load(Ordering::Acquire) >= target);
+    }
+
+    /// The session and model locks, with at most the seed cap of the
+    /// stream left unparsed: parses on demand, while the reader keeps the
+    /// backlog within the seed cap (so this converges however fast the
+    /// output comes).
+    fn caught_up_for_redraw(&self) -> (MutexGuard<'_, Inner>, MutexGuard<'_, Model>) {
+        {
+            let mut g = self.lock();
+            g.redraws_waiting += 1;
+            if std::mem::take(&mut g.parser_waits) {
+                self.work.notify_one();
+            }
+        }
+        loop {
+            self.parse_until(|s, g| g.seq - s.parsed.load(Ordering::Acquire) <= s.seed_cap as u64);
+            let mut g = self.lock();
+            let m = self.model();
+            if g.seq - m.parsed <= self.seed_cap as u64 {
+                g.redraws_waiting -= 1;
+                if g.reader_waits {
+                    self.room.notify_one();
+                }
+                return (g, m);
+            }
+        }
+    }
+
+    /// Wait (at most `timeout`) for output past stream offset `since`, the
+    /// exit, or a stop.
+    pub(crate) fn wait_output(&self, since: u64, timeout: Duration) {
+        self.lock().output_watch = true;
+        let (g, _) = self.wait_for(timeout, |g| g.exit.is_some() || g.seq != since);
+        drop(g);
     }
 
     /// Wait until `pred` holds on the state, or `timeout`. Returns the final
@@ -412,9 +702,8 @@ impl Session {
     /// Register a client; returns its queue and the initial redraw, taken
     /// atomically with the registration.
     pub fn attach(&self, mode: AttachMode) -> (Arc<ClientQueue>, Resync) {
-        let mut g = self.lock();
+        let (mut g, m) = self.caught_up_for_redraw();
         let q = g.fanout.add(mode, self.queue_cap);
-        let m = self.model();
         let r = Self::resync_locked(&g, &m, &q, ResyncReason::Attach);
         tracing::info!(client = q.id(), mode = ?mode, seq = r.seq, "client attached");
         (q, r)
@@ -423,12 +712,24 @@ impl Session {
     /// A full redraw for a client whose queue overflowed; its queue restarts
     /// at the redraw's position.
     pub fn resync(&self, q: &ClientQueue) -> Resync {
-        let g = self.lock();
-        let m = self.model();
+        let (g, m) = self.caught_up_for_redraw();
         q.reset_after_resync(true);
         let r = Self::resync_locked(&g, &m, q, ResyncReason::Overflow);
         tracing::debug!(client = q.id(), seq = r.seq, "client resynced");
         r
+    }
+
+    /// Bytes of output waiting for the model now (at most the backlog's
+    /// cap, or one PTY read when it was empty).
+    pub fn backlog_bytes(&self) -> usize {
+        self.lock().backlog_bytes
+    }
+
+    /// Tests: stop every parse (the parser thread's and on demand) until the
+    /// returned guard is dropped, so the model falls behind for sure.
+    #[doc(hidden)]
+    pub fn pause_parse(&self) -> ParsePause<'_> {
+        ParsePause(self.model())
     }
 
     /// The label output chunks carry.
@@ -436,13 +737,13 @@ impl Session {
         Self::stream_label(&self.lock())
     }
 
-    /// Queue input for the PTY writer. Blocks while the writer's queue is
+    /// Input for the PTY ([`crate::pty_io::PtyInput`]). Blocks while the writer's queue is
     /// full (the child is not reading), never while holding the lock.
     pub fn send_input(&self, bytes: Vec<u8>) -> Result<(), SessionError> {
         if self.lock().exit.is_some() {
             return Err(SessionError::Exited);
         }
-        self.input.send(bytes).map_err(|_| SessionError::Exited)
+        self.input.send(bytes).map_err(|()| SessionError::Exited)
     }
 
     /// The PTY's current size.
@@ -458,12 +759,14 @@ impl Session {
         let mut g = self.lock();
         crate::spawn::resize(g.master.as_ref(), size)
             .map_err(|e| SessionError::Resize(format!("{e:#}")))?;
-        if g.backlog.is_empty() {
+        if self.applied.load(Ordering::Acquire) >= g.backlog_front + g.backlog.len() as u64 {
             // Everything read so far is parsed: resize the model now.
             self.model().screen.resize(size.rows, size.cols);
         } else {
             g.backlog.push_back(Pending::Resize(size));
-            self.backlog_changed.notify_all();
+            if std::mem::take(&mut g.parser_waits) {
+                self.work.notify_one();
+            }
         }
         g.size = size;
         tracing::info!(rows = size.rows, cols = size.cols, "resized");
@@ -515,23 +818,10 @@ impl Session {
         self.model().screen.contents()
     }
 
-    /// Waits (at most `limit`) until the model has parsed everything read
-    /// from the PTY before the call.
-    fn wait_parsed(&self, limit: Duration) {
-        let target = self.lock().seq;
-        let (g, _) = self.wait_for(limit, |g| {
-            g.backlog.iter().all(|p| match p {
-                Pending::Bytes(seq, _) => *seq >= target,
-                Pending::Resize(_) => false,
-            })
-        });
-        drop(g);
-    }
-
     /// `holder.screen`: the screen once everything read so far is parsed
-    /// (a bounded backlog: milliseconds).
+    /// (on demand: the backlog is bounded in bytes and in parse time).
     pub fn screen(&self, format: ScreenFormat) -> ScreenResult {
-        self.wait_parsed(Duration::from_millis(500));
+        self.catch_up();
         let m = self.model();
         let s = &m.screen;
         let (row, col) = s.cursor_position();

@@ -20,6 +20,26 @@ fn limit(bytes: usize) -> Duration {
     Duration::from_secs(30) + Duration::from_secs_f64(bytes as f64 / 2e6)
 }
 
+/// CPU time (user + system) of `pid` so far, in ms (/proc/<pid>/stat).
+fn cpu_ms(pid: Option<u32>) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    let f: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) } as f64;
+    Some(ticks * 1000.0 / hz.max(1.0))
+}
+
+/// (server, client) CPU ms per MB of `bytes` between two readings.
+fn cpu_per_mb(
+    before: [Option<f64>; 2],
+    after: [Option<f64>; 2],
+    bytes: usize,
+) -> Option<(f64, f64)> {
+    let mb = bytes as f64 / 1e6;
+    Some(((after[0]? - before[0]?) / mb, (after[1]? - before[1]?) / mb))
+}
+
 fn mbps(bytes: usize, d: Duration) -> f64 {
     if d.is_zero() {
         0.0
@@ -44,6 +64,7 @@ fn pty_result(c: &str, r: &Reference, fl: PtyFlood, passthrough: bool) -> Flood 
         resync_bytes: None,
         screen_matches: parse(&fl.data) == r.screen,
         timed_out: fl.timed_out,
+        cpu_ms_per_mb: None,
         error: None,
     }
 }
@@ -116,6 +137,9 @@ fn merge(runs: Vec<Flood>) -> Flood {
     m.resyncs = ok.iter().map(|f| f.resyncs).sum();
     m.resync_bytes = ok.iter().map(|f| f.resync_bytes).sum();
     m.screen_matches = ok.iter().all(|f| f.screen_matches);
+    let mut cpu: Vec<(f64, f64)> = ok.iter().filter_map(|f| f.cpu_ms_per_mb).collect();
+    cpu.sort_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)));
+    m.cpu_ms_per_mb = cpu.get(cpu.len() / 2).copied();
     m.timed_out = ok.iter().any(|f| f.timed_out);
     if ok.len() < runs.len() {
         m.error = runs
@@ -162,11 +186,16 @@ fn flood_dtach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
     d.new_session(&sock, &cx.bench, &run.emit_args(r.kind, r.target, cx.seed))?;
     let client = d.attach_pty(&sock)?;
     std::thread::sleep(Duration::from_millis(300)); // dtach says nothing on attach
+    let pids = [d.master_pid(&sock), Some(client.pid)];
+    let cpu0 = pids.map(cpu_ms);
     let fl = flood_through(&client, &run.ready, &run.go, &run.done, limit(r.bytes))?;
+    let cpu = cpu_per_mb(cpu0, pids.map(cpu_ms), r.bytes);
     touch(&run.stop)?;
     drop(client);
     d.kill_session(&sock);
-    Ok(pty_result("dtach", r, fl, true))
+    let mut f = pty_result("dtach", r, fl, true);
+    f.cpu_ms_per_mb = cpu;
+    Ok(f)
 }
 
 fn flood_ccd_attach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
@@ -178,12 +207,17 @@ fn flood_ccd_attach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
         wait_file(&run.ready, Duration::from_secs(60))?;
         let client = c.attach_pty(&sid)?;
         c.wait_attached(&sid, 1)?;
+        let pids = [c.holder_pid(&sid), Some(client.pid)];
+        let cpu0 = pids.map(cpu_ms);
         let fl = flood_through(&client, &run.ready, &run.go, &run.done, limit(r.bytes))?;
-        // The holder's own count for this client (still attached).
+        // The holder's own count for this client (still attached), and its
+        // screen (the model caught up: its parse counted in its CPU).
         let drops = c.drops(&sid);
+        let cpu = cpu_per_mb(cpu0, pids.map(cpu_ms), r.bytes);
         touch(&run.stop)?;
         drop(client);
         let mut f = pty_result("ccd-attach", r, fl, true);
+        f.cpu_ms_per_mb = cpu;
         if let Some((dropped, resyncs)) = drops {
             f.bytes_lost = Some(dropped as i64);
             f.resyncs = Some(resyncs);
@@ -265,6 +299,7 @@ fn flood_ccd_api(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
             resync_bytes: Some(resync_bytes),
             screen_matches: parse(&shown) == r.screen,
             timed_out,
+            cpu_ms_per_mb: None,
             error: None,
         })
     })();

@@ -164,16 +164,36 @@ impl Ccd {
         Ok((sid, pid))
     }
 
+    /// The holder process of `sid`.
+    pub fn holder_pid(&self, sid: &str) -> Option<u32> {
+        let sock = self.holder_socket(sid)?;
+        Some(
+            ccd_holder::HolderClient::connect(&sock)
+                .ok()?
+                .info()
+                .ok()?
+                .holder_pid,
+        )
+    }
+
+    fn holder_socket(&self, sid: &str) -> Option<PathBuf> {
+        let (_, h) = self.holders.iter().find(|(s, _)| s == sid)?;
+        Some(
+            self.sock
+                .parent()?
+                .join("holders")
+                .join(format!("{h}.sock")),
+        )
+    }
+
     /// (bytes dropped, overflow resyncs) summed over the clients attached
     /// to `sid`, as its holder counts them.
+    /// The holder's screen is read first: its model caught up to the end.
     pub fn drops(&self, sid: &str) -> Option<(u64, u64)> {
-        let (_, h) = self.holders.iter().find(|(s, _)| s == sid)?;
-        let sock = self
-            .sock
-            .parent()?
-            .join("holders")
-            .join(format!("{h}.sock"));
-        let info = ccd_holder::HolderClient::connect(&sock).ok()?.info().ok()?;
+        let sock = self.holder_socket(sid)?;
+        let mut c = ccd_holder::HolderClient::connect(&sock).ok()?;
+        c.screen(ccd_protocol::holder::ScreenFormat::Text).ok()?;
+        let info = c.info().ok()?;
         Some(
             info.clients
                 .iter()

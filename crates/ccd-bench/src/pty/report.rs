@@ -40,6 +40,10 @@ pub struct Flood {
     pub resync_bytes: Option<u64>,
     pub screen_matches: bool,
     pub timed_out: bool,
+    /// CPU time (user + system, /proc) per MB of the stream: the session's
+    /// server (dtach master, ccd holder: its screen model's parse included)
+    /// and the attached client process.
+    pub cpu_ms_per_mb: Option<(f64, f64)>,
     pub error: Option<String>,
 }
 
@@ -59,6 +63,7 @@ impl Flood {
             resync_bytes: None,
             screen_matches: false,
             timed_out: false,
+            cpu_ms_per_mb: None,
             error: Some(format!("{e:#}")),
         }
     }
@@ -278,6 +283,15 @@ impl Report {
                 } else {
                     ""
                 },
+            );
+            row(
+                &mut o,
+                "  CPU ms/MB server + client",
+                cell(&|f| {
+                    f.cpu_ms_per_mb
+                        .map_or("-".into(), |(s, c)| format!("{s:.1}+{c:.1}"))
+                }),
+                "",
             );
             row(
                 &mut o,

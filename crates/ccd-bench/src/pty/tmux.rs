@@ -169,29 +169,36 @@ impl Dtach {
         PtyProc::spawn(&self.bin, &a, &self.env)
     }
 
-    /// Kills the dtach master (and so its program) of `sock`: the master
-    /// is the process holding the socket; found via /proc by its command line.
-    pub fn kill_session(&self, sock: &Path) {
+    /// The dtach master of `sock`: the process holding the socket, found
+    /// via /proc by its command line.
+    pub fn master_pid(&self, sock: &Path) -> Option<u32> {
         let want = sock.display().to_string();
-        if let Ok(rd) = std::fs::read_dir("/proc") {
-            for e in rd.flatten() {
-                let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                    continue;
-                };
-                let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-                    continue;
-                };
-                let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
-                let is_master = args.first().is_some_and(|a| a.ends_with(b"dtach"))
-                    && args.get(1) == Some(&&b"-n"[..])
-                    && args.get(2) == Some(&want.as_bytes());
-                if is_master {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGTERM,
-                    );
-                }
+        let rd = std::fs::read_dir("/proc").ok()?;
+        for e in rd.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                continue;
+            };
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            let is_master = args.first().is_some_and(|a| a.ends_with(b"dtach"))
+                && args.get(1) == Some(&&b"-n"[..])
+                && args.get(2) == Some(&want.as_bytes());
+            if is_master {
+                return Some(pid);
             }
+        }
+        None
+    }
+
+    /// Kills the dtach master (and so its program) of `sock`.
+    pub fn kill_session(&self, sock: &Path) {
+        if let Some(pid) = self.master_pid(sock) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
         }
         let _ = std::fs::remove_file(sock);
     }

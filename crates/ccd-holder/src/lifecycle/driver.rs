@@ -141,8 +141,7 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         // output flows it still steps at most once per tick (above). If the
         // model had not parsed all output read before this step, step again.
         if lc.state() == State::Ready && seen.seq >= stream_at {
-            let (g, _) = session.wait_for(IDLE_RECHECK, |g| g.exit.is_some() || g.seq != stream_at);
-            drop(g);
+            session.wait_output(stream_at, IDLE_RECHECK);
         }
     }
 }
