@@ -331,6 +331,18 @@ pub struct NewResult {
     pub forked_from: Option<String>,
 }
 
+impl NewResult {
+    /// The new session's id, unless its lifecycle at reply time says it
+    /// did not come up (`failed`, `exited`, `needs-attention`).
+    pub fn started(&self) -> Option<&str> {
+        let down = matches!(
+            self.lifecycle.as_str(),
+            "failed" | "exited" | "needs-attention"
+        );
+        self.session.as_deref().filter(|_| !down)
+    }
+}
+
 /// `session.fork`: branch a session (`claude --resume <id> --fork-session`
 /// in its original cwd). Safe whatever the session's state, including live
 /// elsewhere; the original is untouched.

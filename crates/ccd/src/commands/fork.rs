@@ -42,13 +42,8 @@ pub fn fork(client: &mut Client, session: &str) -> Result<String, ClientError> {
         size: None,
     };
     let r = client.call_with::<SessionFork>(&params, &mut |_| {})?;
-    match r.session {
-        Some(s)
-            if !matches!(
-                r.lifecycle.as_str(),
-                "failed" | "exited" | "needs-attention"
-            ) =>
-        {
+    match r.started().map(str::to_string) {
+        Some(s) => {
             eprintln!(
                 "ccd: forked {} into {}",
                 line(r.forked_from.as_deref().unwrap_or(session)),
@@ -56,7 +51,7 @@ pub fn fork(client: &mut Client, session: &str) -> Result<String, ClientError> {
             );
             Ok(s)
         }
-        _ => {
+        None => {
             let reason = r.reason.unwrap_or(r.lifecycle);
             let mut e = RpcError::new(
                 ErrorCode::SpawnFailed,

@@ -142,16 +142,9 @@ pub fn fork(
             &mut |_| {},
         )
         .map_err(|e| e.to_string())?;
-    match r.session {
-        Some(s)
-            if !matches!(
-                r.lifecycle.as_str(),
-                "failed" | "exited" | "needs-attention"
-            ) =>
-        {
-            Ok(s)
-        }
-        _ => Err(format!(
+    match r.started().map(str::to_string) {
+        Some(s) => Ok(s),
+        None => Err(format!(
             "the fork did not start: {}",
             r.reason.unwrap_or(r.lifecycle)
         )),
