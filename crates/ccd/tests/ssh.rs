@@ -414,74 +414,19 @@ fn events_approve_deny_fork_observe_and_kill_on_another_machine() {
     });
 }
 
-/// Neovim >= 0.9 (`$CCD_NVIM`, else `nvim` on PATH), or why not.
-fn nvim() -> Result<std::path::PathBuf, String> {
-    let nvim = std::env::var_os("CCD_NVIM")
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| "nvim".into());
-    let out = std::process::Command::new(&nvim)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", nvim.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v = text
-        .lines()
-        .next()
-        .and_then(|l| l.trim().strip_prefix("NVIM v"))
-        .unwrap_or("");
-    let mut parts = v.split(|c: char| !c.is_ascii_digit());
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    if (major, minor) >= (0, 9) {
-        Ok(nvim)
-    } else {
-        Err(format!("{} is not Neovim >= 0.9 ({v:?})", nvim.display()))
-    }
-}
-
 #[test]
 fn the_neovim_plugin_lists_a_remote_host() {
-    let nvim = match nvim() {
-        Ok(n) => n,
-        Err(why) if std::env::var_os("CI").is_some() => panic!("CI needs Neovim >= 0.9: {why}"),
-        Err(why) => {
-            eprintln!("SKIPPED: {why} (editors/nvim/tests/install-nvim.sh, then CCD_NVIM)");
-            return;
-        }
+    let Some(nvim) = common::nvim::or_skip() else {
+        return;
     };
     let Some(host) = sshd_or_skip() else { return };
     let sb = host.sandbox();
     let sid = remote_new(&host, &sb, "nvim");
-    let plugin = std::fs::canonicalize(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim"),
-    )
-    .unwrap();
-    let mut cmd = std::process::Command::new(nvim);
-    cmd.args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
-        .arg("lua vim.opt.rtp:prepend(os.getenv('CCD_NVIM_PLUGIN'))")
-        .arg("-l")
-        .arg(plugin.join("tests/remote_spec.lua"))
-        .env_remove("NVIM")
-        .env_remove("VIMINIT")
-        .stdin(std::process::Stdio::null());
-    for (k, v) in &sb.env {
-        cmd.env(k, v);
-    }
-    for (k, sub) in [
-        ("XDG_CONFIG_HOME", ".config"),
-        ("XDG_DATA_HOME", ".local/share"),
-        ("XDG_STATE_HOME", ".local/state"),
-        ("XDG_CACHE_HOME", ".cache"),
-    ] {
-        cmd.env(k, sb.home.join(sub));
-    }
-    cmd.env("CCD_NVIM_PLUGIN", &plugin)
-        .env("CCD_TEST_HOST", host.url())
+    let spec = common::nvim::plugin().join("tests/remote_spec.lua");
+    let mut cmd = common::nvim::headless(&nvim, &sb, &spec);
+    cmd.env("CCD_TEST_HOST", host.url())
         .env("CCD_TEST_SSH", host.ssh_command())
-        .env("CCD_TEST_SESSION", &sid)
-        .current_dir(&sb.work);
+        .env("CCD_TEST_SESSION", &sid);
     let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod external;
+pub mod nvim;
 pub mod pty;
 pub mod real;
 pub mod sshd;
