@@ -33,6 +33,24 @@
 //!
 //! Chunks are shared between clients (`Arc<[u8]>`): one allocation per PTY
 //! read however many clients are attached.
+//!
+//! # Direct delivery: a small chunk to an idle client without its pump
+//!
+//! A keystroke's echo would otherwise cost a thread hand-off (reader →
+//! the client's pump). When a chunk of at most [`DIRECT_MAX`] bytes finds
+//! a client's queue empty, its pump waiting and the client's socket
+//! enabled for it ([`ClientQueue::enable_direct`], after the attach reply
+//! and redraw are written), [`ClientQueue::push`] leaves it out of the
+//! queue and marks the client `direct_busy`; the reader, after dropping
+//! the session lock, encodes the line and tries it with one non-blocking
+//! `send` ([`ClientQueue::deliver_direct`], [`crate::line_socket`]), only
+//! if the socket's mutex is free. If nothing went, the chunk goes back to
+//! the front of the queue for the pump; if part of the line went, its
+//! tail stays on the socket and the pump is woken to finish it
+//! ([`Event::Finish`]). While `direct_busy` the pump takes nothing (not
+//! even a resync or the exit), so lines reach the socket in stream order;
+//! the reader never waits on a client here either (a full socket buffer
+//! is `EAGAIN`, a busy mutex is a miss).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -63,7 +81,15 @@ pub enum Event {
     Closed,
     /// Nothing within the wait.
     Idle,
+    /// A direct delivery left part of a line on the socket: finish it
+    /// ([`crate::line_socket::LineSocket::finish`]).
+    Finish,
 }
+
+/// Longest chunk delivered by the PTY reader itself (see the module docs).
+pub const DIRECT_MAX: usize = 4096;
+
+use crate::line_socket::{self, Tried};
 
 /// How long an interactive client may take nothing from a full queue
 /// before it is treated as stopped (dropped, resynced later) instead of
@@ -86,6 +112,10 @@ struct QueueState {
     /// signals only then (a signal is a syscall even with no one waiting).
     writer_waits: bool,
     reader_waits: bool,
+    /// The reader is delivering a chunk directly: the pump takes nothing.
+    direct_busy: bool,
+    /// A direct delivery left a line's tail on the socket for the pump.
+    partial: bool,
 }
 
 impl Default for QueueState {
@@ -101,6 +131,8 @@ impl Default for QueueState {
             last_taken: Instant::now(),
             writer_waits: false,
             reader_waits: false,
+            direct_busy: false,
+            partial: false,
         }
     }
 }
@@ -116,6 +148,8 @@ pub struct ClientQueue {
     ready: Condvar,
     /// Signalled when the writer took output (room for the reader).
     taken: Condvar,
+    /// The client's socket, once its attach reply is written.
+    direct: std::sync::OnceLock<line_socket::Shared>,
 }
 
 impl ClientQueue {
@@ -148,20 +182,40 @@ impl ClientQueue {
     /// Queue a backlog chunk after a redraw (under the session lock, see
     /// [`crate::session`]); like the reader's push, never blocks.
     pub(crate) fn seed(&self, seq: u64, chunk: &Arc<[u8]>) {
-        self.push(seq, chunk);
+        self.push(seq, chunk, false);
+    }
+
+    /// Let the PTY reader deliver small chunks straight to `socket` (see
+    /// the module docs); called once the attach reply and redraw are on it.
+    pub fn enable_direct(&self, socket: line_socket::Shared) {
+        let _ = self.direct.set(socket);
     }
 
     /// Called by the reader (under the session lock): never blocks on the
-    /// client. Returns false once the client is closed.
-    fn push(&self, seq: u64, chunk: &Arc<[u8]>) -> bool {
+    /// client.
+    fn push(&self, seq: u64, chunk: &Arc<[u8]>, may_direct: bool) -> Pushed {
         let mut s = self.lock();
         if s.closed {
-            return false;
+            return Pushed::Closed;
         }
         let n = chunk.len();
+        if may_direct
+            && n <= DIRECT_MAX
+            && s.writer_waits
+            && !s.direct_busy
+            && !s.overflowed
+            && s.chunks.is_empty()
+            && !s.partial
+            && s.exited.is_none()
+            && self.direct.get().is_some()
+        {
+            s.direct_busy = true;
+            s.last_taken = Instant::now();
+            return Pushed::Direct;
+        }
         if s.overflowed {
             s.bytes_dropped += n as u64;
-            return true;
+            return Pushed::Queued;
         }
         if s.bytes + n > self.cap {
             s.bytes_dropped += (s.bytes + n) as u64;
@@ -185,7 +239,47 @@ impl ClientQueue {
         if wake {
             self.ready.notify_one();
         }
-        true
+        Pushed::Queued
+    }
+
+    /// The reader's half of a direct delivery ([`Pushed::Direct`]), outside
+    /// every session lock: send `chunk`'s line without waiting; what did not
+    /// go is queued for the pump, in front of anything pushed since.
+    pub(crate) fn deliver_direct(&self, label: &str, seq: u64, chunk: &Arc<[u8]>) {
+        let line = ccd_protocol::stream::encode_output_line(label, seq, chunk);
+        let tried = match self.direct.get().map(|sock| sock.try_lock()) {
+            Some(Ok(mut sock)) => sock.try_line(&line),
+            _ => Tried::Nothing,
+        };
+        let mut s = self.lock();
+        s.direct_busy = false;
+        if s.closed {
+            return;
+        }
+        if tried == Tried::Nothing {
+            // Nothing went: the chunk heads the queue, as if pushed there.
+            let n = chunk.len();
+            if s.overflowed || s.bytes + n > self.cap {
+                s.bytes_dropped += n as u64;
+                if !s.overflowed {
+                    s.bytes_dropped += s.bytes as u64;
+                    s.chunks = VecDeque::new();
+                    s.bytes = 0;
+                    s.overflowed = true;
+                }
+            } else {
+                s.chunks.push_front((seq, Arc::clone(chunk)));
+                s.bytes += n;
+            }
+        } else if tried == Tried::Partial {
+            s.partial = true;
+        }
+        let wake = s.writer_waits
+            && (s.partial || !s.chunks.is_empty() || s.overflowed || s.exited.is_some());
+        drop(s);
+        if wake {
+            self.ready.notify_one();
+        }
     }
 
     /// Flow control (see the module docs): for an interactive client, wait
@@ -259,10 +353,15 @@ impl ClientQueue {
             if s.closed {
                 return Event::Closed;
             }
-            if s.overflowed {
-                return Event::Resync;
+            if !s.direct_busy && std::mem::take(&mut s.partial) {
+                s.last_taken = Instant::now();
+                return Event::Finish;
             }
-            if let Some((seq, first)) = s.chunks.pop_front() {
+            if s.direct_busy {
+                // The reader is sending: wait for it (it wakes us).
+            } else if s.overflowed {
+                return Event::Resync;
+            } else if let Some((seq, first)) = s.chunks.pop_front() {
                 s.bytes -= first.len();
                 let mut data = Vec::with_capacity(first.len().min(max).max(1));
                 data.extend_from_slice(&first);
@@ -283,8 +382,7 @@ impl ClientQueue {
                     self.taken.notify_all();
                 }
                 return Event::Output { seq, data };
-            }
-            if let Some(exit) = s.exited.clone() {
+            } else if let Some(exit) = s.exited.clone() {
                 return Event::Exited(exit);
             }
             s.writer_waits = true;
@@ -294,12 +392,23 @@ impl ClientQueue {
                 .unwrap_or_else(|p| p.into_inner());
             s = guard;
             s.writer_waits = false;
-            let nothing = s.chunks.is_empty() && !s.overflowed && !s.closed;
-            if timeout.timed_out() && nothing && s.exited.is_none() {
+            let nothing = s.chunks.is_empty() && !s.overflowed && !s.closed && !s.partial;
+            if timeout.timed_out() && nothing && s.exited.is_none() && !s.direct_busy {
                 return Event::Idle;
             }
         }
     }
+}
+
+/// What [`ClientQueue::push`] did with a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pushed {
+    /// Queued (or dropped and counted: the queue overflowed).
+    Queued,
+    /// Left for the caller to deliver directly.
+    Direct,
+    /// The client is gone.
+    Closed,
 }
 
 /// The set of attached clients (owned by the session, under its lock).
@@ -321,6 +430,7 @@ impl Fanout {
             state: Mutex::new(QueueState::default()),
             ready: Condvar::new(),
             taken: Condvar::new(),
+            direct: std::sync::OnceLock::new(),
         });
         if let Some(exit) = &self.exited {
             q.mark_exited(exit.clone());
@@ -330,17 +440,30 @@ impl Fanout {
     }
 
     /// Queue `chunk` (starting at `seq`) for every client. Never blocks on a
-    /// client; closed clients are forgotten.
-    pub fn push(&mut self, seq: u64, chunk: &[u8]) {
+    /// client; closed clients are forgotten. Returns the clients the caller
+    /// delivers it to directly ([`ClientQueue::deliver_direct`], after
+    /// dropping the session lock).
+    #[must_use]
+    pub fn push(&mut self, seq: u64, chunk: &[u8]) -> Vec<Arc<ClientQueue>> {
         if self.clients.is_empty() {
-            return;
+            return Vec::new();
         }
-        self.push_shared(seq, &Arc::from(chunk));
+        self.push_shared(seq, &Arc::from(chunk))
     }
 
     /// [`Fanout::push`] of a chunk already shared (with the parse backlog).
-    pub fn push_shared(&mut self, seq: u64, chunk: &Arc<[u8]>) {
-        self.clients.retain(|c| c.push(seq, chunk));
+    #[must_use]
+    pub fn push_shared(&mut self, seq: u64, chunk: &Arc<[u8]>) -> Vec<Arc<ClientQueue>> {
+        let mut direct = Vec::new();
+        self.clients.retain(|c| match c.push(seq, chunk, true) {
+            Pushed::Closed => false,
+            Pushed::Queued => true,
+            Pushed::Direct => {
+                direct.push(Arc::clone(c));
+                true
+            }
+        });
+        direct
     }
 
     /// The interactive clients' queues, for [`ClientQueue::wait_room`]
@@ -385,9 +508,9 @@ mod tests {
     fn coalesces_in_order() {
         let mut f = Fanout::default();
         let q = f.add(AttachMode::Observe, 100);
-        f.push(0, b"ab");
-        f.push(2, b"cd");
-        f.push(4, b"ef");
+        assert!(f.push(0, b"ab").is_empty());
+        assert!(f.push(2, b"cd").is_empty());
+        assert!(f.push(4, b"ef").is_empty());
         match q.next(W, 5) {
             Event::Output { seq, data } => {
                 assert_eq!(seq, 0);
@@ -411,7 +534,7 @@ mod tests {
         let slow = f.add(AttachMode::Observe, 10);
         let fast = f.add(AttachMode::Interactive, 1000);
         for i in 0..10u64 {
-            f.push(i * 4, b"0123");
+            assert!(f.push(i * 4, b"0123").is_empty());
             // The fast one keeps up.
             assert!(matches!(fast.next(W, 100), Event::Output { .. }));
         }
@@ -423,7 +546,7 @@ mod tests {
         let s = slow.stats();
         assert_eq!(s.resyncs, 1);
         assert_eq!(s.queued, 0);
-        f.push(40, b"x");
+        assert!(f.push(40, b"x").is_empty());
         assert!(matches!(slow.next(W, 100), Event::Output { seq: 40, .. }));
         assert_eq!(fast.stats().bytes_dropped, 0);
     }
@@ -448,7 +571,7 @@ mod tests {
         };
         for i in 0..100u64 {
             q.wait_room(4, CLIENT_STALL);
-            f.push(i * 4, b"0123");
+            assert!(f.push(i * 4, b"0123").is_empty());
         }
         let got = reader.join().unwrap();
         assert_eq!(got.len(), 400);
@@ -465,7 +588,7 @@ mod tests {
         let t0 = std::time::Instant::now();
         for i in 0..50u64 {
             q.wait_room(4, stall);
-            f.push(i * 4, b"0123");
+            assert!(f.push(i * 4, b"0123").is_empty());
         }
         let waited = t0.elapsed();
         assert!(waited >= stall, "{waited:?}");
@@ -481,7 +604,7 @@ mod tests {
         let t0 = std::time::Instant::now();
         for i in 0..50u64 {
             q.wait_room(4, Duration::from_secs(10));
-            f.push(i * 4, b"0123");
+            assert!(f.push(i * 4, b"0123").is_empty());
         }
         assert!(t0.elapsed() < Duration::from_secs(1));
         assert!(q.stats().bytes_dropped > 0);
@@ -493,7 +616,7 @@ mod tests {
         let q = f.add(AttachMode::Observe, 100);
         let gone = f.add(AttachMode::Observe, 100);
         gone.close();
-        f.push(0, b"a");
+        assert!(f.push(0, b"a").is_empty());
         f.mark_exited(ExitInfo {
             code: Some(0),
             signal: None,
@@ -502,5 +625,108 @@ mod tests {
         assert!(matches!(q.next(W, 100), Event::Exited(_)));
         assert_eq!(f.stats().len(), 1);
         assert!(matches!(gone.next(W, 100), Event::Closed));
+    }
+
+    /// A pump parked in `next` on `q` (what the reader's direct path needs).
+    fn parked_pump(q: &Arc<ClientQueue>) -> std::thread::JoinHandle<Event> {
+        let pq = Arc::clone(q);
+        let h = std::thread::spawn(move || pq.next(Duration::from_secs(5), 100_000));
+        while !q.lock().writer_waits {
+            std::thread::yield_now();
+        }
+        h
+    }
+
+    fn read_line(r: &mut std::io::BufReader<std::os::unix::net::UnixStream>) -> String {
+        use std::io::BufRead;
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        l
+    }
+
+    #[test]
+    fn a_small_chunk_for_an_idle_client_goes_straight_to_its_socket() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut peer = std::io::BufReader::new(b);
+        let mut f = Fanout::default();
+        let q = f.add(AttachMode::Interactive, 100_000);
+        // Not before the attach reply is written: queued.
+        assert!(f.push(0, b"a").is_empty());
+        assert!(matches!(q.next(W, 100), Event::Output { seq: 0, .. }));
+        q.enable_direct(crate::line_socket::LineSocket::shared(a));
+        // A pump parked in `next`: the chunk is left to the reader.
+        let pump = parked_pump(&q);
+        let chunk: Arc<[u8]> = Arc::from(&b"b"[..]);
+        let direct = f.push_shared(1, &chunk);
+        assert_eq!(direct.len(), 1);
+        // Pushed meanwhile: queued behind the one in flight.
+        assert!(f.push(2, b"c").is_empty());
+        direct[0].deliver_direct("sid", 1, &chunk);
+        let line = read_line(&mut peer);
+        assert_eq!(
+            line.as_bytes(),
+            ccd_protocol::stream::encode_output_line("sid", 1, b"b")
+        );
+        // The pump then sends the queued one, after.
+        match pump.join().unwrap() {
+            Event::Output { seq, data } => assert_eq!((seq, data.as_slice()), (2, &b"c"[..])),
+            e => panic!("{e:?}"),
+        }
+        // Too big for the direct path: queued.
+        let big = vec![b'x'; DIRECT_MAX + 1];
+        let pump = parked_pump(&q);
+        assert!(f.push(3, &big).is_empty());
+        assert!(matches!(pump.join().unwrap(), Event::Output { seq: 3, .. }));
+        assert_eq!(q.stats().bytes_dropped, 0);
+    }
+
+    #[test]
+    fn a_direct_chunk_the_socket_cannot_take_goes_to_the_pump_in_order() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let sock = crate::line_socket::LineSocket::shared(a);
+        // Fill the socket's buffer.
+        let filler = vec![b'f'; 64 * 1024];
+        let mut filled = 0usize;
+        loop {
+            match crate::line_socket::lock(&sock).try_line(&filler) {
+                crate::line_socket::Tried::Sent => filled += filler.len(),
+                crate::line_socket::Tried::Partial => {
+                    // Finish it later, from the reading side's point of view.
+                    filled += filler.len();
+                    break;
+                }
+                crate::line_socket::Tried::Nothing => break,
+            }
+        }
+        let mut f = Fanout::default();
+        let q = f.add(AttachMode::Interactive, 1000);
+        q.enable_direct(Arc::clone(&sock));
+        let pump = parked_pump(&q);
+        let chunk: Arc<[u8]> = Arc::from(&b"echo"[..]);
+        let direct = f.push_shared(7, &chunk);
+        assert_eq!(direct.len(), 1);
+        direct[0].deliver_direct("sid", 7, &chunk);
+        // Nothing went (or the filler's tail waits): the pump gets to write.
+        let ev = pump.join().unwrap();
+        let mut peer = std::io::BufReader::new(b);
+        let drain = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut skip = vec![0u8; filled];
+            peer.read_exact(&mut skip).unwrap();
+            read_line(&mut peer)
+        });
+        match ev {
+            Event::Output { seq, data } => {
+                assert_eq!((seq, data.as_slice()), (7, &b"echo"[..]));
+                let line = ccd_protocol::stream::encode_output_line("sid", 7, &data);
+                crate::line_socket::lock(&sock).write_line(&line).unwrap();
+            }
+            e => panic!("{e:?}"),
+        }
+        let line = drain.join().unwrap();
+        assert_eq!(
+            line.as_bytes(),
+            ccd_protocol::stream::encode_output_line("sid", 7, b"echo")
+        );
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! | thread | owns | module |
 //! |---|---|---|
-//! | PTY reader | reads the master, fans out, queues for the parser | [`pty_io`], [`fanout`] |
+//! | PTY reader | reads the master, fans out (a small chunk to an idle client's socket itself), queues for the parser | [`pty_io`], [`fanout`], [`line_socket`] |
 //! | parser | feeds the output to the screen model beside the stream | [`pty_io`], [`session`] |
 //! | PTY writer | PTY input (queued; keystrokes may go straight from a connection, in order) | [`pty_io`] |
 //! | child waiter | waits, records the exit, reaps | [`pty_io`], [`exit`] |
@@ -39,6 +39,7 @@ pub mod config;
 pub mod exit;
 pub mod fanout;
 pub mod lifecycle;
+pub mod line_socket;
 pub mod pty_io;
 pub mod rpc;
 pub mod session;

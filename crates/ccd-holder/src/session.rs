@@ -100,8 +100,8 @@ pub(crate) const IDLE_SAFETY: Duration = Duration::from_secs(30);
 const PARSE_BATCH: usize = 256 << 10;
 
 /// The parser thread parses once the stream has paused this long (or the
-/// backlog is half full): see [`Session::parse_step`].
-const DEFER_QUIET: Duration = Duration::from_millis(1);
+/// backlog reached its cap): see [`Session::parse_step`].
+const DEFER_QUIET: Duration = Duration::from_millis(4);
 
 /// Longest chunk the PTY reader parses itself when it is all the backlog
 /// holds and the parser idles (see [`Session::on_output`]).
@@ -191,6 +191,11 @@ pub(crate) struct Inner {
     /// stream to pause.
     parser_waits: bool,
     parser_defers: bool,
+    /// The output outran the parse: the reader met the backlog's cap. Until
+    /// the backlog is down to half of it, the parser parses beside the
+    /// flood instead of deferring (a flood longer than the backlog runs at
+    /// the parse's speed, parser and relay in parallel).
+    outran: bool,
     /// When the reader last pushed a chunk.
     last_chunk: Instant,
     /// Someone waits for new output ([`Session::wait_output`]): the reader
@@ -290,6 +295,7 @@ impl Session {
                 reader_waits: false,
                 parser_waits: false,
                 parser_defers: false,
+                outran: false,
                 last_chunk: Instant::now(),
                 output_watch: false,
                 redraws_waiting: 0,
@@ -390,6 +396,7 @@ impl Session {
                 break;
             }
             g.reader_waits = true;
+            g.outran = true;
             if std::mem::take(&mut g.parser_waits) {
                 self.work.notify_one();
             }
@@ -403,8 +410,9 @@ impl Session {
         let chunk: Arc<[u8]> = Arc::from(bytes);
         let seq = g.seq;
         g.seq += bytes.len() as u64;
-        g.fanout.push_shared(seq, &chunk);
-        g.backlog.push_back(Pending::Bytes(seq, chunk));
+        let direct = g.fanout.push_shared(seq, &chunk);
+        let label = (!direct.is_empty()).then(|| Self::stream_label(&g));
+        g.backlog.push_back(Pending::Bytes(seq, Arc::clone(&chunk)));
         g.backlog_bytes += bytes.len();
         g.last_chunk = Instant::now();
         // A small chunk alone in the backlog while the parser idles (an
@@ -417,16 +425,20 @@ impl Session {
             && bytes.len() <= INLINE_PARSE_MAX)
             .then(|| self.take_batch(&g))
             .flatten();
-        // A deferring parser is woken only once the backlog is half full.
-        let wake = inline.is_none()
-            && g.parser_waits
-            && (!g.parser_defers
-                || g.backlog_bytes >= self.backlog_limit.load(Ordering::Relaxed) / 2);
+        // A deferring parser is woken only once the output outran it.
+        let wake = inline.is_none() && g.parser_waits && (!g.parser_defers || g.outran);
         if wake {
             g.parser_waits = false;
         }
         let watched = std::mem::take(&mut g.output_watch);
         drop(g);
+        // Idle clients get a small chunk from here, not from their pump
+        // (crate::fanout: one thread hand-off less per echo).
+        if let Some(label) = label {
+            for q in &direct {
+                q.deliver_direct(&label, seq, &chunk);
+            }
+        }
         if wake {
             self.work.notify_one();
         }
@@ -539,11 +551,12 @@ impl Session {
 
     /// The parser thread's step: parse what the backlog holds (up to
     /// [`PARSE_BATCH`]) into the model. Waits for work, and while the
-    /// stream flows (a chunk within [`DEFER_QUIET`]) and the backlog is less
-    /// than half full, for it to pause: a burst is relayed first and parsed
-    /// after, the CPU going to the relay meanwhile (anyone who needs the
-    /// model sooner parses on demand). False once the output ended and all
-    /// of it is parsed, or the holder stops.
+    /// stream flows (a chunk within [`DEFER_QUIET`]), for it to pause: a
+    /// burst up to the backlog's cap is relayed first and parsed after, the
+    /// CPU going to the relay meanwhile (anyone who needs the model sooner
+    /// parses on demand). A flood that outruns the cap (`Inner::outran`)
+    /// is parsed beside, until the backlog is down to half. False once the
+    /// output ended and all of it is parsed, or the holder stops.
     pub(crate) fn parse_step(&self) -> bool {
         let batch = {
             let mut g = self.lock();
@@ -552,9 +565,12 @@ impl Session {
                 if let Some(b) = self.take_batch(&g) {
                     let quiet = g.last_chunk.elapsed();
                     let half = self.backlog_limit.load(Ordering::Relaxed) / 2;
+                    if g.backlog_bytes < half {
+                        g.outran = false;
+                    }
                     let defer = !ending
                         && quiet < DEFER_QUIET
-                        && g.backlog_bytes < half
+                        && !g.outran
                         && g.redraws_waiting == 0
                         && !g.reader_waits;
                     if !defer {

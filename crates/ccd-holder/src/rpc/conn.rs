@@ -6,9 +6,9 @@
 //! whole under a per-connection mutex, so replies and notifications never
 //! interleave inside a line.
 
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ccd_protocol::methods::{Method, NotificationKind};
@@ -23,17 +23,17 @@ use serde_json::Value;
 use crate::config::{signal_number, KillSignal, Size};
 use crate::fanout::{AttachMode, ClientQueue, Event};
 use crate::lifecycle::State;
+use crate::line_socket::{self, LineSocket};
 use crate::session::{Session, SessionError};
 use ccd_protocol::holder::{
     self as h, canonical, AttachParams, AttachResult, CollectParams, CollectResult, Done,
     HelloParams, HelloResult, InputParams, KillParams, KillResult, ScreenParams,
 };
 
-type Writer = Arc<Mutex<UnixStream>>;
+type Writer = line_socket::Shared;
 
 fn write_line(w: &Writer, line: &[u8]) -> std::io::Result<()> {
-    let mut s = w.lock().unwrap_or_else(|p| p.into_inner());
-    s.write_all(line)
+    line_socket::lock(w).write_line(line)
 }
 
 fn send_response(w: &Writer, resp: &Response) -> std::io::Result<()> {
@@ -96,7 +96,7 @@ struct Conn<'a> {
 pub fn handle(session: &Arc<Session>, stream: UnixStream) {
     crate::sched::short_slice();
     let writer = match stream.try_clone() {
-        Ok(w) => Arc::new(Mutex::new(w)),
+        Ok(w) => LineSocket::shared(w),
         Err(e) => {
             // Debug: out of descriptors, this would log per connection.
             tracing::debug!(error = %e, "cannot clone connection");
@@ -331,6 +331,8 @@ impl Conn<'_> {
             q.close();
             return Err(RpcError::internal(format!("write failed: {e}")));
         }
+        // From here on the reader may write small chunks itself.
+        q.enable_direct(Arc::clone(&self.writer));
         let session = Arc::clone(self.session);
         let writer = Arc::clone(&self.writer);
         let pump_q = Arc::clone(&q);
@@ -368,6 +370,7 @@ fn pump(session: &Session, writer: &Writer, q: &ClientQueue) {
                 let _ = send_notification(writer, SessionExited::NAME, &ex);
                 break;
             }
+            Event::Finish => line_socket::lock(writer).finish(),
             Event::Closed => break,
             Event::Idle => {
                 if session.stopping() {
