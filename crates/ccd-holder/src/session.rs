@@ -23,7 +23,7 @@
 //! threads never feed an item twice and never skip one.
 //!
 //! **Bounds.** The backlog holds at most [`BACKLOG_CAP`] bytes, and at
-//! most what the model parses in [`CATCH_UP_GOAL`] at its measured speed
+//! most what the model parses in [`CATCH_UP_GOAL`] at its measured speed (CPU time)
 //! (never less than [`BACKLOG_MIN`]), so that catching the model up is
 //! bounded in time as well as in bytes; beyond that the reader waits for
 //! the parser, which then paces the PTY.
@@ -106,6 +106,25 @@ const DEFER_QUIET: Duration = Duration::from_millis(4);
 /// Longest chunk the PTY reader parses itself when it is all the backlog
 /// holds and the parser idles (see [`Session::on_output`]).
 const INLINE_PARSE_MAX: usize = 1024;
+
+/// Smallest batch whose parse is timed for the speed estimate.
+const RATE_SAMPLE_MIN: usize = 16 << 10;
+
+/// The calling thread's CPU time so far.
+fn thread_cpu() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a timespec we own; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| {
+        Duration::new(
+            u64::try_from(ts.tv_sec).unwrap_or(0),
+            u32::try_from(ts.tv_nsec).unwrap_or(0),
+        )
+    })
+}
 
 /// Bytes after which an old parse-speed sample weighs half.
 const RATE_HALF_LIFE: f64 = 8.0 * 1024.0 * 1024.0;
@@ -396,7 +415,13 @@ impl Session {
                 break;
             }
             g.reader_waits = true;
-            g.outran = true;
+            if !std::mem::replace(&mut g.outran, true) {
+                tracing::debug!(
+                    backlog = g.backlog_bytes,
+                    cap,
+                    "output outran the parse: the backlog paces the PTY"
+                );
+            }
             if std::mem::take(&mut g.parser_waits) {
                 self.work.notify_one();
             }
@@ -498,7 +523,18 @@ impl Session {
     /// [`Session::apply_batch`] with the model lock already taken.
     fn apply_with(&self, mut m: MutexGuard<'_, Model>, Batch(first, items): Batch) {
         let applied = {
-            let t0 = Instant::now();
+            // The parse's speed is its CPU time (the thread's, not the wall
+            // clock's: a busy machine delays the parser, not a parse on
+            // demand in a reader's thread), sampled on batches big enough
+            // to time.
+            let total: usize = items
+                .iter()
+                .map(|p| match p {
+                    Pending::Bytes(_, c) => c.len(),
+                    Pending::Resize(_) => 0,
+                })
+                .sum();
+            let t0 = (total >= RATE_SAMPLE_MIN).then(thread_cpu).flatten();
             let mut bytes = 0usize;
             for (n, p) in (first..).zip(&items) {
                 if n < m.applied {
@@ -514,8 +550,8 @@ impl Session {
                 }
                 m.applied = n + 1;
             }
-            if bytes > 0 {
-                let secs = t0.elapsed().as_secs_f64();
+            if let (true, Some(t0), Some(t1)) = (bytes > 0, t0, t0.and_then(|_| thread_cpu())) {
+                let secs = t1.saturating_sub(t0).as_secs_f64();
                 let keep = (-(bytes as f64) / RATE_HALF_LIFE).exp2();
                 m.rate_bytes = m.rate_bytes * keep + bytes as f64;
                 m.rate_secs = m.rate_secs * keep + secs;
