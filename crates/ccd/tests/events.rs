@@ -92,15 +92,21 @@ fn an_external_session_killed_with_its_entry_left_behind_disappears() {
     let mut c = sb.client_or_start();
     c.call_value("events.subscribe", json!({})).unwrap();
     let dir = sb.project("crashing");
-    let mut ext = external(&sb, &dir);
+    let ext = external(&sb, &dir);
     let sid = ext.sid.clone();
     let mine = |e: &Value| e["session"] == sid.as_str();
     expect_events(&mut c, &[("session.appeared", &mine)]);
     let pid = ext.child.process_id().unwrap();
     let entry = sb.config.join("sessions").join(format!("{pid}.json"));
     assert!(entry.exists());
-    ext.child.kill().unwrap(); // SIGKILL: no cleanup
-                               // Within T (20 s): a rescan would come only after a minute.
+    // SIGKILL: no cleanup (portable-pty's kill starts with SIGHUP, which
+    // the CLI handles by removing its entry).
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // Within T (20 s): a rescan would come only after a minute.
     expect_events(&mut c, &[("session.disappeared", &mine)]);
     assert!(entry.exists(), "the entry stays behind");
 }

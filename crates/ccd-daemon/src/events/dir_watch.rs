@@ -46,11 +46,14 @@ impl DirWatch {
         })
     }
 
-    /// Whether the folder itself is watched (else an ancestor is, until
-    /// it appears).
+    /// Whether the folder itself is watched (else, on Linux, an ancestor
+    /// is, until it appears; elsewhere nothing is, and the caller polls).
     pub fn on_target(&self) -> bool {
         self.inner.on_target()
     }
+
+    /// Whether a missing folder's appearance is watched for (on Linux).
+    pub const WATCHES_FOR_CREATION: bool = cfg!(target_os = "linux");
 
     /// Waits for a change (see the module doc); the watch follows the
     /// folder appearing or going. Err: the watch broke (the caller polls
@@ -308,8 +311,8 @@ mod portable {
         }
 
         pub async fn changed(&mut self, target: &Path) -> io::Result<()> {
+            self.place(target);
             if self.watcher.is_none() {
-                self.place(target);
                 // Nothing to wait on: the caller's poll decides.
                 std::future::pending::<()>().await;
             }

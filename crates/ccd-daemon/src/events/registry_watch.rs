@@ -423,8 +423,10 @@ pub async fn run(daemon: Arc<Daemon>) {
     loop {
         let period = match &fs {
             Some(w) if w.on_target() && !exits.unavailable => RESCAN_NET,
-            Some(w) if !w.on_target() => RESCAN_NET,
-            Some(_) => RESCAN,
+            Some(w) if w.on_target() => RESCAN,
+            // Missing: its appearance is an event, or is polled for.
+            Some(_) if DirWatch::WATCHES_FOR_CREATION => RESCAN_NET,
+            Some(_) => MISSING_POLL,
             None if dir.is_dir() => RESCAN,
             None => MISSING_POLL,
         };
