@@ -780,6 +780,9 @@ impl HolderTable {
                 // What this reply replaced, when it is newer than what the
                 // table holds (concurrent refreshes may answer out of order).
                 let mut replaced: Option<Option<InfoResult>> = None;
+                // A still session that moved: [`watch`] may be asleep until
+                // its next quiet check, and should go to the fast pace now.
+                let mut woke = false;
                 let now = Instant::now();
                 self.update(id, |e| {
                     e.failed_calls = 0;
@@ -790,6 +793,7 @@ impl HolderTable {
                             .as_ref()
                             .is_none_or(|old| activity_of(old) != activity_of(&info));
                         if changed {
+                            woke = !e.fast(now);
                             e.changed_at = now;
                         }
                         e.refreshed_at = Some(now);
@@ -799,6 +803,9 @@ impl HolderTable {
                         e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
                     }
                 });
+                if woke {
+                    self.wake();
+                }
                 if let Some(old) = &replaced {
                     self.publish_changes(&entry.meta, old.as_ref(), &info);
                 }

@@ -30,7 +30,8 @@
 //! probe of the child on every fast tick stays.
 //!
 //! The loop sleeps until the earliest moment an entry is due, or until
-//! [`HolderTable::wake`] is notified (an entry flagged or added): with every
+//! [`HolderTable::wake`] is notified (an entry flagged or added, or a
+//! still one found changed by a refresh made elsewhere — a request's): with every
 //! session still, it wakes once per [`QUIET_REFRESH`] for all of them
 //! (checks due within half a period are done together, so they stay in
 //! step); with no holder at all, not at all.
@@ -130,7 +131,7 @@ impl HolderEntry {
     /// Whether the session is in a state that is refreshed on every fast
     /// tick: starting, needing attention, exited, changed within
     /// [`QUIET_REFRESH`], flagged, or never refreshed.
-    fn fast(&self, now: Instant) -> bool {
+    pub(super) fn fast(&self, now: Instant) -> bool {
         let (Some(info), Some(_)) = (&self.info, self.refreshed_at) else {
             return true;
         };
@@ -262,7 +263,7 @@ impl HolderTable {
         });
     }
 
-    /// Notified when an entry is flagged or added.
+    /// Wakes [`watch`]: an entry was flagged or added, or a still one moved.
     pub(super) fn wake(&self) {
         self.wake.notify_one();
     }
