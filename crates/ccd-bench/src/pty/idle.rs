@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 struct ThreadCount {
     comm: String,
     switches: u64,
+    /// Of which involuntary (preempted while runnable).
+    preempted: u64,
     ticks: u64,
     run_ns: Option<u64>,
 }
@@ -39,7 +41,8 @@ fn read_thread(pid: u32, tid: u32) -> Option<ThreadCount> {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     };
-    let switches = field("voluntary_ctxt_switches:") + field("nonvoluntary_ctxt_switches:");
+    let preempted = field("nonvoluntary_ctxt_switches:");
+    let switches = field("voluntary_ctxt_switches:") + preempted;
     let comm = status
         .lines()
         .find_map(|l| l.strip_prefix("Name:"))
@@ -54,6 +57,7 @@ fn read_thread(pid: u32, tid: u32) -> Option<ThreadCount> {
     Some(ThreadCount {
         comm,
         switches,
+        preempted,
         ticks,
         run_ns,
     })
@@ -78,6 +82,9 @@ pub struct ThreadGroup {
     /// group's processes).
     pub threads: usize,
     pub wakeups_per_s: f64,
+    /// Of those, involuntary switches (preempted while runnable: they
+    /// grow with the machine's load, not with the process's own timers).
+    pub preempted_per_s: f64,
     /// utime + stime (clock ticks: coarse).
     pub cpu_ms_per_s: f64,
     /// Time on the CPU from schedstat (ns precision), when available.
@@ -89,6 +96,7 @@ pub struct ThreadGroup {
 pub struct ProcIdle {
     pub pid: u32,
     pub wakeups_per_s: f64,
+    pub preempted_per_s: f64,
     pub cpu_ms_per_s: f64,
     pub run_ms_per_s: Option<f64>,
     /// By thread name, most wakeups first.
@@ -108,6 +116,8 @@ fn diff(pid: u32, before: &ProcCount, after: &ProcCount, secs: f64, hz: f64) -> 
         });
         g.threads += 1;
         let sw = a.switches - b.map_or(0, |b| b.switches.min(a.switches));
+        let pre = a.preempted - b.map_or(0, |b| b.preempted.min(a.preempted));
+        g.preempted_per_s += pre as f64 / secs;
         let ticks = a.ticks - b.map_or(0, |b| b.ticks.min(a.ticks));
         g.wakeups_per_s += sw as f64 / secs;
         g.cpu_ms_per_s += ticks as f64 * 1000.0 / hz / secs;
@@ -129,6 +139,7 @@ fn diff(pid: u32, before: &ProcCount, after: &ProcCount, secs: f64, hz: f64) -> 
     ProcIdle {
         pid,
         wakeups_per_s: threads.iter().map(|t| t.wakeups_per_s).sum(),
+        preempted_per_s: threads.iter().map(|t| t.preempted_per_s).sum(),
         cpu_ms_per_s: threads.iter().map(|t| t.cpu_ms_per_s).sum(),
         run_ms_per_s: all_run.then(|| threads.iter().filter_map(|t| t.run_ms_per_s).sum()),
         threads,
@@ -143,6 +154,8 @@ pub struct Group {
     pub wakeups_per_s_median: f64,
     pub wakeups_per_s_max: f64,
     pub wakeups_per_s_total: f64,
+    /// Of the total, involuntary switches.
+    pub preempted_per_s_total: f64,
     pub cpu_ms_per_s_median: f64,
     pub cpu_ms_per_s_max: f64,
     pub cpu_ms_per_s_total: f64,
@@ -184,6 +197,7 @@ fn group(procs: &[ProcIdle], vanished: usize) -> Group {
         });
         g.threads += t.threads;
         g.wakeups_per_s += t.wakeups_per_s;
+        g.preempted_per_s += t.preempted_per_s;
         g.cpu_ms_per_s += t.cpu_ms_per_s;
         g.run_ms_per_s = g.run_ms_per_s.zip(t.run_ms_per_s).map(|(a, b)| a + b);
     }
@@ -194,6 +208,7 @@ fn group(procs: &[ProcIdle], vanished: usize) -> Group {
         wakeups_per_s_median: wm,
         wakeups_per_s_max: wx,
         wakeups_per_s_total: wt,
+        preempted_per_s_total: procs.iter().map(|p| p.preempted_per_s).sum(),
         cpu_ms_per_s_median: cm,
         cpu_ms_per_s_max: cx,
         cpu_ms_per_s_total: ct,
@@ -281,8 +296,9 @@ impl Idle {
         let d = &self.daemon;
         let _ = writeln!(
             o,
-            "  daemon      {:>8.2} wakeups/s, CPU {:.2} ms/s (utime+stime), {} ms/s on CPU (schedstat)",
+            "  daemon      {:>8.2} wakeups/s ({:.2} of them preempted), CPU {:.2} ms/s (utime+stime), {} ms/s on CPU (schedstat)",
             d.wakeups_per_s,
+            d.preempted_per_s,
             d.cpu_ms_per_s,
             run(d.run_ms_per_s)
         );
@@ -290,11 +306,12 @@ impl Idle {
         for (label, g) in [("holder", &self.holders), ("fake claude", &self.claude)] {
             let _ = writeln!(
                 o,
-                "  {label:<11} {:>8.2} wakeups/s median, {:.2} max, {:.1} for all {}; CPU {:.2} ms/s median, {:.2} max; on CPU {} ms/s median, {} max, {} all",
+                "  {label:<11} {:>8.2} wakeups/s median, {:.2} max, {:.1} for all {} ({:.1} preempted); CPU {:.2} ms/s median, {:.2} max; on CPU {} ms/s median, {} max, {} all",
                 g.wakeups_per_s_median,
                 g.wakeups_per_s_max,
                 g.wakeups_per_s_total,
                 g.processes,
+                g.preempted_per_s_total,
                 g.cpu_ms_per_s_median,
                 g.cpu_ms_per_s_max,
                 run(g.run_ms_per_s_median),
@@ -320,10 +337,11 @@ fn threads(o: &mut String, ts: &[ThreadGroup], per: usize) {
     for t in ts {
         let _ = writeln!(
             o,
-            "    {:<18} x{:<4} {:>8.3} wakeups/s, {:>7.3} ms/s on CPU{}",
+            "    {:<18} x{:<4} {:>8.3} wakeups/s ({:.3} preempted), {:>7.3} ms/s on CPU{}",
             t.comm,
             t.threads as f64 / per,
             t.wakeups_per_s / per,
+            t.preempted_per_s / per,
             t.run_ms_per_s.unwrap_or(t.cpu_ms_per_s) / per,
             if per > 1.0 { " (per process)" } else { "" }
         );
@@ -338,6 +356,7 @@ mod tests {
         ThreadCount {
             comm: comm.into(),
             switches,
+            preempted: switches / 2,
             ticks,
             run_ns: Some(run_ns),
         }
@@ -365,6 +384,8 @@ mod tests {
         assert_eq!(p.threads[0].cpu_ms_per_s, 500.0);
         assert_eq!(p.threads[0].run_ms_per_s, Some(2.0));
         assert_eq!(p.wakeups_per_s, 15.0);
+        assert_eq!(p.threads[0].preempted_per_s, 6.5);
+        assert_eq!(p.preempted_per_s, 7.5);
     }
 
     #[test]

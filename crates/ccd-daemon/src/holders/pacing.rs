@@ -95,9 +95,22 @@ impl Probe {
     }
 }
 
+/// A small `/proc` file whole: one read into room for it, and the one
+/// that says it ended (`fs::read_to_string` stats it, then reads it in
+/// growing pieces: procfs reports no size).
+fn proc_file(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut s = String::with_capacity(1024);
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
+    Some(s)
+}
+
 /// Bytes thread `tid` of `pid` has read (`rchar`), if it can be told.
 pub(super) fn bytes_read(pid: u32, tid: u32) -> Option<u64> {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/io")).ok()?;
+    let io = proc_file(&format!("/proc/{pid}/task/{tid}/io"))?;
     io.lines()
         .find_map(|l| l.strip_prefix("rchar:"))
         .and_then(|v| v.trim().parse().ok())
@@ -105,7 +118,7 @@ pub(super) fn bytes_read(pid: u32, tid: u32) -> Option<u64> {
 
 /// `pid`'s thread count (field 20 of its stat), if it can be told.
 pub(super) fn threads(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = proc_file(&format!("/proc/{pid}/stat"))?;
     // Counted after the command's closing paren.
     stat.rsplit_once(')')?
         .1
