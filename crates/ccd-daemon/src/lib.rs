@@ -18,6 +18,7 @@
 pub mod conn_slots;
 pub mod connection;
 pub mod events;
+pub mod exit_watch;
 pub mod handlers;
 pub mod holders;
 pub mod limits;

@@ -82,6 +82,35 @@ fn an_external_session_start_status_and_exit_are_events() {
     expect_events(&mut c, &[("session.disappeared", &|e: &Value| mine(e))]);
 }
 
+/// A process that ends without removing its registry entry (a crash,
+/// SIGKILL) is seen ending — the daemon waits on the process itself — not
+/// found by a periodic rescan (`RESCAN_NET`, a minute, where the folder and
+/// the processes are watched): the session disappears while its file stays.
+#[test]
+fn an_external_session_killed_with_its_entry_left_behind_disappears() {
+    let sb = Sandbox::new();
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({})).unwrap();
+    let dir = sb.project("crashing");
+    let ext = external(&sb, &dir);
+    let sid = ext.sid.clone();
+    let mine = |e: &Value| e["session"] == sid.as_str();
+    expect_events(&mut c, &[("session.appeared", &mine)]);
+    let pid = ext.child.process_id().unwrap();
+    let entry = sb.config.join("sessions").join(format!("{pid}.json"));
+    assert!(entry.exists());
+    // SIGKILL: no cleanup (portable-pty's kill starts with SIGHUP, which
+    // the CLI handles by removing its entry).
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // Within T (20 s): a rescan would come only after a minute.
+    expect_events(&mut c, &[("session.disappeared", &mine)]);
+    assert!(entry.exists(), "the entry stays behind");
+}
+
 #[test]
 fn held_sessions_report_lifecycle_and_exit() {
     let sb = Sandbox::new();

@@ -10,6 +10,8 @@
 //!   session floods (with a client attached to the flood, draining it);
 //! - `ccd attach` → first full frame (and `session.attach` → first resync);
 //! - memory of the daemon and of each holder with idle fake-claude sessions;
+//! - the idle cost of those sessions: wakeups and CPU per second of the
+//!   daemon, of each holder and of each fake claude, by thread (`idle.rs`);
 //! - with `--only ssh`: the echo `ccd --host ssh://… attach` adds over
 //!   loopback ssh beside a local `ccd attach` (`ssh.rs`).
 //!
@@ -21,6 +23,7 @@ mod api;
 mod cases;
 mod ccd;
 pub mod child;
+mod idle;
 mod report;
 mod ssh;
 pub mod stream;
@@ -53,12 +56,20 @@ pub struct Args {
     /// Flood rounds per contender (default 3; 1 with --quick); the median is reported.
     #[arg(long)]
     pub rounds: Option<usize>,
-    /// Idle fake-claude sessions for the memory figure (default 20).
+    /// Idle fake-claude sessions for the memory and idle figures (default 20).
     #[arg(long, default_value_t = 20)]
     pub sessions: usize,
+    /// Idle part: seconds the sessions are left alone after the last one
+    /// started, before sampling (the daemon refreshes a session that
+    /// changed within 5 s twice a second: past that it is settled).
+    #[arg(long, default_value_t = 10)]
+    pub idle_settle_secs: u64,
+    /// Idle part: the sampled window, in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub idle_secs: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Only these parts (comma separated: flood, echo, attach, memory; and
+    /// Only these parts (comma separated: flood, echo, attach, memory, idle; and
     /// ssh, never run by default: echo of `ccd attach` over loopback ssh,
     /// with a private sshd the run starts).
     #[arg(long, value_delimiter = ',')]
@@ -313,10 +324,22 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             Err(e) => rep.echo.push(ssh::failed(&e)),
         }
     }
-    if part("memory") {
-        match cases::memory(&cx, a.sessions) {
-            Ok(m) => rep.memory = Some(m),
-            Err(e) => rep.notes.push(format!("memory: {e:#}")),
+    if part("memory") || part("idle") {
+        match cases::Held::start(&cx, a.sessions) {
+            Ok(held) => {
+                if part("memory") {
+                    rep.memory = Some(cases::memory(&held));
+                }
+                if part("idle") {
+                    rep.idle = Some(cases::idle(
+                        &held,
+                        std::time::Duration::from_secs(a.idle_settle_secs),
+                        std::time::Duration::from_secs(a.idle_secs.max(1)),
+                    ));
+                }
+                held.stop();
+            }
+            Err(e) => rep.notes.push(format!("memory/idle: {e:#}")),
         }
     }
     rep.finish();

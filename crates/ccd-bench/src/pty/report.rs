@@ -136,6 +136,8 @@ pub struct Report {
     pub echo: Vec<Echo>,
     pub attach: Attach,
     pub memory: Option<Memory>,
+    /// Wakeups and CPU of idle held sessions (`idle` part).
+    pub idle: Option<super::idle::Idle>,
     /// `ccd attach` locally and over loopback ssh (`--only ssh`).
     pub ssh_echo: Option<super::ssh::SshEcho>,
     pub notes: Vec<String>,
@@ -167,6 +169,7 @@ impl Report {
             echo: Vec::new(),
             attach: Attach::default(),
             memory: None,
+            idle: None,
             ssh_echo: None,
             notes,
             targets: serde_json::json!({
@@ -468,6 +471,9 @@ impl Report {
                 "  (the fake claude itself: {:.1} MB avg)",
                 mb(m.claude_rss_kb_avg)
             );
+        }
+        if let Some(i) = &self.idle {
+            i.write(&mut o);
         }
         let _ = writeln!(
             o,

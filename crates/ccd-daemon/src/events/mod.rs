@@ -14,6 +14,7 @@
 //! the watcher's view at every later moment (the fold `ccd events` and
 //! editors rely on; tested in `crates/ccd/tests/fold.rs`).
 
+pub mod dir_watch;
 pub mod registry_watch;
 
 use crate::conn_slots::TaskGuard;

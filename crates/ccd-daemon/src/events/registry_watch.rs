@@ -1,30 +1,53 @@
 //! Watches Claude Code's registry folder and turns its changes into events
 //! about every session on the machine, ccd's or not.
 //!
-//! inotify/kqueue (through `notify`) wakes the watcher at once; a rescan
-//! every [`RESCAN`] is the fallback (a missing folder, a lost event). Each
-//! wake-up re-reads the registry and re-validates liveness — presence of a
-//! file proves nothing — then diffs against the previous view, by pid: a
-//! process is not a conversation, so an entry whose pid stays while its
-//! session id changes (`/clear`, a conversation resumed inside the TUI) is
-//! one `session.id_changed`, not a disappearance and an appearance.
+//! Two things change the view: a registry file (created, rewritten,
+//! removed) and a process ending (whose file may stay: a crash, `kill -9`).
+//! Both are waited for, not polled: the folder through [`DirWatch`]
+//! (inotify with a mask of changes only, so reads — the scans' own
+//! included — wake nothing), and every process in the view through a pidfd
+//! ([`crate::exit_watch`]: readable when it ends). Each wake-up re-reads the
+//! registry and re-validates liveness — presence of a file proves nothing —
+//! then diffs against the previous view, by pid: a process is not a
+//! conversation, so an entry whose pid stays while its session id changes
+//! (`/clear`, a conversation resumed inside the TUI) is one
+//! `session.id_changed`, not a disappearance and an appearance.
+//!
+//! Periodic rescans are the fallback only: every [`RESCAN`] where either
+//! watch is not available (no inotify, no pidfds, a watch that broke), and
+//! a safety net every [`RESCAN_NET`] where both are (a pid reused in the
+//! instant between two scans is the one case the watches cannot see).
+//! While the folder is missing, its nearest existing ancestor is watched
+//! for it to appear.
 //!
 //! Each process is matched to the holder that runs it when first seen (the
 //! holder's child pid, else the pid's parent is a holder): `held` and
 //! `holder` in events say which processes ccd runs, whatever id they write.
 
+use super::dir_watch::DirWatch;
 use super::{now_ms, EventHub};
+use crate::exit_watch::ExitWatch;
 use crate::state::Daemon;
 use ccd_claude::liveness::{self, Liveness};
 use ccd_claude::registry;
 use ccd_protocol::methods::events::{Event, LiveWriter};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Fallback rescan period.
+/// Rescan period where the folder or the processes cannot be watched.
 pub const RESCAN: Duration = Duration::from_secs(2);
+
+/// Rescan period where both are watched: a safety net, not the way
+/// changes are seen.
+pub const RESCAN_NET: Duration = Duration::from_secs(60);
+
+/// Rescan period while the folder is missing and cannot be watched for.
+const MISSING_POLL: Duration = Duration::from_millis(100);
+
+/// How long a burst of file events may go on before the one scan it causes.
+const SETTLE: Duration = Duration::from_millis(15);
 
 /// What the watcher remembers of one live registry entry (by pid).
 #[derive(Debug, Clone, PartialEq)]
@@ -61,15 +84,30 @@ fn holder_of(pid: u32, holders: &[HolderPids]) -> Option<String> {
 /// The registry now. A pid seen before (same session start: liveness
 /// already checked it) keeps the holder it was matched to; a new one is
 /// matched now.
-fn scan(dir: &Path, old: &HashMap<u32, Seen>, holders: &[HolderPids]) -> HashMap<u32, Seen> {
+///
+/// For every process in the new view not in `watched`, a pidfd is opened
+/// *before* its liveness is checked: a check that finds the entry's own
+/// process running then proves the pidfd names that process, not an
+/// earlier holder of the pid (see [`crate::exit_watch`]).
+fn scan(
+    dir: &Path,
+    old: &HashMap<u32, Seen>,
+    holders: &[HolderPids],
+    watched: &HashSet<u32>,
+) -> (HashMap<u32, Seen>, Opened) {
     let probe = liveness::system_probe();
-    registry::read_all(dir)
+    let mut exits = Vec::new();
+    let seen = registry::read_all(dir)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|e| {
+            let exit = (!watched.contains(&e.pid)).then(|| ExitWatch::open(e.pid));
             let l = liveness::check(&e, probe.as_ref()).liveness;
             if !l.may_be_running() {
                 return None;
+            }
+            if let Some(x) = exit {
+                exits.push((e.pid, x));
             }
             let holder = match old.get(&e.pid) {
                 Some(o) if o.holder.is_some() => o.holder.clone(),
@@ -87,7 +125,90 @@ fn scan(dir: &Path, old: &HashMap<u32, Seen>, holders: &[HolderPids]) -> HashMap
                 },
             ))
         })
-        .collect()
+        .collect();
+    (seen, exits)
+}
+
+/// The pidfds a scan opened, by pid (an error: none could be opened).
+type Opened = Vec<(u32, std::io::Result<ExitWatch>)>;
+
+/// A task per process in the view, waiting for its end (then a rescan).
+struct ExitWatches {
+    tasks: HashMap<u32, tokio::task::JoinHandle<()>>,
+    /// Pidfds are not available here (or the runtime cannot watch them):
+    /// rescans every [`RESCAN`] instead.
+    unavailable: bool,
+}
+
+impl ExitWatches {
+    fn new() -> Self {
+        Self {
+            tasks: HashMap::new(),
+            unavailable: false,
+        }
+    }
+
+    /// The processes still watched (their task waits).
+    fn watched(&self) -> HashSet<u32> {
+        self.tasks
+            .iter()
+            .filter(|(_, t)| !t.is_finished())
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// Watches the new processes of `view` (`opened`: what [`scan`] opened
+    /// for them) and forgets those no longer in it.
+    fn update(
+        &mut self,
+        view: &HashMap<u32, Seen>,
+        opened: Opened,
+        wake: &tokio::sync::mpsc::Sender<()>,
+    ) {
+        self.tasks.retain(|pid, t| {
+            let keep = view.contains_key(pid) && !t.is_finished();
+            if !keep {
+                t.abort();
+            }
+            keep
+        });
+        for (pid, w) in opened {
+            match w {
+                Ok(w) => {
+                    let wake = wake.clone();
+                    let task = tokio::spawn(async move {
+                        if let Err(error) = w.exited().await {
+                            tracing::debug!(pid, %error, "cannot wait for a registry process's end");
+                        }
+                        let _ = wake.try_send(());
+                    });
+                    if let Some(old) = self.tasks.insert(pid, task) {
+                        old.abort();
+                    }
+                }
+                // Gone before the check: not in the view.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(error) => {
+                    if !self.unavailable {
+                        tracing::info!(%error, "cannot watch registry processes for their end; rescanning every {} s", RESCAN.as_secs());
+                    }
+                    self.unavailable = true;
+                }
+            }
+        }
+    }
+}
+
+/// Waits for a change in the folder (never, without a watch). A watch
+/// that breaks is dropped, and rescans take over.
+async fn folder_changed(fs: &mut Option<DirWatch>) {
+    let Some(w) = fs.as_mut() else {
+        return std::future::pending().await;
+    };
+    if let Err(error) = w.changed().await {
+        tracing::warn!(%error, "the registry folder watch broke; rescanning every {} s", RESCAN.as_secs());
+        *fs = None;
+    }
 }
 
 /// The view as subscribers get it.
@@ -274,31 +395,55 @@ pub async fn run(daemon: Arc<Daemon>) {
     let dir: PathBuf = daemon.options.claude_config.sessions_dir();
     let projects = daemon.options.claude_config.projects_dir();
     let hub: EventHub = daemon.events.clone();
+    // Woken by a watched process's end.
     let (wake_tx, mut wake) = tokio::sync::mpsc::channel::<()>(1);
     let mut stop = daemon.shutdown.subscribe();
-    let mut watcher: Option<notify::RecommendedWatcher> = None;
-    let mut seen: HashMap<u32, Seen> = {
+    let mut fs = match DirWatch::new(&dir) {
+        Ok(w) => {
+            tracing::info!(dir = %dir.display(), "watching the registry folder");
+            Some(w)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch the registry folder; rescanning instead");
+            None
+        }
+    };
+    let mut exits = ExitWatches::new();
+    let (mut seen, opened) = {
         let d = dir.clone();
         let holders = daemon.holders.pids();
-        tokio::task::spawn_blocking(move || scan(&d, &HashMap::new(), &holders))
+        tokio::task::spawn_blocking(move || scan(&d, &HashMap::new(), &holders, &HashSet::new()))
             .await
             .unwrap_or_default()
     };
+    exits.update(&seen, opened, &wake_tx);
     hub.publish_view(Vec::new(), view_of(&seen));
     let mut scanned_at = now_ms();
     let mut contexts: HashMap<String, u64> = HashMap::new();
     loop {
-        if watcher.is_none() && dir.is_dir() {
-            watcher = watch(&dir, wake_tx.clone());
-        }
+        let period = match &fs {
+            Some(w) if w.on_target() && !exits.unavailable => RESCAN_NET,
+            Some(w) if w.on_target() => RESCAN,
+            // Missing: its appearance is an event, or is polled for.
+            Some(_) if DirWatch::WATCHES_FOR_CREATION => RESCAN_NET,
+            Some(_) => MISSING_POLL,
+            None if dir.is_dir() => RESCAN,
+            None => MISSING_POLL,
+        };
         tokio::select! {
-            _ = wake.recv() => {
+            _ = folder_changed(&mut fs) => {
                 // Let a burst of file events settle into one scan.
-                tokio::time::sleep(Duration::from_millis(15)).await;
+                tokio::time::sleep(SETTLE).await;
+                if let Some(w) = fs.as_mut() {
+                    w.drain();
+                }
                 while wake.try_recv().is_ok() {}
             }
-            // Until the folder exists there is nothing to watch: look often.
-            _ = tokio::time::sleep(if watcher.is_some() { RESCAN } else { Duration::from_millis(100) }) => {}
+            _ = wake.recv() => {
+                tokio::time::sleep(SETTLE).await;
+                while wake.try_recv().is_ok() {}
+            }
+            _ = tokio::time::sleep(period) => {}
             _ = stop.changed() => return,
         }
         let d = dir.clone();
@@ -307,13 +452,14 @@ pub async fn run(daemon: Arc<Daemon>) {
         let old = std::mem::take(&mut seen);
         let before = scanned_at;
         scanned_at = now_ms();
-        let (old, now, events) = match tokio::task::spawn_blocking(move || {
-            let now = scan(&d, &old, &holders);
+        let watched = exits.watched();
+        let (old, now, opened, events) = match tokio::task::spawn_blocking(move || {
+            let (now, opened) = scan(&d, &old, &holders, &watched);
             let reason = |to: &str, cwd: Option<&str>| {
                 ccd_claude::id_switch::reason(&p, to, cwd, before, now_ms()).as_str()
             };
             let events = diff(&old, &now, &reason);
-            (old, now, events)
+            (old, now, opened, events)
         })
         .await
         {
@@ -321,6 +467,7 @@ pub async fn run(daemon: Arc<Daemon>) {
             Err(_) => continue,
         };
         seen = old;
+        exits.update(&now, opened, &wake_tx);
         // A registry entry moved (status, session id, the program's exit):
         // its holder's view is refreshed on the next tick, however still it
         // was.
@@ -360,65 +507,9 @@ pub async fn run(daemon: Arc<Daemon>) {
     }
 }
 
-/// Whether a file event calls for a rescan: a change, or an error (which
-/// may hide one). Reads are not changes — and the scan's own reads of the
-/// folder and its files raise them: waking on them made the watcher rescan
-/// itself about 60 times a second while nothing changed.
-fn wakes_a_scan(res: &notify::Result<notify::Event>) -> bool {
-    match res {
-        Ok(e) => !matches!(e.kind, notify::EventKind::Access(_)),
-        Err(_) => true,
-    }
-}
-
-fn watch(dir: &Path, wake: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    use notify::Watcher;
-    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if wakes_a_scan(&res) {
-            let _ = wake.try_send(());
-        }
-    })
-    .map_err(|error| tracing::warn!(%error, "cannot watch the registry folder; rescanning instead"))
-    .ok()?;
-    match w.watch(dir, notify::RecursiveMode::NonRecursive) {
-        Ok(()) => {
-            tracing::info!(dir = %dir.display(), "watching the registry folder");
-            Some(w)
-        }
-        Err(error) => {
-            tracing::warn!(%error, "cannot watch the registry folder; rescanning instead");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reading_the_folder_wakes_no_scan_and_a_change_does() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("1.json"), "{}").expect("write");
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
-        let _w = watch(dir.path(), tx).expect("a watcher");
-        // What a scan does: list the folder, read each entry.
-        for _ in 0..5 {
-            let _ = std::fs::read_dir(dir.path()).map(|d| d.count());
-            let _ = std::fs::read(dir.path().join("1.json"));
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(rx.try_recv().is_err(), "woken by reads");
-        std::fs::write(dir.path().join("2.json"), "{}").expect("write");
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while rx.try_recv().is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "a new file woke nothing"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
 
     fn seen(session: &str, status: &str) -> Seen {
         Seen {

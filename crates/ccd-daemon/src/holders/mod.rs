@@ -3,19 +3,20 @@
 //! The table is the daemon's only view of them. It is rebuilt at start by
 //! adopting every socket in `holders/` that answers, refreshed by [`watch`]
 //! (twice a second while a session is starting, changing or flagged by the
-//! registry watcher; every [`QUIET_REFRESH`] once it has been still for as
-//! long), and entries leave it when their exit has been collected
+//! registry watcher or by the end of its program; a still one is checked
+//! every [`QUIET_REFRESH`] through `/proc` and asked only when its holder
+//! did something: [`pacing`]), and entries leave it when their exit has been collected
 //! (kept in `finished` for reporting) or when the holder process died.
 //! The lock is a plain mutex held only to copy or update entries, never
 //! across I/O.
 
+pub mod pacing;
 pub mod reap;
 pub mod relay;
 pub mod rpc;
 pub mod spawn;
 pub mod spec;
 
-use crate::state::Daemon;
 use ccd_protocol::holder::{self as h, CollectResult, ExitInfo, InfoResult};
 use ccd_protocol::methods::{Empty, Method};
 use rpc::{HolderConn, HolderError};
@@ -24,7 +25,7 @@ use spec::HolderMeta;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// One live holder.
 #[derive(Debug, Clone)]
@@ -53,8 +54,19 @@ pub struct HolderEntry {
     /// When a refresh last saw something change (see [`activity_of`]).
     changed_at: Instant,
     /// Refresh on the next tick whatever the pace (the registry entry of
-    /// its session changed).
+    /// its session changed, a client attached, its program or holder
+    /// ended).
     dirty: bool,
+    /// When a quiet check last found the holder had done nothing
+    /// ([`pacing`]).
+    checked_at: Option<Instant>,
+    /// The holder's thread count taken before the request whose `info`
+    /// is stored ([`pacing`]).
+    threads: Option<u64>,
+    /// How `/proc` tells whether it did something ([`pacing`]).
+    probe: pacing::Probe,
+    /// Whether the ends of its program and holder are waited for.
+    exit_watching: pacing::ExitWatching,
 }
 
 impl HolderEntry {
@@ -78,22 +90,11 @@ impl HolderEntry {
             refreshed_at: None,
             changed_at: Instant::now(),
             dirty: false,
+            checked_at: None,
+            threads: None,
+            probe: pacing::Probe::Unknown,
+            exit_watching: pacing::ExitWatching::No,
         }
-    }
-
-    /// Whether [`watch`] refreshes it on a tick at `now`: always while it
-    /// starts, needs attention, has exited, changed within
-    /// [`QUIET_REFRESH`] or is flagged; else once per [`QUIET_REFRESH`].
-    fn due(&self, now: Instant) -> bool {
-        let (Some(info), Some(at)) = (&self.info, self.refreshed_at) else {
-            return true;
-        };
-        let settled =
-            info.state.as_str() == "ready" && info.needs_attention.is_none() && info.exit.is_none();
-        self.dirty
-            || !settled
-            || now.duration_since(self.changed_at) < QUIET_REFRESH
-            || now.duration_since(at) >= QUIET_REFRESH
     }
 
     /// The holder process's pid, once known.
@@ -224,10 +225,7 @@ async fn probe(socket: &Path) -> Result<(u32, InfoResult), HolderError> {
     Ok((protocol, info))
 }
 
-/// How often a still session is refreshed (see [`HolderEntry::due`]); a
-/// change to its registry entry, an attach or the end of its program gets
-/// it refreshed on the next tick, and `sessions.get` asks the holder itself.
-pub const QUIET_REFRESH: Duration = Duration::from_secs(5);
+pub use pacing::{watch, QUIET_REFRESH};
 
 /// A session whose holder is gone.
 #[derive(Debug, Clone)]
@@ -270,6 +268,8 @@ pub struct HolderTable {
     /// held across the call, which is bounded by [`rpc::CALL_TIMEOUT`]
     /// (waiting in the queue included). Pruned with the info connections.
     input_conns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<HolderConn>>>>>,
+    /// Wakes [`watch`] when an entry is flagged or added ([`pacing`]).
+    wake: tokio::sync::Notify,
 }
 
 impl HolderTable {
@@ -282,6 +282,7 @@ impl HolderTable {
             asks: std::sync::atomic::AtomicU64::new(0),
             info_conns: Mutex::new(HashMap::new()),
             input_conns: Mutex::new(HashMap::new()),
+            wake: tokio::sync::Notify::new(),
         }
     }
 
@@ -479,6 +480,7 @@ impl HolderTable {
         if let Ok(mut m) = self.live.lock() {
             m.insert(entry.id.clone(), entry);
         }
+        self.wake();
         Ok(())
     }
 
@@ -553,19 +555,25 @@ impl HolderTable {
         if pids.is_empty() {
             return;
         }
+        let mut any = false;
         if let Ok(mut m) = self.live.lock() {
             for e in m.values_mut() {
                 if e.info.as_ref().is_some_and(|i| pids.contains(&i.child_pid)) {
                     e.dirty = true;
+                    any = true;
                 }
             }
         }
+        if any {
+            self.wake();
+        }
     }
 
-    /// Flags holder `id` for a refresh on the next tick (a client attached
-    /// to it through this daemon).
+    /// Flags holder `id` for a refresh at once (a client attached to it
+    /// through this daemon, its program or its process ended).
     pub fn mark_dirty_holder(&self, id: &str) {
         self.update(id, |e| e.dirty = true);
+        self.wake();
     }
 
     fn update(&self, id: &str, f: impl FnOnce(&mut HolderEntry)) {
@@ -763,12 +771,18 @@ impl HolderTable {
     pub async fn refresh(&self, id: &str) -> Option<InfoResult> {
         let entry = self.get(id)?;
         let asked = self.next_ask();
+        // Before the request: a thread that comes or goes while it is
+        // answered shows at the next check ([`pacing`]).
+        let threads = entry.holder_pid().and_then(pacing::threads);
         match self.ask_info(&entry).await {
             Ok(info) => {
                 let done = info.exit.is_some() || info.state.as_str() == "failed";
                 // What this reply replaced, when it is newer than what the
                 // table holds (concurrent refreshes may answer out of order).
                 let mut replaced: Option<Option<InfoResult>> = None;
+                // A still session that moved: [`watch`] may be asleep until
+                // its next quiet check, and should go to the fast pace now.
+                let mut woke = false;
                 let now = Instant::now();
                 self.update(id, |e| {
                     e.failed_calls = 0;
@@ -779,14 +793,19 @@ impl HolderTable {
                             .as_ref()
                             .is_none_or(|old| activity_of(old) != activity_of(&info));
                         if changed {
+                            woke = !e.fast(now);
                             e.changed_at = now;
                         }
                         e.refreshed_at = Some(now);
+                        e.threads = threads;
                         e.dirty = false;
                         replaced = Some(e.info.replace(info.clone()));
                         e.exited_ticks = if done { e.exited_ticks + 1 } else { 0 };
                     }
                 });
+                if woke {
+                    self.wake();
+                }
                 if let Some(old) = &replaced {
                     self.publish_changes(&entry.meta, old.as_ref(), &info);
                 }
@@ -909,46 +928,11 @@ fn holder_alive(e: &HolderEntry) -> bool {
     }
 }
 
-/// Whether the session's program is known to have ended since the last
-/// refresh (no such process: its holder reaps it at once). One signal-0
-/// probe, no request: a still session's exit is seen on the next tick.
-fn child_gone(e: &HolderEntry) -> bool {
-    let Some(i) = e.info.as_ref().filter(|i| i.exit.is_none()) else {
-        return false;
-    };
-    let Ok(pid) = i32::try_from(i.child_pid) else {
-        return false;
-    };
-    matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH)
-    )
-}
-
-/// Refreshes the holders until the daemon stops: each one that is due
-/// (see [`HolderEntry::due`]) on every half-second tick.
-pub async fn watch(daemon: Arc<Daemon>) {
-    let mut stop = daemon.shutdown.subscribe();
-    loop {
-        let now = Instant::now();
-        for e in daemon.holders.snapshot() {
-            if e.due(now) || child_gone(&e) {
-                daemon.holders.refresh(&e.id).await;
-            }
-        }
-        daemon.holders.prune_info_conns();
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = stop.changed() => return,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn info(state: &str, output_bytes: u64) -> InfoResult {
+    pub(super) fn info(state: &str, output_bytes: u64) -> InfoResult {
         serde_json::from_value(json!({
             "holder_pid": 10, "child_pid": 11, "session_id": "s", "cwd": "/w",
             "argv": ["claude"], "state": state, "failure": null,
@@ -959,7 +943,7 @@ mod tests {
         .expect("an InfoResult")
     }
 
-    fn entry(i: InfoResult) -> HolderEntry {
+    pub(super) fn entry(i: InfoResult) -> HolderEntry {
         let meta: HolderMeta = serde_json::from_value(json!({
             "id": "h1", "session_id": "s", "name": null, "cwd": "/w",
             "origin": "new", "created_at": 0
@@ -968,35 +952,6 @@ mod tests {
         let mut e = HolderEntry::new("h1".into(), "/x.sock".into(), meta, Some(i), 1);
         e.refreshed_at = Some(Instant::now());
         e
-    }
-
-    #[test]
-    fn a_still_ready_session_is_refreshed_slowly_and_anything_else_every_tick() {
-        let now = Instant::now();
-        let later = now + Duration::from_millis(600);
-        // Ready, refreshed just now, nothing changed for a while: not due
-        // until QUIET_REFRESH after its last refresh.
-        let mut e = entry(info("ready", 100));
-        e.changed_at = now - QUIET_REFRESH * 2;
-        e.refreshed_at = Some(now);
-        assert!(!e.due(later));
-        assert!(e.due(now + QUIET_REFRESH));
-        // Its registry entry moved.
-        e.dirty = true;
-        assert!(e.due(later));
-        e.dirty = false;
-        // It changed recently.
-        e.changed_at = now;
-        assert!(e.due(later));
-        // Not ready yet (the trust step, say): every tick.
-        let mut s = entry(info("starting", 0));
-        s.changed_at = now - QUIET_REFRESH * 2;
-        s.refreshed_at = Some(now);
-        assert!(s.due(later));
-        // Never refreshed.
-        let mut n = entry(info("ready", 0));
-        n.refreshed_at = None;
-        assert!(n.due(later));
     }
 
     #[test]
@@ -1056,24 +1011,6 @@ mod tests {
         let slow = e.rpc_error(HolderError::Timeout);
         assert_eq!(slow.code, ccd_protocol::ErrorCode::InternalError.code());
         assert!(slow.message.contains("did not answer"), "{}", slow.message);
-    }
-
-    #[test]
-    fn a_child_that_ended_is_noticed_without_asking_the_holder() {
-        let mut child = std::process::Command::new("true").spawn().expect("true");
-        let pid = child.id();
-        child.wait().expect("reaped");
-        let mut ended = info("ready", 0);
-        ended.child_pid = pid;
-        assert!(child_gone(&entry(ended)));
-        let mut running = info("ready", 0);
-        running.child_pid = std::process::id();
-        assert!(!child_gone(&entry(running)));
-        // Already known to have exited: nothing new to notice.
-        let mut known = info("ready", 0);
-        known.child_pid = pid;
-        known.exit = serde_json::from_value(json!({"code": 0, "signal": null})).ok();
-        assert!(!child_gone(&entry(known)));
     }
 
     #[test]

@@ -133,21 +133,27 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
             tracing::debug!(state = lc.state().as_str(), "lifecycle driver done");
             return;
         }
-        let (g, _) = session.wait_for(tick, |g| g.exit.is_some());
-        drop(g);
         // Once ready, nothing here is timed: only new output (a screen to
         // classify) or the exit can change anything. An idle session's
         // driver sleeps until one comes instead of waking every tick; while
-        // output flows it still steps at most once per tick (above). If the
-        // model had not parsed all output read before this step, step again.
-        if lc.state() == State::Ready && seen.seq >= stream_at {
+        // output flows it still steps at most once per tick (the wait
+        // after a step that saw new output). If the model had not parsed
+        // all output read before this step, step again after a tick.
+        let caught_up = lc.state() == State::Ready && seen.seq >= stream_at;
+        if !caught_up || new_output {
+            let (g, _) = session.wait_for(tick, |g| g.exit.is_some());
+            drop(g);
+        }
+        if caught_up {
             session.wait_output(stream_at, IDLE_RECHECK);
         }
     }
 }
 
-/// Longest sleep of a ready session's driver without output (a safety net:
-/// new output and the exit wake it).
+/// Longest sleep of a ready session's driver without output (a safety net
+/// against a lost wakeup: new output and the exit wake it). A step after
+/// it that finds nothing new goes straight back to sleep: one wakeup per
+/// period for an idle session.
 const IDLE_RECHECK: Duration = Duration::from_secs(30);
 
 fn apply(session: &Session, action: Action) {

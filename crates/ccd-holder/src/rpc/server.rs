@@ -77,10 +77,13 @@ fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
     }
 }
 
-/// Wait (up to [`IDLE_SAFETY`]) until the listener is readable or a stop
-/// is requested; true if a connection may be waiting.
+/// Wait until the listener is readable or a stop is requested; true if a
+/// connection may be waiting. With the stop's pipe there is no timeout:
+/// both are descriptors, and poll cannot miss a level that is already
+/// there. Without it (no pipe could be made), the stop flag is looked at
+/// every [`IDLE_SAFETY`].
 fn wait_for_connection(listener: &UnixListener, session: &Session) -> bool {
-    let stop = session.stop_fd().map_or(-1, |fd| fd.as_raw_fd());
+    let stop = session.stop_fd().map(|fd| fd.as_raw_fd());
     let mut fds = [
         libc::pollfd {
             fd: listener.as_raw_fd(),
@@ -89,12 +92,15 @@ fn wait_for_connection(listener: &UnixListener, session: &Session) -> bool {
         },
         // A negative fd is ignored by poll.
         libc::pollfd {
-            fd: stop,
+            fd: stop.unwrap_or(-1),
             events: libc::POLLIN,
             revents: 0,
         },
     ];
-    let ms = i32::try_from(IDLE_SAFETY.as_millis()).unwrap_or(i32::MAX);
+    let ms = match stop {
+        Some(_) => -1,
+        None => i32::try_from(IDLE_SAFETY.as_millis()).unwrap_or(i32::MAX),
+    };
     // SAFETY: two valid pollfd entries.
     let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
     rc > 0 && fds[0].revents != 0

@@ -1,0 +1,422 @@
+//! Waiting for a change in one folder (the registry's `sessions/`), and
+//! nothing else.
+//!
+//! On Linux this is inotify read through the runtime's reactor (no thread
+//! of its own), with a mask of changes only: files created, written,
+//! renamed, removed, their attributes, the folder itself moved or removed.
+//! Opens and reads are not in the mask, so the scans' own reads of the
+//! folder — and anyone else's — raise no event at all: nothing wakes while
+//! nothing changes. (The `notify` crate's inotify backend always asks for
+//! open events; its thread woke about 50 times a second with 100 sessions
+//! held, to throw them away.)
+//!
+//! While the folder does not exist the nearest existing ancestor is
+//! watched for anything created or moved in, and the watch moves down
+//! as the path appears (and back up if the folder goes), so a folder
+//! created later is seen at once, without polling. A queue overflow is
+//! reported as a change (the caller rescans).
+//!
+//! Elsewhere the `notify` crate's recommended watcher is used, its read
+//! events ignored.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A watch on `target`, or on its nearest existing ancestor while it is
+/// missing.
+pub struct DirWatch {
+    target: PathBuf,
+    #[cfg(target_os = "linux")]
+    inner: linux::Inotify,
+    #[cfg(not(target_os = "linux"))]
+    inner: portable::Notify,
+}
+
+impl DirWatch {
+    /// Starts watching `target`. Err: no watch can be made here (the
+    /// caller polls instead).
+    pub fn new(target: &Path) -> io::Result<Self> {
+        #[cfg(target_os = "linux")]
+        let inner = linux::Inotify::new(target)?;
+        #[cfg(not(target_os = "linux"))]
+        let inner = portable::Notify::new(target)?;
+        Ok(Self {
+            target: target.to_path_buf(),
+            inner,
+        })
+    }
+
+    /// Whether the folder itself is watched (else, on Linux, an ancestor
+    /// is, until it appears; elsewhere nothing is, and the caller polls).
+    pub fn on_target(&self) -> bool {
+        self.inner.on_target()
+    }
+
+    /// Whether a missing folder's appearance is watched for (on Linux).
+    pub const WATCHES_FOR_CREATION: bool = cfg!(target_os = "linux");
+
+    /// Waits for a change (see the module doc); the watch follows the
+    /// folder appearing or going. Err: the watch broke (the caller polls
+    /// from then on).
+    pub async fn changed(&mut self) -> io::Result<()> {
+        self.inner.changed(&self.target).await
+    }
+
+    /// Swallows the changes already queued (after a burst has settled).
+    pub fn drain(&mut self) {
+        self.inner.drain(&self.target);
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::path::{Path, PathBuf};
+    use tokio::io::unix::AsyncFd;
+
+    /// Changes in the folder itself.
+    const TARGET_MASK: u32 = libc::IN_CREATE
+        | libc::IN_DELETE
+        | libc::IN_CLOSE_WRITE
+        | libc::IN_MODIFY
+        | libc::IN_MOVED_FROM
+        | libc::IN_MOVED_TO
+        | libc::IN_ATTRIB
+        | libc::IN_DELETE_SELF
+        | libc::IN_MOVE_SELF
+        | libc::IN_ONLYDIR;
+    /// Something appearing in an ancestor on the way to the folder.
+    const ANCESTOR_MASK: u32 = libc::IN_CREATE
+        | libc::IN_MOVED_TO
+        | libc::IN_DELETE_SELF
+        | libc::IN_MOVE_SELF
+        | libc::IN_ONLYDIR;
+    /// The watch is gone or cannot be trusted: place it again.
+    const REPLACE: u32 = libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF;
+
+    pub struct Inotify {
+        fd: AsyncFd<OwnedFd>,
+        /// The current watch: its descriptor and what it watches.
+        wd: Option<(i32, PathBuf)>,
+        on_target: bool,
+    }
+
+    impl Inotify {
+        pub fn new(target: &Path) -> io::Result<Self> {
+            // SAFETY: no pointers; returns a new descriptor or -1.
+            let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a descriptor the kernel just gave us.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: the AsyncFd owns the OwnedFd, which stays open and is
+            // never replaced until the AsyncFd is dropped (`get_ref` only).
+            let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }?;
+            let mut me = Self {
+                fd,
+                wd: None,
+                on_target: false,
+            };
+            me.place(target)?;
+            Ok(me)
+        }
+
+        pub fn on_target(&self) -> bool {
+            self.on_target
+        }
+
+        /// Watches `target` if it is a folder, else its nearest existing
+        /// ancestor. Err: not even `/` can be watched.
+        fn place(&mut self, target: &Path) -> io::Result<()> {
+            if let Some((wd, _)) = self.wd.take() {
+                // SAFETY: our descriptor and a watch of it (an already
+                // removed watch gives EINVAL, which changes nothing).
+                unsafe { libc::inotify_rm_watch(self.fd.get_ref().as_raw_fd(), wd) };
+            }
+            let mut at = Some(target);
+            while let Some(p) = at {
+                let (mask, is_target) = if p == target {
+                    (TARGET_MASK, true)
+                } else {
+                    (ANCESTOR_MASK, false)
+                };
+                match self.add(p, mask) {
+                    Ok(wd) => {
+                        self.wd = Some((wd, p.to_path_buf()));
+                        self.on_target = is_target;
+                        tracing::debug!(path = %p.display(), target = is_target, "watching");
+                        return Ok(());
+                    }
+                    Err(e)
+                        if matches!(
+                            e.raw_os_error(),
+                            Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES)
+                        ) =>
+                    {
+                        at = p.parent();
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("nothing on the way to {} can be watched", target.display()),
+            ))
+        }
+
+        fn add(&self, path: &Path, mask: u32) -> io::Result<i32> {
+            use std::os::unix::ffi::OsStrExt;
+            let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| io::Error::from_raw_os_error(libc::ENOENT))?;
+            // SAFETY: our descriptor and a NUL-terminated path.
+            let wd =
+                unsafe { libc::inotify_add_watch(self.fd.get_ref().as_raw_fd(), c.as_ptr(), mask) };
+            if wd < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(wd)
+            }
+        }
+
+        /// Reads what is queued without waiting. Some(changed): whether
+        /// anything was read; None: nothing queued.
+        fn read_queued(&mut self, target: &Path) -> io::Result<Option<()>> {
+            let mut buf = [0u8; 4096];
+            let mut any = false;
+            let mut replace = false;
+            loop {
+                // SAFETY: our descriptor and a buffer of that length.
+                let n = unsafe {
+                    libc::read(
+                        self.fd.get_ref().as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                    )
+                };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    match e.raw_os_error() {
+                        Some(libc::EAGAIN) => break,
+                        Some(libc::EINTR) => continue,
+                        _ => return Err(e),
+                    }
+                }
+                let n = usize::try_from(n).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                any = true;
+                replace |= needs_replacing(&buf[..n], self.wd.as_ref().map(|w| w.0));
+            }
+            if replace || (any && !self.on_target) {
+                // The folder went, moved, or something appeared on the way
+                // to it: watch the right thing again.
+                self.place(target)?;
+            }
+            Ok(any.then_some(()))
+        }
+
+        pub async fn changed(&mut self, target: &Path) -> io::Result<()> {
+            loop {
+                let mut ready = self.fd.readable_mut().await?;
+                ready.clear_ready();
+                drop(ready);
+                if self.read_queued(target)?.is_some() {
+                    return Ok(());
+                }
+            }
+        }
+
+        pub fn drain(&mut self, target: &Path) {
+            if let Err(error) = self.read_queued(target) {
+                tracing::debug!(%error, "draining the registry watch");
+            }
+        }
+    }
+
+    /// Whether the events in `buf` say the watch `wd` is gone or moved, or
+    /// the queue overflowed.
+    pub(super) fn needs_replacing(buf: &[u8], wd: Option<i32>) -> bool {
+        const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
+        let mut off = 0;
+        let mut replace = false;
+        while off + HEADER <= buf.len() {
+            let field = |at: usize| {
+                let b = &buf[off + at..off + at + 4];
+                [b[0], b[1], b[2], b[3]]
+            };
+            let ev_wd = i32::from_ne_bytes(field(0));
+            let mask = u32::from_ne_bytes(field(4));
+            let len = u32::from_ne_bytes(field(12)) as usize;
+            if mask & libc::IN_Q_OVERFLOW != 0 || (Some(ev_wd) == wd && mask & REPLACE != 0) {
+                replace = true;
+            }
+            off += HEADER + len;
+        }
+        replace
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod portable {
+    use std::io;
+    use std::path::Path;
+
+    /// The `notify` crate's watcher, its read events ignored; while the
+    /// folder is missing, nothing is watched (the caller polls).
+    pub struct Notify {
+        watcher: Option<notify::RecommendedWatcher>,
+        rx: tokio::sync::mpsc::Receiver<()>,
+        tx: tokio::sync::mpsc::Sender<()>,
+    }
+
+    impl Notify {
+        pub fn new(target: &Path) -> io::Result<Self> {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let mut me = Self {
+                watcher: None,
+                rx,
+                tx,
+            };
+            me.place(target);
+            Ok(me)
+        }
+
+        fn place(&mut self, target: &Path) {
+            use notify::Watcher;
+            if self.watcher.is_some() || !target.is_dir() {
+                return;
+            }
+            let tx = self.tx.clone();
+            let w = notify::recommendedwatcher(move |res: notify::Result<notify::Event>| {
+                let change = match &res {
+                    Ok(e) => !matches!(e.kind, notify::EventKind::Access(_)),
+                    Err(_) => true,
+                };
+                if change {
+                    let _ = tx.try_send(());
+                }
+            });
+            if let Ok(mut w) = w {
+                if w.watch(target, notify::RecursiveMode::NonRecursive).is_ok() {
+                    self.watcher = Some(w);
+                }
+            }
+        }
+
+        pub fn on_target(&self) -> bool {
+            self.watcher.is_some()
+        }
+
+        pub async fn changed(&mut self, target: &Path) -> io::Result<()> {
+            self.place(target);
+            if self.watcher.is_none() {
+                // Nothing to wait on: the caller's poll decides.
+                std::future::pending::<()>().await;
+            }
+            match self.rx.recv().await {
+                Some(()) => Ok(()),
+                None => Err(io::Error::other("the watcher stopped")),
+            }
+        }
+
+        pub fn drain(&mut self, target: &Path) {
+            self.place(target);
+            while self.rx.try_recv().is_ok() {}
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    async fn changed_within(w: &mut DirWatch, d: Duration) -> bool {
+        tokio::time::timeout(d, w.changed())
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    #[tokio::test]
+    async fn reads_raise_nothing_and_changes_do() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("1.json"), "{}").expect("write");
+        let mut w = DirWatch::new(dir.path()).expect("a watch");
+        assert!(w.on_target());
+        // What a scan does: list the folder, read each entry.
+        for _ in 0..5 {
+            let _ = std::fs::read_dir(dir.path()).map(|d| d.count());
+            let _ = std::fs::read(dir.path().join("1.json"));
+        }
+        assert!(
+            !changed_within(&mut w, Duration::from_millis(300)).await,
+            "woken by reads"
+        );
+        std::fs::write(dir.path().join("2.json"), "{}").expect("write");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "a new file"
+        );
+        w.drain();
+        std::fs::write(dir.path().join("1.json"), "{\"a\":1}").expect("rewrite");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "a rewrite"
+        );
+        w.drain();
+        std::fs::rename(dir.path().join("2.json"), dir.path().join("3.json")).expect("rename");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "a rename"
+        );
+        w.drain();
+        std::fs::remove_file(dir.path().join("3.json")).expect("remove");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "a removal"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_folder_created_later_is_followed_down_and_back_up() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let target = root.path().join("config").join("sessions");
+        let mut w = DirWatch::new(&target).expect("a watch on the ancestor");
+        assert!(!w.on_target());
+        std::fs::create_dir(root.path().join("config")).expect("mkdir");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "the parent appearing"
+        );
+        assert!(!w.on_target(), "the folder itself is not there yet");
+        std::fs::create_dir(&target).expect("mkdir");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "the folder appearing"
+        );
+        assert!(w.on_target());
+        std::fs::write(target.join("1.json"), "{}").expect("write");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "a file in it"
+        );
+        w.drain();
+        std::fs::remove_file(target.join("1.json")).expect("remove");
+        std::fs::remove_dir(&target).expect("rmdir");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "the folder going"
+        );
+        w.drain();
+        assert!(!w.on_target(), "back on the ancestor");
+        std::fs::create_dir(&target).expect("mkdir again");
+        assert!(
+            changed_within(&mut w, Duration::from_secs(5)).await,
+            "the folder again"
+        );
+        assert!(w.on_target());
+    }
+}
