@@ -10,8 +10,9 @@
 //! [`SocketDirError::NotPrivate`](crate::SocketDirError::NotPrivate): no
 //! daemon is started around it and nothing is repaired.
 
-use crate::client::{Client, ClientError};
+use crate::client::{Client, ClientError, Sent};
 use crate::socket_dir::SocketDir;
+use ccd_protocol::Method;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -33,7 +34,32 @@ pub fn connect_or_start(
     cmd: &DaemonCommand,
     client_name: &str,
 ) -> Result<Client, ClientError> {
-    if let Some(c) = attempt(dir, client_name)? {
+    start_and(dir, cmd, || Client::connect(dir, client_name))
+}
+
+/// [`connect_or_start`] with a call of `M` sent right behind `hello`
+/// ([`Client::connect_sending`]): on every attempt, so the daemon that
+/// answers is the one that serves it (one that did not answer `hello`
+/// never served it).
+pub fn connect_or_start_sending<M: Method>(
+    dir: &SocketDir,
+    cmd: &DaemonCommand,
+    client_name: &str,
+    params: &M::Params,
+) -> Result<(Client, Sent), ClientError> {
+    start_and(dir, cmd, || {
+        Client::connect_sending::<M>(dir, client_name, params)
+    })
+}
+
+/// Connects with `connect`, starting a daemon with `cmd` first if none
+/// answers.
+fn start_and<T>(
+    dir: &SocketDir,
+    cmd: &DaemonCommand,
+    connect: impl Fn() -> Result<T, ClientError>,
+) -> Result<T, ClientError> {
+    if let Some(c) = attempt(&connect)? {
         return Ok(c);
     }
     dir.create_private()?;
@@ -44,7 +70,7 @@ pub fn connect_or_start(
         .open(dir.start_lock())?;
     let _lock = lock_exclusive(lock_file, START_TIMEOUT)?;
     // Someone may have started it while we waited for the lock.
-    if let Some(c) = attempt(dir, client_name)? {
+    if let Some(c) = attempt(&connect)? {
         return Ok(c);
     }
     tracing::debug!(program = %cmd.program.display(), "starting the ccd daemon");
@@ -70,7 +96,7 @@ pub fn connect_or_start(
         .map_err(|e| ClientError::Start(format!("{}: {e}", cmd.program.display())))?;
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        if let Some(c) = attempt(dir, client_name)? {
+        if let Some(c) = attempt(&connect)? {
             // Reap the daemon if it ever exits while we live.
             std::thread::spawn(move || {
                 let _ = child.wait();
@@ -106,8 +132,8 @@ pub fn connect_or_start(
 /// daemon that accepts but does not answer (stopped, stuck: starting
 /// another beside it would fail on its lock); any other failure is "not
 /// yet" (`None`).
-fn attempt(dir: &SocketDir, client_name: &str) -> Result<Option<Client>, ClientError> {
-    match Client::connect(dir, client_name) {
+fn attempt<T>(connect: &impl Fn() -> Result<T, ClientError>) -> Result<Option<T>, ClientError> {
+    match connect() {
         Ok(c) => Ok(Some(c)),
         Err(e) if e.not_private().is_some() || e.not_answering().is_some() => Err(e),
         Err(_) => Ok(None),

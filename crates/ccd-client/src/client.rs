@@ -7,6 +7,12 @@
 //! gives a writer half (requests whose responses are not awaited) and a
 //! reader half (every message as it arrives), usable from two threads.
 //!
+//! [`Client::connect_sending`] sends a connection's first request right
+//! behind `hello`, in the same write (the daemon handles `hello` before it
+//! reads the next line), and [`Client::wait_sent_watching`] reads its
+//! reply: one round trip fewer for a command that makes one call first
+//! (`ccd attach`).
+//!
 //! A direct stream (`session.attach` with `direct`) arrives as a descriptor
 //! passed with the reply ([`Client::take_passed_fd`]), already attached;
 //! [`Client::direct_stream`] reads the attach's reply and gives the same
@@ -107,6 +113,17 @@ const GONE: [std::io::ErrorKind; 3] = [
     std::io::ErrorKind::UnexpectedEof,
 ];
 
+/// A request that went out right behind `hello` ([`Client::connect_sending`]),
+/// its reply not read yet: [`Client::wait_sent_watching`] reads it.
+#[derive(Debug)]
+#[must_use = "the request's reply is read with Client::wait_sent_watching"]
+pub struct Sent {
+    id: Id,
+    method: &'static str,
+    /// The call's deadline ([`deadline::deadline_of`] the method).
+    within: Duration,
+}
+
 /// A connection that has completed `hello`.
 pub struct Client {
     reader: Reader,
@@ -178,6 +195,41 @@ impl Client {
     /// nothing was sent. A missing directory or socket is
     /// [`ClientError::NotRunning`].
     pub fn connect(dir: &SocketDir, client_name: &str) -> Result<Self, ClientError> {
+        Self::verify(dir)?;
+        Self::connect_socket(&dir.socket(), client_name)
+    }
+
+    /// [`Client::connect`], sending a call of `M` with `params` in the
+    /// same write as `hello`, right behind it: the daemon reads lines in
+    /// order and handles `hello` before it reads the next one, so the
+    /// call is served as if it had been sent after `hello`'s reply (and
+    /// refused with `handshake_required`, never served, when `hello`
+    /// fails). Errors are [`Client::connect`]'s, and a daemon that drops
+    /// the connection before answering `hello` never served the call.
+    /// The call's reply is read with [`Client::wait_sent_watching`].
+    pub fn connect_sending<M: Method>(
+        dir: &SocketDir,
+        client_name: &str,
+        params: &M::Params,
+    ) -> Result<(Self, Sent), ClientError> {
+        Self::verify(dir)?;
+        let params = to_params::<M>(params)?;
+        let within = deadline::deadline_of(M::NAME, &params);
+        let (c, id) =
+            Self::connect_socket_with(&dir.socket(), client_name, Some((M::NAME, params)))?;
+        let id = id.ok_or_else(|| ClientError::Protocol(format!("{}: not sent", M::NAME)))?;
+        Ok((
+            c,
+            Sent {
+                id,
+                method: M::NAME,
+                within,
+            },
+        ))
+    }
+
+    /// The directory and socket checks of [`Client::connect`].
+    fn verify(dir: &SocketDir) -> Result<(), ClientError> {
         match dir.verify_with_socket() {
             Ok(()) => {}
             Err(SocketDirError::Io { path, source })
@@ -190,7 +242,7 @@ impl Client {
             }
             Err(e) => return Err(e.into()),
         }
-        Self::connect_socket(&dir.socket(), client_name)
+        Ok(())
     }
 
     /// Connects to a daemon already running, never starting one: `Ok(None)`
@@ -214,7 +266,39 @@ impl Client {
     /// [`deadline::CONNECT_TIMEOUT`]; a daemon that accepts but does not
     /// answer (stopped, stuck) is [`ClientError::NotAnswering`].
     pub fn connect_socket(path: &Path, client_name: &str) -> Result<Self, ClientError> {
+        Self::connect_socket_with(path, client_name, None).map(|(c, _)| c)
+    }
+
+    /// [`Client::connect_socket`], with `first` (method, params) sent in
+    /// the same write as `hello`, right behind it; its id.
+    fn connect_socket_with(
+        path: &Path,
+        client_name: &str,
+        first: Option<(&str, Value)>,
+    ) -> Result<(Self, Option<Id>), ClientError> {
         let started = Instant::now();
+        // The first write is made before connecting, so that it follows the
+        // connect at once: the daemon finds it with the new connection.
+        let hello = HelloParams {
+            client: client_name.to_string(),
+            protocol: ProtocolRange::CURRENT,
+        };
+        let mut lines = Vec::new();
+        let hello_id = Id::Number(1);
+        encode_request(
+            &hello_id,
+            Hello::NAME,
+            to_params::<Hello>(&hello)?,
+            &mut lines,
+        )?;
+        let first_id = match first {
+            Some((method, params)) => {
+                let id = Id::Number(2);
+                encode_request(&id, method, params, &mut lines)?;
+                Some(id)
+            }
+            None => None,
+        };
         let stream = match deadline::connect(path, deadline::CONNECT_TIMEOUT) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
@@ -233,6 +317,9 @@ impl Client {
                 })
             }
         };
+        // As every write on a connection: bounded ([`Client::over`]).
+        stream.set_write_timeout(Some(deadline::CALL_TIMEOUT))?;
+        let written = (&stream).write_all(&lines);
         let peer = PeerInfo {
             kind: Peer::Daemon,
             socket: Some(path.to_path_buf()),
@@ -240,20 +327,34 @@ impl Client {
             host: None,
         };
         let mut c = Self::over(stream, peer)?;
-        let params = HelloParams {
-            client: client_name.to_string(),
-            protocol: ProtocolRange::CURRENT,
-        };
+        c.writer.next_id = if first_id.is_some() { 3 } else { 2 };
         let left = deadline::CONNECT_TIMEOUT.saturating_sub(started.elapsed());
-        let hello = c
-            .call_within::<Hello>(&params, left.max(Duration::from_millis(500)), None)
-            .map_err(|e| match e {
-                ClientError::NotAnswering(mut n) => {
-                    n.waited = deadline::CONNECT_TIMEOUT;
-                    ClientError::NotAnswering(n)
-                }
-                e => e,
-            });
+        let hello = match written {
+            Ok(()) => c.wait_within(
+                &hello_id,
+                None,
+                false,
+                left.max(Duration::from_millis(500)),
+                Hello::NAME,
+            ),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(c.peer.not_answering(Hello::NAME, deadline::CALL_TIMEOUT))
+            }
+            Err(e) => Err(e.into()),
+        }
+        .and_then(from_result::<Hello, HelloResult>)
+        .map_err(|e| match e {
+            ClientError::NotAnswering(mut n) => {
+                n.waited = deadline::CONNECT_TIMEOUT;
+                ClientError::NotAnswering(n)
+            }
+            e => e,
+        });
         c.hello = match hello {
             Ok(h) => h,
             // Dropped before `hello` was answered: a daemon that was dying
@@ -270,7 +371,7 @@ impl Client {
                 });
             }
         };
-        Ok(c)
+        Ok((c, first_id))
     }
 
     /// A connection over `stream`, before any handshake (`hello` empty).
@@ -468,6 +569,26 @@ impl Client {
         }
     }
 
+    /// Waits for the reply to the call [`Client::connect_sending`] sent
+    /// behind `hello`, within that call's deadline, showing every
+    /// notification that arrives meanwhile to `watch` and queueing it
+    /// too ([`Client::call_watching`]'s wait).
+    pub fn wait_sent_watching<M: Method>(
+        &mut self,
+        sent: Sent,
+        watch: &mut dyn FnMut(&Notification),
+    ) -> Result<M::Result, ClientError> {
+        if sent.method != M::NAME {
+            return Err(ClientError::Protocol(format!(
+                "waiting for {} as {}",
+                sent.method,
+                M::NAME
+            )));
+        }
+        let v = self.wait_within(&sent.id, Some(watch), true, sent.within, sent.method)?;
+        from_result::<M, M::Result>(v)
+    }
+
     /// Calls `method`, handing every notification that arrives meanwhile
     /// to `on_note` (instead of queueing it).
     fn call_value_with(
@@ -650,6 +771,19 @@ impl Client {
     }
 }
 
+/// Appends the request line `id` `method` `params` to `out`.
+fn encode_request(
+    id: &Id,
+    method: &str,
+    params: Value,
+    out: &mut Vec<u8>,
+) -> Result<(), ClientError> {
+    let req = Request::new(id.clone(), method, Some(params));
+    serde_json::to_writer(&mut *out, &req).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    out.push(b'\n');
+    Ok(())
+}
+
 /// A method's params as sent (also what [`deadline::deadline_of`] reads).
 fn to_params<M: Method>(params: &M::Params) -> Result<Value, ClientError> {
     serde_json::to_value(params).map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))
@@ -679,10 +813,8 @@ impl Writer {
     pub fn send(&mut self, method: &str, params: Value) -> Result<Id, ClientError> {
         let id = Id::Number(self.next_id);
         self.next_id += 1;
-        let req = Request::new(id.clone(), method, Some(params));
-        let mut line =
-            serde_json::to_vec(&req).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        line.push(b'\n');
+        let mut line = Vec::new();
+        encode_request(&id, method, params, &mut line)?;
         self.stream.write_all(&line)?;
         Ok(id)
     }
@@ -744,5 +876,128 @@ impl Reader {
                 Err(e) => tracing::warn!(error = %e, "skipping a non-UTF-8 line from the daemon"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccd_protocol::methods::daemon::DaemonStatus;
+    use ccd_protocol::methods::Empty;
+    use std::io::{BufRead, Write};
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixListener;
+
+    /// A private socket directory with a listener in it.
+    fn listening() -> (tempfile::TempDir, SocketDir, UnixListener) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = SocketDir::new(tmp.path().join("sock"));
+        dir.create_private().expect("socket dir");
+        let listener = UnixListener::bind(dir.socket()).expect("bind");
+        std::fs::set_permissions(dir.socket(), std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        (tmp, dir, listener)
+    }
+
+    /// Reads lines until `n` have come, answering none: a peer that sees
+    /// the request behind `hello` only if it came without waiting for
+    /// `hello`'s reply.
+    fn read_lines(r: &mut impl BufRead, n: usize) -> Vec<serde_json::Value> {
+        (0..n)
+            .map(|_| {
+                let mut line = String::new();
+                r.read_line(&mut line).expect("a line");
+                serde_json::from_str(&line).expect("json")
+            })
+            .collect()
+    }
+
+    /// A `daemon.status` reply to `id` naming `pid`.
+    fn status_reply(id: u64, pid: u32) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"daemon_version":"9","protocol":1,"pid":{pid},"started_at":0,"socket":"s","sessions":0,"clients":1}}}}"#
+        )
+    }
+
+    const HELLO_REPLY: &str =
+        r#"{"jsonrpc":"2.0","id":1,"result":{"daemon_version":"9","protocol":1,"server":"ccd"}}"#;
+
+    #[test]
+    fn the_first_call_goes_out_behind_hello_before_its_reply() {
+        let (_tmp, dir, listener) = listening();
+        let peer = std::thread::spawn(move || {
+            let (s, _) = listener.accept().expect("accept");
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut r = std::io::BufReader::new(s.try_clone().expect("clone"));
+            let got = read_lines(&mut r, 2);
+            let mut w = s;
+            let note = r#"{"jsonrpc":"2.0","method":"session.progress","params":{"step":"x"}}"#;
+            let status = status_reply(2, 7);
+            writeln!(w, "{HELLO_REPLY}\n{note}\n{status}").expect("write");
+            let third = read_lines(&mut r, 1);
+            writeln!(w, "{}", status_reply(3, 8)).expect("write");
+            (got, third)
+        });
+        let (mut c, sent) =
+            Client::connect_sending::<DaemonStatus>(&dir, "test/0", &Empty {}).expect("connect");
+        assert_eq!(c.hello.daemon_version, "9");
+        let mut seen = Vec::new();
+        let status = c
+            .wait_sent_watching::<DaemonStatus>(sent, &mut |n| seen.push(n.method.clone()))
+            .expect("status");
+        assert_eq!(status.pid, 7);
+        assert_eq!(seen, ["session.progress"]);
+        // Watched and queued, as `call_watching` does.
+        let queued = c.next_notification(Some(Duration::ZERO)).expect("queue");
+        assert_eq!(queued.map(|n| n.method), Some("session.progress".into()));
+        // The next call takes the next id.
+        assert_eq!(c.call::<DaemonStatus>(&Empty {}).expect("status").pid, 8);
+        let (got, third) = peer.join().expect("peer");
+        assert_eq!(got[0]["method"], "hello");
+        assert_eq!(got[0]["id"], 1);
+        assert_eq!(got[1]["method"], "daemon.status");
+        assert_eq!(got[1]["id"], 2);
+        assert_eq!(third[0]["id"], 3);
+    }
+
+    #[test]
+    fn a_refused_hello_is_the_error_not_the_call_behind_it() {
+        let (_tmp, dir, listener) = listening();
+        let peer = std::thread::spawn(move || {
+            let (s, _) = listener.accept().expect("accept");
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut r = std::io::BufReader::new(s.try_clone().expect("clone"));
+            read_lines(&mut r, 2);
+            let mut w = s;
+            let refused = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no common protocol version"}}"#;
+            let after =
+                r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32002,"message":"say hello first"}}"#;
+            writeln!(w, "{refused}\n{after}").expect("write");
+        });
+        let e = Client::connect_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
+            .err()
+            .expect("refused");
+        assert_eq!(e.rpc().map(|r| r.code), Some(-32001), "{e}");
+        peer.join().expect("peer");
+    }
+
+    #[test]
+    fn a_peer_gone_before_hello_is_nobody_answering() {
+        let (_tmp, dir, listener) = listening();
+        let peer = std::thread::spawn(move || {
+            let (s, _) = listener.accept().expect("accept");
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut r = std::io::BufReader::new(s);
+            read_lines(&mut r, 2);
+        });
+        let e = Client::connect_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
+            .err()
+            .expect("gone");
+        // What makes `connect_or_start_sending` start a daemon.
+        assert!(e.nobody_answers(), "{e:?}");
+        peer.join().expect("peer");
     }
 }

@@ -23,7 +23,7 @@ pub mod ssh;
 /// The socket directory (crate `ccd-socket-dir`, shared with the daemon).
 pub use ccd_socket_dir as socket_dir;
 
-pub use autostart::{connect_or_start, DaemonCommand};
-pub use client::{Client, ClientError};
+pub use autostart::{connect_or_start, connect_or_start_sending, DaemonCommand};
+pub use client::{Client, ClientError, Sent};
 pub use deadline::{NotAnswering, Peer};
 pub use socket_dir::{Entry, Problem, SocketDir, SocketDirError};

@@ -57,7 +57,19 @@ pub fn run(options: DaemonOptions) -> anyhow::Result<()> {
         .on_thread_start(ccd_sched::short_slice)
         .enable_all()
         .build()?;
-    let served = rt.block_on(serve(options, claimed));
+    // The accept loop runs on a worker, not in `block_on` on this thread:
+    // the worker that sees the listener readable accepts and then runs the
+    // new connection's task itself (its LIFO slot), so a client's first
+    // line is read without waking another thread.
+    let served = rt.block_on(async {
+        match tokio::spawn(serve(options, claimed)).await {
+            Ok(r) => r,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(e) => Err(anyhow::anyhow!("the daemon's accept loop ended: {e}")),
+            },
+        }
+    });
     rt.shutdown_timeout(BLOCKING_BOUND);
     served
 }

@@ -676,7 +676,12 @@ impl Session {
         {
             let mut g = self.lock();
             g.redraws_waiting += 1;
-            if std::mem::take(&mut g.parser_waits) {
+            // A parser deferring its work parses it now; one waiting for
+            // work has none: left asleep (an idle session's redraw wakes
+            // no thread).
+            let untaken =
+                self.applied.load(Ordering::Acquire) < g.backlog_front + g.backlog.len() as u64;
+            if untaken && std::mem::take(&mut g.parser_waits) {
                 self.work.notify_one();
             }
         }

@@ -10,7 +10,7 @@ use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::{Config, TermMode};
 use alacritty_terminal::vte::ansi::{Color, CursorShape, NamedColor};
 
-use crate::screen::{input_modes_bytes, Screen};
+use crate::screen::{input_modes_bytes, shown_in, Screen};
 
 /// Cell flags that are attributes (as opposed to wrap and wide-character
 /// bookkeeping).
@@ -115,13 +115,45 @@ impl Pen {
 /// The defaults (and the renderer-only named colours a cell never holds)
 /// write nothing.
 fn write_color(out: &mut Vec<u8>, c: Color, base: u8, bright: u8, extended: u8) {
-    let _ = match c {
-        Color::Named(n) if (n as usize) < 8 => write!(out, ";{}", base + n as u8),
-        Color::Named(n) if (n as usize) < 16 => write!(out, ";{}", bright + n as u8 - 8),
-        Color::Named(_) => Ok(()),
-        Color::Indexed(i) => write!(out, ";{extended};5;{i}"),
-        Color::Spec(rgb) => write!(out, ";{extended};2;{};{};{}", rgb.r, rgb.g, rgb.b),
+    let mut param = |n: u8| {
+        out.push(b';');
+        push_number(out, usize::from(n));
     };
+    match c {
+        Color::Named(n) if (n as usize) < 8 => param(base + n as u8),
+        Color::Named(n) if (n as usize) < 16 => param(bright + n as u8 - 8),
+        Color::Named(_) => {}
+        Color::Indexed(i) => {
+            param(extended);
+            param(5);
+            param(i);
+        }
+        Color::Spec(rgb) => {
+            param(extended);
+            param(2);
+            param(rgb.r);
+            param(rgb.g);
+            param(rgb.b);
+        }
+    }
+}
+
+/// `n` in decimal (what `write!(out, "{n}")` writes, without the
+/// formatting machinery: a redraw writes a few numbers per cell whose pen
+/// changes).
+fn push_number(out: &mut Vec<u8>, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// A cell showing `shown` ([`Screen::shown`]) that a cleared terminal
@@ -142,7 +174,11 @@ fn write_cell(shown: char, cell: &Cell, out: &mut Vec<u8>) {
 }
 
 fn cup(out: &mut Vec<u8>, row: usize, col: usize) {
-    let _ = write!(out, "\x1b[{};{}H", row + 1, col + 1);
+    out.extend_from_slice(b"\x1b[");
+    push_number(out, row + 1);
+    out.push(b';');
+    push_number(out, col + 1);
+    out.push(b'H');
 }
 
 impl Screen {
@@ -270,7 +306,7 @@ impl Screen {
             } else {
                 (0..cols)
                     .rev()
-                    .find(|&c| !is_blank(self.shown(i, c), &row[Column(c)]))
+                    .find(|&c| !is_blank(shown_in(row, c), &row[Column(c)]))
                     .map_or(0, |c| c + 1)
             };
             if continuing {
@@ -280,20 +316,20 @@ impl Screen {
             }
             for c in 0..end {
                 let cell = &row[Column(c)];
-                if self.is_spacer(i, c) {
+                if self.is_spacer_in(row, i, c) {
                     continue;
                 }
                 let p = Pen::of(cell);
                 p.write_from(&pen, out);
                 pen = p;
-                write_cell(self.shown(i, c), cell, out);
+                write_cell(shown_in(row, c), cell, out);
             }
             // Unless the last cell was a placeholder left for the next row
             // (not written), the terminal now waits to wrap there.
             let placeholder = row[Column(cols - 1)]
                 .flags
                 .contains(Flags::LEADING_WIDE_CHAR_SPACER)
-                && self.is_spacer(i, cols - 1);
+                && self.is_spacer_in(row, i, cols - 1);
             if pending_row == Some(i) && !placeholder {
                 out.extend_from_slice(b"\x1b7");
                 saved = Some(pen.clone());

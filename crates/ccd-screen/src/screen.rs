@@ -294,8 +294,7 @@ impl Screen {
 
     /// Whether visible row `i` soft-wraps into the next.
     pub(crate) fn row_wrapped(&self, i: usize) -> bool {
-        let row = self.row(i);
-        row.len() > 0 && row[Column(row.len() - 1)].flags.contains(Flags::WRAPLINE)
+        wraps(self.row(i))
     }
 
     /// Whether the cell at visible row `i`, column `col` only holds room
@@ -305,13 +304,20 @@ impl Screen {
     /// and character edits move rows and cells apart) is a blank like any
     /// other.
     pub(crate) fn is_spacer(&self, i: usize, col: usize) -> bool {
-        let flags = self.row(i)[Column(col)].flags;
+        self.is_spacer_in(self.row(i), i, col)
+    }
+
+    /// [`Screen::is_spacer`] with visible row `i` at hand (`row`): a
+    /// redraw looks at every cell, and each lookup of a row by its
+    /// number costs an index computation.
+    pub(crate) fn is_spacer_in(&self, row: &Row<Cell>, i: usize, col: usize) -> bool {
+        let flags = row[Column(col)].flags;
         if flags.contains(Flags::WIDE_CHAR_SPACER) {
-            return col > 0 && self.is_wide_pair(i, col - 1);
+            return col > 0 && wide_pair(row, col - 1);
         }
         flags.contains(Flags::LEADING_WIDE_CHAR_SPACER)
             && i + 1 < self.term.grid().screen_lines()
-            && self.row_wrapped(i)
+            && wraps(row)
             && self.is_wide_pair(i + 1, 0)
     }
 
@@ -320,12 +326,7 @@ impl Screen {
     /// Cell edits (deleting or inserting characters) can leave other
     /// states; see [`Screen::shown`].
     pub(crate) fn is_wide_pair(&self, i: usize, col: usize) -> bool {
-        let row = self.row(i);
-        let cell = &row[Column(col)];
-        cell.flags.contains(Flags::WIDE_CHAR)
-            && cell.c.width() == Some(2)
-            && col + 1 < row.len()
-            && row[Column(col + 1)].flags.contains(Flags::WIDE_CHAR_SPACER)
+        wide_pair(self.row(i), col)
     }
 
     /// The character the cell at row `i`, column `col` shows:
@@ -334,11 +335,7 @@ impl Screen {
     /// that cell edits left in a single cell is shown as U+FFFD (no write can
     /// put it back in one cell, and a terminal would draw it over the next).
     pub(crate) fn shown(&self, i: usize, col: usize) -> char {
-        match self.row(i)[Column(col)].c {
-            '\t' => ' ',
-            c if c.width() == Some(2) && !self.is_wide_pair(i, col) => '\u{fffd}',
-            c => c,
-        }
+        shown_in(self.row(i), col)
     }
 
     /// Plain text of visible row `i`: each character once (a wide character's
@@ -514,6 +511,31 @@ fn incomplete_utf8_tail(bytes: &[u8]) -> usize {
         return if back < need { back } else { 0 };
     }
     0
+}
+
+/// Whether `row` soft-wraps into the next ([`Screen::row_wrapped`]).
+fn wraps(row: &Row<Cell>) -> bool {
+    row.len() > 0 && row[Column(row.len() - 1)].flags.contains(Flags::WRAPLINE)
+}
+
+/// [`Screen::is_wide_pair`] in `row`.
+fn wide_pair(row: &Row<Cell>, col: usize) -> bool {
+    let cell = &row[Column(col)];
+    cell.flags.contains(Flags::WIDE_CHAR)
+        && cell.c.width() == Some(2)
+        && col + 1 < row.len()
+        && row[Column(col + 1)].flags.contains(Flags::WIDE_CHAR_SPACER)
+}
+
+/// [`Screen::shown`] in `row`.
+pub(crate) fn shown_in(row: &Row<Cell>, col: usize) -> char {
+    match row[Column(col)].c {
+        '\t' => ' ',
+        // No ASCII character is wide: no width lookup.
+        c if c.is_ascii() => c,
+        c if c.width() == Some(2) && !wide_pair(row, col) => '\u{fffd}',
+        c => c,
+    }
 }
 
 #[cfg(test)]

@@ -130,6 +130,43 @@ fn reply(r: &mut BufReader<UnixStream>) -> serde_json::Value {
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
 }
 
+/// What `ccd attach` relies on to send its `session.attach` in the same
+/// write as `hello` (`ccd_client::Client::connect_sending`): the daemon
+/// handles `hello` before it reads the next line, and refuses what follows
+/// a failed one.
+#[test]
+fn a_request_right_behind_hello_is_served_after_it_or_refused_with_it() {
+    let sb = Sandbox::new();
+    let _ = sb.client_or_start();
+    let status = b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"daemon.status\"}\n";
+    let (mut r, mut w) = raw_conn(&sb);
+    let mut both = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\",\"params\":{\"client\":\"t\",\"protocol\":{\"min\":1,\"max\":1}}}\n".to_vec();
+    both.extend_from_slice(status);
+    w.write_all(&both).unwrap();
+    let hello = reply(&mut r);
+    assert_eq!(
+        (hello["id"].clone(), hello["result"]["protocol"].clone()),
+        (json!(1), json!(1)),
+        "{hello}"
+    );
+    let served = reply(&mut r);
+    assert_eq!(served["id"], 2, "{served}");
+    assert!(served["result"]["pid"].as_u64().is_some(), "{served}");
+
+    let (mut r, mut w) = raw_conn(&sb);
+    let mut both = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\",\"params\":{\"client\":\"t\",\"protocol\":{\"min\":90,\"max\":91}}}\n".to_vec();
+    both.extend_from_slice(status);
+    w.write_all(&both).unwrap();
+    let hello = reply(&mut r);
+    assert_eq!(hello["error"]["code"], -32001, "{hello}");
+    let refused = reply(&mut r);
+    assert_eq!(
+        (refused["id"].clone(), refused["error"]["code"].clone()),
+        (json!(2), json!(-32002)),
+        "{refused}"
+    );
+}
+
 #[test]
 fn bad_input_gets_errors_and_the_daemon_keeps_serving() {
     let sb = Sandbox::new();

@@ -286,14 +286,11 @@ async fn direct(
         }
     };
     let mut lines = Vec::new();
-    let (mut stream, protocol) = match holder.protocol {
+    let (said_hello, protocol) = match holder.protocol {
         Some(v) => {
             if !serves_direct(v) {
                 return Ok(None);
             }
-            let stream = tokio::net::UnixStream::connect(&holder.socket)
-                .await
-                .map_err(|e| holder.rpc_error(e.into()))?;
             let hello = h::HelloParams {
                 protocol: h::HOLDER_PROTOCOL_RANGE,
             };
@@ -304,7 +301,7 @@ async fn direct(
                 Some(hello),
             ))
             .map_err(internal)?;
-            (stream, v)
+            (None, v)
         }
         None => {
             let conn = HolderConn::connect_hello(&holder.socket)
@@ -324,7 +321,7 @@ async fn direct(
                     holder.id
                 )));
             }
-            (rd.reunite(writer).map_err(internal)?, v)
+            (Some(rd.reunite(writer).map_err(internal)?), v)
         }
     };
     let params = crate::holders::rpc::to_params(&holder_attach_params(p))
@@ -337,14 +334,20 @@ async fn direct(
         ))
         .map_err(internal)?,
     );
-    // A fresh connection's send buffer takes two short lines at once.
-    stream
-        .write_all(&lines)
-        .await
-        .map_err(|e| holder.rpc_error(e.into()))?;
-    let stream = stream.into_std().map_err(internal)?;
+    let stream = match said_hello {
+        Some(mut stream) => {
+            stream
+                .write_all(&lines)
+                .await
+                .map_err(|e| holder.rpc_error(e.into()))?;
+            stream.into_std().map_err(internal)?
+        }
+        None => connect_sending(&holder.socket, &lines)
+            .await
+            .map_err(|e| holder.rpc_error(e.into()))?,
+    };
     // The client gets the same open file: give it the blocking mode a
-    // fresh socket has (tokio made it non-blocking).
+    // fresh socket has (non-blocking here).
     stream.set_nonblocking(false).map_err(internal)?;
     ctx.pass_with_reply(id, stream.into());
     let now = holder.info.as_ref().map(|i| TermSize {
@@ -359,6 +362,50 @@ async fn direct(
         }),
     };
     Ok(Some((size, protocol)))
+}
+
+/// Connects to the Unix socket at `path` and writes `lines` on the new
+/// connection; the connection, non-blocking. A Unix socket's connect
+/// completes at once or fails, and a fresh connection's send buffer takes
+/// a few short lines, so this is two system calls in the calling task,
+/// with no wait on the runtime's reactor (`tokio::net::UnixStream::connect`
+/// waits for the new socket's first readiness event: a wake-up of another
+/// worker before the first byte goes out). A full listen backlog (the
+/// connect would wait) or a short write takes tokio's way.
+async fn connect_sending(
+    path: &std::path::Path,
+    lines: &[u8],
+) -> std::io::Result<std::os::unix::net::UnixStream> {
+    use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    let addr = UnixAddr::new(path)?;
+    let stream = match connect(fd.as_raw_fd(), &addr) {
+        Ok(()) => std::os::unix::net::UnixStream::from(fd),
+        Err(nix::errno::Errno::EAGAIN) => {
+            let mut s = tokio::net::UnixStream::connect(path).await?;
+            s.write_all(lines).await?;
+            return s.into_std();
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let sent = match (&stream).write(lines) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) => return Err(e),
+    };
+    if sent == lines.len() {
+        return Ok(stream);
+    }
+    let mut s = tokio::net::UnixStream::from_std(stream)?;
+    s.write_all(&lines[sent..]).await?;
+    s.into_std()
 }
 
 fn live_elsewhere(info: &SessionInfo) -> RpcError {

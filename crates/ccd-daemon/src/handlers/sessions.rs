@@ -166,7 +166,11 @@ fn writers_of(sessions_dir: &Path, sid: &str) -> Vec<ccd_protocol::methods::sess
 /// Whether `h`'s child still writes the id the table has for it: its
 /// registry entry names it, or there is no entry to say otherwise (before
 /// ready, after the exit).
-async fn still_writes(daemon: &Daemon, h: &HolderEntry) -> bool {
+///
+/// The one small file is read in the calling task: handing it to the
+/// blocking pool and back costs two thread wake-ups, more than the read,
+/// on the way to every attach's first frame.
+fn still_writes(daemon: &Daemon, h: &HolderEntry) -> bool {
     let (Some(info), Some(sid)) = (h.info.as_ref(), h.session_id()) else {
         return true;
     };
@@ -178,13 +182,10 @@ async fn still_writes(daemon: &Daemon, h: &HolderEntry) -> bool {
         .claude_config
         .sessions_dir()
         .join(format!("{}.json", info.child_pid));
-    let sid = sid.to_string();
-    tokio::task::spawn_blocking(move || match ccd_claude::registry::read_entry(&path) {
+    match ccd_claude::registry::read_entry(&path) {
         Ok(e) => e.session_id == sid,
         Err(_) => true,
-    })
-    .await
-    .unwrap_or(true)
+    }
 }
 
 /// Finds the one session `query` names: a full id, a unique id prefix, a
@@ -219,19 +220,18 @@ async fn resolve_with(
     // Fast path: a full id or a holder id of a session ccd holds needs no
     // index (and cannot be ambiguous); nor does a prefix of a held
     // session's id that no other session id on the machine starts with.
-    let held = daemon.holders.snapshot();
-    let hit = match held
-        .iter()
+    let hit = match daemon
+        .holders
         .find(|h| h.id == query || h.session_id() == Some(query))
     {
-        Some(h) => Some(h.clone()),
-        None => held_by_unique_prefix(daemon, &held, query).await,
+        Some(h) => Some(h),
+        None => held_by_unique_prefix(daemon, &daemon.holders.snapshot(), query).await,
     };
     // A held process may have moved to another conversation since the
     // table's last refresh (`/clear`): an id hit stands only while the
     // child's registry entry still names it (one small file read).
     let hit = match hit {
-        Some(h) if h.id != query && !still_writes(daemon, &h).await => {
+        Some(h) if h.id != query && !still_writes(daemon, &h) => {
             daemon.holders.refresh(&h.id).await;
             None
         }

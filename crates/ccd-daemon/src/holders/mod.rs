@@ -445,6 +445,12 @@ impl HolderTable {
             .unwrap_or_default()
     }
 
+    /// The first entry `pred` accepts, cloned (the others are not: an
+    /// attach by full id looks at every entry and keeps one).
+    pub fn find(&self, pred: impl Fn(&HolderEntry) -> bool) -> Option<HolderEntry> {
+        self.live.lock().ok()?.values().find(|h| pred(h)).cloned()
+    }
+
     pub fn get(&self, id: &str) -> Option<HolderEntry> {
         self.live.lock().ok()?.get(id).cloned()
     }

@@ -1,8 +1,17 @@
 //! The holder's socket: bind (0600), accept (peer uid checked), one thread
 //! per connection ([`super::conn`]).
 //!
+//! A connection thread whose connection ended waits for the next one
+//! (at most [`SPARES`] wait): a new connection is handed to it instead of
+//! a thread being started for it, which keeps the thread's start (about a
+//! tenth of a millisecond, most of it on the attach path) out of the way
+//! of an attach's first frame. A waiting thread sleeps until handed a
+//! connection or the holder stops (no periodic wakeup but the
+//! [`IDLE_SAFETY`] check).
+//!
 //! Bounds: at most [`MAX_CONNECTIONS`] connections (so at most that many
-//! connection threads, plus one output pump per attached one); a
+//! connection threads, plus one output pump per attached one, plus
+//! [`SPARES`] waiting); a
 //! connection beyond them gets one error line and is closed. An `accept`
 //! that fails for want of descriptors (or memory) pauses the loop, 50 ms
 //! doubling to 1 s, and is logged once per run of failures, not per
@@ -14,7 +23,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use anyhow::Context;
 
@@ -28,6 +37,81 @@ use crate::session::{Session, IDLE_SAFETY};
 /// flood of connections costs the holder at most 64 threads (+ 64 pumps)
 /// and 64 descriptors.
 pub const MAX_CONNECTIONS: usize = 64;
+
+/// Connection threads kept waiting for a next connection (see the module
+/// doc).
+pub const SPARES: usize = 1;
+
+/// A connection to serve: its stream and its id in the registry.
+type Job = (u64, UnixStream);
+
+/// The connection threads waiting for a connection ([`SPARES`] at most).
+///
+/// Invariant: `waiting` counts the threads in [`Spares::wait`] that no
+/// connection was handed to yet; [`Spares::hand`] gives a connection only
+/// when one such thread exists and no handed connection is still
+/// untaken, so every handed connection has a thread to take it.
+#[derive(Default)]
+struct Spares {
+    state: Mutex<SpareState>,
+    handed: Condvar,
+}
+
+#[derive(Default)]
+struct SpareState {
+    waiting: usize,
+    job: Option<Job>,
+    stopping: bool,
+}
+
+impl Spares {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SpareState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands `job` to a waiting thread; gives it back when none waits.
+    fn hand(&self, job: Job) -> Option<Job> {
+        let mut g = self.lock();
+        if g.waiting == 0 || g.job.is_some() {
+            return Some(job);
+        }
+        g.waiting -= 1;
+        g.job = Some(job);
+        drop(g);
+        self.handed.notify_one();
+        None
+    }
+
+    /// Waits for a connection, when fewer than [`SPARES`] threads wait;
+    /// `None`: this thread ends (enough wait, or the holder stops).
+    fn wait(&self, session: &Session) -> Option<Job> {
+        let mut g = self.lock();
+        if g.stopping || g.waiting >= SPARES {
+            return None;
+        }
+        g.waiting += 1;
+        loop {
+            if let Some(job) = g.job.take() {
+                return Some(job);
+            }
+            if g.stopping || session.stopping() {
+                g.waiting -= 1;
+                return None;
+            }
+            g = self
+                .handed
+                .wait_timeout(g, IDLE_SAFETY)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Ends every waiting thread.
+    fn stop(&self) {
+        self.lock().stopping = true;
+        self.handed.notify_all();
+    }
+}
 
 /// Sent (best effort) to a connection refused beyond [`MAX_CONNECTIONS`].
 fn refusal_line() -> Vec<u8> {
@@ -115,6 +199,7 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
     let my_uid = unsafe { libc::getuid() };
     // A clone of every open connection, to shut them down at the end.
     let conns: Arc<Mutex<HashMap<u64, UnixStream>>> = Arc::new(Mutex::new(HashMap::new()));
+    let spares = Arc::new(Spares::default());
     let mut next_id = 0u64;
     let mut backoff = Backoff::new("holder");
     // Refusals beyond the cap since the last one logged.
@@ -189,20 +274,30 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
             }
         }
         backoff.succeeded();
+        let Some(job) = spares.hand((id, stream)) else {
+            continue;
+        };
         let s = Arc::clone(session);
         let registry = Arc::clone(&conns);
+        let waiting = Arc::clone(&spares);
         let spawned = std::thread::Builder::new()
             .name("holder-conn".into())
             .spawn(move || {
-                super::conn::handle(&s, stream);
-                let mut list = registry.lock().unwrap_or_else(|p| p.into_inner());
-                list.remove(&id);
+                let mut job = Some(job);
+                while let Some((id, stream)) = job.take() {
+                    super::conn::handle(&s, stream);
+                    let mut list = registry.lock().unwrap_or_else(|p| p.into_inner());
+                    list.remove(&id);
+                    drop(list);
+                    job = waiting.wait(&s);
+                }
             });
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a connection thread");
             conns.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
         }
     }
+    spares.stop();
     // Shut every connection so their threads end.
     let list = std::mem::take(&mut *conns.lock().unwrap_or_else(|p| p.into_inner()));
     for c in list.into_values() {

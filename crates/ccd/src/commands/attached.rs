@@ -3,7 +3,7 @@
 
 use crate::cli::{DetachKeyArg, GlobalArgs};
 use crate::settings::Settings;
-use crate::term::{attach_loop, AttachExtra, DetachKey, Mode, Outcome};
+use crate::term::{attach_loop, AttachExtra, DetachKey, Mode, Opening, Outcome};
 use ccd_claude::display::line;
 use ccd_client::{Client, ClientError};
 use ccd_protocol::error_data::{LiveElsewhereData, ScreenData, SpawnFailedData};
@@ -19,6 +19,11 @@ pub fn detach_key(global: &GlobalArgs, arg: &DetachKeyArg) -> anyhow::Result<Det
         Some(k) => Some(k.clone()),
         None => Settings::load(global.config.as_deref())?.detach_key,
     };
+    parse_detach_key(configured)
+}
+
+/// The detach key `configured` (flag or config file) names, else `ctrl-\`.
+pub fn parse_detach_key(configured: Option<String>) -> anyhow::Result<DetachKey> {
     match configured {
         Some(k) => k.parse().map_err(|e: String| anyhow::anyhow!(e)),
         None => Ok(DetachKey::default()),
@@ -35,7 +40,7 @@ pub fn require_terminal(what: &str) -> anyhow::Result<()> {
 /// Attaches and reports; the exit code says how it ended.
 pub fn attach_and_report(
     global: &GlobalArgs,
-    client: Client,
+    client: impl Into<Opening>,
     session: &str,
     mode: Mode,
     key: DetachKey,

@@ -18,7 +18,10 @@ mod send;
 mod trim;
 
 use crate::cli::{Cli, Command, GlobalArgs};
-use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, SocketDir};
+use ccd_client::{
+    connect_or_start, connect_or_start_sending, Client, ClientError, DaemonCommand, SocketDir,
+};
+use ccd_protocol::methods::attach::SessionAttach;
 use ccd_protocol::methods::session::RespondChoice;
 use std::process::ExitCode;
 
@@ -158,9 +161,38 @@ pub fn connect(global: &GlobalArgs) -> anyhow::Result<Client> {
     }
 }
 
+/// [`connect`] for an attachment to `session` in `mode`: on this machine,
+/// its `session.attach` ([`crate::term::attach_params`]) goes out right
+/// behind `hello`, in the same write (one round trip fewer before the
+/// first frame); through ssh it is sent once connected.
+pub fn connect_attaching(
+    global: &GlobalArgs,
+    session: &str,
+    mode: crate::term::Mode,
+    extra: crate::term::AttachExtra,
+) -> anyhow::Result<crate::term::Opening> {
+    match crate::hosts::single(global)? {
+        crate::hosts::Target::Remote(r) => Ok(ccd_client::ssh::connect(r, CLIENT_NAME)?.into()),
+        crate::hosts::Target::Local => {
+            let (dir, cmd) = local_daemon(global)?;
+            let params = crate::term::attach_params(session, mode, extra, false);
+            let (client, sent) =
+                connect_or_start_sending::<SessionAttach>(&dir, &cmd, CLIENT_NAME, &params)?;
+            Ok(crate::term::Opening::Sent(client, sent))
+        }
+    }
+}
+
 /// Connects to this machine's daemon, starting one (with this
 /// invocation's options) when none answers.
 pub fn connect_local(global: &GlobalArgs) -> anyhow::Result<Client> {
+    let (dir, cmd) = local_daemon(global)?;
+    Ok(connect_or_start(&dir, &cmd, CLIENT_NAME)?)
+}
+
+/// This machine's socket directory, and how to start its daemon with this
+/// invocation's options.
+fn local_daemon(global: &GlobalArgs) -> anyhow::Result<(SocketDir, DaemonCommand)> {
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
     let mut args: Vec<std::ffi::OsString> = vec!["daemon".into(), "--background".into()];
     args.push("--socket-dir".into());
@@ -181,7 +213,7 @@ pub fn connect_local(global: &GlobalArgs) -> anyhow::Result<Client> {
         program: std::env::current_exe()?,
         args,
     };
-    Ok(connect_or_start(&dir, &cmd, CLIENT_NAME)?)
+    Ok((dir, cmd))
 }
 
 /// Connects only if a daemon is already running: `Ok(None)` when none

@@ -9,16 +9,10 @@ use std::process::ExitCode;
 pub fn run(global: &GlobalArgs, args: &ObserveArgs) -> anyhow::Result<ExitCode> {
     let key = detach_key(global, &args.key)?;
     require_terminal("ccd observe")?;
-    let client = super::connect(global)?;
-    attach_and_report(
-        global,
-        client,
-        &args.session,
-        Mode::Observe,
-        key,
-        AttachExtra {
-            fresh_on_failure: false,
-            last: Some(u32::try_from(args.last).unwrap_or(u32::MAX)),
-        },
-    )
+    let extra = AttachExtra {
+        fresh_on_failure: false,
+        last: Some(u32::try_from(args.last).unwrap_or(u32::MAX)),
+    };
+    let opening = super::connect_attaching(global, &args.session, Mode::Observe, extra)?;
+    attach_and_report(global, opening, &args.session, Mode::Observe, key, extra)
 }

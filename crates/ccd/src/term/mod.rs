@@ -16,4 +16,4 @@ pub mod raw;
 pub mod run;
 
 pub use keys::DetachKey;
-pub use run::{attach_loop, AttachExtra, Mode, Outcome};
+pub use run::{attach_loop, attach_params, AttachExtra, Mode, Opening, Outcome};

@@ -12,7 +12,7 @@ use super::keys::{DetachFilter, DetachKey, Filtered};
 use super::raw::{self, RawMode};
 use ccd_claude::transcript::render::{render_line, Rendered, RenderedKind};
 use ccd_client::client::{Reader, Writer};
-use ccd_client::{Client, ClientError};
+use ccd_client::{Client, ClientError, Sent};
 use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, InputParams, ResizeParams, SessionAttach, SessionInput,
     SessionResize,
@@ -69,18 +69,26 @@ pub struct AttachExtra {
     pub last: Option<u32>,
 }
 
-/// Attaches `client` to `session` and runs until detached or ended.
-/// `extra` goes into the `session.attach` params; `on_attached` sees the
-/// reply before the terminal switches to raw mode.
-pub fn attach_loop(
-    client: Client,
-    session: &str,
-    mode: Mode,
-    key: DetachKey,
-    extra: AttachExtra,
-    on_attached: &mut dyn FnMut(&AttachResult),
-) -> Result<(Outcome, AttachResult), ClientError> {
-    let params = AttachParams {
+/// The connection an attachment starts from.
+pub enum Opening {
+    /// Connected: [`attach_loop`] sends `session.attach` first thing.
+    Connected(Client),
+    /// `session.attach` with [`attach_params`] went out right behind
+    /// `hello` (`ccd_client::connect_or_start_sending`): its reply is next.
+    Sent(Client, Sent),
+}
+
+impl From<Client> for Opening {
+    fn from(c: Client) -> Self {
+        Opening::Connected(c)
+    }
+}
+
+/// The `session.attach` params [`attach_loop`] sends (or expects sent,
+/// [`Opening::Sent`]) for `session` in `mode`, from a client on another
+/// machine (`remote`) or this one.
+pub fn attach_params(session: &str, mode: Mode, extra: AttachExtra, remote: bool) -> AttachParams {
+    AttachParams {
         session: session.to_string(),
         mode: match mode {
             Mode::Interactive => AttachMode::Interactive,
@@ -90,10 +98,28 @@ pub fn attach_loop(
         fresh_on_failure: extra.fresh_on_failure,
         last: extra.last,
         // A descriptor cannot cross ssh: a remote daemon relays the stream.
-        direct: !client.is_remote(),
+        direct: !remote,
+    }
+}
+
+/// Attaches `client` to `session` and runs until detached or ended.
+/// `extra` goes into the `session.attach` params ([`attach_params`]);
+/// `on_attached` sees the reply before the terminal switches to raw mode.
+pub fn attach_loop(
+    client: impl Into<Opening>,
+    session: &str,
+    mode: Mode,
+    key: DetachKey,
+    extra: AttachExtra,
+    on_attached: &mut dyn FnMut(&AttachResult),
+) -> Result<(Outcome, AttachResult), ClientError> {
+    let opening = client.into();
+    let remote = match &opening {
+        Opening::Connected(c) | Opening::Sent(c, _) => c.is_remote(),
     };
-    let (attached, direct, (mut reader, writer, queued)) =
-        open_stream(client, params, on_attached)?;
+    let params = attach_params(session, mode, extra, remote);
+    let (attached, direct, (mut reader, writer, queued), daemon) =
+        open_stream(opening, params, on_attached)?;
     let sid = attached.session.clone();
     let writer = Arc::new(Mutex::new(writer));
     let why = Arc::new(AtomicU8::new(RUNNING));
@@ -119,6 +145,9 @@ pub fn attach_loop(
         }
     }
     out.flush();
+    // The daemon connection a direct stream came through, closed once the
+    // first frame is out (closing it wakes the daemon: not before).
+    drop(daemon);
 
     let input = spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
     let signals = spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
@@ -164,27 +193,44 @@ pub fn attach_loop(
     Ok((outcome, attached))
 }
 
-/// The halves of a stream and whether it is direct.
-type Opened = (AttachResult, bool, (Reader, Writer, VecDeque<Notification>));
+/// The halves of a stream, whether it is direct, and for a direct one the
+/// daemon connection it came through (to close once the first frame is
+/// drawn).
+type Opened = (
+    AttachResult,
+    bool,
+    (Reader, Writer, VecDeque<Notification>),
+    Option<Client>,
+);
 
-/// `session.attach` with `params` (which ask for a direct stream), then,
-/// when the daemon passed a connection, the attach on it with `stream`
-/// (`mode`, `size`). `on_attached` sees the daemon's reply first.
+/// `session.attach` with `params` (which ask for a direct stream; already
+/// sent with [`Opening::Sent`]), then, when the daemon passed a
+/// connection, the holder's reply to the attach the daemon sent on it.
+/// `on_attached` sees the daemon's reply first.
 fn open_stream(
-    mut client: Client,
+    opening: Opening,
     mut params: AttachParams,
     on_attached: &mut dyn FnMut(&AttachResult),
 ) -> Result<Opened, ClientError> {
-    let attached = client.call_watching::<SessionAttach>(&params, &mut say_progress)?;
+    let (mut client, attached) = match opening {
+        Opening::Connected(mut c) => {
+            let a = c.call_watching::<SessionAttach>(&params, &mut say_progress)?;
+            (c, a)
+        }
+        Opening::Sent(mut c, sent) => {
+            let a = c.wait_sent_watching::<SessionAttach>(sent, &mut say_progress)?;
+            (c, a)
+        }
+    };
     on_attached(&attached);
     if !attached.direct {
-        return Ok((attached, false, client.split()));
+        return Ok((attached, false, client.split(), None));
     }
     let fd = client.take_passed_fd().ok_or_else(|| {
         ClientError::Protocol("a direct stream was promised but no connection came".into())
     })?;
     match Client::direct_stream(fd) {
-        Ok(halves) => Ok((attached, true, halves)),
+        Ok(halves) => Ok((attached, true, halves, Some(client))),
         // A daemon that names the holder's version (`holder_protocol`)
         // passes no connection its holder cannot serve. Only an older one
         // may pass one to a holder that predates the direct names (holders
@@ -197,7 +243,7 @@ fn open_stream(
             params.direct = false;
             params.session = attached.session;
             let attached = client.call::<SessionAttach>(&params)?;
-            Ok((attached, false, client.split()))
+            Ok((attached, false, client.split(), None))
         }
         Err(e) => Err(e),
     }
