@@ -899,6 +899,15 @@ mod tests {
         (tmp, dir, listener)
     }
 
+    /// The peer's side of the next connection: a reader (10 s timeout) and
+    /// the stream to answer on.
+    fn accept_peer(listener: &UnixListener) -> (std::io::BufReader<UnixStream>, UnixStream) {
+        let (s, _) = listener.accept().expect("accept");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        (std::io::BufReader::new(s.try_clone().expect("clone")), s)
+    }
+
     /// Reads lines until `n` have come, answering none: a peer that sees
     /// the request behind `hello` only if it came without waiting for
     /// `hello`'s reply.
@@ -926,10 +935,7 @@ mod tests {
     fn the_first_call_goes_out_behind_hello_before_its_reply() {
         let (_tmp, dir, listener) = listening();
         let peer = std::thread::spawn(move || {
-            let (s, _) = listener.accept().expect("accept");
-            s.set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
-            let mut r = std::io::BufReader::new(s.try_clone().expect("clone"));
+            let (mut r, s) = accept_peer(&listener);
             let got = read_lines(&mut r, 2);
             let mut w = s;
             let note = r#"{"jsonrpc":"2.0","method":"session.progress","params":{"step":"x"}}"#;
@@ -965,10 +971,7 @@ mod tests {
     fn a_refused_hello_is_the_error_not_the_call_behind_it() {
         let (_tmp, dir, listener) = listening();
         let peer = std::thread::spawn(move || {
-            let (s, _) = listener.accept().expect("accept");
-            s.set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
-            let mut r = std::io::BufReader::new(s.try_clone().expect("clone"));
+            let (mut r, s) = accept_peer(&listener);
             read_lines(&mut r, 2);
             let mut w = s;
             let refused = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no common protocol version"}}"#;
@@ -987,10 +990,7 @@ mod tests {
     fn a_peer_gone_before_hello_is_nobody_answering() {
         let (_tmp, dir, listener) = listening();
         let peer = std::thread::spawn(move || {
-            let (s, _) = listener.accept().expect("accept");
-            s.set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
-            let mut r = std::io::BufReader::new(s);
+            let (mut r, _s) = accept_peer(&listener);
             read_lines(&mut r, 2);
         });
         let e = Client::connect_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
