@@ -243,12 +243,12 @@ impl ClientQueue {
     }
 
     /// The reader's half of a direct delivery ([`Pushed::Direct`]), outside
-    /// every session lock: send `chunk`'s line without waiting; what did not
+    /// every session lock: send `line` (`chunk`'s `session.output` line,
+    /// encoded once for every direct client) without waiting; what did not
     /// go is queued for the pump, in front of anything pushed since.
-    pub(crate) fn deliver_direct(&self, label: &str, seq: u64, chunk: &Arc<[u8]>) {
-        let line = ccd_protocol::stream::encode_output_line(label, seq, chunk);
+    pub(crate) fn deliver_direct(&self, line: &[u8], seq: u64, chunk: &Arc<[u8]>) {
         let tried = match self.direct.get().map(|sock| sock.try_lock()) {
-            Some(Ok(mut sock)) => sock.try_line(&line),
+            Some(Ok(mut sock)) => sock.try_line(line),
             _ => Tried::Nothing,
         };
         let mut s = self.lock();
@@ -661,7 +661,11 @@ mod tests {
         assert_eq!(direct.len(), 1);
         // Pushed meanwhile: queued behind the one in flight.
         assert!(f.push(2, b"c").is_empty());
-        direct[0].deliver_direct("sid", 1, &chunk);
+        direct[0].deliver_direct(
+            &ccd_protocol::stream::encode_output_line("sid", 1, &chunk),
+            1,
+            &chunk,
+        );
         let line = read_line(&mut peer);
         assert_eq!(
             line.as_bytes(),
@@ -705,7 +709,11 @@ mod tests {
         let chunk: Arc<[u8]> = Arc::from(&b"echo"[..]);
         let direct = f.push_shared(7, &chunk);
         assert_eq!(direct.len(), 1);
-        direct[0].deliver_direct("sid", 7, &chunk);
+        direct[0].deliver_direct(
+            &ccd_protocol::stream::encode_output_line("sid", 7, &chunk),
+            7,
+            &chunk,
+        );
         // Nothing went (or the filler's tail waits): the pump gets to write.
         let ev = pump.join().unwrap();
         let mut peer = std::io::BufReader::new(b);
