@@ -100,7 +100,7 @@ pub(crate) const IDLE_SAFETY: Duration = Duration::from_secs(30);
 const PARSE_BATCH: usize = 256 << 10;
 
 /// The parser thread parses once the stream has paused this long (or the
-/// backlog reached its cap): see [`Session::parse_step`].
+/// backlog is half full): see [`Session::parse_step`].
 const DEFER_QUIET: Duration = Duration::from_millis(4);
 
 /// Longest chunk the PTY reader parses itself when it is all the backlog
@@ -450,8 +450,14 @@ impl Session {
             && bytes.len() <= INLINE_PARSE_MAX)
             .then(|| self.take_batch(&g))
             .flatten();
-        // A deferring parser is woken only once the output outran it.
-        let wake = inline.is_none() && g.parser_waits && (!g.parser_defers || g.outran);
+        // A deferring parser is woken once the backlog is half full (the
+        // holder's memory stays within half the cap while a burst passes)
+        // or the output outran it.
+        let wake = inline.is_none()
+            && g.parser_waits
+            && (!g.parser_defers
+                || g.outran
+                || g.backlog_bytes >= self.backlog_limit.load(Ordering::Relaxed) / 2);
         if wake {
             g.parser_waits = false;
         }
@@ -589,7 +595,8 @@ impl Session {
     /// The parser thread's step: parse what the backlog holds (up to
     /// [`PARSE_BATCH`]) into the model. Waits for work, and while the
     /// stream flows (a chunk within [`DEFER_QUIET`]), for it to pause: a
-    /// burst up to the backlog's cap is relayed first and parsed after, the
+    /// burst up to half the backlog's cap is relayed first and parsed after
+    /// (the other half keeps the holder's memory in bounds), the
     /// CPU going to the relay meanwhile (anyone who needs the model sooner
     /// parses on demand). A flood that outruns the cap (`Inner::outran`)
     /// is parsed beside, until the backlog is down to half. False once the
@@ -608,6 +615,7 @@ impl Session {
                     let defer = !ending
                         && quiet < DEFER_QUIET
                         && !g.outran
+                        && g.backlog_bytes < half
                         && g.redraws_waiting == 0
                         && !g.reader_waits;
                     if !defer {
