@@ -116,6 +116,8 @@ struct QueueState {
     direct_busy: bool,
     /// A direct delivery left a line's tail on the socket for the pump.
     partial: bool,
+    /// The writer sent the exit notice ([`ClientQueue::exit_sent`]).
+    exit_sent: bool,
 }
 
 impl Default for QueueState {
@@ -133,6 +135,7 @@ impl Default for QueueState {
             reader_waits: false,
             direct_busy: false,
             partial: false,
+            exit_sent: false,
         }
     }
 }
@@ -334,6 +337,12 @@ impl ClientQueue {
         self.ready.notify_one();
     }
 
+    /// The writer wrote [`Event::Exited`]'s notice (or gave up on it): the
+    /// holder may stop without cutting it off ([`Fanout::exit_notices_sent`]).
+    pub fn exit_sent(&self) {
+        self.lock().exit_sent = true;
+    }
+
     /// The client is gone: stop queueing for it and wake its writer.
     pub fn close(&self) {
         let mut s = self.lock();
@@ -482,6 +491,17 @@ impl Fanout {
             c.mark_exited(exit.clone());
         }
         self.exited = Some(exit);
+    }
+
+    /// Whether every attached client has its exit notice: each was sent
+    /// it ([`ClientQueue::exit_sent`]) or is gone. The holder stops only
+    /// then (or after a bounded wait), since stopping shuts the sockets:
+    /// a notice still queued would be lost.
+    pub fn exit_notices_sent(&self) -> bool {
+        self.clients.iter().all(|c| {
+            let s = c.lock();
+            s.closed || s.exit_sent
+        })
     }
 
     /// Counters of every attached client.

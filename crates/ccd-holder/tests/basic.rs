@@ -238,6 +238,46 @@ fn observe_clients_cannot_type() {
     serve.join().unwrap().unwrap();
 }
 
+#[test]
+fn every_attached_client_gets_the_exit_before_a_collect_stops_the_holder() {
+    // A collect already waiting when the child ends answers at once, and
+    // its reply stops the holder and shuts every socket: each attached
+    // client's `session.exited` must be written first. Several clients
+    // and a few rounds, since the pumps race the collect.
+    for round in 0..4 {
+        let env = Env::new();
+        let (serve, mut c) = start(env.sh("echo up; read x; exit 5"));
+        wait_screen(&mut c, T, "up");
+        let mut clients: Vec<_> = (0..6)
+            .map(|_| {
+                let mut o = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+                o.attach(AttachMode::Observe).unwrap();
+                o
+            })
+            .collect();
+        let mut collector = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+        let collect = std::thread::spawn(move || collector.collect(T));
+        // The collect is waiting for the exit by now, more often than not.
+        std::thread::sleep(Duration::from_millis(50));
+        c.input(b"\r").unwrap();
+        let r = collect.join().unwrap().unwrap();
+        assert!(r.collected);
+        for (i, o) in clients.iter_mut().enumerate() {
+            loop {
+                match o.next_event(T) {
+                    Ok(StreamEvent::Exited(e)) => {
+                        assert_eq!(e.exit_code, Some(5));
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => panic!("round {round}, client {i}: no session.exited before {e}"),
+                }
+            }
+        }
+        serve.join().unwrap().unwrap();
+    }
+}
+
 fn libc_sigkill() -> i32 {
     9
 }

@@ -32,6 +32,22 @@ fn conn_threads() -> HashSet<String> {
     out
 }
 
+/// How many of `threads` are blocked in `futex`: a spare waiting for a
+/// connection (a serving thread is in `recv`, one finishing runs). The
+/// thread count alone does not tell a spare from a thread still finishing
+/// its connection, and on a loaded machine the next connection can come
+/// before that thread has started to wait (then a new thread serves it).
+fn futex_waiters(threads: &HashSet<String>) -> usize {
+    threads
+        .iter()
+        .filter(|tid| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).is_ok_and(|s| {
+                s.split_whitespace().next() == Some(libc::SYS_futex.to_string().as_str())
+            })
+        })
+        .count()
+}
+
 /// Waits (at most 5 s, far less than the spares' idle check) until
 /// `done` holds on the connection threads; the last count seen.
 fn wait_threads(done: impl Fn(usize) -> bool) -> usize {
@@ -63,6 +79,11 @@ fn ended_connections_leave_spares_that_serve_the_next_and_a_stop_ends_them() {
         serving.extend(conn_threads());
         drop(c);
         wait_threads(|n| n <= 1 + SPARES);
+        // ... and until the one that served it waits as a spare.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while futex_waiters(&conn_threads()) < SPARES && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
     assert!(
         serving.len() <= 1 + 2 * SPARES,

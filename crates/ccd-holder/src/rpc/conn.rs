@@ -32,6 +32,11 @@ use ccd_protocol::holder::{
 
 type Writer = line_socket::Shared;
 
+/// How long a collect waits for the attached clients' pumps to write
+/// their `session.exited` (a client that stopped reading does not hold
+/// the holder longer).
+const EXIT_NOTICE_WAIT: Duration = Duration::from_secs(1);
+
 fn write_line(w: &Writer, line: &[u8]) -> std::io::Result<()> {
     line_socket::lock(w).write_line(line)
 }
@@ -268,6 +273,20 @@ impl Conn<'_> {
                 matches!(g.life.state, State::Exited | State::Failed)
             });
             drop(g);
+            // Every attached client's pump writes its `session.exited`
+            // before the reply lets the holder stop and shut the sockets;
+            // a client that does not take it within the bound loses only
+            // the notice (its socket then ends).
+            let (g, sent) = self
+                .session
+                .wait_for(EXIT_NOTICE_WAIT, |g| g.fanout.exit_notices_sent());
+            drop(g);
+            if !sent {
+                tracing::debug!(
+                    wait_ms = EXIT_NOTICE_WAIT.as_millis() as u64,
+                    "a client did not take its exit notice in time; collected anyway"
+                );
+            }
         }
         let screen = self.session.screen_text();
         let mut g = self.session.lock();
@@ -368,6 +387,9 @@ fn pump(session: &Session, writer: &Writer, q: &ClientQueue) {
                     signal: e.signal,
                 };
                 let _ = send_notification(writer, SessionExited::NAME, &ex);
+                // A collect waits for this (see `Conn::collect`).
+                q.exit_sent();
+                session.notify();
                 break;
             }
             Event::Finish => line_socket::lock(writer).finish(),
