@@ -48,6 +48,46 @@ fn attach_type_detach_and_reattach_redraws_the_same_screen() {
     assert_eq!(rows(&before), rows(&after), "redraw differs");
 }
 
+/// Context switches of every thread of `pid` so far.
+fn switches(pid: u32) -> u64 {
+    let mut n = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        for l in status.lines() {
+            if l.starts_with("voluntary_ctxt_switches")
+                || l.starts_with("nonvoluntary_ctxt_switches")
+            {
+                n += l
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn an_idle_attachment_wakes_nobody() {
+    // Issue 20 (idle cost): a `ccd attach` nobody types into, on a session
+    // that prints nothing, sleeps until a key, output or its end. Its
+    // input thread used to wake twice a second.
+    let sb = Sandbox::new();
+    let sid = sb.new_session("idle");
+    let a = PtyRun::start(&sb, &["attach", &sid], None);
+    a.wait_text("❯", T);
+    let pid = a.child.process_id().expect("the client's pid");
+    std::thread::sleep(Duration::from_millis(500));
+    let before = switches(pid);
+    std::thread::sleep(Duration::from_secs(4));
+    let woke = switches(pid) - before;
+    assert!(woke <= 2, "an idle attachment woke {woke} times in 4 s");
+}
+
 #[test]
 fn detach_key_twice_is_sent_through_and_is_configurable() {
     let sb = Sandbox::new();

@@ -430,6 +430,11 @@ fn stop(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
     }
 }
 
+/// Longest wait of an idle input thread (a safety net, not a poll: keys,
+/// a pending detach's deadline and the wake pipe end it sooner), so an
+/// attachment nobody types into wakes nobody.
+const INPUT_IDLE_SAFETY: Duration = Duration::from_secs(30);
+
 /// The input thread and the write end of the pipe that wakes it to leave.
 type Input = (std::thread::JoinHandle<()>, std::os::fd::OwnedFd);
 
@@ -451,7 +456,9 @@ fn spawn_input(
                 stop(&writer, &why, DETACH);
                 return;
             }
-            let timeout = filter.wait_hint(now).unwrap_or(Duration::from_millis(500));
+            // Only a half-typed detach has a deadline; otherwise nothing
+            // here is timed (keys and the wake pipe end the wait).
+            let timeout = filter.wait_hint(now).unwrap_or(INPUT_IDLE_SAFETY);
             let ready = stdin_ready(timeout, &wake_r);
             if why.load(Ordering::Acquire) != RUNNING {
                 return;
