@@ -210,11 +210,9 @@ pub(crate) struct Inner {
     /// stream to pause.
     parser_waits: bool,
     parser_defers: bool,
-    /// The output outran the parse: the reader met the backlog's cap. Until
-    /// the backlog is down to half of it, the parser parses beside the
-    /// flood instead of deferring (a flood longer than the backlog runs at
-    /// the parse's speed, parser and relay in parallel).
-    outran: bool,
+    /// The reader met the backlog's cap since the backlog was last below
+    /// half of it: logged once per such run, not per chunk paced.
+    paced: bool,
     /// When the reader last pushed a chunk.
     last_chunk: Instant,
     /// Someone waits for new output ([`Session::wait_output`]): the reader
@@ -314,7 +312,7 @@ impl Session {
                 reader_waits: false,
                 parser_waits: false,
                 parser_defers: false,
-                outran: false,
+                paced: false,
                 last_chunk: Instant::now(),
                 output_watch: false,
                 redraws_waiting: 0,
@@ -415,7 +413,7 @@ impl Session {
                 break;
             }
             g.reader_waits = true;
-            if !std::mem::replace(&mut g.outran, true) {
+            if !std::mem::replace(&mut g.paced, true) {
                 tracing::debug!(
                     backlog = g.backlog_bytes,
                     cap,
@@ -451,12 +449,10 @@ impl Session {
             .then(|| self.take_batch(&g))
             .flatten();
         // A deferring parser is woken once the backlog is half full (the
-        // holder's memory stays within half the cap while a burst passes)
-        // or the output outran it.
+        // holder's memory stays within half the cap while a burst passes).
         let wake = inline.is_none()
             && g.parser_waits
             && (!g.parser_defers
-                || g.outran
                 || g.backlog_bytes >= self.backlog_limit.load(Ordering::Relaxed) / 2);
         if wake {
             g.parser_waits = false;
@@ -598,9 +594,9 @@ impl Session {
     /// burst up to half the backlog's cap is relayed first and parsed after
     /// (the other half keeps the holder's memory in bounds), the
     /// CPU going to the relay meanwhile (anyone who needs the model sooner
-    /// parses on demand). A flood that outruns the cap (`Inner::outran`)
-    /// is parsed beside, until the backlog is down to half. False once the
-    /// output ended and all of it is parsed, or the holder stops.
+    /// parses on demand). A longer flood is parsed beside it, the reader
+    /// paced by the cap. False once the output ended and all of it is
+    /// parsed, or the holder stops.
     pub(crate) fn parse_step(&self) -> bool {
         let batch = {
             let mut g = self.lock();
@@ -610,11 +606,10 @@ impl Session {
                     let quiet = g.last_chunk.elapsed();
                     let half = self.backlog_limit.load(Ordering::Relaxed) / 2;
                     if g.backlog_bytes < half {
-                        g.outran = false;
+                        g.paced = false;
                     }
                     let defer = !ending
                         && quiet < DEFER_QUIET
-                        && !g.outran
                         && g.backlog_bytes < half
                         && g.redraws_waiting == 0
                         && !g.reader_waits;
