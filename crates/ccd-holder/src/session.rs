@@ -77,7 +77,9 @@ pub const EARLIER_IDS_KEPT: usize = 32;
 
 /// Most bytes of output waiting for the model before the reader waits (a
 /// burst this long passes at relay speed; the parser drains it after).
-pub const BACKLOG_CAP: usize = 64 << 20;
+/// With the model, the queues' bookkeeping and the binary, a flooded
+/// holder stays under 64 MiB of RSS (`ccd/tests/floods.rs`).
+pub const BACKLOG_CAP: usize = 48 << 20;
 
 /// The backlog's cap never goes below this, however slow the parse.
 pub const BACKLOG_MIN: usize = 4 << 20;
@@ -211,7 +213,8 @@ pub(crate) struct Inner {
     parser_waits: bool,
     parser_defers: bool,
     /// The reader met the backlog's cap since the backlog was last below
-    /// half of it: logged once per such run, not per chunk paced.
+    /// half of it: the parser parses beside the stream until it is (and
+    /// the pacing is logged once per such run, not per chunk paced).
     paced: bool,
     /// When the reader last pushed a chunk.
     last_chunk: Instant,
@@ -448,12 +451,9 @@ impl Session {
             && bytes.len() <= INLINE_PARSE_MAX)
             .then(|| self.take_batch(&g))
             .flatten();
-        // A deferring parser is woken once the backlog is half full (the
-        // holder's memory stays within half the cap while a burst passes).
-        let wake = inline.is_none()
-            && g.parser_waits
-            && (!g.parser_defers
-                || g.backlog_bytes >= self.backlog_limit.load(Ordering::Relaxed) / 2);
+        // A deferring parser is left to the stream's pause, or to the
+        // backlog's cap (the wait above wakes it).
+        let wake = inline.is_none() && g.parser_waits && !g.parser_defers;
         if wake {
             g.parser_waits = false;
         }
@@ -591,12 +591,12 @@ impl Session {
     /// The parser thread's step: parse what the backlog holds (up to
     /// [`PARSE_BATCH`]) into the model. Waits for work, and while the
     /// stream flows (a chunk within [`DEFER_QUIET`]), for it to pause: a
-    /// burst up to half the backlog's cap is relayed first and parsed after
-    /// (the other half keeps the holder's memory in bounds), the
-    /// CPU going to the relay meanwhile (anyone who needs the model sooner
-    /// parses on demand). A longer flood is parsed beside it, the reader
-    /// paced by the cap. False once the output ended and all of it is
-    /// parsed, or the holder stops.
+    /// burst up to the backlog's cap is relayed first and parsed after,
+    /// the CPU going to the relay meanwhile (anyone who needs the model
+    /// sooner parses on demand). A longer flood meets the cap: the reader
+    /// waits for room, and the parser parses beside the stream until the
+    /// backlog is down to half the cap (`paced`), then defers again. False
+    /// once the output ended and all of it is parsed, or the holder stops.
     pub(crate) fn parse_step(&self) -> bool {
         let batch = {
             let mut g = self.lock();
@@ -610,7 +610,7 @@ impl Session {
                     }
                     let defer = !ending
                         && quiet < DEFER_QUIET
-                        && g.backlog_bytes < half
+                        && !g.paced
                         && g.redraws_waiting == 0
                         && !g.reader_waits;
                     if !defer {

@@ -65,6 +65,7 @@ fn pty_result(c: &str, r: &Reference, fl: PtyFlood, passthrough: bool) -> Flood 
         screen_matches: parse(&fl.data) == r.screen,
         timed_out: fl.timed_out,
         cpu_ms_per_mb: None,
+        server_peak_rss_kb: None,
         error: None,
     }
 }
@@ -140,6 +141,7 @@ fn merge(runs: Vec<Flood>) -> Flood {
     let mut cpu: Vec<(f64, f64)> = ok.iter().filter_map(|f| f.cpu_ms_per_mb).collect();
     cpu.sort_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)));
     m.cpu_ms_per_mb = cpu.get(cpu.len() / 2).copied();
+    m.server_peak_rss_kb = ok.iter().filter_map(|f| f.server_peak_rss_kb).max();
     m.timed_out = ok.iter().any(|f| f.timed_out);
     if ok.len() < runs.len() {
         m.error = runs
@@ -190,11 +192,13 @@ fn flood_dtach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
     let cpu0 = pids.map(cpu_ms);
     let fl = flood_through(&client, &run.ready, &run.go, &run.done, limit(r.bytes))?;
     let cpu = cpu_per_mb(cpu0, pids.map(cpu_ms), r.bytes);
+    let peak = pids[0].map(|p| status_kb(p, "VmHWM:"));
     touch(&run.stop)?;
     drop(client);
     d.kill_session(&sock);
     let mut f = pty_result("dtach", r, fl, true);
     f.cpu_ms_per_mb = cpu;
+    f.server_peak_rss_kb = peak;
     Ok(f)
 }
 
@@ -214,10 +218,12 @@ fn flood_ccd_attach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
         // screen (the model caught up: its parse counted in its CPU).
         let drops = c.drops(&sid);
         let cpu = cpu_per_mb(cpu0, pids.map(cpu_ms), r.bytes);
+        let peak = pids[0].map(|p| status_kb(p, "VmHWM:"));
         touch(&run.stop)?;
         drop(client);
         let mut f = pty_result("ccd-attach", r, fl, true);
         f.cpu_ms_per_mb = cpu;
+        f.server_peak_rss_kb = peak;
         if let Some((dropped, resyncs)) = drops {
             f.bytes_lost = Some(dropped as i64);
             f.resyncs = Some(resyncs);
@@ -300,6 +306,7 @@ fn flood_ccd_api(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
             screen_matches: parse(&shown) == r.screen,
             timed_out,
             cpu_ms_per_mb: None,
+            server_peak_rss_kb: None,
             error: None,
         })
     })();

@@ -44,6 +44,9 @@ pub struct Flood {
     /// server (dtach master, ccd holder: its screen model's parse included)
     /// and the attached client process.
     pub cpu_ms_per_mb: Option<(f64, f64)>,
+    /// The server's peak RSS (VmHWM) at the flood's end, kB: what it held
+    /// for the stream (dtach master, ccd holder: parse backlog included).
+    pub server_peak_rss_kb: Option<u64>,
     pub error: Option<String>,
 }
 
@@ -64,6 +67,7 @@ impl Flood {
             screen_matches: false,
             timed_out: false,
             cpu_ms_per_mb: None,
+            server_peak_rss_kb: None,
             error: Some(format!("{e:#}")),
         }
     }
@@ -293,6 +297,15 @@ impl Report {
                 cell(&|f| {
                     f.cpu_ms_per_mb
                         .map_or("-".into(), |(s, c)| format!("{s:.1}+{c:.1}"))
+                }),
+                "",
+            );
+            row(
+                &mut o,
+                "  server peak RSS, MB",
+                cell(&|f| {
+                    f.server_peak_rss_kb
+                        .map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0))
                 }),
                 "",
             );
