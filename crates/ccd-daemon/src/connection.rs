@@ -39,6 +39,14 @@
 //!   flag only after its own reply is queued, so that reply is among the
 //!   lines written. Both wait on the flag's value, not its change, so a
 //!   connection accepted just as the daemon stops ends too.
+//! - A client that shuts its write side may still read the replies to
+//!   what it sent (a half-close), so its request tasks run on. Once its
+//!   end of the socket is closed altogether (the socket hangs up), a
+//!   request that only waits on its behalf stops waiting
+//!   ([`ConnCtx::hung_up`]): a task watches for the hang-up from the
+//!   client's EOF on, on a duplicate of the socket's descriptor (one more
+//!   descriptor, only while such a connection's tasks finish; none when
+//!   the duplicate cannot be had), and ends with the context.
 
 use crate::conn_slots::{Slots, TaskGuard};
 use crate::handlers::attach::Attachment;
@@ -83,6 +91,10 @@ pub struct ConnCtx {
     replied: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
     /// Descriptors to send with the reply to a request (by id).
     reply_fds: Mutex<HashMap<String, OwnedFd>>,
+    /// True once the client's socket hung up (see the module doc).
+    hung_up: Arc<tokio::sync::watch::Sender<bool>>,
+    /// The task watching for that, from the client's EOF on.
+    hangup_watch: Mutex<Option<TaskGuard>>,
 }
 
 impl ConnCtx {
@@ -115,6 +127,57 @@ impl ConnCtx {
     pub fn pass_with_reply(&self, id: &Id, fd: OwnedFd) {
         if let Ok(mut m) = self.reply_fds.lock() {
             m.insert(id_key(id), fd);
+        }
+    }
+
+    /// Resolves once the client has closed its socket altogether (not
+    /// only its write side): whoever waits only on its behalf may stop.
+    /// Never resolves while the client is connected.
+    pub async fn hung_up(&self) {
+        let mut rx = self.hung_up.subscribe();
+        // The sender lives as long as `self`: no error while we wait.
+        let _ = rx.wait_for(|gone| *gone).await;
+    }
+
+    /// From the client's EOF on: watch its socket for the hang-up.
+    fn watch_hangup(&self, sock: &UnixStream) {
+        use std::os::fd::AsFd;
+        let fd = match sock.as_fd().try_clone_to_owned() {
+            Ok(fd) => fd,
+            Err(error) => {
+                tracing::debug!(%error, "cannot watch the client's socket for a hang-up");
+                return;
+            }
+        };
+        let gone = self.hung_up.clone();
+        let task = tokio::spawn(async move {
+            // SAFETY: the AsyncFd owns `fd` (an OwnedFd): the descriptor is
+            // open, and the same one, for the AsyncFd's whole life.
+            let afd = match unsafe {
+                tokio::io::unix::AsyncFd::register_with_interest(fd, Interest::WRITABLE)
+            } {
+                Ok(afd) => afd,
+                Err(error) => {
+                    tracing::debug!(%error, "cannot watch the client's socket for a hang-up");
+                    return;
+                }
+            };
+            // EPOLLHUP (both directions shut) reads as write-closed; other
+            // wakeups (room to write again) are cleared and waited past.
+            loop {
+                let Ok(mut ready) = afd.writable().await else {
+                    return;
+                };
+                if ready.ready().is_write_closed() {
+                    break;
+                }
+                ready.clear_ready();
+            }
+            tracing::debug!("the client hung up");
+            gone.send_replace(true);
+        });
+        if let Ok(mut w) = self.hangup_watch.lock() {
+            *w = Some(TaskGuard::new(task));
         }
     }
 
@@ -193,6 +256,8 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         subscription: Mutex::new(None),
         replied: Mutex::new(HashMap::new()),
         reply_fds: Mutex::new(HashMap::new()),
+        hung_up: Arc::new(tokio::sync::watch::channel(false).0),
+        hangup_watch: Mutex::new(None),
     });
     let mut stop = daemon.shutdown.subscribe();
     let mut decoder = LineDecoder::new();
@@ -204,7 +269,14 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         let waiting_hello = !ctx.handshaken.load(Ordering::Acquire);
         let n = tokio::select! {
             r = rd.read(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
+                Ok(0) => {
+                    ctx.watch_hangup(rd.as_ref());
+                    break;
+                }
+                Err(_) => {
+                    ctx.hung_up.send_replace(true);
+                    break;
+                }
                 Ok(n) => n,
             },
             _ = until_stopping(&mut stop) => break,

@@ -7,7 +7,8 @@
 //!   the daemon;
 //! - 3,000 concurrent `session.input` calls cost the holder no thread or
 //!   descriptor per call;
-//! - a holder out of descriptors does not spin on `accept` and recovers.
+//! - a holder out of descriptors does not spin on `accept` and recovers;
+//! - a start followed for a client that hung up is no longer polled.
 //!
 //! All load is on this sandbox's unix sockets, bounded in count and time.
 
@@ -449,4 +450,112 @@ fn cpu_ticks(pid: u32) -> u64 {
     let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     // utime and stime are fields 14 and 15 (1-based), 11 and 12 here.
     get(11) + get(12)
+}
+
+/// Context switches (voluntary and not) of every thread of `pid` so far.
+fn switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// `pid`'s context switches per second over `window`.
+fn switch_rate(pid: u32, window: Duration) -> f64 {
+    let before = switches(pid);
+    std::thread::sleep(window);
+    (switches(pid) - before) as f64 / window.as_secs_f64()
+}
+
+/// Sends hello and a `session.new` with `wait` (id 2) for `dir`, and reads
+/// until the daemon reports the start's progress (it follows it now).
+fn start_and_follow(sock: &Path, dir: &Path) -> (UnixStream, BufReader<UnixStream>) {
+    let mut s = UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(HELLO_LINE).unwrap();
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session.new",
+        "params": {"cwd": dir, "wait": true}});
+    s.write_all(format!("{new}\n").as_bytes()).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    loop {
+        let mut line = String::new();
+        assert!(r.read_line(&mut line).unwrap() > 0, "the daemon hung up");
+        assert!(!line.contains("\"id\":2"), "session.new answered: {line}");
+        if line.contains("session.progress") {
+            return (s, r);
+        }
+    }
+}
+
+/// Noticed in issue 20's work: `session.new` with `wait` polled the holder
+/// 20 times a second for up to 90 s after its client had gone, for a start
+/// that never settles. Once the client hangs up, the daemon stops
+/// following the start (the session starts on); a client that only shuts
+/// its write side is still followed, and still gets its reply.
+#[test]
+fn a_start_followed_for_a_client_that_hung_up_is_no_longer_polled() {
+    // A "claude" that shows nothing and never registers: its start never
+    // settles, so only the 90 s bound would end the daemon's wait.
+    let bin = tempfile::tempdir().unwrap();
+    let silent = bin.path().join("silent-claude");
+    std::fs::write(&silent, "#!/bin/sh\nexec sleep 120\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let sb = Sandbox::with_env(&[("CCD_CLAUDE_BIN", silent.to_str().unwrap())]);
+    let _ = sb.client_or_start();
+    let pid = sb.daemon_pid().unwrap();
+    let sock = sb.sock.join("ccd.sock");
+    let dir = sb.project("silent");
+
+    let (s, _r) = start_and_follow(&sock, &dir);
+    let window = Duration::from_secs(2);
+    let following = switch_rate(pid, window);
+    drop(s);
+    drop(_r);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = switch_rate(pid, window);
+    eprintln!(
+        "daemon context switches/s: {following:.0} while following the start, {after:.0} after the client hung up"
+    );
+    assert!(
+        after * 3.0 < following,
+        "the daemon still follows the start for a client that left: {after:.0} switches/s against {following:.0}"
+    );
+
+    // A half-close is not a hang-up: the wait goes on (no reply while the
+    // start has not settled).
+    let (s, mut r) = start_and_follow(&sock, &dir);
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(3) {
+        let mut line = String::new();
+        match r.read_line(&mut line) {
+            Ok(0) => panic!("the daemon closed a half-closed connection with a wait pending"),
+            Ok(_) => assert!(
+                !line.contains("\"id\":2"),
+                "session.new answered before its start settled: {line}"
+            ),
+            Err(e) => assert!(
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "{e}"
+            ),
+        }
+    }
 }

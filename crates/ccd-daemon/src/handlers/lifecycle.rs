@@ -255,7 +255,8 @@ pub fn resumable(
 }
 
 /// Starts a holder and, with `wait`, follows it until its start settles,
-/// sending `session.progress` on each step.
+/// sending `session.progress` on each step (until the client hangs up:
+/// then it answers at once, to nobody).
 pub async fn start(
     ctx: &ConnCtx,
     meta: HolderMeta,
@@ -310,7 +311,15 @@ pub async fn start(
         if !wait || views::start_settled(&entry) || Instant::now() > deadline {
             break entry;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            // Nobody to tell: the holder starts on, followed by the
+            // daemon's own refresh like any other.
+            _ = ctx.hung_up() => {
+                tracing::debug!(holder = %id, "the client left: no longer following the start");
+                break entry;
+            }
+        }
     };
     let info = entry.info.as_ref();
     let lifecycle = entry.lifecycle();
