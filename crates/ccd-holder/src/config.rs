@@ -15,6 +15,10 @@ pub const DEFAULT_SIZE: Size = Size {
     cols: 120,
 };
 
+/// Bytes of output a client's queue holds by default before it is dropped
+/// and the client resynced: what a stuck client pins.
+pub const CLIENT_QUEUE: usize = 8 << 20;
+
 /// How one holder runs its session.
 #[derive(Debug, Clone)]
 pub struct HolderConfig {
@@ -58,7 +62,7 @@ pub struct HolderConfig {
     /// (`ccd-bench parse --scrollback 100`).
     pub scrollback: usize,
     /// Bytes of output queued per client before its queue is dropped and it
-    /// is resynced.
+    /// is resynced ([`CLIENT_QUEUE`] by default).
     pub client_queue_bytes: usize,
     /// Most bytes of output waiting for the screen model before the PTY is
     /// paced ([`crate::session::BACKLOG_CAP`] by default; the parse speed
@@ -87,7 +91,7 @@ impl HolderConfig {
             blocking_grace: Duration::from_secs(3),
             tick: Duration::from_millis(100),
             scrollback: 0,
-            client_queue_bytes: 8 << 20,
+            client_queue_bytes: CLIENT_QUEUE,
             parse_backlog_bytes: crate::session::BACKLOG_CAP,
             expected_session_id: None,
         }

@@ -77,8 +77,9 @@ pub const EARLIER_IDS_KEPT: usize = 32;
 
 /// Most bytes of output waiting for the model before the reader waits (a
 /// burst this long passes at relay speed; the parser drains it after).
-/// With the model, the queues' bookkeeping and the binary, a flooded
-/// holder stays under 64 MiB of RSS (`ccd/tests/floods.rs`).
+/// A flooded holder's RSS is this, what its stuck clients pin (their queues
+/// outlive the backlog's chunks) and about 10 MiB of its own: 58 MiB
+/// measured with none (`ccd-bench pty`, release).
 pub const BACKLOG_CAP: usize = 48 << 20;
 
 /// The backlog's cap never goes below this, however slow the parse.

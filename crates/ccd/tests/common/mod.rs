@@ -234,6 +234,14 @@ impl Drop for Sandbox {
     }
 }
 
+/// What a holder may hold in a flood with one stuck client, from its
+/// stated bounds: a full parse backlog, the stuck client's queue (a reading
+/// client's shares the backlog's chunks), and 16 MiB for the (debug)
+/// binary, the screen model and the allocator's slack.
+pub const HOLDER_FLOOD_RSS_BOUND_KB: u64 =
+    ((ccd_holder::session::BACKLOG_CAP + ccd_holder::config::CLIENT_QUEUE + (16 << 20)) / 1024)
+        as u64;
+
 /// VmRSS of a process in kB (0 once it is gone).
 pub fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
