@@ -314,103 +314,162 @@ fn flood_ccd_api(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
     res
 }
 
+/// Keystroke echo through every contender, idle and beside a sibling
+/// flood, in `cx.echo_rounds` rounds of `samples / rounds` each, the
+/// contenders' order reversed every other round and the rounds' samples
+/// pooled: a machine that drifts during the run (a noisy VM does) weighs
+/// on every contender alike.
 pub fn echoes(cx: &Ctx) -> Vec<Echo> {
-    let mut out = Vec::new();
-    let n = cx.samples;
-    let mut pty_case = |c: &str, f: &dyn Fn() -> anyhow::Result<(Latency, Latency)>| {
-        if !cx.wants(c) {
-            return;
+    let rounds = cx.echo_rounds.max(1);
+    let n = cx.samples.div_ceil(rounds);
+    let mut runs = Vec::new();
+    for r in 0..rounds {
+        if rounds > 1 {
+            eprintln!("echo round {}/{rounds}…", r + 1);
         }
-        eprintln!("echo → {c}…");
-        out.push(match f() {
-            Ok((idle, flood)) => Echo {
-                contender: c.into(),
-                idle: Some(idle),
-                sibling_flood: Some(flood),
-                error: None,
-            },
-            Err(e) => Echo {
-                contender: c.into(),
-                idle: None,
-                sibling_flood: None,
-                error: Some(format!("{e:#}")),
-            },
-        });
-    };
-    pty_case("raw", &|| {
-        let dir = cx.dir("echo-raw")?;
-        let env = cx.env(&dir)?;
-        let run = Run::new(&dir);
-        let mut e = PtyProc::spawn(&cx.bench, &run.echo_args(), &env)?;
-        wait_file(&run.ready, Duration::from_secs(10))?;
-        let idle = echo_pty(&mut e, n)?;
-        let frun = Run::new(&cx.dir("echo-raw-flood")?);
-        let f = PtyProc::spawn(&cx.bench, &frun.sibling_args(cx.seed), &env)?;
-        let _drain = f.collector(false); // drains until dropped
-        std::thread::sleep(Duration::from_millis(500));
-        let flood = echo_pty(&mut e, n);
-        touch(&frun.stop)?;
-        Ok((idle, flood?))
-    });
-    if let Some(bin) = &cx.tmux {
-        pty_case("tmux", &|| {
-            let dir = cx.dir("echo-tmux")?;
+        runs.extend(echo_round(cx, n, r % 2 == 1));
+    }
+    pool_echoes(runs)
+}
+
+/// One contender's rounds as one row: every sample pooled, the first error
+/// kept.
+fn pool_echoes(runs: Vec<Echo>) -> Vec<Echo> {
+    let mut names: Vec<String> = Vec::new();
+    for e in &runs {
+        if !names.contains(&e.contender) {
+            names.push(e.contender.clone());
+        }
+    }
+    names
+        .into_iter()
+        .map(|c| {
+            let mine: Vec<&Echo> = runs.iter().filter(|e| e.contender == c).collect();
+            let pooled = |f: fn(&Echo) -> Option<&Latency>| {
+                let parts: Vec<&Latency> = mine.iter().filter_map(|e| f(e)).collect();
+                (!parts.is_empty()).then(|| Latency::pooled(parts))
+            };
+            Echo {
+                idle: pooled(|e| e.idle.as_ref()),
+                sibling_flood: pooled(|e| e.sibling_flood.as_ref()),
+                error: mine.iter().find_map(|e| e.error.clone()),
+                contender: c,
+            }
+        })
+        .collect()
+}
+
+/// A PTY contender's echo row from `f` (idle, then beside a flood).
+fn pty_echo(cx: &Ctx, c: &str, f: &dyn Fn() -> anyhow::Result<(Latency, Latency)>) -> Vec<Echo> {
+    if !cx.wants(c) {
+        return Vec::new();
+    }
+    eprintln!("echo → {c}…");
+    vec![match f() {
+        Ok((idle, flood)) => Echo {
+            contender: c.into(),
+            idle: Some(idle),
+            sibling_flood: Some(flood),
+            error: None,
+        },
+        Err(e) => Echo {
+            contender: c.into(),
+            idle: None,
+            sibling_flood: None,
+            error: Some(format!("{e:#}")),
+        },
+    }]
+}
+
+/// Every contender once, `n` samples each, in order or reversed.
+fn echo_round(cx: &Ctx, n: usize, reverse: bool) -> Vec<Echo> {
+    let mut cases: Vec<Box<dyn Fn() -> Vec<Echo> + '_>> = Vec::new();
+    cases.push(Box::new(move || {
+        pty_echo(cx, "raw", &|| {
+            let dir = cx.dir("echo-raw")?;
+            let env = cx.env(&dir)?;
             let run = Run::new(&dir);
-            let frun = Run::new(&cx.dir("echo-tmux-flood")?);
-            let mut t = Tmux::new(bin, &dir, cx.env(&dir)?);
-            t.new_session("echo", &cx.bench, &run.echo_args())?;
-            let mut client = t.attach_pty("echo")?;
-            t.wait_clients("echo", 1)?;
+            let mut e = PtyProc::spawn(&cx.bench, &run.echo_args(), &env)?;
             wait_file(&run.ready, Duration::from_secs(10))?;
-            std::thread::sleep(Duration::from_millis(200));
-            let idle = echo_pty(&mut client, n)?;
-            t.new_session("flood", &cx.bench, &frun.sibling_args(cx.seed))?;
-            let fc = t.attach_pty("flood")?;
-            let _drain = fc.collector(false); // drains until dropped
-            t.wait_clients("flood", 1)?;
+            let idle = echo_pty(&mut e, n)?;
+            let frun = Run::new(&cx.dir("echo-raw-flood")?);
+            let f = PtyProc::spawn(&cx.bench, &frun.sibling_args(cx.seed), &env)?;
+            let _drain = f.collector(false); // drains until dropped
             std::thread::sleep(Duration::from_millis(500));
-            let flood = echo_pty(&mut client, n);
+            let flood = echo_pty(&mut e, n);
             touch(&frun.stop)?;
-            t.kill_server();
             Ok((idle, flood?))
-        });
+        })
+    }));
+    if let Some(bin) = &cx.tmux {
+        cases.push(Box::new(move || {
+            pty_echo(cx, "tmux", &|| {
+                let dir = cx.dir("echo-tmux")?;
+                let run = Run::new(&dir);
+                let frun = Run::new(&cx.dir("echo-tmux-flood")?);
+                let mut t = Tmux::new(bin, &dir, cx.env(&dir)?);
+                t.new_session("echo", &cx.bench, &run.echo_args())?;
+                let mut client = t.attach_pty("echo")?;
+                t.wait_clients("echo", 1)?;
+                wait_file(&run.ready, Duration::from_secs(10))?;
+                std::thread::sleep(Duration::from_millis(200));
+                let idle = echo_pty(&mut client, n)?;
+                t.new_session("flood", &cx.bench, &frun.sibling_args(cx.seed))?;
+                let fc = t.attach_pty("flood")?;
+                let _drain = fc.collector(false); // drains until dropped
+                t.wait_clients("flood", 1)?;
+                std::thread::sleep(Duration::from_millis(500));
+                let flood = echo_pty(&mut client, n);
+                touch(&frun.stop)?;
+                t.kill_server();
+                Ok((idle, flood?))
+            })
+        }));
     }
     if let Some(bin) = &cx.dtach {
-        pty_case("dtach", &|| {
-            let dir = cx.dir("echo-dtach")?;
-            let run = Run::new(&dir);
-            let frun = Run::new(&cx.dir("echo-dtach-flood")?);
-            let mut d = Dtach::new(bin, cx.env(&dir)?);
-            let (s1, s2) = (dir.join("echo.sock"), dir.join("flood.sock"));
-            d.new_session(&s1, &cx.bench, &run.echo_args())?;
-            let mut client = d.attach_pty(&s1)?;
-            wait_file(&run.ready, Duration::from_secs(10))?;
-            std::thread::sleep(Duration::from_millis(300));
-            let idle = echo_pty(&mut client, n)?;
-            d.new_session(&s2, &cx.bench, &frun.sibling_args(cx.seed))?;
-            let fc = d.attach_pty(&s2)?;
-            let _drain = fc.collector(false); // drains until dropped
-            std::thread::sleep(Duration::from_millis(500));
-            let flood = echo_pty(&mut client, n);
-            touch(&frun.stop)?;
-            d.kill_session(&s1);
-            d.kill_session(&s2);
-            Ok((idle, flood?))
-        });
+        cases.push(Box::new(move || {
+            pty_echo(cx, "dtach", &|| {
+                let dir = cx.dir("echo-dtach")?;
+                let run = Run::new(&dir);
+                let frun = Run::new(&cx.dir("echo-dtach-flood")?);
+                let mut d = Dtach::new(bin, cx.env(&dir)?);
+                let (s1, s2) = (dir.join("echo.sock"), dir.join("flood.sock"));
+                d.new_session(&s1, &cx.bench, &run.echo_args())?;
+                let mut client = d.attach_pty(&s1)?;
+                wait_file(&run.ready, Duration::from_secs(10))?;
+                std::thread::sleep(Duration::from_millis(300));
+                let idle = echo_pty(&mut client, n)?;
+                d.new_session(&s2, &cx.bench, &frun.sibling_args(cx.seed))?;
+                let fc = d.attach_pty(&s2)?;
+                let _drain = fc.collector(false); // drains until dropped
+                std::thread::sleep(Duration::from_millis(500));
+                let flood = echo_pty(&mut client, n);
+                touch(&frun.stop)?;
+                d.kill_session(&s1);
+                d.kill_session(&s2);
+                Ok((idle, flood?))
+            })
+        }));
     }
-    if cx.wants("ccd-api") || cx.wants("ccd-attach") {
+    cases.push(Box::new(move || {
+        if !(cx.wants("ccd-api") || cx.wants("ccd-attach")) {
+            return Vec::new();
+        }
         eprintln!("echo → ccd (API and ccd attach)…");
         match echo_ccd(cx, n) {
-            Ok(v) => out.extend(v),
-            Err(e) => out.push(Echo {
+            Ok(v) => v,
+            Err(e) => vec![Echo {
                 contender: "ccd-api".into(),
                 idle: None,
                 sibling_flood: None,
                 error: Some(format!("{e:#}")),
-            }),
+            }],
         }
+    }));
+    if reverse {
+        cases.reverse();
     }
-    out
+    cases.iter().flat_map(|f| f()).collect()
 }
 
 fn echo_api(api: Api, sid: &str, n: usize) -> anyhow::Result<(Latency, Api)> {

@@ -53,6 +53,12 @@ pub struct Args {
     /// Echo samples per case (default 1000; 200 with --quick).
     #[arg(long)]
     pub samples: Option<usize>,
+    /// Echo rounds (default 4; 1 with --quick): the samples are taken in
+    /// this many rounds over every contender, the order reversed each
+    /// round, and pooled, so a machine that drifts during the run weighs
+    /// on each contender alike.
+    #[arg(long)]
+    pub echo_rounds: Option<usize>,
     /// Flood rounds per contender (default 3; 1 with --quick); the median is reported.
     #[arg(long)]
     pub rounds: Option<usize>,
@@ -91,6 +97,7 @@ pub struct Ctx {
     pub root: PathBuf,
     pub seed: u64,
     pub samples: usize,
+    pub echo_rounds: usize,
     pub skip: Vec<String>,
     counter: std::cell::Cell<u32>,
 }
@@ -296,6 +303,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         root: std::fs::canonicalize(tmp.path())?,
         seed: a.seed,
         samples: a.samples.unwrap_or(if a.quick { 200 } else { 1000 }),
+        echo_rounds: a.echo_rounds.unwrap_or(if a.quick { 1 } else { 4 }).max(1),
         skip: a.skip.clone(),
         counter: Default::default(),
     };

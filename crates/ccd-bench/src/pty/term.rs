@@ -309,6 +309,9 @@ pub struct Latency {
     pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// Every sample, sorted (for pooling rounds; not reported).
+    #[serde(skip)]
+    pub all: Vec<Duration>,
 }
 
 impl Latency {
@@ -329,7 +332,18 @@ impl Latency {
             p90_ms: q(0.9),
             p99_ms: q(0.99),
             max_ms: ms(d[d.len() - 1]),
+            all: d,
         }
+    }
+
+    /// The figures of every sample of `parts` together.
+    pub fn pooled<'a>(parts: impl IntoIterator<Item = &'a Latency>) -> Self {
+        let (mut all, mut timeouts) = (Vec::new(), 0);
+        for p in parts {
+            all.extend_from_slice(&p.all);
+            timeouts += p.timeouts;
+        }
+        Self::from(all, timeouts)
     }
 }
 
