@@ -81,6 +81,20 @@ impl PtyProc {
         Collector::start(self.fd.clone(), keep)
     }
 
+    /// Waits at most `limit` for the process to end by itself; true if it did.
+    pub fn wait_exit(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// SIGHUP, then SIGKILL if still there after `grace`.
     pub fn kill(&mut self, grace: Duration) {
         let _ = self.child.kill();

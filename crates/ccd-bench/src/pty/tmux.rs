@@ -152,6 +152,17 @@ impl Dtach {
             anyhow::ensure!(Instant::now() < deadline, "dtach did not start");
             std::thread::sleep(Duration::from_millis(10));
         }
+        // `dtach -n` ends by itself once its master runs. The socket is
+        // there before the master leaves our PTY's session, so ending the
+        // launcher (and with it that PTY) at once could hang the master up
+        // before its program started (seen: a session whose program never
+        // ran).
+        if !p.wait_exit(deadline.saturating_duration_since(Instant::now())) {
+            eprintln!(
+                "note: dtach -n {} still running after 10 s: ended",
+                sock.display()
+            );
+        }
         p.kill(Duration::from_millis(200));
         self.socks.push(sock.to_path_buf());
         Ok(())
