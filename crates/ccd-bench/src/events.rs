@@ -95,7 +95,7 @@ fn measure(sock: &SocketDir, sessions: &std::path::Path, a: &Args) -> anyhow::Re
     let _ = sleeper.wait();
     lat.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let pick = |q: f64| ms(lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)]);
+    let pick = |q: f64| ms(crate::stats::nearest_rank(&lat, q));
     println!(
         "registry change -> event ({} changes): p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms (target: within 300 ms)",
         lat.len(),

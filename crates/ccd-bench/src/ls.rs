@@ -60,8 +60,8 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             let ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
             let (min, med, p90) = (
                 ms[0],
-                ms[ms.len() / 2],
-                ms[(ms.len() * 9 / 10).min(ms.len() - 1)],
+                crate::stats::nearest_rank(&ms, 0.5),
+                crate::stats::nearest_rank(&ms, 0.9),
             );
             let cache = cache.name();
             println!("ccd ls --json, {label}, {cache}: min {min:.1} ms, median {med:.1} ms, p90 {p90:.1} ms ({} runs)", a.runs);

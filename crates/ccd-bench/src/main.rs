@@ -16,6 +16,7 @@ mod gen_config;
 mod ls;
 mod parse;
 mod pty;
+mod stats;
 mod trim;
 mod ui;
 

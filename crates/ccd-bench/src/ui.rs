@@ -75,8 +75,8 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         println!(
             "ccd ui, {n} sessions, {what}: min {:.1} ms, median {:.1} ms, p90 {:.1} ms ({} runs)",
             v[0],
-            v[v.len() / 2],
-            v[(v.len() * 9 / 10).min(v.len() - 1)],
+            crate::stats::nearest_rank(v, 0.5),
+            crate::stats::nearest_rank(v, 0.9),
             a.runs
         );
     }

@@ -579,51 +579,60 @@ fn echo_ccd(cx: &Ctx, n: usize) -> anyhow::Result<Vec<Echo>> {
     res
 }
 
+/// Attach → first full frame: `ccd attach`, `cat` of the same frame (the
+/// harness's floor) and `tmux attach`, one sample of each in turn, the
+/// order reversed each round, so a machine that drifts during the part
+/// weighs on each alike; enough samples that p99 is not the one slowest.
 pub fn attach_times(cx: &Ctx) -> Attach {
     let mut a = Attach::default();
     let r = super::reference(Kind::Tui, 300_000, cx.seed + 7);
-    let runs = if cx.samples >= 1000 { 30 } else { 10 };
-    eprintln!("attach → first frame (ccd)…");
-    if let Err(e) = attach_ccd(cx, &r, runs, &mut a) {
+    let runs = if cx.samples >= 1000 { 100 } else { 20 };
+    eprintln!("attach → first frame (ccd attach, cat of its frame, tmux attach, in turns)…");
+    if let Err(e) = attach_in_turns(cx, &r, runs, &mut a) {
         a.errors.push(format!("ccd: {e:#}"));
-    }
-    if let Some(bin) = &cx.tmux {
-        eprintln!("attach → first frame (tmux)…");
-        let res = (|| -> anyhow::Result<Latency> {
-            let dir = cx.dir("attach-tmux")?;
-            let run = Run::new(&dir);
-            let mut t = Tmux::new(bin, &dir, cx.env(&dir)?);
-            t.new_session("m", &cx.bench, &run.marker_args(r.target, cx.seed + 7))?;
-            wait_file(&run.done, Duration::from_secs(30))?;
-            std::thread::sleep(Duration::from_millis(300));
-            let mut d = Vec::new();
-            let mut misses = 0;
-            for _ in 0..runs {
-                let t0 = Instant::now();
-                let mut p = t.attach_pty("m")?;
-                let mut s = ccd_screen::Screen::new(ROWS, COLS);
-                match until_screen(&p, &mut s, &r.screen, Duration::from_secs(5)) {
-                    Some(t1) => d.push(t1 - t0),
-                    None => misses += 1,
-                }
-                p.kill(Duration::from_millis(500));
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            t.kill_server();
-            Ok(Latency::from(d, misses))
-        })();
-        match res {
-            Ok(l) => a.tmux_attach = Some(l),
-            Err(e) => a.errors.push(format!("tmux: {e:#}")),
-        }
     }
     a
 }
 
-fn attach_ccd(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::Result<()> {
+/// A tmux server holding one session that drew the attach reference.
+fn tmux_for_attach(cx: &Ctx, bin: &std::path::Path, r: &Reference) -> anyhow::Result<Tmux> {
+    let dir = cx.dir("attach-tmux")?;
+    let run = Run::new(&dir);
+    let mut t = Tmux::new(bin, &dir, cx.env(&dir)?);
+    t.new_session("m", &cx.bench, &run.marker_args(r.target, cx.seed + 7))?;
+    if let Err(e) = wait_file(&run.done, Duration::from_secs(30)) {
+        t.kill_server();
+        return Err(e);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    Ok(t)
+}
+
+/// One attach sample: from `start` (a process under a PTY) to the screen
+/// being `want`.
+fn attach_sample(
+    start: impl FnOnce() -> anyhow::Result<PtyProc>,
+    want: &str,
+    d: &mut Vec<Duration>,
+    misses: &mut usize,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let mut p = start()?;
+    let mut s = ccd_screen::Screen::new(ROWS, COLS);
+    match until_screen(&p, &mut s, want, Duration::from_secs(5)) {
+        Some(t1) => d.push(t1 - t0),
+        None => *misses += 1,
+    }
+    p.kill(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(100));
+    Ok(())
+}
+
+fn attach_in_turns(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::Result<()> {
     let dir = cx.dir("attach-ccd")?;
     let run = Run::new(&dir);
     let mut c = Ccd::start(&cx.ccd, &cx.bench, &cx.fake, &dir, false)?;
+    let mut tmux = None;
     let res = (|| -> anyhow::Result<()> {
         let (sid, _) = c.new_session(&run.marker_args(r.target, cx.seed + 7), false)?;
         wait_file(&run.done, Duration::from_secs(30))?;
@@ -631,7 +640,8 @@ fn attach_ccd(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::R
         // The API: request → reply → first resync.
         let mut api = c.api()?;
         let (mut reply, mut resync) = (Vec::new(), Vec::new());
-        for i in 0..runs * 5 {
+        let api_runs = if runs >= 100 { 150 } else { 50 };
+        for i in 0..api_runs {
             let t0 = Instant::now();
             let id = api.send(
                 "session.attach",
@@ -656,46 +666,60 @@ fn attach_ccd(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyhow::R
         }
         api.close();
         a.api_reply = Some(Latency::from(reply, 0));
-        let misses = runs * 5 - resync.len();
+        let misses = api_runs - resync.len();
         a.api_resync = Some(Latency::from(resync, misses));
-        // `ccd attach` under a PTY, from process start to the full screen.
-        let mut d = Vec::new();
-        let mut misses = 0;
-        for _ in 0..runs {
-            let t0 = Instant::now();
-            let mut p = c.attach_pty(&sid)?;
-            let mut s = ccd_screen::Screen::new(ROWS, COLS);
-            match until_screen(&p, &mut s, &r.screen, Duration::from_secs(5)) {
-                Some(t1) => d.push(t1 - t0),
-                None => misses += 1,
+        if let Some(bin) = &cx.tmux {
+            match tmux_for_attach(cx, bin, r) {
+                Ok(t) => tmux = Some(t),
+                Err(e) => a.errors.push(format!("tmux: {e:#}")),
             }
-            p.kill(Duration::from_millis(500));
-            std::thread::sleep(Duration::from_millis(100));
         }
-        a.ccd_attach = Some(Latency::from(d, misses));
         // The floor: a process that only writes the same frame.
         let frame = dir.join("frame.bin");
-        if frame.exists() {
-            let (mut d, mut misses) = (Vec::new(), 0);
-            for _ in 0..runs {
-                let t0 = Instant::now();
-                let mut p = PtyProc::spawn(
-                    std::path::Path::new("cat"),
-                    &[frame.display().to_string()],
-                    &cx.env(&dir)?,
-                )?;
-                let mut s = ccd_screen::Screen::new(ROWS, COLS);
-                match until_screen(&p, &mut s, &r.screen, Duration::from_secs(5)) {
-                    Some(t1) => d.push(t1 - t0),
-                    None => misses += 1,
+        let frame_arg = [frame.display().to_string()];
+        let cat_env = cx.env(&dir)?;
+        // Process start → full screen: ccd attach, the floor, tmux attach.
+        let mut d: [Vec<Duration>; 3] = Default::default();
+        let mut miss = [0usize; 3];
+        for round in 0..runs {
+            let order = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+            for k in order {
+                match k {
+                    0 => attach_sample(|| c.attach_pty(&sid), &r.screen, &mut d[0], &mut miss[0])?,
+                    1 if frame.exists() => attach_sample(
+                        || PtyProc::spawn(std::path::Path::new("cat"), &frame_arg, &cat_env),
+                        &r.screen,
+                        &mut d[1],
+                        &mut miss[1],
+                    )?,
+                    2 => {
+                        if let Some(t) = &tmux {
+                            attach_sample(
+                                || t.attach_pty("m"),
+                                &r.screen,
+                                &mut d[2],
+                                &mut miss[2],
+                            )?;
+                        }
+                    }
+                    _ => {}
                 }
-                p.kill(Duration::from_millis(500));
             }
-            a.cat_frame = Some(Latency::from(d, misses));
+        }
+        let [ccd_d, cat_d, tmux_d] = d;
+        a.ccd_attach = Some(Latency::from(ccd_d, miss[0]));
+        if frame.exists() {
+            a.cat_frame = Some(Latency::from(cat_d, miss[1]));
+        }
+        if tmux.is_some() {
+            a.tmux_attach = Some(Latency::from(tmux_d, miss[2]));
         }
         touch(&run.stop)?;
         Ok(())
     })();
+    if let Some(mut t) = tmux {
+        t.kill_server();
+    }
     c.stop();
     res
 }

@@ -338,7 +338,7 @@ impl Latency {
             };
         }
         let ms = |x: Duration| x.as_secs_f64() * 1e3;
-        let q = |f: f64| ms(d[((d.len() as f64 * f) as usize).min(d.len() - 1)]);
+        let q = |f: f64| ms(crate::stats::nearest_rank(&d, f));
         Self {
             samples: d.len(),
             timeouts,
