@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use ccd_holder::{AttachMode, HolderClient, StreamEvent};
-use common::{start, Env};
+use common::{start, thread_switches, Env};
 
 const T: Duration = Duration::from_secs(60);
 /// Bytes of output in the flood.
@@ -23,30 +23,9 @@ const FLOOD: u64 = 8_000_000;
 /// (the reading client takes it in thousands of reads).
 const MOST: u64 = 50;
 
-/// Context switches (voluntary and not) of this process's threads named
-/// `holder-conn`, by thread id.
-fn conn_switches() -> HashMap<String, u64> {
-    let mut out = HashMap::new();
-    for task in std::fs::read_dir("/proc/self/task").expect("tasks") {
-        let dir = task.expect("task").path();
-        let Ok(name) = std::fs::read_to_string(dir.join("comm")) else {
-            continue;
-        };
-        if name.trim() != "holder-conn" {
-            continue;
-        }
-        let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
-            continue;
-        };
-        let switches = status
-            .lines()
-            .filter(|l| l.contains("ctxt_switches"))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .sum();
-        let tid = dir.file_name().unwrap().to_string_lossy().into_owned();
-        out.insert(tid, switches);
-    }
-    out
+/// Context switches of this process's `holder-conn` threads, by thread id.
+fn conn_switches() -> HashMap<String, (String, u64)> {
+    thread_switches(|name| name == "holder-conn")
 }
 
 #[test]
@@ -86,7 +65,7 @@ fn a_flood_to_a_reading_client_wakes_no_connection_thread() {
     let after = conn_switches();
     let woke: u64 = after
         .iter()
-        .map(|(tid, n)| n - before.get(tid).copied().unwrap_or(0))
+        .map(|(tid, (_, n))| n - before.get(tid).map_or(0, |(_, b)| *b))
         .sum();
     eprintln!("{FLOOD} bytes in {reads} output lines; connection threads switched {woke} times");
     assert!(

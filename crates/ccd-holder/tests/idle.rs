@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use ccd_holder::{AttachMode, HolderClient, KillSignal, State, StreamEvent};
-use common::{start, wait_info, Env};
+use common::{start, thread_switches, wait_info, Env};
 
 const T: Duration = Duration::from_secs(20);
 /// How long the session is watched while idle.
@@ -21,31 +21,9 @@ const WATCH: Duration = Duration::from_secs(2);
 /// 4–20 of them: 100–500 ms periods).
 const MOST: u64 = 2;
 
-/// Context switches (voluntary and not) of this process's threads whose
-/// name starts with `holder-`, by thread id.
+/// Context switches of this process's `holder-*` threads, by thread id.
 fn holder_switches() -> HashMap<String, (String, u64)> {
-    let mut out = HashMap::new();
-    for task in std::fs::read_dir("/proc/self/task").expect("tasks") {
-        let dir = task.expect("task").path();
-        let Ok(name) = std::fs::read_to_string(dir.join("comm")) else {
-            continue;
-        };
-        let name = name.trim().to_string();
-        if !name.starts_with("holder-") {
-            continue;
-        }
-        let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
-            continue;
-        };
-        let switches = status
-            .lines()
-            .filter(|l| l.contains("ctxt_switches"))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .sum();
-        let tid = dir.file_name().unwrap().to_string_lossy().into_owned();
-        out.insert(tid, (name, switches));
-    }
-    out
+    thread_switches(|name| name.starts_with("holder-"))
 }
 
 #[test]
