@@ -98,12 +98,8 @@ impl PtyProc {
     /// SIGHUP, then SIGKILL if still there after `grace`.
     pub fn kill(&mut self, grace: Duration) {
         let _ = self.child.kill();
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        if self.wait_exit(grace) {
+            return;
         }
         if self.pid > 0 {
             let _ = nix::sys::signal::kill(
