@@ -977,7 +977,11 @@ mod tests {
             let refused = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no common protocol version"}}"#;
             let after =
                 r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32002,"message":"say hello first"}}"#;
-            writeln!(w, "{refused}\n{after}").expect("write");
+            // One write: the client hangs up once it read the refusal, so
+            // a second write (`writeln!` writes piece by piece) could meet
+            // a broken pipe.
+            w.write_all(format!("{refused}\n{after}\n").as_bytes())
+                .expect("write");
         });
         let e = Client::connect_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
             .err()
