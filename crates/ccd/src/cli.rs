@@ -17,7 +17,8 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Options every command takes.
+// Options every command takes. (A plain comment: clap would make a flattened
+// struct's doc comment the help text of every command it is part of.)
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
     /// Claude Code's config dir (default: $CLAUDE_CONFIG_DIR, else ~/.claude).
@@ -180,7 +181,7 @@ pub enum Command {
     Holder,
 }
 
-/// Which prompt `ccd approve` / `ccd deny` answer.
+// Which prompt `ccd approve` / `ccd deny` answer.
 #[derive(Debug, Args)]
 pub struct RespondArgs {
     /// Session id, unique prefix, or name.
@@ -225,7 +226,7 @@ pub struct LsArgs {
     pub cwd: Option<PathBuf>,
 }
 
-/// How to leave an attached session.
+// How to leave an attached session.
 #[derive(Debug, Args, Clone)]
 pub struct DetachKeyArg {
     /// The detach key (default ctrl-\\, or the config file's detach_key).
@@ -358,4 +359,35 @@ pub enum DaemonAction {
         #[arg(long)]
         kill_sessions: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Each command's `--help` opens with a summary of its own. A flattened
+    /// struct's doc comment once became the summary of every command it is
+    /// part of: `ccd attach --help` (and `new`, `fork`, `observe`, `ui`)
+    /// opened with "How to leave an attached session", `approve` and `deny`
+    /// with "Which prompt …".
+    #[test]
+    fn each_command_s_help_opens_with_a_summary_of_its_own() {
+        let mut cli = Cli::command();
+        cli.build();
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for sub in cli.get_subcommands() {
+            let name = sub.get_name().to_string();
+            let about = sub
+                .get_about()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|| panic!("`ccd {name}` has no summary"));
+            let help = sub.clone().render_long_help().to_string();
+            assert_eq!(help.lines().next(), Some(about.as_str()), "ccd {name}");
+            if let Some((other, _)) = seen.iter().find(|(_, a)| *a == about) {
+                panic!("`ccd {name}` and `ccd {other}` open with the same line: {about:?}");
+            }
+            seen.push((name, about));
+        }
+    }
 }
