@@ -629,11 +629,7 @@ impl Client {
     ) -> Result<Value, ClientError> {
         let until = Instant::now() + within;
         let r = self.wait_for_keeping(id, on_note, keep, Some((until, within, during)));
-        self.reader
-            .stream
-            .get_ref()
-            .socket()
-            .set_read_timeout(None)?;
+        self.reader.stream.get_mut().set_read_timeout(None)?;
         r
     }
 
@@ -656,7 +652,8 @@ impl Client {
             }
             let socket = self.reader.stream.get_ref().socket();
             if deadline::readable(socket.as_fd(), left.min(deadline::STOPPED_CHECK))? {
-                socket.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+                let bound = left.max(Duration::from_millis(1));
+                self.reader.stream.get_mut().set_read_timeout(Some(bound))?;
                 return Ok(());
             }
             if self.peer.stopped() {
@@ -731,11 +728,7 @@ impl Client {
         if let Some(n) = self.queued.pop_front() {
             return Ok(Some(n));
         }
-        self.reader
-            .stream
-            .get_ref()
-            .socket()
-            .set_read_timeout(timeout)?;
+        self.reader.stream.get_mut().set_read_timeout(timeout)?;
         let result = loop {
             match self.reader.next() {
                 Ok(Incoming::Notification(n)) => break Ok(Some(n)),
@@ -751,11 +744,7 @@ impl Client {
                 Err(e) => break Err(e),
             }
         };
-        self.reader
-            .stream
-            .get_ref()
-            .socket()
-            .set_read_timeout(None)?;
+        self.reader.stream.get_mut().set_read_timeout(None)?;
         result
     }
 
@@ -763,10 +752,14 @@ impl Client {
     /// this right after the request that starts a stream).
     /// The halves wait without a deadline (an attached session may be
     /// silent for hours).
-    pub fn split(self) -> (Reader, Writer, VecDeque<Notification>) {
-        let socket = self.reader.stream.get_ref().socket();
-        let _ = socket.set_read_timeout(None);
-        let _ = socket.set_write_timeout(None);
+    pub fn split(mut self) -> (Reader, Writer, VecDeque<Notification>) {
+        let _ = self.reader.stream.get_mut().set_read_timeout(None);
+        let _ = self
+            .reader
+            .stream
+            .get_ref()
+            .socket()
+            .set_write_timeout(None);
         (self.reader, self.writer, self.queued)
     }
 }

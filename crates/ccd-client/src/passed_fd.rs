@@ -2,17 +2,30 @@
 //! descriptor the daemon passes along with a reply (`SCM_RIGHTS`: a direct
 //! stream's holder connection) is kept instead of being closed by the
 //! kernel, as a plain `read` would.
+//!
+//! A read without a timeout waits in `poll(POLLIN)` before `recvmsg`: a
+//! Unix stream socket's readers share its wait queue with its write space,
+//! so a thread blocked in `recvmsg` is woken each time the peer takes what
+//! this side wrote. On an attached terminal that was the output thread
+//! woken by every keystroke the holder read, preempting the holder's
+//! connection thread on the way to the PTY; `poll` filters those wakeups
+//! out (only `POLLIN` wakes it).
 
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
 use std::io::{IoSliceMut, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
 /// A stream socket's reading end that keeps passed descriptors.
 #[derive(Debug)]
 pub struct RecvStream {
     stream: UnixStream,
     passed: Vec<OwnedFd>,
+    /// The socket's read timeout as last set through
+    /// [`RecvStream::set_read_timeout`] (`None`: reads wait in `poll` first).
+    timeout: Option<Duration>,
 }
 
 impl RecvStream {
@@ -20,12 +33,36 @@ impl RecvStream {
         Self {
             stream,
             passed: Vec::new(),
+            timeout: None,
         }
     }
 
-    /// The socket (for timeouts).
+    /// The socket (to wait on it).
     pub fn socket(&self) -> &UnixStream {
         &self.stream
+    }
+
+    /// Bounds each read (`SO_RCVTIMEO`); `None` waits without bound.
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.stream.set_read_timeout(timeout)?;
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// Without a timeout: waits until the socket has something to read
+    /// (data, its end, an error), in `poll`, not in `recvmsg` (module doc).
+    fn wait_readable(&self) -> std::io::Result<()> {
+        if self.timeout.is_some() {
+            return Ok(()); // `recvmsg` itself is bounded: keep its timeout
+        }
+        let mut fds = [PollFd::new(self.stream.as_fd(), PollFlags::POLLIN)];
+        loop {
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => return Ok(()),
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// The oldest descriptor received and not yet taken.
@@ -42,6 +79,7 @@ impl Read for RecvStream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let mut space = nix::cmsg_space!([RawFd; 4]);
         let mut iov = [IoSliceMut::new(buf)];
+        self.wait_readable()?;
         loop {
             let msg = match recvmsg::<()>(
                 self.stream.as_raw_fd(),
@@ -108,5 +146,51 @@ mod tests {
         let mut four = [0u8; 4];
         passed.read_exact(&mut four).expect("read");
         assert_eq!(&four, b"ping");
+    }
+
+    /// Voluntary context switches of thread `tid` of this process.
+    fn switches(tid: i32) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+            .expect("the thread's status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("voluntary_ctxt_switches")
+    }
+
+    /// A reader waiting without a timeout is not woken when the peer takes
+    /// what this side writes: 2,000 lines written and read meanwhile once
+    /// woke a reader blocked in `recvmsg` about once each.
+    #[test]
+    fn a_waiting_reader_sleeps_while_the_peer_reads_what_this_side_wrote() {
+        let (a, b) = UnixStream::pair().expect("pair");
+        let writer = a.try_clone().expect("clone");
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            tid_tx.send(nix::unistd::gettid().as_raw()).expect("tid");
+            let mut r = RecvStream::new(a);
+            let mut buf = [0u8; 16];
+            r.read(&mut buf).expect("read")
+        });
+        let tid = tid_rx.recv().expect("tid");
+        std::thread::sleep(Duration::from_millis(100)); // it waits by now
+        let before = switches(tid);
+        let mut peer = b.try_clone().expect("clone");
+        let taker = std::thread::spawn(move || {
+            let mut line = [0u8; 8];
+            for _ in 0..2000 {
+                peer.read_exact(&mut line).expect("peer read");
+            }
+        });
+        for _ in 0..2000 {
+            (&writer).write_all(b"keypress").expect("write");
+            std::thread::sleep(Duration::from_micros(50)); // one at a time
+        }
+        taker.join().expect("taker");
+        let woken = switches(tid) - before;
+        (&b).write_all(b"x").expect("end the read");
+        assert_eq!(reader.join().expect("reader"), 1);
+        assert!(woken <= 20, "the waiting reader was woken {woken} times");
     }
 }
