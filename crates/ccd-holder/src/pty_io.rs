@@ -65,12 +65,22 @@ pub fn spawn_reader(
 }
 
 /// Start the parser thread.
+///
+/// It yields the CPU after each batch (at most
+/// [`crate::session::PARSE_BATCH`] bytes, with no lock held): a batch
+/// thread is not preempted by a thread woken on its CPU, so without a
+/// yield whatever was woken there — the kernel worker that moves every
+/// PTY's input and output on this machine, a keystroke's thread — waited
+/// for the next scheduler tick, up to 5 ms in a flood (`perf sched`). With
+/// nothing else to run, the yield returns at once.
 pub fn spawn_parser(session: Arc<Session>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("holder-parser".into())
         .spawn(move || {
             crate::sched::bulk();
-            while session.parse_step() {}
+            while session.parse_step() {
+                std::thread::yield_now();
+            }
             tracing::debug!("parser done");
         })
 }
