@@ -753,13 +753,9 @@ impl Client {
     /// The halves wait without a deadline (an attached session may be
     /// silent for hours).
     pub fn split(mut self) -> (Reader, Writer, VecDeque<Notification>) {
-        let _ = self.reader.stream.get_mut().set_read_timeout(None);
-        let _ = self
-            .reader
-            .stream
-            .get_ref()
-            .socket()
-            .set_write_timeout(None);
+        let stream = self.reader.stream.get_mut();
+        let _ = stream.set_read_timeout(None);
+        let _ = stream.socket().set_write_timeout(None);
         (self.reader, self.writer, self.queued)
     }
 }

@@ -260,6 +260,17 @@ pub fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> std::io::Result<bool> 
     let ms = i32::try_from(timeout.as_millis())
         .unwrap_or(i32::MAX)
         .max(1);
+    poll_in(fd, ms)
+}
+
+/// Waits until `fd` is readable (or closed), without bound.
+pub(crate) fn until_readable(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    poll_in(fd, -1).map(drop)
+}
+
+/// `poll(POLLIN)` on `fd` for `ms` milliseconds (-1: no bound), again
+/// after a signal: `true` when it is readable.
+fn poll_in(fd: BorrowedFd<'_>, ms: i32) -> std::io::Result<bool> {
     let mut p = nix::libc::pollfd {
         fd: fd.as_raw_fd(),
         events: nix::libc::POLLIN,

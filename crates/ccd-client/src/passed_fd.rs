@@ -11,7 +11,6 @@
 //! connection thread on the way to the PTY; `poll` filters those wakeups
 //! out (only `POLLIN` wakes it).
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
 use std::io::{IoSliceMut, Read};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -55,14 +54,7 @@ impl RecvStream {
         if self.timeout.is_some() {
             return Ok(()); // `recvmsg` itself is bounded: keep its timeout
         }
-        let mut fds = [PollFd::new(self.stream.as_fd(), PollFlags::POLLIN)];
-        loop {
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => return Ok(()),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        crate::deadline::until_readable(self.stream.as_fd())
     }
 
     /// The oldest descriptor received and not yet taken.
@@ -148,17 +140,6 @@ mod tests {
         assert_eq!(&four, b"ping");
     }
 
-    /// Voluntary context switches of thread `tid` of this process.
-    fn switches(tid: i32) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
-            .expect("the thread's status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("voluntary_ctxt_switches")
-    }
-
     /// A reader waiting without a timeout is not woken when the peer takes
     /// what this side writes: 2,000 lines written and read meanwhile once
     /// woke a reader blocked in `recvmsg` about once each.
@@ -166,16 +147,22 @@ mod tests {
     fn a_waiting_reader_sleeps_while_the_peer_reads_what_this_side_wrote() {
         let (a, b) = UnixStream::pair().expect("pair");
         let writer = a.try_clone().expect("clone");
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            tid_tx.send(nix::unistd::gettid().as_raw()).expect("tid");
-            let mut r = RecvStream::new(a);
-            let mut buf = [0u8; 16];
-            r.read(&mut buf).expect("read")
-        });
-        let tid = tid_rx.recv().expect("tid");
+        let reader = std::thread::Builder::new()
+            .name("waiting-reader".into())
+            .spawn(move || {
+                let mut r = RecvStream::new(a);
+                let mut buf = [0u8; 16];
+                r.read(&mut buf).expect("read")
+            })
+            .expect("spawn");
+        let switches = || -> u64 {
+            ccd_testkit::threads::thread_switches(|name| name == "waiting-reader")
+                .values()
+                .map(|(_, n)| n)
+                .sum()
+        };
         std::thread::sleep(Duration::from_millis(100)); // it waits by now
-        let before = switches(tid);
+        let before = switches();
         let mut peer = b.try_clone().expect("clone");
         let taker = std::thread::spawn(move || {
             let mut line = [0u8; 8];
@@ -188,7 +175,7 @@ mod tests {
             std::thread::sleep(Duration::from_micros(50)); // one at a time
         }
         taker.join().expect("taker");
-        let woken = switches(tid) - before;
+        let woken = switches() - before;
         (&b).write_all(b"x").expect("end the read");
         assert_eq!(reader.join().expect("reader"), 1);
         assert!(woken <= 20, "the waiting reader was woken {woken} times");

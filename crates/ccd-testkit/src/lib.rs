@@ -5,3 +5,4 @@
 pub mod bins;
 pub mod fixtures;
 pub mod gen;
+pub mod threads;
