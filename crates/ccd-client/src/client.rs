@@ -808,6 +808,37 @@ impl Writer {
         Ok(id)
     }
 
+    /// Sends a typed request with descriptors passed along its first
+    /// bytes (`SCM_RIGHTS`: a terminal handed to a holder); returns its id.
+    pub fn send_typed_passing<M: Method>(
+        &mut self,
+        params: &M::Params,
+        fds: &[std::os::fd::BorrowedFd<'_>],
+    ) -> Result<Id, ClientError> {
+        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+        use std::os::fd::AsRawFd;
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        let mut line = Vec::new();
+        encode_request(&id, M::NAME, to_params::<M>(params)?, &mut line)?;
+        let raw: Vec<_> = fds.iter().map(|f| f.as_raw_fd()).collect();
+        let sent = loop {
+            match sendmsg::<()>(
+                self.stream.as_raw_fd(),
+                &[std::io::IoSlice::new(&line)],
+                &[ControlMessage::ScmRights(&raw)],
+                MsgFlags::MSG_NOSIGNAL,
+                None,
+            ) {
+                Ok(n) => break n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(ClientError::Io(e.into())),
+            }
+        };
+        self.stream.write_all(&line[sent..])?;
+        Ok(id)
+    }
+
     /// Sends a notification (a request that gets no reply). Untyped: for
     /// tests; clients use [`Writer::notify_typed`].
     pub fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
@@ -846,6 +877,11 @@ impl Reader {
                 Err(e) => tracing::warn!(error = %e, "skipping a bad line from the daemon"),
             }
         }
+    }
+
+    /// Bounds each read from here on (`None`: no bound).
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.stream.get_mut().set_read_timeout(timeout)
     }
 
     /// True when a whole line is already buffered (the next read will not

@@ -89,7 +89,7 @@ pub enum Event {
 /// Longest chunk delivered by the PTY reader itself (see the module docs).
 pub const DIRECT_MAX: usize = 4096;
 
-use crate::line_socket::{self, Tried};
+use crate::line_socket::{self, OutputLine, Tried};
 
 /// How long an interactive client may take nothing from a full queue
 /// before it is treated as stopped (dropped, resynced later) instead of
@@ -118,6 +118,8 @@ struct QueueState {
     partial: bool,
     /// The writer sent the exit notice ([`ClientQueue::exit_sent`]).
     exit_sent: bool,
+    /// A redraw was asked for ([`ClientQueue::request_redraw`]).
+    redraw: bool,
 }
 
 impl Default for QueueState {
@@ -136,6 +138,7 @@ impl Default for QueueState {
             direct_busy: false,
             partial: false,
             exit_sent: false,
+            redraw: false,
         }
     }
 }
@@ -207,6 +210,7 @@ impl ClientQueue {
             && s.writer_waits
             && !s.direct_busy
             && !s.overflowed
+            && !s.redraw
             && s.chunks.is_empty()
             && !s.partial
             && s.exited.is_none()
@@ -246,12 +250,12 @@ impl ClientQueue {
     }
 
     /// The reader's half of a direct delivery ([`Pushed::Direct`]), outside
-    /// every session lock: send `line` (`chunk`'s `session.output` line,
-    /// encoded once for every direct client) without waiting; what did not
-    /// go is queued for the pump, in front of anything pushed since.
-    pub(crate) fn deliver_direct(&self, line: &[u8], seq: u64, chunk: &Arc<[u8]>) {
+    /// every session lock: send `out` (`chunk` at `seq`, its line encoded
+    /// once for every direct client that needs one) without waiting; what
+    /// did not go is queued for the pump, in front of anything pushed since.
+    pub(crate) fn deliver_direct(&self, out: &OutputLine<'_>, seq: u64, chunk: &Arc<[u8]>) {
         let tried = match self.direct.get().map(|sock| sock.try_lock()) {
-            Some(Ok(mut sock)) => sock.try_line(line),
+            Some(Ok(mut sock)) => sock.try_output(out),
             _ => Tried::Nothing,
         };
         let mut s = self.lock();
@@ -278,7 +282,11 @@ impl ClientQueue {
             s.partial = true;
         }
         let wake = s.writer_waits
-            && (s.partial || !s.chunks.is_empty() || s.overflowed || s.exited.is_some());
+            && (s.partial
+                || !s.chunks.is_empty()
+                || s.overflowed
+                || s.redraw
+                || s.exited.is_some());
         drop(s);
         if wake {
             self.ready.notify_one();
@@ -317,6 +325,19 @@ impl ClientQueue {
         }
     }
 
+    /// The client's next output is a full redraw (not counted as a
+    /// resync after an overflow): its terminal was handed over while
+    /// output it had not drawn was on its way.
+    pub fn request_redraw(&self) {
+        let mut s = self.lock();
+        s.redraw = true;
+        let wake = s.writer_waits;
+        drop(s);
+        if wake {
+            self.ready.notify_one();
+        }
+    }
+
     /// Called by the session, under its lock, when a resync is taken: the
     /// queue restarts empty at the redraw's position.
     pub(crate) fn reset_after_resync(&self, overflow: bool) {
@@ -327,6 +348,7 @@ impl ClientQueue {
             s.resyncs += 1;
         }
         s.overflowed = false;
+        s.redraw = false;
         s.last_taken = Instant::now();
         drop(s);
         self.taken.notify_all();
@@ -368,7 +390,7 @@ impl ClientQueue {
             }
             if s.direct_busy {
                 // The reader is sending: wait for it (it wakes us).
-            } else if s.overflowed {
+            } else if s.overflowed || s.redraw {
                 return Event::Resync;
             } else if let Some((seq, first)) = s.chunks.pop_front() {
                 s.bytes -= first.len();
@@ -401,7 +423,8 @@ impl ClientQueue {
                 .unwrap_or_else(|p| p.into_inner());
             s = guard;
             s.writer_waits = false;
-            let nothing = s.chunks.is_empty() && !s.overflowed && !s.closed && !s.partial;
+            let nothing =
+                s.chunks.is_empty() && !s.overflowed && !s.redraw && !s.closed && !s.partial;
             if timeout.timed_out() && nothing && s.exited.is_none() && !s.direct_busy {
                 return Event::Idle;
             }
@@ -681,11 +704,7 @@ mod tests {
         assert_eq!(direct.len(), 1);
         // Pushed meanwhile: queued behind the one in flight.
         assert!(f.push(2, b"c").is_empty());
-        direct[0].deliver_direct(
-            &ccd_protocol::stream::encode_output_line("sid", 1, &chunk),
-            1,
-            &chunk,
-        );
+        direct[0].deliver_direct(&OutputLine::new("sid", 1, &chunk), 1, &chunk);
         let line = read_line(&mut peer);
         assert_eq!(
             line.as_bytes(),
@@ -729,11 +748,7 @@ mod tests {
         let chunk: Arc<[u8]> = Arc::from(&b"echo"[..]);
         let direct = f.push_shared(7, &chunk);
         assert_eq!(direct.len(), 1);
-        direct[0].deliver_direct(
-            &ccd_protocol::stream::encode_output_line("sid", 7, &chunk),
-            7,
-            &chunk,
-        );
+        direct[0].deliver_direct(&OutputLine::new("sid", 7, &chunk), 7, &chunk);
         // Nothing went (or the filler's tail waits): the pump gets to write.
         let ev = pump.join().unwrap();
         let mut peer = std::io::BufReader::new(b);

@@ -38,6 +38,7 @@ pub mod client;
 pub mod config;
 pub mod exit;
 pub mod fanout;
+pub mod keys;
 pub mod lifecycle;
 pub mod line_socket;
 pub mod pty_io;
@@ -45,6 +46,7 @@ pub mod rpc;
 pub mod session;
 pub mod spawn;
 mod stop;
+pub mod terminal;
 
 // The scheduling hints live in the leaf crate `ccd-sched` (the CLI and
 // the daemon use them too); `crate::sched` names it inside this crate.

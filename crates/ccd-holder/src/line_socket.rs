@@ -12,11 +12,30 @@
 //! it, or a reply that comes first — writes that tail before anything else
 //! ([`LineSocket::write_line`], [`LineSocket::finish`]). So the peer
 //! always reads whole lines in the order they were begun.
+//!
+//! # A handed-off terminal
+//!
+//! Once the client hands its terminal over (`holder.terminal`,
+//! [`crate::terminal`]), the stream's output and redraws go to the
+//! terminal as raw bytes ([`LineSocket::write_output`],
+//! [`LineSocket::try_output`], [`LineSocket::write_resync`]) and only the
+//! replies and notices (the exit, the release) to the socket. Both sinks
+//! are written under the same mutex, so a notice written after the last
+//! output follows it. A tail left by a non-blocking try belongs to the
+//! sink that was tried: it is finished before the terminal is taken and
+//! dropped with the terminal when it is released.
 
+use std::cell::OnceCell;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use ccd_protocol::methods::NotificationKind;
+use ccd_protocol::stream::{encode_output_line, Resync, SessionResync, RESYNC_PREFIX};
+use ccd_protocol::{encode, Notification};
+
+use crate::terminal::TtyOut;
 
 /// A socket shared by the threads that write to one connection.
 pub type Shared = Arc<Mutex<LineSocket>>;
@@ -43,8 +62,44 @@ pub enum Tried {
 #[derive(Debug)]
 pub struct LineSocket {
     stream: UnixStream,
-    /// The unsent end of a line begun by [`LineSocket::try_line`].
+    /// The unsent end of a line begun by [`LineSocket::try_line`] (or of
+    /// output begun on the terminal).
     tail: Vec<u8>,
+    /// The client's terminal, while it is handed to the holder.
+    tty: Option<TtyOut>,
+    /// The stream offset just past the output written so far (or the
+    /// position of the last redraw), tails included.
+    end: u64,
+}
+
+/// One chunk of output, ready for either sink: its `session.output` line
+/// is encoded on first use, once for every client that needs it.
+pub struct OutputLine<'a> {
+    label: &'a str,
+    seq: u64,
+    chunk: &'a [u8],
+    line: OnceCell<Vec<u8>>,
+}
+
+impl<'a> OutputLine<'a> {
+    /// The chunk at stream offset `seq` of the session labelled `label`.
+    pub fn new(label: &'a str, seq: u64, chunk: &'a [u8]) -> Self {
+        Self {
+            label,
+            seq,
+            chunk,
+            line: OnceCell::new(),
+        }
+    }
+
+    fn line(&self) -> &[u8] {
+        self.line
+            .get_or_init(|| encode_output_line(self.label, self.seq, self.chunk))
+    }
+
+    fn end(&self) -> u64 {
+        self.seq + self.chunk.len() as u64
+    }
 }
 
 impl LineSocket {
@@ -53,6 +108,8 @@ impl LineSocket {
         Self {
             stream,
             tail: Vec::new(),
+            tty: None,
+            end: 0,
         }
     }
 
@@ -65,9 +122,114 @@ impl LineSocket {
     pub fn finish(&mut self) -> std::io::Result<()> {
         if !self.tail.is_empty() {
             let tail = std::mem::take(&mut self.tail);
-            self.stream.write_all(&tail)?;
+            match &mut self.tty {
+                Some(t) => t.write_all(&tail)?,
+                None => self.stream.write_all(&tail)?,
+            }
         }
         Ok(())
+    }
+
+    /// The stream offset just past what this connection's client was sent.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Whether the client's terminal is handed to the holder.
+    pub fn has_terminal(&self) -> bool {
+        self.tty.is_some()
+    }
+
+    /// Write `lines` (replies, the attach's first redraw) whose last
+    /// stream position is `end` (the redraw's `seq`).
+    pub fn write_lines_at(&mut self, lines: &[u8], end: u64) -> std::io::Result<()> {
+        self.write_line(lines)?;
+        self.end = end;
+        Ok(())
+    }
+
+    /// Output (blocking): raw to a handed-off terminal, else as a
+    /// `session.output` line.
+    pub fn write_output(&mut self, out: &OutputLine<'_>) -> std::io::Result<()> {
+        self.finish()?;
+        match &mut self.tty {
+            Some(t) => t.write_all(out.chunk)?,
+            None => self.stream.write_all(out.line())?,
+        }
+        self.end = out.end();
+        Ok(())
+    }
+
+    /// A full redraw (blocking): to a handed-off terminal as the bytes a
+    /// terminal client writes for it (home, clear, the redraw), else as a
+    /// `session.resync` line.
+    pub fn write_resync(&mut self, r: &Resync) -> std::io::Result<()> {
+        self.finish()?;
+        match &mut self.tty {
+            Some(t) => {
+                let mut bytes = Vec::with_capacity(r.data.len() + 8);
+                bytes.extend_from_slice(RESYNC_PREFIX);
+                bytes.extend_from_slice(&r.data);
+                t.write_all(&bytes)?;
+            }
+            None => {
+                let n = Notification::new(
+                    SessionResync::NAME,
+                    Some(serde_json::to_value(r).map_err(std::io::Error::other)?),
+                );
+                self.stream
+                    .write_all(&encode(&n).map_err(std::io::Error::other)?)?;
+            }
+        }
+        self.end = r.seq;
+        Ok(())
+    }
+
+    /// Output without waiting ([`LineSocket::try_line`]'s rules), to the
+    /// terminal or the socket.
+    pub fn try_output(&mut self, out: &OutputLine<'_>) -> Tried {
+        let tried = if self.tty.is_some() {
+            self.try_tty(out.chunk)
+        } else {
+            self.try_line(out.line())
+        };
+        if tried != Tried::Nothing {
+            self.end = out.end();
+        }
+        tried
+    }
+
+    fn try_tty(&mut self, bytes: &[u8]) -> Tried {
+        let Some(t) = &mut self.tty else {
+            return Tried::Nothing;
+        };
+        if !self.tail.is_empty() || bytes.is_empty() {
+            return Tried::Nothing;
+        }
+        match t.try_write(bytes) {
+            0 => Tried::Nothing,
+            n if n < bytes.len() => {
+                self.tail = bytes[n..].to_vec();
+                Tried::Partial
+            }
+            _ => Tried::Sent,
+        }
+    }
+
+    /// Takes the client's terminal: output from here on goes to it. A
+    /// line still half-sent on the socket is finished first (blocking).
+    pub fn take_terminal(&mut self, tty: TtyOut) -> std::io::Result<()> {
+        self.finish()?;
+        self.tty = Some(tty);
+        Ok(())
+    }
+
+    /// Lets the terminal go (its descriptor closes here); a tail meant
+    /// for it is dropped. Output from here on goes to the socket.
+    pub fn release_terminal(&mut self) {
+        if self.tty.take().is_some() {
+            self.tail.clear();
+        }
     }
 
     /// Write one whole line (blocking), after any unfinished one.

@@ -465,9 +465,9 @@ impl Session {
         // Idle clients get a small chunk from here, not from their pump
         // (crate::fanout: one thread hand-off less per echo).
         if let Some(label) = label {
-            let line = ccd_protocol::stream::encode_output_line(&label, seq, &chunk);
+            let out = crate::line_socket::OutputLine::new(&label, seq, &chunk);
             for q in &direct {
-                q.deliver_direct(&line, seq, &chunk);
+                q.deliver_direct(&out, seq, &chunk);
             }
         }
         if wake {

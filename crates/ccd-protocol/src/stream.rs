@@ -171,6 +171,9 @@ pub struct StreamLineRef<'a> {
     pub session: &'a str,
     /// Base64 of the bytes.
     pub data: &'a str,
+    /// The stream offset: of the chunk's first byte (output), or the one
+    /// the redraw stands for (resync). `None` when the line has none.
+    pub seq: Option<u64>,
 }
 
 impl<'a> StreamLineRef<'a> {
@@ -190,6 +193,8 @@ impl<'a> StreamLineRef<'a> {
             session: &'a str,
             #[serde(borrow)]
             data: &'a str,
+            #[serde(default)]
+            seq: Option<u64>,
         }
         let l: Line<'a> = serde_json::from_slice(line).ok()?;
         let resync = match l.method {
@@ -201,6 +206,7 @@ impl<'a> StreamLineRef<'a> {
             resync,
             session: l.params.session,
             data: l.params.data,
+            seq: l.params.seq,
         })
     }
 
@@ -209,6 +215,10 @@ impl<'a> StreamLineRef<'a> {
         crate::b64::decode_into(self.data, out).is_ok()
     }
 }
+
+/// What a terminal client writes before a `session.resync`'s data
+/// (cursor home, clear the screen).
+pub const RESYNC_PREFIX: &[u8] = b"\x1b[H\x1b[2J";
 
 /// Why the daemon sent a full redraw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

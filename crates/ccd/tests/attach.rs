@@ -130,6 +130,31 @@ fn resize_propagates_and_two_clients_share_a_session() {
 }
 
 #[test]
+fn the_holder_takes_the_terminal_so_keys_echo_past_a_stopped_client() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("handoff");
+    let mut a = PtyRun::start(&sb, &["attach", &sid], None);
+    a.wait_text("❯", T);
+    // With the terminal handed to the holder, `ccd attach` moves neither
+    // keys nor output: stopped, the session still echoes.
+    let pid = nix::unistd::Pid::from_raw(a.child.process_id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    a.send(b"typed while stopped\r");
+    a.wait_text("echo: typed while stopped", T);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    // The detach key, read by the holder, ends the attachment as before.
+    a.send(b"\x1c");
+    assert_eq!(a.wait_exit(T), 0);
+    assert!(a.terminal_is_cooked(), "terminal left in raw mode");
+    assert!(
+        a.raw_text().contains("\x1b[?1049l"),
+        "alternate screen left"
+    );
+    let screen = sb.ok(&["screen", &sid]);
+    assert!(screen.contains("echo: typed while stopped"), "{screen}");
+}
+
+#[test]
 fn the_session_keeps_running_when_the_client_is_killed() {
     let sb = Sandbox::new();
     let sid = sb.new_session("sigkill");

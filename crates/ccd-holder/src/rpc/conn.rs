@@ -1,5 +1,8 @@
 //! One connection: read requests line by line, answer each, and for an
-//! attached client run the output pump on its own thread.
+//! attached client run the output pump on its own thread. A client that
+//! hands its terminal over (`holder.terminal`, [`crate::terminal`]) has
+//! its keys read here too: the connection thread waits on the socket and
+//! the terminal together.
 //!
 //! Bad input (not JSON, over-long line, unknown method, bad params) gets a
 //! JSON-RPC error reply and the connection keeps going. Lines are written
@@ -7,12 +10,14 @@
 //! interleave inside a line.
 
 use std::io::BufReader;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ccd_protocol::methods::{Method, NotificationKind};
-use ccd_protocol::stream::{encode_output_line, Exited, SessionExited, SessionResync};
+use ccd_protocol::stream::{Exited, SessionExited, SessionResync};
 use ccd_protocol::{
     encode, parse_incoming, parse_params, read_line_bounded, ErrorCode, FrameError, Id, Incoming,
     Notification, Request, Response, RpcError, MAX_LINE_BYTES, MAX_OUTPUT_CHUNK,
@@ -22,12 +27,15 @@ use serde_json::Value;
 
 use crate::config::{signal_number, KillSignal, Size};
 use crate::fanout::{AttachMode, ClientQueue, Event};
+use crate::keys::DetachKey;
 use crate::lifecycle::State;
-use crate::line_socket::{self, LineSocket};
+use crate::line_socket::{self, LineSocket, OutputLine};
 use crate::session::{Session, SessionError};
+use crate::terminal::{self, TtyIn, TtyOut, Wake};
 use ccd_protocol::holder::{
     self as h, canonical, AttachParams, AttachResult, CollectParams, CollectResult, Done,
-    HelloParams, HelloResult, InputParams, KillParams, KillResult, ScreenParams,
+    HelloParams, HelloResult, InputParams, KillParams, KillResult, ReleaseReason, ReleasedParams,
+    ScreenParams, TerminalParams, TerminalResult,
 };
 
 type Writer = line_socket::Shared;
@@ -95,7 +103,19 @@ struct Conn<'a> {
     /// The holder protocol version of this connection: negotiated by
     /// `holder.hello`, [`h::MIN_HOLDER_PROTOCOL_VERSION`] until then.
     protocol: u32,
+    /// The connection's socket (a terminal writer stops when it hangs up).
+    socket: RawFd,
+    /// The client's terminal, while it is handed over: its input (read by
+    /// this thread) and the flag that stops a writer waiting on its output.
+    terminal: Option<(TtyIn, Arc<AtomicBool>)>,
+    /// A terminal was handed over on this connection: its end shuts the
+    /// socket, so a client waiting for the release sees it.
+    had_terminal: bool,
 }
+
+/// Descriptors passed on a connection and not yet claimed by a
+/// `holder.terminal` (the newest are kept; older ones are closed).
+pub const MAX_PASSED_FDS: usize = 2;
 
 /// Serve one connection until it closes.
 pub fn handle(session: &Arc<Session>, stream: UnixStream) {
@@ -115,13 +135,45 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
         size: None,
         stop_after_reply: false,
         protocol: h::MIN_HOLDER_PROTOCOL_VERSION,
+        socket: stream.as_raw_fd(),
+        terminal: None,
+        had_terminal: false,
     };
-    let mut reader = BufReader::new(PollFirst(stream));
+    let mut reader = BufReader::new(PollFirst {
+        stream,
+        passed: Vec::new(),
+    });
     let mut buf = Vec::new();
     loop {
+        // With a terminal held, wait on it beside the socket until a line
+        // can be read (one already buffered is read at once).
+        if let Some((tty, _)) = conn.terminal.as_mut() {
+            if !reader.buffer().contains(&b'\n') {
+                match tty.wait(reader.get_ref().stream.as_fd()) {
+                    Ok(Wake::Socket) => {}
+                    Ok(Wake::Keys(keys)) => {
+                        conn.terminal_keys(keys);
+                        continue;
+                    }
+                    Ok(Wake::Detach(keys)) => {
+                        conn.terminal_keys(keys);
+                        conn.release_terminal(Some(ReleaseReason::DetachKey));
+                        continue;
+                    }
+                    Ok(Wake::Hangup) | Err(_) => {
+                        conn.release_terminal(Some(ReleaseReason::Hangup));
+                        continue;
+                    }
+                }
+            }
+        }
         let reply = match read_line_bounded(&mut reader, MAX_LINE_BYTES, &mut buf) {
             Ok(None) => break,
             Ok(Some(line)) => match parse_incoming(line) {
+                Ok(Incoming::Request(req)) if canonical(&req.method) == h::Terminal::NAME => {
+                    let passed = std::mem::take(&mut reader.get_mut().passed);
+                    conn.terminal(req, passed)
+                }
                 Ok(Incoming::Request(req)) => conn.dispatch(req),
                 Ok(Incoming::Notification(n)) => {
                     conn.on_notification(n);
@@ -145,8 +197,14 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
             session.request_stop();
         }
     }
+    conn.release_terminal(None);
     if let Some(q) = conn.attached.take() {
         q.close();
+    }
+    if conn.had_terminal {
+        // The socket's other holders (the pump, the queue) may outlive
+        // this thread: end it now, so the client sees the release.
+        let _ = reader.get_ref().stream.shutdown(std::net::Shutdown::Both);
     }
 }
 
@@ -157,13 +215,20 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
 /// flood, each wakeup a short-slice thread preempting the parser (the
 /// parser was preempted 14,000 times a second). `poll` wakes for input,
 /// end of stream and errors only.
-struct PollFirst(UnixStream);
+///
+/// It reads with `recvmsg`, keeping descriptors passed with the bytes
+/// (`SCM_RIGHTS`: a terminal handed over) for the `holder.terminal` they
+/// came with; at most [`MAX_PASSED_FDS`] wait, older ones are closed.
+struct PollFirst {
+    stream: UnixStream,
+    passed: Vec<OwnedFd>,
+}
 
 impl std::io::Read for PollFirst {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use std::os::fd::AsRawFd;
+        use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
         let mut p = libc::pollfd {
-            fd: self.0.as_raw_fd(),
+            fd: self.stream.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -174,7 +239,38 @@ impl std::io::Read for PollFirst {
                 return Err(e);
             }
         }
-        self.0.read(buf)
+        let mut space = nix::cmsg_space!([RawFd; MAX_PASSED_FDS]);
+        let mut iov = [std::io::IoSliceMut::new(buf)];
+        let msg = loop {
+            match recvmsg::<()>(
+                self.stream.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            ) {
+                Ok(m) => break m,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let n = msg.bytes;
+        if let Ok(cmsgs) = msg.cmsgs() {
+            for c in cmsgs {
+                if let ControlMessageOwned::ScmRights(fds) = c {
+                    for fd in fds {
+                        // SAFETY: the kernel just installed `fd` in this
+                        // process for us; nothing else owns it.
+                        self.passed
+                            .push(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) });
+                    }
+                }
+            }
+        }
+        if self.passed.len() > MAX_PASSED_FDS {
+            let extra = self.passed.len() - MAX_PASSED_FDS;
+            self.passed.drain(..extra);
+        }
+        Ok(n)
     }
 }
 
@@ -212,6 +308,7 @@ impl Conn<'_> {
                 }
             }
             h::Detach::NAME => {
+                self.release_terminal(None);
                 if let Some(q) = self.attached.take() {
                     q.close();
                 }
@@ -372,7 +469,7 @@ impl Conn<'_> {
             .map_err(std::io::Error::other)
             .and_then(|mut lines| {
                 lines.extend(notification_line(SessionResync::NAME, &resync)?);
-                write_line(&self.writer, &lines)
+                line_socket::lock(&self.writer).write_lines_at(&lines, resync.seq)
             });
         if let Err(e) = sent {
             q.close();
@@ -393,6 +490,106 @@ impl Conn<'_> {
         self.attached = Some(q);
         Ok(())
     }
+
+    /// `holder.terminal` with the descriptors `passed` on the connection:
+    /// writes its own reply. From the reply on, this connection's output
+    /// goes to the terminal (after a redraw when the client had not drawn
+    /// everything sent) and its keys are read here.
+    fn terminal(&mut self, req: Request, passed: Vec<OwnedFd>) -> Option<Response> {
+        let id = req.id.clone().unwrap_or(Id::Number(0));
+        match parse_params::<TerminalParams>(req.params)
+            .and_then(|p| self.take_terminal(&id, p, passed))
+        {
+            Ok(()) => None,
+            Err(e) => Some(Response::error(Some(id), e)),
+        }
+    }
+
+    fn take_terminal(
+        &mut self,
+        id: &Id,
+        p: TerminalParams,
+        passed: Vec<OwnedFd>,
+    ) -> Result<(), RpcError> {
+        let Some(q) = self.attached.clone() else {
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "holder.terminal: attach this connection first",
+            ));
+        };
+        if self.terminal.is_some() {
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "holder.terminal: this connection already holds a terminal",
+            ));
+        }
+        if p.detach_key >= 0x20 {
+            return Err(RpcError::invalid_params(format!(
+                "holder.terminal: the detach key must be a control character (0x00-0x1f), not {:#04x}",
+                p.detach_key
+            )));
+        }
+        let (input, output) = terminal::open_passed(passed).map_err(RpcError::invalid_params)?;
+        let release = Arc::new(AtomicBool::new(false));
+        let mut w = line_socket::lock(&self.writer);
+        w.take_terminal(TtyOut::new(output, self.socket, Arc::clone(&release)))
+            .map_err(|e| RpcError::internal(format!("write failed: {e}")))?;
+        let redraw = w.end() != p.drawn;
+        if redraw {
+            q.request_redraw();
+        }
+        let reply = Response::success(id.clone(), ok(&TerminalResult { redraw })?);
+        let written = encode(&reply)
+            .map_err(std::io::Error::other)
+            .and_then(|line| w.write_line(&line));
+        if let Err(e) = written {
+            w.release_terminal();
+            return Err(RpcError::internal(format!("write failed: {e}")));
+        }
+        drop(w);
+        tracing::debug!(client = q.id(), redraw, "terminal handed over");
+        self.terminal = Some((TtyIn::new(input, DetachKey(p.detach_key)), release));
+        self.had_terminal = true;
+        Ok(())
+    }
+
+    /// Keys read from the handed-over terminal, for the session (an
+    /// observer's are dropped: only its detach key counts).
+    fn terminal_keys(&mut self, keys: Vec<u8>) {
+        if keys.is_empty() || self.is_observer() {
+            return;
+        }
+        if let Err(e) = self.input(InputParams { data: keys }) {
+            tracing::debug!(error = %e.message, "terminal keys refused");
+        }
+    }
+
+    /// Lets the handed-over terminal go, if one is held: closes its input
+    /// here and its output under the socket's mutex (a writer waiting on
+    /// it gives up first). With a `reason` the stream ends too and the
+    /// client is told ([`h::Released`]).
+    fn release_terminal(&mut self, reason: Option<ReleaseReason>) {
+        let Some((input, release)) = self.terminal.take() else {
+            return;
+        };
+        drop(input);
+        release.store(true, Ordering::Release);
+        if reason.is_some() {
+            // No more output for this client, to any sink.
+            if let Some(q) = self.attached.take() {
+                q.close();
+            }
+        }
+        let mut w = line_socket::lock(&self.writer);
+        w.release_terminal();
+        if let Some(reason) = reason {
+            tracing::debug!(?reason, "terminal released");
+            let notice = notification_line(h::Released::NAME, &ReleasedParams { reason });
+            if let Err(e) = notice.and_then(|line| w.write_line(&line)) {
+                tracing::debug!(error = %e, "cannot tell the client its terminal was released");
+            }
+        }
+    }
 }
 
 /// Move output from a client's queue to its socket.
@@ -402,11 +599,12 @@ fn pump(session: &Session, writer: &Writer, q: &ClientQueue) {
         let res = match q.next(crate::session::IDLE_SAFETY, MAX_OUTPUT_CHUNK) {
             Event::Output { seq, data } => {
                 sched.moved(data.len());
-                write_line(writer, &encode_output_line(&session.label(), seq, &data))
+                let label = session.label();
+                line_socket::lock(writer).write_output(&OutputLine::new(&label, seq, &data))
             }
             Event::Resync => {
                 let r = session.resync(q);
-                send_notification(writer, SessionResync::NAME, &r)
+                line_socket::lock(writer).write_resync(&r)
             }
             Event::Exited(e) => {
                 let ex = Exited {

@@ -45,7 +45,7 @@ pub mod spec;
 pub use screen::{ScreenState, TerminalModes};
 
 /// The holder protocol version this crate describes.
-pub const HOLDER_PROTOCOL_VERSION: u32 = 1;
+pub const HOLDER_PROTOCOL_VERSION: u32 = 2;
 /// The oldest holder protocol version a holder of this crate speaks (and
 /// the version of a connection that sends no `holder.hello`).
 pub const MIN_HOLDER_PROTOCOL_VERSION: u32 = 1;
@@ -58,6 +58,10 @@ pub const PRE_VERSIONING: u32 = 0;
 /// public names of [`canonical`] on a connection the daemon passes to a
 /// client); a version-0 holder is attached through the daemon instead.
 pub const DIRECT_STREAM_VERSION: u32 = 1;
+
+/// The first version whose holders take a client's terminal
+/// ([`Terminal`], `holder.terminal`).
+pub const TERMINAL_VERSION: u32 = 2;
 
 /// The id of the `holder.hello` the daemon sends on a direct stream's
 /// connection, in the same write as the attach (id
@@ -186,6 +190,70 @@ impl Method for Collect {
     type Result = CollectResult;
 }
 
+/// `holder.terminal`: the attached client of this connection hands its
+/// terminal to the holder, which from then on reads the keys and writes
+/// the output itself (no hop through the client). The request carries the
+/// terminal's input and output descriptors (`SCM_RIGHTS`, in that order)
+/// with its first bytes; see "Terminal hand-off" in `docs/protocol.md`.
+pub struct Terminal;
+
+impl Method for Terminal {
+    const NAME: &'static str = "holder.terminal";
+    type Params = TerminalParams;
+    type Result = TerminalResult;
+}
+
+/// Params of `holder.terminal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalParams {
+    /// The stream offset up to which the client has drawn this
+    /// connection's output (the end of the last chunk or the `seq` of the
+    /// last redraw it wrote to the terminal). When the holder has sent
+    /// more, it redraws the terminal instead.
+    pub drawn: u64,
+    /// The detach key (a control character): pressed once it ends the
+    /// hand-off ([`Released`]); twice in a row it reaches the session once.
+    pub detach_key: u8,
+}
+
+/// Result of `holder.terminal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalResult {
+    /// True when output the client had not drawn was in flight: the
+    /// holder's first write to the terminal is a full redraw.
+    pub redraw: bool,
+}
+
+/// `holder.released`, a notification: the holder no longer reads or
+/// writes the client's terminal (its descriptors are closed); nothing of
+/// the stream follows on the connection.
+pub struct Released;
+
+impl crate::methods::NotificationKind for Released {
+    const NAME: &'static str = "holder.released";
+    type Params = ReleasedParams;
+}
+
+/// Params of `holder.released`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleasedParams {
+    /// Why: the detach key was pressed.
+    pub reason: ReleaseReason,
+}
+
+/// Why the holder let a terminal go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseReason {
+    /// The person pressed the detach key.
+    DetachKey,
+    /// The terminal hung up (its reads fail).
+    Hangup,
+    /// A reason a later ccd adds.
+    #[serde(other)]
+    Other,
+}
+
 /// Every holder method of this version.
 pub const ALL_HOLDER_METHODS: &[&str] = &[
     Hello::NAME,
@@ -197,6 +265,7 @@ pub const ALL_HOLDER_METHODS: &[&str] = &[
     Resize::NAME,
     Kill::NAME,
     Collect::NAME,
+    Terminal::NAME,
 ];
 
 /// The method a name stands for: on a direct stream (see

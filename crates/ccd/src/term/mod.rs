@@ -11,7 +11,8 @@
 //! — restores the terminal: the saved termios and a reset of every mode a
 //! session may have turned on ([`raw::RESET_MODES`]).
 
-pub mod keys;
+/// The detach key (the holder filters a handed-off terminal with it too).
+pub use ccd_holder::keys;
 pub mod raw;
 pub mod run;
 

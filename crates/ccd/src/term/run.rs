@@ -7,18 +7,29 @@
 //! keys skip the daemon (and a daemon that dies leaves the attachment
 //! alone). Otherwise (observing a session outside ccd) the stream comes
 //! through the daemon connection.
+//!
+//! On a direct stream, once the first frame is drawn, the terminal itself
+//! is handed to the holder ([`hand_off`], `holder.terminal`): the holder
+//! reads the keys and writes the output, so neither crosses this process.
+//! This process then keeps the terminal's mode, its size (`SIGWINCH`) and
+//! the signals, and waits on the connection for the end: the session's
+//! exit, the holder's release (the detach key), or a signal, after which
+//! it closes its side and waits until the holder has let the terminal go
+//! ([`RELEASE_WAIT`]) before restoring it.
 
 use super::keys::{DetachFilter, DetachKey, Filtered};
 use super::raw::{self, RawMode};
 use ccd_claude::transcript::render::{render_line, Rendered, RenderedKind};
 use ccd_client::client::{Reader, Writer};
 use ccd_client::{Client, ClientError, Sent};
+use ccd_protocol::holder::{self as h, TerminalParams, TerminalResult};
 use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, InputParams, ResizeParams, SessionAttach, SessionInput,
     SessionResize,
 };
 use ccd_protocol::methods::session::{Progress, SessionProgress};
 use ccd_protocol::methods::{Method, NotificationKind, TermSize};
+use ccd_protocol::stream::RESYNC_PREFIX;
 use ccd_protocol::stream::{
     Exited, OutputChunk, Resync, SessionExited, SessionOutput, SessionResync, SessionTranscript,
     StreamLineRef, TranscriptItem, TranscriptItems,
@@ -149,8 +160,16 @@ pub fn attach_loop(
     // first frame is out (closing it wakes the daemon: not before).
     drop(daemon);
 
-    let input = spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key);
-    let signals = spawn_signals(writer.clone(), why.clone(), sid.clone(), mode);
+    let handed = outcome.is_none()
+        && direct
+        && handoff_wanted(attached.holder_protocol)
+        && hand_off(&mut reader, &writer, &mut out, key, &mut outcome)?;
+    let input = if handed {
+        None
+    } else {
+        spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key)
+    };
+    let signals = spawn_signals(writer.clone(), why.clone(), sid.clone(), mode, handed);
     let outcome = match outcome {
         Some(o) => o,
         None => loop {
@@ -177,8 +196,12 @@ pub fn attach_loop(
     out.flush();
     drop(out);
     // Invariant: when this returns, no thread of this attachment reads
-    // stdin or takes signals (the dashboard reads the keyboard next).
+    // stdin or takes signals (the dashboard reads the keyboard next), and
+    // no holder holds the terminal.
     let _ = why.compare_exchange(RUNNING, ENDED, Ordering::AcqRel, Ordering::Acquire);
+    if handed {
+        await_release(&mut reader, &writer);
+    }
     if let Some((thread, wake)) = input {
         let _ = nix::unistd::write(&wake, b"x");
         let _ = thread.join();
@@ -285,10 +308,16 @@ struct Terminal {
     /// `Stdout`'s line buffering (which splits a batch at its last newline).
     fd: std::fs::File,
     pending: Vec<u8>,
+    /// The stream offset drawn up to, counting what is pending
+    /// ([`UNKNOWN_POSITION`] after a line without one).
+    drawn: u64,
     /// The writing thread's scheduling: interactive, or bulk while the
     /// session floods.
     sched: ccd_sched::Adaptive,
 }
+
+/// A drawn position no stream has: the holder redraws on a hand-off.
+const UNKNOWN_POSITION: u64 = u64::MAX;
 
 /// Batch size at which the terminal is written even with more lines waiting.
 const TERM_BATCH: usize = 256 * 1024;
@@ -300,6 +329,7 @@ impl Terminal {
         Ok(Self {
             fd: fd.into(),
             pending: Vec::with_capacity(TERM_BATCH),
+            drawn: UNKNOWN_POSITION,
             sched: ccd_sched::Adaptive::start(),
         })
     }
@@ -328,7 +358,7 @@ impl Terminal {
 fn next_shown(r: &mut Reader, out: &mut Terminal) -> Result<Option<Outcome>, ClientError> {
     let line = r.next_line_bytes()?;
     if let Some(l) = StreamLineRef::parse(line) {
-        show_stream(out, l.resync, |buf| l.decode_into(buf));
+        show_stream(out, l.resync, l.seq, |buf| l.decode_into(buf));
         return Ok(None);
     }
     let Ok(line) = std::str::from_utf8(line) else {
@@ -342,16 +372,29 @@ fn next_shown(r: &mut Reader, out: &mut Terminal) -> Result<Option<Outcome>, Cli
     }
 }
 
-/// Queues a chunk of output or a redraw for the terminal; bytes that do not
-/// decode are left out.
-fn show_stream(out: &mut Terminal, resync: bool, decode: impl FnOnce(&mut Vec<u8>) -> bool) {
+/// Queues a chunk of output (at stream offset `seq`) or a redraw (standing
+/// for offset `seq`) for the terminal; bytes that do not decode are left
+/// out.
+fn show_stream(
+    out: &mut Terminal,
+    resync: bool,
+    seq: Option<u64>,
+    decode: impl FnOnce(&mut Vec<u8>) -> bool,
+) {
     let mark = out.pending.len();
     if resync {
-        out.put(b"\x1b[H\x1b[2J");
+        out.put(RESYNC_PREFIX);
     }
     if !decode(&mut out.pending) {
         out.pending.truncate(mark);
+        return;
     }
+    let len = (out.pending.len() - mark) as u64;
+    out.drawn = match seq {
+        Some(seq) if resync => seq,
+        Some(seq) => seq + len,
+        None => UNKNOWN_POSITION,
+    };
 }
 
 /// Shows one notification on the terminal; `Some` when it ends the loop.
@@ -359,19 +402,25 @@ fn show(out: &mut Terminal, n: &Notification) -> Option<Outcome> {
     match n.method.as_str() {
         SessionOutput::NAME => {
             if let Ok(c) = n.params_as::<OutputChunk>() {
-                out.put(&c.data);
+                show_stream(out, false, Some(c.seq), |buf| {
+                    buf.extend_from_slice(&c.data);
+                    true
+                });
             }
             None
         }
         SessionResync::NAME => {
             if let Ok(r) = n.params_as::<Resync>() {
-                show_stream(out, true, |buf| {
+                show_stream(out, true, Some(r.seq), |buf| {
                     buf.extend_from_slice(&r.data);
                     true
                 });
             }
             None
         }
+        // The holder let a handed-off terminal go: the detach key (or the
+        // terminal hung up).
+        h::Released::NAME => Some(Outcome::Detached),
         SessionTranscript::NAME => {
             let width = raw::size().map(|(c, _)| c as usize).unwrap_or(100);
             let items = n
@@ -428,6 +477,122 @@ fn stop(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
     if let Ok(w) = writer.lock() {
         let _ = w.shutdown_both();
     }
+}
+
+/// [`stop`] while the holder holds the terminal: only this side's
+/// sending is closed, so the holder lets the terminal go before the
+/// connection ends (the reader sees that end). A holder that does not
+/// answer within [`RELEASE_WAIT`] is cut off.
+fn stop_handed(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
+    why.store(reason, Ordering::Release);
+    if let Ok(w) = writer.lock() {
+        let _ = w.shutdown();
+    }
+    std::thread::sleep(RELEASE_WAIT);
+    if let Ok(w) = writer.lock() {
+        let _ = w.shutdown_both();
+    }
+}
+
+/// How long a client waits for its holder to let the terminal go.
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+/// The terminal hand-off is tried: `CCD_TERMINAL_HANDOFF=0` turns it off
+/// (the output and keys then cross this process, as with an older holder).
+const HANDOFF_ENV: &str = "CCD_TERMINAL_HANDOFF";
+
+/// Whether to hand the terminal to a holder speaking `holder_protocol`:
+/// both stdin and stdout must be terminals.
+fn handoff_wanted(holder_protocol: Option<u32>) -> bool {
+    use std::io::IsTerminal;
+    holder_protocol.is_some_and(|v| v >= h::TERMINAL_VERSION)
+        && std::env::var(HANDOFF_ENV).map_or(true, |v| v != "0")
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+}
+
+/// Hands stdin and stdout to the holder (`holder.terminal`); true when it
+/// took them. Until its reply, lines keep coming: what they would draw is
+/// held back and dropped once the holder has the terminal (it redraws
+/// when the client had not drawn everything it sent), or drawn when it
+/// refused. A session exit meanwhile lands in `outcome`.
+fn hand_off(
+    reader: &mut Reader,
+    writer: &Mutex<Writer>,
+    out: &mut Terminal,
+    key: DetachKey,
+    outcome: &mut Option<Outcome>,
+) -> Result<bool, ClientError> {
+    use std::os::fd::AsFd;
+    let params = TerminalParams {
+        drawn: out.drawn,
+        detach_key: key.0,
+    };
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    let id = {
+        let Ok(mut w) = writer.lock() else {
+            return Ok(false);
+        };
+        w.send_typed_passing::<h::Terminal>(&params, &[stdin.as_fd(), stdout.as_fd()])?
+    };
+    let mark = out.pending.len();
+    reader
+        .set_read_timeout(Some(ccd_client::deadline::CALL_TIMEOUT))
+        .map_err(ClientError::Io)?;
+    let answer = loop {
+        let line = reader.next_line_bytes()?;
+        if let Some(l) = StreamLineRef::parse(line) {
+            show_stream(out, l.resync, l.seq, |buf| l.decode_into(buf));
+            continue;
+        }
+        let Ok(line) = std::str::from_utf8(line) else {
+            continue;
+        };
+        match parse_incoming(line) {
+            Ok(Incoming::Response(r)) if r.id.as_ref() == Some(&id) => break r.outcome,
+            Ok(Incoming::Notification(n)) => {
+                if let Some(o) = show(out, &n) {
+                    *outcome = Some(o);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => return Err(ClientError::Protocol(e.error.message)),
+        }
+    };
+    reader.set_read_timeout(None).map_err(ClientError::Io)?;
+    match answer {
+        Ok(v) => {
+            // Held back until the reply: output the holder replaces with a
+            // redraw. When the exit notice came meanwhile, the holder's
+            // writer is done and draws nothing more: draw it here.
+            let redraw = serde_json::from_value::<TerminalResult>(v).map_or(true, |r| r.redraw);
+            if redraw && outcome.is_some() {
+                out.flush();
+            } else {
+                out.pending.truncate(mark);
+            }
+            Ok(true)
+        }
+        Err(e) => {
+            tracing::info!(error = %e.message, "the holder did not take the terminal; relaying it");
+            out.flush();
+            Ok(false)
+        }
+    }
+}
+
+/// After a handed-off attachment ends: closes this side's sending and
+/// reads until the holder ends the connection (it does so once it let the
+/// terminal go), for at most [`RELEASE_WAIT`].
+fn await_release(reader: &mut Reader, writer: &Mutex<Writer>) {
+    if let Ok(w) = writer.lock() {
+        let _ = w.shutdown();
+    }
+    if reader.set_read_timeout(Some(RELEASE_WAIT)).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + RELEASE_WAIT;
+    while Instant::now() < deadline && reader.next_line_bytes().is_ok() {}
 }
 
 /// Longest wait of an idle input thread (a safety net, not a poll: keys,
@@ -521,6 +686,7 @@ fn spawn_signals(
     why: Arc<AtomicU8>,
     sid: String,
     mode: Mode,
+    handed: bool,
 ) -> Option<signal_hook::iterator::Handle> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGWINCH};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGWINCH, SIGTERM, SIGHUP, SIGINT])
@@ -544,6 +710,10 @@ fn spawn_signals(
                             );
                         }
                     }
+                }
+                other if handed => {
+                    stop_handed(&writer, &why, SIGNAL_BASE + other as u8);
+                    return;
                 }
                 other => {
                     stop(&writer, &why, SIGNAL_BASE + other as u8);
