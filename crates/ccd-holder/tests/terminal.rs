@@ -326,3 +326,30 @@ fn a_terminal_that_does_not_drain_does_not_hold_the_release() {
     assert_eq!(term.unread_keys(Duration::from_millis(300)), b"k");
     let _ = c.kill(ccd_holder::KillSignal::Kill, None);
 }
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[test]
+fn descriptors_passed_without_a_hand_over_are_bounded() {
+    let env = Env::new();
+    let (_serve, mut c) = start(echo_shell(&env));
+    wait_screen(&mut c, T, "ready");
+    let mut conn = Conn::connect(&env);
+    let (pr, pw) = nix::unistd::pipe().unwrap();
+    conn.send(json!({"jsonrpc": "2.0", "id": 0, "method": "holder.info"}));
+    conn.reply(0);
+    let before = open_fds();
+    // Three descriptors with each of 20 requests that claim none: the
+    // holder keeps the newest two (the kernel drops a message's third).
+    for id in 1..=20 {
+        conn.send_passing(
+            json!({"jsonrpc": "2.0", "id": id, "method": "holder.info"}),
+            &[pr.as_fd(), pw.as_fd(), pr.as_fd()],
+        );
+        assert!(conn.reply(id)["result"]["holder_pid"].is_number());
+    }
+    let grown = open_fds().saturating_sub(before);
+    assert!(grown <= 2, "the holder keeps {grown} passed descriptors");
+}

@@ -226,7 +226,6 @@ struct PollFirst {
 
 impl std::io::Read for PollFirst {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
         let mut p = libc::pollfd {
             fd: self.stream.as_raw_fd(),
             events: libc::POLLIN,
@@ -239,39 +238,76 @@ impl std::io::Read for PollFirst {
                 return Err(e);
             }
         }
-        let mut space = nix::cmsg_space!([RawFd; MAX_PASSED_FDS]);
-        let mut iov = [std::io::IoSliceMut::new(buf)];
-        let msg = loop {
-            match recvmsg::<()>(
-                self.stream.as_raw_fd(),
-                &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            ) {
-                Ok(m) => break m,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        };
-        let n = msg.bytes;
-        if let Ok(cmsgs) = msg.cmsgs() {
-            for c in cmsgs {
-                if let ControlMessageOwned::ScmRights(fds) = c {
-                    for fd in fds {
-                        // SAFETY: the kernel just installed `fd` in this
-                        // process for us; nothing else owns it.
-                        self.passed
-                            .push(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) });
-                    }
-                }
-            }
-        }
+        let n = recv_keeping_fds(&self.stream, buf, &mut self.passed)?;
         if self.passed.len() > MAX_PASSED_FDS {
             let extra = self.passed.len() - MAX_PASSED_FDS;
             self.passed.drain(..extra);
         }
         Ok(n)
     }
+}
+
+/// One `recvmsg` into `buf`; descriptors passed with the bytes are
+/// appended to `passed`. Room is made for [`MAX_PASSED_FDS`]: the kernel
+/// closes a message's others and says so (`MSG_CTRUNC`), and the ones it
+/// did install are read from the truncated header all the same (nix's
+/// iterator refuses a truncated one, which would leak them).
+fn recv_keeping_fds(
+    stream: &UnixStream,
+    buf: &mut [u8],
+    passed: &mut Vec<OwnedFd>,
+) -> std::io::Result<usize> {
+    const FD: usize = std::mem::size_of::<libc::c_int>();
+    // Aligned for `cmsghdr`; larger than CMSG_SPACE of MAX_PASSED_FDS.
+    let mut control = [0u64; 8];
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE((FD * MAX_PASSED_FDS) as u32) } as usize;
+    debug_assert!(space <= std::mem::size_of_val(&control));
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid (no name, no iov, no control).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    let n = loop {
+        // SAFETY: `msg` points at `iov` (into `buf`) and `control`, both
+        // alive and of the lengths given, for the duration of the call.
+        let r = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        tracing::debug!(
+            "more descriptors were passed than a connection keeps; the kernel closed the rest"
+        );
+    }
+    // SAFETY: walking the control buffer the kernel filled, with the libc
+    // macros, within `msg_controllen`; each SCM_RIGHTS entry's data is
+    // `cmsg_len - CMSG_LEN(0)` bytes of descriptors installed for us.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let len = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                for i in 0..len / FD {
+                    let fd = std::ptr::read_unaligned(data.add(i));
+                    passed.push(std::os::fd::FromRawFd::from_raw_fd(fd));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok(n)
 }
 
 impl Conn<'_> {
