@@ -163,7 +163,13 @@ pub fn attach_loop(
     let handed = outcome.is_none()
         && direct
         && handoff_wanted(attached.holder_protocol)
-        && hand_off(&mut reader, &writer, &mut out, key, &mut outcome)?;
+        && hand_off(&mut reader, &writer, &mut out, key, &mut outcome).unwrap_or_else(|e| {
+            // The connection failed under the hand-off: the holder is gone.
+            tracing::debug!(error = %e, "the terminal hand-off failed");
+            out.flush();
+            outcome.get_or_insert(Outcome::HolderGone);
+            false
+        });
     let input = if handed {
         None
     } else {
