@@ -11,6 +11,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use ccd_holder::HolderClient;
 use ccd_protocol::holder::TerminalParams;
 use common::{start, wait_info, wait_screen, Env};
 use serde_json::{json, Value};
@@ -169,14 +170,23 @@ fn echo_shell(env: &Env) -> ccd_holder::HolderConfig {
     env.sh("printf ready; while IFS= read -r x; do echo \"got:$x\"; done")
 }
 
+type Serve = std::thread::JoinHandle<anyhow::Result<ccd_holder::Outcome>>;
+
+/// A holder running `cfg` (which prints `ready`), a terminal, and a
+/// connection attached interactively; the first redraw's stream offset.
+fn attached(env: &Env, cfg: ccd_holder::HolderConfig) -> (Serve, HolderClient, Term, Conn, u64) {
+    let (serve, mut c) = start(cfg);
+    wait_screen(&mut c, T, "ready");
+    let term = Term::open();
+    let mut conn = Conn::connect(env);
+    let seq = conn.attach();
+    (serve, c, term, conn, seq)
+}
+
 #[test]
 fn a_handed_terminal_gets_the_output_and_gives_the_keys_until_the_detach_key() {
     let env = Env::new();
-    let (_serve, mut c) = start(echo_shell(&env));
-    wait_screen(&mut c, T, "ready");
-    let mut term = Term::open();
-    let mut conn = Conn::connect(&env);
-    let seq = conn.attach();
+    let (_serve, mut c, mut term, mut conn, seq) = attached(&env, echo_shell(&env));
     let r = conn.hand_over(&term, seq);
     assert_eq!(r["result"]["redraw"], false, "{r}");
 
@@ -203,11 +213,7 @@ fn a_handed_terminal_gets_the_output_and_gives_the_keys_until_the_detach_key() {
 #[test]
 fn a_client_that_hangs_up_gets_its_terminal_back_before_its_connection_ends() {
     let env = Env::new();
-    let (_serve, mut c) = start(echo_shell(&env));
-    wait_screen(&mut c, T, "ready");
-    let mut term = Term::open();
-    let mut conn = Conn::connect(&env);
-    let seq = conn.attach();
+    let (_serve, mut c, mut term, mut conn, seq) = attached(&env, echo_shell(&env));
     conn.hand_over(&term, seq);
     term.type_keys(b"one\r");
     term.wait_output("got:one");
@@ -225,11 +231,7 @@ fn a_client_that_hangs_up_gets_its_terminal_back_before_its_connection_ends() {
 #[test]
 fn output_the_client_had_not_drawn_is_replaced_by_a_redraw() {
     let env = Env::new();
-    let (_serve, mut c) = start(echo_shell(&env));
-    wait_screen(&mut c, T, "ready");
-    let mut term = Term::open();
-    let mut conn = Conn::connect(&env);
-    let seq = conn.attach();
+    let (_serve, _c, mut term, mut conn, seq) = attached(&env, echo_shell(&env));
     // The client says it drew less than the holder sent.
     let r = conn.hand_over(&term, seq.saturating_sub(1));
     assert_eq!(r["result"]["redraw"], true, "{r}");
@@ -299,13 +301,12 @@ fn a_bad_hand_over_is_refused_and_the_connection_keeps_serving() {
 fn a_terminal_that_does_not_drain_does_not_hold_the_release() {
     let env = Env::new();
     // A child that floods once it reads a line.
-    let (_serve, mut c) = start(env.sh(
-        "printf ready; read x; while :; do echo 0123456789012345678901234567890123456789; done",
-    ));
-    wait_screen(&mut c, T, "ready");
-    let mut term = Term::open();
-    let mut conn = Conn::connect(&env);
-    let seq = conn.attach();
+    let (_serve, mut c, mut term, mut conn, seq) = attached(
+        &env,
+        env.sh(
+            "printf ready; read x; while :; do echo 0123456789012345678901234567890123456789; done",
+        ),
+    );
     conn.hand_over(&term, seq);
     term.type_keys(b"go\r");
     // Nobody reads the master: the terminal fills and the holder's writer
