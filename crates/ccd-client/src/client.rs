@@ -815,26 +815,11 @@ impl Writer {
         params: &M::Params,
         fds: &[std::os::fd::BorrowedFd<'_>],
     ) -> Result<Id, ClientError> {
-        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-        use std::os::fd::AsRawFd;
         let id = Id::Number(self.next_id);
         self.next_id += 1;
         let mut line = Vec::new();
         encode_request(&id, M::NAME, to_params::<M>(params)?, &mut line)?;
-        let raw: Vec<_> = fds.iter().map(|f| f.as_raw_fd()).collect();
-        let sent = loop {
-            match sendmsg::<()>(
-                self.stream.as_raw_fd(),
-                &[std::io::IoSlice::new(&line)],
-                &[ControlMessage::ScmRights(&raw)],
-                MsgFlags::MSG_NOSIGNAL,
-                None,
-            ) {
-                Ok(n) => break n,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(ClientError::Io(e.into())),
-            }
-        };
+        let sent = ccd_fdpass::send_with_fds(self.stream.as_fd(), &line, fds)?;
         self.stream.write_all(&line[sent..])?;
         Ok(id)
     }

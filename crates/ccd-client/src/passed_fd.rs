@@ -11,9 +11,8 @@
 //! connection thread on the way to the PTY; `poll` filters those wakeups
 //! out (only `POLLIN` wakes it).
 
-use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
-use std::io::{IoSliceMut, Read};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -69,57 +68,21 @@ impl RecvStream {
 
 impl Read for RecvStream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut space = nix::cmsg_space!([RawFd; 4]);
-        let mut iov = [IoSliceMut::new(buf)];
         self.wait_readable()?;
-        loop {
-            let msg = match recvmsg::<()>(
-                self.stream.as_raw_fd(),
-                &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            ) {
-                Ok(m) => m,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            if msg.flags.contains(MsgFlags::MSG_CTRUNC) {
-                tracing::warn!("passed descriptors were truncated");
-            }
-            let n = msg.bytes;
-            for c in msg.cmsgs()? {
-                if let ControlMessageOwned::ScmRights(fds) = c {
-                    for fd in fds {
-                        // SAFETY: the kernel just installed `fd` in this
-                        // process for us; nothing else owns it.
-                        self.passed.push(unsafe { OwnedFd::from_raw_fd(fd) });
-                    }
-                }
-            }
-            return Ok(n);
-        }
+        ccd_fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nix::sys::socket::{sendmsg, ControlMessage};
-    use std::io::{IoSlice, Write};
+    use std::io::Write;
 
     #[test]
     fn a_descriptor_sent_with_bytes_is_kept_and_the_bytes_read() {
         let (a, b) = UnixStream::pair().expect("pair");
         let (mut x, y) = UnixStream::pair().expect("pair");
-        let fds = [y.as_raw_fd()];
-        sendmsg::<()>(
-            a.as_raw_fd(),
-            &[IoSlice::new(b"reply\n")],
-            &[ControlMessage::ScmRights(&fds)],
-            MsgFlags::empty(),
-            None,
-        )
-        .expect("sendmsg");
+        ccd_fdpass::send_with_fds(a.as_fd(), b"reply\n", &[y.as_fd()]).expect("sendmsg");
         drop(y);
         (&a).write_all(b"more\n").expect("write");
         let mut r = RecvStream::new(b);

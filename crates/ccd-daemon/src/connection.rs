@@ -60,7 +60,7 @@ use ccd_protocol::{
 };
 use serde_json::Value;
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -347,20 +347,12 @@ async fn reply_with(ctx: &ConnCtx, r: Response, fd: Option<OwnedFd>) {
 
 /// Writes `line`, passing `fd` (`SCM_RIGHTS`) with its first bytes.
 async fn write_with_fd(wr: &mut OwnedWriteHalf, line: &[u8], fd: &OwnedFd) -> std::io::Result<()> {
-    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    use std::os::fd::AsFd;
     let sock: &UnixStream = wr.as_ref();
-    let fds = [fd.as_raw_fd()];
     let sent = loop {
         sock.writable().await?;
         let r = sock.try_io(Interest::WRITABLE, || {
-            sendmsg::<()>(
-                sock.as_raw_fd(),
-                &[std::io::IoSlice::new(line)],
-                &[ControlMessage::ScmRights(&fds)],
-                MsgFlags::MSG_NOSIGNAL,
-                None,
-            )
-            .map_err(std::io::Error::from)
+            ccd_fdpass::send_with_fds(sock.as_fd(), line, &[fd.as_fd()])
         });
         match r {
             Ok(n) => break n,

@@ -110,18 +110,9 @@ impl Conn {
 
     /// Sends `v` with `fds` passed along (`SCM_RIGHTS`).
     fn send_passing(&mut self, v: Value, fds: &[std::os::fd::BorrowedFd<'_>]) {
-        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
         let mut line = serde_json::to_vec(&v).unwrap();
         line.push(b'\n');
-        let raw: Vec<_> = fds.iter().map(|f| f.as_raw_fd()).collect();
-        let n = sendmsg::<()>(
-            self.w.as_raw_fd(),
-            &[std::io::IoSlice::new(&line)],
-            &[ControlMessage::ScmRights(&raw)],
-            MsgFlags::empty(),
-            None,
-        )
-        .unwrap();
+        let n = ccd_fdpass::send_with_fds(self.w.as_fd(), &line, fds).unwrap();
         self.w.write_all(&line[n..]).unwrap();
     }
 

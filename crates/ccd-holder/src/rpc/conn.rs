@@ -216,9 +216,11 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
 /// parser was preempted 14,000 times a second). `poll` wakes for input,
 /// end of stream and errors only.
 ///
-/// It reads with `recvmsg`, keeping descriptors passed with the bytes
-/// (`SCM_RIGHTS`: a terminal handed over) for the `holder.terminal` they
-/// came with; at most [`MAX_PASSED_FDS`] wait, older ones are closed.
+/// It reads with `recvmsg` ([`ccd_fdpass`]), keeping descriptors passed
+/// with the bytes (`SCM_RIGHTS`: a terminal handed over) for the
+/// `holder.terminal` they came with; at most [`MAX_PASSED_FDS`] wait,
+/// older ones are closed (and a message's beyond [`ccd_fdpass::MAX_FDS`]
+/// by the kernel).
 struct PollFirst {
     stream: UnixStream,
     passed: Vec<OwnedFd>,
@@ -238,76 +240,13 @@ impl std::io::Read for PollFirst {
                 return Err(e);
             }
         }
-        let n = recv_keeping_fds(&self.stream, buf, &mut self.passed)?;
+        let n = ccd_fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)?;
         if self.passed.len() > MAX_PASSED_FDS {
             let extra = self.passed.len() - MAX_PASSED_FDS;
             self.passed.drain(..extra);
         }
         Ok(n)
     }
-}
-
-/// One `recvmsg` into `buf`; descriptors passed with the bytes are
-/// appended to `passed`. Room is made for [`MAX_PASSED_FDS`]: the kernel
-/// closes a message's others and says so (`MSG_CTRUNC`), and the ones it
-/// did install are read from the truncated header all the same (nix's
-/// iterator refuses a truncated one, which would leak them).
-fn recv_keeping_fds(
-    stream: &UnixStream,
-    buf: &mut [u8],
-    passed: &mut Vec<OwnedFd>,
-) -> std::io::Result<usize> {
-    const FD: usize = std::mem::size_of::<libc::c_int>();
-    // Aligned for `cmsghdr`; larger than CMSG_SPACE of MAX_PASSED_FDS.
-    let mut control = [0u64; 8];
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE((FD * MAX_PASSED_FDS) as u32) } as usize;
-    debug_assert!(space <= std::mem::size_of_val(&control));
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: an all-zero msghdr is valid (no name, no iov, no control).
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
-    let n = loop {
-        // SAFETY: `msg` points at `iov` (into `buf`) and `control`, both
-        // alive and of the lengths given, for the duration of the call.
-        let r = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if r >= 0 {
-            break r as usize;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    };
-    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
-        tracing::debug!(
-            "more descriptors were passed than a connection keeps; the kernel closed the rest"
-        );
-    }
-    // SAFETY: walking the control buffer the kernel filled, with the libc
-    // macros, within `msg_controllen`; each SCM_RIGHTS entry's data is
-    // `cmsg_len - CMSG_LEN(0)` bytes of descriptors installed for us.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let len = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
-                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
-                for i in 0..len / FD {
-                    let fd = std::ptr::read_unaligned(data.add(i));
-                    passed.push(std::os::fd::FromRawFd::from_raw_fd(fd));
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    Ok(n)
 }
 
 impl Conn<'_> {
