@@ -146,7 +146,10 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
     let mut buf = Vec::new();
     loop {
         // With a terminal held, wait on it beside the socket until a line
-        // can be read (one already buffered is read at once).
+        // can be read (one already buffered is read at once). A line that
+        // arrives in parts is then read to its end before the next key:
+        // only the client that sent it can stall its own keys that way
+        // (`ccd attach` writes whole lines).
         if let Some((tty, _)) = conn.terminal.as_mut() {
             if !reader.buffer().contains(&b'\n') {
                 match tty.wait(reader.get_ref().stream.as_fd()) {
