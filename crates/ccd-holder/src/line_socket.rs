@@ -135,11 +135,6 @@ impl LineSocket {
         self.end
     }
 
-    /// Whether the client's terminal is handed to the holder.
-    pub fn has_terminal(&self) -> bool {
-        self.tty.is_some()
-    }
-
     /// Write `lines` (replies, the attach's first redraw) whose last
     /// stream position is `end` (the redraw's `seq`).
     pub fn write_lines_at(&mut self, lines: &[u8], end: u64) -> std::io::Result<()> {
@@ -172,14 +167,9 @@ impl LineSocket {
                 bytes.extend_from_slice(&r.data);
                 t.write_all(&bytes)?;
             }
-            None => {
-                let n = Notification::new(
-                    SessionResync::NAME,
-                    Some(serde_json::to_value(r).map_err(std::io::Error::other)?),
-                );
-                self.stream
-                    .write_all(&encode(&n).map_err(std::io::Error::other)?)?;
-            }
+            None => self
+                .stream
+                .write_all(&notification_line(SessionResync::NAME, r)?)?,
         }
         self.end = r.seq;
         Ok(())
@@ -189,7 +179,9 @@ impl LineSocket {
     /// terminal or the socket.
     pub fn try_output(&mut self, out: &OutputLine<'_>) -> Tried {
         let tried = if self.tty.is_some() {
-            self.try_tty(out.chunk)
+            self.try_with(out.chunk, |tty, _, bytes| {
+                tty.as_mut().map_or(0, |t| t.try_write(bytes))
+            })
         } else {
             self.try_line(out.line())
         };
@@ -197,23 +189,6 @@ impl LineSocket {
             self.end = out.end();
         }
         tried
-    }
-
-    fn try_tty(&mut self, bytes: &[u8]) -> Tried {
-        let Some(t) = &mut self.tty else {
-            return Tried::Nothing;
-        };
-        if !self.tail.is_empty() || bytes.is_empty() {
-            return Tried::Nothing;
-        }
-        match t.try_write(bytes) {
-            0 => Tried::Nothing,
-            n if n < bytes.len() => {
-                self.tail = bytes[n..].to_vec();
-                Tried::Partial
-            }
-            _ => Tried::Sent,
-        }
     }
 
     /// Takes the client's terminal: output from here on goes to it. A
@@ -245,14 +220,11 @@ impl LineSocket {
 
     /// One non-blocking `send` of `line` (retried on EINTR). Never waits.
     pub fn try_line(&mut self, line: &[u8]) -> Tried {
-        if !self.tail.is_empty() || line.is_empty() {
-            return Tried::Nothing;
-        }
-        let sent = loop {
+        self.try_with(line, |_, stream, line| loop {
             // SAFETY: a valid fd we own, and a buffer of `line.len()` bytes.
             let r = unsafe {
                 libc::send(
-                    self.stream.as_raw_fd(),
+                    stream.as_raw_fd(),
                     line.as_ptr().cast(),
                     line.len(),
                     libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
@@ -265,16 +237,38 @@ impl LineSocket {
                 // EAGAIN, or an error the next blocking write meets too.
                 break 0;
             }
-        };
-        if sent == 0 {
-            Tried::Nothing
-        } else if sent < line.len() {
-            self.tail = line[sent..].to_vec();
-            Tried::Partial
-        } else {
-            Tried::Sent
+        })
+    }
+
+    /// The rules of every try: nothing while a tail waits; `write` makes
+    /// one non-blocking attempt (the bytes taken, 0 for none or an error);
+    /// what it left of `bytes` becomes the tail.
+    fn try_with(
+        &mut self,
+        bytes: &[u8],
+        write: impl FnOnce(&mut Option<TtyOut>, &UnixStream, &[u8]) -> usize,
+    ) -> Tried {
+        if !self.tail.is_empty() || bytes.is_empty() {
+            return Tried::Nothing;
+        }
+        match write(&mut self.tty, &self.stream, bytes) {
+            0 => Tried::Nothing,
+            n if n < bytes.len() => {
+                self.tail = bytes[n..].to_vec();
+                Tried::Partial
+            }
+            _ => Tried::Sent,
         }
     }
+}
+
+/// A notification's line: `method` with `params`.
+pub(crate) fn notification_line<P: serde::Serialize>(
+    method: &str,
+    params: &P,
+) -> std::io::Result<Vec<u8>> {
+    let params = serde_json::to_value(params).map_err(std::io::Error::other)?;
+    encode(&Notification::new(method, Some(params))).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use crate::config::{signal_number, KillSignal, Size};
 use crate::fanout::{AttachMode, ClientQueue, Event};
 use crate::keys::DetachKey;
 use crate::lifecycle::State;
-use crate::line_socket::{self, LineSocket, OutputLine};
+use crate::line_socket::{self, notification_line, LineSocket, OutputLine};
 use crate::session::{Session, SessionError};
 use crate::terminal::{self, TtyIn, TtyOut, Wake};
 use ccd_protocol::holder::{
@@ -57,12 +57,6 @@ fn send_response(w: &Writer, resp: &Response) -> std::io::Result<()> {
             Ok(())
         }
     }
-}
-
-fn notification_line<P: Serialize>(method: &str, params: &P) -> std::io::Result<Vec<u8>> {
-    let params = serde_json::to_value(params).map_err(std::io::Error::other)?;
-    let n = Notification::new(method, Some(params));
-    encode(&n).map_err(std::io::Error::other)
 }
 
 fn send_notification<P: Serialize>(w: &Writer, method: &str, params: &P) -> std::io::Result<()> {
