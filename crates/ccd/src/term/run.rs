@@ -362,18 +362,37 @@ impl Terminal {
 /// the line ([`StreamLineRef`]), anything else through the general decoder.
 /// `Some` when it ends the loop.
 fn next_shown(r: &mut Reader, out: &mut Terminal) -> Result<Option<Outcome>, ClientError> {
+    Ok(match next_line(r, out)? {
+        Line::Ended(o) => Some(o),
+        Line::Shown | Line::Reply(_) => None,
+    })
+}
+
+/// What [`next_line`] read.
+enum Line {
+    /// Output, a redraw or a notification that goes on: shown.
+    Shown,
+    /// A notification that ends the attachment (shown first).
+    Ended(Outcome),
+    /// A reply to a request of this client's.
+    Reply(ccd_protocol::Response),
+}
+
+/// Reads one line, shows what it shows, and says what it was.
+fn next_line(r: &mut Reader, out: &mut Terminal) -> Result<Line, ClientError> {
     let line = r.next_line_bytes()?;
     if let Some(l) = StreamLineRef::parse(line) {
         show_stream(out, l.resync, l.seq, |buf| l.decode_into(buf));
-        return Ok(None);
+        return Ok(Line::Shown);
     }
     let Ok(line) = std::str::from_utf8(line) else {
         tracing::warn!("skipping a non-UTF-8 line from the daemon");
-        return Ok(None);
+        return Ok(Line::Shown);
     };
     match parse_incoming(line) {
-        Ok(Incoming::Notification(n)) => Ok(show(out, &n)),
-        Ok(_) => Ok(None),
+        Ok(Incoming::Notification(n)) => Ok(show(out, &n).map_or(Line::Shown, Line::Ended)),
+        Ok(Incoming::Response(resp)) => Ok(Line::Reply(resp)),
+        Ok(_) => Ok(Line::Shown),
         Err(e) => Err(ClientError::Protocol(e.error.message)),
     }
 }
@@ -478,23 +497,19 @@ fn send<M: Method>(writer: &Mutex<Writer>, params: &M::Params) -> bool {
     w.notify_typed::<M>(params).is_ok()
 }
 
-fn stop(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
+/// Ends the attachment for `reason`: closes the connection, so the main
+/// thread's read ends. While the holder holds the terminal (`handed`),
+/// only this side's sending is closed first, so the holder lets the
+/// terminal go before the connection ends; one that does not within
+/// [`RELEASE_WAIT`] is cut off.
+fn stop(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8, handed: bool) {
     why.store(reason, Ordering::Release);
-    if let Ok(w) = writer.lock() {
-        let _ = w.shutdown_both();
+    if handed {
+        if let Ok(w) = writer.lock() {
+            let _ = w.shutdown();
+        }
+        std::thread::sleep(RELEASE_WAIT);
     }
-}
-
-/// [`stop`] while the holder holds the terminal: only this side's
-/// sending is closed, so the holder lets the terminal go before the
-/// connection ends (the reader sees that end). A holder that does not
-/// answer within [`RELEASE_WAIT`] is cut off.
-fn stop_handed(writer: &Mutex<Writer>, why: &AtomicU8, reason: u8) {
-    why.store(reason, Ordering::Release);
-    if let Ok(w) = writer.lock() {
-        let _ = w.shutdown();
-    }
-    std::thread::sleep(RELEASE_WAIT);
     if let Ok(w) = writer.lock() {
         let _ = w.shutdown_both();
     }
@@ -546,23 +561,10 @@ fn hand_off(
         .set_read_timeout(Some(ccd_client::deadline::CALL_TIMEOUT))
         .map_err(ClientError::Io)?;
     let answer = loop {
-        let line = reader.next_line_bytes()?;
-        if let Some(l) = StreamLineRef::parse(line) {
-            show_stream(out, l.resync, l.seq, |buf| l.decode_into(buf));
-            continue;
-        }
-        let Ok(line) = std::str::from_utf8(line) else {
-            continue;
-        };
-        match parse_incoming(line) {
-            Ok(Incoming::Response(r)) if r.id.as_ref() == Some(&id) => break r.outcome,
-            Ok(Incoming::Notification(n)) => {
-                if let Some(o) = show(out, &n) {
-                    *outcome = Some(o);
-                }
-            }
-            Ok(_) => {}
-            Err(e) => return Err(ClientError::Protocol(e.error.message)),
+        match next_line(reader, out)? {
+            Line::Reply(r) if r.id.as_ref() == Some(&id) => break r.outcome,
+            Line::Ended(o) => *outcome = Some(o),
+            Line::Shown | Line::Reply(_) => {}
         }
     };
     reader.set_read_timeout(None).map_err(ClientError::Io)?;
@@ -624,7 +626,7 @@ fn spawn_input(
         loop {
             let now = Instant::now();
             if filter.expired(now) {
-                stop(&writer, &why, DETACH);
+                stop(&writer, &why, DETACH, false);
                 return;
             }
             // Only a half-typed detach has a deadline; otherwise nothing
@@ -641,7 +643,7 @@ fn spawn_input(
             let n = unsafe { nix::libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
             if n <= 0 {
                 // The terminal is gone: leave.
-                stop(&writer, &why, DETACH);
+                stop(&writer, &why, DETACH, false);
                 return;
             }
             let (send_now, detach) = match filter.feed(&buf[..n as usize], Instant::now()) {
@@ -658,7 +660,7 @@ fn spawn_input(
                 }
             }
             if detach {
-                stop(&writer, &why, DETACH);
+                stop(&writer, &why, DETACH, false);
                 return;
             }
         }
@@ -717,12 +719,8 @@ fn spawn_signals(
                         }
                     }
                 }
-                other if handed => {
-                    stop_handed(&writer, &why, SIGNAL_BASE + other as u8);
-                    return;
-                }
                 other => {
-                    stop(&writer, &why, SIGNAL_BASE + other as u8);
+                    stop(&writer, &why, SIGNAL_BASE + other as u8, handed);
                     return;
                 }
             }
