@@ -1,9 +1,12 @@
 //! The terminal client of `ccd attach` and `ccd observe`.
 //!
 //! Threads and what they own:
-//! - the main thread reads the daemon's messages and owns stdout;
-//! - the input thread owns stdin (raw mode) and the detach key state, and
-//!   sends keys as `session.input` notifications;
+//! - the main thread reads the daemon's messages and owns stdout, until it
+//!   hands stdin and stdout to the session's holder (`holder.terminal`, on
+//!   a direct stream: then the holder reads the keys, detach key included,
+//!   and writes the output, and the main thread only waits for the end);
+//! - otherwise the input thread owns stdin (raw mode) and the detach key
+//!   state, and sends keys as `session.input` notifications;
 //! - the signal thread turns SIGWINCH into `session.resize` and SIGTERM /
 //!   SIGHUP / SIGINT into a clean exit.
 //!
