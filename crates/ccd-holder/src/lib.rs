@@ -26,8 +26,11 @@
 //! the peer's receive queue (there is no send buffer of ours to flush),
 //! so neither the sockets being shut nor the process exiting can lose
 //! them. The accept loop wakes on the stop at once (a pipe beside the
-//! listener), shuts every connection (their threads' reads and writes
-//! end), and [`run`] returns: nothing waits for time to pass.
+//! listener) and shuts every connection's read side: a thread answering
+//! a request (an input that made the child exit, racing the collect)
+//! writes its reply, then reads the end. Once every connection ended
+//! (at most [`rpc::server::STOP_GRACE`], for a client reading nothing,
+//! whose connection is then shut both ways), [`run`] returns.
 //!
 //! Entry points: [`run`] (what the daemon's hidden subcommand calls),
 //! [`Holder::spawn`] + [`Holder::serve`] (the same in two steps, for tests and

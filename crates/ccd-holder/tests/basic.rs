@@ -281,3 +281,81 @@ fn every_attached_client_gets_the_exit_before_a_collect_stops_the_holder() {
 fn libc_sigkill() -> i32 {
     9
 }
+
+#[test]
+fn the_input_that_ends_the_child_gets_its_reply_though_a_collect_stops_the_holder() {
+    // The input's bytes reach the child, which exits; a collect already
+    // waiting answers and stops the holder, racing the input's reply. The
+    // stop shuts read sides first, so the reply is written, never lost
+    // (a lost one reads as `Closed`: "the holder went away" for input
+    // that was delivered).
+    for round in 0..20 {
+        let env = Env::new();
+        let (serve, mut c) = start(env.sh("echo up; read x; exit 5"));
+        wait_screen(&mut c, T, "up");
+        // Observers too: their pumps take the CPU at the exit, which
+        // widens the race (the reply was lost about once in ten rounds
+        // on a loaded 2-CPU machine before the stop shut read sides
+        // first).
+        let _observers: Vec<_> = (0..4)
+            .map(|_| {
+                let mut o = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+                o.attach(AttachMode::Observe).unwrap();
+                o
+            })
+            .collect();
+        let mut collector = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+        let collect = std::thread::spawn(move || collector.collect(T));
+        std::thread::sleep(Duration::from_millis(20));
+        if let Err(e) = c.input(b"\r") {
+            panic!("round {round}: the input was delivered but its reply was lost: {e}");
+        }
+        assert!(collect.join().unwrap().unwrap().collected);
+        serve.join().unwrap().unwrap();
+    }
+}
+
+#[test]
+fn a_client_that_never_reads_its_replies_does_not_hold_the_stop() {
+    // A client sends screen requests and reads nothing: once its socket's
+    // buffer is full, its connection thread blocks writing a reply. The
+    // stop gives it `STOP_GRACE`, then shuts it both ways.
+    use std::io::Write;
+    let env = Env::new();
+    let (serve, mut c) = start(env.sh("seq 1 2000; echo up; read x; exit 5"));
+    wait_screen(&mut c, T, "up");
+    let mut stuck = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
+    stuck
+        .set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let req = br#"{"jsonrpc":"2.0","id":1,"method":"holder.screen","params":{"format":"ansi"}}"#;
+    let mut sent = 0;
+    // Until the holder stops reading it (its thread is blocked in a
+    // write), or enough to fill both buffers many times over.
+    while sent < 5000 {
+        if stuck
+            .write_all(req)
+            .and_then(|()| stuck.write_all(b"\n"))
+            .is_err()
+        {
+            break;
+        }
+        sent += 1;
+    }
+    let mut collector = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+    c.input(b"\r").unwrap();
+    assert!(collector.collect(T).unwrap().collected);
+    // Without the bound the serve thread would never end.
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(serve.join()));
+    let bound = ccd_holder::rpc::server::STOP_GRACE + Duration::from_secs(20);
+    match ended.recv_timeout(bound) {
+        Ok(r) => {
+            r.unwrap().unwrap();
+        }
+        Err(_) => panic!(
+            "the holder did not stop within {bound:?}: a client reading nothing ({sent} requests) held it"
+        ),
+    }
+    drop(stuck);
+}

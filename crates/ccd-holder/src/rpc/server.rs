@@ -15,7 +15,8 @@
 //! connection beyond them gets one error line and is closed. An `accept`
 //! that fails for want of descriptors (or memory) pauses the loop, 50 ms
 //! doubling to 1 s, and is logged once per run of failures, not per
-//! failure ([`crate::accept`]).
+//! failure ([`crate::accept`]). The stop waits at most [`STOP_GRACE`]
+//! for the connections to end ([`Registry::stop`]).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -24,6 +25,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -44,6 +46,65 @@ pub const SPARES: usize = 1;
 
 /// A connection to serve: its stream and its id in the registry.
 type Job = (u64, UnixStream);
+
+/// How long the stop waits for connections to end after their read sides
+/// are shut: a request being answered when the holder stops gets its
+/// reply within it (a client that does not read its reply holds the stop
+/// no longer than this).
+pub const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// A clone of every open connection, by id: it counts them for
+/// [`MAX_CONNECTIONS`] and lets the stop shut them.
+///
+/// Invariant: a connection's thread removes it when it ends (and
+/// notifies `ended`); the stop shuts every read side first, so a thread
+/// answering a request writes its reply, reads the end and removes its
+/// connection; only what is left after [`STOP_GRACE`] is shut both ways.
+#[derive(Default)]
+struct Registry {
+    open: Mutex<HashMap<u64, UnixStream>>,
+    ended: Condvar,
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, UnixStream>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+        self.ended.notify_all();
+    }
+
+    /// Ends every connection: no further request is read, the ones being
+    /// answered get their replies (within [`STOP_GRACE`]), then whatever
+    /// is left is shut both ways.
+    fn stop(&self) {
+        let mut open = self.lock();
+        for c in open.values() {
+            let _ = c.shutdown(std::net::Shutdown::Read);
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        while !open.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::debug!(
+                    connections = open.len(),
+                    "connections still open after the stop's grace; shut"
+                );
+                break;
+            }
+            open = self
+                .ended
+                .wait_timeout(open, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        for c in std::mem::take(&mut *open).into_values() {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
 
 /// The connection threads waiting for a connection ([`SPARES`] at most).
 ///
@@ -197,8 +258,7 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
         .context("listener nonblocking")?;
     // SAFETY: getuid cannot fail.
     let my_uid = unsafe { libc::getuid() };
-    // A clone of every open connection, to shut them down at the end.
-    let conns: Arc<Mutex<HashMap<u64, UnixStream>>> = Arc::new(Mutex::new(HashMap::new()));
+    let conns = Arc::new(Registry::default());
     let spares = Arc::new(Spares::default());
     let mut next_id = 0u64;
     let mut backoff = Backoff::new("holder");
@@ -223,7 +283,7 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
                 }
             },
         };
-        let open = conns.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let open = conns.lock().len();
         if open >= MAX_CONNECTIONS {
             // Best effort: a fresh socket's buffer takes one short line.
             let _ = stream.set_nonblocking(true);
@@ -262,8 +322,7 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
         // registered is not served.
         match stream.try_clone() {
             Ok(clone) => {
-                let mut list = conns.lock().unwrap_or_else(|p| p.into_inner());
-                list.insert(id, clone);
+                conns.lock().insert(id, clone);
             }
             // Out of descriptors as well: closed, and a pause as for a
             // failed accept (else accept and close would alternate at
@@ -286,22 +345,16 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
                 let mut job = Some(job);
                 while let Some((id, stream)) = job.take() {
                     super::conn::handle(&s, stream);
-                    let mut list = registry.lock().unwrap_or_else(|p| p.into_inner());
-                    list.remove(&id);
-                    drop(list);
+                    registry.remove(id);
                     job = waiting.wait(&s);
                 }
             });
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a connection thread");
-            conns.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            conns.remove(id);
         }
     }
     spares.stop();
-    // Shut every connection so their threads end.
-    let list = std::mem::take(&mut *conns.lock().unwrap_or_else(|p| p.into_inner()));
-    for c in list.into_values() {
-        let _ = c.shutdown(std::net::Shutdown::Both);
-    }
+    conns.stop();
     Ok(())
 }
