@@ -175,8 +175,13 @@ mock_bin() {
         echo "$CCD_MOCK_API"
         return
     fi
-    (cd "$REPO_ROOT" && cargo build -q -p ccd-mock-api >&2) || die "building ccd-mock-api failed"
-    echo "$REPO_ROOT/target/debug/ccd-mock-api"
+    # Where cargo put it (under target/<triple>/ with the repo's
+    # .cargo/config.toml): the path it reports.
+    local bin
+    bin="$(cd "$REPO_ROOT" && cargo build -q -p ccd-mock-api --message-format=json-render-diagnostics |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)" || die "building ccd-mock-api failed"
+    [ -x "$bin" ] || die "building ccd-mock-api gave no executable"
+    echo "$bin"
 }
 
 # start_mock [extra ccd-mock-api flags...]   sets MOCK_URL, MOCK_LOG

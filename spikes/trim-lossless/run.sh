@@ -163,7 +163,7 @@ while read -r k n b u; do
     CANDS+=("$k:$u")
 done <"$SB/inventory"
 CANDS+=("field:toolUseResult:0")
-# ccd's own trim, when given (CCD_TRIM_CMD="target/release/ccd-bench __trim").
+# ccd's own trim, when given (CCD_TRIM_CMD="target/x86_64-unknown-linux-gnu/release/ccd-bench __trim").
 [ -n "${CCD_TRIM_CMD:-}" ] && CANDS+=("ccd-trim:0")
 grep -q '"type":"last-prompt".*"leafUuid"' "$TS" && CANDS+=("edit:leaf-to-dead:0")
 if [ "${TRIM_NO_PICKER:-}" != 1 ]; then

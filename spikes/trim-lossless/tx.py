@@ -100,7 +100,7 @@ def inventory(path):
 def transform(path, cand, relink):
     if cand == "ccd-trim":
         # ccd's own trim (CCD_TRIM_CMD <transcript> <backup dir>, e.g.
-        # `target/release/ccd-bench __trim`), with its default rules.
+        # `target/x86_64-unknown-linux-gnu/release/ccd-bench __trim`), with its default rules.
         import os, shlex, subprocess, tempfile
         before = os.path.getsize(path)
         n_before = sum(1 for _ in open(path, "rb"))

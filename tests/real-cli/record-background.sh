@@ -50,8 +50,11 @@ trap cleanup EXIT
 
 MOCK="${CCD_MOCK_API:-}"
 if [ -z "$MOCK" ]; then
-    (cd "$REPO" && cargo build -q -p ccd-mock-api)
-    MOCK="$REPO/target/debug/ccd-mock-api"
+    # The path cargo reports (target/<triple>/debug/ with the repo's
+    # .cargo/config.toml).
+    MOCK="$(cd "$REPO" && cargo build -q -p ccd-mock-api --message-format=json-render-diagnostics |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"
+    [ -x "$MOCK" ] || { echo "building ccd-mock-api gave no executable" >&2; exit 2; }
 fi
 
 mkdir -p "$SB/home/.claude" "$SB/tmp" "$SB/proj"

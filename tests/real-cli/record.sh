@@ -65,8 +65,11 @@ mkdir -p "$OUTDIR"
 
 MOCK="${CCD_MOCK_API:-}"
 if [ -z "$MOCK" ]; then
-    (cd "$REPO" && cargo build -q -p ccd-mock-api)
-    MOCK="$REPO/target/debug/ccd-mock-api"
+    # The path cargo reports (target/<triple>/debug/ with the repo's
+    # .cargo/config.toml).
+    MOCK="$(cd "$REPO" && cargo build -q -p ccd-mock-api --message-format=json-render-diagnostics |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"
+    [ -x "$MOCK" ] || { echo "building ccd-mock-api gave no executable" >&2; exit 2; }
 fi
 
 exec python3 - "$CLAUDE" "$OUTDIR" "$MOCK" "$@" <<'EOF'

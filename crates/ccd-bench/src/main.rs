@@ -3,12 +3,12 @@
 //!
 //! ```text
 //! cargo build --release -p ccd -p ccd-bench
-//! target/release/ccd-bench ls            # generates once, then times `ccd ls --json`
-//! target/release/ccd-bench events        # registry change → event latency
-//! target/release/ccd-bench pty           # ccd vs raw PTY / tmux / dtach: flood, echo, attach, memory
-//! target/release/ccd-bench parse         # the screen model's parse speed, part by part
-//! target/release/ccd-bench trim          # trim a generated 1 GB transcript: time, MB/s, peak RSS, cp baseline
-//! target/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
+//! target/<host triple>/release/ccd-bench ls            # generates once, then times `ccd ls --json`
+//! target/<host triple>/release/ccd-bench events        # registry change → event latency
+//! target/<host triple>/release/ccd-bench pty           # ccd vs raw PTY / tmux / dtach: flood, echo, attach, memory
+//! target/<host triple>/release/ccd-bench parse         # the screen model's parse speed, part by part
+//! target/<host triple>/release/ccd-bench trim          # trim a generated 1 GB transcript: time, MB/s, peak RSS, cp baseline
+//! target/<host triple>/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
 //! ```
 
 mod events;

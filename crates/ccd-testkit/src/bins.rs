@@ -15,6 +15,17 @@ fn profile_dir() -> PathBuf {
     }
 }
 
+/// The target folder holding `profile` (`<target>/debug`, or
+/// `<target>/<triple>/debug` when a target is named, as the workspace's
+/// `.cargo/config.toml` does): the nearest folder up with cargo's
+/// `CACHEDIR.TAG`.
+fn target_dir(profile: &std::path::Path) -> Option<&std::path::Path> {
+    profile
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+}
+
 /// Binary `name` of workspace package `package`, beside the test binary.
 /// Built (into the same target folder) when missing, or always with
 /// `rebuild` — `cargo test -p X` alone neither builds other packages'
@@ -26,7 +37,7 @@ pub fn workspace_bin(package: &str, name: &str, rebuild: bool) -> PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-q", "-p", package]);
-        if let Some(target) = dir.parent() {
+        if let Some(target) = target_dir(&dir) {
             cmd.env("CARGO_TARGET_DIR", target);
         }
         let status = cmd.status().expect("running cargo build");
