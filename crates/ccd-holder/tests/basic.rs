@@ -248,13 +248,7 @@ fn every_attached_client_gets_the_exit_before_a_collect_stops_the_holder() {
         let env = Env::new();
         let (serve, mut c) = start(env.sh("echo up; read x; exit 5"));
         wait_screen(&mut c, T, "up");
-        let mut clients: Vec<_> = (0..6)
-            .map(|_| {
-                let mut o = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
-                o.attach(AttachMode::Observe).unwrap();
-                o
-            })
-            .collect();
+        let mut clients = observers(&env, 6);
         let mut collector = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
         let collect = std::thread::spawn(move || collector.collect(T));
         // The collect is waiting for the exit by now, more often than not.
@@ -278,6 +272,17 @@ fn every_attached_client_gets_the_exit_before_a_collect_stops_the_holder() {
     }
 }
 
+/// `n` clients attached as observers.
+fn observers(env: &Env, n: usize) -> Vec<ccd_holder::HolderClient> {
+    (0..n)
+        .map(|_| {
+            let mut o = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
+            o.attach(AttachMode::Observe).unwrap();
+            o
+        })
+        .collect()
+}
+
 fn libc_sigkill() -> i32 {
     9
 }
@@ -297,13 +302,7 @@ fn the_input_that_ends_the_child_gets_its_reply_though_a_collect_stops_the_holde
         // widens the race (the reply was lost about once in ten rounds
         // on a loaded 2-CPU machine before the stop shut read sides
         // first).
-        let _observers: Vec<_> = (0..4)
-            .map(|_| {
-                let mut o = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
-                o.attach(AttachMode::Observe).unwrap();
-                o
-            })
-            .collect();
+        let _observers = observers(&env, 4);
         let mut collector = ccd_holder::HolderClient::connect(&env.socket()).unwrap();
         let collect = std::thread::spawn(move || collector.collect(T));
         std::thread::sleep(Duration::from_millis(20));
