@@ -15,15 +15,22 @@ fn profile_dir() -> PathBuf {
     }
 }
 
-/// The target folder holding `profile` (`<target>/debug`, or
-/// `<target>/<triple>/debug` when a target is named, as the workspace's
-/// `.cargo/config.toml` does): the nearest folder up with cargo's
-/// `CACHEDIR.TAG`.
+/// The target folder holding `profile`: `<target>/debug`, or
+/// `<target>/<triple>/debug` when a target is named (as the workspace's
+/// `.cargo/config.toml` does), told apart by the folder's name: a triple
+/// starts with this machine's architecture and a dash.
 fn target_dir(profile: &std::path::Path) -> Option<&std::path::Path> {
-    profile
-        .ancestors()
-        .skip(1)
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
+    let up = profile.parent()?;
+    let named = up
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix(std::env::consts::ARCH))
+        .is_some_and(|rest| rest.starts_with('-'));
+    if named {
+        up.parent()
+    } else {
+        Some(up)
+    }
 }
 
 /// Binary `name` of workspace package `package`, beside the test binary.
@@ -45,4 +52,18 @@ pub fn workspace_bin(package: &str, name: &str, rebuild: bool) -> PathBuf {
     }
     assert!(path.exists(), "{name} not found at {}", path.display());
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::target_dir;
+
+    #[test]
+    fn the_target_folder_is_found_with_and_without_a_named_target() {
+        let target = std::path::Path::new("/w/target");
+        let triple = target.join(format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
+        assert_eq!(target_dir(&triple.join("debug")), Some(target));
+        assert_eq!(target_dir(&target.join("debug")), Some(target));
+        assert_eq!(target_dir(&target.join("release")), Some(target));
+    }
 }
