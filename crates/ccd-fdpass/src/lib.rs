@@ -48,7 +48,22 @@ pub fn send_with_fds(
             ),
         ));
     }
-    let mut control = Control::new();
+    let mut raw = [0 as libc::c_int; MAX_FDS];
+    for (r, fd) in raw.iter_mut().zip(fds) {
+        *r = fd.as_raw_fd();
+    }
+    send_raw(sock, bytes, &raw[..fds.len()], &mut Control::new().0)
+}
+
+/// The `sendmsg` of [`send_with_fds`], its control data built in
+/// `control` (which must have room for `fds`: the public call checks
+/// [`MAX_FDS`]; a test passes more, with more room).
+fn send_raw(
+    sock: BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[libc::c_int],
+    control: &mut [u64],
+) -> std::io::Result<usize> {
     let len = fds.len() * FD;
     let mut iov = libc::iovec {
         iov_base: bytes.as_ptr().cast_mut().cast(),
@@ -59,19 +74,27 @@ pub fn send_with_fds(
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     if !fds.is_empty() {
-        // SAFETY: CMSG_SPACE / CMSG_LEN only compute sizes; the header and
-        // its data are written inside `control`, which has room for
-        // MAX_FDS descriptors (checked above), through the libc macros.
+        // SAFETY: CMSG_SPACE / CMSG_LEN only compute sizes, and the space
+        // is checked against `control` before anything is written; the
+        // header and its data are written inside it through the libc
+        // macros.
         unsafe {
-            msg.msg_control = control.0.as_mut_ptr().cast();
-            msg.msg_controllen = libc::CMSG_SPACE(len as u32) as _;
+            let space = libc::CMSG_SPACE(len as u32) as usize;
+            if space > std::mem::size_of_val(control) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "no room for the descriptors' control data",
+                ));
+            }
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = space as _;
             let c = libc::CMSG_FIRSTHDR(&msg);
             (*c).cmsg_level = libc::SOL_SOCKET;
             (*c).cmsg_type = libc::SCM_RIGHTS;
             (*c).cmsg_len = libc::CMSG_LEN(len as u32) as _;
             let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
             for (i, fd) in fds.iter().enumerate() {
-                std::ptr::write_unaligned(data.add(i), fd.as_raw_fd());
+                std::ptr::write_unaligned(data.add(i), *fd);
             }
         }
     }
@@ -201,27 +224,8 @@ mod tests {
         // Eight at once: more than a receiver makes room for.
         let eight = [r.as_fd(); 8];
         let raw: Vec<libc::c_int> = eight.iter().map(|f| f.as_raw_fd()).collect();
-        let mut control = [0u64; 16];
-        let len = raw.len() * FD;
-        // SAFETY: a test building an SCM_RIGHTS message by hand, inside
-        // `control` (128 bytes, room for 8 descriptors).
-        unsafe {
-            let mut iov = libc::iovec {
-                iov_base: b"x".as_ptr().cast_mut().cast(),
-                iov_len: 1,
-            };
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = libc::CMSG_SPACE(len as u32) as _;
-            let c = libc::CMSG_FIRSTHDR(&msg);
-            (*c).cmsg_level = libc::SOL_SOCKET;
-            (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(len as u32) as _;
-            std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(c).cast(), raw.len());
-            assert_eq!(libc::sendmsg(a.as_raw_fd(), &msg, 0), 1);
-        }
+        // Past the public call's bound, with room for all eight.
+        assert_eq!(send_raw(a.as_fd(), b"x", &raw, &mut [0u64; 16]).unwrap(), 1);
         let mut passed = Vec::new();
         let mut buf = [0u8; 8];
         assert_eq!(
