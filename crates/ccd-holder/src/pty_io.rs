@@ -24,7 +24,7 @@ use std::time::Duration;
 use portable_pty::Child;
 
 use crate::exit;
-use crate::session::Session;
+use crate::session::{ParseStep, Session, FLOOD_BACKLOG, IDLE_SAFETY};
 
 /// Bytes per PTY read.
 const READ_BUF: usize = 64 * 1024;
@@ -73,13 +73,33 @@ pub fn spawn_reader(
 /// PTY's input and output on this machine, a keystroke's thread — waited
 /// for the next scheduler tick, up to 5 ms in a flood (`perf sched`). With
 /// nothing else to run, the yield returns at once.
+///
+/// A yield only reaches threads of the holder's own scheduling group, so
+/// the parser also owns the group's weight ([`crate::sched::FloodGroup`]):
+/// down once it takes a batch from a backlog of at least
+/// [`FLOOD_BACKLOG`] (the session floods), back once it has caught up
+/// (asked for at once rather than after a wait for work; a change the
+/// kernel defers is retried when its interval has passed).
 pub fn spawn_parser(session: Arc<Session>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("holder-parser".into())
         .spawn(move || {
             crate::sched::bulk();
-            while session.parse_step() {
-                std::thread::yield_now();
+            let mut group = crate::sched::FloodGroup::own();
+            loop {
+                let idle_wait = if group.flooding() {
+                    None
+                } else {
+                    Some(group.retry_in().unwrap_or(IDLE_SAFETY))
+                };
+                match session.parse_step(idle_wait) {
+                    ParseStep::Parsed { backlog } => {
+                        group.set_flooding(group.flooding() || backlog >= FLOOD_BACKLOG);
+                        std::thread::yield_now();
+                    }
+                    ParseStep::CaughtUp => group.set_flooding(false),
+                    ParseStep::Done => break,
+                }
             }
             tracing::debug!("parser done");
         })

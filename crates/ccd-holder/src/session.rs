@@ -162,6 +162,25 @@ pub struct ParsePause<'a>(#[allow(dead_code)] MutexGuard<'a, Model>);
 /// A batch of backlog items to parse: the number of the first, the items.
 struct Batch(u64, Vec<Pending>);
 
+/// What a turn of the parser thread did ([`Session::parse_step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParseStep {
+    /// Parsed a batch, taken when the backlog held `backlog` bytes.
+    Parsed { backlog: usize },
+    /// Nothing left to parse (the wait for work, if any, ran out).
+    CaughtUp,
+    /// The output ended and all of it is parsed, or the holder stops.
+    Done,
+}
+
+/// A backlog at least this large when the parser takes a batch means the
+/// session floods (a screen's redraw is tens of KiB; the parser parses
+/// what came once the stream pauses for [`DEFER_QUIET`], so a backlog this
+/// large piled up without a pause): its scheduling group is weighed down
+/// until the parser has caught up (`pty_io::spawn_parser`,
+/// [`ccd_sched::FloodGroup`]).
+pub(crate) const FLOOD_BACKLOG: usize = 1 << 20;
+
 /// The process probe, made once (it reads the machine id).
 fn probe() -> &'static dyn ccd_claude::liveness::ProcessProbe {
     static PROBE: std::sync::OnceLock<Box<dyn ccd_claude::liveness::ProcessProbe + Send + Sync>> =
@@ -598,10 +617,12 @@ impl Session {
     /// the CPU going to the relay meanwhile (anyone who needs the model
     /// sooner parses on demand). A longer flood meets the cap: the reader
     /// waits for room, and the parser parses beside the stream until the
-    /// backlog is down to half the cap (`paced`), then defers again. False
+    /// backlog is down to half the cap (`paced`), then defers again.
+    /// With nothing to parse it waits up to `idle_wait` for work (`None`:
+    /// returns at once) and then says it is caught up. [`ParseStep::Done`]
     /// once the output ended and all of it is parsed, or the holder stops.
-    pub(crate) fn parse_step(&self) -> bool {
-        let batch = {
+    pub(crate) fn parse_step(&self, mut idle_wait: Option<Duration>) -> ParseStep {
+        let (batch, backlog) = {
             let mut g = self.lock();
             loop {
                 let ending = g.output_eof || self.stopping();
@@ -619,7 +640,7 @@ impl Session {
                     if !defer {
                         g.parser_waits = false;
                         g.parser_defers = false;
-                        break b;
+                        break (b, g.backlog_bytes);
                     }
                     g.parser_waits = true;
                     g.parser_defers = true;
@@ -631,19 +652,22 @@ impl Session {
                     continue;
                 }
                 if ending {
-                    return false;
+                    return ParseStep::Done;
                 }
+                let Some(wait) = idle_wait.take() else {
+                    return ParseStep::CaughtUp;
+                };
                 g.parser_waits = true;
                 g.parser_defers = false;
                 g = self
                     .work
-                    .wait_timeout(g, IDLE_SAFETY)
+                    .wait_timeout(g, wait)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
         };
         self.apply_batch(batch);
-        true
+        ParseStep::Parsed { backlog }
     }
 
     /// Parse on demand, in the calling thread, until the model has taken

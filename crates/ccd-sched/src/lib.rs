@@ -23,8 +23,18 @@
 //! PTY reader and output pumps switch to it while their session floods
 //! ([`Adaptive`]). Switching back from batch to normal is unprivileged too.
 //!
+//! Those hints order threads within one scheduling group. A holder leads
+//! its own session, which autogroups make a group of its own, and the CPU
+//! is shared between groups first: [`FloodGroup`] weighs a flooding
+//! holder's whole group down, so a flood yields to other sessions too
+//! (see [`group`]).
+//!
 //! Best effort: older kernels ignore the field; other systems have no such
 //! call. Failures are logged at debug level and otherwise ignored.
+
+pub mod group;
+
+pub use group::FloodGroup;
 
 /// The slice asked for, in nanoseconds (the kernel's minimum is 0.1 ms).
 #[cfg(target_os = "linux")]

@@ -86,6 +86,13 @@ pub struct Args {
     /// Write the figures as JSON here too.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Append every echo sample here, one line each: its start on
+    /// CLOCK_MONOTONIC in seconds and its latency in ms, in the order taken
+    /// (the first 20 of each case are warm-up). Lines up with
+    /// `perf record -k CLOCK_MONOTONIC`, to see what the slow samples
+    /// waited for (`crates/ccd-bench/scripts/echo_waits.py`).
+    #[arg(long)]
+    pub echo_trace: Option<PathBuf>,
 }
 
 pub struct Ctx {
@@ -280,6 +287,9 @@ fn which(name: &str) -> Option<PathBuf> {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
+    if let Some(p) = &a.echo_trace {
+        term::trace_echoes_to(p)?;
+    }
     let ccd = match &a.ccd {
         Some(p) => p.clone(),
         None => beside_exe("ccd")?,

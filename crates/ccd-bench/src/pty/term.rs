@@ -399,6 +399,7 @@ pub fn echo_loop(
             }
         }
         let took = t0.elapsed();
+        trace_echo(t0, took);
         if i >= 20 {
             if ok {
                 lat.push(took);
@@ -418,6 +419,33 @@ pub fn echo_loop(
         }
     }
     Ok(Latency::from(lat, timeouts))
+}
+
+/// Where `--echo-trace` writes, with the instant its clock reading was
+/// taken (to place each sample on CLOCK_MONOTONIC).
+static ECHO_TRACE: std::sync::OnceLock<(Mutex<std::fs::File>, Instant, f64)> =
+    std::sync::OnceLock::new();
+
+/// Append every echo sample to `path` from now on (see `--echo-trace`).
+pub fn trace_echoes_to(path: &Path) -> anyhow::Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("open {}", path.display()))?;
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
+    let secs = now.tv_sec() as f64 + now.tv_nsec() as f64 / 1e9;
+    // Set once per run; a second call keeps the first file.
+    let _ = ECHO_TRACE.set((Mutex::new(f), Instant::now(), secs));
+    Ok(())
+}
+
+fn trace_echo(t0: Instant, took: Duration) {
+    if let Some((f, base, base_secs)) = ECHO_TRACE.get() {
+        let start = base_secs + t0.saturating_duration_since(*base).as_secs_f64();
+        let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(f, "{start:.6} {:.6}", took.as_secs_f64() * 1e3);
+    }
 }
 
 /// Echo latency through a PTY client (raw, tmux, dtach, `ccd attach`).
