@@ -17,7 +17,10 @@
 //! The writer and the connections ask for a short scheduler slice
 //! ([`ccd_sched`]); the reader and the pumps too, except while their session
 //! floods ([`ccd_sched::Adaptive`]: batch scheduling then); the parser always
-//! runs batch.
+//! runs batch, and weighs the holder's whole scheduling group down while it
+//! parses a flood ([`ccd_sched::FloodGroup`]: the holder leads its own
+//! session, so with autogroups its threads are a group of their own, and a
+//! thread's policy or yield does not reach other sessions' threads).
 //!
 //! Stopping is ordered by one signal, not by timers: `holder.collect` is
 //! the only request that ends a holder, and its connection raises the
