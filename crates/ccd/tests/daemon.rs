@@ -350,15 +350,8 @@ fn a_client_that_never_reads_does_not_hurt_the_session_or_others() {
         .unwrap();
     let holder_pid = sb.holder_pids()[0];
     let holder_sock = sb.holder_socket(&sid);
-    let start = ccd_holder::HolderClient::connect(&holder_sock)
-        .unwrap()
-        .info()
-        .unwrap()
-        .output_bytes;
-    let mut typer = sb.client();
-    typer
-        .call_value("session.input", json!({"session": sid, "data": ccd_protocol::b64::encode(format!("flood {FLOOD}\r").as_bytes())}))
-        .unwrap();
+    let start = common::holder_info(&holder_sock).output_bytes;
+    sb.type_flood(&sid, FLOOD);
     // Read until this client has caught up with everything the session
     // wrote, the whole flood included.
     let mut pos = 0u64;
@@ -396,10 +389,7 @@ fn a_client_that_never_reads_does_not_hurt_the_session_or_others() {
         if last_check.elapsed() > Duration::from_millis(200) {
             last_check = std::time::Instant::now();
             peak_rss = peak_rss.max(rss_kb(holder_pid));
-            let info = ccd_holder::HolderClient::connect(&holder_sock)
-                .unwrap()
-                .info()
-                .unwrap();
+            let info = common::holder_info(&holder_sock);
             if info.output_bytes >= start + FLOOD && pos == info.output_bytes {
                 // The stuck client's queue was dropped, not waited on.
                 let dropped: u64 = info.clients.iter().map(|c| c.bytes_dropped).sum();

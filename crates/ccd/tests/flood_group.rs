@@ -8,8 +8,7 @@
 
 mod common;
 
-use common::{wait_for, Sandbox};
-use serde_json::json;
+use common::{holder_info, wait_for, Sandbox};
 use std::time::{Duration, Instant};
 
 /// The group's nice value, if the kernel has autogroups.
@@ -29,19 +28,9 @@ fn a_flooding_session_weighs_its_holder_group_down_until_the_flood_is_parsed() {
         assert!(base < ccd_sched::group::BULK_NICE, "a new group: {base}");
     }
     let holder_sock = sb.holder_socket(&sid);
-    let info = || {
-        ccd_holder::HolderClient::connect(&holder_sock)
-            .unwrap()
-            .info()
-            .unwrap()
-    };
+    let info = || holder_info(&holder_sock);
     let start = info().output_bytes;
-    sb.client()
-        .call_value(
-            "session.input",
-            json!({"session": sid, "data": ccd_protocol::b64::encode(format!("flood {FLOOD}\r").as_bytes())}),
-        )
-        .unwrap();
+    sb.type_flood(&sid, FLOOD);
 
     // No client reads: the backlog fills, the PTY is paced, and the parser
     // parses from a backlog well past the flood threshold.
@@ -71,21 +60,5 @@ fn a_flooding_session_weighs_its_holder_group_down_until_the_flood_is_parsed() {
         || (group_nice(holder) == Some(base)).then_some(()),
     );
     // And the model has all of it: the prompt after the flood.
-    wait_for(
-        Duration::from_secs(20),
-        "the prompt after the flood",
-        || {
-            let v = sb
-                .client()
-                .call_value("session.screen", json!({"session": sid, "format": "text"}))
-                .unwrap();
-            v["lines"]
-                .as_array()
-                .is_some_and(|l| {
-                    l.iter()
-                        .any(|r| r.as_str().is_some_and(|r| r.contains("echo: flood")))
-                })
-                .then_some(())
-        },
-    );
+    sb.wait_for_row(&sid, "echo: flood");
 }

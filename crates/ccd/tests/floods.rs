@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{rss_kb, wait_for, Sandbox, HOLDER_FLOOD_RSS_BOUND_KB};
+use common::{holder_info, rss_kb, wait_for, Sandbox, HOLDER_FLOOD_RSS_BOUND_KB};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -27,19 +27,9 @@ fn twenty_one_megabytes_then_a_pause_keep_the_stream_whole() {
         json!({"session": sid, "mode": "interactive"}),
     )
     .unwrap();
-    let mut typer = sb.client();
     let holder_sock = sb.holder_socket(&sid);
-    let start = ccd_holder::HolderClient::connect(&holder_sock)
-        .unwrap()
-        .info()
-        .unwrap()
-        .output_bytes;
-    typer
-        .call_value(
-            "session.input",
-            json!({"session": sid, "data": ccd_protocol::b64::encode(format!("flood {FLOOD}\r").as_bytes())}),
-        )
-        .unwrap();
+    let start = holder_info(&holder_sock).output_bytes;
+    sb.type_flood(&sid, FLOOD);
     // Read everything, in order, with no resync: a reader that keeps up
     // loses nothing.
     let mut pos: Option<u64> = None;
@@ -74,29 +64,15 @@ fn twenty_one_megabytes_then_a_pause_keep_the_stream_whole() {
         }
         if last_check.elapsed() > Duration::from_millis(300) {
             last_check = Instant::now();
-            let info = ccd_holder::HolderClient::connect(&holder_sock)
-                .unwrap()
-                .info()
-                .unwrap();
+            let info = holder_info(&holder_sock);
             if info.output_bytes >= start + FLOOD && pos == Some(info.output_bytes) {
                 break;
             }
         }
     }
-    let dropped: u64 = ccd_holder::HolderClient::connect(&holder_sock)
-        .unwrap()
-        .info()
-        .unwrap()
-        .clients
-        .iter()
-        .map(|c| c.bytes_dropped)
-        .sum();
-    let produced = ccd_holder::HolderClient::connect(&holder_sock)
-        .unwrap()
-        .info()
-        .unwrap()
-        .output_bytes
-        - start;
+    let end = holder_info(&holder_sock);
+    let dropped: u64 = end.clients.iter().map(|c| c.bytes_dropped).sum();
+    let produced = end.output_bytes - start;
     assert!(
         got + dropped >= produced,
         "bytes unaccounted for: received {got} + dropped {dropped} < produced {produced}"
@@ -111,6 +87,7 @@ fn twenty_one_megabytes_then_a_pause_keep_the_stream_whole() {
             .contains("echo: flood")
             .then_some(())
     });
+    let mut typer = sb.client();
     let t0 = Instant::now();
     typer
         .call_value(
@@ -208,20 +185,6 @@ impl Viewer {
     }
 }
 
-/// The session's screen as the holder's model has it.
-fn model_rows(sb: &Sandbox, sid: &str) -> Vec<String> {
-    let v = sb
-        .client()
-        .call_value("session.screen", json!({"session": sid, "format": "text"}))
-        .unwrap();
-    v["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap().trim_end().to_string())
-        .collect()
-}
-
 /// The daemon holds at most 8 MiB of lines per stuck connection
 /// (`ccd_daemon::out_queue`), plus what is in flight to the reading client.
 const DAEMON_RSS_GROWTH_BOUND_KB: u64 = 48 * 1024;
@@ -247,19 +210,9 @@ fn a_client_stuck_for_30_s_in_a_100_mb_flood_is_redrawn_and_hurts_no_one() {
     let daemon_pid = sb.daemon_pid().unwrap();
     let daemon_base = rss_kb(daemon_pid);
     let holder_sock = sb.holder_socket(&sid);
-    let info = || {
-        ccd_holder::HolderClient::connect(&holder_sock)
-            .unwrap()
-            .info()
-            .unwrap()
-    };
+    let info = || holder_info(&holder_sock);
     let start = info().output_bytes;
-    sb.client()
-        .call_value(
-            "session.input",
-            json!({"session": sid, "data": ccd_protocol::b64::encode(format!("flood {FLOOD}\r").as_bytes())}),
-        )
-        .unwrap();
+    sb.type_flood(&sid, FLOOD);
     let t0 = Instant::now();
 
     // The stuck client reads nothing for 30 s; the other one keeps reading.
@@ -288,23 +241,9 @@ fn a_client_stuck_for_30_s_in_a_100_mb_flood_is_redrawn_and_hurts_no_one() {
     }
     let flood_time = flood_done.unwrap();
     // The session answers and takes a prompt while the client is still stuck.
-    wait_for(
-        Duration::from_secs(20),
-        "the prompt after the flood",
-        || {
-            model_rows(&sb, &sid)
-                .iter()
-                .any(|r| r.contains("echo: flood"))
-                .then_some(())
-        },
-    );
+    sb.wait_for_row(&sid, "echo: flood");
     sb.ok(&["send", &sid, "after the flood"]);
-    wait_for(Duration::from_secs(20), "the reply after the flood", || {
-        model_rows(&sb, &sid)
-            .iter()
-            .any(|r| r.contains("echo: after the flood"))
-            .then_some(())
-    });
+    sb.wait_for_row(&sid, "echo: after the flood");
     // The reader follows to the end and shows the session's screen.
     let end = info().output_bytes;
     while reader.pos != Some(end) {
@@ -314,7 +253,7 @@ fn a_client_stuck_for_30_s_in_a_100_mb_flood_is_redrawn_and_hurts_no_one() {
             reader.pos
         );
     }
-    assert_eq!(reader.rows(), model_rows(&sb, &sid), "the reader's screen");
+    assert_eq!(reader.rows(), sb.model_rows(&sid), "the reader's screen");
     // Every output line continued the last one (read_one), to the end.
     assert_eq!(reader.resyncs, 0, "the reading client lost output");
 
@@ -348,7 +287,7 @@ fn a_client_stuck_for_30_s_in_a_100_mb_flood_is_redrawn_and_hurts_no_one() {
     let catch_up = t_resume.elapsed();
     assert_eq!(
         stuck.rows(),
-        model_rows(&sb, &sid),
+        sb.model_rows(&sid),
         "the stuck client's screen after its redraw"
     );
     // (The daemon refreshes a holder's counters on its own tick.)

@@ -175,6 +175,47 @@ impl Sandbox {
         self.sock.join("holders").join(format!("{holder}.sock"))
     }
 
+    /// The session's screen as the holder's model has it, a line per row
+    /// (trailing blanks trimmed).
+    pub fn model_rows(&self, sid: &str) -> Vec<String> {
+        let v = self
+            .client()
+            .call_value(
+                "session.screen",
+                serde_json::json!({"session": sid, "format": "text"}),
+            )
+            .unwrap();
+        v["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap().trim_end().to_string())
+            .collect()
+    }
+
+    /// Waits (20 s at most) for a row of the model's screen that contains
+    /// `needle`.
+    pub fn wait_for_row(&self, sid: &str, needle: &str) {
+        wait_for(Duration::from_secs(20), needle, || {
+            self.model_rows(sid)
+                .iter()
+                .any(|r| r.contains(needle))
+                .then_some(())
+        });
+    }
+
+    /// Types `flood <bytes>` at the fake claude's prompt: it writes that
+    /// many bytes of output, then its prompt (`echo: flood …`).
+    pub fn type_flood(&self, sid: &str, bytes: u64) {
+        let data = ccd_protocol::b64::encode(format!("flood {bytes}\r").as_bytes());
+        self.client()
+            .call_value(
+                "session.input",
+                serde_json::json!({"session": sid, "data": data}),
+            )
+            .unwrap();
+    }
+
     /// The holder processes' pids (from their sockets' peers is not
     /// available; read from the daemon's view).
     pub fn holder_pids(&self) -> Vec<u32> {
@@ -243,6 +284,14 @@ pub const HOLDER_FLOOD_RSS_BOUND_KB: u64 =
         as u64;
 
 /// VmRSS of a process in kB (0 once it is gone).
+/// The info of the holder listening on `sock`, asked of it directly.
+pub fn holder_info(sock: &Path) -> ccd_holder::InfoResult {
+    ccd_holder::HolderClient::connect(sock)
+        .unwrap()
+        .info()
+        .unwrap()
+}
+
 pub fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
