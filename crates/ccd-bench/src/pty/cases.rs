@@ -6,7 +6,7 @@ use super::report::{Attach, Echo, Flood, Memory};
 use super::stream::Kind;
 use super::term::{
     echo_loop, echo_pty, flood_through, touch, until_screen, wait_file, Latency, PtyFlood, PtyProc,
-    COLS, ROWS,
+    SampleTrace, ATTACH_TRACE, COLS, ROWS,
 };
 use super::tmux::{Dtach, Tmux};
 use super::{parse, Ctx, Reference, Run};
@@ -586,7 +586,7 @@ fn echo_ccd(cx: &Ctx, n: usize) -> anyhow::Result<Vec<Echo>> {
 pub fn attach_times(cx: &Ctx) -> Attach {
     let mut a = Attach::default();
     let r = super::reference(Kind::Tui, 300_000, cx.seed + 7);
-    let runs = if cx.samples >= 1000 { 100 } else { 20 };
+    let runs = cx.attach_samples;
     eprintln!("attach → first frame (ccd attach, cat of its frame, tmux attach, in turns)…");
     if let Err(e) = attach_in_turns(cx, &r, runs, &mut a) {
         a.errors.push(format!("ccd: {e:#}"));
@@ -611,6 +611,7 @@ fn tmux_for_attach(cx: &Ctx, bin: &std::path::Path, r: &Reference) -> anyhow::Re
 /// One attach sample: from `start` (a process under a PTY) to the screen
 /// being `want`.
 fn attach_sample(
+    label: &str,
     start: impl FnOnce() -> anyhow::Result<PtyProc>,
     want: &str,
     d: &mut Vec<Duration>,
@@ -620,7 +621,10 @@ fn attach_sample(
     let mut p = start()?;
     let mut s = ccd_screen::Screen::new(ROWS, COLS);
     match until_screen(&p, &mut s, want, Duration::from_secs(5)) {
-        Some(t1) => d.push(t1 - t0),
+        Some(t1) => {
+            d.push(t1 - t0);
+            SampleTrace::record(&ATTACH_TRACE, t0, t1 - t0, Some(label));
+        }
         None => *misses += 1,
     }
     p.kill(Duration::from_millis(500));
@@ -640,7 +644,7 @@ fn attach_in_turns(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyh
         // The API: request → reply → first resync.
         let mut api = c.api()?;
         let (mut reply, mut resync) = (Vec::new(), Vec::new());
-        let api_runs = if runs >= 100 { 150 } else { 50 };
+        let api_runs = runs + runs / 2;
         for i in 0..api_runs {
             let t0 = Instant::now();
             let id = api.send(
@@ -685,8 +689,15 @@ fn attach_in_turns(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyh
             let order = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
             for k in order {
                 match k {
-                    0 => attach_sample(|| c.attach_pty(&sid), &r.screen, &mut d[0], &mut miss[0])?,
+                    0 => attach_sample(
+                        "ccd-attach",
+                        || c.attach_pty(&sid),
+                        &r.screen,
+                        &mut d[0],
+                        &mut miss[0],
+                    )?,
                     1 if frame.exists() => attach_sample(
+                        "cat",
                         || PtyProc::spawn(std::path::Path::new("cat"), &frame_arg, &cat_env),
                         &r.screen,
                         &mut d[1],
@@ -695,6 +706,7 @@ fn attach_in_turns(cx: &Ctx, r: &Reference, runs: usize, a: &mut Attach) -> anyh
                     2 => {
                         if let Some(t) = &tmux {
                             attach_sample(
+                                "tmux",
                                 || t.attach_pty("m"),
                                 &r.screen,
                                 &mut d[2],

@@ -59,6 +59,11 @@ pub struct Args {
     /// on each contender alike.
     #[arg(long)]
     pub echo_rounds: Option<usize>,
+    /// Attach samples per contender (default 100; 20 with --quick): p99 of
+    /// 100 is the second slowest, so raise it to see whether a tail is one
+    /// contender's or the machine's.
+    #[arg(long)]
+    pub attach_samples: Option<usize>,
     /// Flood rounds per contender (default 3; 1 with --quick); the median is reported.
     #[arg(long)]
     pub rounds: Option<usize>,
@@ -93,6 +98,12 @@ pub struct Args {
     /// waited for (`crates/ccd-bench/scripts/echo_waits.py`).
     #[arg(long)]
     pub echo_trace: Option<PathBuf>,
+    /// Append every attach sample here, one line each: its start on
+    /// CLOCK_MONOTONIC in seconds, its time to the full frame in ms and its
+    /// contender (ccd-attach, cat, tmux), to line up with `perf record -k
+    /// CLOCK_MONOTONIC` (`crates/ccd-bench/scripts/echo_waits.py --label`).
+    #[arg(long)]
+    pub attach_trace: Option<PathBuf>,
 }
 
 pub struct Ctx {
@@ -105,6 +116,7 @@ pub struct Ctx {
     pub seed: u64,
     pub samples: usize,
     pub echo_rounds: usize,
+    pub attach_samples: usize,
     pub skip: Vec<String>,
     counter: std::cell::Cell<u32>,
 }
@@ -288,7 +300,10 @@ fn which(name: &str) -> Option<PathBuf> {
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
     if let Some(p) = &a.echo_trace {
-        term::trace_echoes_to(p)?;
+        term::SampleTrace::start(&term::ECHO_TRACE, p)?;
+    }
+    if let Some(p) = &a.attach_trace {
+        term::SampleTrace::start(&term::ATTACH_TRACE, p)?;
     }
     let ccd = match &a.ccd {
         Some(p) => p.clone(),
@@ -314,6 +329,10 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         seed: a.seed,
         samples: a.samples.unwrap_or(if a.quick { 200 } else { 1000 }),
         echo_rounds: a.echo_rounds.unwrap_or(if a.quick { 1 } else { 4 }).max(1),
+        attach_samples: a
+            .attach_samples
+            .unwrap_or(if a.quick { 20 } else { 100 })
+            .max(1),
         skip: a.skip.clone(),
         counter: Default::default(),
     };

@@ -399,7 +399,7 @@ pub fn echo_loop(
             }
         }
         let took = t0.elapsed();
-        trace_echo(t0, took);
+        SampleTrace::record(&ECHO_TRACE, t0, took, None);
         if i >= 20 {
             if ok {
                 lat.push(took);
@@ -421,30 +421,56 @@ pub fn echo_loop(
     Ok(Latency::from(lat, timeouts))
 }
 
-/// Where `--echo-trace` writes, with the instant its clock reading was
-/// taken (to place each sample on CLOCK_MONOTONIC).
-static ECHO_TRACE: std::sync::OnceLock<(Mutex<std::fs::File>, Instant, f64)> =
-    std::sync::OnceLock::new();
-
-/// Append every echo sample to `path` from now on (see `--echo-trace`).
-pub fn trace_echoes_to(path: &Path) -> anyhow::Result<()> {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("open {}", path.display()))?;
-    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
-    let secs = now.tv_sec() as f64 + now.tv_nsec() as f64 / 1e9;
-    // Set once per run; a second call keeps the first file.
-    let _ = ECHO_TRACE.set((Mutex::new(f), Instant::now(), secs));
-    Ok(())
+/// A file every timed sample of one kind is appended to (`--echo-trace`,
+/// `--attach-trace`), one line each: its start on CLOCK_MONOTONIC in
+/// seconds, its latency in ms and, for attach, its contender.
+pub struct SampleTrace {
+    file: Mutex<std::fs::File>,
+    /// An instant and the CLOCK_MONOTONIC reading taken with it, to place
+    /// each sample's `Instant` on that clock.
+    base: Instant,
+    base_secs: f64,
 }
 
-fn trace_echo(t0: Instant, took: Duration) {
-    if let Some((f, base, base_secs)) = ECHO_TRACE.get() {
-        let start = base_secs + t0.saturating_duration_since(*base).as_secs_f64();
-        let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = writeln!(f, "{start:.6} {:.6}", took.as_secs_f64() * 1e3);
+/// Where `--echo-trace` and `--attach-trace` write; each is set once per run.
+pub static ECHO_TRACE: std::sync::OnceLock<SampleTrace> = std::sync::OnceLock::new();
+pub static ATTACH_TRACE: std::sync::OnceLock<SampleTrace> = std::sync::OnceLock::new();
+
+impl SampleTrace {
+    /// Append to `path` from now on; a second call for the same kind keeps
+    /// the first file.
+    pub fn start(slot: &std::sync::OnceLock<SampleTrace>, path: &Path) -> anyhow::Result<()> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("open {}", path.display()))?;
+        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
+        let base_secs = now.tv_sec() as f64 + now.tv_nsec() as f64 / 1e9;
+        let _ = slot.set(SampleTrace {
+            file: Mutex::new(f),
+            base: Instant::now(),
+            base_secs,
+        });
+        Ok(())
+    }
+
+    /// One sample, if this kind is traced.
+    pub fn record(
+        slot: &std::sync::OnceLock<SampleTrace>,
+        t0: Instant,
+        took: Duration,
+        label: Option<&str>,
+    ) {
+        if let Some(t) = slot.get() {
+            let start = t.base_secs + t0.saturating_duration_since(t.base).as_secs_f64();
+            let mut f = t.file.lock().unwrap_or_else(|p| p.into_inner());
+            let ms = took.as_secs_f64() * 1e3;
+            let _ = match label {
+                Some(l) => writeln!(f, "{start:.6} {ms:.6} {l}"),
+                None => writeln!(f, "{start:.6} {ms:.6}"),
+            };
+        }
     }
 }
 
