@@ -11,6 +11,10 @@ the same clock:
     perf script -i sched.data -F comm,tid,cpu,time,event,trace > sched.txt
     crates/ccd-bench/scripts/echo_waits.py sched.txt echo.trace --case 2
 
+For attach samples, run `--only attach --attach-trace attach.trace` the
+same way and pick a contender with `--label ccd-attach` (or `cat`, `tmux`)
+instead of `--case`.
+
 `--case` picks the run of samples, in the order they were taken (one run of
 `--echo-rounds 1` with ccd alone: 0 API idle, 1 attach idle, 2 attach beside
 a flood, 3 API beside a flood). For each sample slower than `--over` ms it
@@ -42,18 +46,25 @@ def main():
     ap.add_argument('sched', help='perf script output (comm,tid,cpu,time,event,trace)')
     ap.add_argument('trace', help="the bench's --echo-trace file")
     ap.add_argument('--case', type=int, default=2)
+    ap.add_argument('--label', help="an --attach-trace's contender (ccd-attach, cat, tmux)")
     ap.add_argument('--samples', type=int, default=1000, help='--samples of the run')
     ap.add_argument('--over', type=float, default=2.0, help='slow: above this many ms')
     ap.add_argument('--show', type=int, default=10, help='slow samples printed in full')
     a = ap.parse_args()
 
-    per_case = a.samples + WARMUP
-    samples = [tuple(map(float, l.split())) for l in open(a.trace)]
-    case = samples[a.case * per_case + WARMUP:(a.case + 1) * per_case]
-    if not case:
-        raise SystemExit(f'no case {a.case} in {a.trace} ({len(samples)} lines)')
+    rows = [l.split() for l in open(a.trace)]
+    if a.label:
+        case = [(float(r[0]), float(r[1])) for r in rows if r[2:] == [a.label]]
+        if not case:
+            raise SystemExit(f'no {a.label} samples in {a.trace} ({len(rows)} lines)')
+    else:
+        per_case = a.samples + WARMUP
+        samples = [(float(r[0]), float(r[1])) for r in rows]
+        case = samples[a.case * per_case + WARMUP:(a.case + 1) * per_case]
+        if not case:
+            raise SystemExit(f'no case {a.case} in {a.trace} ({len(samples)} lines)')
     lat = sorted(s[1] for s in case)
-    print(f'case {a.case}: {len(lat)} samples, p50 {lat[len(lat) // 2]:.3f} ms, '
+    print(f'{a.label or "case %d" % a.case}: {len(lat)} samples, p50 {lat[len(lat) // 2]:.3f} ms, '
           f'p99 {lat[int(len(lat) * 0.99)]:.3f} ms, max {lat[-1]:.3f} ms')
 
     lo, hi = case[0][0] - 0.01, case[-1][0] + 0.1
