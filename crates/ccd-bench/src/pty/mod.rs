@@ -59,9 +59,9 @@ pub struct Args {
     /// on each contender alike.
     #[arg(long)]
     pub echo_rounds: Option<usize>,
-    /// Attach samples per contender (default 100; 20 with --quick): p99 of
-    /// 100 is the second slowest, so raise it to see whether a tail is one
-    /// contender's or the machine's.
+    /// Attach samples per contender (default 300; 20 with --quick): p99 of
+    /// 300 is the third slowest (of 100 it was the second, and one stray
+    /// process start moved it by milliseconds).
     #[arg(long)]
     pub attach_samples: Option<usize>,
     /// Flood rounds per contender (default 3; 1 with --quick); the median is reported.
