@@ -331,7 +331,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         echo_rounds: a.echo_rounds.unwrap_or(if a.quick { 1 } else { 4 }).max(1),
         attach_samples: a
             .attach_samples
-            .unwrap_or(if a.quick { 20 } else { 100 })
+            .unwrap_or(if a.quick { 20 } else { 300 })
             .max(1),
         skip: a.skip.clone(),
         counter: Default::default(),
