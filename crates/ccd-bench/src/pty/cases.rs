@@ -6,7 +6,7 @@ use super::report::{Attach, Echo, Flood, Memory};
 use super::stream::Kind;
 use super::term::{
     echo_loop, echo_pty, flood_through, touch, until_screen, wait_file, Latency, PtyFlood, PtyProc,
-    SampleTrace, ATTACH_TRACE, COLS, ROWS,
+    ATTACH_TRACE, COLS, ROWS,
 };
 use super::tmux::{Dtach, Tmux};
 use super::{parse, Ctx, Reference, Run};
@@ -623,7 +623,7 @@ fn attach_sample(
     match until_screen(&p, &mut s, want, Duration::from_secs(5)) {
         Some(t1) => {
             d.push(t1 - t0);
-            SampleTrace::record(&ATTACH_TRACE, t0, t1 - t0, Some(label));
+            ATTACH_TRACE.record(t0, t1 - t0, Some(label));
         }
         None => *misses += 1,
     }

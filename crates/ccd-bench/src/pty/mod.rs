@@ -300,10 +300,10 @@ fn which(name: &str) -> Option<PathBuf> {
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
     if let Some(p) = &a.echo_trace {
-        term::SampleTrace::start(&term::ECHO_TRACE, p)?;
+        term::ECHO_TRACE.start(p)?;
     }
     if let Some(p) = &a.attach_trace {
-        term::SampleTrace::start(&term::ATTACH_TRACE, p)?;
+        term::ATTACH_TRACE.start(p)?;
     }
     let ccd = match &a.ccd {
         Some(p) => p.clone(),

@@ -399,7 +399,7 @@ pub fn echo_loop(
             }
         }
         let took = t0.elapsed();
-        SampleTrace::record(&ECHO_TRACE, t0, took, None);
+        ECHO_TRACE.record(t0, took, None);
         if i >= 20 {
             if ok {
                 lat.push(took);
@@ -421,10 +421,13 @@ pub fn echo_loop(
     Ok(Latency::from(lat, timeouts))
 }
 
-/// A file every timed sample of one kind is appended to (`--echo-trace`,
-/// `--attach-trace`), one line each: its start on CLOCK_MONOTONIC in
-/// seconds, its latency in ms and, for attach, its contender.
-pub struct SampleTrace {
+/// Where every timed sample of one kind is appended, once `start`ed
+/// (`--echo-trace`, `--attach-trace`): one line each, its start on
+/// CLOCK_MONOTONIC in seconds, its latency in ms and, for attach, its
+/// contender.
+pub struct SampleTrace(std::sync::OnceLock<TraceFile>);
+
+struct TraceFile {
     file: Mutex<std::fs::File>,
     /// An instant and the CLOCK_MONOTONIC reading taken with it, to place
     /// each sample's `Instant` on that clock.
@@ -432,40 +435,32 @@ pub struct SampleTrace {
     base_secs: f64,
 }
 
-/// Where `--echo-trace` and `--attach-trace` write; each is set once per run.
-pub static ECHO_TRACE: std::sync::OnceLock<SampleTrace> = std::sync::OnceLock::new();
-pub static ATTACH_TRACE: std::sync::OnceLock<SampleTrace> = std::sync::OnceLock::new();
+pub static ECHO_TRACE: SampleTrace = SampleTrace(std::sync::OnceLock::new());
+pub static ATTACH_TRACE: SampleTrace = SampleTrace(std::sync::OnceLock::new());
 
 impl SampleTrace {
-    /// Append to `path` from now on; a second call for the same kind keeps
-    /// the first file.
-    pub fn start(slot: &std::sync::OnceLock<SampleTrace>, path: &Path) -> anyhow::Result<()> {
+    /// Append to `path` from now on; a second call keeps the first file.
+    pub fn start(&self, path: &Path) -> anyhow::Result<()> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
             .with_context(|| format!("open {}", path.display()))?;
         let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
-        let base_secs = now.tv_sec() as f64 + now.tv_nsec() as f64 / 1e9;
-        let _ = slot.set(SampleTrace {
+        let _ = self.0.set(TraceFile {
             file: Mutex::new(f),
             base: Instant::now(),
-            base_secs,
+            base_secs: now.tv_sec() as f64 + now.tv_nsec() as f64 / 1e9,
         });
         Ok(())
     }
 
     /// One sample, if this kind is traced.
-    pub fn record(
-        slot: &std::sync::OnceLock<SampleTrace>,
-        t0: Instant,
-        took: Duration,
-        label: Option<&str>,
-    ) {
-        if let Some(t) = slot.get() {
+    pub fn record(&self, t0: Instant, took: Duration, label: Option<&str>) {
+        if let Some(t) = self.0.get() {
             let start = t.base_secs + t0.saturating_duration_since(t.base).as_secs_f64();
-            let mut f = t.file.lock().unwrap_or_else(|p| p.into_inner());
             let ms = took.as_secs_f64() * 1e3;
+            let mut f = t.file.lock().unwrap_or_else(|p| p.into_inner());
             let _ = match label {
                 Some(l) => writeln!(f, "{start:.6} {ms:.6} {l}"),
                 None => writeln!(f, "{start:.6} {ms:.6}"),
