@@ -878,6 +878,137 @@ fn real_cli_approve_and_deny_answer_permission_prompts() {
     }
 }
 
+/// The permission-mode words the CLI's footer shows (2.1.332: "auto mode
+/// on"; both: "accept edits on" and "plan mode on" after Shift-Tab).
+fn mode_words(screen: &str) -> Vec<&'static str> {
+    [
+        "accept edits on",
+        "plan mode on",
+        "auto mode on",
+        "bypass permissions on",
+        "manual mode",
+    ]
+    .into_iter()
+    .filter(|w| screen.contains(w))
+    .collect()
+}
+
+/// The prompts of `sid`'s transcript in order: user records whose content
+/// is text (a string, or text blocks), not tool results, not meta, not the
+/// CLI's own "[Request interrupted by user …]" after a refusal.
+fn user_prompts(sb: &Sandbox, sid: &str) -> Vec<String> {
+    let Some(p) = transcript_of(sb, sid) else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "user" && v.get("isMeta").is_none())
+        .filter_map(|v| match &v["message"]["content"] {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(blocks) if blocks.iter().all(|b| b["type"] == "text") => Some(
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(""),
+            ),
+            _ => None,
+        })
+        .filter(|t| !t.starts_with("[Request interrupted by user"))
+        .collect()
+}
+
+/// Text typed for a client stays text on the real CLI: a send and a deny
+/// message holding the bracketed paste's end marker, `\r`, ESC and
+/// Shift-Tab make exactly one prompt each with the text, and the
+/// permission mode shown before is the one shown after (unfiltered, a
+/// Shift-Tab after `ESC[201~` switched 2.1.332 from auto mode to accept
+/// edits, and on 2.1.173 `ONE\e[201~\rTWO` submitted `TWO` alone).
+fn typed_text_version(version: &str) {
+    let Some((mock, sb)) = real::setup(version, MockUsage::SMALL) else {
+        return;
+    };
+    let dir = sb.project("typed");
+    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+    args.extend(asking_args(version));
+    let sid = sb.ok(&args).trim().to_string();
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
+        .unwrap();
+    let modes = mode_words(&sb.ok(&["screen", &sid]));
+
+    sb.ok(&["send", &sid, "ONE\x1b[201~\rTWO"]);
+    wait_reply(&sb, &sid, "ACK: ONE TWO", version);
+    wait_for(T, "the prompt after the first turn", || {
+        (shows(&mut c, &sid) == "prompt").then_some(())
+    });
+    sb.ok(&["send", &sid, "THREE\x1b[201~\x1b[Z\x1b[Z"]);
+    wait_reply(&sb, &sid, "ACK: THREE", version);
+    wait_for(T, "the prompt after the second turn", || {
+        (shows(&mut c, &sid) == "prompt").then_some(())
+    });
+    let screen = sb.ok(&["screen", &sid]);
+    assert_eq!(
+        mode_words(&screen),
+        modes,
+        "[{version}] the permission mode changed:\n{screen}"
+    );
+
+    // A deny message.
+    sb.ok(&["send", &sid, "TOOL:echo denied > denied.txt"]);
+    permission_attention(
+        &mut c,
+        &sb,
+        &mock,
+        &sid,
+        "echo denied > denied.txt",
+        version,
+    );
+    let out = sb.run(&["deny", &sid, "--message", "FOUR\x1b[201~\r\x1b[Z\x1b[ZFIVE"]);
+    assert!(
+        out.status.success(),
+        "[{version}] ccd deny: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        evidence(&sb, &mock, Some(&sid))
+    );
+    // With a refused tool in the history the mock answers "done".
+    wait_reply(&sb, &sid, "done", version);
+    wait_for(T, "the prompt after the message's turn", || {
+        (shows(&mut c, &sid) == "prompt").then_some(())
+    });
+    let screen = sb.ok(&["screen", &sid]);
+    assert_eq!(
+        mode_words(&screen),
+        modes,
+        "[{version}] the permission mode changed:\n{screen}"
+    );
+    assert!(
+        !dir.join("denied.txt").exists(),
+        "[{version}] a denied command ran"
+    );
+    assert_eq!(
+        user_prompts(&sb, &sid),
+        [
+            "ONE\nTWO",
+            "THREE",
+            "TOOL:echo denied > denied.txt",
+            "FOUR\nFIVE"
+        ],
+        "[{version}] one prompt per send, with the text and nothing else\n{}",
+        evidence(&sb, &mock, Some(&sid))
+    );
+    sb.ok(&["kill", &sid]);
+}
+
+#[test]
+fn real_cli_typed_text_never_becomes_keys() {
+    for v in real::versions() {
+        typed_text_version(&v);
+    }
+}
+
 /// A held session runs `BGTOOL:sleep 3; echo done > bg.txt` (a Bash tool
 /// use with `run_in_background: true`, approved through `ccd approve` when
 /// the CLI asks), or with `subagent`

@@ -159,3 +159,91 @@ fn a_message_goes_only_with_a_refusal_and_sessions_outside_ccd_are_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The prompts the fake claude recorded for `sid`, in order (user records
+/// whose content is a string: not tool results).
+fn prompts(sb: &Sandbox, sid: &str) -> Vec<String> {
+    let Some(p) = ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), sid)
+    else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "user")
+        .filter_map(|v| v["message"]["content"].as_str().map(String::from))
+        .collect()
+}
+
+/// Text typed for a client stays text (issue: `ESC[201~` in a send ended
+/// the bracketed paste, and what followed was typed as keys: two prompts,
+/// a switched permission mode). A send and a deny message holding the
+/// paste's end marker, `\r`, ESC and Shift-Tab make one prompt each, with
+/// the text and nothing else; text over the bound is refused at once.
+#[test]
+fn typed_text_never_becomes_keys_and_oversized_text_is_refused_at_once() {
+    let sb = Sandbox::new();
+    let sid = sb.new_session("typed");
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({})).unwrap();
+
+    sb.ok(&["send", &sid, "ONE\x1b[201~\rTWO\x1b[Z\x1b"]);
+    wait_for(T, "the sent prompt's reply", || {
+        (prompts(&sb, &sid).len() == 1 && screen(&sb, &sid).contains("echo: ONE")).then_some(())
+    });
+    let r = c
+        .call_value(
+            "session.send",
+            json!({"session": sid, "text": "THREE\u{1b}[201~\u{1b}[Z\u{1b}[Z"}),
+        )
+        .unwrap();
+    assert_eq!(r["removed"], 12, "{r}");
+    wait_for(T, "the second prompt", || {
+        (prompts(&sb, &sid).len() >= 2).then_some(())
+    });
+
+    // A deny message, through the CLI.
+    sb.ok(&["send", &sid, "perm rm -rf build"]);
+    let a = attention(&mut c, &sid);
+    let before = screen(&sb, &sid);
+    // Over the bound: refused before anything is read or typed.
+    let huge = "x".repeat(ccd_protocol::methods::session::MAX_TYPED_TEXT + 1);
+    let started = Instant::now();
+    let e = c
+        .call::<SessionRespond>(&RespondParams {
+            session: sid.clone(),
+            choice: RespondChoice::No,
+            message: Some(huge.clone()),
+            prompt: a["prompt"].as_str().map(String::from),
+        })
+        .unwrap_err();
+    let rpc = e.rpc().cloned().unwrap();
+    assert_eq!(rpc.code, ErrorCode::InvalidParams.code(), "{e}");
+    assert!(rpc.message.contains("262144"), "{}", rpc.message);
+    assert_eq!(rpc.data.unwrap_or(Value::Null)["max_bytes"], 262144);
+    let e = c
+        .call_value("session.send", json!({"session": sid, "text": huge}))
+        .unwrap_err();
+    assert_eq!(
+        e.rpc().map(|r| r.code),
+        Some(ErrorCode::InvalidParams.code())
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "refused after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(screen(&sb, &sid), before, "nothing was typed");
+
+    sb.ok_stderr(&["deny", &sid, "--message", "FOUR\x1b[201~\r\x1b[Z\x1b[ZFIVE"]);
+    wait_for(T, "the message's turn", || {
+        screen(&sb, &sid).contains("echo: FOUR").then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        prompts(&sb, &sid),
+        ["ONE\nTWO", "THREE", "perm rm -rf build", "FOUR\nFIVE"],
+        "one prompt per send, holding the text and nothing else"
+    );
+}

@@ -3,6 +3,7 @@
 
 use crate::connection::ConnCtx;
 use crate::handlers::sessions::resolve;
+use crate::handlers::typed;
 use crate::holders::rpc::call_once;
 use crate::holders::spawn::{new_holder_id, spawn_holder, Launch};
 use crate::holders::spec::{HolderMeta, Origin};
@@ -16,6 +17,7 @@ use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{
     Cursor, ForkParams, KillParams, KillResult, NewParams, NewResult, PinParams, PinResult,
     Progress, ScreenFormat, ScreenParams, ScreenResult, SendParams, SendResult, SessionProgress,
+    TextTooLong,
 };
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::{ErrorCode, RpcError};
@@ -592,6 +594,7 @@ pub(crate) async fn type_bytes(entry: &HolderEntry, bytes: &[u8]) -> Result<(), 
 /// on an empty prompt does nothing in Claude Code, so a repeat that races a
 /// slow redraw cannot submit twice.
 pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> {
+    text_within_bound("text", &p.text)?;
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
     let s = text_screen(&entry).await?;
@@ -608,14 +611,18 @@ pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> 
             screen: s.rows.iter().map(|r| r.trim_end().to_string()).collect(),
         }));
     }
-    let mut typed = Vec::new();
-    if s.modes.bracketed_paste {
-        typed.extend_from_slice(b"\x1b[200~");
-        typed.extend_from_slice(p.text.as_bytes());
-        typed.extend_from_slice(b"\x1b[201~");
-    } else {
-        typed.extend_from_slice(p.text.replace('\n', " ").as_bytes());
+    let typed = typed::as_text(&p.text, s.modes.bracketed_paste);
+    if typed.text.trim().is_empty() && !p.text.trim().is_empty() {
+        return Err(RpcError::invalid_params(format!(
+            "the text holds only escape sequences and control characters ({} removed), nothing to type; nothing was typed",
+            typed.removed
+        )));
     }
+    if typed.removed > 0 {
+        tracing::info!(holder = %entry.id, session = %sid, removed = typed.removed, "session.send: escape sequences and controls removed from the text");
+    }
+    let removed = typed.removed;
+    let typed = typed.bytes;
     type_bytes(&entry, &typed).await?;
     let mut enters = 0u64;
     let submitted = match before {
@@ -654,7 +661,15 @@ pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> 
         session: sid,
         bytes: typed.len() as u64 + enters,
         submitted,
+        removed,
     })
+}
+
+/// Refuses text over [`MAX_TYPED_TEXT`] before any work (`field` names
+/// the param).
+pub(crate) fn text_within_bound(field: &'static str, text: &str) -> Result<(), RpcError> {
+    TextTooLong::check(field, text)
+        .map_err(|e| RpcError::invalid_params(e.to_string()).with_data_of(&e))
 }
 
 /// `session.pin`: exempt a held session from idle reaping, or undo it.

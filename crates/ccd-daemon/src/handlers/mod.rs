@@ -7,3 +7,4 @@ pub mod observe;
 pub mod respond;
 pub mod sessions;
 pub mod trim;
+mod typed;

@@ -18,7 +18,9 @@
 //! the screen still shows the same prompt in the same place.
 
 use crate::connection::ConnCtx;
-use crate::handlers::lifecycle::{held, send, shows, text_screen, type_bytes, wait_draft};
+use crate::handlers::lifecycle::{
+    held, send, shows, text_screen, text_within_bound, type_bytes, wait_draft,
+};
 use crate::holders::HolderEntry;
 use ccd_protocol::error_data::{NotAtPromptData, PromptNotShownData};
 use ccd_protocol::methods::session::{RespondChoice, RespondParams, RespondResult, SendParams};
@@ -110,6 +112,9 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
         return Err(RpcError::invalid_params(
             "message goes with choice \"no\" (what Claude should do instead)",
         ));
+    }
+    if let Some(m) = &p.message {
+        text_within_bound("message", m)?;
     }
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();

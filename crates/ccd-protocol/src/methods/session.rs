@@ -568,13 +568,49 @@ impl Method for SessionSend {
     const ERRORS: &'static [ErrorCode] = held_errors!(NotAtPrompt);
 }
 
+/// The most UTF-8 bytes of text `session.send` (`text`) and
+/// `session.respond` (`message`) type. A prompt is pasted in one piece;
+/// 256 KiB is about 4,000 lines of code, and keeps the holder's `input`
+/// line (base64) well under its 1 MiB frame bound. Longer text is refused
+/// before anything is read or typed ([`TextTooLong`]).
+pub const MAX_TYPED_TEXT: usize = 256 * 1024;
+
+/// Text over [`MAX_TYPED_TEXT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, Serialize)]
+#[error("the {field} is {bytes} bytes; at most {max_bytes} bytes (256 KiB) are typed, so nothing was typed")]
+pub struct TextTooLong {
+    /// Which param: `text` or `message`.
+    pub field: &'static str,
+    /// Its length in UTF-8 bytes.
+    pub bytes: usize,
+    /// [`MAX_TYPED_TEXT`].
+    pub max_bytes: usize,
+}
+
+impl TextTooLong {
+    /// `Err` when `text` (the param `field`) is over [`MAX_TYPED_TEXT`].
+    pub fn check(field: &'static str, text: &str) -> Result<(), TextTooLong> {
+        if text.len() > MAX_TYPED_TEXT {
+            Err(TextTooLong {
+                field,
+                bytes: text.len(),
+                max_bytes: MAX_TYPED_TEXT,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// Params of `session.send`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendParams {
     /// Session id, unique prefix, or name.
     pub session: String,
-    /// The prompt. Sent as a bracketed paste when the session accepts one,
-    /// then Enter.
+    /// The prompt, at most [`MAX_TYPED_TEXT`] bytes. Typed as text, never
+    /// as keys: escape sequences and control characters are removed (a
+    /// line break stays one), then it is sent as a bracketed paste when the
+    /// session accepts one (else with line breaks as spaces), then Enter.
     pub text: String,
     /// Type it even when the prompt is not showing.
     #[serde(default)]
@@ -592,6 +628,14 @@ pub struct SendResult {
     /// the input box); absent when `force` typed past another screen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitted: Option<bool>,
+    /// Characters of `text` that were not typed: escape sequences, control
+    /// characters, bidi controls (a `\r\n` counts one). Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub removed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `session.respond`: answer the tool permission prompt a session ccd

@@ -21,7 +21,14 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::FAILURE);
             }
-            eprintln!("sent to {sid}");
+            if r.removed > 0 {
+                eprintln!(
+                    "sent to {sid} ({} escape or control character(s) removed: text is typed as text, never as keys)",
+                    r.removed
+                );
+            } else {
+                eprintln!("sent to {sid}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
