@@ -203,24 +203,76 @@ impl Remote {
     }
 }
 
-/// `s` as one word for a POSIX shell (unchanged when it needs no quotes;
-/// a leading `~/` is left for the remote shell to expand).
+/// The punctuation a remote ccd's path may hold besides letters, digits
+/// and spaces: none of it is syntax to sh, bash, zsh, fish, csh or tcsh
+/// inside or outside single quotes.
+pub const REMOTE_CCD_PUNCTUATION: &str = "/._-+,=@%:";
+
+/// A `remote_ccd` (`--remote-ccd`, a host entry's or the config's) that a
+/// remote login shell could read as more than a path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadRemoteCcd {
+    #[error("the remote ccd is empty")]
+    Empty,
+    #[error("the remote ccd {value} starts with '-' (it would be read as an option)")]
+    Dash { value: String },
+    #[error("the remote ccd {value} holds {what} at character {at}: only ASCII letters, digits, spaces, `{REMOTE_CCD_PUNCTUATION}` and a leading `~/` are accepted, since ssh hands the command to the remote login shell (sh, fish, csh…) and each reads other characters as its own syntax")]
+    Char {
+        /// The value, escaped for a terminal (`{:?}`).
+        value: String,
+        /// The offending character, escaped (`'$'`, `'\n'`, `U+202E`).
+        what: String,
+        /// Its position (1-based, in characters).
+        at: usize,
+    },
+}
+
+/// Checks a remote ccd path against the conservative set every login
+/// shell reads as plain words ([`REMOTE_CCD_PUNCTUATION`]; the quotes,
+/// backslash, `$`, backquote, `;&|<>()`, `*?[]{}`, `!`, `#`, `~` but a
+/// leading `~/`, and every control are refused: fish and csh quote and
+/// expand unlike POSIX shells, so no quoting of them is safe everywhere).
+pub fn check_remote_ccd(s: &str) -> Result<(), BadRemoteCcd> {
+    if s.is_empty() {
+        return Err(BadRemoteCcd::Empty);
+    }
+    let value = format!("{s:?}");
+    if s.starts_with('-') {
+        return Err(BadRemoteCcd::Dash { value });
+    }
+    let body = s.strip_prefix("~/").unwrap_or(s);
+    let skipped = s.len() - body.len();
+    for (i, c) in body.chars().enumerate() {
+        let ok = c.is_ascii_alphanumeric() || c == ' ' || REMOTE_CCD_PUNCTUATION.contains(c);
+        if !ok {
+            let what = if c.is_ascii_graphic() || c == ' ' {
+                format!("{c:?}")
+            } else {
+                format!("{c:?} (U+{:04X})", c as u32)
+            };
+            return Err(BadRemoteCcd::Char {
+                value,
+                what,
+                at: skipped + i + 1,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `s` as one word for the remote login shell: unchanged when it holds
+/// no space, else in single quotes (a leading `~/` left outside for the
+/// shell to expand). For a value [`check_remote_ccd`] accepts, this reads
+/// the same in sh, bash, zsh, fish, csh and tcsh (no quote, backslash or
+/// `!` can be inside the quotes).
 pub fn shell_quote(s: &str) -> String {
-    let plain = |t: &str| {
-        !t.is_empty()
-            && t.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "/._-+,=@%".contains(c))
-    };
-    if plain(s) {
+    if !s.contains(' ') {
         return s.to_string();
     }
-    if let Some(rest) = s.strip_prefix("~/") {
-        if plain(rest) {
-            return s.to_string();
-        }
-        return format!("~/'{}'", rest.replace('\'', r"'\''"));
+    match s.strip_prefix("~/") {
+        Some(rest) => format!("~/'{rest}'"),
+        None => format!("'{s}'"),
     }
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// Why a remote ccd could not be reached (ssh ended before `hello` was
@@ -247,6 +299,14 @@ pub enum RemoteError {
         host: String,
         command: String,
         status: String,
+    },
+    /// The remote ccd's path holds what a remote shell could misread
+    /// (nothing was run).
+    #[error("{host}: {source}; nothing was run")]
+    BadRemoteCcd {
+        host: String,
+        #[source]
+        source: BadRemoteCcd,
     },
     /// The remote ccd speaks no protocol version this one does.
     #[error("{host}: the ccd there speaks another protocol version ({message}): install the same ccd version on both machines")]
@@ -310,6 +370,12 @@ impl Drop for SshProcess {
 /// `client_name`. Failures before the answer are [`RemoteError`]s inside
 /// [`ClientError::Remote`].
 pub fn connect(remote: &Remote, client_name: &str) -> Result<Client, ClientError> {
+    check_remote_ccd(&remote.remote_ccd).map_err(|source| {
+        ClientError::Remote(RemoteError::BadRemoteCcd {
+            host: remote.label.clone(),
+            source,
+        })
+    })?;
     let (ours, theirs) = UnixStream::pair()?;
     let line = remote.command_line();
     let program = line[0].clone();
@@ -461,7 +527,84 @@ mod tests {
         );
         assert_eq!(shell_quote("ccd"), "ccd");
         assert_eq!(shell_quote("~/bin/ccd"), "~/bin/ccd");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote("~/my bin/ccd"), "~/'my bin/ccd'");
+    }
+
+    /// Only what every login shell reads as a plain word is accepted (a
+    /// value quoted for POSIX shells ran `touch` under fish).
+    #[test]
+    fn a_remote_ccd_outside_the_conservative_set_is_refused() {
+        for ok in [
+            "ccd",
+            "/opt/my ccd/ccd",
+            "~/.cargo/bin/ccd",
+            "~/my bin/ccd-1.2+x,y=z@h%:",
+        ] {
+            assert_eq!(check_remote_ccd(ok), Ok(()), "{ok}");
+        }
+        for (bad, ch, at) in [
+            ("x\\'; touch /tmp/p; #", "'\\\\'", 2),
+            ("x'y", "'\\''", 2),
+            ("a$HOME", "'$'", 2),
+            ("a`id`", "'`'", 2),
+            ("a\nid", "'\\n' (U+000A)", 2),
+            ("a;id", "';'", 2),
+            ("a&id", "'&'", 2),
+            ("a|id", "'|'", 2),
+            ("a<b", "'<'", 2),
+            ("a>b", "'>'", 2),
+            ("a(b)", "'('", 2),
+            ("a*", "'*'", 2),
+            ("a!b", "'!'", 2),
+            ("a#b", "'#'", 2),
+            ("~user/ccd", "'~'", 1),
+            ("/x/~/ccd", "'~'", 4),
+            ("~/a\"b", "'\"'", 4),
+            ("a\u{202e}b", "'\\u{202e}' (U+202E)", 2),
+        ] {
+            match check_remote_ccd(bad) {
+                Err(BadRemoteCcd::Char { what, at: got, .. }) => {
+                    assert_eq!((what.as_str(), got), (ch, at), "{bad:?}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert_eq!(check_remote_ccd(""), Err(BadRemoteCcd::Empty));
+        assert!(matches!(
+            check_remote_ccd("-oProxyCommand=x"),
+            Err(BadRemoteCcd::Dash { .. })
+        ));
+        let msg = check_remote_ccd("x;y").unwrap_err().to_string();
+        assert!(msg.contains("';' at character 2"), "{msg}");
+    }
+
+    #[test]
+    fn connect_refuses_a_bad_remote_ccd_before_running_ssh() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = dir.path().join("ran");
+        let fake_ssh = dir.path().join("ssh");
+        std::fs::write(&fake_ssh, format!("#!/bin/sh\ntouch {}\n", ran.display())).unwrap();
+        std::fs::set_permissions(
+            &fake_ssh,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let r = Remote {
+            target: "ssh://h".parse().unwrap(),
+            label: "h".into(),
+            ssh: vec![fake_ssh.into()],
+            remote_ccd: "x'; touch /tmp/p; #".into(),
+            stderr: StderrSink::Inherit,
+        };
+        let Err(e) = connect(&r, "test") else {
+            panic!("connected");
+        };
+        assert!(
+            matches!(e, ClientError::Remote(RemoteError::BadRemoteCcd { .. })),
+            "{e}"
+        );
+        assert!(e.to_string().contains("nothing was run"), "{e}");
+        assert!(!ran.exists(), "ssh ran");
     }
 
     #[test]

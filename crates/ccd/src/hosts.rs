@@ -107,11 +107,22 @@ fn resolve_one(
     let target: SshTarget = url
         .parse()
         .with_context(|| format!("host {}", ccd_claude::display::line(&label)))?;
-    let remote_ccd = flag_remote_ccd
-        .map(String::from)
-        .or(entry_ccd)
-        .or_else(|| settings.remote_ccd.clone())
-        .unwrap_or_else(|| "ccd".to_string());
+    let (remote_ccd, from) = match (flag_remote_ccd, entry_ccd, &settings.remote_ccd) {
+        (Some(f), _, _) => (f.to_string(), "--remote-ccd".to_string()),
+        (None, Some(e), _) => (
+            e,
+            format!("remote_ccd of [hosts] {label} in the config file"),
+        ),
+        (None, None, Some(c)) => (c.clone(), "remote_ccd in the config file".to_string()),
+        (None, None, None) => ("ccd".to_string(), "the default".to_string()),
+    };
+    ccd_client::ssh::check_remote_ccd(&remote_ccd).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {}; nothing was run",
+            ccd_claude::display::line(&from),
+            ccd_claude::display::line(&e.to_string())
+        )
+    })?;
     Ok(Target::Remote(Remote {
         target,
         label,

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::sshd::{sshd_or_skip, SshHost};
+use common::sshd::{sshd_or_skip, sshd_with_shell_or_skip, SshHost};
 use common::{wait_for, Sandbox};
 use serde_json::Value;
 use std::time::Duration;
@@ -187,6 +187,83 @@ fn a_remote_without_ccd_is_one_clear_message() {
     .unwrap();
     let o = sb.run(&["--host", &url, "ls", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// ssh hands the remote command to the user's login shell, which need
+/// not be POSIX: with fish there, a `--remote-ccd` quoted for sh
+/// (`x\'; touch …; #`) ran `touch`. A value outside the conservative set
+/// is refused before ssh runs, naming the character; a path with a space
+/// (quoted the way every shell reads alike) still works under fish.
+#[test]
+fn a_remote_ccd_is_one_word_for_a_fish_login_shell() {
+    let Some(host) = sshd_with_shell_or_skip("/usr/bin/fish") else {
+        return;
+    };
+    let sb = host.sandbox();
+    let url = host.url();
+    // fish is the login shell there.
+    let o = std::process::Command::new("ssh")
+        .args(["-F"])
+        .arg(&host.ssh_config)
+        .args(["h", "echo fish=$FISH_VERSION"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.trim().len() > "fish=".len(),
+        "not fish: {said:?} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let marker = host.home.join("tmp/pwned");
+    for hostile in [
+        format!("x\\'; touch {}; #", marker.display()),
+        format!("x'; touch {}; #", marker.display()),
+        format!("x; touch {}", marker.display()),
+        format!("(touch {})", marker.display()),
+        format!("x\ntouch {}", marker.display()),
+    ] {
+        let o = sb.run(&["--host", &url, "--remote-ccd", &hostile, "ls"]);
+        assert!(!o.status.success(), "{hostile:?} was accepted");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--remote-ccd"), "{err}");
+        assert!(err.contains("at character"), "{err}");
+        assert!(err.contains("nothing was run"), "{err}");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!marker.exists(), "a hostile --remote-ccd ran a command");
+    // The same refusal for the config's value, named as such.
+    std::fs::write(
+        sb.tmp.path().join("ccd.toml"),
+        "remote_ccd = \"ccd$(touch x)\"\n",
+    )
+    .unwrap();
+    let o = sb.run(&["--host", &url, "ls"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("remote_ccd in the config file"), "{err}");
+    assert!(err.contains("'$' at character 4"), "{err}");
+    std::fs::remove_file(sb.tmp.path().join("ccd.toml")).unwrap();
+    // A path with a space reaches the remote ccd under fish.
+    let spaced = host.home.join("my bin");
+    std::fs::create_dir_all(&spaced).unwrap();
+    let ccd = spaced.join("ccd");
+    if std::fs::hard_link(common::ccd_bin(), &ccd).is_err() {
+        std::fs::copy(common::ccd_bin(), &ccd).unwrap();
+    }
+    let o = sb.run(&[
+        "--host",
+        &url,
+        "--remote-ccd",
+        ccd.to_str().unwrap(),
+        "ls",
+        "--json",
+    ]);
+    assert!(
+        o.status.success(),
+        "{}\nsshd: {}",
+        String::from_utf8_lossy(&o.stderr),
+        host.sshd_log()
+    );
 }
 
 /// The pid of the `ssh` process `ccd` (pid `parent`) runs.

@@ -56,14 +56,24 @@ fn missing() -> Option<String> {
 /// The sshd host, or `None` (skipped, with the reason printed) when this
 /// machine cannot run it; under `$CI` a missing piece fails the test.
 pub fn sshd_or_skip() -> Option<SshHost> {
-    if let Some(why) = missing() {
+    sshd_with_shell_or_skip("/bin/sh")
+}
+
+/// [`sshd_or_skip`] with `shell` as the user's login shell (the one ssh
+/// hands the remote command to); a missing shell skips, or fails under
+/// `$CI` (`.ci/run` installs fish).
+pub fn sshd_with_shell_or_skip(shell: &str) -> Option<SshHost> {
+    let why = missing().or_else(|| {
+        (!Path::new(shell).exists()).then(|| format!("the login shell {shell} is not installed"))
+    });
+    if let Some(why) = why {
         if std::env::var_os("CI").is_some() {
             panic!("CI is set and the sshd tests cannot run: {why}");
         }
         eprintln!("SKIPPED: {why}");
         return None;
     }
-    Some(SshHost::start())
+    Some(SshHost::start(shell))
 }
 
 fn run(cmd: &mut Command) {
@@ -84,7 +94,7 @@ fn free_port() -> u16 {
 }
 
 impl SshHost {
-    fn start() -> Self {
+    fn start(shell: &str) -> Self {
         let tmp = tempfile::Builder::new()
             .prefix("ccd-ssh")
             .tempdir()
@@ -102,7 +112,7 @@ impl SshHost {
             run(Command::new("useradd")
                 .args(["-M", "-d"])
                 .arg(&home)
-                .args(["-s", "/bin/sh", "-p", "*"])
+                .args(["-s", shell, "-p", "*"])
                 .arg(&user));
         }
         let uid: u32 = String::from_utf8(
