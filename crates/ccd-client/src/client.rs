@@ -46,6 +46,15 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// The daemon is running but closed the connection before answering
+    /// `hello` (at its connection limit, most often); not "not running".
+    #[error("the ccd daemon (pid {pid}, {path}) is running but closed the connection before answering ({source}): it may be at its connection or descriptor limit. Try again in a moment; its log says more")]
+    Dropped {
+        pid: u32,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     SocketDir(#[from] SocketDirError),
     #[error("connection to the ccd daemon: {0}")]
@@ -104,6 +113,14 @@ impl ClientError {
             _ => None,
         }
     }
+}
+
+/// True when a process `pid` exists (signal 0; a zombie counts until
+/// reaped, which a daemon's is at once by init or its parent).
+fn process_exists(pid: u32) -> bool {
+    i32::try_from(pid)
+        .ok()
+        .is_some_and(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok())
 }
 
 /// How a connection to a daemon that went away before answering fails.
@@ -365,6 +382,19 @@ impl Client {
                     ClientError::Io(e) if GONE.contains(&e.kind()) => e,
                     e => return Err(e),
                 };
+                // A daemon still there (its process alive, its socket in
+                // place: a stopping one removes the socket first) dropped
+                // us on purpose, e.g. at its connection limit, and its
+                // reason was lost to the reset: it is running.
+                if let Some(pid) = c.peer.pid.filter(|&p| process_exists(p)) {
+                    if path.exists() {
+                        return Err(ClientError::Dropped {
+                            pid,
+                            path: path.display().to_string(),
+                            source,
+                        });
+                    }
+                }
                 return Err(ClientError::NotRunning {
                     path: path.display().to_string(),
                     source,

@@ -189,6 +189,17 @@ fn refuse_over_cap(stream: &tokio::net::UnixStream, max_clients: usize, before: 
             "refusing connections: too many clients (logged once per run of refusals)"
         );
     }
+    // What the client sent already (its `hello`, written with the
+    // connect) is read away first: closing a socket with unread data
+    // resets the connection, and the client would read the reset instead
+    // of the line below — and say no daemon runs. Bounded: 64 KiB.
+    let mut sink = [0u8; 4096];
+    for _ in 0..16 {
+        match stream.try_read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
     let e = ccd_protocol::RpcError::internal(format!(
         "the ccd daemon serves at most {max_clients} connections at once; try again later"
     ))

@@ -33,8 +33,10 @@
 //! call. Failures are logged at debug level and otherwise ignored.
 
 pub mod group;
+pub mod run_state;
 
 pub use group::FloodGroup;
+pub use run_state::is_stopped;
 
 /// The slice asked for, in nanoseconds (the kernel's minimum is 0.1 ms).
 #[cfg(target_os = "linux")]

@@ -133,6 +133,20 @@ fn idle_connections_past_the_cap_lock_no_one_out_and_cost_bounded_fds() {
         !early.contains("\"result\""),
         "served over the cap: {early}"
     );
+    // `ccd daemon status` names the real cause, never "no ccd daemon is
+    // running" (it did in 3 of 4 runs: the refusal's reset hid the line).
+    for _ in 0..4 {
+        let o = sb.run(&["daemon", "status"]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!out.contains("no ccd daemon is running"), "{out}{err}");
+        assert_ne!(o.status.code(), Some(3), "{out}{err}");
+        assert!(
+            err.contains(&format!("serves at most {CAP} connections"))
+                || err.contains("is running but closed the connection"),
+            "{err}"
+        );
+    }
 
     // …and served once the hello deadline (5 s) has reaped them.
     let t0 = Instant::now();

@@ -64,10 +64,12 @@ fn a_stopped_daemon_is_reported_not_waited_for() {
     assert!(out.contains(&sid[..8]), "{out}");
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
+    // Named as stopped, never as "did not answer … within 0s".
     assert!(
-        err.contains("did not answer") && err.contains(&cont),
+        err.contains(&format!("(pid {pid}")) && err.contains("is stopped") && err.contains(&cont),
         "{err}"
     );
+    assert!(!err.contains("within 0"), "{err}");
     let line = out.lines().find(|l| l.starts_with(&sid[..8])).unwrap();
     assert!(line.contains(" ? "), "held marker unknown: {line}");
 
@@ -133,6 +135,26 @@ fn a_stopped_holder_is_reported_on_attach() {
             && text.contains(&format!("kill -CONT {holder}")),
         "{text}"
     );
+    // Asked through the daemon, the answer names the holder, not the
+    // daemon (whose own deadline used to run out first).
+    for args in [&["screen", &sid][..], &["send", &sid, "hello"][..]] {
+        let t = Instant::now();
+        let o = sb.run(args);
+        let took = t.elapsed();
+        let err = stderr(&o);
+        assert!(!o.status.success(), "ccd {args:?}");
+        assert!(
+            took < Duration::from_secs(3),
+            "ccd {args:?} took {took:?}: {err}"
+        );
+        assert!(
+            err.contains("holder")
+                && err.contains(&format!("(pid {holder}) is stopped"))
+                && err.contains(&format!("kill -CONT {holder}")),
+            "ccd {args:?}: {err}"
+        );
+        assert!(!err.contains("ccd daemon did not answer"), "{err}");
+    }
     drop(stopped);
     let mut run = PtyRun::start(&sb, &["attach", &sid], None);
     run.wait_text("❯", Duration::from_secs(10));

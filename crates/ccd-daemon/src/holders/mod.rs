@@ -343,8 +343,8 @@ impl HolderTable {
                     self.keep_info_conn(&entry.id, conn);
                     return Ok(info);
                 }
-                // Slow (a flood): no second connection on top.
-                Err(HolderError::Timeout) => return Err(HolderError::Timeout),
+                // Slow (a flood) or stopped: no second connection on top.
+                Err(e @ (HolderError::Timeout | HolderError::Stopped { .. })) => return Err(e),
                 Err(error) => {
                     tracing::debug!(holder = %entry.id, %error, "idle info connection broken; reconnecting");
                 }
@@ -747,11 +747,11 @@ impl HolderTable {
                     }
                     adopted += 1;
                 }
-                // Accepted (or a full accept backlog) but no answer in time:
-                // alive and slow (a flood, a loaded machine), never removed.
-                // Adopted without its state, which the next refresh that
-                // gets an answer fills in.
-                Err(HolderError::Timeout) => match stored_meta {
+                // Accepted (or a full accept backlog) but no answer in time,
+                // or stopped: alive and slow (a flood, a loaded machine,
+                // SIGSTOP), never removed. Adopted without its state, which
+                // the next refresh that gets an answer fills in.
+                Err(HolderError::Timeout | HolderError::Stopped { .. }) => match stored_meta {
                     Some(meta) => {
                         tracing::warn!(holder = %id, "holder is slow to answer; adopted, its state follows");
                         if let Ok(mut m) = self.live.lock() {

@@ -27,6 +27,10 @@ pub enum HolderError {
     Closed,
     #[error("holder did not answer in time")]
     Timeout,
+    /// The holder process is stopped (SIGSTOP, job control): it accepts
+    /// connections but cannot answer until continued.
+    #[error("holder (pid {pid}) is stopped")]
+    Stopped { pid: u32 },
     #[error("holder error {}: {}", .0.code, .0.message)]
     Rpc(RpcError),
     #[error("unexpected holder reply: {0}")]
@@ -78,6 +82,13 @@ impl HolderError {
                 format!("session {session}: unexpected reply from its holder {holder}: {e}"),
             )
             .with_data(data),
+            HolderError::Stopped { pid } => RpcError::new(
+                ErrorCode::InternalError,
+                format!(
+                    "session {session}: its ccd holder {holder} (pid {pid}) is stopped (process state T), so it cannot answer; the daemon is fine. Resume the holder with `kill -CONT {pid}`"
+                ),
+            )
+            .with_data(json!({"session": session, "holder": holder, "holder_pid": pid, "stopped": true})),
         }
     }
 }
@@ -150,22 +161,37 @@ pub struct HolderConn {
     /// The holder protocol version of this connection, once
     /// [`Self::hello`] said hello.
     pub protocol: Option<u32>,
+    /// The holder's pid (the socket's peer credentials), watched for a
+    /// stop while a call waits.
+    peer_pid: Option<u32>,
 }
 
 /// How long a control call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a waiting call looks whether the holder is stopped: well
+/// within a client's own deadline (5 s for a plain call), so the client
+/// hears "the holder is stopped" from the daemon, not "the daemon did not
+/// answer".
+pub const STOPPED_CHECK: Duration = Duration::from_millis(500);
 
 impl HolderConn {
     pub async fn connect(path: &Path) -> Result<Self, HolderError> {
         let s = tokio::time::timeout(Duration::from_secs(2), UnixStream::connect(path))
             .await
             .map_err(|_| HolderError::Timeout)??;
+        let peer_pid = s
+            .peer_cred()
+            .ok()
+            .and_then(|c| c.pid())
+            .and_then(|p| u32::try_from(p).ok());
         let (rd, wr) = s.into_split();
         Ok(Self {
             reader: LineReader::new(rd),
             writer: wr,
             next_id: 1,
             protocol: None,
+            peer_pid,
         })
     }
 
@@ -232,13 +258,26 @@ impl HolderConn {
         params: &M::Params,
     ) -> Result<R, HolderError> {
         let params = to_params(params)?;
+        let pid = self.peer_pid;
         let fut = async {
             let id = self.send_value(M::NAME, params).await?;
             self.wait(&id).await
         };
-        let v = tokio::time::timeout(CALL_TIMEOUT, fut)
-            .await
-            .map_err(|_| HolderError::Timeout)??;
+        let stopped = async move {
+            let Some(pid) = pid else {
+                return std::future::pending().await;
+            };
+            loop {
+                if ccd_sched::is_stopped(pid) {
+                    return pid;
+                }
+                tokio::time::sleep(STOPPED_CHECK).await;
+            }
+        };
+        let v = tokio::select! {
+            r = tokio::time::timeout(CALL_TIMEOUT, fut) => r.map_err(|_| HolderError::Timeout)??,
+            pid = stopped => return Err(HolderError::Stopped { pid }),
+        };
         serde_json::from_value(v).map_err(|e| HolderError::Decode(format!("{}: {e}", M::NAME)))
     }
 }

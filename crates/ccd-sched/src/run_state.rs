@@ -1,0 +1,111 @@
+//! Whether a process is stopped (SIGSTOP, job control, a debugger): a
+//! stopped daemon or holder still has its sockets accepting connections
+//! (the kernel queues them) but never answers, so whoever waits on it
+//! looks at this to say "stopped, `kill -CONT <pid>`" instead of waiting
+//! out a deadline and blaming the wrong process.
+//!
+//! Linux reads the state letter of `/proc/<pid>/stat` (`T` stopped, `t`
+//! traced); macOS asks the kernel (`proc_pidinfo(PROC_PIDTBSDINFO)`,
+//! `pbi_status == SSTOP`); elsewhere nothing is known (`false`). A process
+//! that is gone or cannot be read is not stopped.
+
+/// True when `pid` is stopped (or, on Linux, stopped by tracing).
+pub fn is_stopped(pid: u32) -> bool {
+    imp::is_stopped(pid)
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    pub fn is_stopped(pid: u32) -> bool {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        state_of_stat(&stat).is_some_and(|s| s == "T" || s == "t")
+    }
+
+    /// The state field of a `/proc/<pid>/stat` line: after the last `)`,
+    /// since the command name may hold spaces and parentheses.
+    pub(super) fn state_of_stat(stat: &str) -> Option<&str> {
+        stat.rfind(')')
+            .and_then(|i| stat.get(i + 1..))
+            .and_then(|rest| rest.split_whitespace().next())
+    }
+}
+
+#[cfg(target_os = "macos")]
+mod imp {
+    /// `SSTOP` of `<sys/proc.h>`: "process debugging or suspension".
+    const SSTOP: u32 = 4;
+
+    pub fn is_stopped(pid: u32) -> bool {
+        let Ok(pid) = libc::c_int::try_from(pid) else {
+            return false;
+        };
+        let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        // SAFETY: `info` is a writable buffer of `size` bytes; the kernel
+        // writes at most that many and returns how many it wrote.
+        let n = unsafe {
+            libc::proc_pidinfo(
+                pid,
+                libc::PROC_PIDTBSDINFO,
+                0,
+                info.as_mut_ptr().cast(),
+                size,
+            )
+        };
+        if n != size {
+            return false;
+        }
+        // SAFETY: the kernel filled all `size` bytes (checked above), and
+        // every field of `proc_bsdinfo` is a plain integer or byte array.
+        let info = unsafe { info.assume_init() };
+        info.pbi_status == SSTOP
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+mod imp {
+    pub fn is_stopped(_pid: u32) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_child_is_stopped_and_a_continued_one_is_not() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id();
+        assert!(!is_stopped(pid));
+        // SAFETY: plain signal calls on our own child's pid.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !is_stopped(pid) {
+            assert!(std::time::Instant::now() < deadline, "never seen stopped");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while is_stopped(pid) {
+            assert!(std::time::Instant::now() < deadline, "still stopped");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!is_stopped(u32::MAX), "no such process");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_state_is_read_after_the_last_parenthesis() {
+        assert_eq!(imp::state_of_stat("42 (a) b) T 1 2"), Some("T"));
+        assert_eq!(imp::state_of_stat("42 (x) S 1"), Some("S"));
+        assert_eq!(imp::state_of_stat("garbage"), None);
+    }
+}
