@@ -71,6 +71,12 @@ pub struct HolderConfig {
     /// The session id the launcher expects (`--session-id`, `--resume`);
     /// `None` for a fork, whose id only the registry tells.
     pub expected_session_id: Option<String>,
+    /// The daemon's lock file, whose pid names the daemon: its
+    /// connections may take the slots kept for it
+    /// ([`crate::rpc::slots`]). `None` (by default): no daemon is known,
+    /// those slots serve no one. From a spec: the lock beside the
+    /// socket's `holders/` directory.
+    pub daemon_lock: Option<PathBuf>,
 }
 
 impl HolderConfig {
@@ -94,6 +100,7 @@ impl HolderConfig {
             client_queue_bytes: CLIENT_QUEUE,
             parse_backlog_bytes: crate::session::BACKLOG_CAP,
             expected_session_id: None,
+            daemon_lock: None,
         }
     }
 }
@@ -114,7 +121,9 @@ impl From<ccd_protocol::holder::spec::HolderSpec> for HolderConfig {
     /// The configuration a holder started with `spec` runs with (what
     /// `ccd __holder` does with the spec the daemon wrote on its stdin).
     fn from(spec: ccd_protocol::holder::spec::HolderSpec) -> Self {
+        let daemon_lock = crate::rpc::slots::daemon_lock_of(&spec.socket);
         let mut c = HolderConfig::new(spec.socket, spec.program, spec.cwd);
+        c.daemon_lock = daemon_lock;
         c.args = spec.args.into_iter().map(Into::into).collect();
         c.env = spec
             .env

@@ -12,7 +12,7 @@
 //! | PTY writer | PTY input (queued; keystrokes may go straight from a connection, in order) | [`pty_io`] |
 //! | child waiter | waits, records the exit, reaps | [`pty_io`], [`exit`] |
 //! | lifecycle | startup state machine, trust step | [`lifecycle`] |
-//! | acceptor + one per connection (+ one pump per attached client) | the socket | [`rpc`] |
+//! | acceptor + one per connection (+ one pump per attached client) | the socket (who connected: [`peer`]) | [`rpc`] |
 //!
 //! The writer and the connections ask for a short scheduler slice
 //! ([`ccd_sched`]); the reader and the pumps too, except while their session
@@ -47,6 +47,7 @@ pub mod fanout;
 pub mod keys;
 pub mod lifecycle;
 pub mod line_socket;
+pub mod peer;
 pub mod pty_io;
 pub mod rpc;
 pub mod session;
@@ -96,6 +97,7 @@ pub struct Outcome {
 pub struct Holder {
     session: Arc<Session>,
     socket_path: PathBuf,
+    daemon_lock: Option<PathBuf>,
 }
 
 impl Holder {
@@ -153,6 +155,7 @@ impl Holder {
         Ok(Holder {
             session,
             socket_path: config.socket_path.clone(),
+            daemon_lock: config.daemon_lock.clone(),
         })
     }
 
@@ -165,7 +168,8 @@ impl Holder {
     /// (`holder.collect`), then stop every thread that can be stopped.
     pub fn serve(self, listener: UnixListener) -> anyhow::Result<Outcome> {
         tracing::info!(socket = %self.socket_path.display(), pid = self.session.fixed.pid, "holder serving");
-        let result = rpc::server::accept_loop(&self.session, &listener);
+        let daemon = rpc::slots::DaemonLock::new(self.daemon_lock);
+        let result = rpc::server::accept_loop(&self.session, &listener, &daemon);
         self.session.request_stop();
         let mut g = self.session.lock();
         g.fanout.close_all();

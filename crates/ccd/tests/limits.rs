@@ -8,6 +8,9 @@
 //! - 3,000 concurrent `session.input` calls cost the holder no thread or
 //!   descriptor per call;
 //! - a holder out of descriptors does not spin on `accept` and recovers;
+//! - other clients' connections to a holder, past its cap, idle or silent,
+//!   do not lock the daemon out of it (slots kept for the daemon), and
+//!   silent ones are closed after the hello deadline (issue 33);
 //! - a start followed for a client that hung up is no longer polled.
 //!
 //! All load is on this sandbox's unix sockets, bounded in count and time.
@@ -16,7 +19,7 @@ mod common;
 
 use common::{rss_kb, wait_for, Sandbox};
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -572,4 +575,181 @@ fn a_start_followed_for_a_client_that_hung_up_is_no_longer_polled() {
             ),
         }
     }
+}
+
+/// `ccd screen` and `ccd send` on `sid`, each required to succeed; their
+/// times.
+fn screen_and_send(sb: &Sandbox, sid: &str) -> (Duration, Duration) {
+    let t0 = Instant::now();
+    let screen = sb.run(&["screen", sid]);
+    let screen_took = t0.elapsed();
+    assert!(
+        screen.status.success(),
+        "ccd screen failed while other clients fill the holder: {}",
+        String::from_utf8_lossy(&screen.stderr)
+    );
+    let t1 = Instant::now();
+    let send = sb.run(&["send", sid, "still reachable"]);
+    let send_took = t1.elapsed();
+    assert!(
+        send.status.success(),
+        "ccd send failed while other clients fill the holder: {}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    (screen_took, send_took)
+}
+
+/// The first line the holder sends on `s` (empty at end of stream).
+fn first_line(s: &UnixStream, timeout: Duration) -> String {
+    s.set_read_timeout(Some(timeout)).unwrap();
+    let mut line = String::new();
+    let _ = BufReader::new(s).read_line(&mut line);
+    line
+}
+
+/// A client of the holder other than the daemon is served (`holder.info`).
+fn other_client_served(sock: &Path) -> bool {
+    ccd_holder::HolderClient::connect_with_timeout(sock, Duration::from_secs(3))
+        .and_then(|mut c| c.info())
+        .is_ok()
+}
+
+#[test]
+fn other_clients_past_a_holders_cap_leave_the_daemon_its_slots() {
+    use ccd_holder::rpc::conn::HELLO_DEADLINE;
+    use ccd_holder::rpc::server::{DAEMON_RESERVE, MAX_CONNECTIONS, MAX_OTHER_CONNECTIONS};
+    let sb = Sandbox::new();
+    let sid = sb.new_session("reserve");
+    let sock = sb.holder_socket(&sid);
+    // The daemon's kept connections are open (a refresh ran).
+    std::thread::sleep(Duration::from_millis(800));
+    // Clients that say something (so no deadline closes them), then idle:
+    // as many as the holder serves at all.
+    let mut served = Vec::new();
+    let mut refusals = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        let s = UnixStream::connect(&sock).unwrap();
+        // A refused one may be closed before the request is written.
+        let _ = (&s).write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"holder.info\"}\n");
+        let line = first_line(&s, Duration::from_secs(10));
+        if line.contains("\"result\"") {
+            served.push(s);
+        } else {
+            refusals.push(line);
+        }
+    }
+    assert!(
+        !other_client_served(&sock),
+        "another client is served with every slot but the daemon's taken"
+    );
+    // The daemon is still served, at once.
+    let (screen_took, send_took) = screen_and_send(&sb, &sid);
+    eprintln!(
+        "{} idle clients served, {} refused; ccd screen took {screen_took:?}, ccd send \
+         {send_took:?}",
+        served.len(),
+        refusals.len()
+    );
+    // The daemon's own connections (two kept ones) count among the others'.
+    assert!(
+        served.len() <= MAX_OTHER_CONNECTIONS && served.len() + 4 >= MAX_OTHER_CONNECTIONS,
+        "{} served",
+        served.len()
+    );
+    assert!(refusals.len() >= DAEMON_RESERVE, "{refusals:?}");
+    for r in &refusals {
+        assert!(
+            r.contains("too_many_connections") && r.contains("besides the daemon's"),
+            "a refusal says why: {r:?}"
+        );
+    }
+    // Having said something, they are not held to the hello deadline:
+    // past it, each is still served, and so is the daemon.
+    std::thread::sleep(HELLO_DEADLINE + Duration::from_secs(1));
+    for s in &served {
+        let _ = (&*s).write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"holder.info\"}\n");
+        let line = first_line(s, Duration::from_secs(10));
+        assert!(
+            line.contains("\"result\""),
+            "a connection that said something was closed: {line:?}"
+        );
+    }
+    screen_and_send(&sb, &sid);
+    // Once they leave, other clients are served again.
+    drop(served);
+    wait_for(
+        Duration::from_secs(10),
+        "another client to be served",
+        || other_client_served(&sock).then_some(()),
+    );
+}
+
+#[test]
+fn silent_connections_to_a_holder_lock_the_daemon_out_never_and_close_after_the_deadline() {
+    use ccd_holder::rpc::conn::HELLO_DEADLINE;
+    use ccd_holder::rpc::server::{MAX_CONNECTIONS, MAX_OTHER_CONNECTIONS};
+    const PAST: usize = 8;
+    let sb = Sandbox::new();
+    let sid = sb.new_session("silent");
+    let sock = sb.holder_socket(&sid);
+    let holder = sb.holder_pids()[0];
+    std::thread::sleep(Duration::from_millis(800));
+    let fds_before = fds(holder);
+    // Connections that never say anything, past the cap.
+    let opened = Instant::now();
+    let silent: Vec<UnixStream> = (0..MAX_CONNECTIONS + PAST)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    // The daemon is served at once, not once they are closed.
+    let (screen_took, send_took) = screen_and_send(&sb, &sid);
+    // Each is told why it ends, and ends: refused at once over the
+    // others' share, closed at the deadline otherwise.
+    let mut closed_at_deadline = 0;
+    let mut refused = 0;
+    let mut last_closed = Duration::ZERO;
+    for s in &silent {
+        let line = first_line(s, HELLO_DEADLINE * 6);
+        let mut rest = Vec::new();
+        let mut rd: &UnixStream = s;
+        let end = rd.read_to_end(&mut rest);
+        assert!(
+            matches!(end, Ok(0)),
+            "the connection ends after its line {line:?}: {end:?} {rest:?}"
+        );
+        if line.contains("too_many_connections") {
+            refused += 1;
+        } else {
+            assert!(
+                line.contains("no request within"),
+                "a silent connection is told why it is closed: {line:?}"
+            );
+            assert!(
+                opened.elapsed() >= HELLO_DEADLINE,
+                "closed before the deadline"
+            );
+            closed_at_deadline += 1;
+        }
+        last_closed = last_closed.max(opened.elapsed());
+    }
+    // The daemon's input connection, opened by the send, holds a few.
+    let fds_after = wait_for(Duration::from_secs(10), "the holder's fds back", || {
+        let n = fds(holder);
+        (n <= fds_before + 8).then_some(n)
+    });
+    eprintln!(
+        "{closed_at_deadline} silent connections closed at the deadline (the last {:?} after \
+         opening), {refused} refused; ccd screen took {screen_took:?}, ccd send {send_took:?}; \
+         holder fds {fds_before} → {fds_after}",
+        last_closed
+    );
+    assert!(
+        closed_at_deadline <= MAX_OTHER_CONNECTIONS
+            && closed_at_deadline + 4 >= MAX_OTHER_CONNECTIONS,
+        "{closed_at_deadline} served until the deadline"
+    );
+    assert_eq!(closed_at_deadline + refused, MAX_CONNECTIONS + PAST);
+    assert!(
+        other_client_served(&sock),
+        "served again once they are closed"
+    );
 }

@@ -8,13 +8,25 @@
 //! JSON-RPC error reply and the connection keeps going. Lines are written
 //! whole under a per-connection mutex, so replies and notifications never
 //! interleave inside a line.
+//!
+//! A connection that has not sent its first request (or notification)
+//! within [`HELLO_DEADLINE`] gets one error line and is closed: idle
+//! connections would otherwise hold slots ([`super::slots`]), threads and
+//! descriptors for ever. The first request is its hello: `holder.hello`,
+//! or whatever a one-off call comes for (the daemon's screen, kill and
+//! collect say no hello), so every connection the daemon makes meets it
+//! with its first write — a direct stream and a terminal handed over too:
+//! the daemon writes `holder.hello` and `holder.attach` when it connects,
+//! before it passes the connection on, and `holder.terminal` comes on an
+//! attached connection. From then on a connection may stay silent as long
+//! as it likes (an attachment, the daemon's kept connections).
 
 use std::io::BufReader;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ccd_protocol::methods::{Method, NotificationKind};
 use ccd_protocol::stream::{Exited, SessionExited, SessionResync};
@@ -39,6 +51,12 @@ use ccd_protocol::holder::{
 };
 
 type Writer = line_socket::Shared;
+
+/// How long a new connection has to send its first request (its hello, see
+/// the module doc): the daemon's own socket gives its clients as long.
+/// The daemon writes its first request with its connect, so only a
+/// connection that says nothing meets it.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How long a collect waits for the attached clients' pumps to write
 /// their `session.exited` (a client that stopped reading does not hold
@@ -136,6 +154,7 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
     let mut reader = BufReader::new(PollFirst {
         stream,
         passed: Vec::new(),
+        hello_by: Some(Instant::now() + HELLO_DEADLINE),
     });
     let mut buf = Vec::new();
     loop {
@@ -166,19 +185,38 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
         }
         let reply = match read_line_bounded(&mut reader, MAX_LINE_BYTES, &mut buf) {
             Ok(None) => break,
-            Ok(Some(line)) => match parse_incoming(line) {
-                Ok(Incoming::Request(req)) if canonical(&req.method) == h::Terminal::NAME => {
-                    let passed = std::mem::take(&mut reader.get_mut().passed);
-                    conn.terminal(req, passed)
+            Ok(Some(line)) => {
+                let incoming = parse_incoming(line);
+                if matches!(
+                    incoming,
+                    Ok(Incoming::Request(_) | Incoming::Notification(_))
+                ) {
+                    // Its hello (see the module doc): no deadline from now on.
+                    reader.get_mut().hello_by = None;
                 }
-                Ok(Incoming::Request(req)) => conn.dispatch(req),
-                Ok(Incoming::Notification(n)) => {
-                    conn.on_notification(n);
-                    None
+                match incoming {
+                    Ok(Incoming::Request(req)) if canonical(&req.method) == h::Terminal::NAME => {
+                        let passed = std::mem::take(&mut reader.get_mut().passed);
+                        conn.terminal(req, passed)
+                    }
+                    Ok(Incoming::Request(req)) => conn.dispatch(req),
+                    Ok(Incoming::Notification(n)) => {
+                        conn.on_notification(n);
+                        None
+                    }
+                    Ok(Incoming::Response(_)) => None,
+                    Err(invalid) => Some(invalid.into_response()),
                 }
-                Ok(Incoming::Response(_)) => None,
-                Err(invalid) => Some(invalid.into_response()),
-            },
+            }
+            Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+                tracing::debug!("no request within the hello deadline; closing the connection");
+                let e = RpcError::new(
+                    ErrorCode::HandshakeRequired,
+                    format!("no request within {} s; closing", HELLO_DEADLINE.as_secs()),
+                );
+                let _ = send_response(&conn.writer, &Response::error(None, e));
+                break;
+            }
             Err(FrameError::Io(e)) => {
                 tracing::debug!(error = %e, "connection read failed");
                 break;
@@ -218,25 +256,54 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
 /// `holder.terminal` they came with; at most [`MAX_PASSED_FDS`] wait,
 /// older ones are closed (and a message's beyond [`ccd_fdpass::MAX_FDS`]
 /// by the kernel).
+///
+/// Until the connection's hello, its wait ends at `hello_by`: a read
+/// then fails with `TimedOut` (the hello deadline, see the module doc).
 struct PollFirst {
     stream: UnixStream,
     passed: Vec<OwnedFd>,
+    hello_by: Option<Instant>,
 }
 
-impl std::io::Read for PollFirst {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+impl PollFirst {
+    /// Waits until the socket is readable (or ended); `TimedOut` at
+    /// `hello_by`.
+    fn wait_readable(&self) -> std::io::Result<()> {
         let mut p = libc::pollfd {
             fd: self.stream.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: one pollfd we own, for a descriptor `self` holds open.
-        while unsafe { libc::poll(&mut p, 1, -1) } < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e);
+        loop {
+            let ms = match self.hello_by {
+                None => -1,
+                Some(by) => {
+                    let left = by.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(std::io::ErrorKind::TimedOut.into());
+                    }
+                    // Rounded up: poll must not wake just before `by`.
+                    i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+                }
+            };
+            // SAFETY: one pollfd we own, for a descriptor `self` holds open.
+            match unsafe { libc::poll(&mut p, 1, ms) } {
+                n if n > 0 => return Ok(()),
+                0 => {}
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
             }
         }
+    }
+}
+
+impl std::io::Read for PollFirst {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.wait_readable()?;
         let n = ccd_fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)?;
         if self.passed.len() > MAX_PASSED_FDS {
             let extra = self.passed.len() - MAX_PASSED_FDS;

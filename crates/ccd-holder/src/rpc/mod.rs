@@ -1,10 +1,12 @@
 //! The holder's JSON-RPC socket, serving the holder protocol
 //! ([`ccd_protocol::holder`]: methods, params, results, version):
-//! [`server`] (bind, accept), [`conn`] (one connection, request dispatch,
-//! the output pump of an attached client).
+//! [`server`] (bind, accept), [`slots`] (which connections are taken: the
+//! cap and the slots kept for the daemon), [`conn`] (one connection,
+//! request dispatch, the output pump of an attached client).
 
 pub mod conn;
 pub mod server;
+pub mod slots;
 
 use ccd_protocol::holder::PermissionInfo;
 

@@ -11,8 +11,10 @@
 //!
 //! Bounds: at most [`MAX_CONNECTIONS`] connections (so at most that many
 //! connection threads, plus one output pump per attached one, plus
-//! [`SPARES`] waiting); a
-//! connection beyond them gets one error line and is closed. An `accept`
+//! [`SPARES`] waiting), the last [`DAEMON_RESERVE`] of them kept for the
+//! daemon's ([`super::slots`]); a connection beyond them gets one error
+//! line and is closed. One that sends no request within
+//! [`super::conn::HELLO_DEADLINE`] is closed by its thread. An `accept`
 //! that fails for want of descriptors (or memory) pauses the loop, 50 ms
 //! doubling to 1 s, and is logged once per run of failures, not per
 //! failure ([`crate::accept`]). The stop waits at most [`STOP_GRACE`]
@@ -29,16 +31,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use super::slots::{admit, Admission, DaemonLock};
 use crate::accept::{classify_accept_error, AcceptAction, Backoff};
 use crate::session::{Session, IDLE_SAFETY};
 
-/// The most connections a holder serves at once. The daemon keeps two per
-/// holder (`holder.info`, input/resize), one per attachment and one per
-/// direct stream, and opens a few short-lived ones (screen, kill,
-/// collect): 64 leaves room for dozens of attached terminals while a
-/// flood of connections costs the holder at most 64 threads (+ 64 pumps)
-/// and 64 descriptors.
-pub const MAX_CONNECTIONS: usize = 64;
+pub use super::slots::{DAEMON_RESERVE, MAX_CONNECTIONS, MAX_OTHER_CONNECTIONS};
 
 /// Connection threads kept waiting for a next connection (see the module
 /// doc).
@@ -174,12 +171,24 @@ impl Spares {
     }
 }
 
-/// Sent (best effort) to a connection refused beyond [`MAX_CONNECTIONS`].
-fn refusal_line() -> Vec<u8> {
-    let e = ccd_protocol::RpcError::internal(format!(
-        "the holder serves at most {MAX_CONNECTIONS} connections; try again later"
-    ))
-    .with_data(serde_json::json!({"reason": "too_many_connections", "limit": MAX_CONNECTIONS}));
+/// Sent (best effort) to a connection refused beyond [`MAX_CONNECTIONS`],
+/// or beyond [`MAX_OTHER_CONNECTIONS`] when it is not the daemon's.
+fn refusal_line(why: Admission) -> Vec<u8> {
+    let (message, limit) = match why {
+        Admission::Reserved => (
+            format!(
+                "the holder serves at most {MAX_OTHER_CONNECTIONS} connections besides the \
+                 daemon's; try again later"
+            ),
+            MAX_OTHER_CONNECTIONS,
+        ),
+        _ => (
+            format!("the holder serves at most {MAX_CONNECTIONS} connections; try again later"),
+            MAX_CONNECTIONS,
+        ),
+    };
+    let e = ccd_protocol::RpcError::internal(message)
+        .with_data(serde_json::json!({"reason": "too_many_connections", "limit": limit}));
     ccd_protocol::encode(&ccd_protocol::Response::error(None, e)).unwrap_or_default()
 }
 
@@ -198,28 +207,6 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("chmod 0600 {}", path.display()))?;
     Ok(listener)
-}
-
-/// The uid of the process at the other end of `stream`.
-fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
-    // SAFETY: zeroed ucred is a valid out-parameter; len matches its size.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: valid fd, pointer and length.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            std::ptr::addr_of_mut!(cred).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(cred.uid)
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// Wait until the listener is readable or a stop is requested; true if a
@@ -251,8 +238,13 @@ fn wait_for_connection(listener: &UnixListener, session: &Session) -> bool {
     rc > 0 && fds[0].revents != 0
 }
 
-/// Accept connections until the session is asked to stop.
-pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::Result<()> {
+/// Accept connections until the session is asked to stop; `daemon` says
+/// which peer is the daemon (for the slots kept for it).
+pub fn accept_loop(
+    session: &Arc<Session>,
+    listener: &UnixListener,
+    daemon: &DaemonLock,
+) -> anyhow::Result<()> {
     listener
         .set_nonblocking(true)
         .context("listener nonblocking")?;
@@ -283,34 +275,42 @@ pub fn accept_loop(session: &Arc<Session>, listener: &UnixListener) -> anyhow::R
                 }
             },
         };
-        let open = conns.lock().len();
-        if open >= MAX_CONNECTIONS {
-            // Best effort: a fresh socket's buffer takes one short line.
-            let _ = stream.set_nonblocking(true);
-            let _ = (&stream).write_all(&refusal_line());
-            if refused == 0 {
-                tracing::warn!(
-                    limit = MAX_CONNECTIONS,
-                    "connection refused: too many connections (logged once per run of refusals)"
-                );
-            }
-            refused += 1;
-            continue;
-        }
-        if refused > 0 {
-            tracing::info!(refused, "accepting connections again");
-            refused = 0;
-        }
-        match peer_uid(&stream) {
-            Ok(uid) if uid == my_uid => {}
-            Ok(uid) => {
-                tracing::warn!(uid, "connection from another uid refused");
+        let peer = match crate::peer::credentials(&stream) {
+            Ok(p) if p.uid == my_uid => p,
+            Ok(p) => {
+                tracing::warn!(uid = p.uid, pid = ?p.pid, "connection from another uid refused");
                 continue;
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read peer credentials; connection refused");
                 continue;
             }
+        };
+        // Only this loop adds connections, so the count holds until the
+        // connection is registered below.
+        let open = conns.lock().len();
+        let admission = admit(open, || daemon.is_daemon(peer.pid));
+        if admission != Admission::Serve {
+            // Best effort: a fresh socket's buffer takes one short line.
+            let _ = stream.set_nonblocking(true);
+            let _ = (&stream).write_all(&refusal_line(admission));
+            if refused == 0 {
+                tracing::warn!(
+                    limit = MAX_CONNECTIONS,
+                    kept_for_the_daemon = DAEMON_RESERVE,
+                    open,
+                    pid = ?peer.pid,
+                    "connection refused: too many connections (logged once per run of refusals)"
+                );
+            }
+            refused += 1;
+            continue;
+        }
+        // Served below the reserve: the run of refusals is over (the
+        // daemon's connections served in the reserve do not end it).
+        if refused > 0 && open < MAX_OTHER_CONNECTIONS {
+            tracing::info!(refused, "accepting connections again");
+            refused = 0;
         }
         if let Err(e) = stream.set_nonblocking(false) {
             tracing::warn!(error = %e, "connection setup failed");
