@@ -3,8 +3,10 @@
 //! blobs and logs, a tool call with its `toolUseResult`, cost state,
 //! file history; a rewound branch every 40 turns), time `cp` of it (and
 //! the copy's fsync) as the disk's baseline, then trim it in a child
-//! process (`__trim`) whose peak RSS (`VmHWM`) is reported with the time
-//! and MB/s.
+//! process (`__trim`), on a thread of its own as the daemon's blocking
+//! pool does, and report the time, MB/s, and the memory the daemon would
+//! see: the peak RSS (`VmHWM`) above the child's RSS before the trim, and
+//! what it keeps after (the RSS after the trim above the RSS before).
 
 use anyhow::{bail, Context};
 use std::io::{BufWriter, Write};
@@ -197,32 +199,42 @@ pub fn generate(path: &Path, bytes: u64, small: bool) -> anyhow::Result<(u64, u6
     Ok((lines.get(), turn))
 }
 
-fn hwm_kb() -> u64 {
+/// A `/proc/self/status` figure in kB (`VmHWM`, `VmRSS`).
+fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
 }
 
-/// The child: trims `path` and prints one JSON line.
+/// The child: trims `path` on a thread of its own (as the daemon's
+/// blocking pool does, with glibc's arena for that thread) and prints one
+/// JSON line.
 pub fn child(a: &ChildArgs) -> anyhow::Result<()> {
+    let idle_kb = status_kb("VmRSS:");
     let t = Instant::now();
-    let none = || None;
-    let r = ccd_claude::trim::trim(
-        &a.path,
-        &a.backups,
-        &ccd_claude::trim::TrimOptions::default(),
-        &none,
-        None,
-    )?;
+    let (path, backups) = (a.path.clone(), a.backups.clone());
+    let r = std::thread::spawn(move || {
+        let none = || None;
+        ccd_claude::trim::trim(
+            &path,
+            &backups,
+            &ccd_claude::trim::TrimOptions::default(),
+            &none,
+            None,
+        )
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the trim thread panicked"))??;
     let secs = t.elapsed().as_secs_f64();
     println!(
         "{}",
-        serde_json::json!({"secs": secs, "hwm_kb": hwm_kb(), "before": r.bytes_before, "after": r.bytes_after,
+        serde_json::json!({"secs": secs, "idle_kb": idle_kb, "hwm_kb": status_kb("VmHWM:"),
+            "after_kb": status_kb("VmRSS:"), "before": r.bytes_before, "after": r.bytes_after,
             "relinked": r.relinked, "dropped": r.dropped.iter().map(|(k, c)| (k.clone(), c.bytes)).collect::<std::collections::BTreeMap<_,_>>()})
     );
     Ok(())
@@ -281,12 +293,19 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let secs = v["secs"].as_f64().unwrap_or(0.0);
     let after = v["after"].as_u64().unwrap_or(0);
+    let kb = |k: &str| v[k].as_f64().unwrap_or(0.0);
     println!(
-        "trim: {secs:.2} s ({:.0} MB/s read), peak RSS (VmHWM) {:.1} MB, {mb:.0} MB → {:.0} MB; {:.2}× the time of cp+fsync (target < 2×)",
+        "trim: {secs:.2} s ({:.0} MB/s read), {mb:.0} MB → {:.0} MB; {:.2}× the time of cp+fsync (target < 2×)",
         mb / secs,
-        v["hwm_kb"].as_f64().unwrap_or(0.0) / 1024.0,
         after as f64 / 1e6,
         secs / cp_sync
+    );
+    println!(
+        "memory: RSS before {:.1} MiB; peak (VmHWM) {:.1} MiB, {:.1} MiB above it (target ≤ 64); kept after {:.1} MiB above it",
+        kb("idle_kb") / 1024.0,
+        kb("hwm_kb") / 1024.0,
+        (kb("hwm_kb") - kb("idle_kb")) / 1024.0,
+        (kb("after_kb") - kb("idle_kb")) / 1024.0,
     );
     println!("dropped bytes by kind: {}", v["dropped"]);
     Ok(())

@@ -84,8 +84,28 @@ pub fn trim(
         .metadata()
         .map_err(TrimError::io(format!("reading {}", path.display())))?;
     let before = Stamp::from_meta(&meta);
-    let s = scan::scan(&file, path, opts)?;
-    let mut report = TrimReport::from_scan(path, &s);
+    let r = trim_scanned(path, backups, opts, guard, hook, &file, &meta, &before);
+    super::release_freed_memory();
+    r
+}
+
+/// [`trim`] from pass 1 on; the index spills beside the backups folder
+/// (`<state dir>/trim-backups`).
+#[allow(clippy::too_many_arguments)]
+fn trim_scanned(
+    path: &Path,
+    backups: &Path,
+    opts: &TrimOptions,
+    guard: &dyn Fn() -> Option<String>,
+    hook: TrimHook,
+    file: &fs::File,
+    meta: &fs::Metadata,
+    before: &Stamp,
+) -> Result<TrimReport, TrimError> {
+    let before = *before;
+    let spill_dir = backups.parent().unwrap_or(backups);
+    let s = scan::scan(file, path, opts, spill_dir)?;
+    let mut report = TrimReport::from_scan(path, &s)?;
     if report.unchanged {
         return Ok(report);
     }
@@ -239,9 +259,12 @@ fn write_kept(
     let mut buf = Vec::new();
     let mut offset = 0u64;
     let mut written = 0u64;
-    let mut edits = s.edits.iter().peekable();
     let werr = || TrimError::io(format!("writing {}", tmp.display()));
-    for (i, l) in s.lines.iter().enumerate() {
+    let mut lines = s.lines()?;
+    let mut i = 0usize;
+    while let Some((l, edit)) = lines.next_line()? {
+        i += 1;
+        let i = i - 1;
         if !read_line(&mut r, &mut buf, max_line, offset)? || buf.len() != l.len as usize {
             return Err(TrimError::WriterAppeared(
                 "the transcript changed while it was being trimmed; it was left as it was".into(),
@@ -254,19 +277,17 @@ fn write_kept(
                 written += buf.len() as u64;
             }
             Fate::Edit => {
-                let e = edits
-                    .next()
-                    .filter(|e| e.line as usize == i)
-                    .ok_or_else(|| {
-                        TrimError::io("trim plan")(std::io::Error::other("edit out of order"))
-                    })?;
-                let new =
-                    edit_line(&buf, e, &|k| s.key_text(k)).map_err(|why| TrimError::BadRecord {
+                let e = edit.ok_or_else(|| {
+                    TrimError::io("trim plan")(std::io::Error::other("edit missing"))
+                })?;
+                let new = edit_line(&buf, &e, &|k| s.key_text(k)).map_err(|why| {
+                    TrimError::BadRecord {
                         path: tmp.to_path_buf(),
                         line: i as u64 + 1,
                         offset: offset - buf.len() as u64,
                         reason: why,
-                    })?;
+                    }
+                })?;
                 w.write_all(&new).map_err(werr())?;
                 written += new.len() as u64;
             }

@@ -16,8 +16,10 @@ mod apply;
 pub mod backup;
 pub mod policy;
 mod scan;
+mod spill;
 
 pub use apply::{trim, undo, TrimHook, UndoOutcome};
+pub use scan::{NODE_REC, RESOLVE_BUDGET};
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -41,6 +43,9 @@ pub struct TrimOptions {
     pub force: bool,
     /// The longest line accepted.
     pub max_line: usize,
+    /// The most memory the matching of uuids to records holds at once
+    /// (default [`RESOLVE_BUDGET`]; see [`scan`]).
+    pub resolve_budget: usize,
 }
 
 impl Default for TrimOptions {
@@ -50,6 +55,7 @@ impl Default for TrimOptions {
             before_compact: false,
             force: false,
             max_line: DEFAULT_MAX_LINE,
+            resolve_budget: RESOLVE_BUDGET,
         }
     }
 }
@@ -157,11 +163,11 @@ pub struct TrimReport {
 }
 
 impl TrimReport {
-    pub(crate) fn from_scan(path: &Path, s: &scan::Scan) -> TrimReport {
+    pub(crate) fn from_scan(path: &Path, s: &scan::Scan) -> Result<TrimReport, TrimError> {
         let mut r = TrimReport {
             transcript: path.to_path_buf(),
             bytes_before: s.total_bytes,
-            records_before: s.lines.len() as u64,
+            records_before: s.line_count,
             relinked: s.relinked,
             rescued_for_tool_pairs: s.rescued,
             tool_use_result: Count {
@@ -181,7 +187,8 @@ impl TrimReport {
             .cloned()
             .collect();
         let mut dropped_bytes = 0u64;
-        for l in &s.lines {
+        let mut lines = s.lines()?;
+        while let Some((l, _)) = lines.next_line()? {
             let name = &s.labels[l.label as usize];
             let key = match l.fate {
                 scan::Fate::Keep | scan::Fate::Edit => continue,
@@ -198,8 +205,8 @@ impl TrimReport {
             .total_bytes
             .saturating_sub(dropped_bytes)
             .saturating_sub(r.tool_use_result.bytes);
-        r.unchanged = dropped_bytes == 0 && s.edits.is_empty();
-        r
+        r.unchanged = dropped_bytes == 0 && s.edit_count == 0;
+        Ok(r)
     }
 }
 
@@ -251,12 +258,28 @@ impl TrimError {
     }
 }
 
-/// Pass 1 only: what a trim of `path` would do.
-pub fn plan(path: &Path, opts: &TrimOptions) -> Result<TrimReport, TrimError> {
+/// Pass 1 only: what a trim of `path` would do. Its index spills to
+/// anonymous files in `spill_dir` (the state dir; see [`scan`]).
+pub fn plan(path: &Path, opts: &TrimOptions, spill_dir: &Path) -> Result<TrimReport, TrimError> {
     let f =
         std::fs::File::open(path).map_err(TrimError::io(format!("opening {}", path.display())))?;
-    let s = scan::scan(f, path, opts)?;
-    Ok(TrimReport::from_scan(path, &s))
+    let s = scan::scan(f, path, opts, spill_dir)?;
+    let r = TrimReport::from_scan(path, &s);
+    drop(s);
+    release_freed_memory();
+    r
+}
+
+/// Hands the memory a trim freed back to the system (glibc keeps freed
+/// heap in its arenas, the blocking thread's among them, so a long-lived
+/// daemon would otherwise keep a trim's peak). Called at the end of
+/// [`trim`] and [`plan`]; a no-op elsewhere.
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas; 0 keeps no pad.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 #[cfg(test)]

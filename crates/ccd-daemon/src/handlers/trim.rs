@@ -158,7 +158,9 @@ pub async fn trim(ctx: &ConnCtx, p: TrimParams) -> Result<TrimResult, RpcError> 
             if let Some(why) = guard() {
                 return Err(TrimError::Live(why));
             }
-            trim::plan(&path, &opts)?
+            // The index spills beside the backups (`<state dir>/trim-backups`).
+            let spill = backups.parent().unwrap_or(&backups);
+            trim::plan(&path, &opts, spill)?
         } else {
             let hook = || pause_for_tests(&sid2);
             let hook: &dyn Fn() = &hook;

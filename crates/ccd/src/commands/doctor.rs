@@ -222,7 +222,11 @@ fn transcripts(global: &GlobalArgs) -> Vec<Check> {
             let short = super::short_id(&f.session_id).to_string();
             let plan = (i < TRIM_PLANNED && read + n <= TRIM_PLAN_BYTES).then(|| {
                 read += n;
-                ccd_claude::trim::plan(&f.path, &ccd_claude::trim::TrimOptions::default())
+                ccd_claude::trim::plan(
+                    &f.path,
+                    &ccd_claude::trim::TrimOptions::default(),
+                    &state_dir().join("trim-backups"),
+                )
             });
             let (status, message) = match plan {
                 Some(Ok(r)) => {
