@@ -50,7 +50,8 @@ mod tests {
             .filter(|l| !l.is_empty())
             .collect();
         assert_eq!(
-            pinned, VERIFIED_CLI_VERSIONS,
+            pinned,
+            VERIFIED_CLI_VERSIONS,
             "{} and VERIFIED_CLI_VERSIONS differ: keep them the same list",
             path.display()
         );

@@ -91,7 +91,8 @@ pub fn to_writer<W: Write, T: ?Sized + Serialize>(
     pretty: bool,
 ) -> serde_json::Result<()> {
     if pretty {
-        let mut ser = serde_json::Serializer::with_formatter(w, TerminalSafe(PrettyFormatter::new()));
+        let mut ser =
+            serde_json::Serializer::with_formatter(w, TerminalSafe(PrettyFormatter::new()));
         value.serialize(&mut ser)
     } else {
         let mut ser = serde_json::Serializer::with_formatter(w, TerminalSafe(CompactFormatter));
@@ -124,7 +125,12 @@ mod tests {
     /// Every character the terminal sanitizer removes.
     fn hostile() -> String {
         let mut s = String::from("cwd/");
-        s.extend((0u32..0x20).chain([0x7f]).chain(0x80..0xa0).filter_map(char::from_u32));
+        s.extend(
+            (0u32..0x20)
+                .chain([0x7f])
+                .chain(0x80..0xa0)
+                .filter_map(char::from_u32),
+        );
         s.extend([
             '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
             '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{2028}', '\u{2029}',
@@ -143,7 +149,9 @@ mod tests {
             if !pretty {
                 assert!(!text.contains('\n'), "{text:?}");
             }
-            assert!(text.contains("\\u202e") && text.contains("\\u009b") && text.contains("\\u007f"));
+            assert!(
+                text.contains("\\u202e") && text.contains("\\u009b") && text.contains("\\u007f")
+            );
             assert!(text.contains("日本 🚀 e\u{301}"), "{text}");
             let back: Value = serde_json::from_str(&text).unwrap();
             assert_eq!(back, v);

@@ -52,14 +52,6 @@ pub fn pad(s: &str, columns: usize) -> String {
     out
 }
 
-/// Spaces then `s`, up to `columns` display columns (as `{:>n}`).
-pub fn pad_left(s: &str, columns: usize) -> String {
-    let w = width(s);
-    let mut out: String = std::iter::repeat_n(' ', columns.saturating_sub(w)).collect();
-    out.push_str(s);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,7 +68,12 @@ mod tests {
         // Combining marks and zero-width characters stay with their base.
         assert_eq!(clip("e\u{301}e\u{301}e\u{301}x", 3), "e\u{301}e\u{301}…");
         assert_eq!(clip("a\u{200b}b\u{200b}c", 3), "a\u{200b}b\u{200b}c");
-        for s in ["日本語テキスト", "🚀a🚀b", "❤\u{fe0f}❤\u{fe0f}❤\u{fe0f}", "e\u{301}🚀x"] {
+        for s in [
+            "日本語テキスト",
+            "🚀a🚀b",
+            "❤\u{fe0f}❤\u{fe0f}❤\u{fe0f}",
+            "e\u{301}🚀x",
+        ] {
             for max in 0..10 {
                 assert!(width(&clip(s, max)) <= max, "{s:?} in {max}");
             }
@@ -88,7 +85,6 @@ mod tests {
         assert_eq!(pad("日本", 6), "日本  ");
         assert_eq!(pad("a\u{200b}b", 4), "a\u{200b}b  ");
         assert_eq!(pad("abcdef", 3), "abcdef");
-        assert_eq!(pad_left("🚀", 4), "  🚀");
         assert_eq!(width(&pad("e\u{301}🚀", 8)), 8);
     }
 }
