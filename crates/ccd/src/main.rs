@@ -60,7 +60,7 @@ fn usage_error(mut e: clap::Error) -> ExitCode {
 
 /// The values a clap error quotes, each made one safe line.
 fn defuse_context(e: &mut clap::Error) {
-    use clap::error::ContextValue;
+    use clap::error::{ContextKind, ContextValue};
     use std::borrow::Cow;
     let changed = |s: &str| match ccd_claude::display::line(s) {
         Cow::Owned(o) => Some(o),
@@ -68,6 +68,8 @@ fn defuse_context(e: &mut clap::Error) {
     };
     let fixed: Vec<_> = e
         .context()
+        // The usage line is ccd's own (and may span lines).
+        .filter(|(kind, _)| *kind != ContextKind::Usage)
         .filter_map(|(kind, value)| {
             let value = match value {
                 ContextValue::String(s) => ContextValue::String(changed(s)?),

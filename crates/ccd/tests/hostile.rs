@@ -187,8 +187,8 @@ fn usage_errors_show_what_was_typed_defused() {
     let sb = Sandbox::new();
     for (args, says) in [
         (
-            vec!["ls", "--bo\u{1b}]0;pwned\u{7}gus\u{202e}\u{9b}2J"],
-            "unexpected argument '--bogus'",
+            vec!["ls", "--bo\u{1b}]0;pwned\u{7}gus\u{202e}\u{9b}2J\nfake-row"],
+            "unexpected argument '--bogus⏎fake-row'",
         ),
         (
             vec!["at\u{202e}ta\u{1b}[2Jch\nfake-row"],
