@@ -7,8 +7,12 @@
 //! (OSC 0), write its clipboard (OSC 52), clear the screen, forge table
 //! rows with a newline or carriage return, or reorder what is shown with
 //! bidi overrides. [`sanitize`] removes all of that; [`line`] and [`text`]
-//! are its two uses. JSON output never goes through it: the JSON encoder
-//! escapes the data and keeps it exact.
+//! are its two uses. JSON output keeps the data exact instead: [`json`]
+//! writes the same characters [`is_unsafe`] names as `\uXXXX` escapes.
+//! [`width`] fits sanitized text into table columns.
+
+pub mod json;
+pub mod width;
 
 use std::borrow::Cow;
 

@@ -8,13 +8,15 @@
 //! tokens a model's context window holds ([`context`]), and how all of it is
 //! merged into one record per session id ([`index`]), and how a dead
 //! session's transcript is trimmed without changing what resume sends
-//! ([`trim`]).
+//! ([`trim`]), and which CLI versions all of that was verified against
+//! ([`cli_versions`]).
 //!
 //! It has no async runtime and performs only blocking file reads (and writes
 //! its own transcript summary cache, when a caller gives it a folder).
 //! Nothing here caches liveness: every call to [`index::build`] or
 //! [`liveness::check`] looks at the process table again.
 
+pub mod cli_versions;
 pub mod config;
 pub mod context;
 pub mod display;

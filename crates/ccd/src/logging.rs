@@ -5,6 +5,10 @@
 //!
 //! File logging goes through a non-blocking writer that drops lines when
 //! the disk is full or the file unwritable: logging never stops serving.
+//!
+//! What goes to stderr (a terminal, often) goes through [`Sanitized`]:
+//! log fields quote paths and error texts from files, which may hold escape
+//! sequences, bidi controls or line breaks.
 
 use std::path::Path;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
@@ -18,8 +22,42 @@ fn filter(default: &str) -> EnvFilter {
 pub fn init_client() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter("warn"))
-        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_writer(stderr)
         .try_init();
+}
+
+/// Stderr, through the terminal sanitizer.
+fn stderr() -> Sanitized<std::io::Stderr> {
+    Sanitized(std::io::stderr())
+}
+
+/// A writer that shows each log line as [`ccd_claude::display::line`]
+/// does: no escape sequence, control or bidi control reaches the terminal,
+/// and a line break inside a field cannot start a line of its own (it
+/// shows as `⏎`).
+///
+/// tracing's formatter writes each event whole, with one `write_all` of
+/// the full line and its `\n`: each write here is one event, never a part
+/// of a character, and only its last line break ends a line.
+pub struct Sanitized<W>(W);
+
+impl<W: std::io::Write> std::io::Write for Sanitized<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (body, end) = match text.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (&*text, ""),
+        };
+        let mut out = ccd_claude::display::line(body).into_owned();
+        out.push_str(end);
+        self.0.write_all(out.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// The holder log cap: `CCD_HOLDER_LOG_CAP` bytes (tests), else
@@ -73,7 +111,7 @@ pub fn init_daemon(state_dir: &Path, foreground: bool) -> Guard {
                 let _ = tracing_subscriber::fmt()
                     .with_env_filter(filter("info"))
                     .with_ansi(false)
-                    .with_writer(file.and(std::io::stderr))
+                    .with_writer(file.and(stderr))
                     .try_init();
             } else {
                 let _ = tracing_subscriber::fmt()
@@ -91,18 +129,19 @@ pub fn init_daemon(state_dir: &Path, foreground: bool) -> Guard {
         None if !foreground => {
             eprintln!(
                 "ccd: cannot write logs under {}; the daemon runs without a log",
-                state_dir.display()
+                ccd_claude::display::line(&state_dir.display().to_string())
             );
             Guard(None)
         }
         None => {
             eprintln!(
                 "ccd: cannot write logs under {}; logging to stderr only",
-                state_dir.display()
+                ccd_claude::display::line(&state_dir.display().to_string())
             );
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(filter("info"))
-                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .with_writer(stderr)
                 .try_init();
             Guard(None)
         }
@@ -127,5 +166,21 @@ pub fn init_file(path: &Path) -> Guard {
             Guard(Some(guard))
         }
         None => Guard(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sanitized;
+    use std::io::Write;
+
+    #[test]
+    fn a_log_line_reaches_stderr_defused() {
+        let mut w = Sanitized(Vec::new());
+        let line = "WARN skipped path=/p/\u{1b}]0;pwned\u{7}\u{202e}x\nfake-row \u{9b}2J\n";
+        w.write_all(line.as_bytes()).unwrap();
+        w.write_all(b"INFO plain\n").unwrap();
+        let out = String::from_utf8(w.0).unwrap();
+        assert_eq!(out, "WARN skipped path=/p/x⏎fake-row \nINFO plain\n");
     }
 }

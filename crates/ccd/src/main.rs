@@ -10,17 +10,103 @@ mod term;
 mod ui;
 
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let _ = ui::app::STARTED.set(std::time::Instant::now());
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return usage_error(e),
+    };
     match commands::run(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ccd: {}", ccd_claude::display::line(&chain(&e)));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints what clap says about the command line and returns its exit code
+/// (0 for `--help` and `--version`, 2 for a usage error).
+///
+/// An error quotes what was typed (an unknown subcommand, a bad value: any
+/// bytes, escape sequences, bidi controls and line breaks included). Each
+/// quoted value goes through [`ccd_claude::display::line`] first, so clap
+/// still lays the message out and colours it as it would; a message that
+/// still holds a control (clap's own text never does) is printed plain
+/// through [`ccd_claude::display::text`].
+fn usage_error(mut e: clap::Error) -> ExitCode {
+    let code = ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    defuse_context(&mut e);
+    // `render()` shown with `Display` is the text without styles.
+    let plain = e.render().to_string();
+    if plain
+        .chars()
+        .any(|c| c != '\n' && ccd_claude::display::is_unsafe(c))
+    {
+        let text = ccd_claude::display::text(&plain);
+        let _ = if e.use_stderr() {
+            write!(std::io::stderr().lock(), "{text}")
+        } else {
+            write!(std::io::stdout().lock(), "{text}")
+        };
+    } else {
+        let _ = e.print();
+    }
+    code
+}
+
+/// The values a clap error quotes, each made one safe line.
+fn defuse_context(e: &mut clap::Error) {
+    use clap::error::{ContextKind, ContextValue};
+    use std::borrow::Cow;
+    let changed = |s: &str| match ccd_claude::display::line(s) {
+        Cow::Owned(o) => Some(o),
+        Cow::Borrowed(_) => None,
+    };
+    let fixed: Vec<_> = e
+        .context()
+        // The usage line is ccd's own (and may span lines).
+        .filter(|(kind, _)| *kind != ContextKind::Usage)
+        .filter_map(|(kind, value)| {
+            let value = match value {
+                ContextValue::String(s) => ContextValue::String(changed(s)?),
+                ContextValue::Strings(v) => {
+                    if v.iter().all(|s| changed(s).is_none()) {
+                        return None;
+                    }
+                    ContextValue::Strings(
+                        v.iter()
+                            .map(|s| ccd_claude::display::line(s).into_owned())
+                            .collect(),
+                    )
+                }
+                ContextValue::StyledStr(s) => {
+                    ContextValue::StyledStr(changed(&s.to_string())?.into())
+                }
+                ContextValue::StyledStrs(v) => {
+                    if v.iter().all(|s| changed(&s.to_string()).is_none()) {
+                        return None;
+                    }
+                    ContextValue::StyledStrs(
+                        v.iter()
+                            .map(|s| {
+                                ccd_claude::display::line(&s.to_string())
+                                    .into_owned()
+                                    .into()
+                            })
+                            .collect(),
+                    )
+                }
+                _ => return None,
+            };
+            Some((kind, value))
+        })
+        .collect();
+    for (kind, value) in fixed {
+        e.insert(kind, value);
     }
 }
 

@@ -79,3 +79,44 @@ fn logs_on_a_full_disk_are_not_writable() {
     let msg = logs["message"].as_str().unwrap();
     assert_eq!(msg.matches("No space left on device").count(), 1, "{msg}");
 }
+
+/// A claude of a version ccd was not verified against is a warning (not
+/// ok, and not a failure: doctor fails on errors only), naming the
+/// verified versions and how to pin one; a verified one is ok and names
+/// them too.
+#[test]
+fn an_unverified_cli_version_is_a_warning() {
+    for (version, status) in [("2.1.999", "warn"), ("1.0.3", "warn"), ("2.1.173", "ok")] {
+        let sb = Sandbox::with_env(&[("FAKE_CLAUDE_VERSION", version)]);
+        let (ok, checks) = doctor(&sb);
+        let c = checks.iter().find(|c| c["check"] == "claude").unwrap();
+        assert_eq!(c["status"], status, "{version}: {c}");
+        let msg = c["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("is {version} (Claude Code)")),
+            "{msg}"
+        );
+        assert!(msg.contains("2.1.173, 2.1.332"), "{msg}");
+        let others_fail = checks
+            .iter()
+            .any(|c| c["check"] != "claude" && c["status"] == "error");
+        assert_eq!(ok, !others_fail, "{checks:#?}");
+        if status == "warn" {
+            assert!(msg.contains("may misread"), "{msg}");
+            let fix = c["fix"].as_str().unwrap();
+            assert!(
+                fix.contains("npm install -g @anthropic-ai/claude-code@2.1.332"),
+                "{fix}"
+            );
+            let text = sb.run(&["doctor"]);
+            let text = String::from_utf8_lossy(&text.stdout);
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with("[warn] claude") && l.contains(version)),
+                "{text}"
+            );
+        } else {
+            assert!(c.get("fix").is_none(), "{c}");
+        }
+    }
+}

@@ -231,3 +231,125 @@ fn context_window_override_from_config_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("ccd.toml"));
 }
+
+/// `ccd ls` with its own socket and state folders under `home` (no other
+/// daemon on the machine is asked).
+fn ccd_alone(home: &Path, config: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ccd"))
+        .args(args)
+        .arg("--claude-config-dir")
+        .arg(config)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CCD_CONFIG")
+        .env_remove("CCD_LOG")
+        .env("CCD_SOCKET_DIR", home.join("sock"))
+        .env("CCD_STATE_DIR", home.join("state"))
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .output()
+        .unwrap()
+}
+
+/// Wide (CJK, emoji) and zero-width characters in cwds and titles: every
+/// row's TITLE starts at the header's display column, and a long title is
+/// cut at a display width.
+#[test]
+fn the_table_is_aligned_by_display_width() {
+    use ccd_testkit::gen::TranscriptWriter;
+    use unicode_width::UnicodeWidthStr;
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("cc");
+    let cwds = [
+        "/w/plain",
+        "/w/日本語のフォルダ",
+        "/w/🚀rocket🚀",
+        "/w/a\u{200b}b\u{200b}c\u{200b}d\u{301}",
+    ];
+    for (n, cwd) in cwds.iter().enumerate() {
+        let mut w = TranscriptWriter::create(&config, &ccd_testkit::gen::sid(n as u64 + 1), cwd);
+        let title = if n == 1 {
+            format!("title-{n} {}", "長い題名".repeat(30))
+        } else {
+            format!("title-{n} 🚀 x")
+        };
+        w.turn(&title, 1000, 10);
+    }
+    let out = ccd_alone(home.path(), &config, &["ls"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), cwds.len() + 1, "{text}");
+    let column = |l: &str, needle: &str| {
+        let at = l.find(needle).unwrap_or_else(|| panic!("{needle} in {l}"));
+        l[..at].width()
+    };
+    let title_at = column(lines[0], "TITLE");
+    for l in &lines[1..] {
+        assert_eq!(column(l, "title-"), title_at, "misaligned:\n{text}");
+        let title = &l[l.find("title-").unwrap()..];
+        assert!(title.width() <= 60, "{title}");
+    }
+    let long = lines.iter().find(|l| l.contains("title-1")).unwrap();
+    assert!(long.ends_with('…'), "{long}");
+    assert!(long.contains("長い題名"), "{long}");
+}
+
+/// Live sessions of a CLI version ccd was not verified against: the table
+/// says it once on stderr, naming the versions; `--json` marks each row.
+#[test]
+fn an_unverified_cli_version_is_said_once() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("cc");
+    let mut children = Vec::new();
+    for (sid, version) in [
+        ("new-a", "2.1.999"),
+        ("new-b", "2.1.999"),
+        ("old-c", "1.0.3"),
+        ("good-d", "2.1.332"),
+    ] {
+        let child = Reaped(Command::new("sleep").arg("60").spawn().unwrap());
+        let pid = child.0.id();
+        let start = ccd_claude::liveness::current_proc_start(pid).unwrap();
+        transcript(&config, sid, "/home/dev/v", 1);
+        let mut e = registry_entry(pid, sid, "/home/dev/v", &start, None);
+        e["version"] = version.into();
+        write_registry_entry(&config, &e);
+        children.push(child);
+    }
+    transcript(&config, "dead-e", "/home/dev/v", 1);
+
+    let out = ccd_alone(home.path(), &config, &["ls"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("unverified")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("Claude Code 1.0.3, 2.1.999 running"),
+        "{err}"
+    );
+    assert!(notes[0].contains("2.1.173, 2.1.332"), "{err}");
+    assert!(notes[0].contains("ccd doctor"), "{err}");
+
+    let out = ccd_alone(home.path(), &config, &["ls", "--json"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("unverified"),
+        "{out:?}"
+    );
+    let rows = json(&out);
+    let verified =
+        |sid: &str| rows.iter().find(|r| r["session_id"] == sid).unwrap()["cli_verified"].clone();
+    assert_eq!(verified("new-a"), Value::Bool(false));
+    assert_eq!(verified("old-c"), Value::Bool(false));
+    assert_eq!(verified("good-d"), Value::Bool(true));
+    assert_eq!(verified("dead-e"), Value::Null);
+
+    // Every live one verified: nothing said.
+    drop(children.drain(..2));
+    drop(children.remove(0));
+    let out = ccd_alone(home.path(), &config, &["ls"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("unverified"),
+        "{out:?}"
+    );
+}

@@ -121,7 +121,7 @@ fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
                 running: false,
                 socket: dir.socket(),
             };
-            println!("{}", serde_json::to_string(&s)?);
+            println!("{}", ccd_claude::display::json::to_string(&s)?);
         } else {
             println!("no ccd daemon is running ({})", dir.socket().display());
         }
@@ -131,7 +131,7 @@ fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
         // What the daemon said, fields this client does not know included.
         let mut s = c.call_as::<DaemonStatus, Map<String, Value>>(&Empty {})?;
         s.insert("running".into(), Value::Bool(true));
-        println!("{}", Value::Object(s));
+        println!("{}", ccd_claude::display::json::to_string(&s)?);
     } else {
         let s = c.call::<DaemonStatus>(&Empty {})?;
         println!(

@@ -5,6 +5,7 @@
 
 use crate::cli::GlobalArgs;
 use crate::settings::{state_dir, Settings};
+use ccd_claude::cli_versions;
 use ccd_claude::display::line;
 use ccd_claude::drift::{self, Severity};
 use ccd_claude::ClaudeConfigDir;
@@ -62,7 +63,7 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
     checks.extend(socket_and_daemon(global));
     checks.push(logs());
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&checks)?);
+        println!("{}", ccd_claude::display::json::to_string_pretty(&checks)?);
     } else {
         for c in &checks {
             let mark = match c.status {
@@ -96,12 +97,40 @@ fn cli(global: &GlobalArgs, settings: &Settings) -> Check {
         .spawn()
         .and_then(|c| wait_timeout(c, Duration::from_secs(10)));
     match out {
-        Ok(Some(v)) => ok("claude", format!("{} is {}", bin.display(), v.trim())),
+        Ok(Some(v)) => version_check(&bin.display().to_string(), v.trim()),
         Ok(None) => bad("claude", "error", format!("{} --version printed nothing", bin.display()),
             "check the binary, or point ccd at another one with --claude-bin / CCD_CLAUDE_BIN / claude_bin in the config"),
         Err(e) => bad("claude", "error", format!("cannot run {}: {e}", bin.display()),
             "install Claude Code (npm install -g @anthropic-ai/claude-code) or set CCD_CLAUDE_BIN"),
     }
+}
+
+/// The CLI's version against the versions ccd was verified on
+/// ([`cli_versions::VERIFIED_CLI_VERSIONS`]): another one is a warning
+/// (ccd may work with it, or misread it), with how to pin a verified one.
+fn version_check(bin: &str, printed: &str) -> Check {
+    let verified = cli_versions::verified_list();
+    if cli_versions::is_verified(printed) {
+        return ok(
+            "claude",
+            format!("{bin} is {printed}; ccd is verified on Claude Code {verified}"),
+        );
+    }
+    bad(
+        "claude",
+        "warn",
+        format!(
+            "{bin} is {printed}, a version ccd was not verified against (verified: {verified}): \
+             ccd may misread its screens (status, permission prompts, the trust dialog) and its \
+             files (session registry, transcripts)"
+        ),
+        format!(
+            "pin a verified version (npm install -g @anthropic-ai/claude-code@{}), \
+             or point ccd at one with --claude-bin / CCD_CLAUDE_BIN; if this version works, \
+             or does not, report it to ccd",
+            cli_versions::newest_verified()
+        ),
+    )
 }
 
 fn wait_timeout(

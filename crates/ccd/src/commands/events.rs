@@ -1,6 +1,8 @@
 //! `ccd events`: the daemon's events as lines, for shell scripts.
 
 use crate::cli::{EventsArgs, GlobalArgs};
+use ccd_claude::display::line;
+use ccd_claude::display::width::pad;
 use ccd_protocol::methods::events::{Event, EventNotification, EventsSubscribe, SubscribeParams};
 use ccd_protocol::NotificationKind;
 use serde::Serialize;
@@ -22,8 +24,8 @@ pub fn run(global: &GlobalArgs, args: &EventsArgs) -> anyhow::Result<ExitCode> {
         }
         let line = if args.json {
             // The event as the daemon sent it, fields this client does not
-            // know included.
-            n.params.unwrap_or_default().to_string()
+            // know included (terminal-safe: see `display::json`).
+            ccd_claude::display::json::to_string(&n.params.unwrap_or_default())?
         } else {
             match n.params_as::<Event>() {
                 Ok(e) => ccd_claude::display::line(&human(&e)).into_owned(),
@@ -105,7 +107,10 @@ fn human(e: &Event) -> String {
     let at = time::OffsetDateTime::from_unix_timestamp(e.at / 1000)
         .map(|t| format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()))
         .unwrap_or_default();
-    format!("{at} {kind:<20} {sid:<8} {detail}")
+    // Columns by display width: kind and id come from the daemon.
+    let kind = pad(&line(kind), 20);
+    let sid = pad(&line(&sid), 8);
+    format!("{at} {kind} {sid} {detail}")
 }
 
 #[cfg(test)]

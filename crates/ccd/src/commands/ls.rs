@@ -4,8 +4,10 @@ use crate::cli::{GlobalArgs, LsArgs};
 use crate::hosts::{Target, LOCAL};
 use crate::settings::Settings;
 use anyhow::Context;
+use ccd_claude::cli_versions;
 use ccd_claude::context::ContextWindows;
 use ccd_claude::display;
+use ccd_claude::display::width::{clip, pad};
 use ccd_claude::index;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
@@ -77,14 +79,14 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let rows: Vec<HostRow<'_>> = rows
             .iter()
-            .map(|(host, info)| HostRow { host, info })
+            .map(|(host, info)| HostRow {
+                host,
+                cli_verified: info.version.as_deref().map(cli_versions::is_verified),
+                info,
+            })
             .collect();
         // Indented for a person at a terminal, compact for scripts.
-        if std::io::stdout().is_terminal() {
-            serde_json::to_writer_pretty(&mut out, &rows)?;
-        } else {
-            serde_json::to_writer(&mut out, &rows)?;
-        }
+        display::json::to_writer(&mut out, &rows, std::io::stdout().is_terminal())?;
         writeln!(out)?;
     } else {
         let home = std::env::var("HOME").ok();
@@ -100,6 +102,12 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     drop(out);
+    // The table's readers are people; a script reads `cli_verified`.
+    if !args.json {
+        if let Some(note) = unverified_note(rows.iter().map(|(_, r)| r)) {
+            eprintln!("ccd: {}", display::line(&note));
+        }
+    }
     for (label, e) in &unreachable {
         // A remote's own errors start with its name already.
         let text = if e.starts_with(&format!("{label}: ")) {
@@ -132,13 +140,37 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
 /// Another machine's listing on its way.
 type RemoteList = std::thread::JoinHandle<Result<Vec<SessionInfo>, ClientError>>;
 
-/// A row of `ccd ls --json`: the session and the machine it is on
-/// (`local` for this one).
+/// A row of `ccd ls --json`: the session, the machine it is on (`local`
+/// for this one), and whether its CLI `version` is one ccd was verified
+/// against (`null` when no version is known).
 #[derive(serde::Serialize)]
 struct HostRow<'a> {
     host: &'a str,
+    cli_verified: Option<bool>,
     #[serde(flatten)]
     info: &'a SessionInfo,
+}
+
+/// One line saying which live sessions run a Claude Code version ccd was
+/// not verified against, and what to do; `None` when every live one's is
+/// verified (or unknown). The dashboard says the same.
+pub fn unverified_note<'a>(rows: impl IntoIterator<Item = &'a SessionInfo>) -> Option<String> {
+    let mut versions: Vec<&str> = rows
+        .into_iter()
+        .filter(|r| r.state == SessionState::Live)
+        .filter_map(|r| r.version.as_deref())
+        .filter(|v| !cli_versions::is_verified(v))
+        .collect();
+    versions.sort_unstable();
+    versions.dedup();
+    if versions.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "unverified Claude Code {} running (ccd is verified on {}): status and prompts may be misread; see `ccd doctor`",
+        versions.join(", "),
+        cli_versions::verified_list()
+    ))
 }
 
 /// At most this many pages of 500 are asked of a remote daemon (100,000
@@ -275,6 +307,9 @@ fn ask_held(global: &GlobalArgs) -> Asked {
     }
 }
 
+/// The table: one row a session, columns padded to display widths (a
+/// wide character takes two columns, a zero-width one none), every text
+/// from files sanitized first.
 fn write_table(
     out: &mut impl Write,
     rows: &[(String, SessionInfo)],
@@ -284,23 +319,27 @@ fn write_table(
     now: OffsetDateTime,
     held_known: bool,
 ) -> std::io::Result<()> {
-    let host_width = rows
+    let hosts: Vec<String> = rows
         .iter()
-        .map(|(h, _)| h.chars().count())
+        .map(|(h, _)| clip(&display::line(h), 40))
+        .collect();
+    let host_width = hosts
+        .iter()
+        .map(|h| display::width::width(h))
         .max()
         .unwrap_or(0)
         .clamp(4, 40);
     if show_host {
-        write!(out, "{:<host_width$}  ", "HOST")?;
+        write!(out, "{}  ", pad("HOST", host_width))?;
     }
     writeln!(
         out,
         "{:<8}  {:<7}  {:<8}  {:>5}  {:>8}  {:>6}  {:<16}  {:<32}  TITLE",
         "ID", "STATE", "STATUS", "CTX", "ACTIVE", "SIZE", "CCD", "CWD"
     )?;
-    for (host, r) in rows {
+    for ((_, r), host) in rows.iter().zip(&hosts) {
         if show_host {
-            write!(out, "{:<host_width$}  ", clip(&display::line(host), 40))?;
+            write!(out, "{}  ", pad(host, host_width))?;
         }
         let state = match r.state {
             SessionState::Live => "live",
@@ -353,8 +392,8 @@ fn write_table(
             .unwrap_or_else(|| "-".into());
         writeln!(
             out,
-            "{:<8}  {on}{:<7}{off}  {:<8}  {:>5}  {:>8}  {:>6}  {:<16}  {:<32}  {}{}",
-            display::line(short_id(&r.session_id)),
+            "{}  {on}{:<7}{off}  {:<8}  {:>5}  {:>8}  {:>6}  {}  {}  {}{}",
+            pad(&clip(&display::line(short_id(&r.session_id)), 8), 8),
             state,
             status,
             ctx_cell(r),
@@ -362,11 +401,14 @@ fn write_table(
             r.transcript_bytes
                 .map(size_cell)
                 .unwrap_or_else(|| "-".into()),
-            clip(&display::line(held), 16),
-            r.cwd
-                .as_deref()
-                .map(|c| display::line(&tilde(c, home)).into_owned())
-                .unwrap_or_else(|| "-".into()),
+            pad(&clip(&display::line(held), 16), 16),
+            pad(
+                &r.cwd
+                    .as_deref()
+                    .map(|c| display::line(&tilde(c, home)).into_owned())
+                    .unwrap_or_else(|| "-".into()),
+                32
+            ),
             r.title
                 .as_deref()
                 .map(|t| clip(&display::line(t), 60))
@@ -425,13 +467,6 @@ pub fn size_cell(n: u64) -> String {
         }
     } else {
         format!("{:.0}G", f / (K * K * K))
-    }
-}
-
-fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
     }
 }
 

@@ -42,7 +42,10 @@ pub fn run(global: &GlobalArgs, args: &TrimArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             if args.json {
                 if let ClientError::Rpc(error) = &e {
-                    println!("{}", serde_json::to_string(&JsonError { error })?);
+                    println!(
+                        "{}",
+                        ccd_claude::display::json::to_string(&JsonError { error })?
+                    );
                 }
             }
             eprintln!("ccd trim: {}", line(&e.to_string()));
@@ -50,7 +53,7 @@ pub fn run(global: &GlobalArgs, args: &TrimArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!("{}", ccd_claude::display::json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", render(&r));

@@ -449,8 +449,7 @@ impl App {
                 true
             }
             Msg::Rows(Ok(rows)) => {
-                view.model.set_rows(rows);
-                view.loading = false;
+                view.set_rows(rows);
                 true
             }
             Msg::Rows(Err(e)) => {

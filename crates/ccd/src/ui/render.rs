@@ -10,6 +10,7 @@ use super::model::{Attention, Row};
 use super::view::{Daemon, Mode, PreviewKind, View};
 use crate::commands::ls::{ago, tilde};
 use ccd_claude::display::line;
+use ccd_claude::display::width::clip;
 use ccd_protocol::methods::session::{ActivityStatus, SessionState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -18,7 +19,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row as TRow, Table};
 use ratatui::Frame;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+use unicode_width::UnicodeWidthStr;
 
 /// A list column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,28 +101,6 @@ pub fn columns(width: u16) -> Vec<(Col, u16)> {
         title -= cwd + 1;
     }
     out.push((Col::Title, title.max(1) as u16));
-    out
-}
-
-/// `s` cut to `width` display columns, `…` last when something was cut.
-pub fn clip(s: &str, width: usize) -> String {
-    if s.width() <= width {
-        return s.to_string();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in s.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w > width - 1 {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
     out
 }
 
@@ -693,14 +672,6 @@ mod tests {
         }
         assert!(columns(80).iter().any(|c| c.0 == Col::Status));
         assert!(columns(120).iter().any(|c| c.0 == Col::Cwd));
-    }
-
-    #[test]
-    fn clipping_counts_display_columns() {
-        assert_eq!(clip("日本語テキスト", 7), "日本語…");
-        assert_eq!(clip("日本語", 6), "日本語");
-        assert_eq!(clip("🚀🚀🚀", 4), "🚀…");
-        assert_eq!(clip("abc", 0), "");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! render tests build it directly.
 
 use super::model::Model;
+use ccd_protocol::methods::session::SessionInfo;
 use time::OffsetDateTime;
 
 /// The most preview lines kept (a held session's screen is clipped to the
@@ -114,6 +115,9 @@ pub struct View {
     pub offset: usize,
     /// The detach key's name, for the footer.
     pub detach_key: String,
+    /// The note that live sessions run a Claude Code version ccd was not
+    /// verified against was shown (it is said once a run).
+    pub cli_note_said: bool,
 }
 
 impl View {
@@ -130,7 +134,22 @@ impl View {
             home,
             offset: 0,
             detach_key,
+            cli_note_said: false,
         }
+    }
+
+    /// A new listing. The first time a live session in it runs a Claude
+    /// Code version ccd was not verified against, the message line says so
+    /// (as `ccd ls` does on stderr), when it holds nothing else.
+    pub fn set_rows(&mut self, rows: Vec<SessionInfo>) {
+        if !self.cli_note_said && self.message.is_none() {
+            if let Some(note) = crate::commands::ls::unverified_note(&rows) {
+                self.message = Some(note);
+                self.cli_note_said = true;
+            }
+        }
+        self.model.set_rows(rows);
+        self.loading = false;
     }
 }
 
@@ -152,5 +171,36 @@ mod tests {
         let long = "界".repeat(MAX_PREVIEW_LINE_BYTES);
         let p = Preview::new("s", PreviewKind::Screen, &[long]);
         assert!(p.lines[0].len() <= MAX_PREVIEW_LINE_BYTES);
+    }
+
+    #[test]
+    fn an_unverified_cli_version_is_said_once() {
+        let row = |sid: &str, state: &str, version: &str| {
+            let mut i = crate::ui::model::tests::info(sid, state, Some("idle"), None, 5);
+            i.version = Some(version.into());
+            i
+        };
+        let mut v = View::new(false, None, "ctrl-]".into());
+        // Verified, or not running: nothing said.
+        v.set_rows(vec![
+            row("a", "live", "2.1.332"),
+            row("b", "dead", "2.1.999"),
+        ]);
+        assert_eq!(v.message, None);
+        assert!(!v.loading);
+        v.set_rows(vec![
+            row("a", "live", "2.1.332"),
+            row("c", "live", "2.1.999"),
+        ]);
+        let m = v.message.clone().expect("the note");
+        assert!(
+            m.contains("2.1.999") && m.contains("2.1.173, 2.1.332"),
+            "{m}"
+        );
+        assert!(!m.contains("2.1.332,"), "{m}");
+        // Once: gone after a key, not said again on the next listing.
+        v.message = None;
+        v.set_rows(vec![row("c", "live", "2.1.999"), row("d", "live", "1.0.3")]);
+        assert_eq!(v.message, None);
     }
 }
