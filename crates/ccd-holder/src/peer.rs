@@ -6,7 +6,6 @@
 //! connection passed on to another process keeps its maker's.
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 
 /// Who connected.
@@ -17,72 +16,41 @@ pub struct PeerCred {
     pub pid: Option<u32>,
 }
 
-/// The credentials of the process at the other end of `stream`.
+/// The credentials of the process at the other end of `stream`
+/// (`SO_PEERCRED`).
 #[cfg(target_os = "linux")]
 pub fn credentials(stream: &UnixStream) -> io::Result<PeerCred> {
-    // SAFETY: zeroed ucred is a valid out-parameter; len matches its size.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: valid fd, pointer and length.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            std::ptr::addr_of_mut!(cred).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let cred = getsockopt(stream, PeerCredentials).map_err(io::Error::from)?;
     Ok(PeerCred {
-        uid: cred.uid,
-        pid: u32::try_from(cred.pid).ok().filter(|&p| p > 0),
+        uid: cred.uid(),
+        pid: u32::try_from(cred.pid()).ok().filter(|&p| p > 0),
     })
 }
 
-/// The credentials of the process at the other end of `stream`.
-#[cfg(not(target_os = "linux"))]
-pub fn credentials(stream: &UnixStream) -> io::Result<PeerCred> {
-    let mut uid: libc::uid_t = 0;
-    let mut gid: libc::gid_t = 0;
-    // SAFETY: valid fd and out-pointers.
-    if unsafe { libc::getpeereid(stream.as_raw_fd(), &mut uid, &mut gid) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(PeerCred {
-        uid,
-        pid: peer_pid(stream),
-    })
-}
-
-/// `LOCAL_PEERPID`: the pid of the process that connected.
+/// The credentials of the process at the other end of `stream`
+/// (`getpeereid`, and `LOCAL_PEERPID` for the pid).
 #[cfg(target_os = "macos")]
-fn peer_pid(stream: &UnixStream) -> Option<u32> {
-    let mut pid: libc::pid_t = 0;
-    let mut len = std::mem::size_of::<libc::pid_t>() as libc::socklen_t;
-    // SAFETY: valid fd, pointer and length.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_LOCAL,
-            libc::LOCAL_PEERPID,
-            std::ptr::addr_of_mut!(pid).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    u32::try_from(pid).ok().filter(|&p| p > 0)
+pub fn credentials(stream: &UnixStream) -> io::Result<PeerCred> {
+    use nix::sys::socket::{getsockopt, sockopt::LocalPeerPid};
+    let (uid, _gid) = nix::unistd::getpeereid(stream).map_err(io::Error::from)?;
+    Ok(PeerCred {
+        uid: uid.as_raw(),
+        pid: getsockopt(stream, LocalPeerPid)
+            .ok()
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|&p| p > 0),
+    })
 }
 
-/// No pid on other systems: their connections are never the daemon's
-/// (the reserve then serves no one).
+/// Other systems: not supported (no connection is served without a uid
+/// to check).
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn peer_pid(_stream: &UnixStream) -> Option<u32> {
-    None
+pub fn credentials(_stream: &UnixStream) -> io::Result<PeerCred> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "peer credentials are read on Linux and macOS only",
+    ))
 }
 
 #[cfg(test)]
@@ -93,8 +61,7 @@ mod tests {
     fn a_socket_pair_is_this_process() {
         let (a, _b) = UnixStream::pair().expect("pair");
         let c = credentials(&a).expect("credentials");
-        // SAFETY: getuid cannot fail.
-        assert_eq!(c.uid, unsafe { libc::getuid() });
+        assert_eq!(c.uid, nix::unistd::getuid().as_raw());
         assert_eq!(c.pid, Some(std::process::id()));
     }
 }
