@@ -939,22 +939,23 @@ fn typed_text_version(version: &str) {
         .unwrap();
     let modes = mode_words(&sb.ok(&["screen", &sid]));
 
+    // A turn's reply, the prompt back, and the mode line as it was.
+    let settled = |c: &mut ccd_client::Client, reply: &str| {
+        wait_reply(&sb, &sid, reply, version);
+        wait_for(T, "the prompt after the turn", || {
+            (shows(c, &sid) == "prompt").then_some(())
+        });
+        let screen = sb.ok(&["screen", &sid]);
+        assert_eq!(
+            mode_words(&screen),
+            modes,
+            "[{version}] the permission mode changed:\n{screen}"
+        );
+    };
     sb.ok(&["send", &sid, "ONE\x1b[201~\rTWO"]);
-    wait_reply(&sb, &sid, "ACK: ONE TWO", version);
-    wait_for(T, "the prompt after the first turn", || {
-        (shows(&mut c, &sid) == "prompt").then_some(())
-    });
+    settled(&mut c, "ACK: ONE TWO");
     sb.ok(&["send", &sid, "THREE\x1b[201~\x1b[Z\x1b[Z"]);
-    wait_reply(&sb, &sid, "ACK: THREE", version);
-    wait_for(T, "the prompt after the second turn", || {
-        (shows(&mut c, &sid) == "prompt").then_some(())
-    });
-    let screen = sb.ok(&["screen", &sid]);
-    assert_eq!(
-        mode_words(&screen),
-        modes,
-        "[{version}] the permission mode changed:\n{screen}"
-    );
+    settled(&mut c, "ACK: THREE");
 
     // A deny message.
     sb.ok(&["send", &sid, "TOOL:echo denied > denied.txt"]);
@@ -974,16 +975,7 @@ fn typed_text_version(version: &str) {
         evidence(&sb, &mock, Some(&sid))
     );
     // With a refused tool in the history the mock answers "done".
-    wait_reply(&sb, &sid, "done", version);
-    wait_for(T, "the prompt after the message's turn", || {
-        (shows(&mut c, &sid) == "prompt").then_some(())
-    });
-    let screen = sb.ok(&["screen", &sid]);
-    assert_eq!(
-        mode_words(&screen),
-        modes,
-        "[{version}] the permission mode changed:\n{screen}"
-    );
+    settled(&mut c, "done");
     assert!(
         !dir.join("denied.txt").exists(),
         "[{version}] a denied command ran"
