@@ -226,3 +226,24 @@ fn log_lines_on_stderr_are_sanitized() {
     assert_defused(&err, "stderr logs");
     assert!(err.contains("⏎fake-row"), "{err}");
 }
+
+/// The binaries are position-independent, so the kernel randomizes where
+/// the executable itself is mapped (ASLR) for the long-lived daemon and
+/// holders (a position-dependent build saved ~0.3 ms of start-up and gave
+/// that up: docs/architecture.md, "Process start"). ELF `e_type` is
+/// `ET_DYN` (3) for a PIE, `ET_EXEC` (2) for a fixed-address executable.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_binaries_are_position_independent() {
+    for bin in [common::ccd_bin(), common::fake_claude()] {
+        let head = std::fs::read(&bin).expect("the binary");
+        assert_eq!(&head[..4], b"\x7fELF", "{}", bin.display());
+        let e_type = u16::from_le_bytes([head[16], head[17]]);
+        assert_eq!(
+            e_type,
+            3,
+            "{} is not a PIE (e_type {e_type})",
+            bin.display()
+        );
+    }
+}
