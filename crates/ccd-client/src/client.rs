@@ -1030,12 +1030,16 @@ mod tests {
         peer.join().expect("peer");
     }
 
+    /// A daemon going away as we connect (it removes its socket first)
+    /// answers nothing: nobody answers.
     #[test]
     fn a_peer_gone_before_hello_is_nobody_answering() {
         let (_tmp, dir, listener) = listening();
+        let socket = dir.socket();
         let peer = std::thread::spawn(move || {
             let (mut r, _s) = accept_peer(&listener);
             read_lines(&mut r, 2);
+            std::fs::remove_file(&socket).expect("the socket goes");
         });
         let e = Client::connect_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
             .err()
@@ -1043,5 +1047,32 @@ mod tests {
         // What makes `connect_or_start_sending` start a daemon.
         assert!(e.nobody_answers(), "{e:?}");
         peer.join().expect("peer");
+    }
+
+    /// A daemon still there (its process alive, its socket in place) that
+    /// drops the connection before `hello` (at its connection cap, the
+    /// refusal lost to the reset) is running, not "not running".
+    #[test]
+    fn a_peer_that_drops_us_but_stays_is_running() {
+        let (_tmp, dir, listener) = listening();
+        let peer = std::thread::spawn(move || {
+            let (mut r, _s) = accept_peer(&listener);
+            read_lines(&mut r, 2);
+            listener
+        });
+        let e = Client::connect_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
+            .err()
+            .expect("dropped");
+        let _listener = peer.join().expect("peer");
+        assert!(!e.nobody_answers(), "{e:?}");
+        assert!(
+            matches!(&e, ClientError::Dropped { pid, .. } if *pid == std::process::id()),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("is running but closed the connection"),
+            "{e}"
+        );
     }
 }
