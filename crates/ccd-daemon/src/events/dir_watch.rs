@@ -290,7 +290,7 @@ mod portable {
                 return;
             }
             let tx = self.tx.clone();
-            let w = notify::recommendedwatcher(move |res: notify::Result<notify::Event>| {
+            let w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                 let change = match &res {
                     Ok(e) => !matches!(e.kind, notify::EventKind::Access(_)),
                     Err(_) => true,
