@@ -274,7 +274,10 @@ pub mod os {
     }
 
     /// A path naming the terminal `fd` is open on: its device's name
-    /// (`ttyname(3)`, e.g. `/dev/ttys003`).
+    /// (`ttyname(3)`, e.g. `/dev/ttys003`). The device itself, never the
+    /// `/dev/tty` alias: macOS's `poll` (kqueue underneath) refuses that
+    /// one (`POLLNVAL`; tokio-rs/mio#1377), while a pseudo-terminal's own
+    /// device polls as on Linux.
     #[cfg(not(target_os = "linux"))]
     pub fn tty_path(fd: BorrowedFd<'_>) -> std::io::Result<PathBuf> {
         device_name(fd)
