@@ -17,7 +17,7 @@
 //! | the holder's reply to a direct stream's attach | [`CALL_TIMEOUT`] |
 //!
 //! While waiting, the peer's process state is looked at every
-//! [`STOPPED_CHECK`] (1 s): a stopped process (`T` in `/proc/<pid>/stat`)
+//! [`STOPPED_CHECK`] (1 s): a stopped process ([`ccd_sched::is_stopped`])
 //! is reported at once, even during a long call. Once a stream is
 //! attached nothing times out: a silent session is normal.
 
@@ -207,27 +207,57 @@ pub fn is_stopped(pid: u32) -> bool {
 
 /// The pid of the process at the other end of `stream` (`SO_PEERCRED`:
 /// whoever listened on the socket it was connected to).
+#[cfg(target_os = "linux")]
 pub fn peer_pid(stream: &UnixStream) -> Option<u32> {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     let c = getsockopt(stream, PeerCredentials).ok()?;
     u32::try_from(c.pid()).ok().filter(|&p| p > 0)
 }
 
+/// The pid of the process at the other end of `stream` (`LOCAL_PEERPID`:
+/// whoever listened on the socket it was connected to).
+#[cfg(target_vendor = "apple")]
+pub fn peer_pid(stream: &UnixStream) -> Option<u32> {
+    use nix::sys::socket::{getsockopt, sockopt::LocalPeerPid};
+    let pid = getsockopt(stream, LocalPeerPid).ok()?;
+    u32::try_from(pid).ok().filter(|&p| p > 0)
+}
+
+/// The peer's pid is not asked for elsewhere: the messages do without it.
+#[cfg(not(any(target_os = "linux", target_vendor = "apple")))]
+pub fn peer_pid(_stream: &UnixStream) -> Option<u32> {
+    None
+}
+
+/// A Unix stream socket, non-blocking and close-on-exec: in one call on
+/// Linux; on other systems (macOS has no `SOCK_NONBLOCK`/`SOCK_CLOEXEC`)
+/// set right after `socket`. A child started from another thread in
+/// between would inherit it; the client starts its children (the daemon,
+/// `ssh`) on the thread that then connects, before it does.
+fn stream_socket() -> std::io::Result<OwnedFd> {
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    #[cfg(target_os = "linux")]
+    let flags = SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC;
+    #[cfg(not(target_os = "linux"))]
+    let flags = SockFlag::empty();
+    let fd = socket(AddressFamily::Unix, SockType::Stream, flags, None)?;
+    if !cfg!(target_os = "linux") {
+        use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+        fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+        fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+    }
+    Ok(fd)
+}
+
 /// Connects to the socket at `path`, giving up after `timeout` (a listener
 /// whose queue is full, because nobody accepts, makes a plain connect
 /// wait forever). The stream returned is blocking.
 pub fn connect(path: &Path, timeout: Duration) -> std::io::Result<UnixStream> {
-    use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+    use nix::sys::socket::{connect, UnixAddr};
     let addr = UnixAddr::new(path).map_err(std::io::Error::from)?;
     let deadline = Instant::now() + timeout;
     loop {
-        let fd: OwnedFd = socket(
-            AddressFamily::Unix,
-            SockType::Stream,
-            SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-            None,
-        )
-        .map_err(std::io::Error::from)?;
+        let fd: OwnedFd = stream_socket()?;
         match connect(fd.as_raw_fd(), &addr) {
             Ok(()) => {
                 let s = UnixStream::from(fd);
@@ -288,6 +318,29 @@ fn poll_in(fd: BorrowedFd<'_>, ms: i32) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_stream_socket_is_non_blocking_and_close_on_exec() {
+        use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+        let fd = stream_socket().unwrap();
+        let fl = OFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFL).unwrap());
+        assert!(fl.contains(OFlag::O_NONBLOCK));
+        let fdf = FdFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFD).unwrap());
+        assert!(fdf.contains(FdFlag::FD_CLOEXEC));
+    }
+
+    #[test]
+    fn the_peer_of_a_listener_in_this_process_is_this_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let stream = connect(&path, CONNECT_TIMEOUT).unwrap();
+        let _accepted = listener.accept().unwrap();
+        assert_eq!(peer_pid(&stream), Some(std::process::id()));
+        // Handed back blocking, as the doc says.
+        let fl = nix::fcntl::fcntl(&stream, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        assert!(!nix::fcntl::OFlag::from_bits_truncate(fl).contains(nix::fcntl::OFlag::O_NONBLOCK));
+    }
 
     #[test]
     fn deadlines_by_method() {

@@ -5,20 +5,30 @@
 //! ending before the holder reaps it — whether or not the process is ours.
 //! [`ExitWatch::exited`] waits for that through the runtime's reactor: no
 //! thread and no timer per watched process, nothing wakes until the
-//! process ends. Elsewhere (or on an older kernel) [`ExitWatch::open`]
-//! fails and callers keep their periodic checks.
+//! process ends. On macOS a kqueue of its own per process holds an
+//! `EVFILT_PROC`/`NOTE_EXIT` event on it (kqueue(2)): the kqueue
+//! descriptor becomes readable once the process has exited, and is waited
+//! for the same way. One difference: a process that has ended but is not
+//! reaped yet (a zombie) cannot be registered there, so `open` answers
+//! `ESRCH` ("it has ended") instead of a handle that is readable at once —
+//! callers take both the same way. Elsewhere (or on an older Linux
+//! kernel) [`ExitWatch::open`] fails and callers keep their periodic
+//! checks.
 //!
-//! A pidfd names one process, not a pid: once open, a reused pid cannot
-//! fool it. Opening it by pid can race the pid's reuse, so callers open it
-//! *before* they check who the pid is (see `registry_watch::scan`), or for
-//! a pid that cannot be reused meanwhile (a holder's unreaped child).
+//! A pidfd, like a kqueue event, names one process, not a pid: once open,
+//! a reused pid cannot fool it. Opening it by pid can race the pid's
+//! reuse, so callers open it *before* they check who the pid is (see
+//! `registry_watch::scan`), or for a pid that cannot be reused meanwhile
+//! (a holder's unreaped child).
 
 use std::io;
 
 /// An open handle on one process, to wait for its end.
+/// Its descriptor (a pidfd on Linux, a kqueue on macOS) is readable once
+/// the process has ended.
 #[derive(Debug)]
 pub struct ExitWatch {
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     fd: std::os::fd::OwnedFd,
 }
 
@@ -46,14 +56,43 @@ impl ExitWatch {
         })
     }
 
-    /// Not available outside Linux.
-    #[cfg(not(target_os = "linux"))]
+    /// A handle on the process `pid` is now: a new kqueue holding one
+    /// `EVFILT_PROC` event for `NOTE_EXIT` on it. Err: no such process
+    /// (`ESRCH`: it has ended, a zombie included, or never was).
+    #[cfg(target_os = "macos")]
+    pub fn open(pid: u32) -> io::Result<Self> {
+        use nix::sys::event::{EvFlags, EventFilter, FilterFlag, KEvent, Kqueue};
+        let pid =
+            libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+        if pid <= 0 {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        let kq = Kqueue::new()?;
+        let event = KEvent::new(
+            pid as usize,
+            EventFilter::EVFILT_PROC,
+            EvFlags::EV_ADD,
+            FilterFlag::NOTE_EXIT,
+            0,
+            0,
+        );
+        // Registration only (no room for events): an error comes back as
+        // the call's own (`ESRCH` for a pid that names no live process).
+        kq.kevent(&[event], &mut [], None)?;
+        Ok(Self { fd: kq.into() })
+    }
+
+    /// Not available here.
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     pub fn open(_pid: u32) -> io::Result<Self> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "no pidfd here"))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no process exit watch here",
+        ))
     }
 
     /// Whether the process has ended (no wait).
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     pub fn has_exited(&self) -> bool {
         use std::os::fd::AsRawFd;
         let mut p = libc::pollfd {
@@ -66,7 +105,7 @@ impl ExitWatch {
         r == 1 && p.revents & libc::POLLIN != 0
     }
 
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     pub fn has_exited(&self) -> bool {
         false
     }
@@ -74,7 +113,7 @@ impl ExitWatch {
     /// Resolves when the process ends (at once if it has). Err: the
     /// runtime cannot watch the descriptor (the caller falls back to
     /// looking periodically).
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     pub async fn exited(self) -> io::Result<()> {
         // SAFETY: the AsyncFd owns the OwnedFd, which stays open and is
         // never replaced until the AsyncFd is dropped.
@@ -85,13 +124,16 @@ impl ExitWatch {
         Ok(())
     }
 
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     pub async fn exited(self) -> io::Result<()> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "no pidfd here"))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no process exit watch here",
+        ))
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
 mod tests {
     use super::*;
     use std::time::Duration;
@@ -102,13 +144,14 @@ mod tests {
             .arg("30")
             .spawn()
             .expect("sleep");
-        let w = ExitWatch::open(child.id()).expect("a pidfd");
+        let w = ExitWatch::open(child.id()).expect("a watch");
         assert!(!w.has_exited());
         let waiting = tokio::spawn(w.exited());
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!waiting.is_finished(), "resolved while the process runs");
         child.kill().expect("kill");
-        // Not reaped yet: a zombie has ended too.
+        // Not reaped yet: a zombie has ended too (it was registered while
+        // it ran).
         tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
             .expect("seen within 5 s")

@@ -32,40 +32,49 @@ pub fn max_clients(nofile: u64) -> usize {
         .clamp(1, MAX_CLIENTS)
 }
 
-/// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the soft
-/// limit in force afterwards (the old one if raising failed). Logged.
+/// The highest soft `RLIMIT_NOFILE` asked for, whatever the hard limit
+/// (which may be unlimited: that cannot be the soft one for descriptors).
+#[cfg(not(target_os = "macos"))]
+const SOFT_CAP: u64 = 1 << 20;
+
+/// The highest soft `RLIMIT_NOFILE` asked for: macOS's `OPEN_MAX`
+/// (`<sys/syslimits.h>`). Its setrlimit(2) refuses a larger soft limit
+/// with `EINVAL` ("use rlim_cur = min(OPEN_MAX, rlim_max)", COMPATIBILITY),
+/// and its hard limit is often unlimited, so asking for more would leave
+/// the default 256.
+#[cfg(target_os = "macos")]
+const SOFT_CAP: u64 = 10_240;
+
+/// The soft limit to raise to under hard limit `hard`.
+fn soft_target(hard: u64) -> u64 {
+    hard.min(SOFT_CAP)
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit (at most
+/// [`SOFT_CAP`]); returns the soft limit in force afterwards (the old one
+/// if raising failed). Logged.
 pub fn raise_nofile() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (before, hard) = match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok(limits) => limits,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read RLIMIT_NOFILE; assuming 1024");
+            return 1024;
+        }
     };
-    // SAFETY: a valid out-pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        let error = std::io::Error::last_os_error();
-        tracing::warn!(%error, "cannot read RLIMIT_NOFILE; assuming 1024");
-        return 1024;
-    }
-    let before = lim.rlim_cur;
-    // An unlimited hard limit cannot be the soft one for descriptors.
-    let target = lim.rlim_max.min(1 << 20);
-    if lim.rlim_cur < target {
-        let raised = libc::rlimit {
-            rlim_cur: target,
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: a valid pointer; raising soft up to hard needs no privilege.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            lim.rlim_cur = target;
-        } else {
-            let error = std::io::Error::last_os_error();
-            tracing::warn!(%error, "cannot raise the soft RLIMIT_NOFILE");
+    let mut soft = before;
+    let target = soft_target(hard);
+    if soft < target {
+        // Raising soft up to hard needs no privilege.
+        match setrlimit(Resource::RLIMIT_NOFILE, target, hard) {
+            Ok(()) => soft = target,
+            Err(error) => tracing::warn!(%error, "cannot raise the soft RLIMIT_NOFILE"),
         }
     }
-    let soft = lim.rlim_cur;
     tracing::info!(
         soft_before = before,
         soft,
-        hard = lim.rlim_max,
+        hard,
         max_clients = max_clients(soft),
         "descriptor limit"
     );
@@ -83,5 +92,11 @@ mod tests {
         assert_eq!(max_clients(1 << 20), MAX_CLIENTS);
         assert_eq!(max_clients(10), 1);
         assert_eq!(max_clients(u64::MAX), MAX_CLIENTS);
+    }
+
+    #[test]
+    fn the_soft_limit_goes_up_to_the_hard_one_within_the_cap() {
+        assert_eq!(soft_target(4096), 4096);
+        assert_eq!(soft_target(u64::MAX), SOFT_CAP, "an unlimited hard limit");
     }
 }

@@ -36,7 +36,9 @@ static USER_UMASK: AtomicU32 = AtomicU32::new(0o022);
 /// previous umask is kept for [`user_umask`].
 pub fn private_umask() {
     let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    USER_UMASK.store(old.bits(), Ordering::Relaxed);
+    // `mode_t` is 16 bits on macOS, 32 on Linux (a no-op there).
+    #[allow(clippy::useless_conversion)]
+    USER_UMASK.store(u32::from(old.bits()), Ordering::Relaxed);
 }
 
 /// The umask before [`private_umask`] (0o022 if it was never called).

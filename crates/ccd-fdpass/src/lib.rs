@@ -3,7 +3,8 @@
 //! Three places pass descriptors: the daemon passes a holder connection to
 //! a client with `session.attach`'s reply (a direct stream), the client
 //! hands its terminal to the holder with `holder.terminal`, and both
-//! receiving sides keep what came. A leaf crate (libc only), so each uses
+//! receiving sides keep what came. A leaf crate (libc, and nix for
+//! `fcntl`), so each uses
 //! the same two calls:
 //!
 //! - [`send_with_fds`]: one `sendmsg` carrying the descriptors with the
@@ -20,6 +21,18 @@
 //! so with it those would stay open and unowned, one set per message (a
 //! peer passing three at a time left a holder with 40 after 20 requests).
 //! Every installed descriptor becomes an [`OwnedFd`] before this returns.
+//!
+//! # Close-on-exec
+//!
+//! Linux installs received descriptors close-on-exec (`MSG_CMSG_CLOEXEC`).
+//! macOS has no such flag: there each one is made close-on-exec
+//! (`fcntl(F_SETFD, FD_CLOEXEC)`) as soon as `recvmsg` returns, before
+//! [`recv_keeping_fds`] does. A program started from another thread
+//! inside that window would inherit it; none is: the receivers are the
+//! holder, which starts its one child before it listens (and
+//! portable-pty closes every descriptor ≥ 3 in the child before `exec`
+//! besides), and the client, which starts the daemon or `ssh` before it
+//! connects, never while a connection is being read.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -133,10 +146,11 @@ pub fn recv_keeping_fds(
     msg.msg_control = control.0.as_mut_ptr().cast();
     // SAFETY: CMSG_SPACE only computes a size.
     msg.msg_controllen = unsafe { libc::CMSG_SPACE((FD * MAX_FDS) as u32) } as _;
+    let first_new = passed.len();
     let n = loop {
         // SAFETY: `msg` points at `iov` (into `buf`) and `control`, both
         // alive and of the lengths given, for the duration of the call.
-        let r = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        let r = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, RECV_FLAGS) };
         if r >= 0 {
             break r as usize;
         }
@@ -162,7 +176,29 @@ pub fn recv_keeping_fds(
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
+    if !cfg!(target_os = "linux") {
+        // No MSG_CMSG_CLOEXEC here (module doc, "Close-on-exec"). Every
+        // descriptor is owned already, so an error drops none unowned.
+        for fd in &passed[first_new..] {
+            set_cloexec(fd)?;
+        }
+    }
     Ok(n)
+}
+
+/// `recvmsg`'s flags: received descriptors close-on-exec where the kernel
+/// can do it (module doc, "Close-on-exec").
+#[cfg(target_os = "linux")]
+const RECV_FLAGS: libc::c_int = libc::MSG_CMSG_CLOEXEC;
+/// `recvmsg`'s flags: none; [`set_cloexec`] follows the call.
+#[cfg(not(target_os = "linux"))]
+const RECV_FLAGS: libc::c_int = 0;
+
+/// Makes `fd` close-on-exec (where `recvmsg` cannot: module doc).
+fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok(())
 }
 
 /// Control data for [`MAX_FDS`] descriptors, aligned for `cmsghdr`.
@@ -170,7 +206,8 @@ struct Control([u64; 8]);
 
 impl Control {
     fn new() -> Self {
-        // CMSG_SPACE(4 * 4) is 32 on 64-bit Linux: well within 64 bytes.
+        // CMSG_SPACE(4 * 4) is 32 on 64-bit Linux, 28 on macOS: well
+        // within 64 bytes.
         Control([0; 8])
     }
 }
@@ -182,8 +219,46 @@ mod tests {
     use std::os::fd::AsFd;
     use std::os::unix::net::UnixStream;
 
+    /// `/dev/fd` lists this process's descriptors on Linux and macOS alike.
     fn open_fds() -> usize {
-        std::fs::read_dir("/proc/self/fd").unwrap().count()
+        std::fs::read_dir("/dev/fd").unwrap().count()
+    }
+
+    fn is_cloexec(fd: BorrowedFd<'_>) -> bool {
+        use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+        let flags = fcntl(fd, FcntlArg::F_GETFD).unwrap();
+        FdFlag::from_bits_truncate(flags).contains(FdFlag::FD_CLOEXEC)
+    }
+
+    #[test]
+    fn received_descriptors_are_close_on_exec() {
+        let _one = serial();
+        let (a, b) = UnixStream::pair().unwrap();
+        // A descriptor that is not close-on-exec where it is sent from.
+        let plain = nix::unistd::dup(a.as_fd()).unwrap();
+        assert!(!is_cloexec(plain.as_fd()));
+        send_with_fds(a.as_fd(), b"x", &[plain.as_fd(), plain.as_fd()]).unwrap();
+        let mut passed = Vec::new();
+        let mut buf = [0u8; 8];
+        recv_keeping_fds(b.as_fd(), &mut buf, &mut passed).unwrap();
+        assert_eq!(passed.len(), 2);
+        for fd in &passed {
+            assert!(
+                is_cloexec(fd.as_fd()),
+                "received {fd:?} would leak into a child"
+            );
+        }
+    }
+
+    /// The call macOS makes after `recvmsg`, checked here on any system.
+    #[test]
+    fn set_cloexec_makes_a_plain_descriptor_close_on_exec() {
+        let _one = serial();
+        let (a, _b) = UnixStream::pair().unwrap();
+        let plain = nix::unistd::dup(a.as_fd()).unwrap();
+        assert!(!is_cloexec(plain.as_fd()));
+        set_cloexec(&plain).unwrap();
+        assert!(is_cloexec(plain.as_fd()));
     }
 
     /// The tests open descriptors: one at a time, so a count is exact.

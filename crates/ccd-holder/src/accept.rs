@@ -41,11 +41,13 @@ pub fn classify_accept_error(e: &io::Error) -> AcceptAction {
             | libc::ENETDOWN
             | libc::ENOPROTOOPT
             | libc::EHOSTDOWN
-            | libc::ENONET
             | libc::EHOSTUNREACH
             | libc::EOPNOTSUPP
             | libc::ENETUNREACH,
         ) => AcceptAction::Retry,
+        // Linux only ("machine is not on the network").
+        #[cfg(target_os = "linux")]
+        Some(libc::ENONET) => AcceptAction::Retry,
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => AcceptAction::Pause,
         Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK | libc::EFAULT) => AcceptAction::Fatal,
         _ => match e.kind() {

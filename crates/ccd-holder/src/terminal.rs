@@ -7,8 +7,12 @@
 //!
 //! The passed descriptors share their open file description with the
 //! client's stdin and stdout, whose flags the holder must not change. So
-//! each is reopened ([`reopen`]: `/proc/self/fd/N`, `O_NONBLOCK |
-//! O_NOCTTY`) and the passed ones are closed at once. The input is owned
+//! each is reopened ([`reopen`]: by a path to the terminal device, with
+//! `O_NONBLOCK | O_NOCTTY`) and the passed ones are closed at once. The
+//! path is [`os::tty_path`]'s: `/proc/self/fd/N` on Linux, the device's
+//! name from `ttyname(3)` on macOS — never `/dev/fd/N`, which on macOS
+//! duplicates the descriptor (the client's file description) instead of
+//! opening the device anew. The input is owned
 //! by the connection thread alone ([`TtyIn`]); it is read only after
 //! `poll` says it is readable, never with a wait inside `read`, and the
 //! connection's socket is looked at first on every wake, so a client that
@@ -44,7 +48,7 @@ pub fn reopen(fd: BorrowedFd<'_>, write: bool) -> std::io::Result<File> {
     if unsafe { libc::isatty(fd.as_raw_fd()) } != 1 {
         return Err(std::io::Error::from_raw_os_error(libc::ENOTTY));
     }
-    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let path = os::tty_path(fd)?;
     std::fs::OpenOptions::new()
         .read(!write)
         .write(write)
@@ -115,14 +119,23 @@ impl TtyOut {
             },
             libc::pollfd {
                 fd: self.socket,
-                events: libc::POLLRDHUP,
+                events: os::HANGUP_EVENTS,
                 revents: 0,
             },
         ];
         // SAFETY: two pollfds we own, for descriptors open while `self` is.
         let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, STUCK_POLL.as_millis() as i32) };
         if r > 0 && fds[1].revents != 0 {
-            return Err(std::io::ErrorKind::BrokenPipe.into());
+            // SAFETY: the connection's socket outlives `self` (see `new`).
+            let socket = unsafe { BorrowedFd::borrow_raw(self.socket) };
+            if os::hung_up(socket, fds[1].revents) {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            // A request is waiting, not a hang-up: wait for room alone,
+            // so a request left unread does not make this loop spin.
+            fds[0].revents = 0;
+            // SAFETY: one pollfd we own, for a descriptor open while `self` is.
+            unsafe { libc::poll(fds.as_mut_ptr(), 1, STUCK_POLL.as_millis() as i32) };
         }
         Ok(())
     }
@@ -244,4 +257,129 @@ pub fn open_passed(passed: Vec<OwnedFd>) -> Result<(File, File), String> {
     let o = reopen(output.as_fd(), true)
         .map_err(|e| format!("cannot open the terminal's output: {e}"))?;
     Ok((i, o))
+}
+
+/// The two things the terminal hand-off asks of the OS: a path that opens
+/// the passed terminal anew, and whether the client's socket hung up.
+pub mod os {
+    use std::os::fd::BorrowedFd;
+    use std::path::PathBuf;
+
+    /// A path naming the terminal `fd` is open on: `/proc/self/fd/N`,
+    /// which opens the file `fd` names as a new file description.
+    #[cfg(target_os = "linux")]
+    pub fn tty_path(fd: BorrowedFd<'_>) -> std::io::Result<PathBuf> {
+        use std::os::fd::AsRawFd;
+        Ok(PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())))
+    }
+
+    /// A path naming the terminal `fd` is open on: its device's name
+    /// (`ttyname(3)`, e.g. `/dev/ttys003`). The device itself, never the
+    /// `/dev/tty` alias: macOS's `poll` (kqueue underneath) refuses that
+    /// one (`POLLNVAL`; tokio-rs/mio#1377), while a pseudo-terminal's own
+    /// device polls as on Linux.
+    #[cfg(not(target_os = "linux"))]
+    pub fn tty_path(fd: BorrowedFd<'_>) -> std::io::Result<PathBuf> {
+        device_name(fd)
+    }
+
+    /// The terminal device's name (`ttyname(3)`). The mechanism of
+    /// [`tty_path`] outside Linux; compiled everywhere so that Linux tests
+    /// check it opens a description of its own.
+    pub fn device_name(fd: BorrowedFd<'_>) -> std::io::Result<PathBuf> {
+        nix::unistd::ttyname(fd).map_err(std::io::Error::from)
+    }
+
+    /// `poll` events that report the client's socket hanging up: Linux
+    /// has `POLLRDHUP` (the peer shut its writing side).
+    #[cfg(target_os = "linux")]
+    pub const HANGUP_EVENTS: libc::c_short = libc::POLLRDHUP;
+
+    /// `poll` events that report the client's socket hanging up: without
+    /// `POLLRDHUP`, readability (an end of file is readable; so is a
+    /// request, which [`hung_up`] tells apart).
+    #[cfg(not(target_os = "linux"))]
+    pub const HANGUP_EVENTS: libc::c_short = libc::POLLIN;
+
+    /// Whether `revents` (non-zero, for [`HANGUP_EVENTS`]) on `socket`
+    /// means its peer hung up.
+    #[cfg(target_os = "linux")]
+    pub fn hung_up(_socket: BorrowedFd<'_>, _revents: libc::c_short) -> bool {
+        true
+    }
+
+    /// Whether `revents` (non-zero, for [`HANGUP_EVENTS`]) on `socket`
+    /// means its peer hung up: an error or hang-up flag, or an end of file
+    /// where a request would be (one byte peeked, nothing consumed).
+    #[cfg(not(target_os = "linux"))]
+    pub fn hung_up(socket: BorrowedFd<'_>, revents: libc::c_short) -> bool {
+        revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 || peer_closed(socket)
+    }
+
+    /// Whether reading `socket` would meet its end (`recv` with
+    /// `MSG_PEEK | MSG_DONTWAIT` returns 0). Compiled everywhere so that
+    /// Linux tests check it.
+    pub fn peer_closed(socket: BorrowedFd<'_>) -> bool {
+        use nix::sys::socket::{recv, MsgFlags};
+        use std::os::fd::AsRawFd;
+        let mut byte = [0u8; 1];
+        loop {
+            match recv(
+                socket.as_raw_fd(),
+                &mut byte,
+                MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+            ) {
+                Ok(n) => return n == 0,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(nix::errno::Errno::EAGAIN) => return false,
+                Err(_) => return true,
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use std::io::{Read, Write};
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::net::UnixStream;
+
+        #[test]
+        fn the_device_name_opens_a_description_of_its_own() {
+            let pty = nix::pty::openpty(None, None).expect("openpty");
+            let path = device_name(pty.slave.as_fd()).expect("ttyname");
+            let ours = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(&path)
+                .expect("open the device");
+            let flags = |fd: BorrowedFd<'_>| {
+                nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).expect("F_GETFL")
+            };
+            assert_ne!(flags(ours.as_fd()) & libc::O_NONBLOCK, 0);
+            assert_eq!(
+                flags(pty.slave.as_fd()) & libc::O_NONBLOCK,
+                0,
+                "the passed descriptor's description keeps its flags"
+            );
+            let (a, _b) = UnixStream::pair().expect("pair");
+            assert!(device_name(a.as_fd()).is_err(), "a socket is no terminal");
+        }
+
+        #[test]
+        fn a_pending_request_is_no_hang_up_and_an_end_is() {
+            let (a, mut b) = UnixStream::pair().expect("pair");
+            assert!(!peer_closed(a.as_fd()), "nothing yet");
+            b.write_all(b"{}\n").expect("write");
+            assert!(!peer_closed(a.as_fd()), "a request waits");
+            let (c, d) = UnixStream::pair().expect("pair");
+            drop(d);
+            assert!(peer_closed(c.as_fd()), "the peer hung up");
+            let mut buf = [0u8; 3];
+            (&a).read_exact(&mut buf)
+                .expect("the request was not consumed");
+            assert_eq!(&buf, b"{}\n");
+        }
+    }
 }

@@ -6,7 +6,8 @@
 //! each one preempting the parser (`ccd_holder::rpc::conn`'s `PollFirst`).
 //!
 //! Alone in its test binary: it counts this process's threads' context
-//! switches.
+//! switches. Linux only: it reads them in `/proc`.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -4,7 +4,8 @@
 //! loop all wait for work or a stop). Users keep sessions open for hours.
 //!
 //! Alone in its test binary: it counts this process's threads' context
-//! switches.
+//! switches. Linux only: it reads them in `/proc`.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -4,7 +4,8 @@
 //! ends them.
 //!
 //! Alone in its test binary: it counts this process's `holder-conn`
-//! threads.
+//! threads. Linux only: it reads them (and their system calls) in `/proc`.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -29,10 +29,16 @@
 //! holder's whole group down, so a flood yields to other sessions too
 //! (see [`group`]).
 //!
+//! On macOS (see [`qos`]) bulk work runs at a lower quality-of-service
+//! class (`QOS_CLASS_UTILITY`) and gets its class back when it is
+//! interactive again; there is no short slice to ask for, and no
+//! autogroup ([`FloodGroup`] never changes anything there).
+//!
 //! Best effort: older kernels ignore the field; other systems have no such
 //! call. Failures are logged at debug level and otherwise ignored.
 
 pub mod group;
+pub mod qos;
 pub mod run_state;
 
 pub use group::FloodGroup;
@@ -100,12 +106,25 @@ pub fn bulk() {
     set_policy(libc::SCHED_BATCH, 0);
 }
 
-/// No such hint outside Linux.
-#[cfg(not(target_os = "linux"))]
+/// macOS: undoes [`bulk`] (the thread's QoS class back to what it was;
+/// see [`qos`]); no change on a thread that is not bulk.
+#[cfg(target_os = "macos")]
+pub fn short_slice() {
+    qos::interactive();
+}
+
+/// macOS: the thread at `QOS_CLASS_UTILITY` (see [`qos`]).
+#[cfg(target_os = "macos")]
+pub fn bulk() {
+    qos::bulk();
+}
+
+/// No such hint on other systems.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn short_slice() {}
 
-/// No such hint outside Linux.
-#[cfg(not(target_os = "linux"))]
+/// No such hint on other systems.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn bulk() {}
 
 /// A relay moving at least this much per wakeup is moving a flood.

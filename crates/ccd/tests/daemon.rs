@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{ls_json, rss_kb, wait_for, Sandbox};
+#[cfg(target_os = "linux")]
+use common::rss_kb;
+use common::{ls_json, wait_for, Sandbox};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -333,6 +335,8 @@ fn racing_clients_start_exactly_one_daemon() {
     let _ = std::io::stdout().flush();
 }
 
+// Linux only: the holder's RSS is read in `/proc`.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_client_that_never_reads_does_not_hurt_the_session_or_others() {
     const FLOOD: u64 = 20_000_000;

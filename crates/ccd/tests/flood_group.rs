@@ -5,6 +5,8 @@
 //! scheduling group of their own, and its nice value reads in
 //! `/proc/<pid>/autogroup`. A kernel without autogroups has no such file:
 //! the test then checks that the flood still goes through.
+//! Linux only: autogroups and `/proc` are Linux's.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -12,7 +12,9 @@
 
 mod common;
 
-use common::{holder_info, rss_kb, wait_for, Sandbox, HOLDER_FLOOD_RSS_BOUND_KB};
+use common::{holder_info, wait_for, Sandbox};
+#[cfg(target_os = "linux")]
+use common::{rss_kb, HOLDER_FLOOD_RSS_BOUND_KB};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -115,6 +117,7 @@ fn twenty_one_megabytes_then_a_pause_keep_the_stream_whole() {
 
 /// What one API client has seen of a session's stream: its position, and
 /// the screen its output and redraws build (as a terminal would).
+#[cfg(target_os = "linux")] // used by the stuck-client test alone
 struct Viewer {
     client: ccd_client::Client,
     pos: Option<u64>,
@@ -123,6 +126,7 @@ struct Viewer {
     resyncs: u64,
 }
 
+#[cfg(target_os = "linux")]
 impl Viewer {
     fn attach(sb: &Sandbox, sid: &str, mode: &str) -> Self {
         let mut client = sb.client();
@@ -187,6 +191,7 @@ impl Viewer {
 
 /// The daemon holds at most 8 MiB of lines per stuck connection
 /// (`ccd_daemon::out_queue`), plus what is in flight to the reading client.
+#[cfg(target_os = "linux")] // used by the stuck-client test alone
 const DAEMON_RSS_GROWTH_BOUND_KB: u64 = 48 * 1024;
 
 /// Issue 7: a client that stops reading for 30 s during a 100 MB flood. The
@@ -195,6 +200,8 @@ const DAEMON_RSS_GROWTH_BOUND_KB: u64 = 48 * 1024;
 /// memory stay bounded, the stuck client's dropped bytes and resync show in
 /// the API, and when it reads again a full redraw brings it to the
 /// session's screen.
+// Linux only: the RSS bounds are read in `/proc`.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_client_stuck_for_30_s_in_a_100_mb_flood_is_redrawn_and_hurts_no_one() {
     const FLOOD: u64 = 100_000_000;

@@ -14,6 +14,9 @@
 //! - a start followed for a client that hung up is no longer polled.
 //!
 //! All load is on this sandbox's unix sockets, bounded in count and time.
+//! Linux only: every bound is measured in `/proc`, and holder limits are
+//! changed with `prlimit`.
+#![cfg(target_os = "linux")]
 
 mod common;
 

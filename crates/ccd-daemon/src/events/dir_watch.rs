@@ -16,8 +16,10 @@
 //! created later is seen at once, without polling. A queue overflow is
 //! reported as a change (the caller rescans).
 //!
-//! Elsewhere the `notify` crate's recommended watcher is used, its read
-//! events ignored.
+//! Elsewhere the `notify` crate's recommended watcher is used (FSEvents on
+//! macOS), its read events ignored; while the folder is missing nothing is
+//! watched and the caller polls, until it appears. That side is tested on
+//! Linux too, through `notify`'s inotify backend.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -259,7 +261,7 @@ mod linux {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), test))]
 mod portable {
     use std::io;
     use std::path::Path;
@@ -290,7 +292,7 @@ mod portable {
                 return;
             }
             let tx = self.tx.clone();
-            let w = notify::recommendedwatcher(move |res: notify::Result<notify::Event>| {
+            let w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                 let change = match &res {
                     Ok(e) => !matches!(e.kind, notify::EventKind::Access(_)),
                     Err(_) => true,
@@ -418,5 +420,68 @@ mod tests {
             "the folder again"
         );
         assert!(w.on_target());
+    }
+}
+
+/// The `notify` side, run on every system (on Linux with notify's inotify
+/// backend).
+#[cfg(test)]
+mod portable_tests {
+    use super::portable::Notify;
+    use std::time::Duration;
+
+    async fn changed_within(w: &mut Notify, target: &std::path::Path, d: Duration) -> bool {
+        tokio::time::timeout(d, w.changed(target))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    #[tokio::test]
+    async fn reads_raise_nothing_and_changes_do() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = dir.path();
+        std::fs::write(t.join("1.json"), "{}").expect("write");
+        let mut w = Notify::new(t).expect("a watch");
+        assert!(w.on_target());
+        for _ in 0..5 {
+            let _ = std::fs::read_dir(t).map(|d| d.count());
+            let _ = std::fs::read(t.join("1.json"));
+        }
+        assert!(
+            !changed_within(&mut w, t, Duration::from_millis(300)).await,
+            "woken by reads"
+        );
+        std::fs::write(t.join("2.json"), "{}").expect("write");
+        assert!(
+            changed_within(&mut w, t, Duration::from_secs(5)).await,
+            "a new file"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        w.drain(t);
+        std::fs::remove_file(t.join("2.json")).expect("remove");
+        assert!(
+            changed_within(&mut w, t, Duration::from_secs(5)).await,
+            "a removal"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_folder_is_watched_once_it_appears() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let t = root.path().join("sessions");
+        let mut w = Notify::new(&t).expect("no watch yet, no error");
+        assert!(!w.on_target());
+        assert!(
+            !changed_within(&mut w, &t, Duration::from_millis(200)).await,
+            "nothing to wait on: the caller polls"
+        );
+        std::fs::create_dir(&t).expect("mkdir");
+        w.drain(&t);
+        assert!(w.on_target(), "watched once there");
+        std::fs::write(t.join("1.json"), "{}").expect("write");
+        assert!(
+            changed_within(&mut w, &t, Duration::from_secs(5)).await,
+            "a file in it"
+        );
     }
 }

@@ -376,15 +376,10 @@ async fn connect_sending(
     path: &std::path::Path,
     lines: &[u8],
 ) -> std::io::Result<std::os::unix::net::UnixStream> {
-    use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+    use nix::sys::socket::{connect, UnixAddr};
     use std::io::Write;
     use std::os::fd::AsRawFd;
-    let fd = socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        None,
-    )?;
+    let fd = nonblocking_stream_socket()?;
     let addr = UnixAddr::new(path)?;
     let stream = match connect(fd.as_raw_fd(), &addr) {
         Ok(()) => std::os::unix::net::UnixStream::from(fd),
@@ -406,6 +401,37 @@ async fn connect_sending(
     let mut s = tokio::net::UnixStream::from_std(stream)?;
     s.write_all(&lines[sent..]).await?;
     s.into_std()
+}
+
+/// A new Unix stream socket, non-blocking and close-on-exec: both flags
+/// set by `socket(2)` itself on Linux.
+#[cfg(target_os = "linux")]
+fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    Ok(socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )?)
+}
+
+/// A new Unix stream socket, non-blocking and close-on-exec: macOS's
+/// `socket(2)` takes no such flags, so `fcntl(2)` sets them right after
+/// (as the standard library does for its sockets there).
+#[cfg(not(target_os = "linux"))]
+fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )?;
+    fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+    Ok(fd)
 }
 
 fn live_elsewhere(info: &SessionInfo) -> RpcError {

@@ -20,14 +20,19 @@
 //! table holds, so output that came just after the holder answered is
 //! not lost in between; the thread count is taken before each request
 //! (a request leaves it as it is). Only when either moved is the holder
-//! asked. Where `/proc` cannot tell (another OS, a holder whose reader
-//! thread is not found by its name `holder-pty-reader`, one we may not
-//! read), it is asked every [`QUIET_REFRESH`] as before.
+//! asked. Where `/proc` cannot tell (a holder whose reader thread is not
+//! found by its name `holder-pty-reader`, one we may not read), it is
+//! asked every [`QUIET_REFRESH`] as before. Outside Linux there is no
+//! such probe at all (the `/proc` reads are compiled for Linux only):
+//! every holder is [`Probe::Blind`], so a still session is asked every
+//! [`QUIET_REFRESH`] — the conservative pace, one small request per
+//! holder per period, and nothing it reports is missed.
 //!
 //! The ends of a session's program and of the holder process are waited
-//! for through pidfds ([`crate::exit_watch`]): each flags the entry and
-//! wakes the loop at once. Where no pidfd can be had, the old signal-0
-//! probe of the child on every fast tick stays.
+//! for through [`crate::exit_watch`] (pidfds on Linux, kqueue on macOS):
+//! each flags the entry and wakes the loop at once. Where no such watch
+//! can be had, the old signal-0 probe of the child on every fast tick
+//! stays.
 //!
 //! The loop sleeps until the earliest moment an entry is due, or until
 //! [`HolderTable::wake`] is notified (an entry flagged or added, or a
@@ -68,7 +73,8 @@ pub(super) enum Probe {
     /// Not looked for yet.
     #[default]
     Unknown,
-    /// The PTY reader's thread id.
+    /// The PTY reader's thread id (Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Reader(u32),
     /// Not found (another holder version, no `/proc`): asked every
     /// period.
@@ -76,10 +82,19 @@ pub(super) enum Probe {
 }
 
 /// `comm` of the holder's PTY reader thread (15 bytes of its name).
+#[cfg(target_os = "linux")]
 const READER_COMM: &str = "holder-pty-read";
 
 impl Probe {
+    /// The PTY reader thread of holder `pid`: never found outside Linux
+    /// (see the module doc).
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn find(_pid: u32) -> Self {
+        Self::Blind
+    }
+
     /// The PTY reader thread of holder `pid`.
+    #[cfg(target_os = "linux")]
     pub(super) fn find(pid: u32) -> Self {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             return Self::Blind;
@@ -98,6 +113,7 @@ impl Probe {
 /// A small `/proc` file whole: one read into room for it, and the one
 /// that says it ended (`fs::read_to_string` stats it, then reads it in
 /// growing pieces: procfs reports no size).
+#[cfg(target_os = "linux")]
 fn proc_file(path: &str) -> Option<String> {
     use std::io::Read;
     let mut s = String::with_capacity(1024);
@@ -109,6 +125,7 @@ fn proc_file(path: &str) -> Option<String> {
 }
 
 /// Bytes thread `tid` of `pid` has read (`rchar`), if it can be told.
+#[cfg(target_os = "linux")]
 pub(super) fn bytes_read(pid: u32, tid: u32) -> Option<u64> {
     let io = proc_file(&format!("/proc/{pid}/task/{tid}/io"))?;
     io.lines()
@@ -116,7 +133,20 @@ pub(super) fn bytes_read(pid: u32, tid: u32) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Nothing can be told outside Linux (see the module doc).
+#[cfg(not(target_os = "linux"))]
+pub(super) fn bytes_read(_pid: u32, _tid: u32) -> Option<u64> {
+    None
+}
+
+/// Nothing can be told outside Linux (see the module doc).
+#[cfg(not(target_os = "linux"))]
+pub(super) fn threads(_pid: u32) -> Option<u64> {
+    None
+}
+
 /// `pid`'s thread count (field 20 of its stat), if it can be told.
+#[cfg(target_os = "linux")]
 pub(super) fn threads(pid: u32) -> Option<u64> {
     let stat = proc_file(&format!("/proc/{pid}/stat"))?;
     // Counted after the command's closing paren.
@@ -407,6 +437,7 @@ mod tests {
         assert!(!child_gone(&entry(known)));
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_threads_bytes_read_and_a_processs_threads_are_told() {
         use std::io::Write;
@@ -450,6 +481,7 @@ mod tests {
         assert_eq!(threads(u32::MAX), None);
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_holders_reader_thread_is_found_by_its_name() {
         let (tx, rx) = std::sync::mpsc::channel::<()>();

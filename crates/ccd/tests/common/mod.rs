@@ -151,7 +151,12 @@ impl Sandbox {
     pub fn daemon_pid(&self) -> Option<u32> {
         let s = std::fs::read_to_string(self.sock.join("daemon.lock")).ok()?;
         let pid: u32 = s.trim().parse().ok()?;
-        Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+        // Signal 0 finds it (a zombie too), on every system.
+        let alive = !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pid).ok()?), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        (pid > 0 && alive).then_some(pid)
     }
 
     pub fn logs(&self) -> String {
@@ -283,7 +288,6 @@ pub const HOLDER_FLOOD_RSS_BOUND_KB: u64 =
     ((ccd_holder::session::BACKLOG_CAP + ccd_holder::config::CLIENT_QUEUE + (16 << 20)) / 1024)
         as u64;
 
-/// VmRSS of a process in kB (0 once it is gone).
 /// The info of the holder listening on `sock`, asked of it directly.
 pub fn holder_info(sock: &Path) -> ccd_holder::InfoResult {
     ccd_holder::HolderClient::connect(sock)
@@ -292,6 +296,9 @@ pub fn holder_info(sock: &Path) -> ccd_holder::InfoResult {
         .unwrap()
 }
 
+/// VmRSS of a process in kB (0 once it is gone). Linux only
+/// (`/proc/<pid>/status`).
+#[cfg(target_os = "linux")]
 pub fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
