@@ -12,7 +12,8 @@
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod lstart;
-#[cfg(target_os = "macos")]
+// Compiled on every Unix: its conversions are tested on Linux too.
+#[cfg(unix)]
 mod macos;
 
 use crate::registry::RegistryEntry;
@@ -128,7 +129,7 @@ pub fn system_probe() -> Box<dyn ProcessProbe + Send + Sync> {
     }
     #[cfg(target_os = "macos")]
     {
-        Box::new(macos::PsProbe)
+        Box::new(macos::KernelProbe)
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
