@@ -27,8 +27,12 @@ const SZOMB: u32 = 5;
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum BsdInfo {
-    /// The process: its `pbi_status` and `pbi_start_tvsec`.
-    Found { status: u32, start_secs: u64 },
+    /// The process: its `pbi_status`, `pbi_start_tvsec` and `pbi_ppid`.
+    Found {
+        status: u32,
+        start_secs: u64,
+        ppid: u32,
+    },
     /// The call failed with this errno.
     Failed(i32),
     /// The call returned this many bytes, not a whole `proc_bsdinfo`.
@@ -55,6 +59,21 @@ pub(super) fn state_of(info: BsdInfo) -> ProcessState {
         )),
         BsdInfo::Short(n) => ProcessState::Unverifiable(format!("proc_pidinfo returned {n} bytes")),
     }
+}
+
+/// The parent of a running process (`None`: gone, a zombie, or no parent).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+pub(super) fn parent_of(info: BsdInfo) -> Option<u32> {
+    match info {
+        BsdInfo::Found { status, ppid, .. } if status != SZOMB && ppid > 0 => Some(ppid),
+        _ => None,
+    }
+}
+
+/// The parent pid of `pid`, from the kernel.
+#[cfg(target_os = "macos")]
+pub(super) fn parent_pid(pid: u32) -> Option<u32> {
+    parent_of(KernelProbe::bsd_info(pid))
 }
 
 /// Reads the kernel's `proc_bsdinfo` of a pid.
@@ -91,6 +110,7 @@ impl KernelProbe {
         BsdInfo::Found {
             status: info.pbi_status,
             start_secs: info.pbi_start_tvsec,
+            ppid: info.pbi_ppid,
         }
     }
 }
@@ -122,10 +142,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_running_process_has_its_parent_a_zombie_or_a_missing_one_none() {
+        let found = |status, ppid| BsdInfo::Found {
+            status,
+            start_secs: 1,
+            ppid,
+        };
+        assert_eq!(parent_of(found(2, 4242)), Some(4242));
+        assert_eq!(parent_of(found(SZOMB, 4242)), None);
+        assert_eq!(parent_of(found(2, 0)), None);
+        assert_eq!(parent_of(BsdInfo::Failed(libc::ESRCH)), None);
+    }
+
+    #[test]
     fn a_running_process_has_its_start_in_the_clis_form() {
         let s = state_of(BsdInfo::Found {
             status: 2, // SRUN
             start_secs: 1_783_570_706,
+            ppid: 1,
         });
         assert_eq!(
             s,
@@ -150,6 +184,7 @@ mod tests {
         let zombie = BsdInfo::Found {
             status: SZOMB,
             start_secs: 1,
+            ppid: 7,
         };
         assert_eq!(state_of(zombie), ProcessState::Gone);
         assert_eq!(state_of(BsdInfo::Failed(libc::ESRCH)), ProcessState::Gone);
@@ -164,7 +199,8 @@ mod tests {
         assert!(matches!(
             state_of(BsdInfo::Found {
                 status: 2,
-                start_secs: u64::MAX
+                start_secs: u64::MAX,
+                ppid: 1,
             }),
             ProcessState::Unverifiable(_)
         ));
