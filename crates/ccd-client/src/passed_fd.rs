@@ -105,7 +105,9 @@ mod tests {
 
     /// A reader waiting without a timeout is not woken when the peer takes
     /// what this side writes: 2,000 lines written and read meanwhile once
-    /// woke a reader blocked in `recvmsg` about once each.
+    /// woke a reader blocked in `recvmsg` about once each. Counted from
+    /// `/proc` ([`ccd_testkit::threads`]): Linux only.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_waiting_reader_sleeps_while_the_peer_reads_what_this_side_wrote() {
         let (a, b) = UnixStream::pair().expect("pair");

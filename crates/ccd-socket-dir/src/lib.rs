@@ -13,6 +13,14 @@
 //! current user, with no permission bits for group or others. The daemon
 //! creates it 0700 and refuses to start otherwise; clients refuse to talk
 //! through a directory that fails the same check.
+//!
+//! Length: a Unix socket's path must fit `sockaddr_un.sun_path`
+//! ([`SUN_PATH_BYTES`]: 108 bytes on Linux, 104 on macOS, the terminating
+//! NUL included), and macOS's `$TMPDIR` (`/var/folders/…/T/`) is long. A
+//! directory whose longest socket ([`LONGEST_SOCKET_NAME`], a holder's)
+//! would not fit is refused by [`SocketDir::verify`] with
+//! [`SocketDirError::PathTooLong`], which names the limit, before anything
+//! is bound: not later, as a bind that fails when a session starts.
 
 use ccd_protocol::transport;
 use std::path::{Path, PathBuf};
@@ -37,6 +45,22 @@ pub enum SocketDirError {
         path: PathBuf,
         entry: Entry,
         problem: Problem,
+    },
+    /// A socket in the directory would not fit `sun_path`
+    /// ([`SUN_PATH_BYTES`]).
+    #[error(
+        "socket directory {} is too long for Unix sockets: {} would be {bytes} bytes, and a socket path may have at most {} bytes on this system (sun_path holds {limit} with its NUL). Fix: {}",
+        .dir.display(), .socket.display(), .limit - 1, too_long_fix(.dir)
+    )]
+    PathTooLong {
+        /// The directory.
+        dir: PathBuf,
+        /// Its longest socket's path.
+        socket: PathBuf,
+        /// That path's length in bytes.
+        bytes: usize,
+        /// `sun_path`'s size in bytes ([`SUN_PATH_BYTES`]).
+        limit: usize,
     },
     #[error("cannot check {path}: {source}")]
     Io {
@@ -100,6 +124,7 @@ impl SocketDirError {
                 entry,
                 problem,
             } => Some(fix(path, *entry, problem)),
+            SocketDirError::PathTooLong { dir, .. } => Some(too_long_fix(dir)),
             SocketDirError::Io { .. } => None,
         }
     }
@@ -164,6 +189,42 @@ fn fix(path: &Path, entry: Entry, problem: &Problem) -> String {
     }
 }
 
+/// The step that fixes a [`SocketDirError::PathTooLong`].
+fn too_long_fix(dir: &Path) -> String {
+    format!(
+        "use a shorter socket directory than {} (--socket-dir or CCD_SOCKET_DIR; the default without either is /tmp/ccd-<uid>)",
+        sh_quote(dir)
+    )
+}
+
+/// Bytes in `sockaddr_un.sun_path` on the system built for, the
+/// terminating NUL included: 108 on Linux, 104 on macOS (read from libc's
+/// struct, not assumed).
+pub const SUN_PATH_BYTES: usize = std::mem::size_of::<nix::libc::sockaddr_un>()
+    - std::mem::offset_of!(nix::libc::sockaddr_un, sun_path);
+
+/// The longest name, relative to the directory, of a socket ccd binds in
+/// it: a holder's, `holders/` + its id (`h` + 8 hex digits, made by the
+/// daemon) + `.sock`. The daemon's own ([`SOCKET_NAME`]) is shorter.
+pub const LONGEST_SOCKET_NAME: &str = "holders/h00000000.sock";
+
+/// [`SocketDirError::PathTooLong`] unless `dir`'s longest socket
+/// ([`LONGEST_SOCKET_NAME`]) fits a `sun_path` of `limit` bytes (the path
+/// and its NUL).
+fn check_length(dir: &Path, limit: usize) -> Result<(), SocketDirError> {
+    let socket = dir.join(LONGEST_SOCKET_NAME);
+    let bytes = socket.as_os_str().len();
+    if bytes < limit {
+        return Ok(());
+    }
+    Err(SocketDirError::PathTooLong {
+        dir: dir.to_path_buf(),
+        socket,
+        bytes,
+        limit,
+    })
+}
+
 /// `path` as one shell word.
 fn sh_quote(path: &Path) -> String {
     let s = path.display().to_string();
@@ -225,6 +286,8 @@ impl SocketDir {
     /// Creates the directory (mode 0700) if missing, then [`Self::verify`]s
     /// it. Parents of an explicit directory are created with default modes.
     pub fn create_private(&self) -> Result<(), SocketDirError> {
+        // Refused before anything is made (module doc, "Length").
+        check_length(&self.path, SUN_PATH_BYTES)?;
         let io = |source| SocketDirError::Io {
             path: self.path.clone(),
             source,
@@ -275,9 +338,11 @@ impl SocketDir {
         check(&self.holders_dir(), Entry::HoldersDirectory)
     }
 
-    /// Checks, without following symlinks, that the directory is ours and
-    /// private.
+    /// Checks that the directory's sockets fit `sun_path` (module doc,
+    /// "Length"), then, without following symlinks, that the directory is
+    /// ours and private.
     pub fn verify(&self) -> Result<(), SocketDirError> {
+        check_length(&self.path, SUN_PATH_BYTES)?;
         check(&self.path, Entry::Directory)
     }
 
@@ -419,6 +484,72 @@ mod tests {
             problem(d.verify_with_socket()),
             Some((Entry::Socket, Problem::WrongType))
         );
+    }
+
+    #[test]
+    fn sun_path_is_the_systems_size() {
+        #[cfg(target_os = "linux")]
+        assert_eq!(SUN_PATH_BYTES, 108);
+        #[cfg(target_vendor = "apple")]
+        assert_eq!(SUN_PATH_BYTES, 104);
+    }
+
+    /// A directory of `len` bytes (`/` and `d`s).
+    fn dir_of(len: usize) -> PathBuf {
+        PathBuf::from(format!("/{}", "d".repeat(len - 1)))
+    }
+
+    #[test]
+    fn the_longest_socket_must_fit_each_systems_sun_path() {
+        let name = LONGEST_SOCKET_NAME.len() + 1; // and the `/` before it
+        for limit in [108, 104] {
+            // The longest path that fits leaves one byte for the NUL.
+            let fits = dir_of(limit - 1 - name);
+            check_length(&fits, limit).unwrap();
+            assert_eq!(fits.join(LONGEST_SOCKET_NAME).as_os_str().len(), limit - 1);
+            let over = dir_of(limit - name);
+            match check_length(&over, limit) {
+                Err(SocketDirError::PathTooLong {
+                    dir,
+                    socket,
+                    bytes,
+                    limit: l,
+                }) => {
+                    assert_eq!((dir, bytes, l), (over.clone(), limit, limit));
+                    assert_eq!(socket, over.join(LONGEST_SOCKET_NAME));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // A directory that fits Linux's 108 bytes but not macOS's 104.
+        let between = dir_of(108 - 1 - name);
+        check_length(&between, 108).unwrap();
+        assert!(check_length(&between, 104).is_err());
+    }
+
+    #[test]
+    fn a_directory_too_long_for_sockets_is_refused_naming_the_limit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let room = SUN_PATH_BYTES - 1 - LONGEST_SOCKET_NAME.len() - 1;
+        let base = tmp.path().as_os_str().len();
+        let long = tmp.path().join("x".repeat(room + 1 - base - 1));
+        assert_eq!(long.as_os_str().len(), room + 1);
+        let d = SocketDir::new(&long);
+        let e = d.create_private().unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("at most {} bytes", SUN_PATH_BYTES - 1)),
+            "{msg}"
+        );
+        assert!(msg.contains(&long.display().to_string()), "{msg}");
+        assert!(e.fix().unwrap().contains("CCD_SOCKET_DIR"));
+        assert!(!long.exists(), "nothing is created for a directory refused");
+        // One byte shorter fits, and a holder's socket binds there.
+        let fits = SocketDir::new(tmp.path().join("x".repeat(room - base - 1)));
+        fits.create_private().unwrap();
+        let holder = fits.path().join(LONGEST_SOCKET_NAME);
+        assert_eq!(holder.as_os_str().len(), SUN_PATH_BYTES - 1);
+        std::os::unix::net::UnixListener::bind(&holder).unwrap();
     }
 
     #[test]

@@ -5,4 +5,6 @@
 pub mod bins;
 pub mod fixtures;
 pub mod gen;
+// Read from `/proc`: Linux only (tests that count wakeups are too).
+#[cfg(target_os = "linux")]
 pub mod threads;

@@ -1,6 +1,6 @@
 //! Thread counters from `/proc/self/task`: how often a test's threads were
 //! switched out (a wakeup a change removes shows as switches it no longer
-//! makes).
+//! makes). Linux only: the module is compiled there alone.
 
 /// Context switches (voluntary and not) of this process's threads whose
 /// name (`comm`: its first 15 characters) passes `keep`: thread id →

@@ -12,7 +12,8 @@
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod lstart;
-#[cfg(target_os = "macos")]
+// Compiled on every Unix: its conversions are tested on Linux too.
+#[cfg(unix)]
 mod macos;
 
 use crate::registry::RegistryEntry;
@@ -128,7 +129,7 @@ pub fn system_probe() -> Box<dyn ProcessProbe + Send + Sync> {
     }
     #[cfg(target_os = "macos")]
     {
-        Box::new(macos::PsProbe)
+        Box::new(macos::KernelProbe)
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
@@ -146,13 +147,18 @@ pub fn current_proc_start(pid: u32) -> Option<String> {
 }
 
 /// The parent pid of a running process, where the platform tells it
-/// cheaply (Linux); `None` elsewhere, or when `pid` is gone.
+/// cheaply (Linux: `/proc`; macOS: `proc_pidinfo`); `None` elsewhere, or
+/// when `pid` is gone.
 pub fn parent_pid(pid: u32) -> Option<u32> {
     #[cfg(target_os = "linux")]
     {
         linux::parent_pid(pid)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    {
+        macos::parent_pid(pid)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = pid;
         None
