@@ -151,6 +151,8 @@ pub fn fake_claude() -> PathBuf {
         .clone()
 }
 
-/// Context switches of this process's threads, by name (`ccd_testkit`).
+/// Context switches of this process's threads, by name (`ccd_testkit`;
+/// read from `/proc`, so Linux only, as the tests that count them).
+#[cfg(target_os = "linux")]
 #[allow(unused_imports)] // not every test binary counts switches
 pub use ccd_testkit::threads::thread_switches;
