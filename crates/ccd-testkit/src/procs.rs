@@ -170,6 +170,28 @@ pub fn uid(pid: u32) -> Option<u32> {
     }
 }
 
+/// The resident set of `pid` in kB (`VmRSS`; 0: gone or unreadable).
+pub fn rss_kb(pid: u32) -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+            })
+            .unwrap_or(0)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let kind = sysinfo::ProcessRefreshKind::nothing().with_memory();
+        mac::one(pid, kind)
+            .and_then(|sys| Some(sys.process(sysinfo::Pid::from_u32(pid))?.memory() / 1024))
+            .unwrap_or(0)
+    }
+}
+
 /// How many descriptors `pid` has open (0: gone or unreadable).
 pub fn fd_count(pid: u32) -> usize {
     #[cfg(target_os = "linux")]
@@ -263,6 +285,7 @@ mod tests {
         assert!(exists(me));
         assert!(pids().contains(&me));
         assert!(fd_count(me) >= 3, "stdin, stdout, stderr at least");
+        assert!(rss_kb(me) > 0);
         assert_eq!(cwd(me), std::env::current_dir().ok());
         let mut child = std::process::Command::new("sleep")
             .arg("30")
