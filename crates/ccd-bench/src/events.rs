@@ -66,12 +66,19 @@ fn measure(sock: &SocketDir, sessions: &std::path::Path, a: &Args) -> anyhow::Re
     )?;
     let mut sleeper = Command::new("sleep").arg("600").spawn()?;
     let pid = sleeper.id();
-    let start = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let start = start
-        .rsplit_once(')')
-        .and_then(|(_, r)| r.split_whitespace().nth(19))
-        .context("parsing /proc/<pid>/stat")?
-        .to_string();
+    #[cfg(target_os = "linux")]
+    let start = {
+        let start = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        start
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().nth(19))
+            .context("parsing /proc/<pid>/stat")?
+            .to_string()
+    };
+    // Elsewhere the platform's `procStart` form (macOS: `ps -o lstart=`).
+    #[cfg(not(target_os = "linux"))]
+    let start = ccd_claude::liveness::current_proc_start(pid)
+        .context("reading the sleeper's start time")?;
     let write = |status: &str| -> anyhow::Result<()> {
         let entry = json!({"pid": pid, "sessionId": "bench-session", "cwd": "/tmp", "procStart": start,
             "startedAt": 1, "kind": "interactive", "status": status, "updatedAt": 2});

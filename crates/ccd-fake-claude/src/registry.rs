@@ -138,19 +138,38 @@ impl Registry {
     }
 }
 
-/// Field 22 (`starttime`) of `/proc/self/stat`, parsed after the last `)`.
+/// Linux: field 22 (`starttime`) of `/proc/self/stat`, parsed after the last `)`.
+#[cfg(target_os = "linux")]
 pub fn proc_start() -> Option<String> {
     let stat = fs::read_to_string("/proc/self/stat").ok()?;
     parse_starttime(&stat)
 }
 
+/// Elsewhere (macOS): what the CLI writes there, the trimmed output of
+/// `LC_ALL=C TZ=UTC ps -o lstart= -p <pid>` (docs/claude-cli-compat.md), got
+/// the way the CLI gets it, so it stays independent of ccd's own conversion.
+#[cfg(not(target_os = "linux"))]
+pub fn proc_start() -> Option<String> {
+    let out = std::process::Command::new("ps")
+        .args(["-o", "lstart=", "-p", &std::process::id().to_string()])
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let start = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !start.is_empty()).then_some(start)
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn parse_starttime(stat: &str) -> Option<String> {
     let rest = &stat[stat.rfind(')')? + 1..];
     // After ')' come fields 3.. ; starttime is field 22, i.e. the 20th of these.
     rest.split_whitespace().nth(19).map(str::to_string)
 }
 
-/// `linux:<machine-id>:pid:[<pid namespace inode>]`.
+/// Linux: `linux:<machine-id>:pid:[<pid namespace inode>]`.
+#[cfg(target_os = "linux")]
 pub fn pid_domain() -> String {
     let machine = fs::read_to_string("/etc/machine-id")
         .map(|s| s.trim().to_string())
@@ -163,6 +182,17 @@ pub fn pid_domain() -> String {
     format!("linux:{machine}:{ns}")
 }
 
+/// Elsewhere (macOS): the platform's name as Node's `process.platform` gives
+/// it, which is what the CLI writes there (`darwin`).
+#[cfg(not(target_os = "linux"))]
+pub fn pid_domain() -> String {
+    match std::env::consts::OS {
+        "macos" => "darwin",
+        os => os,
+    }
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +201,24 @@ mod tests {
     fn starttime_after_last_paren() {
         let stat = "42 (we ird) (x) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 9989 1000 10";
         assert_eq!(parse_starttime(stat).as_deref(), Some("9989"));
-        assert!(proc_start().is_some());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn linux_forms() {
+        let start = proc_start().expect("procStart");
+        assert!(start.parse::<u64>().is_ok(), "clock ticks: {start}");
         assert!(pid_domain().starts_with("linux:"));
+    }
+
+    #[cfg(target_os = "macos")]
+    #[test]
+    fn macos_forms() {
+        // `ps -o lstart=` in the C locale: weekday, month, day, clock, year.
+        let start = proc_start().expect("procStart");
+        let fields: Vec<&str> = start.split_ascii_whitespace().collect();
+        assert_eq!(fields.len(), 5, "lstart form: {start:?}");
+        assert_eq!(fields[3].split(':').count(), 3, "clock: {start:?}");
+        assert_eq!(pid_domain(), "darwin");
     }
 }

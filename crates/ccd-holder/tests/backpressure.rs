@@ -21,6 +21,13 @@ const QUEUE: usize = 256 << 10;
 /// Growth of this process's RSS allowed during the flood.
 const RSS_BOUND_KB: u64 = 16 * 1024;
 
+/// This process's resident set in kB: `/proc/self/status` on Linux.
+#[cfg(not(target_os = "linux"))]
+fn rss_kb() -> u64 {
+    ccd_testkit::procs::rss_kb(std::process::id())
+}
+
+#[cfg(target_os = "linux")]
 fn rss_kb() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
     s.lines()

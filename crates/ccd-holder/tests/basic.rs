@@ -135,8 +135,16 @@ fn the_most_recently_active_client_sets_the_size() {
 fn child_inherits_no_descriptors_and_no_ccd_variables() {
     let env = Env::new();
     // No pipeline around `ls`: the shell would hold the pipe's fds itself.
-    let mut cfg = env
-        .sh("ls /proc/$$/fd; echo ccdvars=$(env | grep -c '^CCD_'); echo term=$TERM; pwd; read x");
+    // Linux lists the shell's own descriptors; macOS has no `/proc`, so
+    // `ls` lists its own (inherited from the shell) in `/dev/fd`, plus the
+    // one it reads that directory through.
+    #[cfg(target_os = "linux")]
+    let (list, expected) = ("ls /proc/$$/fd", vec!["0", "1", "2"]);
+    #[cfg(not(target_os = "linux"))]
+    let (list, expected) = ("ls /dev/fd", vec!["0", "1", "2", "3"]);
+    let mut cfg = env.sh(&format!(
+        "{list}; echo ccdvars=$(env | grep -c '^CCD_'); echo term=$TERM; pwd; read x"
+    ));
     let mut base = cfg.base_env.clone().unwrap();
     base.push(("CCD_SECRET".into(), "s3cret".into()));
     base.push(("CCD_SOCKET".into(), "/x".into()));
@@ -146,7 +154,7 @@ fn child_inherits_no_descriptors_and_no_ccd_variables() {
     let text = wait_screen(&mut c, T, "term=");
     let fd_line = text.lines().next().unwrap();
     let fds: Vec<&str> = fd_line.split_whitespace().collect();
-    assert_eq!(fds, vec!["0", "1", "2"], "child fds: {text}");
+    assert_eq!(fds, expected, "child fds: {text}");
     assert!(text.contains("ccdvars=0"), "{text}");
     assert!(text.contains("term=xterm-256color"), "{text}");
     assert!(text.contains(env.proj.to_str().unwrap()), "{text}");

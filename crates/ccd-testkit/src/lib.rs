@@ -5,6 +5,7 @@
 pub mod bins;
 pub mod fixtures;
 pub mod gen;
+pub mod procs;
 // Read from `/proc`: Linux only (tests that count wakeups are too).
 #[cfg(target_os = "linux")]
 pub mod threads;

@@ -48,7 +48,8 @@ fn attach_type_detach_and_reattach_redraws_the_same_screen() {
     assert_eq!(rows(&before), rows(&after), "redraw differs");
 }
 
-/// Context switches of every thread of `pid` so far.
+/// Context switches of every thread of `pid` so far (`/proc`: Linux only).
+#[cfg(target_os = "linux")]
 fn switches(pid: u32) -> u64 {
     let mut n = 0;
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -71,6 +72,8 @@ fn switches(pid: u32) -> u64 {
     n
 }
 
+// Linux only: the wakeups are counted in `/proc/<pid>/task`.
+#[cfg(target_os = "linux")]
 #[test]
 fn an_idle_attachment_wakes_nobody() {
     // Issue 20 (idle cost): a `ccd attach` nobody types into, on a session
@@ -323,26 +326,17 @@ fn dead_session(sb: &Sandbox, name: &str) -> (String, std::path::PathBuf) {
 /// Pids of running `ccd __holder` processes of this sandbox.
 fn holder_processes(sb: &Sandbox) -> Vec<u32> {
     let needle = format!("CCD_SOCKET_DIR={}", sb.sock.display());
-    let mut pids = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|s| s.trim_start().starts_with('Z'));
-        if !zombie
-            && cmdline.split(|&b| b == 0).any(|a| a == b"__holder")
-            && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
-        {
-            pids.push(pid);
-        }
-    }
-    pids
+    ccd_testkit::procs::pids()
+        .into_iter()
+        .filter(|&pid| {
+            let zombie = ccd_testkit::procs::stat(pid).is_some_and(|s| s.state == 'Z');
+            !zombie
+                && ccd_testkit::procs::cmdline(pid)
+                    .split(|&b| b == 0)
+                    .any(|a| a == b"__holder")
+                && ccd_testkit::procs::has_env(pid, &needle)
+        })
+        .collect()
 }
 
 #[test]
@@ -439,7 +433,7 @@ fn a_resume_another_process_beat_is_refused_naming_it_and_leaves_no_trace() {
     );
     assert!(other.child.process_id().is_some());
     // The session still runs, outside ccd, untouched.
-    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    assert!(ccd_testkit::procs::exists(pid));
 }
 
 #[test]

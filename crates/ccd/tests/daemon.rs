@@ -86,15 +86,11 @@ fn sessions_survive_kill_9_of_the_daemon() {
     )
     .unwrap();
     wait_for(Duration::from_secs(5), "daemon death", || {
-        (!std::path::Path::new(&format!("/proc/{pid}")).exists()
-            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| s.contains(") Z"))
-                .unwrap_or(true))
-        .then_some(())
+        ccd_testkit::procs::gone(pid).then_some(())
     });
     // The holder and claude keep running.
     for h in &holders {
-        assert!(std::path::Path::new(&format!("/proc/{h}")).exists());
+        assert!(ccd_testkit::procs::exists(*h));
     }
     // The next command starts a new daemon that adopts the session.
     let rows = ls_json(&sb); // ls does not start a daemon...
@@ -319,16 +315,12 @@ fn racing_clients_start_exactly_one_daemon() {
     }
     let pid = sb.daemon_pid().expect("one daemon");
     // Exactly one ccd daemon process for this socket dir.
-    let count = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read(e.path().join("cmdline"))
-                .map(|c| {
-                    let c = String::from_utf8_lossy(&c);
-                    c.contains("daemon") && c.contains(sb.sock.to_str().unwrap())
-                })
-                .unwrap_or(false)
+    let count = ccd_testkit::procs::pids()
+        .into_iter()
+        .filter(|&p| {
+            let c = ccd_testkit::procs::cmdline(p);
+            let c = String::from_utf8_lossy(&c);
+            c.contains("daemon") && c.contains(sb.sock.to_str().unwrap())
         })
         .count();
     assert_eq!(count, 1, "daemon pid {pid}");
@@ -520,7 +512,7 @@ fn daemon_stop_reaches_a_slow_reader_and_ends_every_connection() {
             until_closed(c, Duration::from_secs(10), who);
         }
         wait_for(Duration::from_secs(10), "the daemon to exit", || {
-            (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+            (!ccd_testkit::procs::exists(pid)).then_some(())
         });
         // The sessions live on in their holders; a new daemon adopts them.
         let _ = sb.client_or_start();
@@ -530,13 +522,7 @@ fn daemon_stop_reaches_a_slow_reader_and_ends_every_connection() {
 
 /// Whether `pid` is gone (or a zombie nobody reaped yet).
 fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|s| s.trim_start().starts_with('Z')),
-    }
+    ccd_testkit::procs::gone(pid)
 }
 
 /// A holder exits as soon as its exit is collected, with no timer before

@@ -17,12 +17,7 @@ fn kill9(pid: u32) {
 }
 
 fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(s) => s
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
-    }
+    ccd_testkit::procs::gone(pid)
 }
 
 #[test]
@@ -135,43 +130,23 @@ fn an_unwritable_log_does_not_stop_the_daemon() {
 }
 
 fn children_of(pid: u32) -> Vec<(u32, char)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.get(1).and_then(|pp| pp.parse::<u32>().ok()) == Some(pid) {
-            out.push((p, f[0].chars().next().unwrap_or('?')));
-        }
-    }
-    out
+    ccd_testkit::procs::children(pid)
 }
 
 fn fd_count(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or(0)
+    ccd_testkit::procs::fd_count(pid)
 }
 
 /// Processes whose command line names this sandbox (holders, claudes).
 fn sandbox_processes(sb: &Sandbox) -> usize {
     let needle = sb.sock.to_string_lossy().to_string();
     let work = sb.work.to_string_lossy().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| {
-            let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+    ccd_testkit::procs::pids()
+        .into_iter()
+        .filter(|&pid| {
+            let env = ccd_testkit::procs::environ(pid);
             let env = String::from_utf8_lossy(&env);
-            let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+            let cwd = ccd_testkit::procs::cwd(pid).unwrap_or_default();
             env.contains(&needle) && cwd.to_string_lossy().starts_with(&work)
         })
         .count()

@@ -514,19 +514,10 @@ impl Drop for Sb {
     fn drop(&mut self) {
         let _ = self.0.run(&["daemon", "stop", "--kill-sessions"]);
         let marker = format!("CCD_SOCKET_DIR={}", self.0.sock.display());
-        let Ok(procs) = std::fs::read_dir("/proc") else {
-            return;
-        };
-        for e in procs.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else {
-                continue;
-            };
-            let Ok(env) = std::fs::read(e.path().join("environ")) else {
-                continue;
-            };
-            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
+        for pid in ccd_testkit::procs::pids() {
+            if ccd_testkit::procs::has_env(pid, &marker) {
                 let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
+                    nix::unistd::Pid::from_raw(pid as i32),
                     nix::sys::signal::Signal::SIGKILL,
                 );
             }

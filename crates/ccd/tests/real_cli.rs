@@ -143,7 +143,7 @@ fn one_version(version: &str) {
         .then_some(())
     });
     wait_for(T, "the process to end", || {
-        (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+        (!u32::try_from(pid).is_ok_and(ccd_testkit::procs::exists)).then_some(())
     });
     let rows = ls_json(&sb);
     assert!(

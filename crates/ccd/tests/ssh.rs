@@ -268,20 +268,10 @@ fn a_remote_ccd_is_one_word_for_a_fish_login_shell() {
 
 /// The pid of the `ssh` process `ccd` (pid `parent`) runs.
 fn ssh_child_of(parent: u32) -> Option<i32> {
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) && SshHost::cmdline(pid).starts_with("ssh ") {
-            return Some(pid);
-        }
-    }
-    None
+    ccd_testkit::procs::children(parent)
+        .into_iter()
+        .filter_map(|(pid, _)| i32::try_from(pid).ok())
+        .find(|&pid| SshHost::cmdline(pid).starts_with("ssh "))
 }
 
 /// A client of the remote daemon, through the same transport.

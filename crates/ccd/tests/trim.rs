@@ -50,6 +50,13 @@ fn uuid() -> String {
     )
 }
 
+/// 16 random bytes: the kernel's uuid on Linux, `rand` elsewhere.
+#[cfg(not(target_os = "linux"))]
+fn rand_bytes() -> [u8; 16] {
+    rand::random()
+}
+
+#[cfg(target_os = "linux")]
 fn rand_bytes() -> [u8; 16] {
     let mut b = [0u8; 16];
     let f = std::fs::read("/proc/sys/kernel/random/uuid").unwrap();

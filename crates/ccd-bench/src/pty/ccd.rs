@@ -28,7 +28,21 @@ pub struct Ccd {
     holders: Vec<(String, String)>,
 }
 
+/// The start time of `pid`, to recognize it later: field 22 of
+/// /proc/<pid>/stat on Linux, the platform's `procStart` form elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn start_time(pid: u32) -> Option<String> {
+    ccd_claude::liveness::current_proc_start(pid)
+}
+
+/// The parent of `pid` (field 4 of /proc/<pid>/stat on Linux).
+#[cfg(not(target_os = "linux"))]
+pub fn ppid(pid: u32) -> Option<u32> {
+    ccd_claude::liveness::parent_pid(pid)
+}
+
 /// Field 22 of /proc/<pid>/stat (start time), to recognize a pid later.
+#[cfg(target_os = "linux")]
 pub fn start_time(pid: u32) -> Option<String> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     s.rsplit_once(')')
@@ -36,6 +50,7 @@ pub fn start_time(pid: u32) -> Option<String> {
         .map(String::from)
 }
 
+#[cfg(target_os = "linux")]
 pub fn ppid(pid: u32) -> Option<u32> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     s.rsplit_once(')')

@@ -181,17 +181,11 @@ impl Dtach {
     }
 
     /// The dtach master of `sock`: the process holding the socket, found
-    /// via /proc by its command line.
+    /// among every process by its command line.
     pub fn master_pid(&self, sock: &Path) -> Option<u32> {
         let want = sock.display().to_string();
-        let rd = std::fs::read_dir("/proc").ok()?;
-        for e in rd.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-                continue;
-            };
+        for pid in ccd_testkit::procs::pids() {
+            let cmd = ccd_testkit::procs::cmdline(pid);
             let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
             let is_master = args.first().is_some_and(|a| a.ends_with(b"dtach"))
                 && args.get(1) == Some(&&b"-n"[..])

@@ -93,11 +93,25 @@ pub fn records(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Field 22 of /proc/<pid>/stat.
+/// The `procStart` the CLI would write for `pid`. Linux: field 22 of /proc/<pid>/stat.
+#[cfg(target_os = "linux")]
 pub fn starttime(pid: u32) -> String {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let rest = &stat[stat.rfind(')').unwrap() + 1..];
     rest.split_whitespace().nth(19).unwrap().to_string()
+}
+
+/// The `procStart` the CLI would write for `pid`. macOS: the trimmed
+/// `LC_ALL=C TZ=UTC ps -o lstart= -p <pid>`.
+#[cfg(not(target_os = "linux"))]
+pub fn starttime(pid: u32) -> String {
+    let out = std::process::Command::new("ps")
+        .args(["-o", "lstart=", "-p", &pid.to_string()])
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 pub struct Fake {

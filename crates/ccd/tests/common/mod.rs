@@ -260,21 +260,15 @@ impl Drop for Sandbox {
         // (a holder nobody could reach) is ended by pid.
         let needle = format!("CCD_SOCKET_DIR={}", self.sock.display());
         let me = std::process::id();
-        if let Ok(rd) = std::fs::read_dir("/proc") {
-            for e in rd.flatten() {
-                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                    continue;
-                };
-                if pid == me {
-                    continue;
-                }
-                let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
-                if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid as i32),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
+        for pid in ccd_testkit::procs::pids() {
+            if pid == me {
+                continue;
+            }
+            if ccd_testkit::procs::has_env(pid, &needle) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
         }
     }

@@ -272,28 +272,19 @@ impl SshHost {
 
     /// The pids of every process of the throwaway user.
     pub fn user_pids(&self) -> Vec<i32> {
-        let mut out = Vec::new();
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
-            let uid = status
-                .lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|u| u.parse::<u32>().ok());
-            if uid == Some(self.uid) {
-                out.push(pid);
-            }
-        }
-        out
+        ccd_testkit::procs::pids()
+            .into_iter()
+            .filter(|&pid| ccd_testkit::procs::uid(pid) == Some(self.uid))
+            .filter_map(|pid| i32::try_from(pid).ok())
+            .collect()
     }
 
     /// The command line of `pid`, NUL-separated words joined by spaces.
     pub fn cmdline(pid: i32) -> String {
-        String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
-            .replace('\0', " ")
+        let Ok(pid) = u32::try_from(pid) else {
+            return String::new();
+        };
+        String::from_utf8_lossy(&ccd_testkit::procs::cmdline(pid)).replace('\0', " ")
     }
 }
 

@@ -146,8 +146,17 @@ impl Tmux {
             .trim()
             .parse()
             .ok()?;
-        let kids = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).ok()?;
-        kids.split_whitespace().next()?.parse().ok()
+        #[cfg(target_os = "linux")]
+        {
+            let kids = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).ok()?;
+            kids.split_whitespace().next()?.parse().ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            ccd_testkit::procs::children(sh)
+                .first()
+                .map(|&(pid, _)| pid)
+        }
     }
 }
 
