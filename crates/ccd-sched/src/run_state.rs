@@ -38,30 +38,52 @@ mod imp {
     const SSTOP: u32 = 4;
 
     pub fn is_stopped(pid: u32) -> bool {
-        let Ok(pid) = libc::c_int::try_from(pid) else {
-            return false;
-        };
-        let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
-        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
-        // SAFETY: `info` is a writable buffer of `size` bytes; the kernel
-        // writes at most that many and returns how many it wrote.
-        let n = unsafe {
-            libc::proc_pidinfo(
-                pid,
-                libc::PROC_PIDTBSDINFO,
-                0,
-                info.as_mut_ptr().cast(),
-                size,
-            )
-        };
-        if n != size {
-            return false;
-        }
-        // SAFETY: the kernel filled all `size` bytes (checked above), and
-        // every field of `proc_bsdinfo` is a plain integer or byte array.
-        let info = unsafe { info.assume_init() };
-        info.pbi_status == SSTOP
+        super::bsd_info(pid).is_ok_and(|info| info.pbi_status == SSTOP)
     }
+}
+
+/// Why [`bsd_info`] has no answer.
+#[cfg(target_os = "macos")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BsdInfoError {
+    /// The call failed with this errno (`ESRCH`: no such process).
+    Failed(i32),
+    /// The kernel wrote this many bytes, less than a whole `proc_bsdinfo`.
+    Short(i32),
+}
+
+/// The kernel's `proc_bsdinfo` of `pid` (`proc_pidinfo(PROC_PIDTBSDINFO)`):
+/// its status, parent and start time. The one call of it: liveness
+/// (`ccd-claude`) and [`is_stopped`] read it here.
+#[cfg(target_os = "macos")]
+pub fn bsd_info(pid: u32) -> Result<libc::proc_bsdinfo, BsdInfoError> {
+    let Ok(pid) = libc::c_int::try_from(pid) else {
+        return Err(BsdInfoError::Failed(libc::ESRCH));
+    };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+    // SAFETY: `info` is a writable buffer of `size` bytes; the kernel
+    // writes at most that many and returns how many it wrote.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            info.as_mut_ptr().cast(),
+            size,
+        )
+    };
+    if n <= 0 {
+        return Err(BsdInfoError::Failed(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ));
+    }
+    if n < size {
+        return Err(BsdInfoError::Short(n));
+    }
+    // SAFETY: zeroed, then filled whole by the kernel (n == size); every
+    // field of `proc_bsdinfo` is a plain integer or byte array.
+    Ok(unsafe { info.assume_init() })
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]

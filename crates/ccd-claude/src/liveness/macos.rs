@@ -83,34 +83,14 @@ pub(super) struct KernelProbe;
 #[cfg(target_os = "macos")]
 impl KernelProbe {
     fn bsd_info(pid: u32) -> BsdInfo {
-        let Ok(pid) = libc::c_int::try_from(pid) else {
-            return BsdInfo::Failed(libc::ESRCH);
-        };
-        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
-        let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
-        // SAFETY: the buffer is a whole proc_bsdinfo, its size given; the
-        // kernel writes at most that many bytes.
-        let n = unsafe {
-            libc::proc_pidinfo(
-                pid,
-                libc::PROC_PIDTBSDINFO,
-                0,
-                info.as_mut_ptr().cast(),
-                size,
-            )
-        };
-        if n <= 0 {
-            return BsdInfo::Failed(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-        }
-        if n < size {
-            return BsdInfo::Short(n);
-        }
-        // SAFETY: zeroed, then filled whole by the kernel (n == size).
-        let info = unsafe { info.assume_init() };
-        BsdInfo::Found {
-            status: info.pbi_status,
-            start_secs: info.pbi_start_tvsec,
-            ppid: info.pbi_ppid,
+        match ccd_sched::run_state::bsd_info(pid) {
+            Ok(info) => BsdInfo::Found {
+                status: info.pbi_status,
+                start_secs: info.pbi_start_tvsec,
+                ppid: info.pbi_ppid,
+            },
+            Err(ccd_sched::run_state::BsdInfoError::Failed(errno)) => BsdInfo::Failed(errno),
+            Err(ccd_sched::run_state::BsdInfoError::Short(n)) => BsdInfo::Short(n),
         }
     }
 }

@@ -290,19 +290,9 @@ pub fn holder_info(sock: &Path) -> ccd_holder::InfoResult {
         .unwrap()
 }
 
-/// VmRSS of a process in kB (0 once it is gone). Linux only
-/// (`/proc/<pid>/status`).
-#[cfg(target_os = "linux")]
-pub fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
+/// VmRSS of a process in kB (0 once it is gone; `ccd_testkit::procs`).
+#[allow(unused_imports)] // not every test binary measures memory
+pub use ccd_testkit::procs::rss_kb;
 
 /// Polls `f` until it returns `Some`, or panics after `timeout`.
 pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
