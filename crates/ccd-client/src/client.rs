@@ -115,14 +115,6 @@ impl ClientError {
     }
 }
 
-/// True when a process `pid` exists (signal 0; a zombie counts until
-/// reaped, which a daemon's is at once by init or its parent).
-fn process_exists(pid: u32) -> bool {
-    i32::try_from(pid)
-        .ok()
-        .is_some_and(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok())
-}
-
 /// How a connection to a daemon that went away before answering fails.
 const GONE: [std::io::ErrorKind; 3] = [
     std::io::ErrorKind::ConnectionReset,
@@ -386,7 +378,7 @@ impl Client {
                 // place: a stopping one removes the socket first) dropped
                 // us on purpose, e.g. at its connection limit, and its
                 // reason was lost to the reset: it is running.
-                if let Some(pid) = c.peer.pid.filter(|&p| process_exists(p)) {
+                if let Some(pid) = c.peer.pid.filter(|&p| ccd_sched::run_state::exists(p)) {
                     if path.exists() {
                         return Err(ClientError::Dropped {
                             pid,

@@ -14,6 +14,24 @@ pub fn is_stopped(pid: u32) -> bool {
     imp::is_stopped(pid)
 }
 
+/// Whether a process `pid` exists (a zombie included): signal 0 finds
+/// it, on every system (not `/proc`, which macOS has not). A pid that
+/// names another user's process (`EPERM`) exists too; 0 and pids past
+/// `pid_t` name no process (0 would be our process group).
+pub fn exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks the pid.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
     pub fn is_stopped(pid: u32) -> bool {
@@ -96,6 +114,22 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_exists_until_it_is_reaped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id();
+        assert!(exists(pid));
+        child.kill().expect("kill");
+        child.wait().expect("reaped");
+        assert!(!exists(pid), "gone once reaped");
+        assert!(exists(1), "init: another user's process");
+        assert!(!exists(u32::MAX));
+        assert!(!exists(0), "not a process: our group");
+    }
 
     #[test]
     fn a_stopped_child_is_stopped_and_a_continued_one_is_not() {

@@ -26,12 +26,7 @@ pub fn exists(pid: u32) -> bool {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let Ok(raw) = libc::pid_t::try_from(pid) else {
-            return false;
-        };
-        // SAFETY: signal 0 only checks that the pid exists.
-        let alive = unsafe { libc::kill(raw, 0) } == 0;
-        alive || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        ccd_sched::run_state::exists(pid)
     }
 }
 

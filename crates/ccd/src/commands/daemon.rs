@@ -148,22 +148,6 @@ fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether a process `pid` exists (a zombie included): signal 0 finds
-/// it, on every system (not `/proc`, which macOS has not). A pid that
-/// names another user's process (`EPERM`) exists too.
-fn exists(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    if pid <= 0 {
-        return false; // 0 would be our process group
-    }
-    !matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH)
-    )
-}
-
 fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
     let Some(mut c) = super::connect_existing(global)? else {
         println!("no ccd daemon is running");
@@ -173,7 +157,7 @@ fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
     c.call::<DaemonStop>(&DaemonStopParams { kill_sessions })?;
     // Wait until it is gone, so a following command starts a fresh one.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while exists(pid) && std::time::Instant::now() < deadline {
+    while ccd_sched::run_state::exists(pid) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     println!(
@@ -185,23 +169,4 @@ fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
         }
     );
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_process_exists_until_it_is_reaped() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("sleep");
-        let pid = child.id();
-        assert!(super::exists(pid));
-        child.kill().expect("kill");
-        child.wait().expect("reaped");
-        assert!(!super::exists(pid), "gone once reaped");
-        assert!(super::exists(1), "init: another user's process");
-        assert!(!super::exists(u32::MAX));
-        assert!(!super::exists(0), "not a process: our group");
-    }
 }
