@@ -205,28 +205,11 @@ pub fn is_stopped(pid: u32) -> bool {
     ccd_sched::is_stopped(pid)
 }
 
-/// The pid of the process at the other end of `stream` (`SO_PEERCRED`:
-/// whoever listened on the socket it was connected to).
-#[cfg(target_os = "linux")]
+/// The pid of the process at the other end of `stream`: whoever listened
+/// on the socket it was connected to (`ccd_socket_dir::peer`; `None`
+/// where the system does not say).
 pub fn peer_pid(stream: &UnixStream) -> Option<u32> {
-    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-    let c = getsockopt(stream, PeerCredentials).ok()?;
-    u32::try_from(c.pid()).ok().filter(|&p| p > 0)
-}
-
-/// The pid of the process at the other end of `stream` (`LOCAL_PEERPID`:
-/// whoever listened on the socket it was connected to).
-#[cfg(target_vendor = "apple")]
-pub fn peer_pid(stream: &UnixStream) -> Option<u32> {
-    use nix::sys::socket::{getsockopt, sockopt::LocalPeerPid};
-    let pid = getsockopt(stream, LocalPeerPid).ok()?;
-    u32::try_from(pid).ok().filter(|&p| p > 0)
-}
-
-/// The peer's pid is not asked for elsewhere: the messages do without it.
-#[cfg(not(any(target_os = "linux", target_vendor = "apple")))]
-pub fn peer_pid(_stream: &UnixStream) -> Option<u32> {
-    None
+    ccd_socket_dir::peer::credentials(stream).ok()?.pid
 }
 
 /// A Unix stream socket, non-blocking and close-on-exec: in one call on

@@ -47,7 +47,6 @@ pub mod fanout;
 pub mod keys;
 pub mod lifecycle;
 pub mod line_socket;
-pub mod peer;
 pub mod pty_io;
 pub mod rpc;
 pub mod session;

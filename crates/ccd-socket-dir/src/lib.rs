@@ -7,6 +7,10 @@
 //! `ccd-protocol`, which stays pure (no file system, no `nix`): the
 //! protocol keeps only the location rule (`transport::socket_dir`).
 //!
+//! Peer credentials ([`peer`]): who is at the other end of a connection
+//! to one of these sockets, as the kernel tells it — the one place the
+//! daemon's client and the holders read them.
+//!
 //! Resolution: an explicit path (`--socket-dir`), else `$CCD_SOCKET_DIR`,
 //! else `$XDG_RUNTIME_DIR/ccd`, else `/tmp/ccd-<uid>`. The directory must be
 //! a real directory (not a symlink: checked with `lstat`), owned by the
@@ -21,6 +25,8 @@
 //! would not fit is refused by [`SocketDir::verify`] with
 //! [`SocketDirError::PathTooLong`], which names the limit, before anything
 //! is bound: not later, as a bind that fails when a session starts.
+
+pub mod peer;
 
 use ccd_protocol::transport;
 use std::path::{Path, PathBuf};

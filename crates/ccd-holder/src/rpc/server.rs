@@ -275,7 +275,7 @@ pub fn accept_loop(
                 }
             },
         };
-        let peer = match crate::peer::credentials(&stream) {
+        let peer = match ccd_socket_dir::peer::credentials(&stream) {
             Ok(p) if p.uid == my_uid => p,
             Ok(p) => {
                 tracing::warn!(uid = p.uid, pid = ?p.pid, "connection from another uid refused");

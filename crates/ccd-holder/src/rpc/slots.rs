@@ -11,7 +11,7 @@
 //!
 //! The daemon is told apart by the kernel, not by what a client says: the
 //! peer's pid (`SO_PEERCRED`, `LOCAL_PEERPID`: the process that connected,
-//! [`crate::peer`]) must be the pid in the daemon's lock file
+//! [`ccd_socket_dir::peer`]) must be the pid in the daemon's lock file
 //! (`daemon.lock` in the socket directory, written by the daemon once it
 //! holds the lock). The file is read only when a connection comes while
 //! the open ones are in the reserve, and read again each time, so a

@@ -1,9 +1,11 @@
 //! The process at the other end of a connection, as the kernel tells it
-//! (never as the client says): its uid, and its pid where the system
-//! gives it. The only peer-credential calls of the holder: Linux's
-//! `SO_PEERCRED`, macOS's `getpeereid` and `LOCAL_PEERPID`. Both give the
-//! credentials of the process that connected, as they were then: a
-//! connection passed on to another process keeps its maker's.
+//! (never as the peer says): its uid, and its pid where the system gives
+//! it. The one home of these calls (the holders check who connects; the
+//! client names the daemon or holder it waits on): Linux's `SO_PEERCRED`,
+//! macOS's `getpeereid` and `LOCAL_PEERPID`, through nix. They give the
+//! credentials the peer had when the connection was made: for a server,
+//! the process that connected (a connection passed on to another process
+//! keeps its maker's); for a client, the process that listened.
 
 use std::io;
 use std::os::unix::net::UnixStream;
