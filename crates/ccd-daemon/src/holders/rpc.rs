@@ -267,11 +267,13 @@ impl HolderConn {
             let Some(pid) = pid else {
                 return std::future::pending().await;
             };
+            // First look after one interval: a call answered sooner (all
+            // of them, keystrokes included) never reads the process state.
             loop {
+                tokio::time::sleep(STOPPED_CHECK).await;
                 if ccd_sched::is_stopped(pid) {
                     return pid;
                 }
-                tokio::time::sleep(STOPPED_CHECK).await;
             }
         };
         let v = tokio::select! {
