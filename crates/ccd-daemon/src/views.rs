@@ -92,6 +92,7 @@ pub fn record_to_info(r: &SessionRecord) -> SessionInfo {
         several_writers: r.several_writers,
         superseded_by: None,
         ccd: None,
+        cost: None,
     }
 }
 
@@ -375,6 +376,7 @@ fn known_to_ccd_only(session_id: &str, meta: &crate::holders::spec::HolderMeta) 
         several_writers: false,
         superseded_by: None,
         ccd: None,
+        cost: None,
     }
 }
 

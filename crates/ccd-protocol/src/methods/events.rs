@@ -81,6 +81,11 @@ impl NotificationKind for EventNotification {
 /// - `session.context`: the context in use changed;
 /// - `session.exited`: a session ccd held ended (`exit_code` /
 ///   `exit_signal`);
+/// - `session.reaped`: ccd stopped a session it held to free the machine
+///   (it stays resumable): `reason` `memory_budget` (the held sessions
+///   were over `memory_budget`) or `idle` (idle longer than
+///   `reap_idle_minutes`), `freed_bytes` the session's memory when
+///   stopped;
 /// - `events.lagged`: this subscriber fell behind and `missed` events were
 ///   dropped (re-list sessions to resync).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,6 +152,9 @@ pub struct Event {
     pub exit_code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_signal: Option<i32>,
+    /// `session.reaped`: the memory the stopped session held, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freed_bytes: Option<u64>,
     /// `events.lagged`: how many events were dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missed: Option<u64>,
@@ -179,6 +187,7 @@ impl Event {
             context_percent: None,
             exit_code: None,
             exit_signal: None,
+            freed_bytes: None,
             missed: None,
         }
     }

@@ -201,6 +201,47 @@ pub struct SessionInfo {
     /// Set when ccd holds the session in a PTY.
     #[serde(default)]
     pub ccd: Option<OwnedInfo>,
+    /// What the live process costs the machine now; absent when dead, when
+    /// the process cannot be read, or when the list asked for no costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<SessionCost>,
+}
+
+/// What a live session costs: its `claude` process and every process under
+/// it (shells, MCP servers, ...), as the daemon last sampled them (every
+/// few seconds while sessions are live).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionCost {
+    /// The process tree's memory, in bytes.
+    pub memory_bytes: u64,
+    /// How `memory_bytes` was counted.
+    pub memory_kind: MemoryKind,
+    /// CPU used over the last interval, in % of one core (200 = two cores
+    /// busy); absent until the daemon has two samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_percent: Option<f64>,
+    /// The interval `cpu_percent` covers, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_interval_ms: Option<u64>,
+    /// Processes in the tree, `claude` included.
+    pub processes: u32,
+    /// RFC 3339: when it was sampled.
+    pub measured_at: String,
+}
+
+/// How a memory figure was counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// Proportional set size (Linux): a page shared by n processes counts
+    /// 1/n in each, so a tree's sum is about what ending it frees.
+    Pss,
+    /// Resident set size: a shared page counts in every process mapping it
+    /// (macOS, or where PSS cannot be read); a tree's sum can overstate.
+    Rss,
+    /// A kind added by a later daemon.
+    #[serde(other)]
+    Other,
 }
 
 /// `sessions.list`: every session on the machine, most recently active
@@ -234,6 +275,10 @@ pub struct ListParams {
     /// in one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// `true`: leave out every row's `cost` (nothing is sampled for this
+    /// call). Default `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_cost: bool,
 }
 
 /// Result of `sessions.list`.
