@@ -151,8 +151,10 @@ impl CostProbe {
             );
         }
         if measures_cpu {
+            // A root this sample did not ask about keeps its figure while
+            // its process is there (another caller may sample fewer roots).
+            self.last_cpu.retain(|root, _| cpu_now.contains_key(root));
             self.last = Some((now, cpu_now));
-            self.last_cpu.retain(|root, _| out.contains_key(root));
         }
         out
     }

@@ -17,6 +17,7 @@
 
 pub mod conn_slots;
 pub mod connection;
+pub mod cost;
 pub mod events;
 pub mod exit_watch;
 pub mod handlers;

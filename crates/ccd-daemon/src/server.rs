@@ -90,8 +90,23 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     tokio::spawn(crate::logfiles::prune_task(daemon.clone()));
     tokio::spawn(crate::holders::watch(daemon.clone()));
     tokio::spawn(crate::events::registry_watch::run(daemon.clone()));
-    if let Some(limit) = daemon.options.reap_idle {
-        tokio::spawn(crate::holders::reap::run(daemon.clone(), limit));
+    {
+        let d = daemon.clone();
+        tokio::spawn(crate::cost::run(
+            daemon.costs.clone(),
+            daemon.options.cost_interval,
+            move || crate::cost::live_roots(&d),
+            daemon.events.subscribe(),
+            daemon.shutdown.subscribe(),
+        ));
+    }
+    let rules = crate::holders::reap::Rules {
+        idle_limit: daemon.options.reap_idle,
+        budget: daemon.options.memory_budget,
+        min_idle: daemon.options.reap_min_idle,
+    };
+    if rules.any() {
+        tokio::spawn(crate::holders::reap::run(daemon.clone(), rules));
     }
 
     let our_uid = nix::unistd::getuid().as_raw();

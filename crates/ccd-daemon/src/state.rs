@@ -30,6 +30,13 @@ pub struct DaemonOptions {
     pub auto_trust_default: bool,
     /// Stop held sessions idle (no client) for longer than this.
     pub reap_idle: Option<std::time::Duration>,
+    /// Keep the held sessions' memory under this many bytes by stopping
+    /// idle ones (config `memory_budget`; see `holders::reap`).
+    pub memory_budget: Option<u64>,
+    /// How long a session must be idle before the budget may stop it.
+    pub reap_min_idle: std::time::Duration,
+    /// How often the costs of live sessions are sampled.
+    pub cost_interval: std::time::Duration,
     /// How long a resumed session must stay up after `ready` to count as
     /// resumed (an exit within it is a failed resume; another process
     /// taking the id within it, a refused one).
@@ -53,6 +60,8 @@ pub struct Daemon {
     pub stopping: std::sync::atomic::AtomicBool,
     /// Where events are published.
     pub events: crate::events::EventHub,
+    /// What each live session costs, as last sampled.
+    pub costs: std::sync::Arc<crate::cost::CostBoard>,
 }
 
 impl Daemon {
@@ -68,6 +77,7 @@ impl Daemon {
             shutdown: watch::channel(false).0,
             stopping: std::sync::atomic::AtomicBool::new(false),
             events,
+            costs: Default::default(),
         }
     }
 

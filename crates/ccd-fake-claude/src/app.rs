@@ -88,6 +88,8 @@ pub struct App {
     footer_top: u16,
     crash_at: Option<Instant>,
     term_gone: bool,
+    /// Memory held on purpose (`hold N`): what a long-lived real CLI grows to.
+    ballast: Vec<Vec<u8>>,
 }
 
 /// Runs the fake CLI to completion and returns its exit status.
@@ -124,6 +126,7 @@ pub fn run(s: Settings, args: Args) -> io::Result<i32> {
         footer_top: 1,
         crash_at,
         term_gone: false,
+        ballast: Vec::new(),
     };
     let code = app.main();
     app.shutdown();
@@ -606,6 +609,9 @@ impl App {
         if let Some(n) = flood_size(&text) {
             self.flood(n);
         }
+        if let Some(mib) = hold_size(&text) {
+            self.ballast.push(touched_mib(mib));
+        }
         let now = Instant::now();
         self.turn = Some(Turn {
             permission: text.starts_with("perm"),
@@ -771,6 +777,22 @@ fn command_of(text: &str) -> &str {
 fn flood_size(text: &str) -> Option<usize> {
     let rest = text.strip_prefix("flood")?;
     rest.trim().parse().ok()
+}
+
+/// `hold N` → Some(N): the turn grows the process by N MiB.
+fn hold_size(text: &str) -> Option<usize> {
+    let rest = text.strip_prefix("hold")?;
+    rest.trim().parse().ok()
+}
+
+/// `mib` MiB allocated with every page written, so each counts in the
+/// process's resident (and proportional) size.
+fn touched_mib(mib: usize) -> Vec<u8> {
+    let mut v = vec![0u8; mib.saturating_mul(1 << 20)];
+    for page in v.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    v
 }
 
 /// True when stdin's terminal has been hung up (its PTY master closed).

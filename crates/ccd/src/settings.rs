@@ -11,6 +11,13 @@
 //! fresh_on_failure = false
 //! # Stop held sessions idle with no client for this long (off when absent).
 //! reap_idle_minutes = 120
+//! # Keep the memory of the sessions ccd holds under this (off when
+//! # absent): when their total goes over, the idle ones that free the
+//! # most are stopped first (resumable; see the README).
+//! memory_budget = "8GiB"
+//! # A session must have been idle this long before the budget may stop it
+//! # (default 10).
+//! reap_min_idle_minutes = 10
 //! # `ccd ui`: how a session that starts waiting is announced, once per
 //! # prompt: off (default), bell, osc9 or osc777 (desktop notifications).
 //! ui_notify = "bell"
@@ -50,6 +57,13 @@ pub struct Settings {
     /// longer than this many minutes (off by default).
     #[serde(default)]
     pub reap_idle_minutes: Option<u64>,
+    /// The held sessions' memory budget (`"8GiB"`, `"12 GB"`, `"off"`).
+    #[serde(default)]
+    pub memory_budget: Option<String>,
+    /// How long a session must be idle before the budget may stop it
+    /// (minutes; default 10).
+    #[serde(default)]
+    pub reap_min_idle_minutes: Option<u64>,
     /// Named other machines for `--host NAME`.
     #[serde(default)]
     pub hosts: BTreeMap<String, HostEntry>,
@@ -104,6 +118,22 @@ impl Settings {
         };
         toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
     }
+}
+
+/// A memory budget as written in the config: a size with a unit
+/// (`8GiB`, `8 GiB`, `12GB`, `512MiB`; a bare number is bytes), or `off`.
+pub fn parse_budget(text: &str) -> anyhow::Result<Option<u64>> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("off") || t.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let size: bytesize::ByteSize = t
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("not a size ({e}); write it like \"8GiB\""))?;
+    if size.as_u64() == 0 {
+        anyhow::bail!("a budget of 0 bytes would stop every idle session; write \"off\" for none");
+    }
+    Ok(Some(size.as_u64()))
 }
 
 /// ccd's state directory (logs, the transcript summary cache):

@@ -65,6 +65,12 @@ impl EventHub {
         *v = view;
     }
 
+    /// The registry watcher's view now: every process that may be writing
+    /// a session.
+    pub fn view(&self) -> Vec<LiveWriter> {
+        self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.tx.subscribe()
     }

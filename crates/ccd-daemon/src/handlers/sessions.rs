@@ -96,6 +96,10 @@ pub async fn list(ctx: &ConnCtx, p: ListParams) -> Result<ListResult, RpcError> 
         .skip(offset as usize)
         .take(limit as usize)
         .collect();
+    let mut page = page;
+    if !p.no_cost {
+        crate::cost::fill(&ctx.daemon.costs, &mut page).await;
+    }
     let end = offset.saturating_add(page.len() as u32);
     Ok(ListResult {
         sessions: page,
@@ -114,6 +118,7 @@ pub async fn get(ctx: &ConnCtx, p: SessionRef) -> Result<SessionInfo, RpcError> 
             info.ccd = Some(views::owned_info(&h));
         }
     }
+    crate::cost::fill(&ctx.daemon.costs, std::slice::from_mut(&mut info)).await;
     Ok(info)
 }
 

@@ -1,114 +1,384 @@
-//! Idle reaping (opt-in: `reap_idle_minutes`): stops sessions ccd holds
-//! that have been idle with no client attached for longer than the limit.
-//! They stay resumable (the transcript is the history); `ccd ls` shows them
-//! `reaped`.
+//! Stopping held sessions to free the machine, by two opt-in rules served
+//! by one task:
+//! - **idle** (`reap_idle_minutes`): a session idle with no client for
+//!   longer than the limit is stopped;
+//! - **memory budget** (`memory_budget`): when the memory of the sessions
+//!   ccd holds (as the cost sampler last measured it, `crate::cost`) goes
+//!   over the budget, the eligible sessions that free the most are stopped
+//!   first ([`next_to_stop`]) until the total is under it. Eligible: idle
+//!   for at least `reap_min_idle` (default 10 min).
 //!
-//! Never while Claude Code's status is `busy` or `waiting`, never while a
-//! client is attached, never a pinned session, and never while the
-//! transcript shows background work still running (see
-//! `ccd_claude::transcript::background`). Each reap is logged with the idle
-//! time and the context tokens at reap.
+//! Either way a session is only ever stopped *at rest*: Claude Code's
+//! status `idle` (never `busy`, never `waiting`, never behind a dialog), no
+//! client attached, not pinned, and no background work pending in its
+//! transcript (`ccd_claude::transcript::background`); the holder is asked
+//! again right before the stop. A stopped session stays resumable (its
+//! transcript is the history; `ccd attach` resumes it in its cwd); `ccd ls`
+//! shows it `reaped`. Each stop is a `session.reaped` event (the reason,
+//! the bytes freed) and an `info` line in the daemon's log.
 
 use crate::state::Daemon;
 use ccd_claude::transcript;
-use std::collections::HashMap;
+use ccd_protocol::methods::events::Event;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What the reaper enforces (at least one rule is on).
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// Stop sessions at rest longer than this.
+    pub idle_limit: Option<Duration>,
+    /// Keep the held sessions' memory under this many bytes.
+    pub budget: Option<u64>,
+    /// The budget stops only sessions at rest at least this long.
+    pub min_idle: Duration,
+}
+
+impl Rules {
+    pub fn any(&self) -> bool {
+        self.idle_limit.is_some() || self.budget.is_some()
+    }
+}
+
+/// A session the budget may stop, and what it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub holder: String,
+    pub memory_bytes: u64,
+}
+
+/// The budget's choice, sans IO: while `total` is over `budget`, the
+/// candidate that frees the most (ties: the holder id, so the choice is
+/// stable), leaving out those already `tried`. `None`: under budget, or
+/// nothing left to stop.
+pub fn next_to_stop<'a>(
+    total: u64,
+    budget: u64,
+    candidates: &'a [Candidate],
+    tried: &HashSet<String>,
+) -> Option<&'a Candidate> {
+    if total <= budget {
+        return None;
+    }
+    candidates
+        .iter()
+        .filter(|c| !tried.contains(&c.holder))
+        .max_by(|a, b| {
+            a.memory_bytes
+                .cmp(&b.memory_bytes)
+                .then_with(|| b.holder.cmp(&a.holder))
+        })
+}
+
+/// Why a session is being stopped.
+enum Why {
+    Idle { idle: Duration },
+    Budget { idle: Duration, total: u64, budget: u64 },
+}
+
+impl Why {
+    fn word(&self) -> &'static str {
+        match self {
+            Why::Idle { .. } => "idle",
+            Why::Budget { .. } => "memory_budget",
+        }
+    }
+
+    /// What `ccd ls` shows as the reason the session ended.
+    fn sentence(&self, freed: Option<u64>) -> String {
+        match self {
+            Why::Idle { idle } => format!(
+                "stopped after {} s idle with no client (resumable)",
+                idle.as_secs()
+            ),
+            Why::Budget { idle, total, budget } => format!(
+                "stopped to keep held sessions under the memory budget ({} MiB held, budget {} MiB; it freed {} MiB after {} s idle; resumable)",
+                total >> 20,
+                budget >> 20,
+                freed.unwrap_or(0) >> 20,
+                idle.as_secs()
+            ),
+        }
+    }
+}
+
+/// Whether `h` is at rest: idle at its prompt, no client, not pinned, not
+/// ended.
+fn at_rest(h: &super::HolderEntry) -> bool {
+    !h.meta.pinned
+        && h.info.as_ref().is_some_and(|i| {
+            i.exit.is_none() && i.clients.is_empty() && super::lifecycle_of(i) == "idle"
+        })
+}
+
 /// Runs until the daemon stops.
-pub async fn run(daemon: Arc<Daemon>, limit: Duration) {
-    let tick = (limit / 4).clamp(Duration::from_millis(200), Duration::from_secs(15));
+pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
+    let tick = rules
+        .idle_limit
+        .map(|l| (l / 4).clamp(Duration::from_millis(200), Duration::from_secs(15)))
+        .unwrap_or(Duration::from_secs(15));
     let mut idle_since: HashMap<String, Instant> = HashMap::new();
     let mut stop = daemon.shutdown.subscribe();
-    tracing::info!(limit_secs = limit.as_secs(), "idle reaping on");
+    let mut sampled = daemon.costs.ticks();
+    let mut warned_over = false;
+    tracing::info!(
+        idle_limit_secs = rules.idle_limit.map(|l| l.as_secs()),
+        memory_budget = rules.budget,
+        min_idle_secs = rules.min_idle.as_secs(),
+        "reaping on"
+    );
     loop {
         tokio::select! {
             _ = tokio::time::sleep(tick) => {}
+            // The budget acts right after each cost sample.
+            r = sampled.changed(), if rules.budget.is_some() => {
+                if r.is_err() {
+                    return;
+                }
+            }
             _ = stop.changed() => return,
+        }
+        if daemon.is_stopping() {
+            return;
         }
         let now = Instant::now();
         let holders = daemon.holders.snapshot();
         idle_since.retain(|id, _| holders.iter().any(|h| &h.id == id));
-        let reapable = |h: &super::HolderEntry| {
-            !h.meta.pinned
-                && h.info.as_ref().is_some_and(|i| {
-                    i.exit.is_none() && i.clients.is_empty() && super::lifecycle_of(i) == "idle"
-                })
-        };
-        for h in holders {
-            let eligible = reapable(&h);
-            if !eligible {
+        for h in &holders {
+            if at_rest(h) {
+                idle_since.entry(h.id.clone()).or_insert(now);
+            } else {
                 idle_since.remove(&h.id);
-                continue;
             }
-            let since = *idle_since.entry(h.id.clone()).or_insert(now);
-            let idle = now.duration_since(since);
-            if idle < limit {
-                continue;
-            }
-            let Some(sid) = h.session_id().map(String::from) else {
-                continue;
-            };
-            let projects = daemon.options.claude_config.projects_dir();
-            let s = sid.clone();
-            let (pending, context) = tokio::task::spawn_blocking(move || {
-                let Some(path) = transcript::find_by_session_id(&projects, &s) else {
-                    return (false, None);
-                };
-                let pending = transcript::background::pending(&path)
-                    .map(|p| p.any())
-                    .unwrap_or(true);
-                let context = transcript::read_summary(&path)
-                    .ok()
-                    .and_then(|s| s.context_tokens);
-                (pending, context)
-            })
-            .await
-            .unwrap_or((true, None));
-            if pending {
-                tracing::debug!(session = %sid, "idle but background work is pending: not reaped");
-                continue;
-            }
-            // The table may be a few seconds old (a still session is
-            // refreshed slowly): ask the holder itself before stopping it.
-            let fresh = daemon.holders.refresh(&h.id).await;
-            let still = daemon.holders.get(&h.id).filter(|_| fresh.is_some());
-            if !still.as_ref().is_some_and(reapable) {
-                tracing::debug!(session = %sid, "no longer idle when checked: not reaped");
-                idle_since.remove(&h.id);
-                continue;
-            }
-            tracing::info!(
-                session = %sid,
-                holder = %h.id,
-                idle_secs = idle.as_secs(),
-                context_tokens = ?context,
-                "reaping an idle session"
-            );
-            let killed = super::rpc::call_once::<ccd_protocol::holder::Kill>(
-                &h.socket,
-                &ccd_protocol::holder::KillParams {
-                    signal: ccd_protocol::holder::KillSignal::Term,
-                    grace_ms: Some(5000),
-                },
-            )
-            .await;
-            if let Err(error) = killed {
-                tracing::warn!(session = %sid, %error, "reaping failed");
-                continue;
-            }
-            let why = format!(
-                "stopped after {} s idle with no client (resumable)",
-                idle.as_secs()
-            );
-            if let Err(error) = daemon
-                .holders
-                .collect_as(&h, 7000, Some(("reaped", why)))
-                .await
-            {
-                tracing::warn!(session = %sid, %error, "collecting a reaped session failed");
-            }
-            idle_since.remove(&h.id);
         }
+        let idle_for = |id: &str| {
+            idle_since
+                .get(id)
+                .map(|s| now.duration_since(*s))
+                .unwrap_or_default()
+        };
+        let mut stopped: HashSet<String> = HashSet::new();
+        if let Some(limit) = rules.idle_limit {
+            for h in holders.iter().filter(|h| at_rest(h)) {
+                let idle = idle_for(&h.id);
+                if idle >= limit && stop_one(&daemon, h, Why::Idle { idle }, None).await {
+                    stopped.insert(h.id.clone());
+                }
+            }
+        }
+        if let Some(budget) = rules.budget {
+            let live: Vec<&super::HolderEntry> = holders
+                .iter()
+                .filter(|h| !stopped.contains(&h.id))
+                .filter(|h| h.info.as_ref().is_some_and(|i| i.exit.is_none()))
+                .collect();
+            let costs = daemon
+                .costs
+                .get(live.iter().filter_map(|h| h.info.as_ref().map(|i| i.child_pid)));
+            let memory_of = |h: &super::HolderEntry| {
+                h.info
+                    .as_ref()
+                    .and_then(|i| costs.get(&i.child_pid))
+                    .map(|c| c.memory_bytes)
+            };
+            let mut total: u64 = live.iter().filter_map(|h| memory_of(h)).sum();
+            let candidates: Vec<Candidate> = live
+                .iter()
+                .filter(|h| at_rest(h) && idle_for(&h.id) >= rules.min_idle)
+                .filter_map(|h| {
+                    Some(Candidate {
+                        holder: h.id.clone(),
+                        memory_bytes: memory_of(h)?,
+                    })
+                })
+                .collect();
+            let mut tried = HashSet::new();
+            while let Some(c) = next_to_stop(total, budget, &candidates, &tried) {
+                tried.insert(c.holder.clone());
+                let Some(h) = live.iter().find(|h| h.id == c.holder) else {
+                    continue;
+                };
+                let why = Why::Budget {
+                    idle: idle_for(&h.id),
+                    total,
+                    budget,
+                };
+                if stop_one(&daemon, h, why, Some(c.memory_bytes)).await {
+                    total = total.saturating_sub(c.memory_bytes);
+                }
+            }
+            let over = total > budget;
+            if over && !warned_over {
+                tracing::warn!(
+                    total_bytes = total,
+                    budget_bytes = budget,
+                    "held sessions are over the memory budget and none more can be stopped (busy, attached, pinned, with background work, or idle less than reap_min_idle)"
+                );
+            }
+            warned_over = over;
+        }
+        for id in &stopped {
+            idle_since.remove(id);
+        }
+    }
+}
+
+/// Stops `h` if it is still at rest with no background work pending;
+/// `true` when it was stopped and collected.
+async fn stop_one(
+    daemon: &Daemon,
+    h: &super::HolderEntry,
+    why: Why,
+    freed: Option<u64>,
+) -> bool {
+    let Some(sid) = h.session_id().map(String::from) else {
+        return false;
+    };
+    let projects = daemon.options.claude_config.projects_dir();
+    let s = sid.clone();
+    let (pending, context) = tokio::task::spawn_blocking(move || {
+        let Some(path) = transcript::find_by_session_id(&projects, &s) else {
+            return (false, None);
+        };
+        let pending = transcript::background::pending(&path)
+            .map(|p| p.any())
+            .unwrap_or(true);
+        let context = transcript::read_summary(&path)
+            .ok()
+            .and_then(|s| s.context_tokens);
+        (pending, context)
+    })
+    .await
+    .unwrap_or((true, None));
+    if pending {
+        tracing::debug!(session = %sid, "at rest but background work is pending: not stopped");
+        return false;
+    }
+    // The table may be a few seconds old (a still session is refreshed
+    // slowly): ask the holder itself before stopping it.
+    let fresh = daemon.holders.refresh(&h.id).await;
+    let still = daemon.holders.get(&h.id).filter(|_| fresh.is_some());
+    if !still.as_ref().is_some_and(at_rest) {
+        tracing::debug!(session = %sid, "no longer at rest when checked: not stopped");
+        return false;
+    }
+    match &why {
+        Why::Idle { idle } => tracing::info!(
+            session = %sid,
+            holder = %h.id,
+            idle_secs = idle.as_secs(),
+            context_tokens = ?context,
+            "reaping an idle session"
+        ),
+        Why::Budget {
+            idle,
+            total,
+            budget,
+        } => tracing::info!(
+            session = %sid,
+            holder = %h.id,
+            idle_secs = idle.as_secs(),
+            freed_bytes = freed,
+            total_bytes = total,
+            budget_bytes = budget,
+            context_tokens = ?context,
+            "stopping an idle session to keep under the memory budget"
+        ),
+    }
+    let killed = super::rpc::call_once::<ccd_protocol::holder::Kill>(
+        &h.socket,
+        &ccd_protocol::holder::KillParams {
+            signal: ccd_protocol::holder::KillSignal::Term,
+            grace_ms: Some(5000),
+        },
+    )
+    .await;
+    if let Err(error) = killed {
+        tracing::warn!(session = %sid, %error, "stopping failed");
+        return false;
+    }
+    let collected = daemon
+        .holders
+        .collect_as(h, 7000, Some(("reaped", why.sentence(freed))))
+        .await;
+    if let Err(error) = &collected {
+        tracing::warn!(session = %sid, %error, "collecting a stopped session failed");
+    }
+    let mut e = Event::new(
+        "session.reaped",
+        Some(sid),
+        crate::events::now_ms(),
+    );
+    e.holder = Some(h.id.clone());
+    e.pid = h.info.as_ref().map(|i| i.child_pid);
+    e.cwd = Some(h.meta.cwd.clone());
+    e.reason = Some(why.word().into());
+    e.freed_bytes = freed;
+    e.context_tokens = context;
+    daemon.events.publish(e);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(holder: &str, mib: u64) -> Candidate {
+        Candidate {
+            holder: holder.into(),
+            memory_bytes: mib << 20,
+        }
+    }
+
+    /// Runs the rule as the task does when every stop succeeds: the order
+    /// of stops.
+    fn plan(total_mib: u64, budget_mib: u64, cands: &[Candidate]) -> Vec<String> {
+        let mut total = total_mib << 20;
+        let mut tried = HashSet::new();
+        let mut out = Vec::new();
+        while let Some(c) = next_to_stop(total, budget_mib << 20, cands, &tried) {
+            tried.insert(c.holder.clone());
+            out.push(c.holder.clone());
+            total -= c.memory_bytes;
+        }
+        out
+    }
+
+    #[test]
+    fn under_the_budget_nothing_is_stopped() {
+        assert!(plan(800, 800, &[c("a", 500)]).is_empty());
+        assert!(plan(100, 800, &[c("a", 50)]).is_empty());
+    }
+
+    #[test]
+    fn the_biggest_goes_first_and_only_as_many_as_needed() {
+        let cands = [c("small", 100), c("big", 600), c("mid", 300)];
+        assert_eq!(plan(1500, 1000, &cands), ["big"]);
+        assert_eq!(plan(1500, 700, &cands), ["big", "mid"]);
+        assert_eq!(plan(1500, 500, &cands), ["big", "mid", "small"]);
+    }
+
+    #[test]
+    fn when_the_candidates_cannot_reach_the_budget_all_of_them_go_and_then_it_stops() {
+        // 2 GiB held by sessions that are not candidates (busy, attached).
+        let cands = [c("a", 100), c("b", 200)];
+        assert_eq!(plan(2348, 1000, &cands), ["b", "a"]);
+    }
+
+    #[test]
+    fn a_candidate_that_could_not_be_stopped_is_skipped_for_the_next() {
+        let cands = [c("a", 100), c("b", 600)];
+        let tried = HashSet::from(["b".to_string()]);
+        assert_eq!(
+            next_to_stop(1000 << 20, 500 << 20, &cands, &tried).map(|c| c.holder.as_str()),
+            Some("a")
+        );
+    }
+
+    #[test]
+    fn ties_are_broken_by_holder_id() {
+        let cands = [c("h2", 300), c("h1", 300)];
+        assert_eq!(plan(700, 500, &cands), ["h1"]);
     }
 }

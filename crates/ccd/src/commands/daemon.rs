@@ -45,6 +45,23 @@ pub fn claude_bin(global: &GlobalArgs, settings: &Settings) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("claude"))
 }
 
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// `memory_budget` from the config (`"8GiB"`, `"12 GB"`), or
+/// `CCD_MEMORY_BUDGET` (tests, debugging); `off`/absent = no budget.
+fn memory_budget(settings: &Settings) -> anyhow::Result<Option<u64>> {
+    let (text, from) = match std::env::var("CCD_MEMORY_BUDGET") {
+        Ok(v) if !v.trim().is_empty() => (v, "CCD_MEMORY_BUDGET"),
+        _ => match &settings.memory_budget {
+            Some(v) => (v.clone(), "memory_budget in the config"),
+            None => return Ok(None),
+        },
+    };
+    crate::settings::parse_budget(&text).with_context(|| format!("{from}: {text:?}"))
+}
+
 fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
     let state = state_dir();
     // Logs hold screens and people's folders: everything the daemon
@@ -95,6 +112,17 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
             .or(settings
                 .reap_idle_minutes
                 .map(|m| std::time::Duration::from_secs(m * 60))),
+        memory_budget: memory_budget(&settings)?,
+        // CCD_REAP_MIN_IDLE_SECS overrides the config (tests, debugging).
+        reap_min_idle: env_u64("CCD_REAP_MIN_IDLE_SECS")
+            .map(std::time::Duration::from_secs)
+            .unwrap_or_else(|| {
+                std::time::Duration::from_secs(settings.reap_min_idle_minutes.unwrap_or(10) * 60)
+            }),
+        // CCD_COST_INTERVAL_MS: tests sample costs more often.
+        cost_interval: env_u64("CCD_COST_INTERVAL_MS")
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(ccd_daemon::cost::DEFAULT_INTERVAL),
         // CCD_RESUME_SETTLE_MS: tests widen the window a resume is checked in.
         resume_settle: std::env::var("CCD_RESUME_SETTLE_MS")
             .ok()

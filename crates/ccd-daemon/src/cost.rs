@@ -1,0 +1,215 @@
+//! What each live session costs (memory and CPU of its process tree), kept
+//! on a board that `sessions.list` / `sessions.get` read and the memory
+//! budget (`holders::reap`) acts on.
+//!
+//! One sampler task refreshes the board every `cost_interval` (5 s by
+//! default) while any session on the machine is live: the roots are the
+//! children ccd holds and every process the registry watcher sees writing a
+//! session. With no live session it samples nothing and wakes on the next
+//! event. A list that finds a live row the board does not have yet (a
+//! session that appeared since the last tick) samples the board at once.
+//!
+//! Locks: `probe` is held for one sample, on a blocking thread only (it
+//! reads `/proc`); `costs` only to copy from or write into the map, never
+//! across a sample or an `.await`. So a list never waits on a sample it
+//! does not need.
+
+use ccd_cost::{CostProbe, MemoryKind, TreeCost};
+use ccd_protocol::methods::events::Event;
+use ccd_protocol::methods::session::{self, SessionCost, SessionInfo, SessionState};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use tokio::sync::{broadcast, watch};
+
+/// The sampler's period while sessions are live (config-free; tests
+/// shorten it with `CCD_COST_INTERVAL_MS`).
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// With no live session, the sampler looks again after this even if no
+/// event woke it.
+const IDLE_RECHECK: Duration = Duration::from_secs(60);
+
+/// The costs of live sessions by `claude` pid, as last sampled.
+#[derive(Default)]
+pub struct CostBoard {
+    /// `None` until the first sample, and where the platform's process
+    /// table cannot be read (then every cost is absent).
+    probe: Mutex<Option<ProbeState>>,
+    costs: Mutex<HashMap<u32, SessionCost>>,
+    /// Bumped after every sampler tick (the budget acts on it).
+    generation: watch::Sender<u64>,
+}
+
+enum ProbeState {
+    Ready(CostProbe),
+    Unavailable,
+}
+
+impl CostBoard {
+    /// The cost of each of `pids` on the board now (pids it has no figure
+    /// for are left out).
+    pub fn get(&self, pids: impl IntoIterator<Item = u32>) -> HashMap<u32, SessionCost> {
+        let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
+        pids.into_iter()
+            .filter_map(|pid| costs.get(&pid).map(|c| (pid, c.clone())))
+            .collect()
+    }
+
+    /// Samples the trees under `roots` now (blocking: call it on a
+    /// blocking thread). `replace`: the board becomes exactly this sample
+    /// (the sampler's tick over every live root); else the sample is added
+    /// to it.
+    pub fn sample_blocking(&self, roots: &[u32], replace: bool) {
+        let sampled = {
+            let mut probe = self.probe.lock().unwrap_or_else(|p| p.into_inner());
+            let state = probe.get_or_insert_with(|| match CostProbe::new() {
+                Ok(p) => ProbeState::Ready(p),
+                Err(error) => {
+                    tracing::warn!(%error, "process costs cannot be read on this machine; sessions show none");
+                    ProbeState::Unavailable
+                }
+            });
+            match state {
+                ProbeState::Ready(p) => p.sample(roots),
+                ProbeState::Unavailable => HashMap::new(),
+            }
+        };
+        let at = OffsetDateTime::now_utc()
+            .format(&Rfc3339)
+            .unwrap_or_default();
+        let mut costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
+        if replace {
+            costs.clear();
+        }
+        for (pid, c) in sampled {
+            costs.insert(pid, on_the_wire(c, &at));
+        }
+    }
+
+    /// A receiver that sees a new value after every sampler tick.
+    pub fn ticks(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    fn ticked(&self) {
+        self.generation.send_modify(|g| *g = g.wrapping_add(1));
+    }
+}
+
+fn on_the_wire(c: TreeCost, at: &str) -> SessionCost {
+    SessionCost {
+        memory_bytes: c.memory_bytes,
+        memory_kind: match c.memory_kind {
+            MemoryKind::Pss => session::MemoryKind::Pss,
+            MemoryKind::Rss => session::MemoryKind::Rss,
+        },
+        cpu_percent: c.cpu_percent.map(|p| (p * 10.0).round() / 10.0),
+        cpu_interval_ms: c.cpu_interval.map(|d| d.as_millis() as u64),
+        processes: c.processes,
+        measured_at: at.to_string(),
+    }
+}
+
+/// Fills `cost` in every live row of `rows` that has a pid, sampling first
+/// the pids the board does not have yet.
+pub async fn fill(board: &Arc<CostBoard>, rows: &mut [SessionInfo]) {
+    let pids: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.state == SessionState::Live)
+        .filter_map(|r| r.pid)
+        .collect();
+    if pids.is_empty() {
+        return;
+    }
+    let mut found = board.get(pids.iter().copied());
+    let missing: Vec<u32> = pids
+        .iter()
+        .copied()
+        .filter(|p| !found.contains_key(p))
+        .collect();
+    if !missing.is_empty() {
+        let b = board.clone();
+        let sampled = tokio::task::spawn_blocking(move || {
+            b.sample_blocking(&missing, false);
+        })
+        .await;
+        if sampled.is_ok() {
+            found = board.get(pids.iter().copied());
+        }
+    }
+    for r in rows.iter_mut() {
+        if r.state == SessionState::Live {
+            r.cost = r.pid.and_then(|p| found.get(&p).cloned());
+        }
+    }
+}
+
+/// Every live session's process now: the children ccd holds and every
+/// process the registry watcher sees writing a session.
+pub fn live_roots(daemon: &crate::state::Daemon) -> Vec<u32> {
+    let mut pids: Vec<u32> = daemon
+        .holders
+        .snapshot()
+        .iter()
+        .filter_map(|h| h.info.as_ref())
+        .filter(|i| i.exit.is_none())
+        .map(|i| i.child_pid)
+        .chain(daemon.events.view().iter().map(|w| w.pid))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// The sampler: runs until `stop` turns true. `roots` names every live
+/// session's process now.
+pub async fn run(
+    board: Arc<CostBoard>,
+    interval: Duration,
+    roots: impl Fn() -> Vec<u32> + Send + 'static,
+    mut wake: broadcast::Receiver<Event>,
+    mut stop: watch::Receiver<bool>,
+) {
+    tracing::debug!(interval_ms = interval.as_millis() as u64, "cost sampler on");
+    loop {
+        let now = roots();
+        let pause = if now.is_empty() {
+            IDLE_RECHECK
+        } else {
+            let b = board.clone();
+            let started = std::time::Instant::now();
+            let roots_n = now.len();
+            if tokio::task::spawn_blocking(move || b.sample_blocking(&now, true))
+                .await
+                .is_err()
+            {
+                tracing::warn!("a cost sample failed");
+            }
+            tracing::trace!(
+                roots = roots_n,
+                took_us = started.elapsed().as_micros() as u64,
+                "cost sample"
+            );
+            board.ticked();
+            interval
+        };
+        let idle = pause == IDLE_RECHECK;
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            // With nothing live, any event (a session appeared) is worth a
+            // look; while sessions are live the period rules.
+            r = wake.recv(), if idle => {
+                if matches!(r, Err(broadcast::error::RecvError::Closed)) {
+                    return;
+                }
+            }
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}
