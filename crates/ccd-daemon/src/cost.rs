@@ -38,9 +38,19 @@ pub struct CostBoard {
     /// `None` until the first sample, and where the platform's process
     /// table cannot be read (then every cost is absent).
     probe: Mutex<Option<ProbeState>>,
-    costs: Mutex<HashMap<u32, SessionCost>>,
+    costs: Mutex<Figures>,
     /// Bumped after every sampler tick (the budget acts on it).
     generation: watch::Sender<u64>,
+}
+
+/// What the last samples found.
+#[derive(Default)]
+struct Figures {
+    by_pid: HashMap<u32, SessionCost>,
+    /// Pids asked for since the last tick that had no process (not asked
+    /// again until the next tick, so a stale pid costs one sample, not one
+    /// per call).
+    absent: std::collections::HashSet<u32>,
 }
 
 enum ProbeState {
@@ -54,7 +64,17 @@ impl CostBoard {
     pub fn get(&self, pids: impl IntoIterator<Item = u32>) -> HashMap<u32, SessionCost> {
         let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
         pids.into_iter()
-            .filter_map(|pid| costs.get(&pid).map(|c| (pid, c.clone())))
+            .filter_map(|pid| costs.by_pid.get(&pid).map(|c| (pid, c.clone())))
+            .collect()
+    }
+
+    /// Those of `pids` the board knows nothing about (neither a figure nor
+    /// found absent since the last tick).
+    fn unknown(&self, pids: &[u32]) -> Vec<u32> {
+        let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
+        pids.iter()
+            .copied()
+            .filter(|p| !costs.by_pid.contains_key(p) && !costs.absent.contains(p))
             .collect()
     }
 
@@ -82,10 +102,15 @@ impl CostBoard {
             .unwrap_or_default();
         let mut costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
         if replace {
-            costs.clear();
+            costs.by_pid.clear();
+            costs.absent.clear();
+        } else {
+            costs
+                .absent
+                .extend(roots.iter().filter(|p| !sampled.contains_key(p)));
         }
         for (pid, c) in sampled {
-            costs.insert(pid, on_the_wire(c, &at));
+            costs.by_pid.insert(pid, on_the_wire(c, &at));
         }
     }
 
@@ -113,8 +138,22 @@ fn on_the_wire(c: TreeCost, at: &str) -> SessionCost {
     }
 }
 
-/// Fills `cost` in every live row of `rows` that has a pid, sampling first
-/// the pids the board does not have yet.
+/// The cost of each of `pids`, sampling first the ones the board does not
+/// have yet (a pid that is gone is left out).
+pub async fn costs_of(board: &Arc<CostBoard>, pids: &[u32]) -> HashMap<u32, SessionCost> {
+    let missing = board.unknown(pids);
+    if missing.is_empty() {
+        return board.get(pids.iter().copied());
+    }
+    let b = board.clone();
+    match tokio::task::spawn_blocking(move || b.sample_blocking(&missing, false)).await {
+        Ok(()) => {}
+        Err(error) => tracing::warn!(%error, "a cost sample failed"),
+    }
+    board.get(pids.iter().copied())
+}
+
+/// Fills `cost` in every live row of `rows` that has a pid.
 pub async fn fill(board: &Arc<CostBoard>, rows: &mut [SessionInfo]) {
     let pids: Vec<u32> = rows
         .iter()
@@ -124,22 +163,7 @@ pub async fn fill(board: &Arc<CostBoard>, rows: &mut [SessionInfo]) {
     if pids.is_empty() {
         return;
     }
-    let mut found = board.get(pids.iter().copied());
-    let missing: Vec<u32> = pids
-        .iter()
-        .copied()
-        .filter(|p| !found.contains_key(p))
-        .collect();
-    if !missing.is_empty() {
-        let b = board.clone();
-        let sampled = tokio::task::spawn_blocking(move || {
-            b.sample_blocking(&missing, false);
-        })
-        .await;
-        if sampled.is_ok() {
-            found = board.get(pids.iter().copied());
-        }
-    }
+    let found = costs_of(board, &pids).await;
     for r in rows.iter_mut() {
         if r.state == SessionState::Live {
             r.cost = r.pid.and_then(|p| found.get(&p).cloned());

@@ -37,6 +37,9 @@ pub async fn dispatch(
         MethodId::SessionsList => {
             typed::<s::SessionsList, _>(params, |p| sessions::list(ctx, p)).await
         }
+        MethodId::SessionsCosts => {
+            typed::<s::SessionsCosts, _>(params, |p| sessions::costs(ctx, p)).await
+        }
         MethodId::SessionsGet => {
             typed::<s::SessionsGet, _>(params, |p| sessions::get(ctx, p)).await
         }

@@ -224,6 +224,10 @@ pub struct LsArgs {
     /// Only sessions whose cwd is DIR or below it.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Leave out what each live session costs (the MEM and CPU columns,
+    /// `cost` in --json): nothing is measured.
+    #[arg(long)]
+    pub no_cost: bool,
 }
 
 // How to leave an attached session.

@@ -108,6 +108,23 @@ pub async fn list(ctx: &ConnCtx, p: ListParams) -> Result<ListResult, RpcError> 
     })
 }
 
+pub async fn costs(
+    ctx: &ConnCtx,
+    p: ccd_protocol::methods::session::CostsParams,
+) -> Result<ccd_protocol::methods::session::CostsResult, RpcError> {
+    let pids = match p.pids {
+        Some(pids) => pids,
+        None => crate::cost::live_roots(&ctx.daemon),
+    };
+    let costs = crate::cost::costs_of(&ctx.daemon.costs, &pids).await;
+    let mut costs: Vec<_> = costs
+        .into_iter()
+        .map(|(pid, cost)| ccd_protocol::methods::session::PidCost { pid, cost })
+        .collect();
+    costs.sort_by_key(|c| c.pid);
+    Ok(ccd_protocol::methods::session::CostsResult { costs })
+}
+
 pub async fn get(ctx: &ConnCtx, p: SessionRef) -> Result<SessionInfo, RpcError> {
     let (mut info, holder) = resolve(&ctx.daemon, &p.session).await?;
     // ccd's part (lifecycle, per-client counters) as the holder tells it

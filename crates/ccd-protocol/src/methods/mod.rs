@@ -136,6 +136,7 @@ method_table! {
     DaemonStop => daemon::DaemonStop,
     SessionsList => session::SessionsList,
     SessionsGet => session::SessionsGet,
+    SessionsCosts => session::SessionsCosts,
     SessionNew => session::SessionNew,
     SessionFork => session::SessionFork,
     SessionKill => session::SessionKill,

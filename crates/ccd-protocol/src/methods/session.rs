@@ -293,6 +293,43 @@ pub struct ListResult {
     pub next_offset: Option<u32>,
 }
 
+/// `sessions.costs`: what each live session's process tree costs now, by
+/// the `claude` pid (the same figures `sessions.list` puts in `cost`), for
+/// a client that lists sessions from the files itself (`ccd ls`).
+pub struct SessionsCosts;
+
+impl Method for SessionsCosts {
+    const NAME: &'static str = "sessions.costs";
+    type Params = CostsParams;
+    type Result = CostsResult;
+}
+
+/// Params of `sessions.costs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CostsParams {
+    /// Only these processes (each sampled now if the daemon has no figure
+    /// for it yet). Absent: every live session's process the daemon
+    /// samples (the ones it holds and every one in Claude Code's registry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<Vec<u32>>,
+}
+
+/// Result of `sessions.costs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostsResult {
+    /// One entry per live process the daemon has a figure for; a pid that
+    /// is gone or cannot be read is left out.
+    pub costs: Vec<PidCost>,
+}
+
+/// One process tree's cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PidCost {
+    /// The session's `claude` process (the tree's root).
+    pub pid: u32,
+    pub cost: SessionCost,
+}
+
 /// `sessions.get`: one session in detail.
 pub struct SessionsGet;
 

@@ -14,8 +14,10 @@ use ccd_claude::ClaudeConfigDir;
 use ccd_client::{ClientError, NotAnswering, SocketDir};
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
-    ActivityStatus, ListParams, ListResult, SessionInfo, SessionState, SessionsList,
+    ActivityStatus, CostsParams, ListParams, ListResult, MemoryKind, SessionCost, SessionInfo,
+    SessionState, SessionsCosts, SessionsList,
 };
+use std::collections::HashMap;
 use ccd_protocol::Method;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -39,6 +41,7 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
             let params = ListParams {
                 cwd: args.cwd.as_ref().map(|c| c.to_string_lossy().into_owned()),
                 live_only: args.live,
+                no_cost: args.no_cost,
                 ..Default::default()
             };
             let label = r.label.clone();
@@ -98,6 +101,7 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
             home.as_deref(),
             OffsetDateTime::now_utc(),
             held_known,
+            !args.no_cost,
         )?;
     }
     out.flush()?;
@@ -210,12 +214,12 @@ fn list_local(
     let cache = crate::settings::state_dir();
     // The daemon is asked while the index is built; its answer may not
     // hold the listing up (see `HELD_GRACE`).
-    let asked = ask_held(global);
+    let asked = ask_held(global, !args.no_cost);
     let idx = index::build_cached(&config, probe.as_ref(), &windows, Some(&cache))
         .with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
     // Without the daemon's answer the list still prints, then the error.
-    let held = merge_held(global, asked, &mut rows);
+    let held = merge_held(global, asked, &mut rows, !args.no_cost);
     let cwd_filter = args.cwd.as_deref().map(normalize);
     rows.retain(|r| !args.live || r.state != SessionState::Dead);
     rows.retain(|r| match (&cwd_filter, &r.cwd) {
@@ -242,6 +246,7 @@ fn merge_held(
     global: &GlobalArgs,
     asked: Asked,
     rows: &mut Vec<SessionInfo>,
+    with_cost: bool,
 ) -> Result<(), ClientError> {
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
     let not_answering = || {
@@ -265,26 +270,84 @@ fn merge_held(
                 .map_err(|_| not_answering())?
         }
     };
-    let Some(held) = answer? else {
+    let Some((held, costs)) = answer? else {
+        if with_cost {
+            let here = costs_here(rows);
+            put_costs(rows, &here);
+        }
         return Ok(());
     };
     *rows = ccd_daemon::views::join_held(std::mem::take(rows), held.sessions);
+    if let Some(costs) = costs {
+        put_costs(rows, &costs);
+    }
     Ok(())
+}
+
+/// Each live row's cost from `costs` (by pid).
+fn put_costs(rows: &mut [SessionInfo], costs: &HashMap<u32, SessionCost>) {
+    for r in rows.iter_mut().filter(|r| r.state == SessionState::Live) {
+        if let Some(c) = r.pid.and_then(|p| costs.get(&p)) {
+            r.cost = Some(c.clone());
+        }
+    }
+}
+
+/// With no daemon running, the live rows' costs measured here, once: the
+/// memory only (a CPU share needs two samples some time apart, which the
+/// daemon keeps).
+fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
+    let pids: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.state == SessionState::Live)
+        .filter_map(|r| r.pid)
+        .collect();
+    if pids.is_empty() {
+        return HashMap::new();
+    }
+    let Ok(mut probe) = ccd_cost::CostProbe::new() else {
+        return HashMap::new();
+    };
+    let at = OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default();
+    probe
+        .sample(&pids)
+        .into_iter()
+        .map(|(pid, c)| {
+            (
+                pid,
+                SessionCost {
+                    memory_bytes: c.memory_bytes,
+                    memory_kind: match c.memory_kind {
+                        ccd_cost::MemoryKind::Pss => MemoryKind::Pss,
+                        ccd_cost::MemoryKind::Rss => MemoryKind::Rss,
+                    },
+                    cpu_percent: None,
+                    cpu_interval_ms: None,
+                    processes: c.processes,
+                    measured_at: at.clone(),
+                },
+            )
+        })
+        .collect()
 }
 
 /// How much longer than building the index `ccd ls` waits for a daemon
 /// that is running but slow to say which sessions it holds.
 pub const HELD_GRACE: Duration = Duration::from_secs(1);
 
-/// The daemon's answer on its way (`None`: no daemon runs).
+/// The daemon's answer on its way (`None`: no daemon runs): the sessions
+/// it holds, and the live sessions' costs when asked for (`None`: the
+/// daemon is older than `sessions.costs`, or it failed).
+type HeldAnswer = Option<(ListResult, Option<HashMap<u32, SessionCost>>)>;
+
 struct Asked {
-    rx: std::sync::mpsc::Receiver<Result<Option<ListResult>, ClientError>>,
+    rx: std::sync::mpsc::Receiver<Result<HeldAnswer, ClientError>>,
     since: Instant,
 }
 
 /// Asks a running daemon (never starting one) which sessions it holds, on
 /// a thread: the client's own deadlines bound it.
-fn ask_held(global: &GlobalArgs) -> Asked {
+fn ask_held(global: &GlobalArgs, with_cost: bool) -> Asked {
     let (tx, rx) = std::sync::mpsc::channel();
     let global = global.clone();
     std::thread::spawn(move || {
@@ -292,12 +355,16 @@ fn ask_held(global: &GlobalArgs) -> Asked {
             let Some(mut client) = super::connect_existing_local(&global)? else {
                 return Ok(None);
             };
-            client
-                .call::<SessionsList>(&ListParams {
-                    held_only: true,
-                    ..Default::default()
-                })
-                .map(Some)
+            let held = client.call::<SessionsList>(&ListParams {
+                held_only: true,
+                no_cost: true,
+                ..Default::default()
+            })?;
+            let costs = with_cost
+                .then(|| client.call::<SessionsCosts>(&CostsParams::default()).ok())
+                .flatten()
+                .map(|r| r.costs.into_iter().map(|c| (c.pid, c.cost)).collect());
+            Ok(Some((held, costs)))
         })();
         let _ = tx.send(r);
     });
@@ -318,6 +385,7 @@ fn write_table(
     home: Option<&str>,
     now: OffsetDateTime,
     held_known: bool,
+    with_cost: bool,
 ) -> std::io::Result<()> {
     let hosts: Vec<String> = rows
         .iter()
@@ -332,10 +400,18 @@ fn write_table(
     if show_host {
         write!(out, "{}  ", pad("HOST", host_width))?;
     }
+    write!(
+        out,
+        "{:<8}  {:<7}  {:<8}  {:>5}  ",
+        "ID", "STATE", "STATUS", "CTX"
+    )?;
+    if with_cost {
+        write!(out, "{:>6}  {:>5}  ", "MEM", "CPU")?;
+    }
     writeln!(
         out,
-        "{:<8}  {:<7}  {:<8}  {:>5}  {:>8}  {:>6}  {:<16}  {:<32}  TITLE",
-        "ID", "STATE", "STATUS", "CTX", "ACTIVE", "SIZE", "CCD", "CWD"
+        "{:>8}  {:>6}  {:<16}  {:<32}  TITLE",
+        "ACTIVE", "SIZE", "CCD", "CWD"
     )?;
     for ((_, r), host) in rows.iter().zip(&hosts) {
         if show_host {
@@ -390,13 +466,20 @@ fn write_table(
             .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
             .map(|t| ago(now, t))
             .unwrap_or_else(|| "-".into());
-        writeln!(
+        write!(
             out,
-            "{}  {on}{:<7}{off}  {:<8}  {:>5}  {:>8}  {:>6}  {}  {}  {}{}",
+            "{}  {on}{:<7}{off}  {:<8}  {:>5}  ",
             pad(&clip(&display::line(short_id(&r.session_id)), 8), 8),
             state,
             status,
             ctx_cell(r),
+        )?;
+        if with_cost {
+            write!(out, "{:>6}  {:>5}  ", mem_cell(r), cpu_cell(r))?;
+        }
+        writeln!(
+            out,
+            "{:>8}  {:>6}  {}  {}  {}{}",
             last,
             r.transcript_bytes
                 .map(size_cell)
@@ -467,6 +550,25 @@ pub fn size_cell(n: u64) -> String {
         }
     } else {
         format!("{:.0}G", f / (K * K * K))
+    }
+}
+
+/// The `MEM` cell: the live session's process tree's memory (`1.2G`);
+/// `-` when not measured.
+pub fn mem_cell(r: &SessionInfo) -> String {
+    r.cost
+        .as_ref()
+        .map(|c| size_cell(c.memory_bytes))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The `CPU` cell: % of one core over the last interval (`12%`); `-`
+/// when not measured yet.
+pub fn cpu_cell(r: &SessionInfo) -> String {
+    match r.cost.as_ref().and_then(|c| c.cpu_percent) {
+        Some(p) if p > 0.0 && p < 1.0 => "<1%".into(),
+        Some(p) => format!("{p:.0}%"),
+        None => "-".into(),
     }
 }
 
