@@ -237,7 +237,10 @@ mod tests {
         let costs = probe.sample(&[me, child.id()]);
         let mine = &costs[&me];
         let its = &costs[&child.id()];
-        assert!(mine.processes >= 2, "the child is under this test: {mine:?}");
+        assert!(
+            mine.processes >= 2,
+            "the child is under this test: {mine:?}"
+        );
         assert_eq!(its.processes, 1);
         assert!(mine.memory_bytes > its.memory_bytes, "{mine:?} vs {its:?}");
         assert!(its.memory_bytes > 0);

@@ -106,10 +106,7 @@ fn every_live_session_shows_what_it_costs() {
     assert!(pids.contains(&got["pid"].as_u64().unwrap()), "{costs}");
     // A pid that is not there is left out, and asked for by name works.
     let one = c
-        .call_value(
-            "sessions.costs",
-            json!({"pids": [ext_pid, 999_999_999u64]}),
-        )
+        .call_value("sessions.costs", json!({"pids": [ext_pid, 999_999_999u64]}))
         .unwrap();
     assert_eq!(one["costs"].as_array().unwrap().len(), 1, "{one}");
     // A dead session has no cost.
@@ -189,9 +186,7 @@ fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
     )
     .unwrap();
     let mut events = sb.client();
-    events
-        .call_value("events.subscribe", json!({}))
-        .unwrap();
+    events.call_value("events.subscribe", json!({})).unwrap();
 
     wait_for(T, "the biggest eligible session stopped", || {
         let r = row(&sb, &big);
@@ -221,10 +216,7 @@ fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
         let r = row(&sb, sid);
         assert_eq!(r["state"], "live", "{name} was stopped: {r}");
     }
-    let now: u64 = all
-        .iter()
-        .filter_map(|s| memory(&row(&sb, s)))
-        .sum();
+    let now: u64 = all.iter().filter_map(|s| memory(&row(&sb, s))).sum();
     assert!(now <= budget, "held {now} over the budget {budget}");
     let why = row(&sb, &big)["ccd"]["attention"].to_string();
     assert!(why.contains("memory budget"), "{why}");
@@ -268,7 +260,8 @@ fn a_busy_session_is_never_stopped_however_big() {
     assert_eq!(r["state"], "live", "{r}");
     assert_eq!(r["status"], "busy", "{r}");
     assert!(
-        sb.logs().contains("over the memory budget and none more can be stopped"),
+        sb.logs()
+            .contains("over the memory budget and none more can be stopped"),
         "the daemon says why it does nothing"
     );
 }

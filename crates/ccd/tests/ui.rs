@@ -416,3 +416,49 @@ fn a_detach_key_pressed_while_attaching_is_a_key_not_a_signal() {
     t.keys(&["q"]);
     t.wait("ccd-exited=0", T);
 }
+
+#[test]
+fn the_memory_column_sorts_the_biggest_first_and_the_header_totals_it() {
+    let _share = shared();
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::with_env(&[("CCD_COST_INTERVAL_MS", "300")]);
+    let small = sb.new_session("smallproj");
+    let big = sb.new_session("bigproj");
+    sb.ok(&["send", &big, "hold 200"]);
+    wait_for(T, "the big session's memory", || {
+        let r = common::row(&sb, &big);
+        (r["status"] == "idle" && r["cost"]["memory_bytes"].as_u64()? >= 200 << 20).then_some(())
+    });
+    // `small` was active last: first by recency, until sorted by memory.
+    sb.ok(&["send", &small, "a prompt"]);
+    wait_for(T, "the small session idle again", || {
+        (common::row(&sb, &small)["status"] == "idle").then_some(())
+    });
+    let t = Tmux::start(&sb, &["ui"], 120, 40);
+    let pane = t.wait_until("both sessions with their memory", T, |p| {
+        let rows = list_rows(p);
+        rows.len() >= 2 && p.contains("MEM") && p.contains("in use)")
+    });
+    let rows = list_rows(&pane);
+    assert!(rows[0].contains(short(&small)), "recency first:\n{pane}");
+    let big_row = rows.iter().find(|r| r.contains(short(&big))).unwrap();
+    assert!(big_row.contains('M'), "its memory in MiB:\n{pane}");
+    t.keys(&["m"]);
+    let pane = t.wait_until("sorted by memory", T, |p| {
+        list_rows(p)
+            .first()
+            .is_some_and(|r| r.contains(short(&big)))
+            && p.contains("MEM↓")
+    });
+    t.keys(&["m"]);
+    t.wait_until("sorted by what needs you again", T, |p| {
+        list_rows(p)
+            .first()
+            .is_some_and(|r| r.contains(short(&small)))
+    });
+    drop(pane);
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}

@@ -73,8 +73,14 @@ pub fn next_to_stop<'a>(
 
 /// Why a session is being stopped.
 enum Why {
-    Idle { idle: Duration },
-    Budget { idle: Duration, total: u64, budget: u64 },
+    Idle {
+        idle: Duration,
+    },
+    Budget {
+        idle: Duration,
+        total: u64,
+        budget: u64,
+    },
 }
 
 impl Why {
@@ -173,9 +179,10 @@ pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
                 .filter(|h| !stopped.contains(&h.id))
                 .filter(|h| h.info.as_ref().is_some_and(|i| i.exit.is_none()))
                 .collect();
-            let costs = daemon
-                .costs
-                .get(live.iter().filter_map(|h| h.info.as_ref().map(|i| i.child_pid)));
+            let costs = daemon.costs.get(
+                live.iter()
+                    .filter_map(|h| h.info.as_ref().map(|i| i.child_pid)),
+            );
             let memory_of = |h: &super::HolderEntry| {
                 h.info
                     .as_ref()
@@ -226,12 +233,7 @@ pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
 
 /// Stops `h` if it is still at rest with no background work pending;
 /// `true` when it was stopped and collected.
-async fn stop_one(
-    daemon: &Daemon,
-    h: &super::HolderEntry,
-    why: Why,
-    freed: Option<u64>,
-) -> bool {
+async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Option<u64>) -> bool {
     let Some(sid) = h.session_id().map(String::from) else {
         return false;
     };
@@ -305,11 +307,7 @@ async fn stop_one(
     if let Err(error) = &collected {
         tracing::warn!(session = %sid, %error, "collecting a stopped session failed");
     }
-    let mut e = Event::new(
-        "session.reaped",
-        Some(sid),
-        crate::events::now_ms(),
-    );
+    let mut e = Event::new("session.reaped", Some(sid), crate::events::now_ms());
     e.holder = Some(h.id.clone());
     e.pid = h.info.as_ref().map(|i| i.child_pid);
     e.cwd = Some(h.meta.cwd.clone());

@@ -17,8 +17,8 @@ use ccd_protocol::methods::session::{
     ActivityStatus, CostsParams, ListParams, ListResult, MemoryKind, SessionCost, SessionInfo,
     SessionState, SessionsCosts, SessionsList,
 };
-use std::collections::HashMap;
 use ccd_protocol::Method;
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -284,8 +284,36 @@ fn merge_held(
     Ok(())
 }
 
+/// What the daemon holds (its own table, no file read) and, `with_cost`,
+/// every live session's cost (`None`: a daemon older than
+/// `sessions.costs`, or the call failed: the list goes on without).
+pub fn held_and_costs(
+    client: &mut ccd_client::Client,
+    with_cost: bool,
+) -> Result<(ListResult, Option<HashMap<u32, SessionCost>>), ClientError> {
+    let held = client.call::<SessionsList>(&ListParams {
+        held_only: true,
+        no_cost: true,
+        ..Default::default()
+    })?;
+    let costs = if with_cost {
+        costs_of_live(client).ok()
+    } else {
+        None
+    };
+    Ok((held, costs))
+}
+
+/// Every live session's cost, from the daemon's board.
+pub fn costs_of_live(
+    client: &mut ccd_client::Client,
+) -> Result<HashMap<u32, SessionCost>, ClientError> {
+    let r = client.call::<SessionsCosts>(&CostsParams::default())?;
+    Ok(r.costs.into_iter().map(|c| (c.pid, c.cost)).collect())
+}
+
 /// Each live row's cost from `costs` (by pid).
-fn put_costs(rows: &mut [SessionInfo], costs: &HashMap<u32, SessionCost>) {
+pub fn put_costs(rows: &mut [SessionInfo], costs: &HashMap<u32, SessionCost>) {
     for r in rows.iter_mut().filter(|r| r.state == SessionState::Live) {
         if let Some(c) = r.pid.and_then(|p| costs.get(&p)) {
             r.cost = Some(c.clone());
@@ -296,7 +324,7 @@ fn put_costs(rows: &mut [SessionInfo], costs: &HashMap<u32, SessionCost>) {
 /// With no daemon running, the live rows' costs measured here, once: the
 /// memory only (a CPU share needs two samples some time apart, which the
 /// daemon keeps).
-fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
+pub fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
     let pids: Vec<u32> = rows
         .iter()
         .filter(|r| r.state == SessionState::Live)
@@ -308,7 +336,9 @@ fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
     let Ok(mut probe) = ccd_cost::CostProbe::new() else {
         return HashMap::new();
     };
-    let at = OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default();
+    let at = OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_default();
     probe
         .sample(&pids)
         .into_iter()
@@ -355,16 +385,7 @@ fn ask_held(global: &GlobalArgs, with_cost: bool) -> Asked {
             let Some(mut client) = super::connect_existing_local(&global)? else {
                 return Ok(None);
             };
-            let held = client.call::<SessionsList>(&ListParams {
-                held_only: true,
-                no_cost: true,
-                ..Default::default()
-            })?;
-            let costs = with_cost
-                .then(|| client.call::<SessionsCosts>(&CostsParams::default()).ok())
-                .flatten()
-                .map(|r| r.costs.into_iter().map(|c| (c.pid, c.cost)).collect());
-            Ok(Some((held, costs)))
+            held_and_costs(&mut client, with_cost).map(Some)
         })();
         let _ = tx.send(r);
     });

@@ -82,6 +82,8 @@ enum Msg {
     Subscribed,
     DaemonGone(String),
     Rows(Result<Vec<SessionInfo>, String>),
+    /// Every live session's cost, freshly sampled by the daemon.
+    Costs(std::collections::HashMap<u32, ccd_protocol::methods::session::SessionCost>),
     Preview(Preview),
     Done(Done),
 }
@@ -106,6 +108,8 @@ enum Job {
     Kill(String),
     Fork(String),
     New(std::path::PathBuf),
+    /// What the live sessions cost now (each TICK, no listing built).
+    Costs,
 }
 
 /// How the dashboard notifies a session that starts waiting
@@ -359,6 +363,9 @@ impl App {
                 last_tick = Instant::now();
                 view.now = time::OffsetDateTime::now_utc();
                 dirty = true;
+                if view.daemon == Daemon::Connected && !view.loading {
+                    let _ = self.jobs.send(Job::Costs);
+                }
             }
             let held_preview = view.model.selected().is_some_and(|r| r.held());
             if (busy_preview && self.preview_at.elapsed() >= SCREEN_REFRESH)
@@ -450,6 +457,10 @@ impl App {
             }
             Msg::Rows(Ok(rows)) => {
                 view.set_rows(rows);
+                true
+            }
+            Msg::Costs(costs) => {
+                view.model.set_costs(&costs);
                 true
             }
             Msg::Rows(Err(e)) => {
@@ -566,6 +577,18 @@ impl App {
                 .model
                 .select_index(view.model.visible_len().saturating_sub(1)),
             KeyCode::Char('/') => view.mode = Mode::Filter,
+            KeyCode::Char('m') => {
+                let on = !view.model.sorted_by_memory();
+                view.model.sort_by_memory(on);
+                view.message = Some(
+                    if on {
+                        "sorted by memory, largest first (m: back to what needs you)"
+                    } else {
+                        "sorted by what needs you"
+                    }
+                    .into(),
+                );
+            }
             KeyCode::Char('?') => view.mode = Mode::Help,
             KeyCode::Esc => view.model.set_filter(""),
             KeyCode::Char('r') => {
@@ -893,6 +916,11 @@ fn spawn_worker(global: GlobalArgs, tx: SyncSender<Msg>, auto_trust: bool) -> Se
                 lost |= e.rpc().is_none();
                 e.to_string()
             };
+            if matches!(job, Job::Costs) && client.is_none() {
+                // Quiet: with no daemon the figures stay as the last
+                // listing measured them.
+                continue;
+            }
             let msg = match (job, client.as_mut()) {
                 (
                     Job::Preview {
@@ -948,6 +976,17 @@ fn spawn_worker(global: GlobalArgs, tx: SyncSender<Msg>, auto_trust: bool) -> Se
                         "fork of {}: {e}",
                         crate::commands::short_id(&session)
                     ))),
+                },
+                (Job::Costs, Some(c)) => match data::costs(c) {
+                    Ok(costs) => Msg::Costs(costs),
+                    Err(e) => {
+                        // Quiet: a failed call leaves the figures.
+                        note(&e);
+                        if lost {
+                            client = None;
+                        }
+                        continue;
+                    }
                 },
                 (Job::New(dir), Some(c)) => match data::new(c, &dir, auto_trust, size) {
                     Ok(s) => Msg::Done(Done::Attach(s)),

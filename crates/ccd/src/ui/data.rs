@@ -14,10 +14,11 @@ use ccd_claude::transcript::render::render_line;
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::{Client, ClientError};
 use ccd_protocol::methods::session::{
-    ForkParams, KillParams, KillSignal, ListParams, NewParams, RespondChoice, RespondParams,
-    ScreenFormat, ScreenParams, SessionFork, SessionInfo, SessionKill, SessionNew, SessionRespond,
-    SessionScreen, SessionsList,
+    ForkParams, KillParams, KillSignal, NewParams, RespondChoice, RespondParams, ScreenFormat,
+    ScreenParams, SessionCost, SessionFork, SessionInfo, SessionKill, SessionNew, SessionRespond,
+    SessionScreen,
 };
+use std::collections::HashMap;
 use std::path::Path;
 
 /// How many transcript items a dead or external session's preview reads
@@ -41,12 +42,7 @@ pub fn listing(
     let (held, idx) = std::thread::scope(|s| {
         let asked = s.spawn(move || {
             client
-                .map(|c| {
-                    c.call::<SessionsList>(&ListParams {
-                        held_only: true,
-                        ..Default::default()
-                    })
-                })
+                .map(|c| crate::commands::ls::held_and_costs(c, true))
                 .transpose()
         });
         let idx = ccd_claude::index::build_cached(&config, probe.as_ref(), &windows, Some(&cache));
@@ -63,9 +59,26 @@ pub fn listing(
         .map(ccd_daemon::views::record_to_info)
         .collect();
     Ok(match held {
-        Some(h) => ccd_daemon::views::join_held(rows, h.sessions),
-        None => rows,
+        Some((h, costs)) => {
+            let mut rows = ccd_daemon::views::join_held(rows, h.sessions);
+            if let Some(costs) = costs {
+                crate::commands::ls::put_costs(&mut rows, &costs);
+            }
+            rows
+        }
+        None => {
+            let mut rows = rows;
+            let here = crate::commands::ls::costs_here(&rows);
+            crate::commands::ls::put_costs(&mut rows, &here);
+            rows
+        }
     })
+}
+
+/// Every live session's cost now (the daemon samples every few seconds;
+/// the dashboard asks as often, with no listing built).
+pub fn costs(client: &mut Client) -> Result<HashMap<u32, SessionCost>, ClientError> {
+    crate::commands::ls::costs_of_live(client)
 }
 
 /// A held session's screen, as text rows.

@@ -5,7 +5,7 @@
 //! directly.
 
 use ccd_protocol::methods::events::Event;
-use ccd_protocol::methods::session::{ActivityStatus, SessionInfo, SessionState};
+use ccd_protocol::methods::session::{ActivityStatus, SessionCost, SessionInfo, SessionState};
 use std::collections::HashSet;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -53,6 +53,14 @@ impl Row {
             .map(|t| t.unix_timestamp())
             .unwrap_or(0);
         Row { info, active_at }
+    }
+
+    /// The live session's memory (0 when dead or not measured).
+    pub fn memory(&self) -> u64 {
+        match (&self.info.state, &self.info.cost) {
+            (SessionState::Live, Some(c)) => c.memory_bytes,
+            _ => 0,
+        }
     }
 
     /// Whether ccd holds a running process for it.
@@ -129,6 +137,8 @@ pub struct Model {
     /// not been selected since: highlighted.
     fresh: HashSet<String>,
     notified: Vec<(String, String)>,
+    /// Sorted by memory (largest first) instead of by what needs the user.
+    by_memory: bool,
 }
 
 impl Model {
@@ -152,16 +162,21 @@ impl Model {
         self.resort();
     }
 
-    /// Sorts by attention then recency, applies [`MAX_ROWS`] and the
-    /// filter, and keeps the selection (else selects the first row).
+    /// Sorts by attention then recency (or by memory first, largest
+    /// first, when asked), applies [`MAX_ROWS`] and the filter, and keeps
+    /// the selection (else selects the first row).
     fn resort(&mut self) {
+        let by_memory = self.by_memory;
+        let memory = |r: &Row| std::cmp::Reverse(if by_memory { r.memory() } else { 0 });
         self.rows.sort_by(|a, b| {
             (
+                memory(a),
                 a.attention(),
                 std::cmp::Reverse(a.active_at),
                 &a.info.session_id,
             )
                 .cmp(&(
+                    memory(b),
                     b.attention(),
                     std::cmp::Reverse(b.active_at),
                     &b.info.session_id,
@@ -369,6 +384,40 @@ impl Model {
         }
         self.notified.push((sid.to_string(), prompt.to_string()));
         true
+    }
+
+    /// Sort by memory (`true`) or by what needs the user.
+    pub fn sort_by_memory(&mut self, on: bool) {
+        self.by_memory = on;
+        self.resort();
+    }
+
+    pub fn sorted_by_memory(&self) -> bool {
+        self.by_memory
+    }
+
+    /// Puts each live row's cost from `costs` (by pid), as the daemon
+    /// sampled it; a live row missing from it keeps its last figure.
+    pub fn set_costs(&mut self, costs: &std::collections::HashMap<u32, SessionCost>) {
+        for r in &mut self.rows {
+            if r.info.state == SessionState::Live {
+                if let Some(c) = r.info.pid.and_then(|p| costs.get(&p)) {
+                    r.info.cost = Some(c.clone());
+                }
+            }
+        }
+        if self.by_memory {
+            self.resort();
+        }
+    }
+
+    /// The memory of every live session with a figure, and how many.
+    pub fn memory_total(&self) -> (u64, usize) {
+        self.rows
+            .iter()
+            .filter(|r| r.info.state == SessionState::Live)
+            .filter_map(|r| r.info.cost.as_ref())
+            .fold((0, 0), |(sum, n), c| (sum + c.memory_bytes, n + 1))
     }
 
     /// Counts per attention group, for the header.
@@ -595,6 +644,43 @@ pub mod tests {
         assert_eq!(m.dropped, 11);
         assert_eq!(m.visible_row(0).unwrap().info.session_id, "w");
         assert_eq!(m.visible_row(1).unwrap().info.session_id, "d000000");
+    }
+
+    fn cost(mib: u64) -> SessionCost {
+        serde_json::from_value(serde_json::json!({
+            "memory_bytes": mib << 20, "memory_kind": "pss", "processes": 1,
+            "measured_at": "2026-12-01T12:00:00Z"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn sorting_by_memory_puts_the_biggest_live_session_first_and_costs_update_in_place() {
+        let mut rows = vec![
+            info("small", "live", Some("idle"), Some("idle"), 10),
+            info("big", "live", Some("idle"), None, 900),
+            info("waiting", "live", Some("waiting"), None, 5),
+            info("dead", "dead", None, None, 1),
+        ];
+        for (n, r) in rows.iter_mut().enumerate() {
+            r.pid = Some(100 + n as u32);
+        }
+        rows[0].cost = Some(cost(100));
+        rows[1].cost = Some(cost(3000));
+        rows[2].cost = Some(cost(50));
+        let mut m = Model::default();
+        m.set_rows(rows);
+        assert_eq!(order(&m), ["waiting", "small", "big", "dead"]);
+        assert_eq!(m.memory_total(), (3150 << 20, 3));
+        m.sort_by_memory(true);
+        assert_eq!(order(&m), ["big", "small", "waiting", "dead"]);
+        // A fresh sample re-sorts: `waiting` grew past them all.
+        let costs = std::collections::HashMap::from([(102u32, cost(5000)), (100, cost(90))]);
+        m.set_costs(&costs);
+        assert_eq!(order(&m), ["waiting", "big", "small", "dead"]);
+        assert_eq!(m.memory_total(), ((5000 + 3000 + 90) << 20, 3));
+        m.sort_by_memory(false);
+        assert_eq!(order(&m)[0], "waiting");
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub enum Col {
     State,
     Status,
     Ctx,
+    Mem,
+    Cpu,
     Active,
     Ccd,
     Cwd,
@@ -43,6 +45,8 @@ impl Col {
             Col::State => "STATE",
             Col::Status => "STATUS",
             Col::Ctx => "CTX",
+            Col::Mem => "MEM",
+            Col::Cpu => "CPU",
             Col::Active => "ACTIVE",
             Col::Ccd => "CCD",
             Col::Cwd => "CWD",
@@ -52,7 +56,8 @@ impl Col {
 }
 
 /// The columns that fit `width` and their widths, in screen order: the
-/// fixed ones by priority (id, status, active, state, ctx, ccd) while a
+/// fixed ones by priority (id, status, active, state, ctx, mem, ccd, cpu)
+/// while a
 /// title of 16 columns still fits, the cwd when there is room for it, the
 /// title takes the rest.
 pub fn columns(width: u16) -> Vec<(Col, u16)> {
@@ -64,7 +69,9 @@ pub fn columns(width: u16) -> Vec<(Col, u16)> {
         (Col::Active, 8),
         (Col::State, 7),
         (Col::Ctx, 5),
+        (Col::Mem, 5),
         (Col::Ccd, 12),
+        (Col::Cpu, 4),
     ] {
         if width - used - (w + 1) >= 16 {
             fixed.push((c, w));
@@ -83,6 +90,8 @@ pub fn columns(width: u16) -> Vec<(Col, u16)> {
         Col::State,
         Col::Status,
         Col::Ctx,
+        Col::Mem,
+        Col::Cpu,
         Col::Active,
         Col::Ccd,
     ];
@@ -131,6 +140,8 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
         Col::Status => status_word(r).into(),
         // As `ccd ls`: `~` marks a share of an assumed window.
         Col::Ctx => crate::commands::ls::ctx_cell(i),
+        Col::Mem => crate::commands::ls::mem_cell(i),
+        Col::Cpu => crate::commands::ls::cpu_cell(i),
         Col::Active => i
             .last_activity
             .as_deref()
@@ -239,8 +250,15 @@ pub fn draw(f: &mut Frame, view: &mut View) {
 
 fn draw_header(f: &mut Frame, area: Rect, view: &View) {
     let c = view.model.counts();
+    // The memory in use before the counts: it must fit at 80 columns.
+    let (memory, measured) = view.model.memory_total();
+    let memory = if measured > 0 {
+        format!(" ({} in use)", crate::commands::ls::size_cell(memory))
+    } else {
+        String::new()
+    };
     let mut text = format!(
-        " ccd · {} sessions: {} waiting · {} busy · {} held idle · {} elsewhere · {} dead",
+        " ccd · {} sessions{memory}: {} waiting · {} busy · {} held idle · {} elsewhere · {} dead",
         view.model.len(),
         c[0],
         c[1],
@@ -285,7 +303,10 @@ fn draw_list(f: &mut Frame, area: Rect, view: &mut View) {
     view.offset = scroll(view.offset, selected, height, len);
     let header = TRow::new(
         cols.iter()
-            .map(|(c, _)| c.header().to_string())
+            .map(|(c, _)| match c {
+                Col::Mem if view.model.sorted_by_memory() => "MEM↓".to_string(),
+                c => c.header().to_string(),
+            })
             .collect::<Vec<_>>(),
     )
     .style(Style::default().add_modifier(Modifier::BOLD));
@@ -414,6 +435,7 @@ pub fn help_lines(detach_key: &str) -> Vec<String> {
         "k       kill a session ccd holds (asks first)".into(),
         "a / d   approve / deny its permission prompt".into(),
         "/       filter (Enter keeps it, Esc clears it)".into(),
+        "m       sort by memory, largest first (again: by what needs you)".into(),
         "r       reload the list".into(),
         "?       this help (any key closes it)".into(),
         "q       quit".into(),
@@ -536,6 +558,19 @@ mod tests {
             "",
             "/srv/x",
         );
+        for (n, (mib, cpu)) in [(1229u64, 3.4), (612, 97.0), (4198, 0.0)]
+            .into_iter()
+            .enumerate()
+        {
+            rows[n].pid = Some(4000 + n as u32);
+            rows[n].cost = Some(
+                serde_json::from_value(serde_json::json!({
+                    "memory_bytes": mib << 20, "memory_kind": "pss", "cpu_percent": cpu,
+                    "cpu_interval_ms": 5000, "processes": 2, "measured_at": NOW
+                }))
+                .unwrap(),
+            );
+        }
         v.model.set_rows(rows);
         v.model.select_id("9cc17429-aaaa");
         v.preview = Some(Preview::new(
