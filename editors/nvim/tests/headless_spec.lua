@@ -137,6 +137,13 @@ for i, s in ipairs(listed.sessions) do
 end
 check(line:find(sid:sub(1, 8), 1, true) and line:find('live', 1, true), 'picker line: ' .. line)
 check(line:find(vim.fn.fnamemodify(mine.cwd, ':t'), 1, true), 'picker line lacks the cwd: ' .. line)
+-- What the session costs: its memory, as the daemon measured it.
+check(type(mine.cost) == 'table' and type(mine.cost.memory_bytes) == 'number' and mine.cost.memory_bytes > 0,
+  'no cost: ' .. vim.inspect(mine.cost))
+local memcell = picker.size(mine.cost.memory_bytes)
+check(memcell:match('^[%d.]+[KMG]?$') and line:find(' ' .. memcell .. '  ', 1, true), ('picker line lacks the memory %s: %s'):format(memcell, line))
+check(picker.size(1288490189) == '1.2G' and picker.size(641728512) == '612M' and picker.size(35000) == '34K',
+  'sizes are written as ccd ls writes them')
 log('listed: ' .. line)
 
 -- (2) An event arrives and becomes a notification: a turn (busy -> idle)

@@ -35,6 +35,35 @@ local function ctx(s)
   return ('%d%%'):format(math.floor(s.context_percent + 0.5))
 end
 
+--- A size in bytes, short, powers of 1024 (`812`, `34K`, `5.2M`, `1.1G`),
+--- as `ccd ls` writes it.
+local function size(n)
+  local k = 1024
+  if n < k then
+    return tostring(math.floor(n))
+  elseif n < k * k then
+    return ('%dK'):format(math.floor(n / k + 0.5))
+  end
+  local v, u = n / (k * k), 'M'
+  if n >= k * k * k then
+    v, u = n / (k * k * k), 'G'
+  end
+  if v < 10 then
+    return ('%.1f%s'):format(v, u)
+  end
+  return ('%d%s'):format(math.floor(v + 0.5), u)
+end
+M.size = size
+
+--- The memory column: what a live session's processes use (`cost`, from
+--- the daemon's samples); `-` when dead or not measured.
+local function mem(s)
+  if type(s.cost) ~= 'table' or type(s.cost.memory_bytes) ~= 'number' then
+    return '-'
+  end
+  return size(s.cost.memory_bytes)
+end
+
 --- The status column: ccd's lifecycle for sessions it holds when it says
 --- more than Claude Code's status (needs-attention, starting, exited).
 local function status(s)
@@ -48,13 +77,15 @@ local function status(s)
   return s.status or '-'
 end
 
---- The columns of one session: short id, state, status, ctx %, cwd, title.
+--- The columns of one session: short id, state, status, ctx %, memory,
+--- cwd, title.
 function M.columns(s)
   return {
     short(s.session_id),
     s.state or '?',
     status(s),
     ctx(s),
+    mem(s),
     tilde(s.cwd),
     s.title or s.name or '',
   }
@@ -77,19 +108,19 @@ function M.format(sessions)
   end
   for i, s in ipairs(sessions) do
     rows[i] = M.columns(s)
-    for c = 1, 4 do
+    for c = 1, 5 do
       widths[c] = math.max(widths[c] or 0, vim.fn.strdisplaywidth(rows[i][c]))
     end
   end
   local lines = {}
   for i, r in ipairs(rows) do
     local parts = {}
-    for c = 1, 4 do
+    for c = 1, 5 do
       local pad = widths[c] - vim.fn.strdisplaywidth(r[c])
       -- numbers right-aligned, words left-aligned
-      parts[c] = c == 4 and (string.rep(' ', pad) .. r[c]) or (r[c] .. string.rep(' ', pad))
+      parts[c] = c >= 4 and (string.rep(' ', pad) .. r[c]) or (r[c] .. string.rep(' ', pad))
     end
-    lines[i] = table.concat(parts, '  ') .. '  ' .. r[5] .. (r[6] ~= '' and ('  ' .. r[6]) or '')
+    lines[i] = table.concat(parts, '  ') .. '  ' .. r[6] .. (r[7] ~= '' and ('  ' .. r[7]) or '')
     if hostw > 0 then
       local h = sessions[i].host or 'local'
       lines[i] = h .. string.rep(' ', hostw - vim.fn.strdisplaywidth(h)) .. '  ' .. lines[i]
