@@ -828,6 +828,11 @@ impl Held {
     pub fn stop(self) {
         self.ccd.stop();
     }
+
+    /// The ccd binary and the environment its commands run in.
+    pub fn ccd_and_env(&self) -> (&std::path::Path, &[(String, String)]) {
+        (&self.ccd.ccd, &self.ccd.env)
+    }
 }
 
 pub fn memory(h: &Held) -> Memory {

@@ -10,6 +10,8 @@
 //!   session floods (with a client attached to the flood, draining it);
 //! - `ccd attach` → first full frame (and `session.attach` → first resync);
 //! - memory of the daemon and of each holder with idle fake-claude sessions;
+//! - what measuring those sessions' cost costs: `ccd ls` with and without
+//!   the MEM/CPU columns, and one sample of every session (`cost.rs`);
 //! - the idle cost of those sessions: wakeups and CPU per second of the
 //!   daemon, of each holder and of each fake claude, by thread (`idle.rs`);
 //! - with `--only ssh`: the echo `ccd --host ssh://… attach` adds over
@@ -23,6 +25,7 @@ mod api;
 mod cases;
 mod ccd;
 pub mod child;
+mod cost;
 mod idle;
 mod report;
 mod ssh;
@@ -80,7 +83,10 @@ pub struct Args {
     pub idle_secs: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Only these parts (comma separated: flood, echo, attach, memory, idle; and
+    /// `cost` part: `ccd ls` runs with and without the cost columns.
+    #[arg(long, default_value_t = 15)]
+    pub cost_runs: usize,
+    /// Only these parts (comma separated: flood, echo, attach, memory, cost, idle; and
     /// ssh, never run by default: echo of `ccd attach` over loopback ssh,
     /// with a private sshd the run starts).
     #[arg(long, value_delimiter = ',')]
@@ -361,11 +367,14 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             Err(e) => rep.echo.push(ssh::failed(&e)),
         }
     }
-    if part("memory") || part("idle") {
+    if part("memory") || part("idle") || part("cost") {
         match cases::Held::start(&cx, a.sessions) {
             Ok(held) => {
                 if part("memory") {
                     rep.memory = Some(cases::memory(&held));
+                }
+                if part("cost") {
+                    rep.cost = Some(cost::cost(&held, a.cost_runs));
                 }
                 if part("idle") {
                     rep.idle = Some(cases::idle(

@@ -140,6 +140,8 @@ pub struct Report {
     pub echo: Vec<Echo>,
     pub attach: Attach,
     pub memory: Option<Memory>,
+    /// What measuring sessions' costs costs (`cost` part).
+    pub cost: Option<super::cost::Cost>,
     /// Wakeups and CPU of idle held sessions (`idle` part).
     pub idle: Option<super::idle::Idle>,
     /// `ccd attach` locally and over loopback ssh (`--only ssh`).
@@ -173,6 +175,7 @@ impl Report {
             echo: Vec::new(),
             attach: Attach::default(),
             memory: None,
+            cost: None,
             idle: None,
             ssh_echo: None,
             notes,
@@ -183,6 +186,7 @@ impl Report {
                 "echo_p99_sibling_flood_ms_max": 1.0,
                 "attach_first_frame_ms_max": 5.0,
                 "per_idle_session_mb_max": 4.0,
+                "ls_cost_columns_ratio_max": 1.2,
             }),
         }
     }
@@ -446,6 +450,31 @@ impl Report {
                 "  ({}; timeouts {} / {})",
                 e.command, e.local.timeouts, e.ssh.timeouts
             );
+        }
+        if let Some(c) = &self.cost {
+            let _ = writeln!(
+                o,
+                "cost columns, {} live fake-claude sessions ({} runs each, interleaved)",
+                c.sessions, c.runs
+            );
+            let _ = writeln!(
+                o,
+                "  ccd ls --json             {:.1} ms median, {:.1} ms p90",
+                c.ls_with_cost_median_ms, c.ls_with_cost_p90_ms
+            );
+            let _ = writeln!(
+                o,
+                "  ccd ls --json --no-cost   {:.1} ms median, {:.1} ms p90   with/without {:.2}   ≤ 1.20",
+                c.ls_no_cost_median_ms, c.ls_no_cost_p90_ms, c.ratio
+            );
+            let _ = writeln!(
+                o,
+                "  one sample of every session (the daemon's 5 s tick)  {:.2} ms median, {:.2} ms p90 ({} processes on the machine)",
+                c.sample_median_ms, c.sample_p90_ms, c.machine_processes
+            );
+            for e in &c.errors {
+                let _ = writeln!(o, "  error: {e}");
+            }
         }
         if let Some(m) = &self.memory {
             let mb = |kb: u64| kb as f64 / 1024.0;
