@@ -1287,3 +1287,96 @@ fn real_cli_recorder_matches_the_checked_in_recordings() {
         recorder_version(&v);
     }
 }
+
+/// A session the memory budget stopped comes back with `ccd attach`, with
+/// its conversation: the first request after the resume carries the turn
+/// from before.
+fn budget_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let mock = MockApi::start_logging_bodies(MockUsage::SMALL);
+    let mut sb = real::sandbox(&mock, &claude, version);
+    // Any real CLI is over 1 MiB: the session is stopped once idle 8 s
+    // (time enough for `ccd send` to follow `ccd new`).
+    for (k, v) in [
+        ("CCD_MEMORY_BUDGET", "1MiB"),
+        ("CCD_REAP_MIN_IDLE_SECS", "8"),
+        ("CCD_COST_INTERVAL_MS", "500"),
+    ] {
+        sb.env.push((k.into(), v.into()));
+    }
+    let dir = sb.project("budgeted");
+    let sid = sb
+        .ok(&["new", "--detach", "--cwd", dir.to_str().unwrap()])
+        .trim()
+        .to_string();
+    sb.ok(&["send", &sid, "remember the word marmalade"]);
+    wait_reply(&sb, &sid, "ACK: remember the word marmalade", version);
+    let r = wait_for(T, "the session stopped by the budget", || {
+        let r = common::row(&sb, &sid);
+        (r["state"] == "dead" && r["ccd"]["lifecycle"] == "reaped").then_some(r)
+    });
+    assert!(
+        r["ccd"]["attention"]
+            .as_str()
+            .is_some_and(|a| a.contains("memory budget")),
+        "[{version}] {r}\n{}",
+        evidence(&sb, &mock, None)
+    );
+    assert!(
+        sb.logs()
+            .contains("stopping an idle session to keep under the memory budget"),
+        "[{version}] the stop is not logged"
+    );
+
+    // Attached, it is back in its folder with what was said before, and
+    // never stopped while a client is attached.
+    let a = common::pty::PtyRun::start(&sb, &["attach", &sid], None);
+    a.wait_text("marmalade", T);
+    let entry = wait_for(T, "the resumed entry", || {
+        real::registry_entries(&sb)
+            .into_iter()
+            .find(|e| e["sessionId"] == sid.as_str())
+    });
+    assert_eq!(entry["cwd"], dir.to_str().unwrap(), "[{version}] {entry}");
+    let from = mock.requests().len();
+    sb.ok(&["send", &sid, "what was the word"]);
+    wait_reply(&sb, &sid, "ACK: what was the word", version);
+    let asked: Vec<Value> = mock.requests()[from..]
+        .iter()
+        .filter(|r| r["kind"] == "messages-stream")
+        .filter(|r| r["body"]["last_user"] == "what was the word")
+        .cloned()
+        .collect();
+    let body = asked
+        .first()
+        .map(|r| r["full_body"]["messages"].to_string())
+        .unwrap_or_default();
+    assert!(
+        body.contains("remember the word marmalade") && body.contains("ACK: remember the word"),
+        "[{version}] the resumed request lacks the earlier turn: {body}\n{}",
+        mock.summary()
+    );
+    // Still there after the idle time: a client is attached.
+    std::thread::sleep(Duration::from_secs(10));
+    assert_eq!(common::row(&sb, &sid)["state"], "live", "[{version}]");
+    drop(a);
+    sb.ok(&["kill", &sid]);
+    eprintln!(
+        "[{version}] budget stop and resume ok in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn real_cli_a_session_the_memory_budget_stopped_resumes_with_its_conversation() {
+    let handles: Vec<_> = real::versions()
+        .into_iter()
+        .map(|v| std::thread::spawn(move || budget_version(&v)))
+        .collect();
+    for h in handles {
+        h.join().expect("a version failed (see the panic above)");
+    }
+}
