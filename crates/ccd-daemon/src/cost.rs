@@ -237,3 +237,32 @@ pub async fn run(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_board_keeps_what_a_sample_found_and_remembers_what_it_did_not() {
+        let board = CostBoard::default();
+        let me = std::process::id();
+        // A pid far above any pid_max: never a process.
+        let nobody = u32::MAX - 7;
+        assert_eq!(board.unknown(&[me, nobody]), [me, nobody]);
+        board.sample_blocking(&[me, nobody], false);
+        let got = board.get([me, nobody]);
+        let mine = got.get(&me).expect("this process is sampled");
+        assert!(mine.memory_bytes > 0 && mine.processes >= 1, "{mine:?}");
+        assert!(!got.contains_key(&nobody));
+        // Neither is asked again before the next tick.
+        assert!(board.unknown(&[me, nobody]).is_empty());
+        // A tick replaces the board: only its roots remain, and the pid
+        // found gone may be asked again.
+        let ticks = board.ticks();
+        board.sample_blocking(&[], true);
+        board.ticked();
+        assert!(ticks.has_changed().unwrap_or(false));
+        assert!(board.get([me]).is_empty());
+        assert_eq!(board.unknown(&[nobody]), [nobody]);
+    }
+}

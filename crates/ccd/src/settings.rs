@@ -166,3 +166,30 @@ fn is_executable(p: &Path) -> bool {
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_sizes_with_units_or_off() {
+        assert_eq!(parse_budget("8GiB").unwrap(), Some(8 << 30));
+        assert_eq!(parse_budget(" 8 GiB ").unwrap(), Some(8 << 30));
+        assert_eq!(parse_budget("512MiB").unwrap(), Some(512 << 20));
+        assert_eq!(parse_budget("12GB").unwrap(), Some(12_000_000_000));
+        assert_eq!(parse_budget("off").unwrap(), None);
+        for bad in ["lots", "8 parsecs", "-1GiB", "0", ""] {
+            let e = parse_budget(bad).unwrap_err().to_string();
+            assert!(!e.is_empty(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn the_config_takes_the_budget_keys_and_refuses_a_typo() {
+        let s: Settings =
+            toml::from_str("memory_budget = \"8GiB\"\nreap_min_idle_minutes = 30\n").unwrap();
+        assert_eq!(s.memory_budget.as_deref(), Some("8GiB"));
+        assert_eq!(s.reap_min_idle_minutes, Some(30));
+        assert!(toml::from_str::<Settings>("memory_budge = \"8GiB\"").is_err());
+    }
+}

@@ -109,6 +109,13 @@ fn every_live_session_shows_what_it_costs() {
         .call_value("sessions.costs", json!({"pids": [ext_pid, 999_999_999u64]}))
         .unwrap();
     assert_eq!(one["costs"].as_array().unwrap().len(), 1, "{one}");
+    // Past the bound on named pids: a clear error, and the daemon serves on.
+    let many: Vec<u64> = (1..=4097).collect();
+    let e = c
+        .call_value("sessions.costs", json!({"pids": many}))
+        .unwrap_err();
+    assert!(e.to_string().contains("at most 4096"), "{e}");
+    assert!(c.call_value("sessions.costs", json!({})).is_ok());
     // A dead session has no cost.
     ext.child.kill().unwrap();
     let _ = ext.child.wait();

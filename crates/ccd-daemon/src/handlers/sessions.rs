@@ -112,7 +112,14 @@ pub async fn costs(
     ctx: &ConnCtx,
     p: ccd_protocol::methods::session::CostsParams,
 ) -> Result<ccd_protocol::methods::session::CostsResult, RpcError> {
+    use ccd_protocol::methods::session::MAX_COST_PIDS;
     let pids = match p.pids {
+        Some(pids) if pids.len() > MAX_COST_PIDS => {
+            return Err(RpcError::invalid_params(format!(
+                "sessions.costs names {} pids; at most {MAX_COST_PIDS}",
+                pids.len()
+            )))
+        }
         Some(pids) => pids,
         None => crate::cost::live_roots(&ctx.daemon),
     };

@@ -304,12 +304,16 @@ impl Method for SessionsCosts {
     type Result = CostsResult;
 }
 
+/// The most pids one `sessions.costs` may name.
+pub const MAX_COST_PIDS: usize = 4096;
+
 /// Params of `sessions.costs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CostsParams {
     /// Only these processes (each sampled now if the daemon has no figure
-    /// for it yet). Absent: every live session's process the daemon
-    /// samples (the ones it holds and every one in Claude Code's registry).
+    /// for it yet; at most [`MAX_COST_PIDS`]). Absent: every live
+    /// session's process the daemon samples (the ones it holds and every
+    /// one in Claude Code's registry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<Vec<u32>>,
 }
