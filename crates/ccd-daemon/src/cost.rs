@@ -54,7 +54,7 @@ struct Figures {
 }
 
 enum ProbeState {
-    Ready(CostProbe),
+    Ready(Box<CostProbe>),
     Unavailable,
 }
 
@@ -86,7 +86,7 @@ impl CostBoard {
         let sampled = {
             let mut probe = self.probe.lock().unwrap_or_else(|p| p.into_inner());
             let state = probe.get_or_insert_with(|| match CostProbe::new() {
-                Ok(p) => ProbeState::Ready(p),
+                Ok(p) => ProbeState::Ready(Box::new(p)),
                 Err(error) => {
                     tracing::warn!(%error, "process costs cannot be read on this machine; sessions show none");
                     ProbeState::Unavailable

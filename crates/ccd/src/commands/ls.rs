@@ -96,12 +96,14 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
         write_table(
             &mut out,
             &rows,
-            show_host,
-            colour,
+            Table {
+                show_host,
+                colour,
+                held_known,
+                with_cost: !args.no_cost,
+            },
             home.as_deref(),
             OffsetDateTime::now_utc(),
-            held_known,
-            !args.no_cost,
         )?;
     }
     out.flush()?;
@@ -395,19 +397,34 @@ fn ask_held(global: &GlobalArgs, with_cost: bool) -> Asked {
     }
 }
 
+/// How the table is drawn.
+#[derive(Clone, Copy)]
+struct Table {
+    /// A HOST column (several machines listed).
+    show_host: bool,
+    colour: bool,
+    /// Whether the daemon said which sessions it holds (else CCD is `?`).
+    held_known: bool,
+    /// The MEM and CPU columns.
+    with_cost: bool,
+}
+
 /// The table: one row a session, columns padded to display widths (a
 /// wide character takes two columns, a zero-width one none), every text
 /// from files sanitized first.
 fn write_table(
     out: &mut impl Write,
     rows: &[(String, SessionInfo)],
-    show_host: bool,
-    colour: bool,
+    table: Table,
     home: Option<&str>,
     now: OffsetDateTime,
-    held_known: bool,
-    with_cost: bool,
 ) -> std::io::Result<()> {
+    let Table {
+        show_host,
+        colour,
+        held_known,
+        with_cost,
+    } = table;
     let hosts: Vec<String> = rows
         .iter()
         .map(|(h, _)| clip(&display::line(h), 40))
