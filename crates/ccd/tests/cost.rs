@@ -162,7 +162,7 @@ fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
     let mid = session_holding(&sb, "mid", 200);
     let big = session_holding(&sb, "big", 300);
     // Bigger than `big`, but not eligible: pinned, attached, background
-    // work pending.
+    // work pending, a draft in its prompt.
     let pinned = session_holding(&sb, "pinned", 420);
     sb.ok(&["pin", &pinned]);
     let attached = session_holding(&sb, "attached", 400);
@@ -176,10 +176,25 @@ fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
         .open(&path)
         .unwrap();
     writeln!(f, "{}", json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_bg","name":"Bash","input":{"command":"sleep 999","run_in_background":true}}]}})).unwrap();
+    // Idle at its prompt, but with words typed and not sent: they live only
+    // on the screen.
+    let draft = session_holding(&sb, "draft", 440);
+    let mut c = sb.client();
+    c.call_value(
+        "session.input",
+        json!({"session": draft, "data": "dW5zZW50IHdvcmRz"}), // "unsent words"
+    )
+    .unwrap();
+    wait_for(T, "the draft on screen", || {
+        sb.ok(&["screen", &draft])
+            .contains("unsent words")
+            .then_some(())
+    });
+    drop(c);
 
     // The budget: what all hold now, less what `big` holds, plus a margin
     // smaller than `mid`'s: stopping `big` alone brings the total under.
-    let all = [&small, &mid, &big, &pinned, &attached, &background];
+    let all = [&small, &mid, &big, &pinned, &attached, &background, &draft];
     let total: u64 = all.iter().map(|s| memory(&row(&sb, s)).unwrap()).sum();
     let big_bytes = memory(&row(&sb, &big)).unwrap();
     let budget = total - big_bytes + 30 * MIB;
@@ -219,10 +234,19 @@ fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
         ("pinned", &pinned),
         ("attached", &attached),
         ("background", &background),
+        ("draft", &draft),
     ] {
         let r = row(&sb, sid);
         assert_eq!(r["state"], "live", "{name} was stopped: {r}");
     }
+    assert!(
+        sb.ok(&["screen", &draft]).contains("unsent words"),
+        "the draft is kept"
+    );
+    assert!(
+        sb.logs().contains("idle with a draft in its prompt"),
+        "the draft, not something else, kept it"
+    );
     let now: u64 = all.iter().filter_map(|s| memory(&row(&sb, s))).sum();
     assert!(now <= budget, "held {now} over the budget {budget}");
     let why = row(&sb, &big)["ccd"]["attention"].to_string();

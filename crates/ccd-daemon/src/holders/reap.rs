@@ -11,8 +11,9 @@
 //! Either way a session is only ever stopped *at rest*: Claude Code's
 //! status `idle` (never `busy`, never `waiting`, never behind a dialog), no
 //! client attached, not pinned, and no background work pending in its
-//! transcript (`ccd_claude::transcript::background`); the holder is asked
-//! again right before the stop. A stopped session stays resumable (its
+//! transcript (`ccd_claude::transcript::background`); right before the
+//! stop the holder is asked again, and its screen must show the prompt
+//! with nothing typed in it (a draft not sent lives only there). A stopped session stays resumable (its
 //! transcript is the history; `ccd attach` resumes it in its cwd); `ccd ls`
 //! shows it `reaped`. Each stop is a `session.reaped` event (the reason,
 //! the bytes freed) and an `info` line in the daemon's log.
@@ -265,6 +266,19 @@ async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Opti
         tracing::debug!(session = %sid, "no longer at rest when checked: not stopped");
         return false;
     }
+    // Words typed into the prompt and not sent live only on the screen:
+    // a session with a draft (or anything but its prompt on screen) stays.
+    match empty_prompt(h).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::info!(session = %sid, holder = %h.id, "idle with a draft in its prompt (or not at its prompt): not stopped");
+            return false;
+        }
+        Err(error) => {
+            tracing::warn!(session = %sid, %error, "cannot read the screen: not stopped");
+            return false;
+        }
+    }
     match &why {
         Why::Idle { idle } => tracing::info!(
             session = %sid,
@@ -316,6 +330,23 @@ async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Opti
     e.context_tokens = context;
     daemon.events.publish(e);
     true
+}
+
+/// Whether the session's screen shows its prompt with nothing typed in it.
+async fn empty_prompt(h: &super::HolderEntry) -> Result<bool, super::HolderError> {
+    let s = super::rpc::call_once::<ccd_protocol::holder::Screen>(
+        &h.socket,
+        &ccd_protocol::holder::ScreenParams {
+            format: ccd_protocol::holder::ScreenFormat::Text,
+        },
+    )
+    .await?;
+    Ok(prompt_is_empty(&s.verdict))
+}
+
+/// The screen's verdict is the prompt, and its draft is empty.
+fn prompt_is_empty(v: &ccd_screen::ScreenState) -> bool {
+    matches!(v, ccd_screen::ScreenState::Ready(p) if p.input.trim().is_empty())
 }
 
 #[cfg(test)]
@@ -372,6 +403,24 @@ mod tests {
             next_to_stop(1000 << 20, 500 << 20, &cands, &tried).map(|c| c.holder.as_str()),
             Some("a")
         );
+    }
+
+    #[test]
+    fn only_an_empty_prompt_may_be_stopped() {
+        use ccd_screen::{ReadyPrompt, ScreenState};
+        let ready = |input: &str| {
+            ScreenState::Ready(ReadyPrompt {
+                row: 30,
+                input: input.into(),
+                hint: None,
+            })
+        };
+        assert!(prompt_is_empty(&ready("")));
+        assert!(prompt_is_empty(&ready("  ")));
+        assert!(!prompt_is_empty(&ready("half a thought")));
+        assert!(!prompt_is_empty(&ScreenState::Unknown {
+            blocking_hint: None
+        }));
     }
 
     #[test]
