@@ -2,12 +2,17 @@
 //! on a board that `sessions.list` / `sessions.get` read and the memory
 //! budget (`holders::reap`) acts on.
 //!
-//! One sampler task refreshes the board every `cost_interval` (5 s by
-//! default) while any session on the machine is live: the roots are the
-//! children ccd holds and every process the registry watcher sees writing a
-//! session. With no live session it samples nothing and wakes on the next
-//! event. A list that finds a live row the board does not have yet (a
-//! session that appeared since the last tick) samples the board at once.
+//! One sampler task refreshes the board while any session on the machine
+//! is live: the roots are the children ccd holds and every process the
+//! registry watcher sees writing a session. It samples every
+//! `cost_interval` (5 s by default) while the memory budget is on or a
+//! client asked for costs in the last [`WATCHED`] (the dashboard asks every
+//! 5 s), else every [`SLOW_INTERVAL`]: the figures are always there, and an
+//! idle daemon nobody looks at costs little. A client's ask after a quiet
+//! spell wakes it at once. With no live session it samples nothing and
+//! wakes on the next event. A list that finds a live row the board does
+//! not have yet (a session that appeared since the last tick) samples the
+//! board at once.
 //!
 //! Locks: `probe` is held for one sample, on a blocking thread only (it
 //! reads `/proc`); `costs` only to copy from or write into the map, never
@@ -19,7 +24,7 @@ use ccd_protocol::methods::events::Event;
 use ccd_protocol::methods::session::{self, SessionCost, SessionInfo, SessionState};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use tokio::sync::{broadcast, watch};
@@ -32,6 +37,13 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 /// event woke it.
 const IDLE_RECHECK: Duration = Duration::from_secs(60);
 
+/// How long after a client's last ask for costs the sampler keeps the
+/// fast period.
+pub const WATCHED: Duration = Duration::from_secs(120);
+
+/// The period when no budget is on and nobody asked lately.
+pub const SLOW_INTERVAL: Duration = Duration::from_secs(60);
+
 /// The costs of live sessions by `claude` pid, as last sampled.
 #[derive(Default)]
 pub struct CostBoard {
@@ -41,6 +53,10 @@ pub struct CostBoard {
     costs: Mutex<Figures>,
     /// Bumped after every sampler tick (the budget acts on it).
     generation: watch::Sender<u64>,
+    /// When a client last asked for costs.
+    asked_at: Mutex<Option<Instant>>,
+    /// Wakes a sampler in its slow period when a client asks.
+    asked: tokio::sync::Notify,
 }
 
 /// What the last samples found.
@@ -114,6 +130,28 @@ impl CostBoard {
         }
     }
 
+    /// A client asks for costs: keeps the sampler fast for [`WATCHED`],
+    /// and wakes it if it was slow.
+    pub fn asked(&self) {
+        let now = Instant::now();
+        let before = self
+            .asked_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(now);
+        if before.is_none_or(|b| now.duration_since(b) >= WATCHED) {
+            self.asked.notify_one();
+        }
+    }
+
+    /// Whether a client asked within [`WATCHED`].
+    fn watched(&self) -> bool {
+        self.asked_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|t| t.elapsed() < WATCHED)
+    }
+
     /// A receiver that sees a new value after every sampler tick.
     pub fn ticks(&self) -> watch::Receiver<u64> {
         self.generation.subscribe()
@@ -141,6 +179,7 @@ fn on_the_wire(c: TreeCost, at: &str) -> SessionCost {
 /// The cost of each of `pids`, sampling first the ones the board does not
 /// have yet (a pid that is gone is left out).
 pub async fn costs_of(board: &Arc<CostBoard>, pids: &[u32]) -> HashMap<u32, SessionCost> {
+    board.asked();
     let missing = board.unknown(pids);
     if missing.is_empty() {
         return board.get(pids.iter().copied());
@@ -189,10 +228,12 @@ pub fn live_roots(daemon: &crate::state::Daemon) -> Vec<u32> {
 }
 
 /// The sampler: runs until `stop` turns true. `roots` names every live
-/// session's process now.
+/// session's process now; `always_fast`: the memory budget is on (it needs
+/// fresh figures whoever looks).
 pub async fn run(
     board: Arc<CostBoard>,
     interval: Duration,
+    always_fast: bool,
     roots: impl Fn() -> Vec<u32> + Send + 'static,
     mut wake: broadcast::Receiver<Event>,
     mut stop: watch::Receiver<bool>,
@@ -200,11 +241,12 @@ pub async fn run(
     tracing::debug!(interval_ms = interval.as_millis() as u64, "cost sampler on");
     loop {
         let now = roots();
-        let pause = if now.is_empty() {
+        let now_empty = now.is_empty();
+        let pause = if now_empty {
             IDLE_RECHECK
         } else {
             let b = board.clone();
-            let started = std::time::Instant::now();
+            let started = Instant::now();
             let roots_n = now.len();
             if tokio::task::spawn_blocking(move || b.sample_blocking(&now, true))
                 .await
@@ -218,11 +260,17 @@ pub async fn run(
                 "cost sample"
             );
             board.ticked();
-            interval
+            if always_fast || board.watched() {
+                interval
+            } else {
+                SLOW_INTERVAL.max(interval)
+            }
         };
-        let idle = pause == IDLE_RECHECK;
+        let idle = now_empty;
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
+            // A client asked after a quiet spell: sample now.
+            _ = board.asked.notified(), if pause > interval => {}
             // With nothing live, any event (a session appeared) is worth a
             // look; while sessions are live the period rules.
             r = wake.recv(), if idle => {
@@ -241,6 +289,63 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ticks seen on `ticks` within `d`.
+    async fn ticks_within(ticks: &mut watch::Receiver<u64>, d: Duration) -> u32 {
+        let mut n = 0;
+        let deadline = tokio::time::Instant::now() + d;
+        while tokio::time::timeout_at(deadline, ticks.changed())
+            .await
+            .is_ok()
+        {
+            n += 1;
+        }
+        n
+    }
+
+    #[tokio::test]
+    async fn the_sampler_is_slow_until_a_client_asks_and_fast_with_a_budget() {
+        let board = Arc::new(CostBoard::default());
+        let mut ticks = board.ticks();
+        let (stop_tx, stop) = watch::channel(false);
+        let hub = broadcast::channel::<Event>(4).0;
+        let me = std::process::id();
+        let task = tokio::spawn(run(
+            board.clone(),
+            Duration::from_millis(50),
+            false,
+            move || vec![me],
+            hub.subscribe(),
+            stop,
+        ));
+        // The first tick, then the slow period (a minute).
+        let n = ticks_within(&mut ticks, Duration::from_millis(600)).await;
+        assert!(n <= 1, "{n} ticks before anyone asked");
+        // A client asks: sampled at once, then every 50 ms.
+        board.asked();
+        let n = ticks_within(&mut ticks, Duration::from_millis(1500)).await;
+        assert!(n >= 5, "{n} ticks after an ask");
+        assert!(!board.get([me]).is_empty());
+        stop_tx.send(true).unwrap();
+        task.await.unwrap();
+
+        // With the budget on, fast from the start.
+        let board = Arc::new(CostBoard::default());
+        let mut ticks = board.ticks();
+        let (stop_tx, stop) = watch::channel(false);
+        let task = tokio::spawn(run(
+            board.clone(),
+            Duration::from_millis(50),
+            true,
+            move || vec![me],
+            hub.subscribe(),
+            stop,
+        ));
+        let n = ticks_within(&mut ticks, Duration::from_millis(1500)).await;
+        assert!(n >= 5, "{n} ticks with a budget");
+        stop_tx.send(true).unwrap();
+        task.await.unwrap();
+    }
 
     #[test]
     fn the_board_keeps_what_a_sample_found_and_remembers_what_it_did_not() {

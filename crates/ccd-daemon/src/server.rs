@@ -95,6 +95,7 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
         tokio::spawn(crate::cost::run(
             daemon.costs.clone(),
             daemon.options.cost_interval,
+            daemon.options.memory_budget.is_some(),
             move || crate::cost::live_roots(&d),
             daemon.events.subscribe(),
             daemon.shutdown.subscribe(),
