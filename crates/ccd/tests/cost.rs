@@ -154,7 +154,6 @@ fn session_holding(sb: &Sandbox, name: &str, mib: u64) -> String {
 fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
     let mut sb = Sandbox::with_env(&[
         ("CCD_COST_INTERVAL_MS", "300"),
-        ("CCD_REAP_MIN_IDLE_SECS", "1"),
         ("FAKE_CLAUDE_TURN_MS", "300"),
     ]);
     // Built with no budget, so nothing is stopped while the set grows.
@@ -201,6 +200,9 @@ fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
     sb.ok(&["daemon", "stop"]); // the sessions keep running
     sb.env
         .push(("CCD_MEMORY_BUDGET".into(), format!("{}MiB", budget / MIB)));
+    // Idle time counts from the new daemon's first look: 4 s leaves time
+    // to attach a client to `attached` first.
+    sb.env.push(("CCD_REAP_MIN_IDLE_SECS".into(), "4".into()));
     let mut c = sb.client_or_start();
     c.call_value(
         "session.attach",

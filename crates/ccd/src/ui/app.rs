@@ -554,30 +554,33 @@ impl App {
                 }
                 _ => {}
             },
-            Mode::List => self.list_key(term, view, k, ctrl),
+            Mode::List => self.list_key(term, view, k),
         }
     }
 
-    fn list_key(&mut self, term: &mut Term, view: &mut View, k: KeyEvent, ctrl: bool) {
+    fn list_key(&mut self, term: &mut Term, view: &mut View, k: KeyEvent) {
+        use super::keys::Action as A;
         view.message = None;
         let page = term
             .size()
             .map(|s| (s.height as isize / 2 - 3).max(1))
             .unwrap_or(10);
         let sel = view.model.selected().cloned();
-        match k.code {
-            KeyCode::Char('q') => self.quit = Some(ExitCode::SUCCESS),
-            KeyCode::Char('c') if ctrl => self.quit = Some(ExitCode::SUCCESS),
-            KeyCode::Up | KeyCode::Char('K') => view.model.move_selection(-1),
-            KeyCode::Down | KeyCode::Char('j') | KeyCode::Char('J') => view.model.move_selection(1),
-            KeyCode::PageUp => view.model.move_selection(-page),
-            KeyCode::PageDown => view.model.move_selection(page),
-            KeyCode::Home | KeyCode::Char('g') => view.model.select_index(0),
-            KeyCode::End | KeyCode::Char('G') => view
+        let Some(action) = super::keys::action_of(&k) else {
+            return;
+        };
+        match action {
+            A::Quit => self.quit = Some(ExitCode::SUCCESS),
+            A::Up => view.model.move_selection(-1),
+            A::Down => view.model.move_selection(1),
+            A::PageUp => view.model.move_selection(-page),
+            A::PageDown => view.model.move_selection(page),
+            A::First => view.model.select_index(0),
+            A::Last => view
                 .model
                 .select_index(view.model.visible_len().saturating_sub(1)),
-            KeyCode::Char('/') => view.mode = Mode::Filter,
-            KeyCode::Char('m') => {
+            A::Filter => view.mode = Mode::Filter,
+            A::SortByMemory => {
                 let on = !view.model.sorted_by_memory();
                 view.model.sort_by_memory(on);
                 view.message = Some(
@@ -589,13 +592,13 @@ impl App {
                     .into(),
                 );
             }
-            KeyCode::Char('?') => view.mode = Mode::Help,
-            KeyCode::Esc => view.model.set_filter(""),
-            KeyCode::Char('r') => {
+            A::Help => view.mode = Mode::Help,
+            A::ClearFilter => view.model.set_filter(""),
+            A::Reload => {
                 let _ = self.load.send(());
                 view.message = Some("reloading…".into());
             }
-            KeyCode::Char('n') => {
+            A::New => {
                 let start = sel
                     .as_ref()
                     .and_then(|r| r.info.cwd.clone())
@@ -610,55 +613,61 @@ impl App {
                     choices: vec![],
                 };
             }
-            _ => {
+            A::Attach | A::Observe | A::Fork | A::Kill | A::Approve | A::Deny => {
                 let Some(r) = sel else {
                     view.message = Some("no session selected".into());
                     return;
                 };
                 let sid = r.info.session_id.clone();
                 let short = crate::commands::short_id(&sid).to_string();
-                match k.code {
-                    KeyCode::Enter => self.attach(term, view, &sid, AttachMode::Interactive),
-                    KeyCode::Char('o') => self.attach(term, view, &sid, AttachMode::Observe),
-                    KeyCode::Char('f') => {
+                match action {
+                    A::Attach => self.attach(term, view, &sid, AttachMode::Interactive),
+                    A::Observe => self.attach(term, view, &sid, AttachMode::Observe),
+                    A::Fork => {
                         view.message = Some(format!("forking {short}…"));
                         let _ = self.jobs.send(Job::Fork(sid));
                     }
-                    KeyCode::Char('k') if r.held() => {
+                    A::Kill if r.held() => {
                         view.mode = Mode::ConfirmKill {
                             session: sid,
                             label: short,
                         };
                     }
-                    KeyCode::Char('k') => {
+                    A::Kill => {
                         view.message = Some(format!(
                             "{short} is not held by ccd: ccd only kills sessions it runs"
                         ))
                     }
-                    KeyCode::Char(c @ ('a' | 'd')) => match r.prompt() {
-                        Some(p) => {
-                            view.message = Some(format!(
-                                "{} {short}…",
-                                if c == 'a' { "approving" } else { "denying" }
-                            ));
-                            let _ = self.jobs.send(Job::Respond {
-                                session: sid,
-                                prompt: Some(p.to_string()),
-                                choice: if c == 'a' {
-                                    RespondChoice::Yes
-                                } else {
-                                    RespondChoice::No
-                                },
-                            });
+                    _ => {
+                        let approve = action == A::Approve;
+                        match r.prompt() {
+                            Some(p) => {
+                                view.message = Some(format!(
+                                    "{} {short}…",
+                                    if approve { "approving" } else { "denying" }
+                                ));
+                                let _ = self.jobs.send(Job::Respond {
+                                    session: sid,
+                                    prompt: Some(p.to_string()),
+                                    choice: if approve {
+                                        RespondChoice::Yes
+                                    } else {
+                                        RespondChoice::No
+                                    },
+                                });
+                            }
+                            None if !r.held()
+                                && r.attention() == super::model::Attention::Waiting =>
+                            {
+                                view.message = Some(format!(
+                                    "{short} runs outside ccd: answer it where it runs (o observes it)"
+                                ))
+                            }
+                            None => {
+                                view.message = Some(format!("{short} shows no permission prompt"))
+                            }
                         }
-                        None if !r.held() && r.attention() == super::model::Attention::Waiting => {
-                            view.message = Some(format!(
-                                "{short} runs outside ccd: answer it where it runs (o observes it)"
-                            ))
-                        }
-                        None => view.message = Some(format!("{short} shows no permission prompt")),
-                    },
-                    _ => {}
+                    }
                 }
             }
         }

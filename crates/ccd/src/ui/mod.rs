@@ -4,13 +4,15 @@
 //!   filter and the selection (pure);
 //! - [`view`]: the rest of what is shown (mode, preview, message);
 //! - [`render`]: ratatui widgets drawing a [`view::View`];
-//! - [`app`]: the event loop, its threads, the keys;
+//! - [`app`]: the event loop, its threads, what each key does;
+//! - [`keys`]: the keys of the list in one table (handling, help, README);
 //! - [`data`]: the listing, previews and actions, through the typed client;
 //! - [`complete`]: directory completion for a new session.
 
 pub mod app;
 pub mod complete;
 pub mod data;
+pub mod keys;
 pub mod model;
 pub mod render;
 pub mod view;

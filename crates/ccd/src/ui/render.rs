@@ -424,27 +424,6 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &View) {
     );
 }
 
-/// The help text, one key a line.
-pub fn help_lines(detach_key: &str) -> Vec<String> {
-    vec![
-        "↑/↓ j/J PgUp/PgDn Home/End   move".into(),
-        format!("Enter   attach (detach with {detach_key} to come back here)"),
-        "o       observe (read-only)".into(),
-        "f       fork the session and attach to the fork".into(),
-        "n       new session (asks for a directory; Tab completes)".into(),
-        "k       kill a session ccd holds (asks first)".into(),
-        "a / d   approve / deny its permission prompt".into(),
-        "/       filter (Enter keeps it, Esc clears it)".into(),
-        "m       sort by memory, largest first (again: by what needs you)".into(),
-        "r       reload the list".into(),
-        "?       this help (any key closes it)".into(),
-        "q       quit".into(),
-        String::new(),
-        "Order: waiting · busy · held idle · elsewhere · dead.".into(),
-        "! marks a session that waits for you.".into(),
-    ]
-}
-
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
@@ -457,7 +436,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 fn draw_help(f: &mut Frame, area: Rect, view: &View) {
-    let lines = help_lines(&line(&view.detach_key));
+    let lines = super::keys::help_lines(&line(&view.detach_key));
     let w = lines.iter().map(|l| l.width()).max().unwrap_or(0) as u16 + 4;
     let r = centered(area, w, lines.len() as u16 + 2);
     f.render_widget(Clear, r);
