@@ -1,6 +1,6 @@
 //! The dashboard's keys in the list, in one table: the key handling
 //! ([`action_of`]), the help screen ([`help_lines`]) and the README's key
-//! list ([`readme_keys`], checked against README.md by a test) are all made
+//! list (checked against README.md by a test) are all made
 //! from [`KEYS`], so they cannot disagree.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -182,8 +182,9 @@ pub fn help_lines(detach_key: &str) -> Vec<String> {
 }
 
 /// The README's sentence listing the keys (between its `<!-- keys -->`
-/// markers), made from the table.
-pub fn readme_keys() -> String {
+/// markers), made from the table (the test checks the README against it).
+#[cfg(test)]
+fn readme_keys() -> String {
     let parts: Vec<String> = KEYS
         .iter()
         .map(|b| {
