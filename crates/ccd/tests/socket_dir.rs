@@ -1,7 +1,8 @@
 //! A socket directory (or daemon socket) loosened while a daemon runs: every
 //! command that talks to the daemon refuses with the one message naming what
 //! is wrong and the fix, nothing is repaired behind the user's back, and
-//! after the fix everything works again.
+//! after the fix everything works again. And the README's socket examples
+//! find the daemon where the CLI does.
 
 mod common;
 
@@ -259,4 +260,102 @@ fn a_loosened_or_symlinked_holders_dir_is_refused() {
         .file_type()
         .is_symlink());
     std::fs::remove_file(&holders).unwrap();
+}
+
+/// A README code block: the lines between "```<lang>" after `after` and
+/// the closing fence.
+fn readme_block(after: &str, lang: &str) -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let from = readme.find(after).expect("the README section");
+    let rest = &readme[from..];
+    let open = format!("```{lang}\n");
+    let start = rest.find(&open).expect("the code block") + open.len();
+    let len = rest[start..].find("\n```").expect("its end");
+    rest[start..start + len].to_string()
+}
+
+/// The README's shell and Python examples find the daemon where the CLI
+/// does: `$CCD_SOCKET_DIR`, else `$XDG_RUNTIME_DIR/ccd` when absolute, else
+/// `/tmp/ccd-<uid>`.
+#[test]
+fn the_readme_socket_examples_find_the_daemon_where_the_cli_does() {
+    let sb = Sandbox::new();
+    let xdg = sb.tmp.path().join("xdg");
+    std::fs::create_dir_all(&xdg).unwrap();
+    chmod(&xdg, 0o700);
+    let with_xdg = |c: &mut std::process::Command| {
+        c.env_remove("CCD_SOCKET_DIR").env("XDG_RUNTIME_DIR", &xdg);
+    };
+    let proj = sb.project("readme");
+    let mut new = sb.cmd(&["new", "--detach", "--cwd", proj.to_str().unwrap()]);
+    with_xdg(&mut new);
+    let out = new.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sid = stdout(&out).trim().to_string();
+    assert!(
+        xdg.join("ccd/ccd.sock").exists(),
+        "the CLI's daemon is under XDG_RUNTIME_DIR"
+    );
+
+    // Python: connects and lists the session.
+    let py = readme_block("From Python:", "python");
+    let mut run = std::process::Command::new("python3");
+    run.args(["-c", &py]);
+    for (k, v) in &sb.env {
+        run.env(k, v);
+    }
+    with_xdg(&mut run);
+    let out = run.output().expect("python3");
+    assert!(
+        out.status.success(),
+        "the Python example failed: {}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains(&sid[..8]), "{}", stdout(&out));
+
+    // Shell: the lines that find the socket, in each case.
+    let sh = readme_block("From a shell:", "sh");
+    let find: String = sh
+        .lines()
+        .take_while(|l| !l.starts_with('{'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let uid = nix::unistd::getuid().as_raw();
+    for (dir_env, xdg_env, want) in [
+        (
+            None,
+            Some(xdg.to_str().unwrap()),
+            format!("{}/ccd/ccd.sock", xdg.display()),
+        ),
+        (
+            Some("/elsewhere"),
+            Some(xdg.to_str().unwrap()),
+            "/elsewhere/ccd.sock".into(),
+        ),
+        (None, Some("relative"), format!("/tmp/ccd-{uid}/ccd.sock")),
+        (None, None, format!("/tmp/ccd-{uid}/ccd.sock")),
+    ] {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", &format!("{find}printf %s \"$sock\"")])
+            .env_remove("CCD_SOCKET_DIR")
+            .env_remove("XDG_RUNTIME_DIR");
+        if let Some(d) = dir_env {
+            c.env("CCD_SOCKET_DIR", d);
+        }
+        if let Some(x) = xdg_env {
+            c.env("XDG_RUNTIME_DIR", x);
+        }
+        let out = c.output().unwrap();
+        assert_eq!(
+            stdout(&out),
+            want,
+            "CCD_SOCKET_DIR={dir_env:?} XDG_RUNTIME_DIR={xdg_env:?}"
+        );
+    }
+
+    let mut stop = sb.cmd(&["daemon", "stop", "--kill-sessions"]);
+    with_xdg(&mut stop);
+    assert!(stop.output().unwrap().status.success());
 }
