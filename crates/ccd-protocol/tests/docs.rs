@@ -2,7 +2,8 @@
 //! ```json block must be a valid JSON-RPC 2.0 message; requests, results and
 //! notifications of known methods must decode into this crate's types
 //! without losing a field; every method, notification and error code must be
-//! documented.
+//! documented. And docs/architecture.md's test table names every test file
+//! of the workspace once.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -253,4 +254,55 @@ fn every_method_documents_the_errors_it_declares() {
             );
         }
     }
+}
+
+/// docs/architecture.md's "Tests" table names every `crates/*/tests/*.rs`
+/// once, and no file that is not there.
+#[test]
+fn the_architecture_doc_lists_every_test_file_once() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("architecture.md");
+    let table = doc
+        .split("\n## Tests\n")
+        .nth(1)
+        .expect("a Tests section")
+        .split("\n## ")
+        .next()
+        .unwrap_or("");
+    let listed: Vec<String> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(String::from)
+        .collect();
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).expect("crates/") {
+        let krate = krate.expect("an entry").path();
+        let Ok(tests) = std::fs::read_dir(krate.join("tests")) else {
+            continue;
+        };
+        for t in tests {
+            let t = t.expect("an entry").path();
+            if t.extension().is_some_and(|e| e == "rs") {
+                let name = krate.file_name().unwrap_or_default().to_string_lossy();
+                let file = t.file_name().unwrap_or_default().to_string_lossy();
+                files.push(format!("{name}/tests/{file}"));
+            }
+        }
+    }
+    files.sort();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    let twice: Vec<&String> = sorted
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| &w[0])
+        .collect();
+    assert!(twice.is_empty(), "listed more than once: {twice:?}");
+    let missing: Vec<&String> = files.iter().filter(|f| !listed.contains(f)).collect();
+    let stale: Vec<&String> = listed.iter().filter(|f| !files.contains(f)).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "docs/architecture.md's test table: missing {missing:?}, not a test file {stale:?}"
+    );
 }
