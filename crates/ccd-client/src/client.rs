@@ -129,7 +129,7 @@ const GONE: [std::io::ErrorKind; 3] = [
 pub struct Sent {
     id: Id,
     method: &'static str,
-    /// The call's deadline ([`deadline::deadline_of`] the method).
+    /// The call's deadline (the method's deadline ([`deadline::deadline_for`])).
     within: Duration,
 }
 
@@ -222,8 +222,8 @@ impl Client {
         params: &M::Params,
     ) -> Result<(Self, Sent), ClientError> {
         Self::verify(dir)?;
+        let within = deadline::deadline_for::<M>(params);
         let params = to_params::<M>(params)?;
-        let within = deadline::deadline_of(M::NAME, &params);
         let (c, id) =
             Self::connect_socket_with(&dir.socket(), client_name, Some((M::NAME, params)))?;
         let id = id.ok_or_else(|| ClientError::Protocol(format!("{}: not sent", M::NAME)))?;
@@ -494,7 +494,7 @@ impl Client {
     }
 
     /// Calls a typed method and waits for its result.
-    /// The wait is bounded by [`deadline::deadline_of`] the method.
+    /// The wait is bounded by the method's deadline ([`deadline::deadline_for`]).
     pub fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
         self.call_as::<M, M::Result>(params)
     }
@@ -507,8 +507,8 @@ impl Client {
         &mut self,
         params: &M::Params,
     ) -> Result<R, ClientError> {
+        let within = deadline::deadline_for::<M>(params);
         let params = to_params::<M>(params)?;
-        let within = deadline::deadline_of(M::NAME, &params);
         let v = self.call_value_within(M::NAME, params, within, None)?;
         from_result::<M, R>(v)
     }
@@ -553,7 +553,7 @@ impl Client {
     }
 
     /// Calls `method` with raw params and waits for its result.
-    /// The wait is bounded by [`deadline::deadline_of`] the method.
+    /// The wait is bounded by the method's deadline ([`deadline::deadline_for`]).
     /// Untyped: for tests and benchmarks that send what no typed client
     /// would (the CLI calls by type, [`Client::call`]).
     pub fn call_value(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {

@@ -6,6 +6,10 @@
 //! deadline every command would wait forever, silently. Every wait of
 //! [`Client`](crate::Client) is bounded:
 //!
+//! Each method declares its kind of wait on its type
+//! (`ccd_protocol::Method::WAIT`, `Method::wait` when the params decide);
+//! [`deadline`] turns a kind into a duration:
+//!
 //! | what | deadline |
 //! |---|---|
 //! | connecting and `hello` | [`CONNECT_TIMEOUT`] (3 s) |
@@ -21,6 +25,8 @@
 //! is reported at once, even during a long call. Once a stream is
 //! attached nothing times out: a silent session is normal.
 
+use ccd_protocol::methods::{MethodId, Wait};
+use ccd_protocol::Method;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -41,19 +47,33 @@ pub const TRIM_TIMEOUT: Duration = Duration::from_secs(600);
 /// How often a waiting client checks whether its peer is stopped.
 pub const STOPPED_CHECK: Duration = Duration::from_secs(1);
 
-/// The deadline of a call of `method` with `params`.
-pub fn deadline_of(method: &str, params: &serde_json::Value) -> Duration {
-    match method {
-        "session.new" | "session.fork" if params["wait"] != false => START_TIMEOUT,
-        "session.attach" => START_TIMEOUT,
-        "session.kill" => {
-            let grace = params["grace_ms"].as_u64().unwrap_or(3000);
-            Duration::from_millis(grace.saturating_add(2000)) + CALL_TIMEOUT
-        }
-        "session.send" | "session.respond" | "daemon.stop" => SLOW_CALL_TIMEOUT,
-        "session.trim" => TRIM_TIMEOUT,
-        _ => CALL_TIMEOUT,
+/// The deadline of a kind of wait (each method declares its kind:
+/// `ccd_protocol::Method::WAIT` and `Method::wait`).
+pub fn deadline(w: Wait) -> Duration {
+    match w {
+        Wait::Call => CALL_TIMEOUT,
+        Wait::Slow => SLOW_CALL_TIMEOUT,
+        Wait::Start => START_TIMEOUT,
+        Wait::Trim => TRIM_TIMEOUT,
+        // The grace, the daemon's collection (2 s), and a call's margin.
+        Wait::Grace { ms } => Duration::from_millis(ms.saturating_add(2000)) + CALL_TIMEOUT,
     }
+}
+
+/// The deadline of a typed call of `M` with `params`.
+pub fn deadline_for<M: Method>(params: &M::Params) -> Duration {
+    deadline(M::wait(params))
+}
+
+/// The deadline of a call of `method` (by name) with `params`: as the
+/// method's type declares it; a method this client does not know gets a
+/// plain call's.
+pub fn deadline_of(method: &str, params: &serde_json::Value) -> Duration {
+    deadline(
+        MethodId::from_name(method)
+            .map(|m| m.wait(params))
+            .unwrap_or(Wait::Call),
+    )
 }
 
 /// Who did not answer.
@@ -329,15 +349,30 @@ mod tests {
     fn deadlines_by_method() {
         use serde_json::json;
         assert_eq!(deadline_of("daemon.status", &json!({})), CALL_TIMEOUT);
-        assert_eq!(deadline_of("session.new", &json!({})), START_TIMEOUT);
+        assert_eq!(deadline_of("no.such.method", &json!({})), CALL_TIMEOUT);
         assert_eq!(
-            deadline_of("session.new", &json!({"wait": false})),
+            deadline_of("session.new", &json!({"cwd": "/p"})),
+            START_TIMEOUT
+        );
+        assert_eq!(
+            deadline_of("session.new", &json!({"cwd": "/p", "wait": false})),
             CALL_TIMEOUT
         );
+        // Params the daemon refuses at once: the method's usual wait.
+        assert_eq!(deadline_of("session.new", &json!({})), START_TIMEOUT);
         assert_eq!(
-            deadline_of("session.kill", &json!({"grace_ms": 10000})),
+            deadline_of("session.kill", &json!({"session": "s", "grace_ms": 10000})),
             Duration::from_secs(17)
         );
+        assert_eq!(
+            deadline_of("session.trim", &json!({"session": "s"})),
+            TRIM_TIMEOUT
+        );
+        assert_eq!(
+            deadline_of("session.attach", &json!({"session": "s"})),
+            START_TIMEOUT
+        );
+        assert_eq!(deadline_of("daemon.stop", &json!({})), SLOW_CALL_TIMEOUT);
     }
 
     /// The typed calls hand `deadline_of` their params serialized: the
@@ -386,6 +421,10 @@ mod tests {
             of(SessionSend::NAME, Ok(serde_json::json!({}))),
             SLOW_CALL_TIMEOUT
         );
+        // The typed path reads the params as they are, no round trip.
+        assert_eq!(deadline_for::<SessionKill>(&kill), Duration::from_secs(17));
+        new.wait = true;
+        assert_eq!(deadline_for::<SessionNew>(&new), START_TIMEOUT);
     }
 
     /// A stopped peer is named as stopped, with what to do, and never as

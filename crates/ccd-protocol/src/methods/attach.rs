@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
 
-use super::{Empty, Method, SessionRef, TermSize};
+use super::{Empty, Method, SessionRef, TermSize, Wait};
 
 /// How a client is attached.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +51,7 @@ impl Method for SessionAttach {
         SpawnFailed,
         PermissionDenied
     );
+    const WAIT: Wait = Wait::Start;
 }
 
 /// Params of `session.attach`.

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
 
-use super::{Empty, Method};
+use super::{Empty, Method, Wait};
 use crate::handshake::ProtocolRange;
 
 /// `hello`: the first request on every connection. Any other method before a
@@ -91,6 +91,7 @@ impl Method for DaemonStop {
     const NAME: &'static str = "daemon.stop";
     type Params = DaemonStopParams;
     type Result = DaemonStopResult;
+    const WAIT: Wait = Wait::Slow;
 }
 
 /// Params of `daemon.stop`.

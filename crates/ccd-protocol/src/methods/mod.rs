@@ -30,6 +30,30 @@ pub trait Method {
     /// `handshake_required`, `shutting_down`). `docs/protocol.md` lists
     /// the same codes under the method (a test keeps the two in step).
     const ERRORS: &'static [ErrorCode] = &[];
+    /// How long a client waits for the reply, as a rule ([`Wait`]).
+    const WAIT: Wait = Wait::Call;
+    /// How long a client waits for the reply to these params (a method
+    /// whose wait depends on them overrides it; else [`Method::WAIT`]).
+    fn wait(_params: &Self::Params) -> Wait {
+        Self::WAIT
+    }
+}
+
+/// How long a client waits for a method's reply, by kind: each method
+/// declares its own ([`Method::WAIT`], [`Method::wait`]); the client turns
+/// a kind into a duration (`ccd_client::deadline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// A plain call.
+    Call,
+    /// Moves through the screen (send, respond) or stops the daemon.
+    Slow,
+    /// May start `claude` and wait for its prompt.
+    Start,
+    /// Reads and writes a transcript of any size.
+    Trim,
+    /// Waits out a grace period of `ms` first (a kill), then collects.
+    Grace { ms: u64 },
 }
 
 /// A notification sent by the daemon (no id, no reply).
@@ -120,6 +144,19 @@ macro_rules! method_table {
             pub fn errors(self) -> &'static [ErrorCode] {
                 match self {
                     $(MethodId::$variant => <$ty as Method>::ERRORS,)*
+                }
+            }
+
+            /// How long a client waits for the reply to `params`
+            /// ([`Method::wait`]; params that do not decode, which the
+            /// daemon refuses at once, get [`Method::WAIT`]).
+            pub fn wait(self, params: &serde_json::Value) -> Wait {
+                match self {
+                    $(MethodId::$variant => {
+                        serde_json::from_value::<<$ty as Method>::Params>(params.clone())
+                            .map(|p| <$ty as Method>::wait(&p))
+                            .unwrap_or(<$ty as Method>::WAIT)
+                    })*
                 }
             }
         }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
 
-use super::{Method, SessionRef, TermSize};
+use super::{Method, SessionRef, TermSize, Wait};
 
 /// Liveness of a session, verified against the process table at the moment
 /// of the request (Claude Code's registry entry's pid runs with the start
@@ -356,6 +356,14 @@ impl Method for SessionNew {
         ErrorCode::SpawnFailed,
         ErrorCode::PermissionDenied,
     ];
+    const WAIT: Wait = Wait::Start;
+    fn wait(p: &NewParams) -> Wait {
+        if p.wait {
+            Wait::Start
+        } else {
+            Wait::Call
+        }
+    }
 }
 
 /// Params of `session.new`.
@@ -439,6 +447,7 @@ impl Method for SessionFork {
     type Params = ForkParams;
     type Result = NewResult;
     const ERRORS: &'static [ErrorCode] = naming_errors!(CwdMissing, SpawnFailed, PermissionDenied);
+    const WAIT: Wait = Wait::Start;
 }
 
 /// Params of `session.fork`.
@@ -461,6 +470,12 @@ impl Method for SessionKill {
     type Params = KillParams;
     type Result = KillResult;
     const ERRORS: &'static [ErrorCode] = held_errors!();
+    const WAIT: Wait = Wait::Grace { ms: 3000 };
+    fn wait(p: &KillParams) -> Wait {
+        Wait::Grace {
+            ms: p.grace_ms.unwrap_or(3000),
+        }
+    }
 }
 
 /// How to end a session.
@@ -652,6 +667,7 @@ impl Method for SessionSend {
     type Params = SendParams;
     type Result = SendResult;
     const ERRORS: &'static [ErrorCode] = held_errors!(NotAtPrompt);
+    const WAIT: Wait = Wait::Slow;
 }
 
 /// The most UTF-8 bytes of text `session.send` (`text`) and
@@ -738,6 +754,7 @@ impl Method for SessionRespond {
     type Params = RespondParams;
     type Result = RespondResult;
     const ERRORS: &'static [ErrorCode] = held_errors!(PromptNotShown, NotAtPrompt);
+    const WAIT: Wait = Wait::Slow;
 }
 
 /// How to answer a permission prompt.
@@ -797,6 +814,7 @@ impl Method for SessionTrim {
     type Params = TrimParams;
     type Result = TrimResult;
     const ERRORS: &'static [ErrorCode] = naming_errors!(TrimRefused);
+    const WAIT: Wait = Wait::Trim;
 }
 
 /// Params of `session.trim`.
