@@ -20,7 +20,7 @@ pub mod registry_watch;
 use crate::conn_slots::TaskGuard;
 use crate::connection::{notify, ConnCtx};
 use ccd_protocol::methods::events::{
-    Event, EventNotification, LiveWriter, SubscribeParams, SubscribeResult,
+    Event, EventKind, EventNotification, LiveWriter, SubscribeParams, SubscribeResult,
 };
 use ccd_protocol::RpcError;
 use std::sync::{Arc, Mutex};
@@ -108,14 +108,14 @@ pub async fn subscribe(
             let e = match rx.recv().await {
                 Ok(e) => e,
                 Err(broadcast::error::RecvError::Lagged(n)) => {
-                    let mut e = Event::new("events.lagged", None, now_ms());
+                    let mut e = Event::new(EventKind::Lagged, None, now_ms());
                     e.missed = Some(n);
                     e
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             };
             if let Some(types) = &p.types {
-                if e.kind != "events.lagged" && !types.contains(&e.kind) {
+                if e.kind != EventKind::Lagged && !types.iter().any(|t| t == e.kind.as_str()) {
                     continue;
                 }
             }

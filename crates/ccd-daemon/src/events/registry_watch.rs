@@ -30,7 +30,7 @@ use crate::exit_watch::ExitWatch;
 use crate::state::Daemon;
 use ccd_claude::liveness::{self, Liveness};
 use ccd_claude::registry;
-use ccd_protocol::methods::events::{Event, LiveWriter};
+use ccd_protocol::methods::events::{Event, EventKind, LiveWriter};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -242,7 +242,7 @@ fn diff(
         let s = &new[pid];
         match old.get(pid) {
             None => {
-                let mut e = Event::new("session.appeared", Some(s.session.clone()), at);
+                let mut e = Event::new(EventKind::Appeared, Some(s.session.clone()), at);
                 e.pid = Some(*pid);
                 e.cwd = s.cwd.clone();
                 e.state = Some(s.liveness.as_str().into());
@@ -256,7 +256,7 @@ fn diff(
                 }
             }
             Some(o) if o.session != s.session => {
-                let mut e = Event::new("session.id_changed", Some(s.session.clone()), at);
+                let mut e = Event::new(EventKind::IdChanged, Some(s.session.clone()), at);
                 e.pid = Some(*pid);
                 e.cwd = s.cwd.clone();
                 e.state = Some(s.liveness.as_str().into());
@@ -273,7 +273,7 @@ fn diff(
                 }
             }
             Some(o) if o.status != s.status || o.waiting_for != s.waiting_for => {
-                let mut e = Event::new("session.status", Some(s.session.clone()), at);
+                let mut e = Event::new(EventKind::Status, Some(s.session.clone()), at);
                 e.pid = Some(*pid);
                 e.status = s.status.clone();
                 e.previous = o.status.clone();
@@ -289,7 +289,7 @@ fn diff(
     let mut gone: Vec<(&u32, &Seen)> = old.iter().filter(|(p, _)| !new.contains_key(p)).collect();
     gone.sort_by_key(|(p, _)| **p);
     for (pid, o) in gone {
-        let mut e = Event::new("session.disappeared", Some(o.session.clone()), at);
+        let mut e = Event::new(EventKind::Disappeared, Some(o.session.clone()), at);
         e.pid = Some(*pid);
         e.cwd = o.cwd.clone();
         e.held = Some(o.holder.is_some());
@@ -316,12 +316,12 @@ fn several_writers(new: &HashMap<u32, Seen>, pid: u32, s: &Seen, at: i64) -> Vec
         .iter()
         .filter(|(_, o)| o.session == s.session)
         .find_map(|(_, o)| o.holder.clone());
-    let mut w = Event::new("session.writers", Some(s.session.clone()), at);
+    let mut w = Event::new(EventKind::Writers, Some(s.session.clone()), at);
     w.pid = Some(pid);
     w.pids = Some(pids.clone());
     w.held = Some(holder.is_some());
     w.holder = holder.clone();
-    let mut a = Event::new("session.attention", Some(s.session.clone()), at);
+    let mut a = Event::new(EventKind::Attention, Some(s.session.clone()), at);
     a.pid = Some(pid);
     a.held = Some(holder.is_some());
     a.holder = holder;
@@ -344,7 +344,7 @@ fn wants_attention(s: &Seen) -> bool {
 }
 
 fn attention(s: &Seen, pid: u32, at: i64) -> Event {
-    let mut e = Event::new("session.attention", Some(s.session.clone()), at);
+    let mut e = Event::new(EventKind::Attention, Some(s.session.clone()), at);
     e.pid = Some(pid);
     e.status = s.status.clone();
     e.waiting_for = s.waiting_for.clone();
@@ -384,7 +384,7 @@ fn context_event(
             .context_windows
             .window_for(s.model.as_deref()),
     };
-    let mut e = Event::new("session.context", Some(session.to_string()), now_ms());
+    let mut e = Event::new(EventKind::Context, Some(session.to_string()), now_ms());
     e.context_tokens = Some(tokens);
     e.context_percent = Some(ccd_claude::context::ContextWindows::percent(tokens, w));
     Some(e)
@@ -481,7 +481,7 @@ pub async fn run(daemon: Arc<Daemon>) {
         let ended: Vec<String> = events
             .iter()
             .filter(|e| {
-                e.kind == "session.status"
+                e.kind == EventKind::Status
                     && e.previous.as_deref() == Some("busy")
                     && e.status.as_deref() != Some("busy")
             })
@@ -522,8 +522,8 @@ mod tests {
         }
     }
 
-    fn kinds(ev: &[Event]) -> Vec<&str> {
-        ev.iter().map(|e| e.kind.as_str()).collect()
+    fn kinds(ev: &[Event]) -> Vec<EventKind> {
+        ev.iter().map(|e| e.kind.clone()).collect()
     }
 
     #[test]
@@ -533,7 +533,7 @@ mod tests {
         held.holder = Some("h1".into());
         let b: HashMap<u32, Seen> = [(1, held)].into();
         let ev = diff(&a, &b, &|to, _| if to == "s2" { "clear" } else { "resume" });
-        assert_eq!(kinds(&ev), ["session.id_changed"]);
+        assert_eq!(kinds(&ev), [EventKind::IdChanged]);
         let e = &ev[0];
         assert_eq!(e.session.as_deref(), Some("s2"));
         assert_eq!(e.from.as_deref(), Some("s1"));
@@ -553,7 +553,11 @@ mod tests {
         let ev = diff(&a, &b, &|_, _| "unknown");
         assert_eq!(
             kinds(&ev),
-            ["session.appeared", "session.writers", "session.attention"]
+            [
+                EventKind::Appeared,
+                EventKind::Writers,
+                EventKind::Attention
+            ]
         );
         assert_eq!(ev[0].held, Some(false), "the newcomer is not ccd's");
         assert_eq!(ev[1].pids.as_deref(), Some(&[1, 2][..]));
@@ -565,7 +569,11 @@ mod tests {
         let ev = diff(&c, &d, &|_, _| "resume");
         assert_eq!(
             kinds(&ev),
-            ["session.id_changed", "session.writers", "session.attention"]
+            [
+                EventKind::IdChanged,
+                EventKind::Writers,
+                EventKind::Attention
+            ]
         );
     }
 
@@ -575,22 +583,22 @@ mod tests {
         let a: HashMap<u32, Seen> = [(1, seen("s1", "idle"))].into();
         let b: HashMap<u32, Seen> = [(1, seen("s1", "busy")), (2, seen("s2", "idle"))].into();
         let ev = diff(&a, &b, &no);
-        let kinds: Vec<_> = ev.iter().map(|e| e.kind.as_str()).collect();
-        assert!(kinds.contains(&"session.status"));
-        assert!(kinds.contains(&"session.appeared"));
+        let kinds: Vec<_> = ev.iter().map(|e| e.kind.clone()).collect();
+        assert!(kinds.contains(&EventKind::Status));
+        assert!(kinds.contains(&EventKind::Appeared));
         let mut w = seen("s2", "waiting");
         w.waiting_for = Some("permission prompt".into());
         let c: HashMap<u32, Seen> = [(2, w)].into();
         let ev = diff(&b, &c, &no);
-        let kinds: Vec<_> = ev.iter().map(|e| e.kind.as_str()).collect();
+        let kinds: Vec<_> = ev.iter().map(|e| e.kind.clone()).collect();
         assert_eq!(
             kinds
                 .iter()
-                .filter(|k| **k == "session.disappeared")
+                .filter(|k| **k == EventKind::Disappeared)
                 .count(),
             1
         );
-        let att = ev.iter().find(|e| e.kind == "session.attention").unwrap();
+        let att = ev.iter().find(|e| e.kind == EventKind::Attention).unwrap();
         assert_eq!(att.reason.as_deref(), Some("permission prompt"));
         assert!(diff(&c, &c, &no).is_empty());
     }
@@ -606,14 +614,14 @@ mod tests {
         let a: HashMap<u32, Seen> = [(1, idle.clone())].into();
         let b: HashMap<u32, Seen> = [(1, asking.clone())].into();
         // The status still says so; the attention comes from the holder.
-        assert_eq!(kinds(&diff(&a, &b, &no)), ["session.status"]);
+        assert_eq!(kinds(&diff(&a, &b, &no)), [EventKind::Status]);
         // Waiting on something else: the registry's attention stands.
         let mut other = asking.clone();
         other.waiting_for = Some("input".into());
         let c: HashMap<u32, Seen> = [(1, other)].into();
         assert_eq!(
             kinds(&diff(&a, &c, &no)),
-            ["session.status", "session.attention"]
+            [EventKind::Status, EventKind::Attention]
         );
         // Not held: the registry is all there is.
         let mut outside = asking;
@@ -624,7 +632,7 @@ mod tests {
         let e: HashMap<u32, Seen> = [(1, idle_outside)].into();
         assert_eq!(
             kinds(&diff(&e, &d, &no)),
-            ["session.status", "session.attention"]
+            [EventKind::Status, EventKind::Attention]
         );
     }
 }

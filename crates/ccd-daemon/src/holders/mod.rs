@@ -18,6 +18,7 @@ pub mod spawn;
 pub mod spec;
 
 use ccd_protocol::holder::{self as h, CollectResult, ExitInfo, InfoResult};
+use ccd_protocol::methods::events::EventKind;
 use ccd_protocol::methods::{Empty, Method};
 use rpc::{HolderConn, HolderError};
 use serde_json::json;
@@ -533,7 +534,7 @@ impl HolderTable {
         if let Some(e) = gone.filter(|e| e.session_id().is_some()) {
             use ccd_protocol::methods::events::Event;
             let mut ev = Event::new(
-                "session.lifecycle",
+                EventKind::Lifecycle,
                 e.session_id().map(String::from),
                 crate::events::now_ms(),
             );
@@ -607,14 +608,14 @@ impl HolderTable {
         if old.as_deref() == Some(new.as_str()) {
             return;
         }
-        let mut e = Event::new("session.lifecycle", session.clone(), now_ms());
+        let mut e = Event::new(EventKind::Lifecycle, session.clone(), now_ms());
         e.pid = Some(info.child_pid);
         e.held = Some(true);
         e.status = Some(new.clone());
         e.previous = old;
         self.events.publish(e);
         if new == "needs-attention" {
-            let mut a = Event::new("session.attention", session, now_ms());
+            let mut a = Event::new(EventKind::Attention, session, now_ms());
             a.pid = Some(info.child_pid);
             a.held = Some(true);
             a.reason = info
@@ -643,7 +644,7 @@ impl HolderTable {
             (Some(b), Some(n)) if b.same_dialog(n) => {}
             (None, None) => {}
             (_, Some(n)) => {
-                let mut a = Event::new("session.attention", session, now_ms());
+                let mut a = Event::new(EventKind::Attention, session, now_ms());
                 a.pid = Some(info.child_pid);
                 a.held = Some(true);
                 a.holder = Some(meta.id.clone());
@@ -655,7 +656,7 @@ impl HolderTable {
                 self.events.publish(a);
             }
             (Some(_), None) => {
-                let mut c = Event::new("session.attention_cleared", session, now_ms());
+                let mut c = Event::new(EventKind::AttentionCleared, session, now_ms());
                 c.pid = Some(info.child_pid);
                 c.held = Some(true);
                 c.holder = Some(meta.id.clone());
@@ -676,7 +677,7 @@ impl HolderTable {
         {
             use ccd_protocol::methods::events::Event;
             let mut e = Event::new(
-                "session.exited",
+                EventKind::Exited,
                 finished.session_id.clone(),
                 crate::events::now_ms(),
             );

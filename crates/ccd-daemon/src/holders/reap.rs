@@ -20,7 +20,7 @@
 
 use crate::state::Daemon;
 use ccd_claude::transcript;
-use ccd_protocol::methods::events::Event;
+use ccd_protocol::methods::events::{Event, EventKind};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -321,7 +321,7 @@ async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Opti
     if let Err(error) = &collected {
         tracing::warn!(session = %sid, %error, "collecting a stopped session failed");
     }
-    let mut e = Event::new("session.reaped", Some(sid), crate::events::now_ms());
+    let mut e = Event::new(EventKind::Reaped, Some(sid), crate::events::now_ms());
     e.holder = Some(h.id.clone());
     e.pid = h.info.as_ref().map(|i| i.child_pid);
     e.cwd = Some(h.meta.cwd.clone());

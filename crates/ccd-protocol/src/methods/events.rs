@@ -60,6 +60,100 @@ impl NotificationKind for EventNotification {
     type Params = Event;
 }
 
+/// An event's `type` (see [`Event`]), on the wire as its name
+/// (`session.appeared`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum EventKind {
+    Appeared,
+    Disappeared,
+    IdChanged,
+    Writers,
+    Status,
+    Attention,
+    AttentionCleared,
+    Lifecycle,
+    Context,
+    Exited,
+    Reaped,
+    Lagged,
+    /// A type added by a later daemon, kept as named (a client shows or
+    /// skips it; this daemon never sends one).
+    Other(String),
+}
+
+impl EventKind {
+    /// Every kind this protocol version sends.
+    pub const ALL: &'static [EventKind] = &[
+        EventKind::Appeared,
+        EventKind::Disappeared,
+        EventKind::IdChanged,
+        EventKind::Writers,
+        EventKind::Status,
+        EventKind::Attention,
+        EventKind::AttentionCleared,
+        EventKind::Lifecycle,
+        EventKind::Context,
+        EventKind::Exited,
+        EventKind::Reaped,
+        EventKind::Lagged,
+    ];
+
+    /// The wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::Appeared => "session.appeared",
+            EventKind::Disappeared => "session.disappeared",
+            EventKind::IdChanged => "session.id_changed",
+            EventKind::Writers => "session.writers",
+            EventKind::Status => "session.status",
+            EventKind::Attention => "session.attention",
+            EventKind::AttentionCleared => "session.attention_cleared",
+            EventKind::Lifecycle => "session.lifecycle",
+            EventKind::Context => "session.context",
+            EventKind::Exited => "session.exited",
+            EventKind::Reaped => "session.reaped",
+            EventKind::Lagged => "events.lagged",
+            EventKind::Other(s) => s,
+        }
+    }
+}
+
+impl From<String> for EventKind {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "session.appeared" => EventKind::Appeared,
+            "session.disappeared" => EventKind::Disappeared,
+            "session.id_changed" => EventKind::IdChanged,
+            "session.writers" => EventKind::Writers,
+            "session.status" => EventKind::Status,
+            "session.attention" => EventKind::Attention,
+            "session.attention_cleared" => EventKind::AttentionCleared,
+            "session.lifecycle" => EventKind::Lifecycle,
+            "session.context" => EventKind::Context,
+            "session.exited" => EventKind::Exited,
+            "session.reaped" => EventKind::Reaped,
+            "events.lagged" => EventKind::Lagged,
+            _ => EventKind::Other(s),
+        }
+    }
+}
+
+impl From<EventKind> for String {
+    fn from(k: EventKind) -> String {
+        match k {
+            EventKind::Other(s) => s,
+            k => k.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One event. `type` is one of:
 /// - `session.appeared` / `session.disappeared`: a process started or
 ///   stopped holding a session (any session on the machine, ccd's or not);
@@ -91,7 +185,7 @@ impl NotificationKind for EventNotification {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: EventKind,
     /// Full session id (absent for `events.lagged`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
@@ -162,9 +256,9 @@ pub struct Event {
 
 impl Event {
     /// An event of `kind` about `session`, at `at`, with no other field.
-    pub fn new(kind: &str, session: Option<String>, at: i64) -> Self {
+    pub fn new(kind: EventKind, session: Option<String>, at: i64) -> Self {
         Self {
-            kind: kind.into(),
+            kind,
             session,
             at,
             pid: None,
@@ -190,5 +284,23 @@ impl Event {
             freed_bytes: None,
             missed: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_their_wire_names_and_a_new_one_is_other() {
+        for k in EventKind::ALL {
+            let v = serde_json::to_value(k).unwrap();
+            assert_eq!(v, k.as_str());
+            assert_eq!(&serde_json::from_value::<EventKind>(v).unwrap(), k);
+        }
+        let later: EventKind =
+            serde_json::from_value(serde_json::json!("session.teleported")).unwrap();
+        assert_eq!(later, EventKind::Other("session.teleported".into()));
+        assert_eq!(serde_json::to_value(&later).unwrap(), "session.teleported");
     }
 }

@@ -3,7 +3,9 @@
 use crate::cli::{EventsArgs, GlobalArgs};
 use ccd_claude::display::line;
 use ccd_claude::display::width::pad;
-use ccd_protocol::methods::events::{Event, EventNotification, EventsSubscribe, SubscribeParams};
+use ccd_protocol::methods::events::{
+    Event, EventKind, EventNotification, EventsSubscribe, SubscribeParams,
+};
 use ccd_protocol::NotificationKind;
 use serde::Serialize;
 use std::io::Write;
@@ -57,15 +59,15 @@ fn human(e: &Event) -> String {
         .as_deref()
         .map(|s| super::short_id(s).to_string())
         .unwrap_or_default();
-    let detail = match kind {
-        "session.appeared" => format!(
+    let detail = match e.kind {
+        EventKind::Appeared => format!(
             "pid {} in {}{}",
             json(&e.pid),
             e.cwd.as_deref().unwrap_or("?"),
             if e.held == Some(true) { " (ccd)" } else { "" }
         ),
-        "session.disappeared" => format!("pid {}", json(&e.pid)),
-        "session.status" | "session.lifecycle" => format!(
+        EventKind::Disappeared => format!("pid {}", json(&e.pid)),
+        EventKind::Status | EventKind::Lifecycle => format!(
             "{} -> {}{}",
             e.previous.as_deref().unwrap_or("-"),
             e.status.as_deref().unwrap_or("?"),
@@ -74,7 +76,7 @@ fn human(e: &Event) -> String {
                 .map(|w| format!(" ({w})"))
                 .unwrap_or_default()
         ),
-        "session.attention" => match (e.reason.as_deref(), e.tool.as_deref()) {
+        EventKind::Attention => match (e.reason.as_deref(), e.tool.as_deref()) {
             // A held session's permission dialog: what asks, and how to
             // answer exactly that prompt.
             (Some("permission"), Some(tool)) => {
@@ -91,17 +93,17 @@ fn human(e: &Event) -> String {
             }
             (reason, _) => reason.unwrap_or("needs attention").to_string(),
         },
-        "session.context" => format!(
+        EventKind::Context => format!(
             "{} tokens ({}%)",
             json(&e.context_tokens),
             json(&e.context_percent)
         ),
-        "session.exited" => match (e.exit_code, e.exit_signal) {
+        EventKind::Exited => match (e.exit_code, e.exit_signal) {
             (Some(c), _) => format!("status {c}"),
             (None, Some(s)) => format!("signal {s}"),
             _ => e.reason.clone().unwrap_or_default(),
         },
-        "events.lagged" => format!("{} events missed", json(&e.missed)),
+        EventKind::Lagged => format!("{} events missed", json(&e.missed)),
         _ => String::new(),
     };
     let at = time::OffsetDateTime::from_unix_timestamp(e.at / 1000)
@@ -170,7 +172,7 @@ mod tests {
     #[test]
     fn a_permission_prompt_says_what_asks_and_how_to_answer_it() {
         let mut e = Event::new(
-            "session.attention",
+            EventKind::Attention,
             Some("3c5e7a9b-1d2f-4a6c-8e0b-2d4f6a8c0e1f".into()),
             1_795_977_273_050,
         );
@@ -199,7 +201,7 @@ mod tests {
         let sid = "3c5e7a9b-1d2f-4a6c-8e0b-2d4f6a8c0e1f";
         let at = 1_795_977_273_050_i64;
         let mut events = Vec::new();
-        let mut e = Event::new("session.appeared", Some(sid.into()), at);
+        let mut e = Event::new(EventKind::Appeared, Some(sid.into()), at);
         e.pid = Some(4120);
         e.cwd = Some("/home/me/p".into());
         e.held = Some(true);
@@ -207,25 +209,25 @@ mod tests {
         e.held = None;
         e.cwd = None;
         events.push(e);
-        events.push(Event::new("session.disappeared", Some(sid.into()), at));
-        let mut e = Event::new("session.status", Some(sid.into()), at);
+        events.push(Event::new(EventKind::Disappeared, Some(sid.into()), at));
+        let mut e = Event::new(EventKind::Status, Some(sid.into()), at);
         e.status = Some("waiting".into());
         e.previous = Some("busy".into());
         e.waiting_for = Some("permission prompt".into());
         events.push(e);
-        events.push(Event::new("session.lifecycle", Some(sid.into()), at));
-        let mut e = Event::new("session.attention", Some(sid.into()), at);
+        events.push(Event::new(EventKind::Lifecycle, Some(sid.into()), at));
+        let mut e = Event::new(EventKind::Attention, Some(sid.into()), at);
         events.push(e.clone());
         e.reason = Some("permission".into());
         events.push(e);
-        let mut e = Event::new("session.context", Some(sid.into()), at);
+        let mut e = Event::new(EventKind::Context, Some(sid.into()), at);
         events.push(e.clone());
         e.context_tokens = Some(48211);
         e.context_percent = Some(24.1);
         events.push(e.clone());
         e.context_percent = Some(50.0);
         events.push(e);
-        let mut e = Event::new("session.exited", Some(sid.into()), at);
+        let mut e = Event::new(EventKind::Exited, Some(sid.into()), at);
         events.push(e.clone());
         e.reason = Some("killed".into());
         events.push(e.clone());
@@ -233,10 +235,14 @@ mod tests {
         events.push(e.clone());
         e.exit_code = Some(0);
         events.push(e);
-        let mut e = Event::new("events.lagged", None, -5);
+        let mut e = Event::new(EventKind::Lagged, None, -5);
         e.missed = Some(12);
         events.push(e);
-        events.push(Event::new("session.something_new", Some("ab".into()), at));
+        events.push(Event::new(
+            EventKind::Other("session.something_new".into()),
+            Some("ab".into()),
+            at,
+        ));
         for e in events {
             let wire: Value = serde_json::from_str(&json!(e).to_string()).unwrap();
             assert_eq!(human(&e), untyped(&wire), "{wire}");

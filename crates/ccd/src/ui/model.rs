@@ -4,7 +4,7 @@
 //! place, and when to notify. No terminal and no socket here: unit-tested
 //! directly.
 
-use ccd_protocol::methods::events::Event;
+use ccd_protocol::methods::events::{Event, EventKind};
 use ccd_protocol::methods::session::{ActivityStatus, SessionCost, SessionInfo, SessionState};
 use std::collections::HashSet;
 use time::format_description::well_known::Rfc3339;
@@ -288,7 +288,7 @@ impl Model {
         let mut out = Applied::default();
         let Some(sid) = e.session.as_deref() else {
             // `events.lagged`: something was missed.
-            out.reload = e.kind == "events.lagged";
+            out.reload = e.kind == EventKind::Lagged;
             return out;
         };
         let Some(row) = self.rows.iter_mut().find(|r| r.info.session_id == sid) else {
@@ -300,12 +300,12 @@ impl Model {
         if let Ok(t) = OffsetDateTime::from_unix_timestamp(e.at / 1000) {
             touch(row, t);
         }
-        match e.kind.as_str() {
-            "session.status" => {
+        match e.kind {
+            EventKind::Status => {
                 row.info.status = e.status.as_deref().map(parse_status);
                 row.info.waiting_for = e.waiting_for.clone();
             }
-            "session.lifecycle" => {
+            EventKind::Lifecycle => {
                 if let (Some(c), Some(s)) = (row.info.ccd.as_mut(), e.status.as_deref()) {
                     c.lifecycle = s.to_string();
                     if !matches!(s, "waiting" | "needs-attention") {
@@ -317,7 +317,7 @@ impl Model {
                     out.reload = true;
                 }
             }
-            "session.attention" => {
+            EventKind::Attention => {
                 if let Some(c) = row.info.ccd.as_mut() {
                     if e.reason.as_deref() == Some("permission") {
                         c.permission = Some(
@@ -334,11 +334,11 @@ impl Model {
                     row.info.status = Some(ActivityStatus::Waiting);
                 }
             }
-            "session.context" => {
+            EventKind::Context => {
                 row.info.context_tokens = e.context_tokens.or(row.info.context_tokens);
                 row.info.context_percent = e.context_percent.or(row.info.context_percent);
             }
-            "session.exited" | "session.disappeared" => {
+            EventKind::Exited | EventKind::Disappeared => {
                 row.info.state = SessionState::Dead;
                 row.info.status = None;
                 row.info.pid = None;
@@ -359,7 +359,7 @@ impl Model {
             if self.selected.as_deref() != Some(sid) {
                 self.fresh.insert(sid.to_string());
             }
-        } else if e.kind == "session.attention" {
+        } else if e.kind == EventKind::Attention {
             // A new prompt on a session already waiting (another tool).
             if let Some(p) = e.prompt.as_deref() {
                 out.notify = self.first_notice(sid, p);
@@ -544,7 +544,7 @@ pub mod tests {
     fn a_session_that_starts_waiting_moves_up_is_highlighted_and_notifies_once() {
         let mut m = sample();
         m.select_id("held-idle");
-        let mut e = Event::new("session.status", Some("ext-idle".into()), now_ms());
+        let mut e = Event::new(EventKind::Status, Some("ext-idle".into()), now_ms());
         e.status = Some("waiting".into());
         let a = m.apply(&e);
         assert!(a.notify && !a.reload && !a.preview);
@@ -567,7 +567,7 @@ pub mod tests {
     #[test]
     fn a_permission_prompt_on_a_held_session_is_noticed_once_per_prompt() {
         let mut m = sample();
-        let mut e = Event::new("session.attention", Some("held-idle".into()), now_ms());
+        let mut e = Event::new(EventKind::Attention, Some("held-idle".into()), now_ms());
         e.reason = Some("permission".into());
         e.tool = Some("Bash command".into());
         e.detail = Some("npm test".into());
@@ -578,7 +578,7 @@ pub mod tests {
         assert!(!m.apply(&e).notify);
         e.prompt = Some("p2".into());
         assert!(m.apply(&e).notify, "another prompt is another notice");
-        let mut l = Event::new("session.lifecycle", Some("held-idle".into()), now_ms());
+        let mut l = Event::new(EventKind::Lifecycle, Some("held-idle".into()), now_ms());
         l.status = Some("busy".into());
         m.apply(&l);
         assert_eq!(order(&m)[..3], ["ext-wait", "held-idle", "held-busy"]);
@@ -618,12 +618,12 @@ pub mod tests {
     fn unknown_sessions_and_lag_ask_for_a_reload() {
         let mut m = sample();
         assert!(
-            m.apply(&Event::new("session.appeared", Some("zzz".into()), 1))
+            m.apply(&Event::new(EventKind::Appeared, Some("zzz".into()), 1))
                 .reload
         );
-        assert!(m.apply(&Event::new("events.lagged", None, 1)).reload);
+        assert!(m.apply(&Event::new(EventKind::Lagged, None, 1)).reload);
         let a = m.apply(&Event::new(
-            "session.exited",
+            EventKind::Exited,
             Some("held-busy".into()),
             now_ms(),
         ));
