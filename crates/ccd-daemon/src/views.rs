@@ -5,8 +5,8 @@ use crate::holders::{lifecycle_of, Finished, HolderEntry};
 use ccd_claude::index::{SessionRecord, Writer};
 use ccd_claude::Liveness;
 use ccd_protocol::methods::session::{
-    ActivityStatus, ClientCounters, ContextWindow, EarlierConversation, OwnedInfo, SessionInfo,
-    SessionState, Superseded, WriterInfo,
+    ActivityStatus, ClientCounters, ContextWindow, EarlierConversation, Lifecycle, OwnedInfo,
+    SessionInfo, SessionState, Superseded, WriterInfo,
 };
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -405,10 +405,7 @@ pub fn attention_text(r: &ccd_holder::AttentionReason) -> String {
 pub fn start_settled(e: &HolderEntry) -> bool {
     match &e.info {
         None => false,
-        Some(i) => {
-            let l = lifecycle_of(i);
-            !matches!(l.as_str(), "starting" | "trust")
-        }
+        Some(i) => !matches!(lifecycle_of(i), Lifecycle::Starting | Lifecycle::Trust),
     }
 }
 
@@ -461,7 +458,11 @@ mod tests {
         r.pid = child;
         r.ccd = Some(OwnedInfo {
             holder: holder.into(),
-            lifecycle: if child.is_some() { "idle" } else { "exited" }.into(),
+            lifecycle: if child.is_some() {
+                Lifecycle::Idle
+            } else {
+                Lifecycle::Exited
+            },
             attention: None,
             permission: None,
             permission_prompt: None,

@@ -34,7 +34,9 @@ use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, DetachResult, FreshStart, InputParams, InputResult,
     ResizeParams, DIRECT_ATTACH_ID,
 };
-use ccd_protocol::methods::session::{Progress, SessionInfo, SessionProgress, SessionState};
+use ccd_protocol::methods::session::{
+    Lifecycle, Progress, SessionInfo, SessionProgress, SessionState,
+};
 use ccd_protocol::methods::Method;
 use ccd_protocol::methods::{Empty, SessionRef, TermSize};
 use ccd_protocol::{ErrorCode, Id, RpcError};
@@ -522,7 +524,7 @@ async fn resume_step(ctx: &ConnCtx, step: ResumeStep<'_>, detail: StepDetail) {
     let p = Progress {
         holder: step.holder.to_string(),
         session: Some(step.session.to_string()),
-        lifecycle: step.lifecycle.to_string(),
+        lifecycle: step.lifecycle.clone(),
         reason: None,
         step: Some(step.step.to_string()),
         cwd: detail.cwd,
@@ -535,7 +537,7 @@ async fn resume_step(ctx: &ConnCtx, step: ResumeStep<'_>, detail: StepDetail) {
 struct ResumeStep<'a> {
     holder: &'a str,
     session: &'a str,
-    lifecycle: &'a str,
+    lifecycle: Lifecycle,
     step: &'a str,
 }
 
@@ -582,7 +584,7 @@ async fn resume(
     };
     resume_step(
         ctx,
-        step("starting", "resuming"),
+        step(Lifecycle::Starting, "resuming"),
         StepDetail {
             cwd: Some(cwd.to_string_lossy().into_owned()),
             pid: None,
@@ -628,11 +630,16 @@ async fn resume(
         }
     };
     let lifecycle = r.lifecycle;
-    if matches!(lifecycle.as_str(), "failed" | "exited") {
-        let reason = r.reason.unwrap_or_else(|| lifecycle.clone());
+    if matches!(lifecycle, Lifecycle::Failed | Lifecycle::Exited) {
+        let reason = r.reason.unwrap_or_else(|| lifecycle.to_string());
         return Err(failed(reason, r.screen));
     }
-    resume_step(ctx, step(&lifecycle, "settling"), StepDetail::default()).await;
+    resume_step(
+        ctx,
+        step(lifecycle.clone(), "settling"),
+        StepDetail::default(),
+    )
+    .await;
     // An exit within the first moments is a failed resume too; someone may
     // start the same session by hand meanwhile (checked on every round, so
     // the refusal comes as soon as it is known).
@@ -675,7 +682,7 @@ async fn refuse_late(
     ctx: &ConnCtx,
     info: &SessionInfo,
     hid: &str,
-    lifecycle: &str,
+    lifecycle: &Lifecycle,
     other: OtherWriter,
 ) -> RpcError {
     let sid = info.session_id.as_str();
@@ -689,7 +696,7 @@ async fn refuse_late(
     let step = ResumeStep {
         holder: hid,
         session: sid,
-        lifecycle,
+        lifecycle: lifecycle.clone(),
         step: "stopping",
     };
     let detail = StepDetail {

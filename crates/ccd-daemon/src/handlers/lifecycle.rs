@@ -15,9 +15,9 @@ use ccd_protocol::error_data::{
 };
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{
-    Cursor, ForkParams, KillParams, KillResult, NewParams, NewResult, PinParams, PinResult,
-    Progress, ScreenFormat, ScreenParams, ScreenResult, SendParams, SendResult, SessionProgress,
-    TextTooLong,
+    Cursor, ForkParams, KillParams, KillResult, Lifecycle, NewParams, NewResult, PinParams,
+    PinResult, Progress, ScreenFormat, ScreenParams, ScreenResult, SendParams, SendResult,
+    SessionProgress, TextTooLong,
 };
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::{ErrorCode, RpcError};
@@ -283,7 +283,7 @@ pub async fn start(
     )
     .await?;
     let deadline = Instant::now() + START_WAIT;
-    let mut last = String::new();
+    let mut last: Option<Lifecycle> = None;
     let entry = loop {
         let entry = ctx
             .daemon
@@ -297,7 +297,7 @@ pub async fn start(
             return Err(start_failed(f));
         };
         let l = entry.lifecycle();
-        if wait && l != last {
+        if wait && last.as_ref() != Some(&l) {
             let p = Progress {
                 holder: id.clone(),
                 session: entry.session_id().map(String::from),
@@ -308,7 +308,7 @@ pub async fn start(
                 pid: None,
             };
             ctx.notify::<SessionProgress>(&p).await;
-            last = l;
+            last = Some(l);
         }
         if !wait || views::start_settled(&entry) || Instant::now() > deadline {
             break entry;
@@ -331,7 +331,10 @@ pub async fn start(
             .map(|a| views::attention_text(&a.reason))
             .or_else(|| i.failure.clone())
     });
-    let screen = if matches!(lifecycle.as_str(), "needs-attention" | "failed" | "exited") {
+    let screen = if matches!(
+        lifecycle,
+        Lifecycle::NeedsAttention | Lifecycle::Failed | Lifecycle::Exited
+    ) {
         screen_rows(&entry).await
     } else {
         None

@@ -19,6 +19,7 @@ pub mod spec;
 
 use ccd_protocol::holder::{self as h, CollectResult, ExitInfo, InfoResult};
 use ccd_protocol::methods::events::EventKind;
+use ccd_protocol::methods::session::Lifecycle;
 use ccd_protocol::methods::{Empty, Method};
 use rpc::{HolderConn, HolderError};
 use serde_json::json;
@@ -156,10 +157,10 @@ impl HolderEntry {
         e.into_rpc(self.session_id().unwrap_or(&self.id), &self.id)
     }
 
-    /// ccd's lifecycle word for the session.
-    pub fn lifecycle(&self) -> String {
+    /// ccd's lifecycle of the session.
+    pub fn lifecycle(&self) -> Lifecycle {
         match &self.info {
-            None => "starting".into(),
+            None => Lifecycle::Starting,
             Some(i) => lifecycle_of(i),
         }
     }
@@ -167,17 +168,16 @@ impl HolderEntry {
 
 /// `needs-attention` beats the state; a ready session shows its registry
 /// status (`idle`/`busy`/`waiting`).
-pub fn lifecycle_of(i: &InfoResult) -> String {
+pub fn lifecycle_of(i: &InfoResult) -> Lifecycle {
     if i.needs_attention.is_some() && i.exit.is_none() {
-        return "needs-attention".into();
+        return Lifecycle::NeedsAttention;
     }
-    let state = i.state.as_str();
-    if state == "ready" {
+    if i.state == h::State::Ready {
         if let Some(s) = i.status.as_ref().and_then(|s| s.status.clone()) {
-            return s;
+            return Lifecycle::from(s);
         }
     }
-    state.into()
+    Lifecycle::from(i.state.as_str())
 }
 
 /// What a permission dialog asks for, in a word or two: its heading, else
@@ -236,8 +236,8 @@ pub struct Finished {
     pub session_id: Option<String>,
     pub child_pid: Option<u32>,
     pub exit: Option<ExitInfo>,
-    /// `exited` or `failed`.
-    pub state: String,
+    /// `exited` or `failed` (the holder's), or `reaped` (ccd stopped it).
+    pub state: Lifecycle,
     pub failure: Option<String>,
     pub screen: String,
 }
@@ -541,8 +541,8 @@ impl HolderTable {
             ev.held = Some(false);
             ev.holder = Some(e.id.clone());
             ev.pid = e.info.as_ref().map(|i| i.child_pid);
-            ev.status = Some("discarded".into());
-            ev.previous = Some(e.lifecycle());
+            ev.status = Some(Lifecycle::Discarded.to_string());
+            ev.previous = Some(e.lifecycle().to_string());
             ev.reason = Some("another process runs this session; ccd stopped its own copy".into());
             self.events.publish(ev);
         }
@@ -605,16 +605,16 @@ impl HolderTable {
         self.publish_permission(meta, old, info, session.clone());
         let new = lifecycle_of(info);
         let old = old.map(lifecycle_of);
-        if old.as_deref() == Some(new.as_str()) {
+        if old.as_ref() == Some(&new) {
             return;
         }
         let mut e = Event::new(EventKind::Lifecycle, session.clone(), now_ms());
         e.pid = Some(info.child_pid);
         e.held = Some(true);
-        e.status = Some(new.clone());
-        e.previous = old;
+        e.status = Some(new.to_string());
+        e.previous = old.map(|o| o.to_string());
         self.events.publish(e);
-        if new == "needs-attention" {
+        if new == Lifecycle::NeedsAttention {
             let mut a = Event::new(EventKind::Attention, session, now_ms());
             a.pid = Some(info.child_pid);
             a.held = Some(true);
@@ -687,7 +687,7 @@ impl HolderTable {
             e.exit_code = finished.exit.as_ref().and_then(|x| x.code);
             e.exit_signal = finished.exit.as_ref().and_then(|x| x.signal);
             e.reason = finished.failure.clone();
-            e.status = Some(finished.state.clone());
+            e.status = Some(finished.state.to_string());
             self.events.publish(e);
         }
         if let Ok(mut m) = self.live.lock() {
@@ -851,7 +851,7 @@ impl HolderTable {
                             child_pid: entry.info.as_ref().map(|i| i.child_pid),
                             meta: entry.meta.clone(),
                             exit: None,
-                            state: "failed".into(),
+                            state: Lifecycle::Failed,
                             failure: Some("the holder process died".into()),
                             screen: String::new(),
                         },
@@ -878,7 +878,7 @@ impl HolderTable {
         &self,
         entry: &HolderEntry,
         wait_ms: u64,
-        state: Option<(&str, String)>,
+        state: Option<(Lifecycle, String)>,
     ) -> Result<CollectResult, HolderError> {
         // While a collect is in flight the holder may vanish at any moment:
         // that is not a death (see `refresh`).
@@ -901,8 +901,8 @@ impl HolderTable {
         }
         tracing::info!(holder = %entry.id, session = ?entry.session_id(), exit = ?c.exit, state = c.state.as_str(), "session ended; holder collected");
         let (state, failure) = match state {
-            Some((s, why)) => (s.to_string(), Some(why)),
-            None => (c.state.as_str().to_string(), c.failure.clone()),
+            Some((s, why)) => (s, Some(why)),
+            None => (Lifecycle::from(c.state.as_str()), c.failure.clone()),
         };
         self.retire(
             &entry.id,

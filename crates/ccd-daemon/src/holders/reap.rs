@@ -115,7 +115,9 @@ impl Why {
 fn at_rest(h: &super::HolderEntry) -> bool {
     !h.meta.pinned
         && h.info.as_ref().is_some_and(|i| {
-            i.exit.is_none() && i.clients.is_empty() && super::lifecycle_of(i) == "idle"
+            i.exit.is_none()
+                && i.clients.is_empty()
+                && super::lifecycle_of(i) == ccd_protocol::methods::session::Lifecycle::Idle
         })
 }
 
@@ -316,7 +318,14 @@ async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Opti
     }
     let collected = daemon
         .holders
-        .collect_as(h, 7000, Some(("reaped", why.sentence(freed))))
+        .collect_as(
+            h,
+            7000,
+            Some((
+                ccd_protocol::methods::session::Lifecycle::Reaped,
+                why.sentence(freed),
+            )),
+        )
         .await;
     if let Err(error) = &collected {
         tracing::warn!(session = %sid, %error, "collecting a stopped session failed");

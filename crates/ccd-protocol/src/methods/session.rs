@@ -67,13 +67,105 @@ pub struct WriterInfo {
 }
 
 /// What ccd knows of a session it holds in a PTY.
+/// ccd's lifecycle of a session it holds, on the wire as its name
+/// (`starting`, `trust`, `ready`; then Claude Code's status `idle`, `busy`,
+/// `waiting` once ready; `needs-attention`; and how it ended: `exited`,
+/// `failed`, `reaped`, `discarded`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum Lifecycle {
+    Starting,
+    Trust,
+    Ready,
+    Idle,
+    Busy,
+    Waiting,
+    NeedsAttention,
+    Exited,
+    Failed,
+    Reaped,
+    Discarded,
+    /// A name this version does not know (a later daemon's state, or a
+    /// status Claude Code added), kept as named.
+    Other(String),
+}
+
+impl Lifecycle {
+    /// The wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Lifecycle::Starting => "starting",
+            Lifecycle::Trust => "trust",
+            Lifecycle::Ready => "ready",
+            Lifecycle::Idle => "idle",
+            Lifecycle::Busy => "busy",
+            Lifecycle::Waiting => "waiting",
+            Lifecycle::NeedsAttention => "needs-attention",
+            Lifecycle::Exited => "exited",
+            Lifecycle::Failed => "failed",
+            Lifecycle::Reaped => "reaped",
+            Lifecycle::Discarded => "discarded",
+            Lifecycle::Other(s) => s,
+        }
+    }
+
+    /// The session's process has ended (`exited`, `failed`, `reaped`,
+    /// `discarded`).
+    pub fn ended(&self) -> bool {
+        matches!(
+            self,
+            Lifecycle::Exited | Lifecycle::Failed | Lifecycle::Reaped | Lifecycle::Discarded
+        )
+    }
+}
+
+impl From<String> for Lifecycle {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "starting" => Lifecycle::Starting,
+            "trust" => Lifecycle::Trust,
+            "ready" => Lifecycle::Ready,
+            "idle" => Lifecycle::Idle,
+            "busy" => Lifecycle::Busy,
+            "waiting" => Lifecycle::Waiting,
+            "needs-attention" => Lifecycle::NeedsAttention,
+            "exited" => Lifecycle::Exited,
+            "failed" => Lifecycle::Failed,
+            "reaped" => Lifecycle::Reaped,
+            "discarded" => Lifecycle::Discarded,
+            _ => Lifecycle::Other(s),
+        }
+    }
+}
+
+impl From<&str> for Lifecycle {
+    fn from(s: &str) -> Self {
+        Lifecycle::from(s.to_string())
+    }
+}
+
+impl From<Lifecycle> for String {
+    fn from(l: Lifecycle) -> String {
+        match l {
+            Lifecycle::Other(s) => s,
+            l => l.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Lifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OwnedInfo {
     /// The holder process's id (stable while the session runs).
     pub holder: String,
     /// `starting`, `trust`, `ready`, `idle`, `busy`, `waiting`,
-    /// `needs-attention`, `exited`, `failed`.
-    pub lifecycle: String,
+    /// `needs-attention`, `exited`, `failed`, `reaped`.
+    pub lifecycle: Lifecycle,
     /// Why the session needs a person (with `lifecycle: needs-attention`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention: Option<String>,
@@ -413,7 +505,7 @@ pub struct NewResult {
     /// The session's working directory (normalized).
     pub cwd: String,
     /// Lifecycle at reply time (`ready` when `wait` succeeded).
-    pub lifecycle: String,
+    pub lifecycle: Lifecycle,
     /// Why the session needs a person, or why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -430,8 +522,8 @@ impl NewResult {
     /// did not come up (`failed`, `exited`, `needs-attention`).
     pub fn started(&self) -> Option<&str> {
         let down = matches!(
-            self.lifecycle.as_str(),
-            "failed" | "exited" | "needs-attention"
+            self.lifecycle,
+            Lifecycle::Failed | Lifecycle::Exited | Lifecycle::NeedsAttention
         );
         self.session.as_deref().filter(|_| !down)
     }
@@ -612,7 +704,7 @@ pub struct Progress {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// `starting`, `trust`, `ready`, `needs-attention`, `failed`, ...
-    pub lifecycle: String,
+    pub lifecycle: Lifecycle,
     /// For `needs-attention` and `failed`: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -896,4 +988,34 @@ pub struct TrimResult {
     /// (after an undo).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup: Option<String>,
+}
+
+#[cfg(test)]
+mod lifecycle_tests {
+    use super::Lifecycle;
+
+    #[test]
+    fn lifecycles_are_their_wire_names_and_a_new_one_is_kept() {
+        for name in [
+            "starting",
+            "trust",
+            "ready",
+            "idle",
+            "busy",
+            "waiting",
+            "needs-attention",
+            "exited",
+            "failed",
+            "reaped",
+            "discarded",
+        ] {
+            let l: Lifecycle = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert!(!matches!(l, Lifecycle::Other(_)), "{name}");
+            assert_eq!(serde_json::to_value(&l).unwrap(), name);
+        }
+        let later: Lifecycle = serde_json::from_value(serde_json::json!("hibernating")).unwrap();
+        assert_eq!(later, Lifecycle::Other("hibernating".into()));
+        assert_eq!(later.to_string(), "hibernating");
+        assert!(Lifecycle::Reaped.ended() && !Lifecycle::Idle.ended());
+    }
 }

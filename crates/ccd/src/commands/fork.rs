@@ -52,7 +52,7 @@ pub fn fork(client: &mut Client, session: &str) -> Result<String, ClientError> {
             Ok(s)
         }
         None => {
-            let reason = r.reason.unwrap_or(r.lifecycle);
+            let reason = r.reason.unwrap_or_else(|| r.lifecycle.to_string());
             let mut e = RpcError::new(
                 ErrorCode::SpawnFailed,
                 format!("the fork did not start: {reason}"),

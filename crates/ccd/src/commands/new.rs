@@ -4,7 +4,7 @@ use crate::cli::{GlobalArgs, NewArgs};
 use crate::term::AttachExtra;
 use ccd_claude::display::line;
 use ccd_protocol::error_data::ScreenData;
-use ccd_protocol::methods::session::{self, NewParams, SessionNew, SessionProgress};
+use ccd_protocol::methods::session::{self, Lifecycle, NewParams, SessionNew, SessionProgress};
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::NotificationKind;
 use std::io::{IsTerminal, Write};
@@ -48,13 +48,14 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
             if let Some(s) = p.as_ref().and_then(|p| p.session.as_deref()) {
                 sid_asked = s.to_string();
             }
-            let l = p.as_ref().map(|p| p.lifecycle.as_str()).unwrap_or("");
-            progress.show(match l {
-                "starting" => "starting claude",
-                "trust" => "answering the folder-trust dialog",
-                "needs-attention" => "needs attention",
-                other => other,
-            });
+            if let Some(p) = &p {
+                progress.show(match &p.lifecycle {
+                    Lifecycle::Starting => "starting claude",
+                    Lifecycle::Trust => "answering the folder-trust dialog",
+                    Lifecycle::NeedsAttention => "needs attention",
+                    other => other.as_str(),
+                });
+            }
         }
     });
     progress.done();
@@ -74,17 +75,21 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
             return Ok(lost(&sid_asked, &cwd, &e, &crate::hosts::ccd_on(global)));
         }
     };
-    let lifecycle = r.lifecycle.as_str();
+    let lifecycle = &r.lifecycle;
     let sid = r.session.clone().unwrap_or_default();
     match lifecycle {
-        "needs-attention" | "failed" | "exited" | "starting" | "trust" => {
+        Lifecycle::NeedsAttention
+        | Lifecycle::Failed
+        | Lifecycle::Exited
+        | Lifecycle::Starting
+        | Lifecycle::Trust => {
             eprintln!(
                 "ccd new: session {} is {lifecycle}: {}",
                 line(if sid.is_empty() { &r.holder } else { &sid }),
                 line(r.reason.as_deref().unwrap_or("it did not reach the prompt"))
             );
             super::attached::print_screen(r.screen.as_deref(), "screen");
-            if lifecycle == "needs-attention" {
+            if *lifecycle == Lifecycle::NeedsAttention {
                 eprintln!(
                     "Answer it yourself with `{} attach {}`.",
                     crate::hosts::ccd_on(global),

@@ -159,7 +159,7 @@ pub fn fork(
         Some(s) => Ok(s),
         None => Err(format!(
             "the fork did not start: {}",
-            r.reason.unwrap_or(r.lifecycle)
+            r.reason.unwrap_or_else(|| r.lifecycle.to_string())
         )),
     }
 }
@@ -186,8 +186,9 @@ pub fn new(
             &mut |_| {},
         )
         .map_err(|e| e.to_string())?;
-    match (r.session, r.lifecycle.as_str()) {
-        (Some(s), l) if !matches!(l, "failed" | "exited") => Ok(s),
+    use ccd_protocol::methods::session::Lifecycle;
+    match (r.session, &r.lifecycle) {
+        (Some(s), l) if !matches!(l, Lifecycle::Failed | Lifecycle::Exited) => Ok(s),
         (_, l) => Err(format!(
             "the new session is {l}: {}",
             r.reason.as_deref().unwrap_or("it did not reach the prompt")

@@ -5,7 +5,9 @@
 //! directly.
 
 use ccd_protocol::methods::events::{Event, EventKind};
-use ccd_protocol::methods::session::{ActivityStatus, SessionCost, SessionInfo, SessionState};
+use ccd_protocol::methods::session::{
+    ActivityStatus, Lifecycle, SessionCost, SessionInfo, SessionState,
+};
 use std::collections::HashSet;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -68,18 +70,20 @@ impl Row {
         self.info
             .ccd
             .as_ref()
-            .is_some_and(|c| !matches!(c.lifecycle.as_str(), "exited" | "failed"))
+            .is_some_and(|c| !matches!(c.lifecycle, Lifecycle::Exited | Lifecycle::Failed))
     }
 
     pub fn attention(&self) -> Attention {
         let i = &self.info;
-        let lifecycle = i.ccd.as_ref().map(|c| c.lifecycle.as_str());
+        let lifecycle = i.ccd.as_ref().map(|c| &c.lifecycle);
         if self.held() {
             let permission = i.ccd.as_ref().is_some_and(|c| c.permission.is_some());
             return match lifecycle {
                 _ if permission => Attention::Waiting,
-                Some("waiting" | "needs-attention" | "trust") => Attention::Waiting,
-                Some("busy") => Attention::Busy,
+                Some(Lifecycle::Waiting | Lifecycle::NeedsAttention | Lifecycle::Trust) => {
+                    Attention::Waiting
+                }
+                Some(Lifecycle::Busy) => Attention::Busy,
                 _ if i.status == Some(ActivityStatus::Waiting) => Attention::Waiting,
                 _ => Attention::HeldIdle,
             };
@@ -307,8 +311,8 @@ impl Model {
             }
             EventKind::Lifecycle => {
                 if let (Some(c), Some(s)) = (row.info.ccd.as_mut(), e.status.as_deref()) {
-                    c.lifecycle = s.to_string();
-                    if !matches!(s, "waiting" | "needs-attention") {
+                    c.lifecycle = Lifecycle::from(s);
+                    if !matches!(c.lifecycle, Lifecycle::Waiting | Lifecycle::NeedsAttention) {
                         c.permission = None;
                         c.permission_prompt = None;
                     }
@@ -343,7 +347,7 @@ impl Model {
                 row.info.status = None;
                 row.info.pid = None;
                 if let Some(c) = row.info.ccd.as_mut() {
-                    c.lifecycle = "exited".into();
+                    c.lifecycle = Lifecycle::Exited;
                 }
                 out.reload = true;
             }

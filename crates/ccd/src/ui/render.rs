@@ -149,7 +149,7 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
             .map(|t| ago(view.now, t))
             .unwrap_or_else(|| "-".into()),
         Col::Ccd => match &i.ccd {
-            Some(c) => line(&c.lifecycle).into_owned(),
+            Some(c) => line(c.lifecycle.as_str()).into_owned(),
             None => "-".into(),
         },
         Col::Cwd => i
