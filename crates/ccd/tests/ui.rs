@@ -431,10 +431,22 @@ fn the_memory_column_sorts_the_biggest_first_and_the_header_totals_it() {
         let r = common::row(&sb, &big);
         (r["status"] == "idle" && r["cost"]["memory_bytes"].as_u64()? >= 200 << 20).then_some(())
     });
-    // `small` was active last: first by recency, until sorted by memory.
+    // `small` was active last (a second later: the list orders by the
+    // second): first by recency, until sorted by memory.
+    std::thread::sleep(Duration::from_millis(1100));
     sb.ok(&["send", &small, "a prompt"]);
-    wait_for(T, "the small session idle again", || {
-        (common::row(&sb, &small)["status"] == "idle").then_some(())
+    wait_for(T, "the small session active after the big one", || {
+        let (s, b) = (common::row(&sb, &small), common::row(&sb, &big));
+        let after = |r: &serde_json::Value| {
+            r["last_activity"]
+                .as_str()
+                .and_then(|t| {
+                    time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+                        .ok()
+                })
+                .map(|t| t.unix_timestamp())
+        };
+        (s["status"] == "idle" && after(&s)? > after(&b)?).then_some(())
     });
     let t = Tmux::start(&sb, &["ui"], 120, 40);
     let pane = t.wait_until("both sessions with their memory", T, |p| {

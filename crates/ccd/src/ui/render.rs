@@ -56,10 +56,10 @@ impl Col {
 }
 
 /// The columns that fit `width` and their widths, in screen order: the
-/// fixed ones by priority (id, status, active, state, ctx, mem, ccd, cpu)
-/// while a
-/// title of 16 columns still fits, the cwd when there is room for it, the
-/// title takes the rest.
+/// fixed ones by priority (id, status, active, state, ctx, mem, ccd)
+/// while a title of 16 columns still fits, cpu while the title keeps 40,
+/// the cwd (a third of what is left, at most 40) when there is room for
+/// it, the title takes the rest.
 pub fn columns(width: u16) -> Vec<(Col, u16)> {
     let width = width as i32;
     let mut fixed = vec![(Col::Mark, 1), (Col::Id, 8)];
@@ -71,19 +71,22 @@ pub fn columns(width: u16) -> Vec<(Col, u16)> {
         (Col::Ctx, 5),
         (Col::Mem, 5),
         (Col::Ccd, 12),
-        (Col::Cpu, 4),
     ] {
         if width - used - (w + 1) >= 16 {
             fixed.push((c, w));
             used += w + 1;
         }
     }
+    let cwd_of = |rest: i32| if rest >= 40 { (rest / 3).min(40) } else { 0 };
+    let title_of = |rest: i32| rest - cwd_of(rest) - i32::from(cwd_of(rest) > 0);
+    // The title says what a waiting session asks: CPU only where the
+    // title keeps 40 columns beside it.
+    if title_of(width - used - 5) >= 40 {
+        fixed.push((Col::Cpu, 4));
+        used += 5;
+    }
     let rest = width - used;
-    let cwd = if rest >= 40 {
-        (rest * 2 / 5).min(40)
-    } else {
-        0
-    };
+    let cwd = cwd_of(rest);
     let order = [
         Col::Mark,
         Col::Id,
@@ -258,7 +261,7 @@ fn draw_header(f: &mut Frame, area: Rect, view: &View) {
         String::new()
     };
     let mut text = format!(
-        " ccd · {} sessions{memory}: {} waiting · {} busy · {} held idle · {} elsewhere · {} dead",
+        " ccd{memory} · {} sessions: {} waiting · {} busy · {} held idle · {} elsewhere · {} dead",
         view.model.len(),
         c[0],
         c[1],
