@@ -289,6 +289,12 @@ mod tests {
             .expect("sleep");
         let pid = child.id();
         assert!(exists(pid) && !gone(pid));
+        // Until the child has exec'd, /proc shows the parent's command
+        // line and environment (seen under load).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !cmdline(pid).starts_with(b"sleep") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(stat(pid).map(|s| s.ppid), Some(me));
         assert!(children(me).iter().any(|&(p, _)| p == pid));
         assert!(cmdline(pid).starts_with(b"sleep\x0030\x00"));
