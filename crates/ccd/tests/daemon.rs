@@ -88,6 +88,14 @@ fn sessions_survive_kill_9_of_the_daemon() {
     wait_for(Duration::from_secs(5), "daemon death", || {
         ccd_testkit::procs::gone(pid).then_some(())
     });
+    // The leader shows as a zombie while its other threads still tear
+    // down and hold the listening socket (a connection then is reset, as
+    // `ccd ls` reports): wait until the socket refuses.
+    wait_for(Duration::from_secs(5), "the socket closed", || {
+        UnixStream::connect(sb.sock.join("ccd.sock"))
+            .is_err()
+            .then_some(())
+    });
     // The holder and claude keep running.
     for h in &holders {
         assert!(ccd_testkit::procs::exists(*h));
