@@ -22,6 +22,9 @@
 //! The probe does blocking reads of `/proc` (or kernel calls on macOS):
 //! call it from a blocking thread. It holds no lock and spawns nothing.
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};

@@ -36,6 +36,9 @@
 //! The first bytes of an input steer the target (chunk sizes, limits,
 //! screen size); [`Steer`] documents the layout.
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 mod display;
 mod protocol;
 mod registry;

@@ -15,6 +15,9 @@
 //! Each connection gets a thread; each request is logged (stderr, and as a
 //! JSON line in `--log FILE`).
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 mod api;
 mod http;
 

@@ -18,6 +18,9 @@
 //! `docs/protocol.md`. This crate is pure and synchronous: the daemon and
 //! clients wrap it in their own I/O.
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 pub mod b64;
 pub mod error_code;
 pub mod error_data;

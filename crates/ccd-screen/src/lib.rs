@@ -5,6 +5,9 @@
 //! client, or a [`ScreenState`] verdict ([`classify_screen`]) to decide what to do
 //! (pass the trust dialog, report an error, notice the prompt is ready).
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 pub mod classify;
 pub mod keys;
 pub mod modes;

@@ -26,6 +26,9 @@
 //! [`SocketDirError::PathTooLong`], which names the limit, before anything
 //! is bound: not later, as a bind that fails when a session starts.
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 pub mod peer;
 
 use ccd_protocol::transport;
