@@ -162,7 +162,8 @@ impl CostBoard {
     }
 }
 
-fn on_the_wire(c: TreeCost, at: &str) -> SessionCost {
+/// One tree's cost as the wire shows it, sampled at `at` (RFC 3339).
+pub fn on_the_wire(c: TreeCost, at: &str) -> SessionCost {
     SessionCost {
         memory_bytes: c.memory_bytes,
         memory_kind: match c.memory_kind {
@@ -192,22 +193,32 @@ pub async fn costs_of(board: &Arc<CostBoard>, pids: &[u32]) -> HashMap<u32, Sess
     board.get(pids.iter().copied())
 }
 
-/// Fills `cost` in every live row of `rows` that has a pid.
-pub async fn fill(board: &Arc<CostBoard>, rows: &mut [SessionInfo]) {
-    let pids: Vec<u32> = rows
-        .iter()
+/// The pids of the live rows of `rows` (what a cost is asked for).
+pub fn live_pids(rows: &[SessionInfo]) -> Vec<u32> {
+    rows.iter()
         .filter(|r| r.state == SessionState::Live)
         .filter_map(|r| r.pid)
-        .collect();
+        .collect()
+}
+
+/// Each live row's cost from `costs` (by pid); a row with no figure keeps
+/// what it had.
+pub fn put_costs(rows: &mut [SessionInfo], costs: &HashMap<u32, SessionCost>) {
+    for r in rows.iter_mut().filter(|r| r.state == SessionState::Live) {
+        if let Some(c) = r.pid.and_then(|p| costs.get(&p)) {
+            r.cost = Some(c.clone());
+        }
+    }
+}
+
+/// Fills `cost` in every live row of `rows` that has a pid.
+pub async fn fill(board: &Arc<CostBoard>, rows: &mut [SessionInfo]) {
+    let pids = live_pids(rows);
     if pids.is_empty() {
         return;
     }
     let found = costs_of(board, &pids).await;
-    for r in rows.iter_mut() {
-        if r.state == SessionState::Live {
-            r.cost = r.pid.and_then(|p| found.get(&p).cloned());
-        }
-    }
+    put_costs(rows, &found);
 }
 
 /// Every live session's process now: the children ccd holds and every

@@ -14,8 +14,8 @@ use ccd_claude::ClaudeConfigDir;
 use ccd_client::{ClientError, NotAnswering, SocketDir};
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
-    ActivityStatus, CostsParams, ListParams, ListResult, MemoryKind, SessionCost, SessionInfo,
-    SessionState, SessionsCosts, SessionsList,
+    ActivityStatus, CostsParams, ListParams, ListResult, SessionCost, SessionInfo, SessionState,
+    SessionsCosts, SessionsList,
 };
 use ccd_protocol::Method;
 use std::collections::HashMap;
@@ -315,23 +315,13 @@ pub fn costs_of_live(
 }
 
 /// Each live row's cost from `costs` (by pid).
-pub fn put_costs(rows: &mut [SessionInfo], costs: &HashMap<u32, SessionCost>) {
-    for r in rows.iter_mut().filter(|r| r.state == SessionState::Live) {
-        if let Some(c) = r.pid.and_then(|p| costs.get(&p)) {
-            r.cost = Some(c.clone());
-        }
-    }
-}
+pub use ccd_daemon::cost::put_costs;
 
 /// With no daemon running, the live rows' costs measured here, once: the
 /// memory only (a CPU share needs two samples some time apart, which the
 /// daemon keeps).
 pub fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
-    let pids: Vec<u32> = rows
-        .iter()
-        .filter(|r| r.state == SessionState::Live)
-        .filter_map(|r| r.pid)
-        .collect();
+    let pids = ccd_daemon::cost::live_pids(rows);
     if pids.is_empty() {
         return HashMap::new();
     }
@@ -341,25 +331,11 @@ pub fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
     let at = OffsetDateTime::now_utc()
         .format(&Rfc3339)
         .unwrap_or_default();
+    // A first sample has no CPU figure: the memory only.
     probe
         .sample(&pids)
         .into_iter()
-        .map(|(pid, c)| {
-            (
-                pid,
-                SessionCost {
-                    memory_bytes: c.memory_bytes,
-                    memory_kind: match c.memory_kind {
-                        ccd_cost::MemoryKind::Pss => MemoryKind::Pss,
-                        ccd_cost::MemoryKind::Rss => MemoryKind::Rss,
-                    },
-                    cpu_percent: None,
-                    cpu_interval_ms: None,
-                    processes: c.processes,
-                    measured_at: at.clone(),
-                },
-            )
-        })
+        .map(|(pid, c)| (pid, ccd_daemon::cost::on_the_wire(c, &at)))
         .collect()
 }
 
