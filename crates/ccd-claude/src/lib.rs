@@ -30,6 +30,7 @@ pub mod slug;
 pub mod transcript;
 #[cfg(unix)]
 pub mod trim;
+pub mod typing;
 
 pub use config::ClaudeConfigDir;
 pub use index::{SessionIndex, SessionRecord};

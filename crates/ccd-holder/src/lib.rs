@@ -12,7 +12,7 @@
 //! | PTY writer | PTY input (queued; keystrokes may go straight from a connection, in order) | [`pty_io`] |
 //! | child waiter | waits, records the exit, reaps | [`pty_io`], [`exit`] |
 //! | lifecycle | startup state machine, trust step | [`lifecycle`] |
-//! | acceptor + one per connection (+ one pump per attached client) | the socket (who connected: [`peer`]) | [`rpc`] |
+//! | acceptor + one per connection (+ one pump per attached client) | the socket (who connected: [`peer`]); a connection's thread also walks a dialog it was asked to answer (`holder.respond`, `holder.submit`) | [`rpc`], [`walk`] |
 //!
 //! The writer and the connections ask for a short scheduler slice
 //! ([`ccd_sched`]); the reader and the pumps too, except while their session
@@ -53,6 +53,7 @@ pub mod session;
 pub mod spawn;
 mod stop;
 pub mod terminal;
+pub mod walk;
 
 // The scheduling hints live in the leaf crate `ccd-sched` (the CLI and
 // the daemon use them too); `crate::sched` names it inside this crate.

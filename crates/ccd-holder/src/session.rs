@@ -206,6 +206,10 @@ pub(crate) struct LifeRecord {
     pub attention: Option<Attention>,
     /// The permission dialog the screen showed when last classified.
     pub permission: Option<PermissionInfo>,
+    /// When `permission`'s prompt first showed (its pointer moving does not
+    /// make it another prompt): how long it has been on the screen, for a
+    /// walk's settle time.
+    pub permission_since: Option<Instant>,
     /// The conversation the child writes: the id its registry entry named
     /// when last read (the expected one until the entry exists).
     pub session_id: Option<String>,
@@ -301,6 +305,8 @@ pub struct Session {
     backlog_max: usize,
     /// The most a redraw seeds into a client queue.
     seed_cap: usize,
+    /// Connections served so far (`holder.info`'s `connections`).
+    connections: AtomicU64,
 }
 
 /// Why an operation on the session was refused.
@@ -352,6 +358,7 @@ impl Session {
                     failure: None,
                     attention: None,
                     permission: None,
+                    permission_since: None,
                     session_id: fixed.expected_session_id.clone(),
                     session_seen_at: 0,
                     earlier_ids: VecDeque::new(),
@@ -379,6 +386,7 @@ impl Session {
             queue_cap,
             backlog_max,
             seed_cap: SEED_CAP.min(queue_cap / 2).max(1),
+            connections: AtomicU64::new(0),
         }
     }
 
@@ -901,6 +909,11 @@ impl Session {
         Ok(sent)
     }
 
+    /// A connection is served (counted for `holder.info`).
+    pub(crate) fn count_connection(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Text of the visible screen.
     pub fn screen_text(&self) -> String {
         self.model().screen.contents()
@@ -959,6 +972,7 @@ impl Session {
             clients,
             transitions: g.life.transitions.iter().cloned().collect(),
             output_bytes: g.seq,
+            connections: Some(self.connections.load(Ordering::Relaxed)),
         }
     }
 
@@ -1090,11 +1104,29 @@ impl Session {
     pub(crate) fn set_permission(&self, p: Option<PermissionInfo>) {
         let mut g = self.lock();
         if g.life.permission != p {
+            let same_prompt = match (&g.life.permission, &p) {
+                (Some(was), Some(now)) => was.same_dialog(now),
+                _ => false,
+            };
+            if !same_prompt {
+                g.life.permission_since = p.as_ref().map(|_| Instant::now());
+            }
             tracing::info!(permission = ?p, "permission dialog");
             g.life.permission = p;
             drop(g);
             self.notify();
         }
+    }
+
+    /// When the permission prompt `p` first showed, if it is the one the
+    /// lifecycle driver last saw.
+    pub(crate) fn prompt_since(&self, p: &PermissionInfo) -> Option<Instant> {
+        let g = self.lock();
+        g.life
+            .permission
+            .as_ref()
+            .filter(|seen| seen.same_dialog(p))
+            .and(g.life.permission_since)
     }
 
     /// Whether the welcome banner has been read.

@@ -3,7 +3,6 @@
 
 use crate::connection::ConnCtx;
 use crate::handlers::sessions::resolve;
-use crate::handlers::typed;
 use crate::holders::rpc::call_once;
 use crate::holders::spawn::{new_holder_id, spawn_holder, Launch};
 use crate::holders::spec::{HolderMeta, Origin};
@@ -21,7 +20,6 @@ use ccd_protocol::methods::session::{
 };
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::{ErrorCode, RpcError};
-use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -512,21 +510,7 @@ pub async fn screen(ctx: &ConnCtx, p: ScreenParams) -> Result<ScreenResult, RpcE
 /// A word for what the screen shows: the classifier's tag, with the ready
 /// prompt called `prompt`.
 pub(crate) fn shows(v: &ccd_screen::ScreenState) -> String {
-    match v {
-        ccd_screen::ScreenState::Ready(_) => "prompt".into(),
-        other => serde_json::to_value(other)
-            .ok()
-            .and_then(|v| match v {
-                Value::String(s) => Some(s),
-                Value::Object(m) => m
-                    .get("state")
-                    .and_then(Value::as_str)
-                    .map(String::from)
-                    .or_else(|| m.keys().next().cloned()),
-                _ => None,
-            })
-            .unwrap_or_else(|| "unknown".into()),
-    }
+    v.shows().to_string()
 }
 
 /// How long `session.send` waits for the typed text to show in the draft.
@@ -614,7 +598,7 @@ pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> 
             screen: s.rows.iter().map(|r| r.trim_end().to_string()).collect(),
         }));
     }
-    let typed = typed::as_text(&p.text, s.modes.bracketed_paste);
+    let typed = ccd_claude::typing::as_text(&p.text, s.modes.bracketed_paste);
     if typed.text.trim().is_empty() && !p.text.trim().is_empty() {
         return Err(RpcError::invalid_params(format!(
             "the text holds only escape sequences and control characters ({} removed), nothing to type; nothing was typed",

@@ -7,4 +7,3 @@ pub mod observe;
 pub mod respond;
 pub mod sessions;
 pub mod trim;
-mod typed;

@@ -101,6 +101,22 @@ fn session_error(e: SessionError) -> RpcError {
     }
 }
 
+/// The highest holder protocol version this holder agrees to: the
+/// crate's, or less when `CCD_HOLDER_PROTOCOL_MAX` says so — a test hook
+/// that makes a current holder behave as one started by an older ccd
+/// (the daemon then serves it by the older path).
+fn protocol_cap() -> u32 {
+    static CAP: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *CAP.get_or_init(|| {
+        std::env::var("CCD_HOLDER_PROTOCOL_MAX")
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .map_or(h::HOLDER_PROTOCOL_VERSION, |v| {
+                v.clamp(h::MIN_HOLDER_PROTOCOL_VERSION, h::HOLDER_PROTOCOL_VERSION)
+            })
+    })
+}
+
 /// Per-connection state.
 struct Conn<'a> {
     session: &'a Arc<Session>,
@@ -359,6 +375,26 @@ impl Conn<'_> {
             h::Collect::NAME => {
                 parse_params::<CollectParams>(req.params).and_then(|p| self.collect(p))
             }
+            h::Respond::NAME if self.protocol >= h::WALK_VERSION => {
+                parse_params::<h::RespondParams>(req.params).and_then(|p| {
+                    self.refuse_observer()?;
+                    ok(&crate::walk::driver::respond(
+                        self.session,
+                        p,
+                        session_error,
+                    )?)
+                })
+            }
+            h::Submit::NAME if self.protocol >= h::WALK_VERSION => {
+                parse_params::<h::SubmitParams>(req.params).and_then(|p| {
+                    self.refuse_observer()?;
+                    ok(&crate::walk::driver::submit(
+                        self.session,
+                        p,
+                        session_error,
+                    )?)
+                })
+            }
             other => Err(RpcError::method_not_found(other)),
         };
         Some(match outcome {
@@ -370,7 +406,7 @@ impl Conn<'_> {
     /// `holder.hello`: the version both sides speak, used for the rest of
     /// the connection.
     fn hello(&mut self, p: HelloParams) -> Result<Value, RpcError> {
-        self.protocol = h::negotiate_holder(p.protocol)?;
+        self.protocol = h::negotiate_holder(p.protocol)?.min(protocol_cap());
         tracing::debug!(protocol = self.protocol, "holder protocol negotiated");
         ok(&HelloResult {
             protocol: self.protocol,

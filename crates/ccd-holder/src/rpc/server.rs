@@ -333,6 +333,7 @@ pub fn accept_loop(
             }
         }
         backoff.succeeded();
+        session.count_connection();
         let Some(job) = spares.hand((id, stream)) else {
             continue;
         };

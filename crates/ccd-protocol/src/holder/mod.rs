@@ -36,7 +36,7 @@ use crate::jsonrpc::RpcError;
 use crate::methods::{Empty, Method};
 
 pub use crate::methods::attach::AttachMode;
-pub use crate::methods::session::{Cursor, KillSignal, ScreenFormat};
+pub use crate::methods::session::{Cursor, KillSignal, RespondChoice, ScreenFormat};
 pub use crate::methods::TermSize;
 
 pub mod screen;
@@ -45,7 +45,7 @@ pub mod spec;
 pub use screen::{ScreenState, TerminalModes};
 
 /// The holder protocol version this crate describes.
-pub const HOLDER_PROTOCOL_VERSION: u32 = 2;
+pub const HOLDER_PROTOCOL_VERSION: u32 = 3;
 /// The oldest holder protocol version a holder of this crate speaks (and
 /// the version of a connection that sends no `holder.hello`).
 pub const MIN_HOLDER_PROTOCOL_VERSION: u32 = 1;
@@ -62,6 +62,13 @@ pub const DIRECT_STREAM_VERSION: u32 = 1;
 /// The first version whose holders take a client's terminal
 /// ([`Terminal`], `holder.terminal`).
 pub const TERMINAL_VERSION: u32 = 2;
+
+/// The first version whose holders walk the permission prompt and submit
+/// a prompt themselves ([`Respond`], [`Submit`]): the daemon makes one
+/// call where an older holder is driven key by key through `holder.input`
+/// and `holder.screen`. A connection that negotiated less gets
+/// `method_not_found` for them, as an older holder would answer.
+pub const WALK_VERSION: u32 = 3;
 
 /// The id of the `holder.hello` the daemon sends on a direct stream's
 /// connection, in the same write as the attach (id
@@ -254,6 +261,91 @@ pub enum ReleaseReason {
     Other,
 }
 
+/// `holder.respond`: answer the permission prompt on the screen (see
+/// "Walking a dialog" in `docs/protocol.md`): the holder finds the option
+/// by its label, moves the pointer one arrow at a time and sees each move
+/// on its screen model before the next, presses Enter only with the
+/// pointer on that option once the prompt has been shown for a settle
+/// time, and answers once the prompt has gone. With `message` (a
+/// refusal's), it then waits for the input prompt and submits the message
+/// like [`Submit`]. Since [`WALK_VERSION`].
+pub struct Respond;
+
+impl Method for Respond {
+    const NAME: &'static str = "holder.respond";
+    type Params = RespondParams;
+    type Result = RespondResult;
+}
+
+/// Params of `holder.respond`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RespondParams {
+    /// The prompt id the caller saw; another prompt (or none) on screen
+    /// refuses the call with nothing typed (`prompt_not_shown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The answer.
+    pub choice: RespondChoice,
+    /// With `choice` `no`: what Claude should do instead, submitted as the
+    /// next prompt once the input prompt is back (already bounded by the
+    /// caller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Result of `holder.respond`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RespondResult {
+    /// The prompt answered.
+    pub prompt: String,
+    /// The label of the option chosen.
+    pub option: String,
+    /// Arrow keys pressed.
+    pub arrows: u32,
+    /// Enter presses (a lost Enter is pressed again).
+    pub enters: u32,
+    /// With a `message`: whether it was submitted (the draft left the box).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_submitted: Option<bool>,
+}
+
+/// `holder.submit`: type `text` into the input box as text (escape
+/// sequences and controls removed, inside a bracketed paste when the
+/// session has it on: it never becomes keys) and submit it, each step seen
+/// on the screen model (the draft shows the text, then leaves the box);
+/// only at the input prompt unless `force`. Since [`WALK_VERSION`].
+pub struct Submit;
+
+impl Method for Submit {
+    const NAME: &'static str = "holder.submit";
+    type Params = SubmitParams;
+    type Result = SubmitResult;
+}
+
+/// Params of `holder.submit`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitParams {
+    /// The text (already bounded by the caller).
+    pub text: String,
+    /// Type it even when the screen is not the input prompt (nothing is
+    /// checked then).
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Result of `holder.submit`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmitResult {
+    /// Bytes written to the terminal (the text, its paste markers, the
+    /// Enters).
+    pub bytes: u64,
+    /// Whether the draft left the box; `None` when forced past a screen
+    /// that was not the prompt (nothing to check).
+    pub submitted: Option<bool>,
+    /// Characters of the text not typed (escape sequences and controls).
+    pub removed: u64,
+}
+
 /// Every holder method of this version.
 pub const ALL_HOLDER_METHODS: &[&str] = &[
     Hello::NAME,
@@ -266,6 +358,8 @@ pub const ALL_HOLDER_METHODS: &[&str] = &[
     Kill::NAME,
     Collect::NAME,
     Terminal::NAME,
+    Respond::NAME,
+    Submit::NAME,
 ];
 
 /// The method a name stands for: on a direct stream (see
@@ -516,6 +610,11 @@ pub struct InfoResult {
     /// ("(1M context)"); absent when it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Connections the holder has accepted so far, the one asking
+    /// included (absent from older holders): what a caller's work cost in
+    /// connections is the difference of two readings, less one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
 }
 
 /// Params of `holder.screen`.

@@ -306,6 +306,24 @@ pub enum ScreenState {
     },
 }
 
+impl ScreenState {
+    /// The word for what the screen shows, as `session.screen`'s `shows`
+    /// and the errors that name a screen say it: `prompt` for the input
+    /// prompt, else the state's wire name (`permission_prompt`,
+    /// `trust_dialog`, `loading`, ...).
+    pub fn shows(&self) -> &'static str {
+        match self {
+            ScreenState::Loading => "loading",
+            ScreenState::TrustDialog(_) => "trust_dialog",
+            ScreenState::ApiKeyDialog(_) => "api_key_dialog",
+            ScreenState::PermissionDialog(_) => "permission_prompt",
+            ScreenState::Error(_) => "error",
+            ScreenState::Ready(_) => "prompt",
+            ScreenState::Unknown { .. } => "unknown",
+        }
+    }
+}
+
 /// The API key dialog. Deliberately carries no suggested answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiKeyDialog {
@@ -474,5 +492,31 @@ impl TrustDialog {
             TrustPath::Keys(k) => Some(*k),
             TrustPath::Ambiguous(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_word_for_a_screen_is_its_wire_name_and_prompt_for_the_input_prompt() {
+        for v in [
+            ScreenState::Loading,
+            ScreenState::Unknown {
+                blocking_hint: None,
+            },
+        ] {
+            let wire = serde_json::to_value(&v).expect("serializes");
+            assert_eq!(wire["state"], v.shows());
+        }
+        let ready = ScreenState::Ready(ReadyPrompt {
+            row: 3,
+            input: String::new(),
+            hint: None,
+        });
+        let wire = serde_json::to_value(&ready).expect("serializes");
+        assert_eq!(wire["state"], "ready");
+        assert_eq!(ready.shows(), "prompt");
     }
 }

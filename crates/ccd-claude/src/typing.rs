@@ -1,6 +1,7 @@
 //! Text a client asks to have typed as text (`session.send`'s `text`,
 //! `session.respond`'s `message`): the bytes that put it in Claude Code's
-//! input box as text and never as keys.
+//! input box as text and never as keys. Used where the typing happens: the
+//! holder (`holder.submit`) and the daemon driving an older holder.
 //!
 //! A bracketed paste (`ESC[200~ … ESC[201~`) is text only up to its end
 //! marker: text holding `ESC[201~` would end the paste early and what
@@ -10,17 +11,17 @@
 //! other string commands, two- and three-character escapes, their C1
 //! forms) and every other C0/C1 control, DEL and bidi control is removed,
 //! with the same grammar as the terminal sanitizer
-//! ([`ccd_claude::display::text`]): what is left cannot hold ESC, so it
+//! ([`crate::display::text`]): what is left cannot hold ESC, so it
 //! cannot end the paste. Line breaks (`\n`, `\r\n`, a lone `\r`, U+2028,
 //! U+2029) become `\n` inside a paste, a tab a space; without bracketed
 //! paste line breaks become spaces (an Enter there would submit).
 
-use ccd_claude::display;
+use crate::display;
 
 /// The bytes to type for a text, and how many of its characters were not
 /// typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Typed {
+pub struct Typed {
     /// Paste markers included when `bracketed`.
     pub bytes: Vec<u8>,
     /// The text as typed (what the draft should show).
@@ -31,7 +32,7 @@ pub(crate) struct Typed {
 
 /// `text` as text to type: controls removed (see the module doc), inside
 /// paste markers when the session has bracketed paste on.
-pub(crate) fn as_text(text: &str, bracketed: bool) -> Typed {
+pub fn as_text(text: &str, bracketed: bool) -> Typed {
     let clean = display::text(text);
     let clean: String = if bracketed {
         clean.into_owned()
