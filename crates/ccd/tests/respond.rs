@@ -49,9 +49,39 @@ fn respond(
     })
 }
 
+/// Connections the holder of `sid` accepted so far (the asking one
+/// counted: a difference of two readings, less one, is what came between).
+fn holder_connections(sb: &Sandbox, sid: &str) -> u64 {
+    common::holder_info(&sb.holder_socket(sid))
+        .connections
+        .expect("a current holder counts its connections")
+}
+
 #[test]
 fn approve_and_deny_answer_the_prompt_that_was_seen_and_only_it() {
-    let sb = Sandbox::new();
+    // A current holder walks the prompt itself: one call, one connection.
+    answers_prompts(&Sandbox::new(), Walker::Holder);
+}
+
+#[test]
+fn a_holder_of_the_older_protocol_is_walked_by_the_daemon_the_same_way() {
+    // A holder that agrees to protocol 2 only (as one started by the ccd
+    // before holder.respond): the daemon walks it over holder.screen and
+    // holder.input, with every check the same.
+    answers_prompts(
+        &Sandbox::with_env(&[("CCD_HOLDER_PROTOCOL_MAX", "2")]),
+        Walker::Daemon,
+    );
+}
+
+/// Who walks the dialog in [`answers_prompts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walker {
+    Holder,
+    Daemon,
+}
+
+fn answers_prompts(sb: &Sandbox, walker: Walker) {
     let sid = sb.new_session("answered");
     let mut c = sb.client_or_start();
     c.call_value("events.subscribe", json!({})).unwrap();
@@ -82,7 +112,7 @@ fn approve_and_deny_answer_the_prompt_that_was_seen_and_only_it() {
     assert_eq!(info["ccd"]["permission_prompt"], prompt.as_str(), "{info}");
 
     // Another prompt id: refused, the dialog stays, its pointer unmoved.
-    let before = screen(&sb, &sid);
+    let before = screen(sb, &sid);
     let e = respond(&mut c, &sid, RespondChoice::No, Some("0123456789abcdef")).unwrap_err();
     let rpc = e.rpc().cloned().unwrap();
     assert_eq!(rpc.code, ErrorCode::PromptNotShown.code(), "{e}");
@@ -90,14 +120,14 @@ fn approve_and_deny_answer_the_prompt_that_was_seen_and_only_it() {
     assert_eq!(data["prompt"], prompt.as_str(), "{data}");
     assert_eq!(data["expected"], "0123456789abcdef", "{data}");
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(screen(&sb, &sid), before, "a refused answer typed nothing");
+    assert_eq!(screen(sb, &sid), before, "a refused answer typed nothing");
 
     // Approve the prompt that was seen.
     let out = sb.ok_stderr(&["approve", &sid, "--prompt", &prompt]);
     assert!(out.contains(&format!("approved prompt {prompt}")), "{out}");
     assert!(out.contains(": Yes"), "{out}");
     wait_for(T, "the approved turn's reply", || {
-        screen(&sb, &sid)
+        screen(sb, &sid)
             .contains("echo: perm touch approved.txt")
             .then_some(())
     });
@@ -118,20 +148,41 @@ fn approve_and_deny_answer_the_prompt_that_was_seen_and_only_it() {
     assert!(out.contains("denied prompt"), "{out}");
     assert!(out.contains(": No"), "{out}");
     wait_for(T, "the refusal and the message's turn", || {
-        let s = screen(&sb, &sid);
+        let s = screen(sb, &sid);
         (s.contains("User rejected the command") && s.contains("echo: list the files instead"))
             .then_some(())
     });
-    assert!(!screen(&sb, &sid).contains("echo: perm rm -rf build"));
+    assert!(!screen(sb, &sid).contains("echo: perm rm -rf build"));
 
     // "always" takes the "don't ask again" option (the fake's second).
     sb.ok(&["send", &sid, "perm ls"]);
     let a = attention(&mut c, &sid);
+    let before = holder_connections(sb, &sid);
     let r = respond(&mut c, &sid, RespondChoice::Always, a["prompt"].as_str()).unwrap();
+    let used = holder_connections(sb, &sid) - before - 1;
     assert!(r.option.starts_with("Yes, and don't ask again"), "{r:?}");
     wait_for(T, "the always-approved turn's reply", || {
-        screen(&sb, &sid).contains("echo: perm ls").then_some(())
+        screen(sb, &sid).contains("echo: perm ls").then_some(())
     });
+    // Who walked it, and what it cost in holder connections (one arrow,
+    // one Enter): the holder's walk is one connection (one more allowed
+    // for the daemon's own refresh reconnecting meanwhile); the daemon's
+    // walk opens one per look and per key.
+    match walker {
+        Walker::Holder => assert!(used <= 2, "the holder's walk used {used} connections"),
+        Walker::Daemon => assert!(used >= 4, "the daemon's walk used only {used} connections"),
+    }
+    let logs = sb.logs();
+    let by = match walker {
+        Walker::Holder => "walked_by=\"holder\"",
+        Walker::Daemon => "walked_by=\"daemon\"",
+    };
+    let line = logs
+        .lines()
+        .filter(|l| l.contains("session.respond") && l.contains(&sid))
+        .last()
+        .unwrap_or_default();
+    assert!(line.contains(by), "the last answer's log line: {line}");
 }
 
 #[test]

@@ -2,15 +2,16 @@
 //! looking at sessions ccd holds.
 
 use crate::connection::ConnCtx;
+use crate::handlers::respond::{over_rpc, WALK_TIMEOUT};
 use crate::handlers::sessions::resolve;
-use crate::holders::rpc::call_once;
+use crate::holders::rpc::{call_once, HolderConn};
 use crate::holders::spawn::{new_holder_id, spawn_holder, Launch};
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
 use crate::views;
+use ccd_holder::walk::{SubmitTiming, SubmitWalk};
 use ccd_protocol::error_data::{
-    CwdMissingData, LiveElsewhereData, NotAtPromptData, NotRunningData, SpawnFailedData,
-    TranscriptMissingData,
+    CwdMissingData, LiveElsewhereData, NotRunningData, SpawnFailedData, TranscriptMissingData,
 };
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{
@@ -513,14 +514,6 @@ pub(crate) fn shows(v: &ccd_screen::ScreenState) -> String {
     v.shows().to_string()
 }
 
-/// How long `session.send` waits for the typed text to show in the draft.
-const DRAFT_WAIT: Duration = Duration::from_secs(5);
-/// How long one Enter may take to clear the draft before it is pressed again.
-const SUBMIT_WAIT: Duration = Duration::from_millis(1500);
-/// Enter presses at most (a busy TUI may read a quick Enter as part of the
-/// paste, or drop it while it still lays the paste out).
-const SUBMIT_TRIES: usize = 3;
-
 /// The holder's screen as text, with its verdict.
 pub(crate) async fn text_screen(entry: &HolderEntry) -> Result<ccd_holder::ScreenResult, RpcError> {
     call_once::<h::Screen>(
@@ -531,34 +524,6 @@ pub(crate) async fn text_screen(entry: &HolderEntry) -> Result<ccd_holder::Scree
     )
     .await
     .map_err(|e| entry.rpc_error(e))
-}
-
-/// The draft in the input box, `None` when the prompt is not showing.
-pub(crate) fn draft_of(s: &ccd_holder::ScreenResult) -> Option<String> {
-    match &s.verdict {
-        ccd_screen::ScreenState::Ready(p) => Some(p.input.clone()),
-        _ => None,
-    }
-}
-
-/// Polls the screen until `done` holds for its draft, or `wait` passes.
-/// Returns the last draft seen.
-pub(crate) async fn wait_draft(
-    entry: &HolderEntry,
-    wait: Duration,
-    done: impl Fn(Option<&str>) -> bool,
-) -> Result<(bool, Option<String>), RpcError> {
-    let deadline = Instant::now() + wait;
-    loop {
-        let d = draft_of(&text_screen(entry).await?);
-        if done(d.as_deref()) {
-            return Ok((true, d));
-        }
-        if Instant::now() > deadline {
-            return Ok((false, d));
-        }
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
 }
 
 pub(crate) async fn type_bytes(entry: &HolderEntry, bytes: &[u8]) -> Result<(), RpcError> {
@@ -575,80 +540,52 @@ pub(crate) async fn type_bytes(entry: &HolderEntry, bytes: &[u8]) -> Result<(), 
 
 /// `session.send`: type a prompt and submit it, only at the prompt.
 ///
-/// Each step is confirmed on the screen, never assumed: the text is typed,
-/// Enter is pressed once the draft shows it, and pressed again (up to
-/// [`SUBMIT_TRIES`] in all) while the same draft stays in the box. An Enter
-/// on an empty prompt does nothing in Claude Code, so a repeat that races a
-/// slow redraw cannot submit twice.
+/// Each step is confirmed on the screen, never assumed
+/// ([`ccd_holder::walk::submit`]). A holder of protocol
+/// [`h::WALK_VERSION`] walks it itself (`holder.submit`, one call); an
+/// older one is walked from here over `holder.screen` and `holder.input`.
 pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> {
     text_within_bound("text", &p.text)?;
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
-    let s = text_screen(&entry).await?;
-    let before = draft_of(&s);
-    if before.is_none() && !p.force {
-        let what = shows(&s.verdict);
-        return Err(RpcError::new(
-            ErrorCode::NotAtPrompt,
-            format!("session {sid} is not at its prompt (the screen shows {what}); nothing was typed. Use force to type anyway"),
+    let mut conn = HolderConn::connect_hello(&entry.socket)
+        .await
+        .map_err(|e| entry.rpc_error(e))?;
+    let r = if conn.protocol.is_some_and(|v| v >= h::WALK_VERSION) {
+        conn.call_within::<h::Submit, h::SubmitResult>(
+            &h::SubmitParams {
+                text: p.text,
+                force: p.force,
+            },
+            WALK_TIMEOUT,
         )
-        .with_data_of(&NotAtPromptData {
-            session: sid,
-            shows: what,
-            screen: s.rows.iter().map(|r| r.trim_end().to_string()).collect(),
-        }));
-    }
-    let typed = ccd_claude::typing::as_text(&p.text, s.modes.bracketed_paste);
-    if typed.text.trim().is_empty() && !p.text.trim().is_empty() {
-        return Err(RpcError::invalid_params(format!(
-            "the text holds only escape sequences and control characters ({} removed), nothing to type; nothing was typed",
-            typed.removed
-        )));
-    }
-    if typed.removed > 0 {
-        tracing::info!(holder = %entry.id, session = %sid, removed = typed.removed, "session.send: escape sequences and controls removed from the text");
-    }
-    let removed = typed.removed;
-    let typed = typed.bytes;
-    type_bytes(&entry, &typed).await?;
-    let mut enters = 0u64;
-    let submitted = match before {
-        None => {
-            // Forced past a screen that is not the prompt: nothing to check.
-            tokio::time::sleep(Duration::from_millis(80)).await;
-            type_bytes(&entry, b"\r").await?;
-            enters = 1;
-            None
+        .await
+        .map_err(|e| entry.rpc_error(e))?
+    } else {
+        drop(conn);
+        let mut walk = SubmitWalk::new(p.text, p.force, SubmitTiming::default());
+        over_rpc(&entry, &sid, |seen| walk.step(seen)).await?;
+        let Some(done) = walk.submitted() else {
+            return Err(RpcError::internal("the walk ended without an outcome"));
+        };
+        if done.removed > 0 {
+            tracing::info!(holder = %entry.id, session = %sid, removed = done.removed, "session.send: escape sequences and controls removed from the text");
         }
-        Some(before) => {
-            let (shown, draft) =
-                wait_draft(&entry, DRAFT_WAIT, |d| d.is_some_and(|d| d != before)).await?;
-            if !shown {
-                tracing::warn!(holder = %entry.id, session = %sid, "session.send: the typed text did not show in the draft; pressing Enter anyway");
-            }
-            let mut done = false;
-            while enters < SUBMIT_TRIES as u64 && !done {
-                type_bytes(&entry, b"\r").await?;
-                enters += 1;
-                // Submitted: the prompt went (a turn runs) or its draft changed.
-                let (ok, _) = wait_draft(&entry, SUBMIT_WAIT, |d| {
-                    d.is_none_or(|d| Some(d) != draft.as_deref())
-                })
-                .await?;
-                done = ok;
-            }
-            if !done {
-                tracing::warn!(holder = %entry.id, session = %sid, enters, "session.send: the draft stayed in the box");
-            }
-            Some(done)
+        if done.submitted == Some(false) {
+            tracing::warn!(holder = %entry.id, session = %sid, enters = done.enters, "session.send: the draft stayed in the box");
+        }
+        h::SubmitResult {
+            bytes: done.bytes,
+            submitted: done.submitted,
+            removed: done.removed,
         }
     };
-    tracing::info!(holder = %entry.id, session = %sid, bytes = typed.len(), enters, ?submitted, "session.send");
+    tracing::info!(holder = %entry.id, session = %sid, bytes = r.bytes, submitted = ?r.submitted, "session.send");
     Ok(SendResult {
         session: sid,
-        bytes: typed.len() as u64 + enters,
-        submitted,
-        removed,
+        bytes: r.bytes,
+        submitted: r.submitted,
+        removed: r.removed,
     })
 }
 

@@ -72,7 +72,7 @@ impl HolderError {
             HolderError::Timeout => RpcError::new(
                 ErrorCode::InternalError,
                 format!(
-                    "session {session}: its holder {holder} did not answer within {} s",
+                    "session {session}: its holder {holder} did not answer in time ({} s for a control call, longer for a dialog's walk)",
                     CALL_TIMEOUT.as_secs()
                 ),
             )
@@ -257,6 +257,17 @@ impl HolderConn {
         &mut self,
         params: &M::Params,
     ) -> Result<R, HolderError> {
+        self.call_within::<M, R>(params, CALL_TIMEOUT).await
+    }
+
+    /// Calls `M`, giving the holder `timeout` to answer (a walk of a
+    /// dialog takes longer than a control call), and decodes its result
+    /// as `R`.
+    pub async fn call_within<M: Method, R: DeserializeOwned>(
+        &mut self,
+        params: &M::Params,
+        timeout: Duration,
+    ) -> Result<R, HolderError> {
         let params = to_params(params)?;
         let pid = self.peer_pid;
         let fut = async {
@@ -277,7 +288,7 @@ impl HolderConn {
             }
         };
         let v = tokio::select! {
-            r = tokio::time::timeout(CALL_TIMEOUT, fut) => r.map_err(|_| HolderError::Timeout)??,
+            r = tokio::time::timeout(timeout, fut) => r.map_err(|_| HolderError::Timeout)??,
             pid = stopped => return Err(HolderError::Stopped { pid }),
         };
         serde_json::from_value(v).map_err(|e| HolderError::Decode(format!("{}: {e}", M::NAME)))

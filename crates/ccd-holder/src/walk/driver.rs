@@ -9,18 +9,17 @@
 //! the reader, the parser and the lifecycle thread go on); each look takes
 //! the session lock, then the model lock, briefly, in the crate's order.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ccd_protocol::holder as h;
 use ccd_protocol::RpcError;
 use ccd_screen::{classify_screen, ScreenState};
 
-use super::{RespondTiming, RespondWalk, Seen, Step, SubmitTiming, SubmitWalk, WalkError};
+use super::{
+    RespondTiming, RespondWalk, Seen, Step, SubmitTiming, SubmitWalk, WalkError, PROMPT_BACK_WAIT,
+};
 use crate::rpc::permission_info;
 use crate::session::{Session, SessionError};
-
-/// How long a refusal's message waits for the input prompt to come back.
-pub const PROMPT_BACK_WAIT: Duration = Duration::from_secs(10);
 
 /// Why a driven walk stopped.
 enum Stop {
@@ -146,18 +145,7 @@ fn submit_when_back(
     session_error: fn(SessionError) -> RpcError,
 ) -> Result<bool, RpcError> {
     let until = Instant::now() + PROMPT_BACK_WAIT;
-    let back = drive(session, |seen| {
-        if matches!(seen.verdict, ScreenState::Ready(_)) {
-            Ok(Step::Done)
-        } else if seen.now >= until {
-            Err(WalkError::NotBack {
-                waited_secs: PROMPT_BACK_WAIT.as_secs(),
-                shows: seen.verdict.shows(),
-            })
-        } else {
-            Ok(Step::Wait(until))
-        }
-    });
+    let back = drive(session, |seen| super::prompt_back(seen, until));
     back.map_err(|e| into_rpc(session, e, session_error))?;
     let r = submit(
         session,

@@ -66,3 +66,21 @@ pub fn draft_of(verdict: &ScreenState) -> Option<&str> {
         _ => None,
     }
 }
+
+/// How long a refusal's message waits for the input prompt to come back.
+pub const PROMPT_BACK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The step of a wait for the input prompt (a refused tool brings it back
+/// before its message is submitted), given up at `until`.
+pub fn prompt_back(seen: &Seen, until: Instant) -> Result<Step, WalkError> {
+    if matches!(seen.verdict, ScreenState::Ready(_)) {
+        Ok(Step::Done)
+    } else if seen.now >= until {
+        Err(WalkError::NotBack {
+            waited_secs: PROMPT_BACK_WAIT.as_secs(),
+            shows: seen.verdict.shows(),
+        })
+    } else {
+        Ok(Step::Wait(until))
+    }
+}
