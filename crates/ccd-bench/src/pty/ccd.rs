@@ -66,6 +66,19 @@ impl Ccd {
         root: &Path,
         trusted: bool,
     ) -> anyhow::Result<Self> {
+        Self::start_with(ccd, bench, fake, root, trusted, &[])
+    }
+
+    /// [`Self::start`] with `extra` in the environment of the daemon (and
+    /// so of its holders) and of every command run.
+    pub fn start_with(
+        ccd: &Path,
+        bench: &Path,
+        fake: &Path,
+        root: &Path,
+        trusted: bool,
+        extra: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let home = root.join("home");
         let config = home.join(".claude");
         let work = root.join("work");
@@ -88,7 +101,7 @@ impl Ccd {
                 json!({"projects": {work.display().to_string(): {"hasTrustDialogAccepted": true}}});
             std::fs::write(config.join(".claude.json"), serde_json::to_vec(&v)?)?;
         }
-        let env: Env = vec![
+        let env: Env = [
             ("HOME".into(), home.display().to_string()),
             ("CLAUDE_CONFIG_DIR".into(), config.display().to_string()),
             ("TMPDIR".into(), root.join("tmp").display().to_string()),
@@ -104,7 +117,10 @@ impl Ccd {
             ("CCD_CLAUDE_BIN".into(), wrapper.display().to_string()),
             ("CCD_LOG".into(), "warn".into()),
             ("LANG".into(), "C.UTF-8".into()),
-        ];
+        ]
+        .into_iter()
+        .chain(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
         let mut cmd = Command::new(ccd);
         cmd.args(["daemon", "--socket-dir"])
             .arg(&sock)
@@ -191,7 +207,7 @@ impl Ccd {
         )
     }
 
-    fn holder_socket(&self, sid: &str) -> Option<PathBuf> {
+    pub fn holder_socket(&self, sid: &str) -> Option<PathBuf> {
         let (_, h) = self.holders.iter().find(|(s, _)| s == sid)?;
         Some(
             self.sock

@@ -14,6 +14,9 @@
 //!   the MEM/CPU columns, and one sample of every session (`cost.rs`);
 //! - the idle cost of those sessions: wakeups and CPU per second of the
 //!   daemon, of each holder and of each fake claude, by thread (`idle.rs`);
+//! - `ccd approve` at a settled permission prompt, walked by the holder
+//!   and (a holder capped at protocol 2) by the daemon, next to `ccd
+//!   screen`, with the holder connections each costs (`respond.rs`);
 //! - with `--only ssh`: the echo `ccd --host ssh://… attach` adds over
 //!   loopback ssh beside a local `ccd attach` (`ssh.rs`).
 //!
@@ -28,6 +31,7 @@ pub mod child;
 mod cost;
 mod idle;
 mod report;
+mod respond;
 mod ssh;
 pub mod stream;
 mod term;
@@ -83,10 +87,13 @@ pub struct Args {
     pub idle_secs: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// `respond` part: approves per walker.
+    #[arg(long, default_value_t = 7)]
+    pub respond_runs: usize,
     /// `cost` part: `ccd ls` runs with and without the cost columns.
     #[arg(long, default_value_t = 15)]
     pub cost_runs: usize,
-    /// Only these parts (comma separated: flood, echo, attach, memory, cost, idle; and
+    /// Only these parts (comma separated: flood, echo, attach, respond, memory, cost, idle; and
     /// ssh, never run by default: echo of `ccd attach` over loopback ssh,
     /// with a private sshd the run starts).
     #[arg(long, value_delimiter = ',')]
@@ -360,6 +367,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     }
     if part("attach") {
         rep.attach = cases::attach_times(&cx);
+    }
+    if part("respond") {
+        rep.respond = Some(respond::respond(&cx, a.respond_runs.max(1)));
     }
     if a.only.iter().any(|o| o == "ssh") {
         match ssh::echo(&cx) {

@@ -142,6 +142,8 @@ pub struct Report {
     pub memory: Option<Memory>,
     /// What measuring sessions' costs costs (`cost` part).
     pub cost: Option<super::cost::Cost>,
+    /// `ccd approve` at a settled prompt, by walker (`respond` part).
+    pub respond: Option<super::respond::Respond>,
     /// Wakeups and CPU of idle held sessions (`idle` part).
     pub idle: Option<super::idle::Idle>,
     /// `ccd attach` locally and over loopback ssh (`--only ssh`).
@@ -176,6 +178,7 @@ impl Report {
             attach: Attach::default(),
             memory: None,
             cost: None,
+            respond: None,
             idle: None,
             ssh_echo: None,
             notes,
@@ -187,6 +190,8 @@ impl Report {
                 "attach_first_frame_ms_max": 5.0,
                 "per_idle_session_mb_max": 4.0,
                 "ls_cost_columns_ratio_max": 1.2,
+                "approve_to_screen_ratio_max": 10.0,
+                "holder_connections_per_approve": 1,
             }),
         }
     }
@@ -450,6 +455,28 @@ impl Report {
                 "  ({}; timeouts {} / {})",
                 e.command, e.local.timeouts, e.ssh.timeouts
             );
+        }
+        if let Some(r) = &self.respond {
+            let _ = writeln!(
+                o,
+                "ccd approve at a settled permission prompt (fake claude; ≤ 10× ccd screen, 1 holder connection)"
+            );
+            for w in &r.walkers {
+                let _ = writeln!(
+                    o,
+                    "  walked by the {:<7} approve {:.1} ms p50 (max {:.1}, {} runs)   screen {:.1} ms p50   ×{:.1}   {} holder connection(s)",
+                    w.walked_by,
+                    w.approve_p50_ms,
+                    w.approve_max_ms,
+                    w.approves,
+                    w.screen_p50_ms,
+                    w.ratio,
+                    w.connections
+                );
+                for e in &w.errors {
+                    let _ = writeln!(o, "  error: {e}");
+                }
+            }
         }
         if let Some(c) = &self.cost {
             let _ = writeln!(
