@@ -179,8 +179,7 @@ fn answers_prompts(sb: &Sandbox, walker: Walker) {
     };
     let line = logs
         .lines()
-        .filter(|l| l.contains("session.respond") && l.contains(&sid))
-        .last()
+        .rfind(|l| l.contains("session.respond") && l.contains(&sid))
         .unwrap_or_default();
     assert!(line.contains(by), "the last answer's log line: {line}");
 }
