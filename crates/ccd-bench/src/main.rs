@@ -11,6 +11,9 @@
 //! target/<host triple>/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
 //! ```
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 mod events;
 mod gen_config;
 mod ls;

@@ -205,14 +205,11 @@ pub fn generate(path: &Path, bytes: u64, small: bool) -> anyhow::Result<(u64, u6
 #[cfg(not(target_os = "linux"))]
 fn status_kb(field: &str) -> u64 {
     if field == "VmHWM:" {
-        let mut usage = std::mem::MaybeUninit::<nix::libc::rusage>::zeroed();
-        // SAFETY: the buffer is a whole rusage; getrusage fills it.
-        if unsafe { nix::libc::getrusage(nix::libc::RUSAGE_SELF, usage.as_mut_ptr()) } != 0 {
+        use nix::sys::resource::{getrusage, UsageWho};
+        let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else {
             return 0;
-        }
-        // SAFETY: zeroed, then filled by getrusage (it returned 0).
-        let usage = unsafe { usage.assume_init() };
-        return u64::try_from(usage.ru_maxrss).unwrap_or(0) / 1024;
+        };
+        return u64::try_from(usage.max_rss()).unwrap_or(0) / 1024;
     }
     ccd_testkit::procs::rss_kb(std::process::id())
 }

@@ -16,6 +16,10 @@
 //! Nothing here caches liveness: every call to [`index::build`] or
 //! [`liveness::check`] looks at the process table again.
 
+// Unsafe code only where an item allows it, with its reason
+// (docs/architecture.md, "Unsafe code").
+#![deny(unsafe_code)]
+
 pub mod cli_versions;
 pub mod config;
 pub mod context;

@@ -22,9 +22,16 @@ struct Counting;
 static NOW: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 
-// SAFETY: forwards to the system allocator; only counts.
+#[allow(unsafe_code)] // reason: a global allocator is an unsafe trait's implementation
+                      // SAFETY: every call forwards to the system allocator with the caller's
+                      // arguments, so its contract is the system allocator's; the counting
+                      // touches only two atomics.
 unsafe impl GlobalAlloc for Counting {
+    /// # Safety
+    ///
+    /// `GlobalAlloc::alloc`'s contract (`l` has a non-zero size).
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: the caller keeps `alloc`'s contract.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             let now = NOW.fetch_add(l.size(), Relaxed) + l.size();
@@ -32,11 +39,23 @@ unsafe impl GlobalAlloc for Counting {
         }
         p
     }
+    /// # Safety
+    ///
+    /// `GlobalAlloc::dealloc`'s contract (`p` came from this allocator
+    /// with the layout `l`).
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: the caller keeps `dealloc`'s contract; `p` came from
+        // `System` through this allocator.
         unsafe { System.dealloc(p, l) };
         NOW.fetch_sub(l.size(), Relaxed);
     }
+    /// # Safety
+    ///
+    /// `GlobalAlloc::realloc`'s contract (`p` came from this allocator
+    /// with the layout `l`; `new` is non-zero and fits an `isize`).
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: the caller keeps `realloc`'s contract; `p` came from
+        // `System` through this allocator.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             if new >= l.size() {

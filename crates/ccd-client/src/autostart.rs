@@ -80,17 +80,9 @@ fn start_and<T>(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    // Its own session: the daemon outlives this terminal.
     #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // Its own session: the daemon outlives this terminal.
-        unsafe {
-            command.pre_exec(|| {
-                nix::unistd::setsid().map_err(std::io::Error::from)?;
-                Ok(())
-            });
-        }
-    }
+    ccd_sched::session::own_session(&mut command, None);
     let mut child = command
         .spawn()
         .map_err(|e| ClientError::Start(format!("{}: {e}", cmd.program.display())))?;

@@ -300,20 +300,14 @@ pub(crate) fn until_readable(fd: BorrowedFd<'_>) -> std::io::Result<()> {
 /// `poll(POLLIN)` on `fd` for `ms` milliseconds (-1: no bound), again
 /// after a signal: `true` when it is readable.
 fn poll_in(fd: BorrowedFd<'_>, ms: i32) -> std::io::Result<bool> {
-    let mut p = nix::libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: nix::libc::POLLIN,
-        revents: 0,
-    };
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE);
+    let mut p = [PollFd::new(fd, PollFlags::POLLIN)];
     loop {
-        // SAFETY: one pollfd we own, for the duration of the call.
-        let r = unsafe { nix::libc::poll(&mut p, 1, ms) };
-        if r >= 0 {
-            return Ok(r > 0);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
+        match poll(&mut p, timeout) {
+            Ok(n) => return Ok(n > 0),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
 }

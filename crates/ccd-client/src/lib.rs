@@ -15,6 +15,9 @@
 //! - [`autostart`]: connect, starting a daemon first when none answers, with
 //!   a start lock so racing clients start exactly one.
 
+// No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
+#![forbid(unsafe_code)]
+
 pub mod autostart;
 pub mod client;
 pub mod deadline;

@@ -151,11 +151,7 @@ impl ConnCtx {
         };
         let gone = self.hung_up.clone();
         let task = tokio::spawn(async move {
-            // SAFETY: the AsyncFd owns `fd` (an OwnedFd): the descriptor is
-            // open, and the same one, for the AsyncFd's whole life.
-            let afd = match unsafe {
-                tokio::io::unix::AsyncFd::register_with_interest(fd, Interest::WRITABLE)
-            } {
+            let afd = match crate::reactor::Watched::new(fd, Interest::WRITABLE) {
                 Ok(afd) => afd,
                 Err(error) => {
                     tracing::debug!(%error, "cannot watch the client's socket for a hang-up");

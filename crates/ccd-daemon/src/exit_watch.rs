@@ -43,17 +43,22 @@ impl ExitWatch {
         if pid <= 0 {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
-        // SAFETY: pidfd_open takes a pid and flags and returns a new
-        // descriptor or -1; no pointers.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+        #[allow(unsafe_code)] // reason: pidfd_open has no wrapper in nix 0.30 or std
+        //
+        // SAFETY: pidfd_open takes a pid and flags (no pointers) and returns
+        // a new descriptor or -1; a new one is owned by nobody else, so it
+        // becomes an OwnedFd at once.
+        let fd = unsafe {
+            let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0);
+            i32::try_from(fd)
+                .ok()
+                .filter(|fd| *fd >= 0)
+                .map(|fd| OwnedFd::from_raw_fd(fd))
+        };
+        match fd {
+            Some(fd) => Ok(Self { fd }),
+            None => Err(io::Error::last_os_error()),
         }
-        let fd = i32::try_from(fd).map_err(|_| io::Error::other("pidfd out of range"))?;
-        // SAFETY: a descriptor the kernel just gave us, owned by nobody else.
-        Ok(Self {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
     }
 
     /// A handle on the process `pid` is now: a new kqueue holding one
@@ -94,15 +99,13 @@ impl ExitWatch {
     /// Whether the process has ended (no wait).
     #[cfg(any(target_os = "linux", target_os = "macos"))]
     pub fn has_exited(&self) -> bool {
-        use std::os::fd::AsRawFd;
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one pollfd we own, no wait.
-        let r = unsafe { libc::poll(&mut p, 1, 0) };
-        r == 1 && p.revents & libc::POLLIN != 0
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        let mut p = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        poll(&mut p, PollTimeout::ZERO).is_ok_and(|n| n == 1)
+            && p[0]
+                .revents()
+                .is_some_and(|r| r.contains(PollFlags::POLLIN))
     }
 
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -115,11 +118,7 @@ impl ExitWatch {
     /// looking periodically).
     #[cfg(any(target_os = "linux", target_os = "macos"))]
     pub async fn exited(self) -> io::Result<()> {
-        // SAFETY: the AsyncFd owns the OwnedFd, which stays open and is
-        // never replaced until the AsyncFd is dropped.
-        let fd = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(self.fd, tokio::io::Interest::READABLE)
-        }?;
+        let fd = crate::reactor::Watched::new(self.fd, tokio::io::Interest::READABLE)?;
         let _ready = fd.readable().await?;
         Ok(())
     }

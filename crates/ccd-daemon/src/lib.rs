@@ -15,6 +15,10 @@
 //! Nothing in a handler blocks the runtime: file-system scans (the session
 //! index) run on the blocking pool.
 
+// Unsafe code only where an item allows it, with its reason
+// (docs/architecture.md, "Unsafe code").
+#![deny(unsafe_code)]
+
 pub mod conn_slots;
 pub mod connection;
 pub mod cost;
@@ -25,6 +29,7 @@ pub mod holders;
 pub mod limits;
 pub mod logfiles;
 pub mod out_queue;
+pub mod reactor;
 pub mod router;
 pub mod server;
 pub mod startup;

@@ -1,6 +1,10 @@
 //! `fake-claude`: a deterministic stand-in for Claude Code's interactive TUI, for ccd's
 //! integration tests. See the crate README for the behaviours and environment variables.
 
+// Unsafe code only where an item allows it, with its reason
+// (docs/architecture.md, "Unsafe code").
+#![deny(unsafe_code)]
+
 mod app;
 mod args;
 mod input;

@@ -1,15 +1,14 @@
-//! Signal delivery through a self-pipe: the handler only records the signal and writes one
-//! byte; all the work (cleanup, exit codes) happens in the event loop.
+//! Signal delivery through a self-pipe: the handler (signal-hook's) only
+//! sets the signal's flag and writes one byte; all the work (cleanup, exit
+//! codes) happens in the event loop.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-
-static PENDING: AtomicU32 = AtomicU32::new(0);
-static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+use nix::sys::signal::Signal;
 
 const HANDLED: [Signal; 4] = [
     Signal::SIGTERM,
@@ -17,22 +16,6 @@ const HANDLED: [Signal; 4] = [
     Signal::SIGINT,
     Signal::SIGWINCH,
 ];
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    if (0..32).contains(&sig) {
-        PENDING.fetch_or(1 << sig, Ordering::SeqCst);
-    }
-    let fd = WAKE_FD.load(Ordering::SeqCst);
-    if fd >= 0 {
-        // errno is saved and restored around the write (nix reads and sets
-        // the thread's errno through the platform's own accessor).
-        let errno = nix::errno::Errno::last_raw();
-        let byte = 1u8;
-        // SAFETY: write(2) is async-signal-safe; `byte` outlives the call.
-        unsafe { libc::write(fd, std::ptr::addr_of!(byte).cast(), 1) };
-        nix::errno::Errno::set_raw(errno);
-    }
-}
 
 /// A pipe whose ends are both non-blocking and close-on-exec. Set after
 /// `pipe` (macOS has no `pipe2`): the pipe is made while the program is
@@ -49,25 +32,27 @@ fn nonblocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// The read end of the self-pipe; readable when a signal arrived.
 pub struct Signals {
     read: OwnedFd,
+    /// The write end, which the handlers write to for the program's life.
     _write: OwnedFd,
+    /// One flag a signal of [`HANDLED`], set by its handler.
+    pending: [Arc<AtomicBool>; 4],
 }
 
 impl Signals {
     pub fn install() -> io::Result<Signals> {
         let (read, write) = nonblocking_pipe()?;
-        WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
-        let action = SigAction::new(
-            SigHandler::Handler(on_signal),
-            SaFlags::empty(),
-            SigSet::empty(),
-        );
-        for sig in HANDLED {
-            // SAFETY: the handler only touches atomics and calls write(2).
-            unsafe { sigaction(sig, &action) }?;
+        let pending = HANDLED.map(|_| Arc::new(AtomicBool::new(false)));
+        for (sig, flag) in HANDLED.iter().zip(&pending) {
+            // The flag first: a handler's actions run in the order they
+            // were registered, so the byte wakes a loop that finds it set.
+            signal_hook::flag::register(*sig as i32, Arc::clone(flag))?;
+            // The write end stays open as long as `Signals` (the program).
+            signal_hook::low_level::pipe::register_raw(*sig as i32, write.as_raw_fd())?;
         }
         Ok(Signals {
             read,
             _write: write,
+            pending,
         })
     }
 
@@ -79,10 +64,11 @@ impl Signals {
     pub fn take(&self) -> Vec<Signal> {
         let mut buf = [0u8; 64];
         while matches!(nix::unistd::read(self.read.as_fd(), &mut buf), Ok(n) if n > 0) {}
-        let bits = PENDING.swap(0, Ordering::SeqCst);
         HANDLED
-            .into_iter()
-            .filter(|s| bits & (1 << (*s as i32)) != 0)
+            .iter()
+            .zip(&self.pending)
+            .filter(|(_, flag)| flag.swap(false, Ordering::SeqCst))
+            .map(|(sig, _)| *sig)
             .collect()
     }
 }

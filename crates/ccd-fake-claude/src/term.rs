@@ -2,7 +2,7 @@
 //! size, and unbuffered writes to it.
 
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use nix::sys::termios::{
     self, ControlFlags, InputFlags, LocalFlags, SetArg, SpecialCharacterIndices, Termios,
@@ -47,20 +47,25 @@ impl RawMode {
 
 /// (rows, cols) of the terminal on stdout, else stdin, else 24x80.
 pub fn size() -> (u16, u16) {
-    for fd in [libc::STDOUT_FILENO, libc::STDIN_FILENO] {
-        let mut ws = libc::winsize {
-            ws_row: 0,
-            ws_col: 0,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCGWINSZ fills the winsize struct we pass; nothing else is touched.
-        let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
-        if rc == 0 && ws.ws_row > 0 && ws.ws_col > 0 {
-            return (ws.ws_row, ws.ws_col);
-        }
-    }
-    (24, 80)
+    winsize(io::stdout().as_fd())
+        .or_else(|| winsize(io::stdin().as_fd()))
+        .unwrap_or((24, 80))
+}
+
+/// (rows, cols) of the terminal `fd` is open on; None when it is not a
+/// terminal (or says 0 rows or columns).
+#[allow(unsafe_code)] // reason: TIOCGWINSZ has no wrapper in nix 0.30 or std
+fn winsize(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into `ws`, which we own, and
+    // reads nothing else; `fd` is open for the call (borrowed).
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
 }
 
 /// Writes all of `bytes` to stdout without buffering. An error means the terminal is gone.

@@ -49,7 +49,11 @@ fn closing_the_pty_exits_0_and_cleans_up() {
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave.try_clone().unwrap()));
-    // SAFETY: only async-signal-safe calls between fork and exec.
+    #[allow(unsafe_code)]
+    // reason: the child needs the PTY as its controlling terminal (setsid, TIOCSCTTY); std has no such spawn
+    // SAFETY: only async-signal-safe calls between fork and exec (setsid,
+    // ioctl: system calls without locks or allocation), on fd 0, the
+    // slave the child was given.
     unsafe {
         cmd.pre_exec(|| {
             if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {

@@ -16,19 +16,50 @@ pub use ccd_protocol::holder::ExitInfo;
 /// cannot be waited for this way (then reaping is the wait).
 pub fn wait_exited_no_reap(pid: u32) -> bool {
     loop {
-        // SAFETY: zeroed siginfo_t is a valid out-parameter for waitid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let id: libc::id_t = pid;
-        // SAFETY: plain syscall with a valid pointer.
-        let rc = unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if rc == 0 {
-            return true;
+        match waitid_exited_no_reap(pid) {
+            Ok(()) => return true,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => {
+                tracing::debug!(pid, error = %err, "waitid(WNOWAIT) failed");
+                return false;
+            }
         }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            tracing::debug!(pid, error = %err, "waitid(WNOWAIT) failed");
-            return false;
-        }
+    }
+}
+
+/// One `waitid(P_PID, pid, WEXITED | WNOWAIT)`.
+#[cfg(not(target_os = "macos"))]
+fn waitid_exited_no_reap(pid: u32) -> std::io::Result<()> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "pid out of range"))?;
+    waitid(
+        Id::Pid(nix::unistd::Pid::from_raw(pid)),
+        WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+    )?;
+    Ok(())
+}
+
+/// One `waitid(P_PID, pid, WEXITED | WNOWAIT)` (nix has no `waitid` for
+/// macOS).
+#[cfg(target_os = "macos")]
+#[allow(unsafe_code)] // reason: nix 0.30 has no waitid on macOS, nor std
+fn waitid_exited_no_reap(pid: u32) -> std::io::Result<()> {
+    let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
+    // SAFETY: waitid writes at most one siginfo_t into `info`, a zeroed
+    // buffer of that size we own (and never read); no other pointer.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid,
+            info.as_mut_ptr(),
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -79,10 +110,7 @@ pub fn reap(child: Box<dyn Child + Send + Sync>) -> ExitInfo {
 pub fn send_signal(pid: u32, signal: i32) -> std::io::Result<()> {
     let pid = libc::pid_t::try_from(pid)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "pid out of range"))?;
-    // SAFETY: plain syscall.
-    if unsafe { libc::kill(pid, signal) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    let signal = nix::sys::signal::Signal::try_from(signal)?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)?;
+    Ok(())
 }

@@ -119,7 +119,7 @@ impl Holder {
         let screen = Screen::with_scrollback(size.rows, size.cols, config.scrollback);
         let input = Arc::new(pty_io::PtyInput::new(
             spawned.writer,
-            spawned.master.as_raw_fd(),
+            spawn::master_fd(&*spawned.master),
             tx,
         ));
         let session = Arc::new(Session::new(

@@ -27,7 +27,7 @@
 
 use std::cell::OnceCell;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -123,7 +123,7 @@ impl LineSocket {
         if !self.tail.is_empty() {
             let tail = std::mem::take(&mut self.tail);
             match &mut self.tty {
-                Some(t) => t.write_all(&tail)?,
+                Some(t) => t.write_all(&tail, self.stream.as_fd())?,
                 None => self.stream.write_all(&tail)?,
             }
         }
@@ -148,7 +148,7 @@ impl LineSocket {
     pub fn write_output(&mut self, out: &OutputLine<'_>) -> std::io::Result<()> {
         self.finish()?;
         match &mut self.tty {
-            Some(t) => t.write_all(out.chunk)?,
+            Some(t) => t.write_all(out.chunk, self.stream.as_fd())?,
             None => self.stream.write_all(out.line())?,
         }
         self.end = out.end();
@@ -165,7 +165,7 @@ impl LineSocket {
                 let mut bytes = Vec::with_capacity(r.data.len() + 8);
                 bytes.extend_from_slice(RESYNC_PREFIX);
                 bytes.extend_from_slice(&r.data);
-                t.write_all(&bytes)?;
+                t.write_all(&bytes, self.stream.as_fd())?;
             }
             None => self
                 .stream
@@ -220,22 +220,18 @@ impl LineSocket {
 
     /// One non-blocking `send` of `line` (retried on EINTR). Never waits.
     pub fn try_line(&mut self, line: &[u8]) -> Tried {
+        use nix::sys::socket::{send, MsgFlags};
         self.try_with(line, |_, stream, line| loop {
-            // SAFETY: a valid fd we own, and a buffer of `line.len()` bytes.
-            let r = unsafe {
-                libc::send(
-                    stream.as_raw_fd(),
-                    line.as_ptr().cast(),
-                    line.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            };
-            if r >= 0 {
-                break usize::try_from(r).unwrap_or(0);
-            }
-            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            match send(
+                stream.as_raw_fd(),
+                line,
+                // nix names MSG_NOSIGNAL for Linux only; libc has it for macOS too.
+                MsgFlags::MSG_DONTWAIT | MsgFlags::from_bits_retain(libc::MSG_NOSIGNAL),
+            ) {
+                Ok(n) => break n,
+                Err(nix::errno::Errno::EINTR) => {}
                 // EAGAIN, or an error the next blocking write meets too.
-                break 0;
+                Err(_) => break 0,
             }
         })
     }

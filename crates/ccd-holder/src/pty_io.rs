@@ -14,7 +14,7 @@
 //! - the **waiter** waits for the child, records its exit, reaps it.
 
 use std::io::{Read, Write};
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -122,12 +122,17 @@ pub struct PtyInput {
     pty: Mutex<Box<dyn Write + Send>>,
     queued: AtomicUsize,
     tx: SyncSender<Vec<u8>>,
-    fd: Option<RawFd>,
+    fd: Option<OwnedFd>,
 }
 
 impl PtyInput {
-    /// Input for the PTY behind `writer` (`fd`: the master, to poll).
-    pub fn new(writer: Box<dyn Write + Send>, fd: Option<RawFd>, tx: SyncSender<Vec<u8>>) -> Self {
+    /// Input for the PTY behind `writer` (`fd`: the master, to poll; see
+    /// [`crate::spawn::master_fd`]).
+    pub fn new(
+        writer: Box<dyn Write + Send>,
+        fd: Option<OwnedFd>,
+        tx: SyncSender<Vec<u8>>,
+    ) -> Self {
         Self {
             pty: Mutex::new(writer),
             queued: AtomicUsize::new(0),
@@ -156,17 +161,16 @@ impl PtyInput {
 
     /// The PTY takes input now (poll, no wait).
     fn writable(&self) -> bool {
-        let Some(fd) = self.fd else {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let Some(fd) = &self.fd else {
             return false;
         };
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        // SAFETY: one pollfd we own; the master outlives the session's input.
-        let r = unsafe { libc::poll(&mut p, 1, 0) };
-        r == 1 && p.revents & libc::POLLOUT != 0 && p.revents & (libc::POLLERR | libc::POLLHUP) == 0
+        let mut p = [PollFd::new(fd.as_fd(), PollFlags::POLLOUT)];
+        let r = poll(&mut p, PollTimeout::ZERO);
+        let revents = p[0].revents().unwrap_or(PollFlags::empty());
+        r.is_ok_and(|n| n == 1)
+            && revents.contains(PollFlags::POLLOUT)
+            && !revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP)
     }
 }
 

@@ -117,18 +117,12 @@ const RATE_SAMPLE_MIN: usize = 16 << 10;
 
 /// The calling thread's CPU time so far.
 fn thread_cpu() -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a timespec we own; CLOCK_THREAD_CPUTIME_ID needs nothing else.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (r == 0).then(|| {
-        Duration::new(
-            u64::try_from(ts.tv_sec).unwrap_or(0),
-            u32::try_from(ts.tv_nsec).unwrap_or(0),
-        )
-    })
+    use nix::time::{clock_gettime, ClockId};
+    let ts = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(Duration::new(
+        u64::try_from(ts.tv_sec()).unwrap_or(0),
+        u32::try_from(ts.tv_nsec()).unwrap_or(0),
+    ))
 }
 
 /// Bytes after which an old parse-speed sample weighs half.

@@ -150,6 +150,18 @@ pub fn spawn(config: &HolderConfig) -> Result<Spawned, SpawnError> {
     })
 }
 
+/// A descriptor of our own on the PTY's `master` (a duplicate: the same
+/// open file description), to poll it. None: the PTY has no descriptor,
+/// or none could be duplicated (out of descriptors).
+#[allow(unsafe_code)] // reason: portable-pty lends the master only as a raw descriptor number
+pub fn master_fd(master: &dyn MasterPty) -> Option<std::os::fd::OwnedFd> {
+    let raw = master.as_raw_fd()?;
+    // SAFETY: `raw` is the descriptor `master` owns and keeps open while it
+    // is borrowed here; the borrow ends within this call, once duplicated.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
+    borrowed.try_clone_to_owned().ok()
+}
+
 /// Resize the PTY.
 pub fn resize(master: &dyn MasterPty, size: Size) -> anyhow::Result<()> {
     master.resize(pty_size(size))

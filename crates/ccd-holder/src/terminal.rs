@@ -25,7 +25,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -44,8 +44,7 @@ const KEYS_BUF: usize = 8192;
 /// `O_NONBLOCK` stays ours), for writing or reading. Not a terminal:
 /// `ENOTTY`.
 pub fn reopen(fd: BorrowedFd<'_>, write: bool) -> std::io::Result<File> {
-    // SAFETY: isatty on a descriptor we borrow.
-    if unsafe { libc::isatty(fd.as_raw_fd()) } != 1 {
+    if !nix::unistd::isatty(fd).unwrap_or(false) {
         return Err(std::io::Error::from_raw_os_error(libc::ENOTTY));
     }
     let path = os::tty_path(fd)?;
@@ -60,22 +59,14 @@ pub fn reopen(fd: BorrowedFd<'_>, write: bool) -> std::io::Result<File> {
 #[derive(Debug)]
 pub struct TtyOut {
     file: File,
-    /// The client's socket: a writer waiting on the terminal stops when
-    /// the client hangs up.
-    socket: RawFd,
     release: Arc<AtomicBool>,
 }
 
 impl TtyOut {
-    /// `file` from [`reopen`]; `socket` the connection's (it outlives this
-    /// value: both belong to the connection); `release` set by whoever
-    /// lets the terminal go.
-    pub fn new(file: File, socket: RawFd, release: Arc<AtomicBool>) -> Self {
-        Self {
-            file,
-            socket,
-            release,
-        }
+    /// `file` from [`reopen`]; `release` set by whoever lets the terminal
+    /// go.
+    pub fn new(file: File, release: Arc<AtomicBool>) -> Self {
+        Self { file, release }
     }
 
     /// One non-blocking write; the bytes taken (0 when the terminal is
@@ -91,8 +82,9 @@ impl TtyOut {
     }
 
     /// Writes all of `bytes`, waiting while the terminal is full; fails
-    /// once the terminal is released or the client hung up.
-    pub fn write_all(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+    /// once the terminal is released or the client hung up (`socket`, the
+    /// connection's: a writer waiting on the terminal stops then).
+    pub fn write_all(&mut self, mut bytes: &[u8], socket: BorrowedFd<'_>) -> std::io::Result<()> {
         while !bytes.is_empty() {
             if self.release.load(Ordering::Acquire) {
                 return Err(released());
@@ -101,44 +93,40 @@ impl TtyOut {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(n) => bytes = &bytes[n..],
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.wait_room()?,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.wait_room(socket)?,
                 Err(e) => return Err(e),
             }
         }
         Ok(())
     }
 
-    /// Waits until the terminal takes bytes, the client hangs up or
-    /// [`STUCK_POLL`] passes.
-    fn wait_room(&self) -> std::io::Result<()> {
+    /// Waits until the terminal takes bytes, the client hangs up (on
+    /// `socket`) or [`STUCK_POLL`] passes.
+    fn wait_room(&self, socket: BorrowedFd<'_>) -> std::io::Result<()> {
+        use nix::poll::{poll, PollFd, PollFlags};
         let mut fds = [
-            libc::pollfd {
-                fd: self.file.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.socket,
-                events: os::HANGUP_EVENTS,
-                revents: 0,
-            },
+            PollFd::new(self.file.as_fd(), PollFlags::POLLOUT),
+            PollFd::new(socket, os::HANGUP_EVENTS),
         ];
-        // SAFETY: two pollfds we own, for descriptors open while `self` is.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, STUCK_POLL.as_millis() as i32) };
-        if r > 0 && fds[1].revents != 0 {
-            // SAFETY: the connection's socket outlives `self` (see `new`).
-            let socket = unsafe { BorrowedFd::borrow_raw(self.socket) };
-            if os::hung_up(socket, fds[1].revents) {
+        let r = poll(&mut fds, stuck_poll());
+        // `any` is None for bits nix does not name (`POLLRDHUP`): set.
+        if r.is_ok_and(|n| n > 0) && fds[1].any().unwrap_or(true) {
+            // Bits nix does not name read as a hang-up.
+            let revents = fds[1].revents().unwrap_or(PollFlags::POLLHUP);
+            if os::hung_up(socket, revents) {
                 return Err(std::io::ErrorKind::BrokenPipe.into());
             }
             // A request is waiting, not a hang-up: wait for room alone,
             // so a request left unread does not make this loop spin.
-            fds[0].revents = 0;
-            // SAFETY: one pollfd we own, for a descriptor open while `self` is.
-            unsafe { libc::poll(fds.as_mut_ptr(), 1, STUCK_POLL.as_millis() as i32) };
+            let _ = poll(&mut fds[..1], stuck_poll());
         }
         Ok(())
     }
+}
+
+/// [`STUCK_POLL`] as `poll` takes it.
+fn stuck_poll() -> nix::poll::PollTimeout {
+    nix::poll::PollTimeout::try_from(STUCK_POLL).unwrap_or(nix::poll::PollTimeout::MAX)
 }
 
 fn released() -> std::io::Error {
@@ -177,6 +165,7 @@ impl TtyIn {
     /// Waits for the socket or the terminal. The socket comes first: when
     /// both are ready, no key is read (module invariant).
     pub fn wait(&mut self, socket: BorrowedFd<'_>) -> std::io::Result<Wake> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         loop {
             let now = Instant::now();
             if self.filter.expired(now) {
@@ -187,32 +176,23 @@ impl TtyIn {
                 .filter
                 .wait_hint(now)
                 .map(|d| i32::try_from(d.as_millis() + 1).unwrap_or(i32::MAX))
-                .unwrap_or(-1);
+                .and_then(|ms| PollTimeout::try_from(ms).ok())
+                .unwrap_or(PollTimeout::NONE);
             let mut fds = [
-                libc::pollfd {
-                    fd: socket.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.file.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
+                PollFd::new(socket, PollFlags::POLLIN),
+                PollFd::new(self.file.as_fd(), PollFlags::POLLIN),
             ];
-            // SAFETY: two pollfds we own, for descriptors open while we run.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
-            if r < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
+            match poll(&mut fds, timeout) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
             }
-            if fds[0].revents != 0 {
+            // `any` is None for bits nix does not name: set.
+            let woke = |fd: &PollFd<'_>| fd.any().unwrap_or(true);
+            if woke(&fds[0]) {
                 return Ok(Wake::Socket);
             }
-            if fds[1].revents == 0 {
+            if !woke(&fds[1]) {
                 continue; // the detach deadline: looked at above
             }
             let mut buf = [0u8; KEYS_BUF];
@@ -262,6 +242,7 @@ pub fn open_passed(passed: Vec<OwnedFd>) -> Result<(File, File), String> {
 /// The two things the terminal hand-off asks of the OS: a path that opens
 /// the passed terminal anew, and whether the client's socket hung up.
 pub mod os {
+    use nix::poll::PollFlags;
     use std::os::fd::BorrowedFd;
     use std::path::PathBuf;
 
@@ -291,20 +272,21 @@ pub mod os {
     }
 
     /// `poll` events that report the client's socket hanging up: Linux
-    /// has `POLLRDHUP` (the peer shut its writing side).
+    /// has `POLLRDHUP` (the peer shut its writing side; a bit nix's
+    /// `PollFlags` does not name, so `revents` reads `None` when it is set).
     #[cfg(target_os = "linux")]
-    pub const HANGUP_EVENTS: libc::c_short = libc::POLLRDHUP;
+    pub const HANGUP_EVENTS: PollFlags = PollFlags::from_bits_retain(libc::POLLRDHUP);
 
     /// `poll` events that report the client's socket hanging up: without
     /// `POLLRDHUP`, readability (an end of file is readable; so is a
     /// request, which [`hung_up`] tells apart).
     #[cfg(not(target_os = "linux"))]
-    pub const HANGUP_EVENTS: libc::c_short = libc::POLLIN;
+    pub const HANGUP_EVENTS: PollFlags = PollFlags::POLLIN;
 
     /// Whether `revents` (non-zero, for [`HANGUP_EVENTS`]) on `socket`
     /// means its peer hung up.
     #[cfg(target_os = "linux")]
-    pub fn hung_up(_socket: BorrowedFd<'_>, _revents: libc::c_short) -> bool {
+    pub fn hung_up(_socket: BorrowedFd<'_>, _revents: PollFlags) -> bool {
         true
     }
 
@@ -312,8 +294,9 @@ pub mod os {
     /// means its peer hung up: an error or hang-up flag, or an end of file
     /// where a request would be (one byte peeked, nothing consumed).
     #[cfg(not(target_os = "linux"))]
-    pub fn hung_up(socket: BorrowedFd<'_>, revents: libc::c_short) -> bool {
-        revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 || peer_closed(socket)
+    pub fn hung_up(socket: BorrowedFd<'_>, revents: PollFlags) -> bool {
+        revents.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
+            || peer_closed(socket)
     }
 
     /// Whether reading `socket` would meet its end (`recv` with

@@ -7,7 +7,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -77,13 +77,9 @@ impl Term {
 }
 
 fn readable(fd: std::os::fd::BorrowedFd<'_>, wait: Duration) -> bool {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd we own, for a descriptor borrowed for the call.
-    unsafe { libc::poll(&mut p, 1, wait.as_millis() as i32) > 0 }
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+    poll(&mut [PollFd::new(fd, PollFlags::POLLIN)], timeout).is_ok_and(|n| n > 0)
 }
 
 /// A raw connection speaking the holder protocol line by line.

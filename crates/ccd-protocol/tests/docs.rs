@@ -3,7 +3,9 @@
 //! notifications of known methods must decode into this crate's types
 //! without losing a field; every method, notification and error code must be
 //! documented. And docs/architecture.md's test table names every test file
-//! of the workspace once.
+//! of the workspace once, and its "Unsafe code" section every file with
+//! `unsafe` code, how many sites each has, and their total (at most 25),
+//! each site with its SAFETY comment.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -304,5 +306,295 @@ fn the_architecture_doc_lists_every_test_file_once() {
     assert!(
         missing.is_empty() && stale.is_empty(),
         "docs/architecture.md's test table: missing {missing:?}, not a test file {stale:?}"
+    );
+}
+
+/// The most `unsafe` sites the workspace may hold (issue 35).
+const MAX_UNSAFE_SITES: usize = 25;
+
+/// One `unsafe` site: its file (from the repository's root), its line
+/// (1-based), and whether it is an `unsafe fn` (documented by a
+/// `# Safety` section) rather than a block or an impl (a `SAFETY:`
+/// comment).
+struct UnsafeSite {
+    file: String,
+    line: usize,
+    is_fn: bool,
+}
+
+/// `text` with its comments and string and character literals blanked
+/// (newlines kept, so lines still count): what is left is code.
+fn code_only(text: &str) -> String {
+    let b: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < b.len() && b[i] != '\n' {
+                blank(&mut out, b[i]);
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0usize;
+            while i < b.len() {
+                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+        } else if c == 'r'
+            && matches!(next, Some('#' | '"'))
+            && (!ident(i.checked_sub(1).map(|p| b[p]))
+                || (i >= 1 && b[i - 1] == 'b' && !ident(i.checked_sub(2).map(|p| b[p]))))
+        {
+            // A raw string, r#"…"# (or br"…"): blank to its closing quote
+            // and as many hashes.
+            let mut j = i + 1;
+            while b.get(j) == Some(&'#') {
+                j += 1;
+            }
+            let hashes = j - i - 1;
+            if b.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            let mut k = j + 1;
+            while k < b.len() && !(b[k] == '"' && (1..=hashes).all(|h| b.get(k + h) == Some(&'#')))
+            {
+                k += 1;
+            }
+            let end = (k + 1 + hashes).min(b.len());
+            for &ch in &b[i..end] {
+                blank(&mut out, ch);
+            }
+            i = end;
+        } else if c == '"' {
+            blank(&mut out, c);
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+                if i < b.len() {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+            if i < b.len() {
+                blank(&mut out, b[i]);
+                i += 1;
+            }
+        } else if c == '\'' && (next == Some('\\') || b.get(i + 2) == Some(&'\'')) {
+            // A character literal ('x', '\n', '\u{..}'); a lifetime has no
+            // closing quote.
+            let mut j = i + 2;
+            while j < b.len() && b[j] != '\'' {
+                j += 1;
+            }
+            let end = (j + 1).min(b.len());
+            for &ch in &b[i..end] {
+                blank(&mut out, ch);
+            }
+            i = end;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The `unsafe {`, `unsafe fn` and `unsafe impl` (and `unsafe extern`,
+/// `unsafe trait`) sites of one file's text.
+fn unsafe_sites_of(file: &str, text: &str) -> Vec<UnsafeSite> {
+    let code = code_only(text);
+    let mut sites = Vec::new();
+    let mut from = 0;
+    while let Some(found) = code[from..].find("unsafe") {
+        let at = from + found;
+        from = at + "unsafe".len();
+        let before = code[..at].chars().next_back();
+        let after = code[from..].chars().next();
+        let is_ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if is_ident(before) || is_ident(after) {
+            continue; // part of a longer name (`unsafe_code`, `is_unsafe`)
+        }
+        let rest = code[from..].trim_start();
+        let next_word: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let is_fn = next_word == "fn";
+        if rest.starts_with('{') || matches!(next_word.as_str(), "fn" | "impl" | "extern" | "trait")
+        {
+            sites.push(UnsafeSite {
+                file: file.to_string(),
+                line: code[..at].matches('\n').count() + 1,
+                is_fn,
+            });
+        }
+    }
+    sites
+}
+
+/// Every `.rs` file under `dir`, but build output.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        let p = e.expect("an entry").path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "target") {
+                rust_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Whether the comment lines directly above line `line` (1-based) of
+/// `text`, attributes skipped, hold `needle`.
+fn documented_above(text: &str, line: usize, needle: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = line - 1;
+    let mut comment = String::new();
+    while i > 0 {
+        i -= 1;
+        let l = lines[i].trim_start();
+        if l.starts_with("#[") {
+            continue;
+        }
+        if !l.starts_with("//") {
+            break;
+        }
+        comment.push_str(l);
+        comment.push('\n');
+    }
+    comment.contains(needle)
+}
+
+#[test]
+fn the_unsafe_code_scanner_sees_sites_and_nothing_else() {
+    let text = "// unsafe { in a comment }\n\
+                let s = \"unsafe { in a string }\";\n\
+                let r = r#\"unsafe fn in a raw string\"#;\n\
+                let c = '\"'; let l: &'static str = \"\";\n\
+                #![forbid(unsafe_code)]\n\
+                fn is_unsafe() {}\n\
+                /* unsafe impl /* nested */ still a comment */\n\
+                // SAFETY: a reason.\n\
+                let x = unsafe { f() };\n\
+                /// # Safety\n\
+                unsafe fn g() {}\n\
+                unsafe impl Send for X {}\n";
+    let sites = unsafe_sites_of("t.rs", text);
+    let lines: Vec<(usize, bool)> = sites.iter().map(|s| (s.line, s.is_fn)).collect();
+    assert_eq!(lines, [(9, false), (11, true), (12, false)]);
+    assert!(documented_above(text, 9, "SAFETY:"));
+    assert!(documented_above(text, 11, "# Safety"));
+    assert!(!documented_above(text, 12, "SAFETY:"));
+}
+
+/// docs/architecture.md's "Unsafe code" section lists every file with
+/// `unsafe` code and its number of sites, and their total (at most
+/// [`MAX_UNSAFE_SITES`]); every site has its SAFETY comment (a block, an
+/// impl) or `# Safety` doc (a fn) directly above it.
+#[test]
+fn the_unsafe_sites_are_the_ones_listed_and_documented() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("architecture.md");
+    let section = doc
+        .split("\n## Unsafe code\n")
+        .nth(1)
+        .expect("an Unsafe code section")
+        .split("\n## ")
+        .next()
+        .unwrap_or("");
+    let stated: usize = section
+        .lines()
+        .find_map(|l| l.strip_prefix("Unsafe sites: "))
+        .and_then(|l| l.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect("an `Unsafe sites: N` line");
+    let mut listed: HashMap<String, usize> = HashMap::new();
+    for l in section.lines() {
+        let Some(rest) = l.strip_prefix("| `") else {
+            continue;
+        };
+        let mut cells = rest.split('|');
+        let file = cells.next().unwrap_or("").trim().trim_end_matches('`');
+        let n: usize = cells
+            .next()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("a count of sites in {l:?}"));
+        assert!(
+            listed.insert(file.to_string(), n).is_none(),
+            "{file} listed twice"
+        );
+    }
+    let mut files = Vec::new();
+    rust_files(&root.join("crates"), &mut files);
+    rust_files(&root.join("fuzz"), &mut files);
+    let mut found: HashMap<String, usize> = HashMap::new();
+    let mut undocumented = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("a source file");
+        let name = f
+            .strip_prefix(&root)
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .into_owned();
+        for site in unsafe_sites_of(&name, &text) {
+            *found.entry(site.file.clone()).or_default() += 1;
+            let needle = if site.is_fn { "# Safety" } else { "SAFETY:" };
+            if !documented_above(&text, site.line, needle) {
+                undocumented.push(format!("{}:{} (no {needle} above)", site.file, site.line));
+            }
+        }
+    }
+    let total: usize = found.values().sum();
+    assert!(
+        undocumented.is_empty(),
+        "unsafe sites without their reason: {undocumented:?}"
+    );
+    let mut differ: Vec<String> = found
+        .iter()
+        .filter(|(f, n)| listed.get(*f) != Some(n))
+        .map(|(f, n)| format!("{f}: {n} in the tree, {:?} listed", listed.get(f)))
+        .chain(
+            listed
+                .iter()
+                .filter(|(f, _)| !found.contains_key(*f))
+                .map(|(f, n)| format!("{f}: {n} listed, none in the tree")),
+        )
+        .collect();
+    differ.sort();
+    assert!(
+        differ.is_empty(),
+        "docs/architecture.md's unsafe sites differ from the tree: {differ:?}"
+    );
+    assert_eq!(stated, total, "`Unsafe sites: N` in docs/architecture.md");
+    assert!(
+        total <= MAX_UNSAFE_SITES,
+        "{total} unsafe sites: at most {MAX_UNSAFE_SITES} (docs/architecture.md, \"Unsafe code\")"
     );
 }

@@ -154,8 +154,7 @@ const AUTOGROUP: &str = "/proc/self/autogroup";
 /// [`FloodGroup::own`]).
 #[cfg(target_os = "linux")]
 fn own_base() -> Option<i32> {
-    // SAFETY: plain queries of the calling process.
-    let leads = unsafe { libc::getsid(0) == libc::getpid() };
+    let leads = nix::unistd::getsid(None).is_ok_and(|sid| sid == nix::unistd::getpid());
     if !leads {
         tracing::debug!("not a session leader: the scheduling group is not this process's alone");
         return None;
@@ -331,9 +330,9 @@ mod tests {
             );
             return;
         }
-        // SAFETY: the child was spawned by Command: not a process group
-        // leader, so setsid succeeds; no other thread depends on the session.
-        assert!(unsafe { libc::setsid() } > 0, "setsid");
+        // The child was spawned by Command: not a process group leader, so
+        // setsid succeeds.
+        nix::unistd::setsid().expect("setsid");
         let Some(base) = read() else {
             // A kernel without autogroups: the group is left alone.
             assert!(!FloodGroup::own().enabled());

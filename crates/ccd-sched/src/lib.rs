@@ -1,7 +1,7 @@
 //! ccd-sched: scheduling hints for the threads on the keystroke → echo path.
 //!
-//! A leaf crate (libc and tracing only): the CLI's terminal client, the
-//! daemon's runtime workers and the holder's threads all call it.
+//! A leaf crate (libc, nix and tracing only): the CLI's terminal client,
+//! the daemon's runtime workers and the holder's threads all call it.
 //!
 //! A keystroke crosses several threads (terminal client, daemon, holder
 //! connection, PTY writer, then PTY reader, pump, daemon, client). Each one
@@ -36,10 +36,18 @@
 //!
 //! Best effort: older kernels ignore the field; other systems have no such
 //! call. Failures are logged at debug level and otherwise ignored.
+//!
+//! [`session`] starts a child in a session of its own (the daemon, a
+//! holder): the one `pre_exec` of the workspace's programs.
+
+// Unsafe code only where an item allows it, with its reason
+// (docs/architecture.md, "Unsafe code").
+#![deny(unsafe_code)]
 
 pub mod group;
 pub mod qos;
 pub mod run_state;
+pub mod session;
 
 pub use group::FloodGroup;
 pub use run_state::is_stopped;
@@ -75,9 +83,11 @@ pub fn short_slice() {
 /// `policy` (normal or batch, both unprivileged) and slice `runtime` (0:
 /// the default) for the calling thread, keeping its nice value.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // reason: sched_setattr has no wrapper in nix or std, nor getpriority in nix
 fn set_policy(policy: libc::c_int, runtime: u64) {
     // SAFETY: getpriority/sched_setattr on the calling thread (tid 0), with
-    // a struct we own whose size field matches its layout.
+    // a struct we own whose size field matches its layout; errno is the
+    // calling thread's own (cleared so a -1 from getpriority is told apart).
     unsafe {
         *libc::__errno_location() = 0;
         let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
@@ -175,25 +185,31 @@ impl Adaptive {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    /// The calling thread's (policy, nice value), from
+    /// `/proc/thread-self/stat` (fields 41 and 19; the command name, in
+    /// parentheses, may hold spaces).
+    fn policy_and_nice() -> (i32, i32) {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("stat");
+        let rest = stat
+            .rfind(')')
+            .map(|i| &stat[i + 1..])
+            .expect("a command name");
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // `fields[0]` is field 3 (the state).
+        let field = |n: usize| fields[n - 3].parse::<i32>().expect("a number");
+        (field(41), field(19))
+    }
+
+    fn policy() -> i32 {
+        policy_and_nice().0
+    }
+
     #[test]
     fn the_call_keeps_the_policy_and_nice_value() {
         std::thread::spawn(|| {
-            // SAFETY: plain queries of the calling thread.
-            let (policy, nice) = unsafe {
-                (
-                    libc::sched_getscheduler(0),
-                    libc::getpriority(libc::PRIO_PROCESS, 0),
-                )
-            };
+            let before = policy_and_nice();
             super::short_slice();
-            // SAFETY: as above.
-            let after = unsafe {
-                (
-                    libc::sched_getscheduler(0),
-                    libc::getpriority(libc::PRIO_PROCESS, 0),
-                )
-            };
-            assert_eq!((policy, nice), after);
+            assert_eq!(before, policy_and_nice());
         })
         .join()
         .expect("thread");
@@ -202,18 +218,13 @@ mod tests {
     #[test]
     fn a_flooding_relay_turns_bulk_and_back() {
         std::thread::spawn(|| {
-            // SAFETY: plain query of the calling thread.
-            let policy = || unsafe { libc::sched_getscheduler(0) };
-            let nice = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            let nice = || policy_and_nice().1;
             let before = nice();
             // A kernel (or sandbox) that refuses batch scheduling leaves the
             // thread as it is: the hint is best effort.
-            let param = libc::sched_param { sched_priority: 0 };
-            // SAFETY: the calling thread, a param we own.
-            let batch_allowed =
-                unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } == 0;
-            // SAFETY: as above.
-            unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+            super::bulk();
+            let batch_allowed = policy() == libc::SCHED_BATCH;
+            super::set_policy(libc::SCHED_OTHER, 0);
             let mut a = super::Adaptive::start();
             for _ in 0..super::BULK_AFTER - 1 {
                 a.moved(64 * 1024);

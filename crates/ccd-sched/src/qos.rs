@@ -59,6 +59,7 @@ mod imp {
 
     /// The calling thread's class (`QOS_CLASS_UNSPECIFIED` if it cannot
     /// be read).
+    #[allow(unsafe_code)] // reason: pthread_get_qos_class_np has no wrapper in nix or std
     fn current() -> qos_class_t {
         let mut class = qos_class_t::QOS_CLASS_UNSPECIFIED;
         let mut relative = 0;
@@ -89,6 +90,7 @@ mod imp {
     }
 
     /// Sets the calling thread's class; false (logged) when refused.
+    #[allow(unsafe_code)] // reason: pthread_set_qos_class_self_np has no wrapper in nix or std
     fn set(class: qos_class_t) -> bool {
         // SAFETY: no pointers; acts on the calling thread only.
         let r = unsafe { libc::pthread_set_qos_class_self_np(class, 0) };

@@ -25,11 +25,11 @@ pub fn exists(pid: u32) -> bool {
     if pid <= 0 {
         return false;
     }
-    // SAFETY: signal 0 sends nothing; it only checks the pid.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
+    // Signal 0 (`None`) sends nothing; it only checks the pid.
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(e) => e != nix::errno::Errno::ESRCH,
     }
-    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 #[cfg(target_os = "linux")]
@@ -80,28 +80,28 @@ pub fn bsd_info(pid: u32) -> Result<libc::proc_bsdinfo, BsdInfoError> {
     };
     let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
     let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+    #[allow(unsafe_code)] // reason: proc_pidinfo has no wrapper in nix or std
+    //
     // SAFETY: `info` is a writable buffer of `size` bytes; the kernel
-    // writes at most that many and returns how many it wrote.
-    let n = unsafe {
-        libc::proc_pidinfo(
+    // writes at most that many and returns how many it wrote. It is read
+    // only when filled whole (n == size), and zeroed before besides; every
+    // field of `proc_bsdinfo` is a plain integer or byte array.
+    let (n, info) = unsafe {
+        let n = libc::proc_pidinfo(
             pid,
             libc::PROC_PIDTBSDINFO,
             0,
             info.as_mut_ptr().cast(),
             size,
-        )
+        );
+        (n, (n == size).then(|| info.assume_init()))
     };
     if n <= 0 {
         return Err(BsdInfoError::Failed(
             std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
         ));
     }
-    if n < size {
-        return Err(BsdInfoError::Short(n));
-    }
-    // SAFETY: zeroed, then filled whole by the kernel (n == size); every
-    // field of `proc_bsdinfo` is a plain integer or byte array.
-    Ok(unsafe { info.assume_init() })
+    info.ok_or(BsdInfoError::Short(n))
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -139,14 +139,15 @@ mod tests {
             .expect("sleep");
         let pid = child.id();
         assert!(!is_stopped(pid));
-        // SAFETY: plain signal calls on our own child's pid.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+        use nix::sys::signal::{kill, Signal};
+        let child_pid = nix::unistd::Pid::from_raw(pid as libc::pid_t);
+        kill(child_pid, Signal::SIGSTOP).expect("SIGSTOP");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while !is_stopped(pid) {
             assert!(std::time::Instant::now() < deadline, "never seen stopped");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGCONT) };
+        kill(child_pid, Signal::SIGCONT).expect("SIGCONT");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while is_stopped(pid) {
             assert!(std::time::Instant::now() < deadline, "still stopped");

@@ -2,6 +2,10 @@
 //! real CLI's (registry entries, transcripts), and the location of the
 //! shared real-CLI recordings. Used by tests and benchmarks only.
 
+// Unsafe code only where an item allows it, with its reason
+// (docs/architecture.md, "Unsafe code").
+#![deny(unsafe_code)]
+
 pub mod bins;
 pub mod fixtures;
 pub mod gen;

@@ -249,21 +249,24 @@ mod mac {
 
     /// `proc_pidinfo(PROC_PIDLISTFDS)`: asked once for the size of the
     /// table, then for the table; each entry is one open descriptor.
+    #[allow(unsafe_code)] // reason: proc_pidinfo has no wrapper in nix, std or sysinfo
     pub(super) fn fd_count(pid: u32) -> usize {
         let Ok(pid) = libc::c_int::try_from(pid) else {
             return 0;
         };
         let entry = std::mem::size_of::<libc::proc_fdinfo>();
-        // SAFETY: a null buffer of size 0 asks only for the size needed.
-        let need =
-            unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0) };
-        let Ok(need) = usize::try_from(need) else {
-            return 0;
-        };
-        let mut buf: Vec<libc::proc_fdinfo> = Vec::with_capacity(need / entry + 1);
-        let size = libc::c_int::try_from(buf.capacity() * entry).unwrap_or(0);
-        // SAFETY: the buffer holds `size` bytes; the kernel writes at most that.
+        let mut buf: Vec<libc::proc_fdinfo> = Vec::new();
+        // SAFETY: the first call passes a null buffer of size 0, which asks
+        // only for the size needed; the second passes `buf`'s capacity,
+        // `size` bytes, of which the kernel writes at most that many (they
+        // are never read: only their count is used).
         let got = unsafe {
+            let need = libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0);
+            let Ok(need) = usize::try_from(need) else {
+                return 0;
+            };
+            buf.reserve_exact(need / entry + 1);
+            let size = libc::c_int::try_from(buf.capacity() * entry).unwrap_or(0);
             libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, buf.as_mut_ptr().cast(), size)
         };
         usize::try_from(got).map_or(0, |n| n / entry)
@@ -300,8 +303,7 @@ mod tests {
         assert!(cmdline(pid).starts_with(b"sleep\x0030\x00"));
         assert!(has_env(pid, "CCD_PROCS_TEST=marker"));
         assert!(!has_env(pid, "CCD_PROCS_TEST=other"));
-        // SAFETY: getuid cannot fail.
-        assert_eq!(uid(pid), Some(unsafe { libc::getuid() }));
+        assert_eq!(uid(pid), Some(nix::unistd::getuid().as_raw()));
         child.kill().expect("kill");
         child.wait().expect("wait");
         assert!(!exists(pid) && gone(pid));

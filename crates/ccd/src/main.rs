@@ -1,6 +1,10 @@
 //! `ccd`: the user-facing binary. Every command but `ls` talks to the daemon
 //! through the same socket API editors use; `ccd daemon` is the daemon.
 
+// Unsafe code only where an item allows it, with its reason
+// (docs/architecture.md, "Unsafe code").
+#![deny(unsafe_code)]
+
 mod cli;
 mod commands;
 mod hosts;

@@ -24,7 +24,6 @@ use common::{rss_kb, wait_for, Sandbox};
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -56,25 +55,25 @@ fn log_bytes(sb: &Sandbox) -> u64 {
 }
 
 /// Runs `ccd daemon` in the foreground with RLIMIT_NOFILE soft = hard =
-/// `nofile`; returns once it answers.
+/// `nofile`; returns once it answers. The limits are set by `sh`'s
+/// `ulimit -n` (soft and hard, neither `-S` nor `-H` given), which then
+/// execs the daemon in its place (same pid).
 fn daemon_with_nofile(sb: &Sandbox, nofile: u64) -> Child {
-    let mut cmd = sb.cmd(&["daemon"]);
+    let daemon = sb.cmd(&["daemon"]);
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", r#"ulimit -n "$1" && shift && exec "$@""#, "sh"])
+        .arg(nofile.to_string())
+        .arg(daemon.get_program())
+        .args(daemon.get_args());
+    for (k, v) in daemon.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: nofile,
-                rlim_max: nofile,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     let child = cmd.spawn().unwrap();
     wait_for(Duration::from_secs(20), "the daemon to answer", || {
         hello(&sb.sock.join("ccd.sock"), Duration::from_secs(2))
@@ -370,27 +369,37 @@ fn three_thousand_concurrent_inputs_cost_the_holder_no_thread_or_fd_each() {
     );
 }
 
+/// `pid`'s RLIMIT_NOFILE (soft, hard), from `/proc/<pid>/limits`
+/// ("Max open files  1024  524288  files"; "unlimited" is infinity).
+fn nofile_of(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .expect("a Max open files line");
+    let value = |v: Option<&str>| match v {
+        Some("unlimited") => libc::RLIM_INFINITY,
+        Some(v) => v.parse().expect("a number"),
+        None => panic!("no value in {line:?}"),
+    };
+    let mut words = line.split_whitespace();
+    (value(words.next()), value(words.next()))
+}
+
 /// Sets `pid`'s RLIMIT_NOFILE (soft and hard kept apart); returns the old.
+#[allow(unsafe_code)] // reason: nix has no prlimit (another process's limits), nor std
 fn prlimit_nofile(pid: u32, soft: u64, hard: Option<u64>) -> libc::rlimit {
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let (cur, max) = nofile_of(pid);
+    let old = libc::rlimit {
+        rlim_cur: cur,
+        rlim_max: max,
     };
-    // SAFETY: valid pointers; first read the current limits.
-    let rc = unsafe {
-        libc::prlimit(
-            pid as libc::pid_t,
-            libc::RLIMIT_NOFILE,
-            std::ptr::null(),
-            &mut old,
-        )
-    };
-    assert_eq!(rc, 0, "prlimit read: {}", std::io::Error::last_os_error());
     let new = libc::rlimit {
         rlim_cur: soft,
         rlim_max: hard.unwrap_or(old.rlim_max),
     };
-    // SAFETY: as above.
+    // SAFETY: `new` is a valid rlimit we own, read for the call; the old
+    // value is not asked for (a null pointer is allowed).
     let rc = unsafe {
         libc::prlimit(
             pid as libc::pid_t,

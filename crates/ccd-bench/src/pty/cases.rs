@@ -25,8 +25,7 @@ fn cpu_ms(pid: Option<u32>) -> Option<f64> {
     let s = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
     let f: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) } as f64;
+    let hz = super::clock_ticks() as f64;
     Some(ticks * 1000.0 / hz.max(1.0))
 }
 

@@ -10,7 +10,7 @@
 
 use super::stream::{generate, Kind};
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, FromRawFd};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -86,10 +86,12 @@ fn wait_file(p: &Path, limit: Duration) -> bool {
     true
 }
 
-/// The raw stdout (fd 1), unbuffered.
-fn stdout_file() -> std::mem::ManuallyDrop<std::fs::File> {
-    // SAFETY: fd 1 is open for the life of the process; ManuallyDrop never closes it.
-    std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) })
+/// Stdout, unbuffered: a duplicate of fd 1 (the same open file
+/// description), closed on drop.
+fn stdout_file() -> std::io::Result<std::fs::File> {
+    Ok(std::fs::File::from(
+        std::io::stdout().as_fd().try_clone_to_owned()?,
+    ))
 }
 
 pub fn emit(a: &EmitArgs) -> anyhow::Result<()> {
@@ -99,7 +101,7 @@ pub fn emit(a: &EmitArgs) -> anyhow::Result<()> {
     if let Some(go) = &a.go_file {
         anyhow::ensure!(wait_file(go, Duration::from_secs(120)), "no go signal");
     }
-    let mut out = stdout_file();
+    let mut out = stdout_file()?;
     let t0 = Instant::now();
     loop {
         for chunk in data.chunks(64 * 1024) {
@@ -136,7 +138,7 @@ pub fn echo(a: &EchoArgs) -> anyhow::Result<()> {
     touch(&a.ready_file);
     let deadline = Instant::now() + Duration::from_secs(a.max_secs);
     let mut input = std::io::stdin().lock();
-    let mut out = stdout_file();
+    let mut out = stdout_file()?;
     let mut b = [0u8; 1];
     while Instant::now() < deadline {
         match input.read(&mut b) {

@@ -245,8 +245,7 @@ pub fn measure(
     settle: Duration,
     window: Duration,
 ) -> Idle {
-    // SAFETY: sysconf has no preconditions.
-    let hz = (unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) } as f64).max(1.0);
+    let hz = (super::clock_ticks() as f64).max(1.0);
     let read_all =
         |pids: &[u32]| -> Vec<ProcCount> { pids.iter().map(|p| read_process(*p)).collect() };
     let t0 = Instant::now();

@@ -409,3 +409,10 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Clock ticks a second (`sysconf(_SC_CLK_TCK)`, the unit of
+/// `/proc/<pid>/stat`'s CPU times); 0 if unknown.
+pub(crate) fn clock_ticks() -> i64 {
+    use nix::unistd::{sysconf, SysconfVar};
+    sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(0)
+}

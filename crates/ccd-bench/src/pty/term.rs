@@ -6,7 +6,7 @@ use super::child::echo_reply;
 use anyhow::Context;
 use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 use std::io::Write;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -53,9 +53,7 @@ impl PtyProc {
             .spawn_command(cmd)
             .map_err(|e| anyhow::anyhow!("spawn {}: {e}", prog.display()))?;
         drop(pty.slave);
-        let raw = pty.master.as_raw_fd().context("master fd")?;
-        // SAFETY: the master outlives this borrow; we dup it at once.
-        let fd = unsafe { BorrowedFd::borrow_raw(raw) }.try_clone_to_owned()?;
+        let fd = ccd_holder::spawn::master_fd(&*pty.master).context("master fd")?;
         let writer = pty
             .master
             .take_writer()

@@ -77,8 +77,7 @@ pub fn ensure_dir(dir: &Path) -> Result<(), TrimError> {
     }
     let m =
         fs::symlink_metadata(dir).map_err(TrimError::io(format!("checking {}", dir.display())))?;
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
+    let uid = nix::unistd::getuid().as_raw();
     if !m.is_dir() || m.uid() != uid {
         return Err(TrimError::io(format!("checking {}", dir.display()))(
             std::io::Error::other("not a folder of ours (a symlink or another user's)"),

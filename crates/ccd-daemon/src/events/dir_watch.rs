@@ -72,10 +72,11 @@ impl DirWatch {
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use crate::reactor::Watched;
+    use nix::errno::Errno;
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify as Queue, WatchDescriptor};
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::path::{Path, PathBuf};
-    use tokio::io::unix::AsyncFd;
 
     /// Changes in the folder itself.
     const TARGET_MASK: u32 = libc::IN_CREATE
@@ -98,26 +99,17 @@ mod linux {
     const REPLACE: u32 = libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF;
 
     pub struct Inotify {
-        fd: AsyncFd<OwnedFd>,
+        queue: Watched<Queue>,
         /// The current watch: its descriptor and what it watches.
-        wd: Option<(i32, PathBuf)>,
+        wd: Option<(WatchDescriptor, PathBuf)>,
         on_target: bool,
     }
 
     impl Inotify {
         pub fn new(target: &Path) -> io::Result<Self> {
-            // SAFETY: no pointers; returns a new descriptor or -1.
-            let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: a descriptor the kernel just gave us.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            // SAFETY: the AsyncFd owns the OwnedFd, which stays open and is
-            // never replaced until the AsyncFd is dropped (`get_ref` only).
-            let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }?;
+            let queue = Queue::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
             let mut me = Self {
-                fd,
+                queue: Watched::new(queue, tokio::io::Interest::READABLE)?,
                 wd: None,
                 on_target: false,
             };
@@ -133,9 +125,9 @@ mod linux {
         /// ancestor. Err: not even `/` can be watched.
         fn place(&mut self, target: &Path) -> io::Result<()> {
             if let Some((wd, _)) = self.wd.take() {
-                // SAFETY: our descriptor and a watch of it (an already
-                // removed watch gives EINVAL, which changes nothing).
-                unsafe { libc::inotify_rm_watch(self.fd.get_ref().as_raw_fd(), wd) };
+                // An already removed watch gives EINVAL, which changes
+                // nothing.
+                let _ = self.queue.get_ref().rm_watch(wd);
             }
             let mut at = Some(target);
             while let Some(p) = at {
@@ -168,49 +160,36 @@ mod linux {
             ))
         }
 
-        fn add(&self, path: &Path, mask: u32) -> io::Result<i32> {
+        fn add(&self, path: &Path, mask: u32) -> io::Result<WatchDescriptor> {
             use std::os::unix::ffi::OsStrExt;
-            let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-                .map_err(|_| io::Error::from_raw_os_error(libc::ENOENT))?;
-            // SAFETY: our descriptor and a NUL-terminated path.
-            let wd =
-                unsafe { libc::inotify_add_watch(self.fd.get_ref().as_raw_fd(), c.as_ptr(), mask) };
-            if wd < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(wd)
+            // No such path (nix would say EINVAL).
+            if path.as_os_str().as_bytes().contains(&0) {
+                return Err(io::Error::from_raw_os_error(libc::ENOENT));
             }
+            let mask = AddWatchFlags::from_bits_retain(mask);
+            Ok(self.queue.get_ref().add_watch(path, mask)?)
         }
 
         /// Reads what is queued without waiting. Some(changed): whether
         /// anything was read; None: nothing queued.
         fn read_queued(&mut self, target: &Path) -> io::Result<Option<()>> {
-            let mut buf = [0u8; 4096];
             let mut any = false;
             let mut replace = false;
             loop {
-                // SAFETY: our descriptor and a buffer of that length.
-                let n = unsafe {
-                    libc::read(
-                        self.fd.get_ref().as_raw_fd(),
-                        buf.as_mut_ptr().cast(),
-                        buf.len(),
-                    )
+                let events = match self.queue.get_ref().read_events() {
+                    Ok(events) => events,
+                    Err(Errno::EAGAIN) => break,
+                    Err(Errno::EINTR) => continue,
+                    Err(e) => return Err(e.into()),
                 };
-                if n < 0 {
-                    let e = io::Error::last_os_error();
-                    match e.raw_os_error() {
-                        Some(libc::EAGAIN) => break,
-                        Some(libc::EINTR) => continue,
-                        _ => return Err(e),
-                    }
-                }
-                let n = usize::try_from(n).unwrap_or(0);
-                if n == 0 {
+                if events.is_empty() {
                     break;
                 }
                 any = true;
-                replace |= needs_replacing(&buf[..n], self.wd.as_ref().map(|w| w.0));
+                let wd = self.wd.as_ref().map(|w| w.0);
+                replace |= events
+                    .iter()
+                    .any(|e| needs_replacing(e.wd, e.mask.bits(), wd));
             }
             if replace || (any && !self.on_target) {
                 // The folder went, moved, or something appeared on the way
@@ -222,7 +201,7 @@ mod linux {
 
         pub async fn changed(&mut self, target: &Path) -> io::Result<()> {
             loop {
-                let mut ready = self.fd.readable_mut().await?;
+                let mut ready = self.queue.readable().await?;
                 ready.clear_ready();
                 drop(ready);
                 if self.read_queued(target)?.is_some() {
@@ -238,26 +217,10 @@ mod linux {
         }
     }
 
-    /// Whether the events in `buf` say the watch `wd` is gone or moved, or
-    /// the queue overflowed.
-    pub(super) fn needs_replacing(buf: &[u8], wd: Option<i32>) -> bool {
-        const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
-        let mut off = 0;
-        let mut replace = false;
-        while off + HEADER <= buf.len() {
-            let field = |at: usize| {
-                let b = &buf[off + at..off + at + 4];
-                [b[0], b[1], b[2], b[3]]
-            };
-            let ev_wd = i32::from_ne_bytes(field(0));
-            let mask = u32::from_ne_bytes(field(4));
-            let len = u32::from_ne_bytes(field(12)) as usize;
-            if mask & libc::IN_Q_OVERFLOW != 0 || (Some(ev_wd) == wd && mask & REPLACE != 0) {
-                replace = true;
-            }
-            off += HEADER + len;
-        }
-        replace
+    /// Whether an event (`mask` on the watch `ev_wd`) says the watch `wd`
+    /// is gone or moved, or the queue overflowed.
+    fn needs_replacing(ev_wd: WatchDescriptor, mask: u32, wd: Option<WatchDescriptor>) -> bool {
+        mask & libc::IN_Q_OVERFLOW != 0 || (Some(ev_wd) == wd && mask & REPLACE != 0)
     }
 }
 

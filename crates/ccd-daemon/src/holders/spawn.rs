@@ -76,14 +76,7 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
     // The user's umask again (the daemon's is 077, for its logs): claude
     // creates the user's files as it would anywhere else. The holder makes
     // its own log 0600 itself.
-    let umask = crate::logfiles::user_umask();
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            nix::libc::umask(umask as nix::libc::mode_t);
-            Ok(())
-        });
-    }
+    ccd_sched::session::own_session(cmd.as_std_mut(), Some(crate::logfiles::user_umask()));
     tracing::info!(holder = %id, program = %o.claude_bin.display(), args = ?launch.args, cwd = %launch.cwd.display(), "starting holder");
     let mut child = cmd
         .spawn()

@@ -22,7 +22,7 @@
 //! as it likes (an attachment, the daemon's kept connections).
 
 use std::io::BufReader;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -131,8 +131,6 @@ struct Conn<'a> {
     /// The holder protocol version of this connection: negotiated by
     /// `holder.hello`, [`h::MIN_HOLDER_PROTOCOL_VERSION`] until then.
     protocol: u32,
-    /// The connection's socket (a terminal writer stops when it hangs up).
-    socket: RawFd,
     /// The client's terminal, while it is handed over: its input (read by
     /// this thread) and the flag that stops a writer waiting on its output.
     terminal: Option<(TtyIn, Arc<AtomicBool>)>,
@@ -163,7 +161,6 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
         size: None,
         stop_after_reply: false,
         protocol: h::MIN_HOLDER_PROTOCOL_VERSION,
-        socket: stream.as_raw_fd(),
         terminal: None,
         had_terminal: false,
     };
@@ -285,33 +282,25 @@ impl PollFirst {
     /// Waits until the socket is readable (or ended); `TimedOut` at
     /// `hello_by`.
     fn wait_readable(&self) -> std::io::Result<()> {
-        let mut p = libc::pollfd {
-            fd: self.stream.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         loop {
-            let ms = match self.hello_by {
-                None => -1,
+            let timeout = match self.hello_by {
+                None => PollTimeout::NONE,
                 Some(by) => {
                     let left = by.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return Err(std::io::ErrorKind::TimedOut.into());
                     }
                     // Rounded up: poll must not wake just before `by`.
-                    i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+                    let ms = i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
+                    PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
                 }
             };
-            // SAFETY: one pollfd we own, for a descriptor `self` holds open.
-            match unsafe { libc::poll(&mut p, 1, ms) } {
-                n if n > 0 => return Ok(()),
-                0 => {}
-                _ => {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        return Err(e);
-                    }
-                }
+            let mut p = [PollFd::new(self.stream.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut p, timeout) {
+                Ok(n) if n > 0 => return Ok(()),
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -607,7 +596,7 @@ impl Conn<'_> {
         let (input, output) = terminal::open_passed(passed).map_err(RpcError::invalid_params)?;
         let release = Arc::new(AtomicBool::new(false));
         let mut w = line_socket::lock(&self.writer);
-        w.take_terminal(TtyOut::new(output, self.socket, Arc::clone(&release)))
+        w.take_terminal(TtyOut::new(output, Arc::clone(&release)))
             .map_err(|e| RpcError::internal(format!("write failed: {e}")))?;
         let redraw = w.end() != p.drawn;
         if redraw {

@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
@@ -215,27 +215,21 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
 /// there. Without it (no pipe could be made), the stop flag is looked at
 /// every [`IDLE_SAFETY`].
 fn wait_for_connection(listener: &UnixListener, session: &Session) -> bool {
-    let stop = session.stop_fd().map(|fd| fd.as_raw_fd());
-    let mut fds = [
-        libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        // A negative fd is ignored by poll.
-        libc::pollfd {
-            fd: stop.unwrap_or(-1),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    let ms = match stop {
-        Some(_) => -1,
-        None => i32::try_from(IDLE_SAFETY.as_millis()).unwrap_or(i32::MAX),
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let stop = session.stop_fd();
+    let timeout = match stop {
+        Some(_) => PollTimeout::NONE,
+        None => PollTimeout::try_from(IDLE_SAFETY).unwrap_or(PollTimeout::MAX),
     };
-    // SAFETY: two valid pollfd entries.
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-    rc > 0 && fds[0].revents != 0
+    let listener = listener.as_fd();
+    let mut fds = [
+        PollFd::new(listener, PollFlags::POLLIN),
+        // Not polled without a stop pipe (only the first entry is).
+        PollFd::new(stop.unwrap_or(listener), PollFlags::POLLIN),
+    ];
+    let n = if stop.is_some() { 2 } else { 1 };
+    let rc = poll(&mut fds[..n], timeout);
+    rc.is_ok_and(|n| n > 0) && fds[0].any().unwrap_or(true)
 }
 
 /// Accept connections until the session is asked to stop; `daemon` says
@@ -248,8 +242,7 @@ pub fn accept_loop(
     listener
         .set_nonblocking(true)
         .context("listener nonblocking")?;
-    // SAFETY: getuid cannot fail.
-    let my_uid = unsafe { libc::getuid() };
+    let my_uid = nix::unistd::getuid().as_raw();
     let conns = Arc::new(Registry::default());
     let spares = Arc::new(Spares::default());
     let mut next_id = 0u64;

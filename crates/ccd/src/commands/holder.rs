@@ -13,11 +13,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let _guard = spec.log_file.as_deref().map(crate::logging::init_file);
     // Nothing more comes on stdin; don't keep the daemon's pipe.
     if let Ok(null) = std::fs::File::open("/dev/null") {
-        use std::os::fd::AsRawFd;
-        // SAFETY: dup2 onto fd 0 with a valid open descriptor.
-        unsafe {
-            nix::libc::dup2(null.as_raw_fd(), 0);
-        }
+        let _ = nix::unistd::dup2_stdin(&null);
     }
     match ccd_holder::run(ccd_holder::HolderConfig::from(spec)) {
         Ok(()) => Ok(ExitCode::SUCCESS),

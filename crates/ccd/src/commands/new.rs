@@ -133,17 +133,10 @@ fn lost(sid: &str, cwd: &std::path::Path, e: &ccd_client::ClientError, ccd: &str
     ExitCode::from(3)
 }
 
-/// The controlling terminal's size, if there is one.
+/// The controlling terminal's size, if there is one (on stderr).
 pub fn terminal_size() -> Option<(u16, u16)> {
-    let mut ws = nix::libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
-    let r = unsafe { nix::libc::ioctl(2, nix::libc::TIOCGWINSZ, &mut ws) };
-    (r == 0 && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
+    use std::os::fd::AsFd;
+    crate::term::raw::size_of(std::io::stderr().as_fd())
 }
 
 /// One-line progress on stderr: a spinner line on a terminal, plain lines

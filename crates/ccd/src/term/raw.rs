@@ -2,7 +2,7 @@
 
 use nix::sys::termios::{self, SetArg, Termios};
 use std::io::Write;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::Mutex;
 
 /// Undoes every mode an attached session may have set: mouse reporting,
@@ -16,11 +16,6 @@ pub const RESET_MODES: &[u8] = b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1
 /// signal thread or the panic hook.
 static SAVED: Mutex<Option<Termios>> = Mutex::new(None);
 
-fn stdin_fd() -> BorrowedFd<'static> {
-    // SAFETY: fd 0 stays open for the life of the process.
-    unsafe { BorrowedFd::borrow_raw(0) }
-}
-
 /// Raw mode while alive.
 pub struct RawMode {
     _private: (),
@@ -30,7 +25,8 @@ impl RawMode {
     /// Puts the terminal on stdin in raw mode and installs a panic hook
     /// that restores it.
     pub fn enter() -> std::io::Result<Self> {
-        let fd = stdin_fd();
+        let stdin = std::io::stdin();
+        let fd = stdin.as_fd();
         let original = termios::tcgetattr(fd).map_err(std::io::Error::from)?;
         let mut raw = original.clone();
         termios::cfmakeraw(&mut raw);
@@ -60,24 +56,30 @@ pub fn restore() {
         let mut out = std::io::stdout();
         let _ = out.write_all(RESET_MODES);
         let _ = out.flush();
-        let _ = termios::tcsetattr(stdin_fd(), SetArg::TCSANOW, &t);
+        let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &t);
     }
 }
 
-/// The terminal's size (cols, rows).
+/// The terminal's size (cols, rows): that of the first of stdin, stdout
+/// and stderr that is a terminal.
 pub fn size() -> Option<(u16, u16)> {
+    size_of(std::io::stdin().as_fd())
+        .or_else(|| size_of(std::io::stdout().as_fd()))
+        .or_else(|| size_of(std::io::stderr().as_fd()))
+}
+
+/// The size (cols, rows) of the terminal `fd` is open on; None when it is
+/// not a terminal (or says 0 columns or rows).
+#[allow(unsafe_code)] // reason: TIOCGWINSZ has no wrapper in nix 0.30 or std
+pub fn size_of(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
     let mut ws = nix::libc::winsize {
         ws_row: 0,
         ws_col: 0,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
-    for fd in [0, 1, 2] {
-        // SAFETY: TIOCGWINSZ fills a winsize we own.
-        let r = unsafe { nix::libc::ioctl(fd, nix::libc::TIOCGWINSZ, &mut ws) };
-        if r == 0 && ws.ws_col > 0 && ws.ws_row > 0 {
-            return Some((ws.ws_col, ws.ws_row));
-        }
-    }
-    None
+    // SAFETY: TIOCGWINSZ writes one winsize into `ws`, which we own, and
+    // reads nothing else; `fd` is open for the call (borrowed).
+    let r = unsafe { nix::libc::ioctl(fd.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
 }

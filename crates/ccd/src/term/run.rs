@@ -37,6 +37,7 @@ use ccd_protocol::stream::{
 use ccd_protocol::{parse_incoming, ErrorCode, Incoming, Notification};
 use std::collections::VecDeque;
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -330,7 +331,6 @@ const TERM_BATCH: usize = 256 * 1024;
 
 impl Terminal {
     fn new() -> std::io::Result<Self> {
-        use std::os::fd::AsFd;
         let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
         Ok(Self {
             fd: fd.into(),
@@ -544,7 +544,6 @@ fn hand_off(
     key: DetachKey,
     outcome: &mut Option<Outcome>,
 ) -> Result<bool, ClientError> {
-    use std::os::fd::AsFd;
     let params = TerminalParams {
         drawn: out.drawn,
         detach_key: key.0,
@@ -639,14 +638,15 @@ fn spawn_input(
             if !ready {
                 continue;
             }
-            // SAFETY: reading into a buffer we own from fd 0.
-            let n = unsafe { nix::libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                // The terminal is gone: leave.
-                stop(&writer, &why, DETACH, false);
-                return;
-            }
-            let (send_now, detach) = match filter.feed(&buf[..n as usize], Instant::now()) {
+            let n = match nix::unistd::read(std::io::stdin().as_fd(), &mut buf) {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    // The terminal is gone: leave.
+                    stop(&writer, &why, DETACH, false);
+                    return;
+                }
+            };
+            let (send_now, detach) = match filter.feed(&buf[..n], Instant::now()) {
                 Filtered::Send(b) => (b, false),
                 Filtered::Detach(b) => (b, true),
             };
@@ -671,22 +671,19 @@ fn spawn_input(
 /// Whether stdin has bytes within `timeout`; false at once when `wake`
 /// is written.
 fn stdin_ready(timeout: Duration, wake: &std::os::fd::OwnedFd) -> bool {
-    use std::os::fd::AsRawFd;
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let stdin = std::io::stdin();
     let mut fds = [
-        nix::libc::pollfd {
-            fd: 0,
-            events: nix::libc::POLLIN,
-            revents: 0,
-        },
-        nix::libc::pollfd {
-            fd: wake.as_raw_fd(),
-            events: nix::libc::POLLIN,
-            revents: 0,
-        },
+        PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+        PollFd::new(wake.as_fd(), PollFlags::POLLIN),
     ];
-    // SAFETY: poll on two pollfds we own.
-    let r = unsafe { nix::libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as i32) };
-    r > 0 && fds[1].revents == 0 && fds[0].revents != 0
+    let r = poll(
+        &mut fds,
+        PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX),
+    );
+    // `any` is None for bits nix does not name: set.
+    let woke = |fd: &PollFd<'_>| fd.any().unwrap_or(true);
+    r.is_ok_and(|n| n > 0) && !woke(&fds[1]) && woke(&fds[0])
 }
 
 fn spawn_signals(

@@ -705,7 +705,7 @@ impl App {
                 .map_err(|e| attach_error(sid, &e))
             });
         if let Some(t) = &cooked {
-            let _ = nix::sys::termios::tcsetattr(stdin_fd(), SetArg::TCSANOW, t);
+            let _ = nix::sys::termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, t);
         }
         let back = terminal::enable_raw_mode().and_then(|_| {
             execute!(
@@ -745,19 +745,14 @@ impl App {
     }
 }
 
-fn stdin_fd() -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: fd 0 stays open for the life of the process.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(0) }
-}
-
 /// Turns the terminal's signal keys (ISIG: Ctrl-C, Ctrl-\, Ctrl-Z) off;
 /// returns the settings to restore.
 fn without_signal_keys() -> Option<nix::sys::termios::Termios> {
     use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags};
-    let saved = tcgetattr(stdin_fd()).ok()?;
+    let saved = tcgetattr(std::io::stdin()).ok()?;
     let mut t = saved.clone();
     t.local_flags.remove(LocalFlags::ISIG);
-    tcsetattr(stdin_fd(), SetArg::TCSANOW, &t).ok()?;
+    tcsetattr(std::io::stdin(), SetArg::TCSANOW, &t).ok()?;
     Some(saved)
 }
 
