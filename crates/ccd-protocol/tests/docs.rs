@@ -3,9 +3,10 @@
 //! notifications of known methods must decode into this crate's types
 //! without losing a field; every method, notification and error code must be
 //! documented. And docs/architecture.md's test table names every test file
-//! of the workspace once, and its "Unsafe code" section every file with
+//! of the workspace once; its "Unsafe code" section every file with
 //! `unsafe` code, how many sites each has, and their total (at most 25),
-//! each site with its SAFETY comment.
+//! each site with its SAFETY comment; and no product file is over 800
+//! lines unless its header says why it must be one piece ("Files").
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -309,6 +310,23 @@ fn the_architecture_doc_lists_every_test_file_once() {
     );
 }
 
+/// The most lines a product file may have before its first `#[cfg(test)]`
+/// (issue 35), unless its `//!` header has a line starting with
+/// [`ONE_PIECE`] that says why it must be one piece (docs/architecture.md,
+/// "Files").
+const MAX_PRODUCT_LINES: usize = 800;
+/// The header line that lets a file stay over [`MAX_PRODUCT_LINES`].
+const ONE_PIECE: &str = "One piece:";
+
+/// Files over the bound for now, relative to `crates/`.
+const OVER_FOR_NOW: &[&str] = &[
+    // issue 35: being split
+    "ccd-holder/src/session.rs",
+    "ccd-daemon/src/holders/mod.rs",
+    "ccd-daemon/src/handlers/attach.rs",
+    "ccd-bench/src/pty/cases.rs",
+];
+
 /// The most `unsafe` sites the workspace may hold (issue 35).
 const MAX_UNSAFE_SITES: usize = 25;
 
@@ -596,5 +614,112 @@ fn the_unsafe_sites_are_the_ones_listed_and_documented() {
     assert!(
         total <= MAX_UNSAFE_SITES,
         "{total} unsafe sites: at most {MAX_UNSAFE_SITES} (docs/architecture.md, \"Unsafe code\")"
+    );
+}
+
+/// The files a `#[cfg(test)] mod name;` in `file` brings in (compiled for
+/// tests only): `name.rs` and everything under `name/`, beside `file` when
+/// it is a `mod.rs`, `lib.rs` or `main.rs`, else in the folder named after
+/// it.
+fn test_only_modules(file: &std::path::Path, text: &str) -> Vec<PathBuf> {
+    let parent = file.parent().expect("a folder");
+    let stem = file.file_stem().unwrap_or_default().to_string_lossy();
+    let dir = if matches!(stem.as_ref(), "mod" | "lib" | "main") {
+        parent.to_path_buf()
+    } else {
+        parent.join(stem.as_ref())
+    };
+    let mut out = Vec::new();
+    let mut after_cfg_test = false;
+    for line in text.lines().map(str::trim) {
+        if line == "#[cfg(test)]" {
+            after_cfg_test = true;
+            continue;
+        }
+        if after_cfg_test && line.starts_with("#[") {
+            continue;
+        }
+        if after_cfg_test {
+            let name = line
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ")
+                .strip_prefix("mod ")
+                .and_then(|r| r.strip_suffix(';'));
+            if let Some(name) = name {
+                out.push(dir.join(format!("{name}.rs")));
+                out.push(dir.join(name));
+            }
+        }
+        after_cfg_test = false;
+    }
+    out
+}
+
+/// No product file (`crates/*/src/**/*.rs`) has more than
+/// [`MAX_PRODUCT_LINES`] lines before its first `#[cfg(test)]` unless its
+/// `//!` header has a line starting with [`ONE_PIECE`] (a newcomer reads
+/// one concern a file); files compiled for tests only do not count.
+#[test]
+fn no_product_file_is_over_800_lines_unless_its_header_says_why() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let crates = root.join("crates");
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(&crates).expect("crates/") {
+        rust_files(&krate.expect("an entry").path().join("src"), &mut files);
+    }
+    files.sort();
+    let texts: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .map(|f| {
+            let t = std::fs::read_to_string(&f).expect("a source file");
+            (f, t)
+        })
+        .collect();
+    let test_only: Vec<PathBuf> = texts
+        .iter()
+        .flat_map(|(f, t)| test_only_modules(f, t))
+        .collect();
+    let mut over = Vec::new();
+    let mut still_over = Vec::new();
+    for (f, text) in &texts {
+        if test_only.iter().any(|t| f.starts_with(t)) {
+            continue;
+        }
+        let n = text
+            .lines()
+            .take_while(|l| !l.contains("#[cfg(test)]"))
+            .count();
+        if n <= MAX_PRODUCT_LINES {
+            continue;
+        }
+        let name = f
+            .strip_prefix(&crates)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .into_owned();
+        let one_piece = text
+            .lines()
+            .take_while(|l| l.starts_with("//!") || l.starts_with("#!["))
+            .filter_map(|l| l.strip_prefix("//!"))
+            .any(|l| l.trim_start().starts_with(ONE_PIECE));
+        if OVER_FOR_NOW.contains(&name.as_str()) {
+            still_over.push(name);
+        } else if !one_piece {
+            over.push(format!("{name} ({n} lines)"));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {MAX_PRODUCT_LINES} lines before #[cfg(test)], and no `//! {ONE_PIECE}` line in \
+         the header saying why: {over:?}; split them along their concerns (docs/architecture.md, \
+         \"Files\")"
+    );
+    let done: Vec<&&str> = OVER_FOR_NOW
+        .iter()
+        .filter(|f| !still_over.iter().any(|s| s == *f))
+        .collect();
+    assert!(
+        done.is_empty(),
+        "no longer over {MAX_PRODUCT_LINES} lines (or gone): remove {done:?} from OVER_FOR_NOW"
     );
 }

@@ -1,0 +1,116 @@
+//! The two halves of a split connection: the [`Writer`] (requests and
+//! notifications sent without waiting, descriptors passed along) and the
+//! [`Reader`] (every message as it arrives).
+
+use super::{encode_request, to_params, ClientError, Reader, Writer};
+use ccd_protocol::{
+    parse_incoming, read_line_resumable, FrameError, Id, Incoming, Method, Notification,
+    MAX_LINE_BYTES,
+};
+use serde_json::Value;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+impl Writer {
+    /// Sends a typed request without waiting; returns its id.
+    pub fn send_typed<M: Method>(&mut self, params: &M::Params) -> Result<Id, ClientError> {
+        let params = to_params::<M>(params)?;
+        self.send(M::NAME, params)
+    }
+
+    /// Sends a typed method as a notification: the daemon does it and
+    /// sends no reply (keys and resizes of a terminal client).
+    pub fn notify_typed<M: Method>(&mut self, params: &M::Params) -> Result<(), ClientError> {
+        let params = to_params::<M>(params)?;
+        self.notify(M::NAME, params)
+    }
+
+    /// Sends a request without waiting; returns its id. Untyped: for
+    /// tests; clients use [`Writer::send_typed`].
+    pub fn send(&mut self, method: &str, params: Value) -> Result<Id, ClientError> {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        let mut line = Vec::new();
+        encode_request(&id, method, params, &mut line)?;
+        self.stream.write_all(&line)?;
+        Ok(id)
+    }
+
+    /// Sends a typed request with descriptors passed along its first
+    /// bytes (`SCM_RIGHTS`: a terminal handed to a holder); returns its id.
+    pub fn send_typed_passing<M: Method>(
+        &mut self,
+        params: &M::Params,
+        fds: &[std::os::fd::BorrowedFd<'_>],
+    ) -> Result<Id, ClientError> {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        let mut line = Vec::new();
+        encode_request(&id, M::NAME, to_params::<M>(params)?, &mut line)?;
+        let sent = ccd_fdpass::send_with_fds(self.stream.as_fd(), &line, fds)?;
+        self.stream.write_all(&line[sent..])?;
+        Ok(id)
+    }
+
+    /// Sends a notification (a request that gets no reply). Untyped: for
+    /// tests; clients use [`Writer::notify_typed`].
+    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
+        let n = Notification::new(method, Some(params));
+        let mut line = serde_json::to_vec(&n).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        self.stream.write_all(&line)?;
+        Ok(())
+    }
+
+    /// Closes the sending direction (the daemon sees end of input).
+    pub fn shutdown(&self) -> std::io::Result<()> {
+        self.stream.shutdown(std::net::Shutdown::Write)
+    }
+
+    /// Closes both directions: a thread blocked reading this connection
+    /// wakes up with end of stream.
+    pub fn shutdown_both(&self) -> std::io::Result<()> {
+        self.stream.shutdown(std::net::Shutdown::Both)
+    }
+}
+
+impl Reader {
+    /// The next line's bytes as received (without its newline), not checked
+    /// for UTF-8: for callers whose decoder checks the strings it reads
+    /// (serde_json does). Over-long lines are skipped with a warning.
+    pub fn next_line_bytes(&mut self) -> Result<&[u8], ClientError> {
+        loop {
+            match read_line_resumable(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
+                Ok(true) => return Ok(self.buf.line()),
+                Ok(false) => return Err(ClientError::Closed),
+                Err(FrameError::Io(e)) => return Err(ClientError::Io(e)),
+                Err(e) => tracing::warn!(error = %e, "skipping a bad line from the daemon"),
+            }
+        }
+    }
+
+    /// Bounds each read from here on (`None`: no bound).
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.stream.get_mut().set_read_timeout(timeout)
+    }
+
+    /// True when a whole line is already buffered (the next read will not
+    /// wait).
+    pub fn has_buffered_line(&self) -> bool {
+        memchr::memchr(b'\n', self.stream.buffer()).is_some()
+    }
+
+    /// The next message of any kind.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Incoming, ClientError> {
+        loop {
+            match std::str::from_utf8(self.next_line_bytes()?) {
+                Ok(line) => {
+                    return parse_incoming(line).map_err(|e| ClientError::Protocol(e.error.message))
+                }
+                Err(e) => tracing::warn!(error = %e, "skipping a non-UTF-8 line from the daemon"),
+            }
+        }
+    }
+}

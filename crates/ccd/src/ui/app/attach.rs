@@ -1,0 +1,114 @@
+//! Stepping aside for an attached (or observing) session: the dashboard
+//! leaves the terminal to the ordinary attach client and takes it back,
+//! with the terminal's signal keys off in between.
+
+use super::{leave_terminal, App, Term, ATTACH_DELAY_ENV};
+use crate::term::{attach_loop, AttachExtra, Mode as AttachMode, Outcome};
+use crate::ui::view::View;
+use ccd_protocol::error_data::LiveElsewhereData;
+use ccd_protocol::ErrorCode;
+use nix::sys::termios::SetArg;
+use ratatui::crossterm::{cursor, execute, terminal};
+use std::process::ExitCode;
+use std::time::Duration;
+
+impl App {
+    /// Steps aside for an attached (or observing) session, then comes
+    /// back with the selection on it.
+    pub(super) fn attach(&mut self, term: &mut Term, view: &mut View, sid: &str, mode: AttachMode) {
+        self.input.pause();
+        leave_terminal();
+        // Until the attach client's raw mode, the terminal is cooked: a
+        // detach key (Ctrl-\ is QUIT) or Ctrl-C pressed then must stay a
+        // key, not kill the dashboard. Signal keys are off for the spell.
+        let cooked = without_signal_keys();
+        if let Some(ms) = std::env::var(ATTACH_DELAY_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(Duration::from_millis(ms.min(10_000)));
+        }
+        let r = crate::commands::connect(&self.global)
+            .map_err(|e| e.to_string())
+            .and_then(|client| {
+                attach_loop(
+                    client,
+                    sid,
+                    mode,
+                    self.key,
+                    AttachExtra {
+                        fresh_on_failure: false,
+                        last: (mode == AttachMode::Observe).then_some(20),
+                    },
+                    &mut |_| {},
+                )
+                .map_err(|e| attach_error(sid, &e))
+            });
+        if let Some(t) = &cooked {
+            let _ = nix::sys::termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, t);
+        }
+        let back = terminal::enable_raw_mode().and_then(|_| {
+            execute!(
+                std::io::stdout(),
+                terminal::EnterAlternateScreen,
+                cursor::Hide
+            )
+        });
+        let _ = term.clear();
+        self.input.resume();
+        if let Err(e) = back {
+            view.message = Some(format!("cannot take the terminal back: {e}"));
+        }
+        let short = crate::commands::short_id(sid).to_string();
+        view.message = Some(match r {
+            Ok((outcome, attached)) => {
+                view.model.select_id(&attached.session);
+                match outcome {
+                    Outcome::Detached => format!("detached from {short}"),
+                    Outcome::Exited { code, signal } => match (code, signal) {
+                        (Some(c), _) => format!("{short} exited with status {c}"),
+                        (None, Some(s)) => format!("{short} was killed by signal {s}"),
+                        _ => format!("{short} ended"),
+                    },
+                    Outcome::DaemonGone => "the ccd daemon went away".into(),
+                    Outcome::HolderGone => format!("lost {short}: its ccd holder is gone"),
+                    Outcome::Signalled(s) => {
+                        self.quit = Some(ExitCode::from(128u8.wrapping_add(s as u8)));
+                        format!("signal {s}")
+                    }
+                }
+            }
+            Err(e) => e,
+        });
+        self.preview_stale = true;
+        let _ = self.load.send(());
+    }
+}
+
+/// Turns the terminal's signal keys (ISIG: Ctrl-C, Ctrl-\, Ctrl-Z) off;
+/// returns the settings to restore.
+fn without_signal_keys() -> Option<nix::sys::termios::Termios> {
+    use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags};
+    let saved = tcgetattr(std::io::stdin()).ok()?;
+    let mut t = saved.clone();
+    t.local_flags.remove(LocalFlags::ISIG);
+    tcsetattr(std::io::stdin(), SetArg::TCSANOW, &t).ok()?;
+    Some(saved)
+}
+
+/// One line for a refused or failed attach.
+fn attach_error(sid: &str, e: &ccd_client::ClientError) -> String {
+    let short = crate::commands::short_id(sid);
+    match e.rpc() {
+        Some(rpc) if rpc.code == ErrorCode::SessionLiveElsewhere.code() => {
+            let pid = rpc
+                .data_as::<LiveElsewhereData>()
+                .and_then(|d| d.pid)
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default();
+            format!("{short} runs outside ccd{pid}: o observes it, f forks it")
+        }
+        Some(rpc) => format!("{short}: {}", rpc.message),
+        None => format!("{short}: {e}"),
+    }
+}

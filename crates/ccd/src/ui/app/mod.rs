@@ -1,0 +1,337 @@
+//! The dashboard's event loop and the threads that feed it.
+//!
+//! Threads, each sending [`Msg`] into one channel the main thread blocks
+//! on (nothing polls while nothing changes):
+//! - main: owns the terminal and the [`View`]; draws when something
+//!   changed; wakes every [`TICK`] for relative times, every
+//!   [`SCREEN_REFRESH`] only while the selected held session is busy;
+//! - input: crossterm key/resize events; parks on request while an
+//!   attached session owns the keyboard (see [`InputCtl`]);
+//! - signals: SIGTERM / SIGHUP / SIGINT → a clean exit;
+//! - events: the `events.subscribe` connection; on its loss it says the
+//!   daemon is gone and retries every [`RECONNECT`] (never starting one);
+//! - loader: builds the listing on request (requests coalesce);
+//! - worker: previews and actions through its own client, one at a time.
+//!
+//! Every way out (q, a signal, an error, a panic) leaves the alternate
+//! screen and raw mode ([`TermGuard`], the panic hook).
+//!
+//! Here: the messages, the jobs, the terminal guard, [`run`] (which starts
+//! the threads and the main loop) and the dashboard's state. The main
+//! thread's handling of messages and keys is in `handle`, stepping aside
+//! for an attached session in `attach`, the threads that feed the loop in
+//! `threads`.
+
+mod attach;
+mod handle;
+mod threads;
+
+use threads::{spawn_events, spawn_input, spawn_loader, spawn_signals, spawn_worker};
+
+use super::view::{Preview, View};
+use crate::cli::{DetachKeyArg, GlobalArgs};
+use crate::settings::Settings;
+use ccd_claude::display::line;
+use ccd_protocol::methods::events::Event as DaemonEvent;
+use ccd_protocol::methods::session::{RespondChoice, SessionInfo};
+use ratatui::crossterm::event::Event;
+use ratatui::crossterm::{cursor, execute, terminal};
+use ratatui::prelude::CrosstermBackend;
+use ratatui::Terminal;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Redraw period for relative times ("3m ago") when nothing else happens.
+pub const TICK: Duration = Duration::from_secs(5);
+/// How often the selected held session's screen is fetched while busy.
+pub const SCREEN_REFRESH: Duration = Duration::from_secs(1);
+/// The shortest time between two listings (each reads every transcript's
+/// metadata).
+pub const RELOAD_EVERY: Duration = Duration::from_secs(1);
+/// Messages queued for the main thread. While an attached session has
+/// the terminal nothing drains them: the events thread then blocks, the
+/// daemon's per-connection queue fills, it drops events and says
+/// `events.lagged`, and the dashboard reloads when it is back.
+pub const MAX_QUEUED: usize = 1_024;
+/// How often a lost daemon is looked for.
+pub const RECONNECT: Duration = Duration::from_secs(1);
+
+/// When the process started (set first thing in `main`), for the
+/// first-frame figure.
+pub static STARTED: OnceLock<Instant> = OnceLock::new();
+
+/// Set to `1`: exit after the first frame that shows the list, printing
+/// how long it took from process start (`ccd-bench ui` uses it).
+pub const FIRST_FRAME_ENV: &str = "CCD_UI_EXIT_AFTER_FIRST_FRAME";
+
+/// Milliseconds to wait between leaving the dashboard's screen and
+/// attaching (tests: a key pressed in that spell).
+pub const ATTACH_DELAY_ENV: &str = "CCD_UI_TEST_ATTACH_DELAY_MS";
+
+/// Set to `1`: panic after the first frame that shows the list (the test
+/// of the panic path: the terminal must come back).
+pub const PANIC_ENV: &str = "CCD_UI_PANIC_FOR_TEST";
+
+enum Msg {
+    Input(Event),
+    Signal(i32),
+    Event(Box<DaemonEvent>),
+    /// The events connection is up (again): the listing can be trusted
+    /// from here on.
+    Subscribed,
+    DaemonGone(String),
+    Rows(Result<Vec<SessionInfo>, String>),
+    /// Every live session's cost, freshly sampled by the daemon.
+    Costs(std::collections::HashMap<u32, ccd_protocol::methods::session::SessionCost>),
+    Preview(Preview),
+    Done(Done),
+}
+
+enum Done {
+    Message(String),
+    /// Fork or new started this session: attach to it.
+    Attach(String),
+}
+
+enum Job {
+    Preview {
+        session: String,
+        held: bool,
+        transcript: Option<String>,
+    },
+    Respond {
+        session: String,
+        prompt: Option<String>,
+        choice: RespondChoice,
+    },
+    Kill(String),
+    Fork(String),
+    New(std::path::PathBuf),
+    /// What the live sessions cost now (each TICK, no listing built).
+    Costs,
+}
+
+/// How the dashboard notifies a session that starts waiting
+/// (`ui_notify` in the config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notify {
+    Off,
+    Bell,
+    Osc9,
+    Osc777,
+}
+
+impl Notify {
+    pub fn parse(s: Option<&str>) -> anyhow::Result<Self> {
+        Ok(match s {
+            None | Some("off") => Notify::Off,
+            Some("bell") => Notify::Bell,
+            Some("osc9") => Notify::Osc9,
+            Some("osc777") => Notify::Osc777,
+            Some(other) => anyhow::bail!(
+                "ui_notify must be off, bell, osc9 or osc777 (got {:?})",
+                line(other)
+            ),
+        })
+    }
+
+    /// The bytes to write for `text` (already sanitized: no control
+    /// character can end the sequence early).
+    pub fn bytes(self, text: &str) -> Vec<u8> {
+        match self {
+            Notify::Off => vec![],
+            Notify::Bell => b"\x07".to_vec(),
+            Notify::Osc9 => format!("\x1b]9;{text}\x1b\\").into_bytes(),
+            Notify::Osc777 => format!("\x1b]777;notify;ccd;{text}\x1b\\").into_bytes(),
+        }
+    }
+}
+
+/// Parks the input thread while an attached session reads the keyboard.
+#[derive(Clone, Default)]
+struct InputCtl(Arc<(Mutex<(bool, bool)>, Condvar)>);
+
+impl InputCtl {
+    /// Asks the input thread to stop reading and waits until it has.
+    fn pause(&self) {
+        let (m, cv) = &*self.0;
+        let Ok(mut g) = m.lock() else { return };
+        g.0 = true;
+        while !g.1 {
+            match cv.wait_timeout(g, Duration::from_secs(2)) {
+                Ok((ng, t)) => {
+                    g = ng;
+                    if t.timed_out() {
+                        break;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn resume(&self) {
+        let (m, cv) = &*self.0;
+        if let Ok(mut g) = m.lock() {
+            g.0 = false;
+        }
+        cv.notify_all();
+    }
+
+    /// In the input thread: parks here while paused.
+    fn park_if_asked(&self) {
+        let (m, cv) = &*self.0;
+        let Ok(mut g) = m.lock() else { return };
+        if !g.0 {
+            return;
+        }
+        g.1 = true;
+        cv.notify_all();
+        while g.0 {
+            match cv.wait(g) {
+                Ok(ng) => g = ng,
+                Err(_) => return,
+            }
+        }
+        g.1 = false;
+    }
+
+    fn paused(&self) -> bool {
+        self.0 .0.lock().map(|g| g.0).unwrap_or(false)
+    }
+}
+
+/// Raw mode and the alternate screen while alive.
+struct TermGuard;
+
+impl TermGuard {
+    fn enter() -> std::io::Result<Self> {
+        terminal::enable_raw_mode()?;
+        execute!(
+            std::io::stdout(),
+            terminal::EnterAlternateScreen,
+            cursor::Hide
+        )?;
+        Ok(TermGuard)
+    }
+}
+
+impl Drop for TermGuard {
+    fn drop(&mut self) {
+        leave_terminal();
+    }
+}
+
+fn leave_terminal() {
+    let _ = execute!(
+        std::io::stdout(),
+        terminal::LeaveAlternateScreen,
+        cursor::Show
+    );
+    let _ = terminal::disable_raw_mode();
+}
+
+pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCode> {
+    crate::commands::attached::require_terminal("ccd ui")?;
+    let settings = Settings::load(global.config.as_deref())?;
+    let notify = Notify::parse(settings.ui_notify.as_deref())?;
+    let auto_trust = settings.auto_trust.unwrap_or(true);
+    let key = crate::commands::attached::detach_key(global, key_arg)?;
+    let key_name = key_arg
+        .detach_key
+        .clone()
+        .or(settings.detach_key.clone())
+        .unwrap_or_else(|| "ctrl-\\".into());
+    let first_frame_only = std::env::var(FIRST_FRAME_ENV).is_ok_and(|v| v == "1");
+    let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb");
+    let home = std::env::var("HOME").ok();
+
+    let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_QUEUED);
+    let input = InputCtl::default();
+    spawn_events(global.clone(), tx.clone());
+    let load = spawn_loader(global.clone(), tx.clone());
+    // The first listing starts at once; another follows the subscription
+    // (what changed between the two comes by events from then on).
+    let _ = load.send(());
+    let jobs = spawn_worker(global.clone(), tx.clone(), auto_trust);
+    let signals = spawn_signals(tx.clone());
+
+    let previous = std::panic::take_hook();
+    // A panic on any thread ends the dashboard: the terminal comes back
+    // first, then the message, then exit status 101 (a dashboard missing a
+    // thread would hang or draw stale rows).
+    std::panic::set_hook(Box::new(move |info| {
+        leave_terminal();
+        previous(info);
+        std::process::exit(101);
+    }));
+    let guard = TermGuard::enter()?;
+    spawn_input(tx.clone(), input.clone());
+    let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let mut view = View::new(colour, home, key_name);
+    let mut app = App {
+        global: global.clone(),
+        key,
+        notify,
+        load,
+        jobs,
+        input,
+        preview_asked: None,
+        preview_at: Instant::now(),
+        preview_stale: false,
+        quit: None,
+    };
+    let code = app.run(&mut term, &mut view, &rx, first_frame_only);
+    drop(term);
+    drop(guard);
+    if let Some(h) = signals {
+        h.close();
+    }
+    code
+}
+
+struct App {
+    global: GlobalArgs,
+    key: crate::term::DetachKey,
+    notify: Notify,
+    load: Sender<()>,
+    jobs: Sender<Job>,
+    input: InputCtl,
+    /// The session whose preview was asked last, and not answered yet.
+    preview_asked: Option<String>,
+    preview_at: Instant,
+    /// The shown preview is out of date (its session's events, an attach).
+    preview_stale: bool,
+    quit: Option<ExitCode>,
+}
+
+type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
+
+/// Whether `ccd` with no arguments should open the dashboard.
+pub fn on_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_are_one_sequence_each_and_the_key_is_checked() {
+        assert_eq!(Notify::parse(None).unwrap(), Notify::Off);
+        assert_eq!(Notify::parse(Some("osc9")).unwrap(), Notify::Osc9);
+        let e = Notify::parse(Some("loud\x1b[2J")).unwrap_err().to_string();
+        assert!(e.contains("ui_notify") && !e.contains('\x1b'), "{e}");
+        assert_eq!(Notify::Bell.bytes("x"), b"\x07");
+        assert!(Notify::Off.bytes("x").is_empty());
+        assert_eq!(
+            Notify::Osc9.bytes("ccd: 3c5e needs you"),
+            b"\x1b]9;ccd: 3c5e needs you\x1b\\"
+        );
+        assert_eq!(Notify::Osc777.bytes("t"), b"\x1b]777;notify;ccd;t\x1b\\");
+    }
+}
