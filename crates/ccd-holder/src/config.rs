@@ -19,6 +19,13 @@ pub const DEFAULT_SIZE: Size = Size {
 /// and the client resynced: what a stuck client pins.
 pub const CLIENT_QUEUE: usize = 8 << 20;
 
+/// Most bytes of output waiting for the model before the reader waits (a
+/// burst this long passes at relay speed; the parser drains it after).
+/// A flooded holder's RSS is this, what its stuck clients pin (their queues
+/// outlive the backlog's chunks) and about 10 MiB of its own: 58 MiB
+/// measured with none (`ccd-bench pty`, release).
+pub const BACKLOG_CAP: usize = 48 << 20;
+
 /// How one holder runs its session.
 #[derive(Debug, Clone)]
 pub struct HolderConfig {
@@ -65,8 +72,8 @@ pub struct HolderConfig {
     /// is resynced ([`CLIENT_QUEUE`] by default).
     pub client_queue_bytes: usize,
     /// Most bytes of output waiting for the screen model before the PTY is
-    /// paced ([`crate::session::BACKLOG_CAP`] by default; the parse speed
-    /// may lower it, see [`crate::session`]).
+    /// paced ([`BACKLOG_CAP`] by default; the parse speed may lower it,
+    /// see the session module's doc).
     pub parse_backlog_bytes: usize,
     /// The session id the launcher expects (`--session-id`, `--resume`);
     /// `None` for a fork, whose id only the registry tells.
@@ -98,7 +105,7 @@ impl HolderConfig {
             tick: Duration::from_millis(100),
             scrollback: 0,
             client_queue_bytes: CLIENT_QUEUE,
-            parse_backlog_bytes: crate::session::BACKLOG_CAP,
+            parse_backlog_bytes: BACKLOG_CAP,
             expected_session_id: None,
             daemon_lock: None,
         }

@@ -186,7 +186,7 @@ impl ClientQueue {
     }
 
     /// Queue a backlog chunk after a redraw (under the session lock, see
-    /// [`crate::session`]); like the reader's push, never blocks.
+    /// the session module's doc); like the reader's push, never blocks.
     pub(crate) fn seed(&self, seq: u64, chunk: &Arc<[u8]>) {
         self.push(seq, chunk, false);
     }

@@ -1,6 +1,6 @@
 //! The detach key: pressed once it detaches; pressed twice in a row it is
 //! sent through to the session once. The holder filters a handed-off
-//! terminal's keys with it ([`crate::terminal`]); `ccd attach` filters its
+//! terminal's keys with it (the terminal module); `ccd attach` filters its
 //! own reads with it when it relays the keys itself.
 
 use std::time::{Duration, Instant};

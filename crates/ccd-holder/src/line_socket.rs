@@ -1,6 +1,6 @@
 //! A connection's socket as a sink of whole lines, shared by the
 //! connection's replies, its output pump and the PTY reader's direct
-//! deliveries ([`crate::fanout`]).
+//! deliveries (see the fan-out module).
 //!
 //! # Invariant: lines never interleave
 //!

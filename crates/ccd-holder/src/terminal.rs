@@ -18,7 +18,7 @@
 //! connection's socket is looked at first on every wake, so a client that
 //! hangs up (its socket ends) makes the holder close the terminal before
 //! it reads another key. The output ([`TtyOut`]) lives in the
-//! connection's [`crate::line_socket::LineSocket`], under its mutex;
+//! connection's line socket (`LineSocket`), under its mutex;
 //! a writer waiting for a terminal that does not drain wakes at least
 //! every [`STUCK_POLL`] and gives up when the release flag is set or the
 //! client hung up, so releasing never waits on the terminal.
