@@ -323,7 +323,6 @@ const OVER_FOR_NOW: &[&str] = &[
     // issue 35: being split
     "ccd-daemon/src/holders/mod.rs",
     "ccd-daemon/src/handlers/attach.rs",
-    "ccd-bench/src/pty/cases.rs",
 ];
 
 /// The most `unsafe` sites the workspace may hold (issue 35).
