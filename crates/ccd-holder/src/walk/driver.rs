@@ -68,8 +68,17 @@ fn prompt_since(session: &Session, verdict: &ScreenState) -> Option<Instant> {
     }
 }
 
-/// Runs `step` on each look until it says done.
+/// Runs `step` on each look until it says done; a stop is what the client
+/// gets (`session_error`: a refused session operation on the wire).
 fn drive(
+    session: &Session,
+    session_error: fn(SessionError) -> RpcError,
+    step: impl FnMut(&Seen) -> Result<Step, WalkError>,
+) -> Result<(), RpcError> {
+    drive_looks(session, step).map_err(|e| into_rpc(session, e, session_error))
+}
+
+fn drive_looks(
     session: &Session,
     mut step: impl FnMut(&Seen) -> Result<Step, WalkError>,
 ) -> Result<(), Stop> {
@@ -120,7 +129,7 @@ pub fn respond(
     session_error: fn(SessionError) -> RpcError,
 ) -> Result<h::RespondResult, RpcError> {
     let mut walk = RespondWalk::new(p.prompt, p.choice, RespondTiming::default());
-    drive(session, |seen| walk.step(seen)).map_err(|e| into_rpc(session, e, session_error))?;
+    drive(session, session_error, |seen| walk.step(seen))?;
     let Some(done) = walk.answered().cloned() else {
         return Err(RpcError::internal("the walk ended without an answer"));
     };
@@ -145,8 +154,9 @@ fn submit_when_back(
     session_error: fn(SessionError) -> RpcError,
 ) -> Result<bool, RpcError> {
     let until = Instant::now() + PROMPT_BACK_WAIT;
-    let back = drive(session, |seen| super::prompt_back(seen, until));
-    back.map_err(|e| into_rpc(session, e, session_error))?;
+    drive(session, session_error, |seen| {
+        super::prompt_back(seen, until)
+    })?;
     let r = submit(
         session,
         h::SubmitParams { text, force: false },
@@ -162,7 +172,7 @@ pub fn submit(
     session_error: fn(SessionError) -> RpcError,
 ) -> Result<h::SubmitResult, RpcError> {
     let mut walk = SubmitWalk::new(p.text, p.force, SubmitTiming::default());
-    drive(session, |seen| walk.step(seen)).map_err(|e| into_rpc(session, e, session_error))?;
+    drive(session, session_error, |seen| walk.step(seen))?;
     let Some(done) = walk.submitted().cloned() else {
         return Err(RpcError::internal("the walk ended without an outcome"));
     };
