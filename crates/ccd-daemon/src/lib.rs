@@ -19,6 +19,7 @@
 // (docs/architecture.md, "Unsafe code").
 #![deny(unsafe_code)]
 
+pub mod conn_ctx;
 pub mod conn_slots;
 pub mod connection;
 pub mod cost;
@@ -28,6 +29,7 @@ pub mod handlers;
 pub mod holders;
 pub mod limits;
 pub mod logfiles;
+pub mod options;
 pub mod out_queue;
 pub mod reactor;
 pub mod router;
@@ -37,5 +39,5 @@ pub mod state;
 pub mod views;
 
 pub use handlers::attach::SETTLE_AFTER_READY as RESUME_SETTLE;
+pub use options::DaemonOptions;
 pub use server::run;
-pub use state::DaemonOptions;

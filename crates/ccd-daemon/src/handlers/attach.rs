@@ -4,8 +4,10 @@
 //! owned by the client connection that attached. Its forwarder task copies
 //! the holder's notifications (output, resync, exited) to the client in
 //! whole-line batches, without decoding them, and drops the holder's replies
-//! to the input/resize requests sent on it ([`Relay`]). Dropping the attachment closes the
-//! holder connection, which detaches it there.
+//! to the input/resize requests sent on it (`holders::relay`). Dropping
+//! the attachment closes the holder connection, which detaches it there.
+//! The attachment itself, its forwarder and the socket plumbing of a
+//! direct stream are `holders::attachment`.
 //!
 //! With `direct`, the daemon hands the client a connection to the holder
 //! instead (passed with the reply, `SCM_RIGHTS`), on which it has already
@@ -19,12 +21,11 @@
 //! from attach and resize; when a client types and its size differs from
 //! the session's, its size is applied first.
 
-use crate::conn_slots::TaskGuard;
-use crate::connection::ConnCtx;
+use crate::conn_ctx::ConnCtx;
 use crate::handlers::lifecycle::{checked_cwd, resumable, start};
 use crate::handlers::sessions::resolve_for_attach;
-use crate::holders::relay::Relay;
-use crate::holders::rpc::{call_once, HolderConn, HolderError};
+use crate::holders::attachment::{attachment_of, connect_sending, Attachment};
+use crate::holders::rpc::{call_once, HolderConn};
 use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::holders::HolderEntry;
@@ -43,17 +44,6 @@ use ccd_protocol::{ErrorCode, Id, RpcError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
-
-/// One client connection's attachment to one session. Dropping it ends
-/// its forwarder and closes its holder connection (which detaches it
-/// there).
-pub struct Attachment {
-    pub holder: HolderEntry,
-    pub mode: AttachMode,
-    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
-    _forwarder: TaskGuard,
-}
 
 fn internal(e: impl std::fmt::Display) -> RpcError {
     RpcError::internal(e.to_string())
@@ -213,29 +203,12 @@ async fn relayed(
         }
     }
     let replied = id.map(|id| ctx.after_reply(id));
-    let out = ctx.out();
-    let HolderConn { reader, writer, .. } = conn;
     let slot = ctx.attachments.key(session);
     let own = slot.clone();
-    let task = tokio::spawn(async move {
-        if let Some(r) = replied {
-            let _ = r.await;
-        }
-        let mut relay = Relay::new(reader);
-        while let Ok(Some(batch)) = relay.next_batch().await {
-            if !out.send(batch).await {
-                break;
-            }
-        }
-        // The holder went away: forget this attachment.
-        own.release();
+    // The holder went away: forget this attachment.
+    let attachment = Attachment::relay(holder, p.mode, conn, ctx.out(), replied, move || {
+        own.release()
     });
-    let attachment = Attachment {
-        holder: holder.clone(),
-        mode: p.mode,
-        writer: Arc::new(tokio::sync::Mutex::new(writer)),
-        _forwarder: TaskGuard::new(task),
-    };
     // Replaces (and so ends) an earlier attachment to the same session.
     ctx.attachments.put(&slot, attachment);
     Ok((size, protocol))
@@ -364,76 +337,6 @@ async fn direct(
         }),
     };
     Ok(Some((size, protocol)))
-}
-
-/// Connects to the Unix socket at `path` and writes `lines` on the new
-/// connection; the connection, non-blocking. A Unix socket's connect
-/// completes at once or fails, and a fresh connection's send buffer takes
-/// a few short lines, so this is two system calls in the calling task,
-/// with no wait on the runtime's reactor (`tokio::net::UnixStream::connect`
-/// waits for the new socket's first readiness event: a wake-up of another
-/// worker before the first byte goes out). A full listen backlog (the
-/// connect would wait) or a short write takes tokio's way.
-async fn connect_sending(
-    path: &std::path::Path,
-    lines: &[u8],
-) -> std::io::Result<std::os::unix::net::UnixStream> {
-    use nix::sys::socket::{connect, UnixAddr};
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    let fd = nonblocking_stream_socket()?;
-    let addr = UnixAddr::new(path)?;
-    let stream = match connect(fd.as_raw_fd(), &addr) {
-        Ok(()) => std::os::unix::net::UnixStream::from(fd),
-        Err(nix::errno::Errno::EAGAIN) => {
-            let mut s = tokio::net::UnixStream::connect(path).await?;
-            s.write_all(lines).await?;
-            return s.into_std();
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let sent = match (&stream).write(lines) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-        Err(e) => return Err(e),
-    };
-    if sent == lines.len() {
-        return Ok(stream);
-    }
-    let mut s = tokio::net::UnixStream::from_std(stream)?;
-    s.write_all(&lines[sent..]).await?;
-    s.into_std()
-}
-
-/// A new Unix stream socket, non-blocking and close-on-exec: both flags
-/// set by `socket(2)` itself on Linux.
-#[cfg(target_os = "linux")]
-fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
-    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
-    Ok(socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        None,
-    )?)
-}
-
-/// A new Unix stream socket, non-blocking and close-on-exec: macOS's
-/// `socket(2)` takes no such flags, so `fcntl(2)` sets them right after
-/// (as the standard library does for its sockets there).
-#[cfg(not(target_os = "linux"))]
-fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
-    let fd = socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::empty(),
-        None,
-    )?;
-    fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-    Ok(fd)
 }
 
 fn live_elsewhere(info: &SessionInfo) -> RpcError {
@@ -826,55 +729,17 @@ pub async fn detach(ctx: &ConnCtx, p: SessionRef) -> Result<DetachResult, RpcErr
     })
 }
 
-/// What input and resize need of an attachment, copied out of the lock.
-struct AttachedTo {
-    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
-    mode: AttachMode,
-    /// The session and its holder's id, for errors.
-    session: String,
-    holder: String,
-}
-
-fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
-    ctx.attachments.find_map(
-        |k, a| {
-            k == session || a.holder.id == session || (session.len() >= 4 && k.starts_with(session))
-        },
-        |k, a| AttachedTo {
-            writer: a.writer.clone(),
-            mode: a.mode,
-            session: k.to_string(),
-            holder: a.holder.id.clone(),
-        },
-    )
-}
-
-/// Sends `M` on an attachment's holder connection; its reply is dropped
-/// by the relay.
-async fn send_on<M: Method>(to: &AttachedTo, params: &M::Params) -> Result<(), RpcError> {
-    let failed = |e: HolderError| e.into_rpc(&to.session, &to.holder);
-    let params = crate::holders::rpc::to_params(params).map_err(failed)?;
-    let req = ccd_protocol::Request::new(Id::Number(0), M::NAME, Some(params));
-    let line = ccd_protocol::encode(&req).map_err(internal)?;
-    to.writer
-        .lock()
-        .await
-        .write_all(&line)
-        .await
-        .map_err(|e| failed(e.into()))
-}
-
 pub async fn input(ctx: &ConnCtx, p: InputParams) -> Result<InputResult, RpcError> {
     let n = p.data.len() as u64;
     let data = h::InputParams { data: p.data };
-    if let Some(to) = attachment_of(ctx, &p.session) {
+    if let Some(to) = attachment_of(&ctx.attachments, &p.session) {
         if to.mode != AttachMode::Interactive {
             return Err(RpcError::new(
                 ErrorCode::PermissionDenied,
                 "this attachment only observes",
             ));
         }
-        send_on::<h::Input>(&to, &data).await?;
+        to.send::<h::Input>(&data).await?;
         return Ok(InputResult { written: n });
     }
     let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
@@ -896,9 +761,9 @@ pub async fn resize(ctx: &ConnCtx, p: ResizeParams) -> Result<Empty, RpcError> {
         cols: p.cols,
         rows: p.rows,
     };
-    if let Some(to) = attachment_of(ctx, &p.session) {
+    if let Some(to) = attachment_of(&ctx.attachments, &p.session) {
         // The holder remembers it for this attachment (size policy).
-        send_on::<h::Resize>(&to, &size).await?;
+        to.send::<h::Resize>(&size).await?;
     } else {
         let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
         ctx.daemon

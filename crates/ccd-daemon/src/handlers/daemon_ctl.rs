@@ -8,7 +8,7 @@
 //! cannot be queued within [`crate::server::DRAIN_BOUND`] (its client
 //! reads nothing and its queue is full) does not hold the stop up.
 
-use crate::connection::ConnCtx;
+use crate::conn_ctx::ConnCtx;
 use ccd_protocol::methods::daemon::{
     DaemonStatusResult, DaemonStopParams, DaemonStopResult, HelloParams, HelloResult,
 };

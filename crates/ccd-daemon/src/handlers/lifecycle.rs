@@ -1,7 +1,7 @@
 //! `session.new`, `session.kill`, `session.screen`: starting, ending and
 //! looking at sessions ccd holds.
 
-use crate::connection::ConnCtx;
+use crate::conn_ctx::ConnCtx;
 use crate::handlers::respond::{over_rpc, WALK_TIMEOUT};
 use crate::handlers::sessions::resolve;
 use crate::holders::rpc::{call_once, HolderConn};
@@ -270,7 +270,8 @@ pub async fn start(
     let id = meta.id.clone();
     let forked_from = meta.forked_from.clone();
     spawn_holder(
-        &ctx.daemon,
+        &ctx.daemon.holders,
+        &ctx.daemon.options,
         Launch {
             args,
             cwd: cwd.clone(),

@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod daemon_ctl;
+pub mod events;
 pub mod lifecycle;
 pub mod observe;
 pub mod respond;

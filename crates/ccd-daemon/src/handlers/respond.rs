@@ -15,7 +15,7 @@
 //! walked from here with the same walk, over `holder.screen` and
 //! `holder.input`, polling ([`over_rpc`]).
 
-use crate::connection::ConnCtx;
+use crate::conn_ctx::ConnCtx;
 use crate::handlers::lifecycle::{held, text_screen, text_within_bound, type_bytes};
 use crate::holders::rpc::HolderConn;
 use crate::holders::HolderEntry;

@@ -1,6 +1,6 @@
 //! `sessions.list`, `sessions.get`, and resolving what a client names.
 
-use crate::connection::ConnCtx;
+use crate::conn_ctx::ConnCtx;
 use crate::holders::HolderEntry;
 use crate::state::Daemon;
 use crate::views;
@@ -121,7 +121,7 @@ pub async fn costs(
             )))
         }
         Some(pids) => pids,
-        None => crate::cost::live_roots(&ctx.daemon),
+        None => crate::cost::live_roots(&ctx.daemon.holders, &ctx.daemon.events),
     };
     let costs = crate::cost::costs_of(&ctx.daemon.costs, &pids).await;
     let mut costs: Vec<_> = costs

@@ -9,7 +9,7 @@
 //! leaves the original in place. Backups go to
 //! `<state dir>/trim-backups/<session id>/` (0700).
 
-use crate::connection::ConnCtx;
+use crate::conn_ctx::ConnCtx;
 use crate::handlers::sessions::resolve;
 use crate::state::Daemon;
 use ccd_claude::trim::{self, TrimError, TrimOptions};

@@ -10,6 +10,7 @@
 //! The lock is a plain mutex held only to copy or update entries, never
 //! across I/O.
 
+pub mod attachment;
 pub mod pacing;
 pub mod reap;
 pub mod relay;
@@ -198,6 +199,27 @@ pub fn permission_prompt_id(p: &ccd_holder::PermissionInfo) -> String {
         p.detail.as_deref(),
         &p.options,
     )
+}
+
+/// A human sentence for an attention reason (the events say it; so do
+/// `session.new` and the listing).
+pub fn attention_text(r: &ccd_holder::AttentionReason) -> String {
+    use ccd_holder::AttentionReason as A;
+    match r {
+        A::ApiKeyDialog => "Claude Code asks whether to use the API key in the environment (ccd never answers this)".into(),
+        A::TrustDialog => "the folder-trust dialog is waiting (auto-trust is off)".into(),
+        A::TrustAmbiguous { detail } => format!("the trust dialog cannot be answered safely: {detail}"),
+        A::TrustUnverified { detail } => format!("could not verify the trust option was selected: {detail}"),
+        A::UnknownBlockingScreen { hint } => format!("an unrecognized screen is waiting for input: {hint}"),
+    }
+}
+
+/// What the registry watcher needs of a holder to match processes to it.
+#[derive(Debug, Clone)]
+pub struct HolderPids {
+    pub id: String,
+    pub holder_pid: Option<u32>,
+    pub child_pid: Option<u32>,
 }
 
 /// What a refresh compares to tell a still session from a changing one:
@@ -423,12 +445,12 @@ impl HolderTable {
 
     /// The pids of every live holder and its child, for matching registry
     /// entries to holders (no screens copied).
-    pub(crate) fn pids(&self) -> Vec<crate::events::registry_watch::HolderPids> {
+    pub(crate) fn pids(&self) -> Vec<HolderPids> {
         self.live
             .lock()
             .map(|m| {
                 m.values()
-                    .map(|e| crate::events::registry_watch::HolderPids {
+                    .map(|e| HolderPids {
                         id: e.id.clone(),
                         holder_pid: e.holder_pid(),
                         child_pid: e.info.as_ref().map(|i| i.child_pid),
@@ -621,7 +643,7 @@ impl HolderTable {
             a.reason = info
                 .needs_attention
                 .as_ref()
-                .map(|n| crate::views::attention_text(&n.reason));
+                .map(|n| attention_text(&n.reason));
             self.events.publish(a);
         }
     }
