@@ -34,10 +34,11 @@ pub mod out_queue;
 pub mod reactor;
 pub mod router;
 pub mod server;
+pub mod session_ops;
 pub mod startup;
 pub mod state;
 pub mod views;
 
-pub use handlers::attach::SETTLE_AFTER_READY as RESUME_SETTLE;
 pub use options::DaemonOptions;
 pub use server::run;
+pub use session_ops::resume::SETTLE_AFTER_READY as RESUME_SETTLE;

@@ -10,7 +10,7 @@
 //! `<state dir>/trim-backups/<session id>/` (0700).
 
 use crate::conn_ctx::ConnCtx;
-use crate::handlers::sessions::resolve;
+use crate::session_ops::resolve::resolve;
 use crate::state::Daemon;
 use ccd_claude::trim::{self, TrimError, TrimOptions};
 use ccd_protocol::error_data::{TranscriptMissingData, TrimRefusal, TrimRefusedData};
