@@ -9,6 +9,15 @@
 //! (kept in `finished` for reporting) or when the holder process died.
 //! The lock is a plain mutex held only to copy or update entries, never
 //! across I/O.
+//!
+//! Here: the table and its entries. Beside it: `adopt` (rebuilding the
+//! table at start), `refresh` (one refresh, the events it publishes, and
+//! collecting an ended session), [`pacing`] (when to refresh: the
+//! [`watch`] task), [`spawn`] (starting a holder), [`reap`] (the reaper
+//! task), [`rpc`] (the holder client), [`relay`] and [`attachment`] (a
+//! client's attachment through the daemon). The holders sit below the
+//! daemon's aggregate state: the tasks here are handed the table (an
+//! `Arc<HolderTable>`), the event hub and the settings they use.
 
 mod adopt;
 pub mod attachment;
