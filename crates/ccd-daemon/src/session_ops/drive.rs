@@ -102,7 +102,7 @@ pub async fn submit(
 /// Runs a walk against a holder that cannot walk it itself: each look is
 /// a `holder.screen`, each key a `holder.input`, each wait a poll. The
 /// walk counts the prompt's settle time from the daemon's first look.
-pub(crate) async fn over_rpc(
+pub async fn over_rpc(
     entry: &HolderEntry,
     sid: &str,
     mut step: impl FnMut(&Seen) -> Result<Step, WalkError>,
