@@ -39,9 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 
-/// The longest a stop waits for the connections to write what is queued
-/// for their clients (a client that reads nothing is cut off then).
-pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
+pub use crate::state::DRAIN_BOUND;
 
 /// The longest the stopping runtime waits for blocking tasks in flight.
 pub const BLOCKING_BOUND: Duration = Duration::from_secs(2);

@@ -13,8 +13,12 @@ use crate::holders::HolderTable;
 pub use crate::options::DaemonOptions;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
+
+/// The longest a stop waits (the server's drain, `daemon.stop`'s reply) for the connections to write what is queued
+/// for their clients (a client that reads nothing is cut off then).
+pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
 
 /// The daemon's shared state. Fields are immutable or internally locked;
 /// no lock is held across an `.await`.
