@@ -1,11 +1,12 @@
-//! One client connection.
+//! One client connection: its reader loop and writer task (the
+//! connection's context, what a request sees of it, is [`ConnCtx`]).
 //!
 //! Invariants:
 //! - The reader loop never waits on a handler: each request runs in its own
 //!   task and replies through `out`, so a long `session.new` does not stall
 //!   input typed on the same connection. Replies may thus come out of order
 //!   (JSON-RPC matches them by id).
-//! - `out` is bounded in bytes ([`crate::out_queue`]): a client that stops
+//! - `out` is bounded in bytes ([`out_queue`]): a client that stops
 //!   reading eventually stalls the tasks writing to it — its attachment forwarders included, which makes
 //!   the holder drop *that* attachment's queue and resync it later. Nothing
 //!   else waits on this client.
@@ -24,14 +25,14 @@
 //!   would otherwise hold client slots and descriptors for ever).
 //! - Per-connection resources (attachments, transcript followers, the
 //!   event subscription) live in [`ConnCtx`] and are released by drop
-//!   ([`crate::conn_slots`]): their tasks hold the out queue, never the
+//!   (`conn_slots`): their tasks hold the out queue, never the
 //!   context, so when the reader loop ends and the last request task
 //!   finishes, the context drops and every task it owns is aborted.
 //! - A descriptor a handler passes with its reply (a direct stream's holder
 //!   connection, [`ConnCtx::pass_with_reply`]) travels in the same queue
 //!   item as the reply line and is sent with that line's first byte, so
 //!   the client finds it in the read that brings the reply.
-//! - Shutdown (the daemon's side: [`crate::server`]): once
+//! - Shutdown (the daemon's side: the server's accept loop): once
 //!   `Daemon::shutdown` is set, the reader stops reading and tears the
 //!   connection's streams down, and the writer closes `out` (no line is
 //!   queued after that) but still writes every line queued before, then
@@ -48,21 +49,18 @@
 //!   descriptor, only while such a connection's tasks finish; none when
 //!   the duplicate cannot be had), and ends with the context.
 
-use crate::conn_slots::{Slots, TaskGuard};
-use crate::handlers::attach::Attachment;
-use crate::out_queue::{self, OutSender, OUT_BUDGET};
+use crate::conn_ctx::ConnCtx;
+use crate::out_queue::{self, OUT_BUDGET};
 use crate::state::Daemon;
 use ccd_protocol::methods::attach::{SessionInput, SessionResize};
 use ccd_protocol::methods::daemon::Hello;
 use ccd_protocol::{
-    parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Method, NotificationKind, Response,
-    RpcError,
+    parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Method, Response, RpcError,
 };
 use serde_json::Value;
-use std::collections::HashMap;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::unix::OwnedWriteHalf;
@@ -73,145 +71,6 @@ pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Requests of one connection handled at once (see the module doc).
 pub const MAX_IN_FLIGHT: usize = 32;
-
-/// What a request handler can see of its connection.
-pub struct ConnCtx {
-    pub daemon: Arc<Daemon>,
-    out: OutSender,
-    handshaken: AtomicBool,
-    /// Session id → this connection's attachment to it.
-    pub attachments: Slots<Attachment>,
-    /// Session id → the task following its transcript (observe of a
-    /// session running outside ccd).
-    pub followers: Slots<TaskGuard>,
-    /// The task forwarding events to this connection, once subscribed.
-    pub subscription: Mutex<Option<TaskGuard>>,
-    /// Fired once the reply to a request (by id) is queued: streams a
-    /// request starts wait for it, so the reply precedes their output.
-    replied: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
-    /// Descriptors to send with the reply to a request (by id).
-    reply_fds: Mutex<HashMap<String, OwnedFd>>,
-    /// True once the client's socket hung up (see the module doc).
-    hung_up: Arc<tokio::sync::watch::Sender<bool>>,
-    /// The task watching for that, from the client's EOF on.
-    hangup_watch: Mutex<Option<TaskGuard>>,
-}
-
-impl ConnCtx {
-    /// Queues one encoded line (waits while the client's queue is full).
-    pub async fn send_line(&self, line: Vec<u8>) -> bool {
-        self.out.send(line).await
-    }
-
-    /// Queues a notification.
-    pub async fn notify<N: NotificationKind>(&self, params: &N::Params) -> bool {
-        notify::<N>(&self.out, params).await
-    }
-
-    /// A sender for tasks that outlive one request (attach forwarders).
-    pub fn out(&self) -> OutSender {
-        self.out.clone()
-    }
-
-    /// A signal that fires once the reply to request `id` is queued.
-    pub fn after_reply(&self, id: &Id) -> tokio::sync::oneshot::Receiver<()> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if let Ok(mut m) = self.replied.lock() {
-            m.insert(id_key(id), tx);
-        }
-        rx
-    }
-
-    /// Sends `fd` along with the reply to request `id` (only a request
-    /// with an id gets one; otherwise `fd` is closed unsent).
-    pub fn pass_with_reply(&self, id: &Id, fd: OwnedFd) {
-        if let Ok(mut m) = self.reply_fds.lock() {
-            m.insert(id_key(id), fd);
-        }
-    }
-
-    /// Resolves once the client has closed its socket altogether (not
-    /// only its write side): whoever waits only on its behalf may stop.
-    /// Never resolves while the client is connected.
-    pub async fn hung_up(&self) {
-        let mut rx = self.hung_up.subscribe();
-        // The sender lives as long as `self`: no error while we wait.
-        let _ = rx.wait_for(|gone| *gone).await;
-    }
-
-    /// From the client's EOF on: watch its socket for the hang-up.
-    fn watch_hangup(&self, sock: &UnixStream) {
-        use std::os::fd::AsFd;
-        let fd = match sock.as_fd().try_clone_to_owned() {
-            Ok(fd) => fd,
-            Err(error) => {
-                tracing::debug!(%error, "cannot watch the client's socket for a hang-up");
-                return;
-            }
-        };
-        let gone = self.hung_up.clone();
-        let task = tokio::spawn(async move {
-            let afd = match crate::reactor::Watched::new(fd, Interest::WRITABLE) {
-                Ok(afd) => afd,
-                Err(error) => {
-                    tracing::debug!(%error, "cannot watch the client's socket for a hang-up");
-                    return;
-                }
-            };
-            // EPOLLHUP (both directions shut) reads as write-closed; other
-            // wakeups (room to write again) are cleared and waited past.
-            loop {
-                let Ok(mut ready) = afd.writable().await else {
-                    return;
-                };
-                if ready.ready().is_write_closed() {
-                    break;
-                }
-                ready.clear_ready();
-            }
-            tracing::debug!("the client hung up");
-            gone.send_replace(true);
-        });
-        if let Ok(mut w) = self.hangup_watch.lock() {
-            *w = Some(TaskGuard::new(task));
-        }
-    }
-
-    fn take_reply_fd(&self, id: &Id) -> Option<OwnedFd> {
-        self.reply_fds.lock().ok()?.remove(&id_key(id))
-    }
-
-    fn mark_replied(&self, id: &Id) {
-        let tx = self
-            .replied
-            .lock()
-            .ok()
-            .and_then(|mut m| m.remove(&id_key(id)));
-        if let Some(tx) = tx {
-            let _ = tx.send(());
-        }
-    }
-}
-
-/// Queues a notification on `out` (what a task that outlives its request
-/// uses: it holds the out queue, not the connection's context).
-pub async fn notify<N: NotificationKind>(out: &OutSender, params: &N::Params) -> bool {
-    let line = serde_json::to_value(params)
-        .map(|v| ccd_protocol::Notification::new(N::NAME, Some(v)))
-        .map_err(|e| e.to_string())
-        .and_then(|n| ccd_protocol::encode(&n).map_err(|e| e.to_string()));
-    match line {
-        Ok(line) => out.send(line).await,
-        Err(error) => {
-            tracing::error!(method = N::NAME, %error, "cannot encode a notification");
-            false
-        }
-    }
-}
-
-fn id_key(id: &Id) -> String {
-    serde_json::to_string(id).unwrap_or_default()
-}
 
 /// Serves one connection until the client leaves or the daemon stops.
 /// The accept loop has counted it in `daemon.clients` (its slot under the
@@ -243,18 +102,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
             drop(permit);
         }
     });
-    let ctx = Arc::new(ConnCtx {
-        daemon: daemon.clone(),
-        out: tx,
-        handshaken: AtomicBool::new(false),
-        attachments: Slots::default(),
-        followers: Slots::default(),
-        subscription: Mutex::new(None),
-        replied: Mutex::new(HashMap::new()),
-        reply_fds: Mutex::new(HashMap::new()),
-        hung_up: Arc::new(tokio::sync::watch::channel(false).0),
-        hangup_watch: Mutex::new(None),
-    });
+    let ctx = Arc::new(ConnCtx::new(daemon.clone(), tx));
     let mut stop = daemon.shutdown.subscribe();
     let mut decoder = LineDecoder::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -262,7 +110,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let hello_by = tokio::time::Instant::now() + HELLO_DEADLINE;
     'conn: loop {
-        let waiting_hello = !ctx.handshaken.load(Ordering::Acquire);
+        let waiting_hello = !ctx.handshaken();
         let n = tokio::select! {
             r = rd.read(&mut buf) => match r {
                 Ok(0) => {
@@ -270,7 +118,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
                     break;
                 }
                 Err(_) => {
-                    ctx.hung_up.send_replace(true);
+                    ctx.mark_hung_up();
                     break;
                 }
                 Ok(n) => n,
@@ -335,7 +183,7 @@ async fn reply_with(ctx: &ConnCtx, r: Response, fd: Option<OwnedFd>) {
             ctx.send_line(line).await;
         }
         (Ok(line), Some(fd)) => {
-            ctx.out.send_with_fd(line, fd).await;
+            ctx.send_line_with_fd(line, fd).await;
         }
         (Err(error), _) => tracing::error!(%error, "cannot encode a reply"),
     }
@@ -368,7 +216,7 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str, permit: tokio::sync::OwnedSemap
             // Client notifications: input and resize may come this way (no
             // reply, less traffic); anything else is ignored.
             let allowed = [SessionInput::NAME, SessionResize::NAME].contains(&n.method.as_str());
-            if ctx.handshaken.load(Ordering::Acquire) && allowed {
+            if ctx.handshaken() && allowed {
                 let _ = crate::router::dispatch(ctx.clone(), None, &n.method, n.params).await;
             }
             return;
@@ -384,14 +232,14 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str, permit: tokio::sync::OwnedSemap
     if req.method == Hello::NAME {
         let result = crate::router::dispatch(ctx.clone(), None, Hello::NAME, req.params).await;
         if result.is_ok() {
-            ctx.handshaken.store(true, Ordering::Release);
+            ctx.mark_handshaken();
         }
         if !is_notification {
             reply(ctx, to_response(id, result)).await;
         }
         return;
     }
-    if !ctx.handshaken.load(Ordering::Acquire) {
+    if !ctx.handshaken() {
         let e = RpcError::new(ErrorCode::HandshakeRequired, "say hello first");
         reply(ctx, Response::error(Some(id), e)).await;
         return;

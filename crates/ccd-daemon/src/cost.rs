@@ -19,6 +19,8 @@
 //! across a sample or an `.await`. So a list never waits on a sample it
 //! does not need.
 
+use crate::events::EventHub;
+use crate::holders::HolderTable;
 use ccd_cost::{CostProbe, MemoryKind, TreeCost};
 use ccd_protocol::methods::events::Event;
 use ccd_protocol::methods::session::{self, SessionCost, SessionInfo, SessionState};
@@ -223,15 +225,14 @@ pub async fn fill(board: &Arc<CostBoard>, rows: &mut [SessionInfo]) {
 
 /// Every live session's process now: the children ccd holds and every
 /// process the registry watcher sees writing a session.
-pub fn live_roots(daemon: &crate::state::Daemon) -> Vec<u32> {
-    let mut pids: Vec<u32> = daemon
-        .holders
+pub fn live_roots(holders: &HolderTable, events: &EventHub) -> Vec<u32> {
+    let mut pids: Vec<u32> = holders
         .snapshot()
         .iter()
         .filter_map(|h| h.info.as_ref())
         .filter(|i| i.exit.is_none())
         .map(|i| i.child_pid)
-        .chain(daemon.events.view().iter().map(|w| w.pid))
+        .chain(events.view().iter().map(|w| w.pid))
         .collect();
     pids.sort_unstable();
     pids.dedup();

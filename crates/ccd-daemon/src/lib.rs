@@ -3,14 +3,23 @@
 //! Ownership, top down:
 //! - [`server`] owns the listening socket and the [`state::Daemon`] shared by
 //!   every connection task (behind an `Arc`; every field is either
-//!   immutable or behind its own lock, never held across an `.await`);
-//! - [`connection`] owns one client connection: a reader loop, a writer task
-//!   fed by a bounded channel, and the attachments of that connection;
+//!   immutable or behind its own lock, never held across an `.await`), and
+//!   starts the background tasks, each given the parts of the daemon it
+//!   uses (never the daemon itself);
+//! - [`connection`] serves one client connection: a reader loop and a
+//!   writer task fed by a bounded channel; what a request sees of its
+//!   connection (the attachments among it) is [`conn_ctx::ConnCtx`];
+//! - [`router`] picks the handler of each method; [`handlers`] answer them,
+//!   one module per method group, through [`session_ops`] (resolving,
+//!   starting, resuming and driving sessions);
 //! - [`holders`] owns the table of per-session holder processes (which own
 //!   the PTYs: the daemon never does, so a daemon crash interrupts no
-//!   session) and the async client that talks to them;
-//! - [`handlers`] answer the API's methods, one module per concern, chosen
-//!   by [`router`].
+//!   session), the async client that talks to them, and the tasks that
+//!   refresh and reap them.
+//!
+//! The modules are layered (`docs/architecture.md`, "The daemon's
+//! modules"): a module imports only from layers below it, so no import
+//! cycle spans more than a module and its own children.
 //!
 //! Nothing in a handler blocks the runtime: file-system scans (the session
 //! index) run on the blocking pool.
@@ -19,6 +28,7 @@
 // (docs/architecture.md, "Unsafe code").
 #![deny(unsafe_code)]
 
+pub mod conn_ctx;
 pub mod conn_slots;
 pub mod connection;
 pub mod cost;
@@ -28,14 +38,16 @@ pub mod handlers;
 pub mod holders;
 pub mod limits;
 pub mod logfiles;
+pub mod options;
 pub mod out_queue;
 pub mod reactor;
 pub mod router;
 pub mod server;
+pub mod session_ops;
 pub mod startup;
 pub mod state;
 pub mod views;
 
-pub use handlers::attach::SETTLE_AFTER_READY as RESUME_SETTLE;
+pub use options::DaemonOptions;
 pub use server::run;
-pub use state::DaemonOptions;
+pub use session_ops::resume::SETTLE_AFTER_READY as RESUME_SETTLE;

@@ -192,19 +192,13 @@ pub fn prune_holder_logs(
     out
 }
 
-/// Prunes holder logs now and every [`PRUNE_EVERY`], sparing every
-/// holder the table knows and every one whose socket is still there (a
-/// slow one not adopted yet).
-pub async fn prune_task(daemon: std::sync::Arc<crate::state::Daemon>) {
-    let dir = daemon.options.state_dir.clone();
+/// Prunes the holder logs in `dir` (the state dir) now and every
+/// [`PRUNE_EVERY`], sparing every holder the table knows and every one
+/// whose socket is still there (a slow one not adopted yet).
+pub async fn prune_task(holders: std::sync::Arc<crate::holders::HolderTable>, dir: PathBuf) {
     loop {
-        let mut live: HashSet<String> = daemon
-            .holders
-            .snapshot()
-            .into_iter()
-            .map(|e| e.id)
-            .collect();
-        if let Ok(rd) = std::fs::read_dir(daemon.holders.dir()) {
+        let mut live: HashSet<String> = holders.snapshot().into_iter().map(|e| e.id).collect();
+        if let Ok(rd) = std::fs::read_dir(holders.dir()) {
             live.extend(rd.flatten().filter_map(|e| {
                 e.file_name()
                     .to_str()

@@ -1,7 +1,8 @@
 //! Descriptors the runtime's reactor watches for readiness (tokio's
-//! `AsyncFd`): a process's pidfd or kqueue ([`crate::exit_watch`]), the
-//! registry folder's inotify ([`crate::events::dir_watch`]), a client's
-//! socket waited on for its hang-up ([`crate::connection`]).
+//! `AsyncFd`): a process's pidfd or kqueue (`exit_watch`), the registry
+//! folder's inotify (`events::dir_watch`), a client's socket waited on for
+//! its hang-up (`conn_ctx`). A leaf: those modules import it, it imports
+//! nothing of the crate.
 //!
 //! Registering a descriptor with tokio is unsafe: it must stay open, and
 //! be the same descriptor, for as long as the `AsyncFd` lives. [`Watched`]

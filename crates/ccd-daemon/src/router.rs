@@ -5,8 +5,8 @@
 //! method's typed params and returns its typed result ([`typed`] does the
 //! decoding and encoding once for all).
 
-use crate::connection::ConnCtx;
-use crate::handlers::{attach, daemon_ctl, lifecycle, respond, sessions, trim};
+use crate::conn_ctx::ConnCtx;
+use crate::handlers::{attach, daemon_ctl, events, lifecycle, respond, sessions, trim};
 use ccd_protocol::methods::{attach as a, daemon as d, events as e, session as s};
 use ccd_protocol::methods::{Method, MethodId};
 use ccd_protocol::{parse_params, Id, RpcError};
@@ -74,7 +74,7 @@ pub async fn dispatch(
         }
         MethodId::SessionTrim => typed::<s::SessionTrim, _>(params, |p| trim::trim(ctx, p)).await,
         MethodId::EventsSubscribe => {
-            typed::<e::EventsSubscribe, _>(params, |p| crate::events::subscribe(ctx, id, p)).await
+            typed::<e::EventsSubscribe, _>(params, |p| events::subscribe(ctx, id, p)).await
         }
     }
 }

@@ -39,9 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 
-/// The longest a stop waits for the connections to write what is queued
-/// for their clients (a client that reads nothing is cut off then).
-pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
+pub use crate::state::DRAIN_BOUND;
 
 /// The longest the stopping runtime waits for blocking tasks in flight.
 pub const BLOCKING_BOUND: Duration = Duration::from_secs(2);
@@ -87,16 +85,30 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     );
     let adopted = daemon.holders.adopt_all().await;
     tracing::info!(adopted, "holders adopted");
-    tokio::spawn(crate::logfiles::prune_task(daemon.clone()));
-    tokio::spawn(crate::holders::watch(daemon.clone()));
-    tokio::spawn(crate::events::registry_watch::run(daemon.clone()));
+    // The tasks are given the parts of the daemon they use, not the
+    // daemon itself.
+    tokio::spawn(crate::logfiles::prune_task(
+        daemon.holders.clone(),
+        daemon.options.state_dir.clone(),
+    ));
+    tokio::spawn(crate::holders::watch(
+        daemon.holders.clone(),
+        daemon.shutdown.subscribe(),
+    ));
+    tokio::spawn(crate::events::registry_watch::run(
+        daemon.holders.clone(),
+        daemon.events.clone(),
+        daemon.options.claude_config.clone(),
+        daemon.options.context_windows.clone(),
+        daemon.shutdown.subscribe(),
+    ));
     {
-        let d = daemon.clone();
+        let (holders, events) = (daemon.holders.clone(), daemon.events.clone());
         tokio::spawn(crate::cost::run(
             daemon.costs.clone(),
             daemon.options.cost_interval,
             daemon.options.memory_budget.is_some(),
-            move || crate::cost::live_roots(&d),
+            move || crate::cost::live_roots(&holders, &events),
             daemon.events.subscribe(),
             daemon.shutdown.subscribe(),
         ));
@@ -107,7 +119,15 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
         min_idle: daemon.options.reap_min_idle,
     };
     if rules.any() {
-        tokio::spawn(crate::holders::reap::run(daemon.clone(), rules));
+        let reaper = crate::holders::reap::Reaper {
+            holders: daemon.holders.clone(),
+            costs: daemon.costs.clone(),
+            events: daemon.events.clone(),
+            projects: daemon.options.claude_config.projects_dir(),
+            shutdown: daemon.shutdown.subscribe(),
+            stopping: daemon.stopping.clone(),
+        };
+        tokio::spawn(crate::holders::reap::run(reaper, rules));
     }
 
     let our_uid = nix::unistd::getuid().as_raw();

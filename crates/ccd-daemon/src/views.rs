@@ -1,6 +1,7 @@
 //! Conversions from what the daemon knows to the wire's `SessionInfo`
 //! (exactly the fields of `ccd ls --json`).
 
+pub use crate::holders::attention_text;
 use crate::holders::{lifecycle_of, Finished, HolderEntry};
 use ccd_claude::index::{SessionRecord, Writer};
 use ccd_claude::Liveness;
@@ -386,18 +387,6 @@ pub fn permission_text(p: &ccd_holder::PermissionInfo) -> String {
     match p.detail.as_deref().filter(|d| !d.is_empty()) {
         Some(d) => format!("{tool} {d}"),
         None => tool,
-    }
-}
-
-/// A human sentence for an attention reason.
-pub fn attention_text(r: &ccd_holder::AttentionReason) -> String {
-    use ccd_holder::AttentionReason as A;
-    match r {
-        A::ApiKeyDialog => "Claude Code asks whether to use the API key in the environment (ccd never answers this)".into(),
-        A::TrustDialog => "the folder-trust dialog is waiting (auto-trust is off)".into(),
-        A::TrustAmbiguous { detail } => format!("the trust dialog cannot be answered safely: {detail}"),
-        A::TrustUnverified { detail } => format!("could not verify the trust option was selected: {detail}"),
-        A::UnknownBlockingScreen { hint } => format!("an unrecognized screen is waiting for input: {hint}"),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Events: one broadcast hub, fed by the registry watcher (every session on
 //! the machine) and by the holder table (sessions ccd holds), drained by a
-//! task per subscribed connection.
+//! task per subscribed connection (`events.subscribe`, in
+//! `handlers::events`). A service: it imports nothing of the crate.
 //!
 //! The hub never waits on a subscriber: a subscriber that falls more than
 //! [`HUB_CAPACITY`] events behind loses the oldest and is told so
@@ -17,12 +18,7 @@
 pub mod dir_watch;
 pub mod registry_watch;
 
-use crate::conn_slots::TaskGuard;
-use crate::connection::{notify, ConnCtx};
-use ccd_protocol::methods::events::{
-    Event, EventKind, EventNotification, LiveWriter, SubscribeParams, SubscribeResult,
-};
-use ccd_protocol::RpcError;
+use ccd_protocol::methods::events::{Event, LiveWriter};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
@@ -89,50 +85,4 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-}
-
-/// `events.subscribe`.
-pub async fn subscribe(
-    ctx: &Arc<ConnCtx>,
-    id: Option<ccd_protocol::Id>,
-    p: SubscribeParams,
-) -> Result<SubscribeResult, RpcError> {
-    let (mut rx, writers) = ctx.daemon.events.subscribe_with_view();
-    let replied = id.as_ref().map(|id| ctx.after_reply(id));
-    let out = ctx.out();
-    let task = tokio::spawn(async move {
-        if let Some(r) = replied {
-            let _ = r.await;
-        }
-        loop {
-            let e = match rx.recv().await {
-                Ok(e) => e,
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    let mut e = Event::new(EventKind::Lagged, None, now_ms());
-                    e.missed = Some(n);
-                    e
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
-            };
-            if let Some(types) = &p.types {
-                if e.kind != EventKind::Lagged && !types.iter().any(|t| t == e.kind.as_str()) {
-                    continue;
-                }
-            }
-            if !notify::<EventNotification>(&out, &e).await {
-                break;
-            }
-        }
-    });
-    // Replaces (and so ends) an earlier subscription of this connection.
-    let old = ctx
-        .subscription
-        .lock()
-        .ok()
-        .and_then(|mut s| s.replace(TaskGuard::new(task)));
-    drop(old);
-    Ok(SubscribeResult {
-        subscribed: true,
-        writers,
-    })
 }

@@ -27,9 +27,11 @@
 use super::dir_watch::DirWatch;
 use super::{now_ms, EventHub};
 use crate::exit_watch::ExitWatch;
-use crate::state::Daemon;
+use crate::holders::{HolderPids, HolderTable};
+use ccd_claude::context::ContextWindows;
 use ccd_claude::liveness::{self, Liveness};
 use ccd_claude::registry;
+use ccd_claude::ClaudeConfigDir;
 use ccd_protocol::methods::events::{Event, EventKind, LiveWriter};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -59,14 +61,6 @@ struct Seen {
     liveness: Liveness,
     /// The holder that runs this process, if ccd does.
     holder: Option<String>,
-}
-
-/// What the watcher needs of a holder to match processes to it.
-#[derive(Debug, Clone)]
-pub(crate) struct HolderPids {
-    pub id: String,
-    pub holder_pid: Option<u32>,
-    pub child_pid: Option<u32>,
 }
 
 /// The holder running `pid`: its child, or a child of its process.
@@ -357,7 +351,8 @@ fn context_event(
     projects: &Path,
     session: &str,
     last: &mut HashMap<String, u64>,
-    daemon: &Daemon,
+    holders: &HolderTable,
+    windows: &ContextWindows,
 ) -> Option<Event> {
     let path = ccd_claude::transcript::find_by_session_id(projects, session)?;
     let s = ccd_claude::transcript::read_summary(&path).ok()?;
@@ -368,8 +363,7 @@ fn context_event(
     last.insert(session.to_string(), tokens);
     // The window the CLI states (a held session's banner) before an
     // assumed one, as in the listing.
-    let stated = daemon
-        .holders
+    let stated = holders
         .snapshot()
         .into_iter()
         .find(|h| h.session_id() == Some(session))
@@ -379,10 +373,7 @@ fn context_event(
             tokens,
             source: ccd_claude::context::WindowSource::Screen,
         },
-        None => daemon
-            .options
-            .context_windows
-            .window_for(s.model.as_deref()),
+        None => windows.window_for(s.model.as_deref()),
     };
     let mut e = Event::new(EventKind::Context, Some(session.to_string()), now_ms());
     e.context_tokens = Some(tokens);
@@ -390,14 +381,21 @@ fn context_event(
     Some(e)
 }
 
-/// Runs until the daemon stops.
-pub async fn run(daemon: Arc<Daemon>) {
-    let dir: PathBuf = daemon.options.claude_config.sessions_dir();
-    let projects = daemon.options.claude_config.projects_dir();
-    let hub: EventHub = daemon.events.clone();
+/// Runs until `stop` turns true (the daemon stops): watches Claude
+/// Code's registry under `claude_config`, matches its processes to the
+/// `holders` ccd runs, and publishes on `hub`; `windows` sizes the context
+/// events of sessions ccd does not hold.
+pub async fn run(
+    holders: Arc<HolderTable>,
+    hub: EventHub,
+    claude_config: ClaudeConfigDir,
+    windows: ContextWindows,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let dir: PathBuf = claude_config.sessions_dir();
+    let projects = claude_config.projects_dir();
     // Woken by a watched process's end.
     let (wake_tx, mut wake) = tokio::sync::mpsc::channel::<()>(1);
-    let mut stop = daemon.shutdown.subscribe();
     let mut fs = match DirWatch::new(&dir) {
         Ok(w) => {
             tracing::info!(dir = %dir.display(), "watching the registry folder");
@@ -411,8 +409,8 @@ pub async fn run(daemon: Arc<Daemon>) {
     let mut exits = ExitWatches::new();
     let (mut seen, opened) = {
         let d = dir.clone();
-        let holders = daemon.holders.pids();
-        tokio::task::spawn_blocking(move || scan(&d, &HashMap::new(), &holders, &HashSet::new()))
+        let pids = holders.pids();
+        tokio::task::spawn_blocking(move || scan(&d, &HashMap::new(), &pids, &HashSet::new()))
             .await
             .unwrap_or_default()
     };
@@ -448,13 +446,13 @@ pub async fn run(daemon: Arc<Daemon>) {
         }
         let d = dir.clone();
         let p = projects.clone();
-        let holders = daemon.holders.pids();
+        let pids = holders.pids();
         let old = std::mem::take(&mut seen);
         let before = scanned_at;
         scanned_at = now_ms();
         let watched = exits.watched();
         let (old, now, opened, events) = match tokio::task::spawn_blocking(move || {
-            let (now, opened) = scan(&d, &old, &holders, &watched);
+            let (now, opened) = scan(&d, &old, &pids, &watched);
             let reason = |to: &str, cwd: Option<&str>| {
                 ccd_claude::id_switch::reason(&p, to, cwd, before, now_ms()).as_str()
             };
@@ -477,7 +475,7 @@ pub async fn run(daemon: Arc<Daemon>) {
             .filter(|pid| now.get(pid) != seen.get(pid))
             .copied()
             .collect();
-        daemon.holders.mark_dirty(&moved);
+        holders.mark_dirty(&moved);
         let ended: Vec<String> = events
             .iter()
             .filter(|e| {
@@ -490,10 +488,11 @@ pub async fn run(daemon: Arc<Daemon>) {
         hub.publish_view(events, view_of(&now));
         for s in ended {
             let p = projects.clone();
-            let d = daemon.clone();
+            let h = holders.clone();
+            let w = windows.clone();
             let mut c = std::mem::take(&mut contexts);
             let (ev, c) = tokio::task::spawn_blocking(move || {
-                let ev = context_event(&p, &s, &mut c, &d);
+                let ev = context_event(&p, &s, &mut c, &h, &w);
                 (ev, c)
             })
             .await

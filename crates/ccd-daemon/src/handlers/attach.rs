@@ -4,8 +4,10 @@
 //! owned by the client connection that attached. Its forwarder task copies
 //! the holder's notifications (output, resync, exited) to the client in
 //! whole-line batches, without decoding them, and drops the holder's replies
-//! to the input/resize requests sent on it ([`Relay`]). Dropping the attachment closes the
-//! holder connection, which detaches it there.
+//! to the input/resize requests sent on it (`holders::relay`). Dropping
+//! the attachment closes the holder connection, which detaches it there.
+//! The attachment itself, its forwarder and the socket plumbing of a
+//! direct stream are `holders::attachment`.
 //!
 //! With `direct`, the daemon hands the client a connection to the holder
 //! instead (passed with the reply, `SCM_RIGHTS`), on which it has already
@@ -19,41 +21,23 @@
 //! from attach and resize; when a client types and its size differs from
 //! the session's, its size is applied first.
 
-use crate::conn_slots::TaskGuard;
-use crate::connection::ConnCtx;
-use crate::handlers::lifecycle::{checked_cwd, resumable, start};
-use crate::handlers::sessions::resolve_for_attach;
-use crate::holders::relay::Relay;
-use crate::holders::rpc::{call_once, HolderConn, HolderError};
-use crate::holders::spawn::new_holder_id;
-use crate::holders::spec::{HolderMeta, Origin};
+use crate::conn_ctx::ConnCtx;
+use crate::holders::attachment::{attachment_of, connect_sending, Attachment};
+use crate::holders::rpc::HolderConn;
 use crate::holders::HolderEntry;
-use ccd_protocol::error_data::{LiveElsewhereData, ScreenData, SpawnFailedData};
+use crate::session_ops::resolve::{held, resolve_for_attach};
+use crate::session_ops::resume::{fresh_instead, live_elsewhere, resume};
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::attach::{
-    AttachMode, AttachParams, AttachResult, DetachResult, FreshStart, InputParams, InputResult,
-    ResizeParams, DIRECT_ATTACH_ID,
+    AttachMode, AttachParams, AttachResult, DetachResult, InputParams, InputResult, ResizeParams,
+    DIRECT_ATTACH_ID,
 };
-use ccd_protocol::methods::session::{
-    Lifecycle, Progress, SessionInfo, SessionProgress, SessionState,
-};
+use ccd_protocol::methods::session::{SessionInfo, SessionState};
 use ccd_protocol::methods::Method;
 use ccd_protocol::methods::{Empty, SessionRef, TermSize};
 use ccd_protocol::{ErrorCode, Id, RpcError};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
-
-/// One client connection's attachment to one session. Dropping it ends
-/// its forwarder and closes its holder connection (which detaches it
-/// there).
-pub struct Attachment {
-    pub holder: HolderEntry,
-    pub mode: AttachMode,
-    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
-    _forwarder: TaskGuard,
-}
 
 fn internal(e: impl std::fmt::Display) -> RpcError {
     RpcError::internal(e.to_string())
@@ -213,29 +197,12 @@ async fn relayed(
         }
     }
     let replied = id.map(|id| ctx.after_reply(id));
-    let out = ctx.out();
-    let HolderConn { reader, writer, .. } = conn;
     let slot = ctx.attachments.key(session);
     let own = slot.clone();
-    let task = tokio::spawn(async move {
-        if let Some(r) = replied {
-            let _ = r.await;
-        }
-        let mut relay = Relay::new(reader);
-        while let Ok(Some(batch)) = relay.next_batch().await {
-            if !out.send(batch).await {
-                break;
-            }
-        }
-        // The holder went away: forget this attachment.
-        own.release();
+    // The holder went away: forget this attachment.
+    let attachment = Attachment::relay(holder, p.mode, conn, ctx.out(), replied, move || {
+        own.release()
     });
-    let attachment = Attachment {
-        holder: holder.clone(),
-        mode: p.mode,
-        writer: Arc::new(tokio::sync::Mutex::new(writer)),
-        _forwarder: TaskGuard::new(task),
-    };
     // Replaces (and so ends) an earlier attachment to the same session.
     ctx.attachments.put(&slot, attachment);
     Ok((size, protocol))
@@ -366,455 +333,6 @@ async fn direct(
     Ok(Some((size, protocol)))
 }
 
-/// Connects to the Unix socket at `path` and writes `lines` on the new
-/// connection; the connection, non-blocking. A Unix socket's connect
-/// completes at once or fails, and a fresh connection's send buffer takes
-/// a few short lines, so this is two system calls in the calling task,
-/// with no wait on the runtime's reactor (`tokio::net::UnixStream::connect`
-/// waits for the new socket's first readiness event: a wake-up of another
-/// worker before the first byte goes out). A full listen backlog (the
-/// connect would wait) or a short write takes tokio's way.
-async fn connect_sending(
-    path: &std::path::Path,
-    lines: &[u8],
-) -> std::io::Result<std::os::unix::net::UnixStream> {
-    use nix::sys::socket::{connect, UnixAddr};
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    let fd = nonblocking_stream_socket()?;
-    let addr = UnixAddr::new(path)?;
-    let stream = match connect(fd.as_raw_fd(), &addr) {
-        Ok(()) => std::os::unix::net::UnixStream::from(fd),
-        Err(nix::errno::Errno::EAGAIN) => {
-            let mut s = tokio::net::UnixStream::connect(path).await?;
-            s.write_all(lines).await?;
-            return s.into_std();
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let sent = match (&stream).write(lines) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-        Err(e) => return Err(e),
-    };
-    if sent == lines.len() {
-        return Ok(stream);
-    }
-    let mut s = tokio::net::UnixStream::from_std(stream)?;
-    s.write_all(&lines[sent..]).await?;
-    s.into_std()
-}
-
-/// A new Unix stream socket, non-blocking and close-on-exec: both flags
-/// set by `socket(2)` itself on Linux.
-#[cfg(target_os = "linux")]
-fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
-    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
-    Ok(socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        None,
-    )?)
-}
-
-/// A new Unix stream socket, non-blocking and close-on-exec: macOS's
-/// `socket(2)` takes no such flags, so `fcntl(2)` sets them right after
-/// (as the standard library does for its sockets there).
-#[cfg(not(target_os = "linux"))]
-fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
-    let fd = socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::empty(),
-        None,
-    )?;
-    fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-    Ok(fd)
-}
-
-fn live_elsewhere(info: &SessionInfo) -> RpcError {
-    let since = info.writers.first().and_then(|w| w.started_at.clone());
-    live_elsewhere_since(info, since)
-}
-
-fn live_elsewhere_since(info: &SessionInfo, since: Option<String>) -> RpcError {
-    let short = info.session_id.get(..8).unwrap_or(&info.session_id);
-    RpcError::new(
-        ErrorCode::SessionLiveElsewhere,
-        format!(
-            "session {} is {} outside ccd (pid {}); ccd will not resume it. Use `ccd observe {short}` or `ccd fork {short}`",
-            info.session_id,
-            if info.state == SessionState::Unknown { "possibly running" } else { "running" },
-            info.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
-        ),
-    )
-    .with_data_of(&elsewhere_data(info, since))
-}
-
-/// `data` of `session_live_elsewhere`.
-fn elsewhere_data(info: &SessionInfo, since: Option<String>) -> LiveElsewhereData {
-    LiveElsewhereData {
-        session: info.session_id.clone(),
-        state: info.state,
-        pid: info.pid,
-        cwd: info.cwd.clone(),
-        since,
-        kind: info.kind.clone(),
-        started_meanwhile: false,
-    }
-}
-
-/// A process whose registry entry holds a session and that may be running.
-struct OtherWriter {
-    entry: ccd_claude::registry::RegistryEntry,
-    liveness: ccd_claude::Liveness,
-}
-
-impl OtherWriter {
-    /// `info` as this process makes it: running (or possibly running), by
-    /// its pid, in its cwd, of its kind; and since when (RFC 3339).
-    fn as_info(&self, info: &SessionInfo) -> (SessionInfo, Option<String>) {
-        let mut now = info.clone();
-        now.state = crate::views::state_of(self.liveness);
-        now.pid = Some(self.entry.pid);
-        if self.entry.cwd.is_some() {
-            now.cwd = self.entry.cwd.clone();
-        }
-        if self.entry.kind.is_some() {
-            now.kind = self.entry.kind.clone();
-        }
-        (now, self.entry.started_at.and_then(crate::views::millis))
-    }
-}
-
-/// Processes whose registry entries hold `sid` and may be running (live or
-/// unknown), read now, but `ours` (the child ccd started).
-async fn writers_now(ctx: &ConnCtx, sid: &str, ours: Option<u32>) -> Vec<OtherWriter> {
-    let dir = ctx.daemon.options.claude_config.sessions_dir();
-    let sid = sid.to_string();
-    tokio::task::spawn_blocking(move || {
-        let probe = ccd_claude::liveness::system_probe();
-        ccd_claude::index::entries_writing(&dir, &sid, probe.as_ref())
-            .into_iter()
-            .filter(|(e, _)| Some(e.pid) != ours)
-            .map(|(entry, liveness)| OtherWriter { entry, liveness })
-            .collect()
-    })
-    .await
-    .unwrap_or_default()
-}
-
-/// How long a resumed session must stay up after `ready` to count as
-/// resumed (an exit within this is a failed resume), unless the daemon's
-/// options say otherwise.
-pub const SETTLE_AFTER_READY: Duration = Duration::from_millis(1500);
-
-/// How long ccd's own copy of a session another process took meanwhile
-/// gets to end after SIGTERM before SIGKILL.
-const STOP_COPY_GRACE_MS: u64 = 2000;
-
-/// `session.progress` of a resume step (see [`SessionProgress`]).
-///
-/// [`SessionProgress`]: ccd_protocol::methods::session::SessionProgress
-async fn resume_step(ctx: &ConnCtx, step: ResumeStep<'_>, detail: StepDetail) {
-    let p = Progress {
-        holder: step.holder.to_string(),
-        session: Some(step.session.to_string()),
-        lifecycle: step.lifecycle.clone(),
-        reason: None,
-        step: Some(step.step.to_string()),
-        cwd: detail.cwd,
-        pid: detail.pid,
-    };
-    ctx.notify::<SessionProgress>(&p).await;
-}
-
-/// Which resume step [`resume_step`] reports.
-struct ResumeStep<'a> {
-    holder: &'a str,
-    session: &'a str,
-    lifecycle: Lifecycle,
-    step: &'a str,
-}
-
-/// What a resume step adds ([`Progress`]'s `cwd` and `pid`).
-#[derive(Default)]
-struct StepDetail {
-    cwd: Option<String>,
-    pid: Option<u32>,
-}
-
-/// `claude --resume <sid>` in the session's original cwd, under a new
-/// holder. Never in another directory; never while another process holds
-/// the id (checked right before spawning and again until it has settled).
-async fn resume(
-    ctx: &Arc<ConnCtx>,
-    info: &SessionInfo,
-    size: Option<TermSize>,
-) -> Result<HolderEntry, RpcError> {
-    let sid = info.session_id.as_str();
-    let (cwd, transcript) = resumable(info)?;
-    let transcript_bytes = std::fs::metadata(&transcript).map(|m| m.len()).unwrap_or(0);
-    if let Some(w) = writers_now(ctx, sid, None).await.first() {
-        let (now, since) = w.as_info(info);
-        return Err(live_elsewhere_since(&now, since));
-    }
-    let meta = HolderMeta {
-        id: new_holder_id(),
-        session_id: Some(sid.to_string()),
-        name: info.name.clone(),
-        cwd: cwd.to_string_lossy().into_owned(),
-        origin: Origin::Resume,
-        forked_from: None,
-        created_at: now_ms(),
-        pinned: false,
-        holder_pid: None,
-    };
-    let hid = meta.id.clone();
-    tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
-    let step = |lifecycle, step| ResumeStep {
-        holder: &hid,
-        session: sid,
-        lifecycle,
-        step,
-    };
-    resume_step(
-        ctx,
-        step(Lifecycle::Starting, "resuming"),
-        StepDetail {
-            cwd: Some(cwd.to_string_lossy().into_owned()),
-            pid: None,
-        },
-    )
-    .await;
-    let size = size.unwrap_or(TermSize {
-        cols: 120,
-        rows: 40,
-    });
-    let failed = |reason: String, screen: Option<Vec<String>>| {
-        tracing::warn!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, %reason, "resume failed");
-        RpcError::new(
-            ErrorCode::SpawnFailed,
-            format!("resuming {sid} failed: {reason}"),
-        )
-        .with_data_of(&SpawnFailedData {
-            reason,
-            exit_code: None,
-            signal: None,
-            screen,
-            session: Some(sid.to_string()),
-            cwd: Some(cwd.to_string_lossy().into_owned()),
-            transcript: Some(transcript.clone()),
-            transcript_bytes: Some(transcript_bytes),
-        })
-    };
-    let r = match start(
-        ctx,
-        meta,
-        vec!["--resume".into(), sid.into()],
-        cwd.clone(),
-        size,
-        ctx.daemon.options.auto_trust_default,
-        true,
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            let screen = e.data_as::<ScreenData>().and_then(|d| d.screen);
-            return Err(failed(e.message, screen));
-        }
-    };
-    let lifecycle = r.lifecycle;
-    if matches!(lifecycle, Lifecycle::Failed | Lifecycle::Exited) {
-        let reason = r.reason.unwrap_or_else(|| lifecycle.to_string());
-        return Err(failed(reason, r.screen));
-    }
-    resume_step(
-        ctx,
-        step(lifecycle.clone(), "settling"),
-        StepDetail::default(),
-    )
-    .await;
-    // An exit within the first moments is a failed resume too; someone may
-    // start the same session by hand meanwhile (checked on every round, so
-    // the refusal comes as soon as it is known).
-    let deadline = tokio::time::Instant::now() + ctx.daemon.options.resume_settle;
-    loop {
-        let ours = match ctx.daemon.holders.refresh(&hid).await {
-            Some(i) if i.exit.is_none() => i.child_pid,
-            _ => {
-                let f = ctx.daemon.holders.finished_for_holder(&hid);
-                let screen = f
-                    .as_ref()
-                    .map(|f| f.screen.lines().map(String::from).collect::<Vec<_>>());
-                let reason = f
-                    .and_then(|f| {
-                        f.failure
-                            .or(f.exit.map(|e| format!("claude exited at once ({e:?})")))
-                    })
-                    .unwrap_or_else(|| "claude exited at once".into());
-                return Err(failed(reason, screen));
-            }
-        };
-        if let Some(other) = writers_now(ctx, sid, Some(ours)).await.into_iter().next() {
-            return Err(refuse_late(ctx, info, &hid, &lifecycle, other).await);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    ctx.daemon
-        .holders
-        .get(&hid)
-        .ok_or_else(|| failed("the session ended at once".into(), None))
-}
-
-/// Another process started the session ccd was resuming: ccd's copy
-/// (holder `hid`) is stopped, collected and forgotten, so that nothing
-/// later reports it, and the refusal names the other process.
-async fn refuse_late(
-    ctx: &ConnCtx,
-    info: &SessionInfo,
-    hid: &str,
-    lifecycle: &Lifecycle,
-    other: OtherWriter,
-) -> RpcError {
-    let sid = info.session_id.as_str();
-    let pid = other.entry.pid;
-    tracing::warn!(
-        session = sid,
-        other = pid,
-        holder = hid,
-        "another process resumed the same session meanwhile; stopping ours"
-    );
-    let step = ResumeStep {
-        holder: hid,
-        session: sid,
-        lifecycle: lifecycle.clone(),
-        step: "stopping",
-    };
-    let detail = StepDetail {
-        cwd: None,
-        pid: Some(pid),
-    };
-    resume_step(ctx, step, detail).await;
-    if let Some(entry) = ctx.daemon.holders.get(hid) {
-        // Out of the table first: no request resolves to it from now on,
-        // and its exit leaves no finished record.
-        ctx.daemon.holders.discard(hid);
-        let killed = call_once::<h::Kill>(
-            &entry.socket,
-            &h::KillParams {
-                signal: h::KillSignal::Term,
-                grace_ms: Some(STOP_COPY_GRACE_MS),
-            },
-        )
-        .await;
-        // Collected as soon as it has exited (at once for a claude that
-        // honours SIGTERM), so that its registry entry is gone before the
-        // reply; SIGKILL after the grace bounds the wait.
-        match killed {
-            Ok(_) => {
-                let c = ctx
-                    .daemon
-                    .holders
-                    .collect(&entry, STOP_COPY_GRACE_MS + 1000)
-                    .await;
-                tracing::info!(holder = hid, collected = ?c.as_ref().map(|c| c.collected), "ccd's copy stopped");
-            }
-            Err(error) => {
-                tracing::warn!(holder = hid, %error, "stopping ccd's copy failed");
-            }
-        }
-        // A collect that raced the discard may have recorded it.
-        ctx.daemon.holders.discard(hid);
-    }
-    let (now, since) = other.as_info(info);
-    let short = sid.get(..8).unwrap_or(sid);
-    let mut data = elsewhere_data(&now, since);
-    data.started_meanwhile = true;
-    RpcError::new(
-        ErrorCode::SessionLiveElsewhere,
-        format!(
-            "another process (pid {pid}{}) started session {sid} while ccd was resuming it; ccd stopped its own copy and will not resume it. Use `ccd observe {short}` or `ccd fork {short}`",
-            now.cwd.as_deref().map(|c| format!(", in {c}")).unwrap_or_default(),
-        ),
-    )
-    .with_data_of(&data)
-}
-
-/// After a failed resume, with the user's consent (`fresh_on_failure`): a
-/// new session in the same cwd. Says so, naming the original.
-async fn fresh_instead(
-    ctx: &Arc<ConnCtx>,
-    info: &SessionInfo,
-    reason: &str,
-    size: Option<TermSize>,
-) -> Result<(HolderEntry, FreshStart), RpcError> {
-    let cwd = info.cwd.as_deref().ok_or_else(|| {
-        RpcError::new(ErrorCode::CwdMissing, "no cwd to start a fresh session in")
-    })?;
-    let cwd = checked_cwd(cwd)?;
-    let new_id = uuid::Uuid::new_v4().to_string();
-    let meta = HolderMeta {
-        id: new_holder_id(),
-        session_id: Some(new_id.clone()),
-        name: None,
-        cwd: cwd.to_string_lossy().into_owned(),
-        origin: Origin::New,
-        forked_from: None,
-        created_at: now_ms(),
-        pinned: false,
-        holder_pid: None,
-    };
-    let hid = meta.id.clone();
-    let size = size.unwrap_or(TermSize {
-        cols: 120,
-        rows: 40,
-    });
-    let r = start(
-        ctx,
-        meta,
-        vec!["--session-id".into(), new_id.clone()],
-        cwd,
-        size,
-        ctx.daemon.options.auto_trust_default,
-        true,
-    )
-    .await?;
-    tracing::warn!(old = %info.session_id, new = %new_id, %reason, "resume failed; started a fresh session as asked");
-    let entry = ctx.daemon.holders.get(&hid).ok_or_else(|| {
-        RpcError::new(
-            ErrorCode::SpawnFailed,
-            format!(
-                "the fresh session ended at once: {}",
-                r.reason.as_deref().unwrap_or("no reason given")
-            ),
-        )
-    })?;
-    Ok((
-        entry,
-        FreshStart {
-            session: info.session_id.clone(),
-            transcript: info.transcript.clone(),
-            reason: reason.to_string(),
-        },
-    ))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 pub async fn detach(ctx: &ConnCtx, p: SessionRef) -> Result<DetachResult, RpcError> {
     let a = ctx
         .attachments
@@ -826,58 +344,20 @@ pub async fn detach(ctx: &ConnCtx, p: SessionRef) -> Result<DetachResult, RpcErr
     })
 }
 
-/// What input and resize need of an attachment, copied out of the lock.
-struct AttachedTo {
-    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
-    mode: AttachMode,
-    /// The session and its holder's id, for errors.
-    session: String,
-    holder: String,
-}
-
-fn attachment_of(ctx: &ConnCtx, session: &str) -> Option<AttachedTo> {
-    ctx.attachments.find_map(
-        |k, a| {
-            k == session || a.holder.id == session || (session.len() >= 4 && k.starts_with(session))
-        },
-        |k, a| AttachedTo {
-            writer: a.writer.clone(),
-            mode: a.mode,
-            session: k.to_string(),
-            holder: a.holder.id.clone(),
-        },
-    )
-}
-
-/// Sends `M` on an attachment's holder connection; its reply is dropped
-/// by the relay.
-async fn send_on<M: Method>(to: &AttachedTo, params: &M::Params) -> Result<(), RpcError> {
-    let failed = |e: HolderError| e.into_rpc(&to.session, &to.holder);
-    let params = crate::holders::rpc::to_params(params).map_err(failed)?;
-    let req = ccd_protocol::Request::new(Id::Number(0), M::NAME, Some(params));
-    let line = ccd_protocol::encode(&req).map_err(internal)?;
-    to.writer
-        .lock()
-        .await
-        .write_all(&line)
-        .await
-        .map_err(|e| failed(e.into()))
-}
-
 pub async fn input(ctx: &ConnCtx, p: InputParams) -> Result<InputResult, RpcError> {
     let n = p.data.len() as u64;
     let data = h::InputParams { data: p.data };
-    if let Some(to) = attachment_of(ctx, &p.session) {
+    if let Some(to) = attachment_of(&ctx.attachments, &p.session) {
         if to.mode != AttachMode::Interactive {
             return Err(RpcError::new(
                 ErrorCode::PermissionDenied,
                 "this attachment only observes",
             ));
         }
-        send_on::<h::Input>(&to, &data).await?;
+        to.send::<h::Input>(&data).await?;
         return Ok(InputResult { written: n });
     }
-    let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
+    let entry = held(ctx, &p.session).await?;
     ctx.daemon
         .holders
         .call_serialized::<h::Input>(&entry, &data)
@@ -896,11 +376,11 @@ pub async fn resize(ctx: &ConnCtx, p: ResizeParams) -> Result<Empty, RpcError> {
         cols: p.cols,
         rows: p.rows,
     };
-    if let Some(to) = attachment_of(ctx, &p.session) {
+    if let Some(to) = attachment_of(&ctx.attachments, &p.session) {
         // The holder remembers it for this attachment (size policy).
-        send_on::<h::Resize>(&to, &size).await?;
+        to.send::<h::Resize>(&size).await?;
     } else {
-        let entry = crate::handlers::lifecycle::held(ctx, &p.session).await?;
+        let entry = held(ctx, &p.session).await?;
         ctx.daemon
             .holders
             .call_serialized::<h::Resize>(&entry, &size)

@@ -4,11 +4,11 @@
 //! `Daemon::stopping` at once (requests arriving later are refused with
 //! `shutting_down`) and `Daemon::shutdown` once its reply is queued
 //! ([`ConnCtx::after_reply`]), which the connection's writer then still
-//! writes (see [`crate::server`] for the whole shutdown). A reply that
-//! cannot be queued within [`crate::server::DRAIN_BOUND`] (its client
+//! writes (see the server's module doc for the whole shutdown). A reply that
+//! cannot be queued within [`crate::state::DRAIN_BOUND`] (its client
 //! reads nothing and its queue is full) does not hold the stop up.
 
-use crate::connection::ConnCtx;
+use crate::conn_ctx::ConnCtx;
 use ccd_protocol::methods::daemon::{
     DaemonStatusResult, DaemonStopParams, DaemonStopResult, HelloParams, HelloResult,
 };
@@ -88,7 +88,7 @@ pub async fn stop(
     let daemon = ctx.daemon.clone();
     tokio::spawn(async move {
         if let Some(replied) = replied {
-            if tokio::time::timeout(crate::server::DRAIN_BOUND, replied)
+            if tokio::time::timeout(crate::state::DRAIN_BOUND, replied)
                 .await
                 .is_err()
             {

@@ -3,8 +3,8 @@
 //! (bounded reads, never the whole file) and sends `session.transcript`
 //! notifications, then `session.exited` once no process holds the session.
 
+use crate::conn_ctx::{notify, ConnCtx};
 use crate::conn_slots::TaskGuard;
-use crate::connection::{notify, ConnCtx};
 use crate::state::Daemon;
 use ccd_claude::transcript::{Follower, Rendered};
 use ccd_protocol::methods::attach::{AttachMode, AttachResult};

@@ -13,27 +13,16 @@
 //! model and knows how long the prompt has been showing). A holder of an
 //! older protocol — started by an older ccd, it outlives the upgrade — is
 //! walked from here with the same walk, over `holder.screen` and
-//! `holder.input`, polling ([`over_rpc`]).
+//! `holder.input`, polling (`session_ops::drive::over_rpc`).
 
-use crate::connection::ConnCtx;
-use crate::handlers::lifecycle::{held, text_screen, text_within_bound, type_bytes};
+use crate::conn_ctx::ConnCtx;
 use crate::holders::rpc::HolderConn;
-use crate::holders::HolderEntry;
-use ccd_holder::walk::{
-    self, RespondTiming, RespondWalk, Seen, Step, SubmitTiming, SubmitWalk, WalkError,
-    PROMPT_BACK_WAIT,
-};
+use crate::session_ops::drive::{over_rpc, submit_when_back, text_within_bound, WALK_TIMEOUT};
+use crate::session_ops::resolve::held;
+use ccd_holder::walk::{RespondTiming, RespondWalk};
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{RespondChoice, RespondParams, RespondResult};
 use ccd_protocol::RpcError;
-use std::time::{Duration, Instant};
-
-/// How long a holder may take to walk a dialog and answer (its walk's
-/// worst case, and the refusal's message, fit in it; within a client's 30 s
-/// for a slow call).
-pub(crate) const WALK_TIMEOUT: Duration = Duration::from_secs(28);
-/// How often the screen is read while the daemon walks an older holder.
-const POLL: Duration = Duration::from_millis(30);
 
 /// `session.respond` (see the module doc).
 pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, RpcError> {
@@ -89,40 +78,4 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
         option: done.option,
         message_submitted,
     })
-}
-
-/// Runs a walk against a holder that cannot walk it itself: each look is
-/// a `holder.screen`, each key a `holder.input`, each wait a poll. The
-/// walk counts the prompt's settle time from the daemon's first look.
-pub(crate) async fn over_rpc(
-    entry: &HolderEntry,
-    sid: &str,
-    mut step: impl FnMut(&Seen) -> Result<Step, WalkError>,
-) -> Result<(), RpcError> {
-    loop {
-        let s = text_screen(entry).await?;
-        let now = Instant::now();
-        let seen = Seen {
-            now,
-            verdict: &s.verdict,
-            application_cursor: s.modes.application_cursor,
-            bracketed_paste: s.modes.bracketed_paste,
-            prompt_since: None,
-        };
-        match step(&seen).map_err(|e| e.into_rpc(sid, &s.rows))? {
-            Step::Send(bytes) => type_bytes(entry, &bytes).await?,
-            Step::Wait(at) => tokio::time::sleep(at.saturating_duration_since(now).min(POLL)).await,
-            Step::Done => return Ok(()),
-        }
-    }
-}
-
-/// After a refusal, for an older holder: waits for the input prompt, then
-/// submits `text`. Whether it was submitted.
-async fn submit_when_back(entry: &HolderEntry, sid: &str, text: String) -> Result<bool, RpcError> {
-    let until = Instant::now() + PROMPT_BACK_WAIT;
-    over_rpc(entry, sid, |seen| walk::prompt_back(seen, until)).await?;
-    let mut walk = SubmitWalk::new(text, false, SubmitTiming::default());
-    over_rpc(entry, sid, |seen| walk.step(seen)).await?;
-    Ok(walk.submitted().and_then(|d| d.submitted).unwrap_or(false))
 }

@@ -9,8 +9,8 @@
 //! leaves the original in place. Backups go to
 //! `<state dir>/trim-backups/<session id>/` (0700).
 
-use crate::connection::ConnCtx;
-use crate::handlers::sessions::resolve;
+use crate::conn_ctx::ConnCtx;
+use crate::session_ops::resolve::resolve;
 use crate::state::Daemon;
 use ccd_claude::trim::{self, TrimError, TrimOptions};
 use ccd_protocol::error_data::{TranscriptMissingData, TrimRefusal, TrimRefusedData};

@@ -43,7 +43,6 @@
 
 use super::{HolderEntry, HolderTable};
 use crate::exit_watch::ExitWatch;
-use crate::state::Daemon;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -261,7 +260,7 @@ impl HolderTable {
     /// Starts waiting for the end of `e`'s program and of its holder
     /// process (once its pids are known): each flags the entry and wakes
     /// the loop.
-    fn watch_exits(&self, daemon: &Arc<Daemon>, e: &HolderEntry) {
+    fn watch_exits(self: &Arc<Self>, e: &HolderEntry) {
         let Some(info) = e
             .info
             .as_ref()
@@ -279,17 +278,16 @@ impl HolderTable {
             let Some(pid) = pid else { continue };
             match ExitWatch::open(pid) {
                 Ok(w) => {
-                    let d = Arc::clone(daemon);
+                    let table = Arc::clone(self);
                     let id = e.id.clone();
                     tokio::spawn(async move {
                         if let Err(error) = w.exited().await {
                             tracing::debug!(holder = %id, what, %error, "cannot wait for the end");
-                            d.holders
-                                .update(&id, |e| e.exit_watching = ExitWatching::Unavailable);
+                            table.update(&id, |e| e.exit_watching = ExitWatching::Unavailable);
                         } else {
                             tracing::debug!(holder = %id, what, pid, "ended");
                         }
-                        d.holders.mark_dirty_holder(&id);
+                        table.mark_dirty_holder(&id);
                     });
                 }
                 // Already gone.
@@ -312,13 +310,13 @@ impl HolderTable {
     }
 }
 
-/// Refreshes the holders until the daemon stops (see the module doc).
-pub async fn watch(daemon: Arc<Daemon>) {
-    let mut stop = daemon.shutdown.subscribe();
+/// Refreshes the holders of `table` until `stop` turns true (the daemon
+/// stops; see the module doc).
+pub async fn watch(table: Arc<HolderTable>, mut stop: tokio::sync::watch::Receiver<bool>) {
     loop {
         let now = Instant::now();
-        for e in daemon.holders.snapshot() {
-            daemon.holders.watch_exits(&daemon, &e);
+        for e in table.snapshot() {
+            table.watch_exits(&e);
             let due = if e.probed() && child_gone(&e) {
                 Due::Now
             } else {
@@ -327,30 +325,25 @@ pub async fn watch(daemon: Arc<Daemon>) {
             match due {
                 Due::No => {}
                 Due::Now => {
-                    daemon.holders.refresh(&e.id).await;
+                    table.refresh(&e.id).await;
                 }
                 Due::Check => {
                     let (moved, probe) = e.moved();
-                    daemon.holders.update(&e.id, |x| {
+                    table.update(&e.id, |x| {
                         x.probe = probe;
                         if !moved {
                             x.checked_at = Some(now);
                         }
                     });
                     if moved {
-                        daemon.holders.refresh(&e.id).await;
+                        table.refresh(&e.id).await;
                     }
                 }
             }
         }
-        daemon.holders.prune_info_conns();
+        table.prune_info_conns();
         let now = Instant::now();
-        let next = daemon
-            .holders
-            .snapshot()
-            .iter()
-            .map(|e| e.next_look(now))
-            .min();
+        let next = table.snapshot().iter().map(|e| e.next_look(now)).min();
         let sleep = async {
             match next {
                 Some(at) => {
@@ -362,7 +355,7 @@ pub async fn watch(daemon: Arc<Daemon>) {
         };
         tokio::select! {
             _ = sleep => {}
-            _ = daemon.holders.wake.notified() => {}
+            _ = table.wake.notified() => {}
             _ = stop.changed() => return,
         }
     }

@@ -18,7 +18,9 @@
 //! shows it `reaped`. Each stop is a `session.reaped` event (the reason,
 //! the bytes freed) and an `info` line in the daemon's log.
 
-use crate::state::Daemon;
+use super::HolderTable;
+use crate::cost::CostBoard;
+use crate::events::EventHub;
 use ccd_claude::transcript;
 use ccd_protocol::methods::events::{Event, EventKind};
 use std::collections::{HashMap, HashSet};
@@ -121,15 +123,36 @@ fn at_rest(h: &super::HolderEntry) -> bool {
         })
 }
 
+/// What the reaper works with, handed to it by the server.
+pub struct Reaper {
+    pub holders: Arc<HolderTable>,
+    /// The cost sampler's board (memory per session, and its ticks).
+    pub costs: Arc<CostBoard>,
+    /// Where `session.reaped` is published.
+    pub events: EventHub,
+    /// Claude Code's `projects/` (the transcripts).
+    pub projects: std::path::PathBuf,
+    /// The daemon's shutdown flag.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Set the moment `daemon.stop` is accepted (before `shutdown`).
+    pub stopping: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Reaper {
+    fn is_stopping(&self) -> bool {
+        *self.shutdown.borrow() || self.stopping.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 /// Runs until the daemon stops.
-pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
+pub async fn run(reaper: Reaper, rules: Rules) {
     let tick = rules
         .idle_limit
         .map(|l| (l / 4).clamp(Duration::from_millis(200), Duration::from_secs(15)))
         .unwrap_or(Duration::from_secs(15));
     let mut idle_since: HashMap<String, Instant> = HashMap::new();
-    let mut stop = daemon.shutdown.subscribe();
-    let mut sampled = daemon.costs.ticks();
+    let mut stop = reaper.shutdown.clone();
+    let mut sampled = reaper.costs.ticks();
     let mut warned_over = false;
     tracing::info!(
         idle_limit_secs = rules.idle_limit.map(|l| l.as_secs()),
@@ -148,11 +171,11 @@ pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
             }
             _ = stop.changed() => return,
         }
-        if daemon.is_stopping() {
+        if reaper.is_stopping() {
             return;
         }
         let now = Instant::now();
-        let holders = daemon.holders.snapshot();
+        let holders = reaper.holders.snapshot();
         idle_since.retain(|id, _| holders.iter().any(|h| &h.id == id));
         for h in &holders {
             if at_rest(h) {
@@ -171,7 +194,7 @@ pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
         if let Some(limit) = rules.idle_limit {
             for h in holders.iter().filter(|h| at_rest(h)) {
                 let idle = idle_for(&h.id);
-                if idle >= limit && stop_one(&daemon, h, Why::Idle { idle }, None).await {
+                if idle >= limit && stop_one(&reaper, h, Why::Idle { idle }, None).await {
                     stopped.insert(h.id.clone());
                 }
             }
@@ -182,7 +205,7 @@ pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
                 .filter(|h| !stopped.contains(&h.id))
                 .filter(|h| h.info.as_ref().is_some_and(|i| i.exit.is_none()))
                 .collect();
-            let costs = daemon.costs.get(
+            let costs = reaper.costs.get(
                 live.iter()
                     .filter_map(|h| h.info.as_ref().map(|i| i.child_pid)),
             );
@@ -214,7 +237,7 @@ pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
                     total,
                     budget,
                 };
-                if stop_one(&daemon, h, why, Some(c.memory_bytes)).await {
+                if stop_one(&reaper, h, why, Some(c.memory_bytes)).await {
                     total = total.saturating_sub(c.memory_bytes);
                 }
             }
@@ -236,11 +259,11 @@ pub async fn run(daemon: Arc<Daemon>, rules: Rules) {
 
 /// Stops `h` if it is still at rest with no background work pending;
 /// `true` when it was stopped and collected.
-async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Option<u64>) -> bool {
+async fn stop_one(reaper: &Reaper, h: &super::HolderEntry, why: Why, freed: Option<u64>) -> bool {
     let Some(sid) = h.session_id().map(String::from) else {
         return false;
     };
-    let projects = daemon.options.claude_config.projects_dir();
+    let projects = reaper.projects.clone();
     let s = sid.clone();
     let (pending, context) = tokio::task::spawn_blocking(move || {
         let Some(path) = transcript::find_by_session_id(&projects, &s) else {
@@ -262,8 +285,8 @@ async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Opti
     }
     // The table may be a few seconds old (a still session is refreshed
     // slowly): ask the holder itself before stopping it.
-    let fresh = daemon.holders.refresh(&h.id).await;
-    let still = daemon.holders.get(&h.id).filter(|_| fresh.is_some());
+    let fresh = reaper.holders.refresh(&h.id).await;
+    let still = reaper.holders.get(&h.id).filter(|_| fresh.is_some());
     if !still.as_ref().is_some_and(at_rest) {
         tracing::debug!(session = %sid, "no longer at rest when checked: not stopped");
         return false;
@@ -316,7 +339,7 @@ async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Opti
         tracing::warn!(session = %sid, %error, "stopping failed");
         return false;
     }
-    let collected = daemon
+    let collected = reaper
         .holders
         .collect_as(
             h,
@@ -337,7 +360,7 @@ async fn stop_one(daemon: &Daemon, h: &super::HolderEntry, why: Why, freed: Opti
     e.reason = Some(why.word().into());
     e.freed_bytes = freed;
     e.context_tokens = context;
-    daemon.events.publish(e);
+    reaper.events.publish(e);
     true
 }
 

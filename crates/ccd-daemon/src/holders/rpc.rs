@@ -122,7 +122,7 @@ impl LineReader {
     }
 
     /// The socket, the lines read ahead and the decoder (holding the
-    /// unfinished line): for [`super::relay::Relay`], which relays the rest
+    /// unfinished line): for `Relay` (`holders::relay`), which relays the rest
     /// without decoding it.
     pub fn into_parts(self) -> (OwnedReadHalf, VecDeque<String>, LineDecoder) {
         (self.rd, self.ready, self.decoder)

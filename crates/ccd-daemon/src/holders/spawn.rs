@@ -2,7 +2,8 @@
 //! own session (setsid) so it outlives the daemon and the terminal.
 
 use super::spec::{HolderMeta, HolderSpec};
-use crate::state::Daemon;
+use super::HolderTable;
+use crate::options::DaemonOptions;
 use ccd_protocol::{ErrorCode, RpcError};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -27,13 +28,16 @@ pub struct Launch {
     pub meta: HolderMeta,
 }
 
-/// Starts a holder and waits until it listens. The entry is in the table
-/// when this returns.
-pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcError> {
-    let o = &daemon.options;
-    daemon.holders.verify_dir_rpc()?;
+/// Starts a holder as the daemon's options `o` say and waits until it
+/// listens. The entry is in `holders` when this returns.
+pub async fn spawn_holder(
+    holders: &HolderTable,
+    o: &DaemonOptions,
+    launch: Launch,
+) -> Result<(), RpcError> {
+    holders.verify_dir_rpc()?;
     let id = launch.meta.id.clone();
-    let socket = daemon.holders.socket_of(&id);
+    let socket = holders.socket_of(&id);
     let log_file = o.state_dir.join(format!("holder-{id}.log"));
     let mut env = Vec::new();
     if o.claude_config_explicit {
@@ -89,8 +93,7 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
     }
     let mut meta = launch.meta;
     meta.holder_pid = child.id();
-    daemon
-        .holders
+    holders
         .insert(meta)
         .map_err(|e| spawn_failed(format!("recording the holder: {e}")))?;
     let deadline = Instant::now() + LISTEN_TIMEOUT;
@@ -107,7 +110,7 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
                 .unwrap_or("")
                 .trim()
                 .to_string();
-            daemon.holders.forget(&id);
+            holders.forget(&id);
             return Err(spawn_failed(if last.is_empty() {
                 format!(
                     "the holder exited with {status} (log: {})",
@@ -118,7 +121,7 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
             }));
         }
         if Instant::now() > deadline {
-            daemon.holders.forget(&id);
+            holders.forget(&id);
             let _ = child.start_kill();
             return Err(spawn_failed("the holder did not start listening".into()));
         }
@@ -128,6 +131,6 @@ pub async fn spawn_holder(daemon: &Daemon, launch: Launch) -> Result<(), RpcErro
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    daemon.holders.refresh(&id).await;
+    holders.refresh(&id).await;
     Ok(())
 }
