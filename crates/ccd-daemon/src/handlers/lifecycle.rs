@@ -7,7 +7,7 @@ use crate::events::now_ms;
 use crate::holders::rpc::call_once;
 use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
-use crate::session_ops::drive::{shows, submit, text_within_bound};
+use crate::session_ops::drive::{submit, text_within_bound};
 use crate::session_ops::resolve::{held, resolve};
 use crate::session_ops::resume::resumable;
 use crate::session_ops::start::{checked_cwd, start};
@@ -186,7 +186,7 @@ pub async fn screen(ctx: &ConnCtx, p: ScreenParams) -> Result<ScreenResult, RpcE
         },
         lines: Some(s.rows.iter().map(|r| r.trim_end().to_string()).collect()),
         data: s.ansi.map(String::into_bytes),
-        shows: Some(shows(&s.verdict)),
+        shows: Some(s.verdict.shows().to_string()),
     })
 }
 

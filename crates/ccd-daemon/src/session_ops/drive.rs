@@ -19,12 +19,6 @@ pub(crate) const WALK_TIMEOUT: Duration = Duration::from_secs(28);
 /// How often the screen is read while the daemon walks an older holder.
 const POLL: Duration = Duration::from_millis(30);
 
-/// A word for what the screen shows: the classifier's tag, with the ready
-/// prompt called `prompt`.
-pub(crate) fn shows(v: &ccd_screen::ScreenState) -> String {
-    v.shows().to_string()
-}
-
 /// The holder's screen as text, with its verdict.
 pub(crate) async fn text_screen(entry: &HolderEntry) -> Result<ccd_holder::ScreenResult, RpcError> {
     call_once::<h::Screen>(
@@ -90,11 +84,7 @@ pub async fn submit(
         if done.submitted == Some(false) {
             tracing::warn!(holder = %entry.id, session = %sid, enters = done.enters, "session.send: the draft stayed in the box");
         }
-        h::SubmitResult {
-            bytes: done.bytes,
-            submitted: done.submitted,
-            removed: done.removed,
-        }
+        done.on_the_wire()
     };
     Ok(r)
 }

@@ -194,9 +194,5 @@ pub fn submit(
         );
     }
     tracing::info!(bytes = done.bytes, enters = done.enters, submitted = ?done.submitted, "holder.submit");
-    Ok(h::SubmitResult {
-        bytes: done.bytes,
-        submitted: done.submitted,
-        removed: done.removed,
-    })
+    Ok(done.on_the_wire())
 }

@@ -65,6 +65,17 @@ pub struct Submitted {
     pub draft_shown: bool,
 }
 
+impl Submitted {
+    /// `holder.submit`'s result (whichever side drove the walk).
+    pub fn on_the_wire(&self) -> ccd_protocol::holder::SubmitResult {
+        ccd_protocol::holder::SubmitResult {
+            bytes: self.bytes,
+            submitted: self.submitted,
+            removed: self.removed,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase {
     Start,
