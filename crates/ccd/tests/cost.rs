@@ -246,14 +246,18 @@ fn the_budget_stops_the_biggest_idle_session_first_and_never_one_in_use() {
         "the draft is kept"
     );
     assert!(
-        sb.logs().contains("idle with a draft in its prompt"),
+        sb.logs_with(&["idle with a draft in its prompt"])
+            .contains("idle with a draft in its prompt"),
         "the draft, not something else, kept it"
     );
     let now: u64 = all.iter().filter_map(|s| memory(&row(&sb, s))).sum();
     assert!(now <= budget, "held {now} over the budget {budget}");
     let why = row(&sb, &big)["ccd"]["attention"].to_string();
     assert!(why.contains("memory budget"), "{why}");
-    let logs = sb.logs();
+    let logs = sb.logs_with(&[
+        "stopping an idle session to keep under the memory budget",
+        "freed_bytes",
+    ]);
     assert!(
         logs.contains("stopping an idle session to keep under the memory budget")
             && logs.contains("freed_bytes"),
@@ -293,7 +297,7 @@ fn a_busy_session_is_never_stopped_however_big() {
     assert_eq!(r["state"], "live", "{r}");
     assert_eq!(r["status"], "busy", "{r}");
     assert!(
-        sb.logs()
+        sb.logs_with(&["over the memory budget and none more can be stopped"])
             .contains("over the memory budget and none more can be stopped"),
         "the daemon says why it does nothing"
     );

@@ -130,7 +130,10 @@ fn a_pre_versioning_holder_is_adopted_listed_and_served_without_a_direct_stream(
         asked_now.iter().any(|m| m == "holder.resize"),
         "{asked_now:?}"
     );
-    let logs = sb.logs();
+    let logs = sb.logs_with(&[
+        "oldholder speaks holder protocol 0",
+        "cannot serve a direct stream",
+    ]);
     assert!(
         logs.contains("oldholder speaks holder protocol 0")
             && logs.contains("cannot serve a direct stream"),

@@ -60,7 +60,7 @@ fn idle_sessions_are_reaped_unless_pinned_attached_or_working() {
     // Reaped sessions stay resumable: the transcript is there, attach resumes.
     let r = row(&sb, &reaped);
     assert!(r["transcript"].as_str().is_some());
-    let logs = sb.logs();
+    let logs = sb.logs_with(&["reaping an idle session", "context_tokens"]);
     assert!(
         logs.contains("reaping an idle session") && logs.contains("context_tokens"),
         "reap not logged"

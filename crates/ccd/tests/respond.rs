@@ -172,15 +172,17 @@ fn answers_prompts(sb: &Sandbox, walker: Walker) {
         Walker::Holder => assert!(used <= 2, "the holder's walk used {used} connections"),
         Walker::Daemon => assert!(used >= 4, "the daemon's walk used only {used} connections"),
     }
-    let logs = sb.logs();
     let by = match walker {
         Walker::Holder => "walked_by=\"holder\"",
         Walker::Daemon => "walked_by=\"daemon\"",
     };
-    let line = logs
-        .lines()
-        .rfind(|l| l.contains("session.respond") && l.contains(&sid))
-        .unwrap_or_default();
+    // The log is written by a background worker: wait for the line.
+    let line = wait_for(T, "the answer's log line", || {
+        sb.logs()
+            .lines()
+            .rfind(|l| l.contains("session.respond") && l.contains(&sid))
+            .map(str::to_string)
+    });
     assert!(line.contains(by), "the last answer's log line: {line}");
 }
 

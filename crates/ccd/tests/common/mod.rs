@@ -170,6 +170,21 @@ impl Sandbox {
         out
     }
 
+    /// The daemon's logs once they hold every one of `lines` (or after
+    /// 10 s, as they are then). The daemon writes its log through a
+    /// background worker, so a line lands a moment after the action that
+    /// logged it: a test reading at once can miss it.
+    pub fn logs_with(&self, lines: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let logs = self.logs();
+            if lines.iter().all(|l| logs.contains(l)) || Instant::now() > deadline {
+                return logs;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The socket of the holder running `sid` (asked of the daemon).
     pub fn holder_socket(&self, sid: &str) -> PathBuf {
         let v = self
