@@ -27,6 +27,6 @@ pub mod ssh;
 pub use ccd_socket_dir as socket_dir;
 
 pub use autostart::{connect_or_start, connect_or_start_sending, DaemonCommand};
-pub use client::{Client, ClientError, Sent};
+pub use client::{Caller, Client, ClientError, Sent};
 pub use deadline::{NotAnswering, Peer};
 pub use socket_dir::{Entry, Problem, SocketDir, SocketDirError};

@@ -349,6 +349,10 @@ impl SshProcess {
     }
 }
 
+/// How long an ssh ended with SIGTERM has before SIGKILL (a stopped ssh
+/// never handles SIGTERM).
+const SSH_TERM_GRACE: Duration = Duration::from_millis(500);
+
 impl Drop for SshProcess {
     fn drop(&mut self) {
         let Ok(child) = self.child.get_mut() else {
@@ -360,6 +364,13 @@ impl Drop for SshProcess {
                     nix::unistd::Pid::from_raw(pid),
                     nix::sys::signal::Signal::SIGTERM,
                 );
+            }
+            let until = Instant::now() + SSH_TERM_GRACE;
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if let Ok(None) = child.try_wait() {
+                let _ = child.kill();
             }
         }
         let _ = child.wait();

@@ -6,7 +6,7 @@
 //! decoding and encoding once for all).
 
 use crate::conn_ctx::ConnCtx;
-use crate::handlers::{attach, daemon_ctl, events, lifecycle, respond, sessions, trim};
+use crate::handlers::{attach, daemon_ctl, events, lifecycle, observe, respond, sessions, trim};
 use ccd_protocol::methods::{attach as a, daemon as d, events as e, session as s};
 use ccd_protocol::methods::{Method, MethodId};
 use ccd_protocol::{parse_params, Id, RpcError};
@@ -52,6 +52,9 @@ pub async fn dispatch(
         }
         MethodId::SessionScreen => {
             typed::<s::SessionScreen, _>(params, |p| lifecycle::screen(ctx, p)).await
+        }
+        MethodId::SessionTail => {
+            typed::<s::SessionTail, _>(params, |p| observe::tail(ctx, p)).await
         }
         MethodId::SessionAttach => {
             typed::<a::SessionAttach, _>(params, |p| attach::attach(ctx, id, p)).await

@@ -57,10 +57,16 @@ pub fn resolve(global: &GlobalArgs) -> anyhow::Result<Vec<Target>> {
     if given.is_empty() {
         return Ok(vec![Target::Local]);
     }
+    resolve_names(global, &given)
+}
+
+/// The hosts `given` names (`local`, a URL or a `[hosts]` name each), in
+/// order, each once.
+pub fn resolve_names(global: &GlobalArgs, given: &[String]) -> anyhow::Result<Vec<Target>> {
     let settings = Settings::load(global.config.as_deref())?;
     let ssh = ssh_command(&settings);
     let mut out: Vec<Target> = Vec::new();
-    for h in &given {
+    for h in given {
         let t = resolve_one(h, &settings, global.remote_ccd.as_deref(), &ssh)?;
         if !out.iter().any(|o| o.label() == t.label()) {
             out.push(t);

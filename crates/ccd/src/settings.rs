@@ -21,6 +21,8 @@
 //! # `ccd ui`: how a session that starts waiting is announced, once per
 //! # prompt: off (default), bell, osc9 or osc777 (desktop notifications).
 //! ui_notify = "bell"
+//! # `ccd ui`: the machines it shows by default (one list, a HOST column).
+//! # ui_hosts = ["local", "devbox"]
 //! # Other machines, for `--host NAME` (ssh://[user@]host[:port]).
 //! # remote_ccd = "~/.cargo/bin/ccd"     # the ccd run there (default `ccd`)
 //! # ssh_command = ["ssh", "-F", "/path/ssh_config"]  # default ["ssh"]
@@ -76,6 +78,10 @@ pub struct Settings {
     /// `ccd ui`: `off`, `bell`, `osc9` or `osc777`.
     #[serde(default)]
     pub ui_notify: Option<String>,
+    /// `ccd ui`: the machines it shows when no `--host` (nor `$CCD_HOST`)
+    /// names any: `local`, `[hosts]` names, `ssh://` URLs.
+    #[serde(default)]
+    pub ui_hosts: Option<Vec<String>>,
 }
 
 /// One entry of `[hosts]`: a URL, or a URL with its own remote_ccd.

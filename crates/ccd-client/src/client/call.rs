@@ -301,3 +301,18 @@ impl Client {
         (self.reader, self.writer, self.queued)
     }
 }
+
+/// Something that makes typed calls and waits for their answers: a
+/// [`Client`] (its own connection), or a connection several threads share
+/// (the dashboard's link to another machine: one ssh connection carrying
+/// its events and its calls). Notifications that arrive meanwhile are not
+/// kept.
+pub trait Caller {
+    fn ask<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError>;
+}
+
+impl Caller for Client {
+    fn ask<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
+        self.call_with::<M>(params, &mut |_| {})
+    }
+}

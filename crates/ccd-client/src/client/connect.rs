@@ -280,6 +280,12 @@ impl Client {
         self.peer.kind == Peer::Remote
     }
 
+    /// The process at the other end: the daemon, or for another machine
+    /// the local ssh (from the socket's peer credentials).
+    pub fn peer_pid(&self) -> Option<u32> {
+        self.peer.pid
+    }
+
     /// The descriptor the daemon passed with a reply (a direct stream's
     /// holder connection), if one came.
     pub fn take_passed_fd(&mut self) -> Option<OwnedFd> {

@@ -63,6 +63,13 @@ impl Writer {
         Ok(())
     }
 
+    /// Bounds each write from here on (`None`: no bound): a peer that
+    /// stops reading fails the write with `WouldBlock`/`TimedOut` instead
+    /// of blocking the writer forever.
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.stream.set_write_timeout(timeout)
+    }
+
     /// Closes the sending direction (the daemon sees end of input).
     pub fn shutdown(&self) -> std::io::Result<()> {
         self.stream.shutdown(std::net::Shutdown::Write)

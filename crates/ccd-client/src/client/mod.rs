@@ -24,6 +24,7 @@
 //! and `halves` (the [`Writer`] and [`Reader`] a split gives).
 
 mod call;
+pub use call::Caller;
 mod connect;
 mod halves;
 

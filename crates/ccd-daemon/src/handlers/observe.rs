@@ -2,13 +2,16 @@
 //! there is no screen to mirror, so the daemon follows its transcript
 //! (bounded reads, never the whole file) and sends `session.transcript`
 //! notifications, then `session.exited` once no process holds the session.
+//! And `session.tail`: the same items, the last ones, once (any session
+//! with a transcript, held or not, live or dead).
 
 use crate::conn_ctx::{notify, ConnCtx};
 use crate::conn_slots::TaskGuard;
+use crate::session_ops::resolve::resolve;
 use crate::state::Daemon;
 use ccd_claude::transcript::{Follower, Rendered};
 use ccd_protocol::methods::attach::{AttachMode, AttachResult};
-use ccd_protocol::methods::session::SessionInfo;
+use ccd_protocol::methods::session::{SessionInfo, TailParams};
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::stream::{
     Exited, SessionExited, SessionTranscript, TranscriptItem, TranscriptItems,
@@ -35,6 +38,26 @@ fn items(session: &str, rendered: Vec<Rendered>) -> TranscriptItems {
             })
             .collect(),
     }
+}
+
+/// `session.tail`: the transcript's last items (a bounded tail window is
+/// read, never the whole file), as `session.transcript` carries them.
+pub async fn tail(ctx: &ConnCtx, p: TailParams) -> Result<TranscriptItems, RpcError> {
+    let (info, _) = resolve(&ctx.daemon, &p.session).await?;
+    let sid = info.session_id.clone();
+    let Some(path) = info.transcript.clone() else {
+        return Err(RpcError::new(
+            ErrorCode::TranscriptMissing,
+            format!("session {sid} has no transcript yet (nothing was said in it)"),
+        ));
+    };
+    let n = p.count();
+    let file = std::path::PathBuf::from(&path);
+    let (_, last) = tokio::task::spawn_blocking(move || Follower::open(&file, n))
+        .await
+        .map_err(|e| RpcError::internal(e.to_string()))?
+        .map_err(|e| RpcError::new(ErrorCode::TranscriptMissing, format!("{path}: {e}")))?;
+    Ok(items(&sid, last))
 }
 
 /// Starts following `info`'s transcript for this connection.

@@ -178,6 +178,7 @@ method_table! {
     SessionFork => session::SessionFork,
     SessionKill => session::SessionKill,
     SessionScreen => session::SessionScreen,
+    SessionTail => session::SessionTail,
     SessionAttach => attach::SessionAttach,
     SessionDetach => attach::SessionDetach,
     SessionInput => attach::SessionInput,

@@ -188,12 +188,21 @@ const REMOTE_PAGES: usize = 200;
 /// page).
 fn list_remote(
     remote: &ccd_client::ssh::Remote,
-    mut params: ListParams,
+    params: ListParams,
 ) -> Result<Vec<SessionInfo>, ClientError> {
     let mut c = ccd_client::ssh::connect(remote, super::CLIENT_NAME)?;
+    list_pages(&mut c, params)
+}
+
+/// Every session a daemon lists with `params`, page by page (at most
+/// [`REMOTE_PAGES`] pages).
+pub fn list_pages(
+    c: &mut impl ccd_client::Caller,
+    mut params: ListParams,
+) -> Result<Vec<SessionInfo>, ClientError> {
     let mut rows = Vec::new();
     for _ in 0..REMOTE_PAGES {
-        let page = c.call::<SessionsList>(&params)?;
+        let page = c.ask::<SessionsList>(&params)?;
         rows.extend(page.sessions);
         match page.next_offset {
             Some(o) if params.offset.is_none_or(|p| o > p) => params.offset = Some(o),

@@ -39,10 +39,8 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     };
     match command {
         // Nothing may write on the dashboard's screen: no log on stderr.
-        Command::Ui { key } => {
-            this_machine_only(&cli.global, "ccd ui")?;
-            crate::ui::app::run(&cli.global, &key)
-        }
+        // Its machines are `--host` (several), resolved by the dashboard.
+        Command::Ui { key } => crate::ui::app::run(&cli.global, &key),
         Command::Holder => holder::run(),
         Command::Daemon(args) => {
             if args.action.is_some() {

@@ -472,7 +472,7 @@ fn show(out: &mut Terminal, n: &Notification) -> Option<Outcome> {
 
 /// A transcript item as the renderer takes it; `None` for a kind this
 /// client does not know.
-fn rendered(item: TranscriptItem) -> Option<Rendered> {
+pub(crate) fn rendered(item: TranscriptItem) -> Option<Rendered> {
     let kind = match item.kind.as_str() {
         "user" => RenderedKind::User,
         "assistant" => RenderedKind::Assistant,

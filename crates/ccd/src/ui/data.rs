@@ -1,9 +1,12 @@
 //! What the dashboard asks for off its main thread: the listing (as
 //! `ccd ls` builds it: Claude Code's files through the transcript summary
-//! cache, joined with the sessions the daemon holds), a preview (a held
-//! session's screen, else the transcript's tail rendered like
-//! `ccd observe`), and the actions (`session.respond`, `session.kill`,
-//! `session.fork`, `session.new`), each through the typed client.
+//! cache, joined with the sessions the daemon holds; another machine's
+//! through its daemon's `sessions.list`), a preview (a held session's
+//! screen, else the transcript's tail rendered like `ccd observe`: read
+//! from the file here, through `session.tail` elsewhere), and the actions
+//! (`session.respond`, `session.kill`, `session.fork`, `session.new`),
+//! each a typed call through any [`Caller`] (a connection of its own, or
+//! the one a machine's link shares).
 
 use crate::cli::GlobalArgs;
 use crate::settings::Settings;
@@ -12,11 +15,11 @@ use ccd_claude::context::ContextWindows;
 use ccd_claude::transcript::follow::Follower;
 use ccd_claude::transcript::render::render_line;
 use ccd_claude::ClaudeConfigDir;
-use ccd_client::{Client, ClientError};
+use ccd_client::{Caller, Client, ClientError};
 use ccd_protocol::methods::session::{
-    ForkParams, KillParams, KillSignal, NewParams, RespondChoice, RespondParams, ScreenFormat,
-    ScreenParams, SessionCost, SessionFork, SessionInfo, SessionKill, SessionNew, SessionRespond,
-    SessionScreen,
+    CostsParams, ForkParams, KillParams, KillSignal, ListParams, NewParams, RespondChoice,
+    RespondParams, ScreenFormat, ScreenParams, SessionCost, SessionFork, SessionInfo, SessionKill,
+    SessionNew, SessionRespond, SessionScreen, SessionTail, SessionsCosts, TailParams,
 };
 use std::collections::HashMap;
 use std::path::Path;
@@ -75,15 +78,21 @@ pub fn listing(
     })
 }
 
+/// Every session another machine's daemon lists (with their costs).
+pub fn remote_listing(client: &mut impl Caller) -> Result<Vec<SessionInfo>, ClientError> {
+    crate::commands::ls::list_pages(client, ListParams::default())
+}
+
 /// Every live session's cost now (the daemon samples every few seconds;
 /// the dashboard asks as often, with no listing built).
-pub fn costs(client: &mut Client) -> Result<HashMap<u32, SessionCost>, ClientError> {
-    crate::commands::ls::costs_of_live(client)
+pub fn costs(client: &mut impl Caller) -> Result<HashMap<u32, SessionCost>, ClientError> {
+    let r = client.ask::<SessionsCosts>(&CostsParams::default())?;
+    Ok(r.costs.into_iter().map(|c| (c.pid, c.cost)).collect())
 }
 
 /// A held session's screen, as text rows.
-pub fn screen(client: &mut Client, session: &str) -> Result<Vec<String>, ClientError> {
-    let r = client.call::<SessionScreen>(&ScreenParams {
+pub fn screen(client: &mut impl Caller, session: &str) -> Result<Vec<String>, ClientError> {
+    let r = client.ask::<SessionScreen>(&ScreenParams {
         session: session.to_string(),
         format: ScreenFormat::Text,
     })?;
@@ -97,14 +106,29 @@ pub fn transcript_tail(path: &Path) -> std::io::Result<Vec<String>> {
     Ok(items.iter().map(|r| render_line(r, 1_000)).collect())
 }
 
+/// The conversation's last items through the daemon (`session.tail`),
+/// one line each like [`transcript_tail`]: for a machine whose files the
+/// dashboard cannot read.
+pub fn tail(client: &mut impl Caller, session: &str) -> Result<Vec<String>, ClientError> {
+    let r = client.ask::<SessionTail>(&TailParams {
+        session: session.to_string(),
+        items: Some(PREVIEW_ITEMS as u32),
+    })?;
+    Ok(r.items
+        .into_iter()
+        .filter_map(crate::term::run::rendered)
+        .map(|r| render_line(&r, 1_000))
+        .collect())
+}
+
 /// `session.respond` on the prompt the dashboard showed.
 pub fn respond(
-    client: &mut Client,
+    client: &mut impl Caller,
     session: &str,
     prompt: Option<&str>,
     choice: RespondChoice,
 ) -> Result<String, ClientError> {
-    let r = client.call::<SessionRespond>(&RespondParams {
+    let r = client.ask::<SessionRespond>(&RespondParams {
         session: session.to_string(),
         choice,
         message: None,
@@ -124,8 +148,8 @@ pub fn respond(
 }
 
 /// `session.kill` (SIGTERM, then SIGKILL after 3 s), as `ccd kill` says it.
-pub fn kill(client: &mut Client, session: &str) -> Result<String, ClientError> {
-    let r = client.call::<SessionKill>(&KillParams {
+pub fn kill(client: &mut impl Caller, session: &str) -> Result<String, ClientError> {
+    let r = client.ask::<SessionKill>(&KillParams {
         session: session.to_string(),
         signal: KillSignal::Term,
         grace_ms: Some(3000),
@@ -139,61 +163,53 @@ pub fn kill(client: &mut Client, session: &str) -> Result<String, ClientError> {
     Ok(format!("{}: {how}", crate::commands::short_id(session)))
 }
 
-/// `session.fork`; the new session's id. (`commands::fork::fork` says
-/// what it does on stderr: not under a full-screen dashboard.)
+/// `session.fork`; the new session's id, or why it did not start (the
+/// outer error: the call failed). (`commands::fork::fork` says what it
+/// does on stderr: not under a full-screen dashboard.)
 pub fn fork(
-    client: &mut Client,
+    client: &mut impl Caller,
     session: &str,
     size: Option<(u16, u16)>,
-) -> Result<String, String> {
-    let r = client
-        .call_with::<SessionFork>(
-            &ForkParams {
-                session: session.to_string(),
-                size: size.map(|(cols, rows)| ccd_protocol::methods::TermSize { cols, rows }),
-            },
-            &mut |_| {},
-        )
-        .map_err(|e| e.to_string())?;
-    match r.started().map(str::to_string) {
+) -> Result<Result<String, String>, ClientError> {
+    let r = client.ask::<SessionFork>(&ForkParams {
+        session: session.to_string(),
+        size: size.map(|(cols, rows)| ccd_protocol::methods::TermSize { cols, rows }),
+    })?;
+    Ok(match r.started().map(str::to_string) {
         Some(s) => Ok(s),
         None => Err(format!(
             "the fork did not start: {}",
             r.reason.unwrap_or_else(|| r.lifecycle.to_string())
         )),
-    }
+    })
 }
 
-/// `session.new` in `cwd`, waiting for the prompt; the new session's id.
+/// `session.new` in `cwd`, waiting for the prompt; the new session's id,
+/// or why it did not start (the outer error: the call failed).
 pub fn new(
-    client: &mut Client,
+    client: &mut impl Caller,
     cwd: &Path,
     auto_trust: bool,
     size: Option<(u16, u16)>,
-) -> Result<String, String> {
+) -> Result<Result<String, String>, ClientError> {
     let cwd = ccd_claude::paths::normalize(cwd);
-    let r = client
-        .call_with::<SessionNew>(
-            &NewParams {
-                cwd: cwd.to_string_lossy().into_owned(),
-                args: vec![],
-                name: None,
-                size: size.map(|(cols, rows)| ccd_protocol::methods::TermSize { cols, rows }),
-                auto_trust,
-                wait: true,
-                session_id: Some(uuid::Uuid::new_v4().to_string()),
-            },
-            &mut |_| {},
-        )
-        .map_err(|e| e.to_string())?;
+    let r = client.ask::<SessionNew>(&NewParams {
+        cwd: cwd.to_string_lossy().into_owned(),
+        args: vec![],
+        name: None,
+        size: size.map(|(cols, rows)| ccd_protocol::methods::TermSize { cols, rows }),
+        auto_trust,
+        wait: true,
+        session_id: Some(uuid::Uuid::new_v4().to_string()),
+    })?;
     use ccd_protocol::methods::session::Lifecycle;
-    match (r.session, &r.lifecycle) {
+    Ok(match (r.session, &r.lifecycle) {
         (Some(s), l) if !matches!(l, Lifecycle::Failed | Lifecycle::Exited) => Ok(s),
         (_, l) => Err(format!(
             "the new session is {l}: {}",
             r.reason.as_deref().unwrap_or("it did not reach the prompt")
         )),
-    }
+    })
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The dashboard's state, pure: the rows (sessions as `sessions.list`
-//! shows them), their order by what needs the user first, the filter, the
-//! selection (kept by session id across re-sorts), events applied in
-//! place, and when to notify. No terminal and no socket here: unit-tested
-//! directly.
+//! shows them, each with the machine it is on), their order by what needs
+//! the user first across machines, the filter, the selection (kept by
+//! host and session id across re-sorts), events applied in place (each to
+//! its machine's rows), and when to notify. No terminal and no socket
+//! here: unit-tested directly.
 
 use ccd_protocol::methods::events::{Event, EventKind};
 use ccd_protocol::methods::session::{
@@ -37,24 +38,55 @@ pub enum Attention {
     Dead,
 }
 
-/// One row: the session as the daemon's listing shows it, and when it
-/// last changed attention (for the highlight).
+/// A row's identity: the machine (its `--host` label, `local` for this
+/// one) and the session id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RowKey {
+    pub host: String,
+    pub session: String,
+}
+
+impl RowKey {
+    pub fn new(host: &str, session: &str) -> Self {
+        RowKey {
+            host: host.to_string(),
+            session: session.to_string(),
+        }
+    }
+}
+
+/// One row: the session as its machine's listing shows it, the machine,
+/// and when it last changed attention (for the highlight).
 #[derive(Debug, Clone)]
 pub struct Row {
     pub info: SessionInfo,
+    /// The machine's label (`local` for this one).
+    pub host: String,
     /// Unix seconds of `last_activity` (for the order), 0 when unknown.
     pub active_at: i64,
 }
 
 impl Row {
-    pub fn new(info: SessionInfo) -> Self {
+    pub fn new(host: &str, info: SessionInfo) -> Self {
         let active_at = info
             .last_activity
             .as_deref()
             .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
             .map(|t| t.unix_timestamp())
             .unwrap_or(0);
-        Row { info, active_at }
+        Row {
+            info,
+            host: host.to_string(),
+            active_at,
+        }
+    }
+
+    pub fn key(&self) -> RowKey {
+        RowKey::new(&self.host, &self.info.session_id)
+    }
+
+    fn is(&self, key: &RowKey) -> bool {
+        self.host == key.host && self.info.session_id == key.session
     }
 
     /// The live session's memory (0 when dead or not measured).
@@ -106,7 +138,8 @@ impl Row {
             .and_then(|c| c.permission_prompt.as_deref())
     }
 
-    /// What the filter matches against: id, name, title, cwd, state words.
+    /// What the filter matches against: id, name, title, cwd, state
+    /// words, the machine.
     fn matches(&self, needle: &str) -> bool {
         if needle.is_empty() {
             return true;
@@ -118,6 +151,7 @@ impl Row {
             i.title.as_deref(),
             i.cwd.as_deref(),
             i.ccd.as_ref().map(|c| c.lifecycle.as_str()),
+            Some(self.host.as_str()),
         ];
         hay.iter()
             .flatten()
@@ -131,38 +165,41 @@ pub struct Model {
     rows: Vec<Row>,
     /// Indices into `rows` of the rows the filter keeps, in order.
     visible: Vec<usize>,
-    /// The selected session's id (kept across re-sorts and reloads).
-    selected: Option<String>,
+    /// The selected row (kept across re-sorts and reloads).
+    selected: Option<RowKey>,
     /// The filter text (lowercased for matching).
     filter: String,
     /// Rows dropped past [`MAX_ROWS`] at the last load.
     pub dropped: usize,
     /// Sessions that started waiting since the dashboard opened and have
     /// not been selected since: highlighted.
-    fresh: HashSet<String>,
-    notified: Vec<(String, String)>,
+    fresh: HashSet<RowKey>,
+    notified: Vec<(RowKey, String)>,
     /// Sorted by memory (largest first) instead of by what needs the user.
     by_memory: bool,
 }
 
 impl Model {
-    /// Replaces every row (a reload), keeping the selection by id.
-    pub fn set_rows(&mut self, infos: Vec<SessionInfo>) {
-        let before: HashSet<String> = self
+    /// Replaces every row of `host` (a reload of that machine), keeping
+    /// the other machines' rows and the selection.
+    pub fn set_rows(&mut self, host: &str, infos: Vec<SessionInfo>) {
+        let first_load = !self.rows.iter().any(|r| r.host == host);
+        let before: HashSet<RowKey> = self
             .rows
             .iter()
-            .filter(|r| r.attention() == Attention::Waiting)
-            .map(|r| r.info.session_id.clone())
+            .filter(|r| r.host == host && r.attention() == Attention::Waiting)
+            .map(Row::key)
             .collect();
-        self.rows = infos.into_iter().map(Row::new).collect();
-        let first_load = before.is_empty() && self.visible.is_empty();
+        self.rows.retain(|r| r.host != host);
+        let new: Vec<Row> = infos.into_iter().map(|i| Row::new(host, i)).collect();
         if !first_load {
-            for r in &self.rows {
-                if r.attention() == Attention::Waiting && !before.contains(&r.info.session_id) {
-                    self.fresh.insert(r.info.session_id.clone());
+            for r in &new {
+                if r.attention() == Attention::Waiting && !before.contains(&r.key()) {
+                    self.fresh.insert(r.key());
                 }
             }
         }
+        self.rows.extend(new);
         self.resort();
     }
 
@@ -178,12 +215,14 @@ impl Model {
                 a.attention(),
                 std::cmp::Reverse(a.active_at),
                 &a.info.session_id,
+                &a.host,
             )
                 .cmp(&(
                     memory(b),
                     b.attention(),
                     std::cmp::Reverse(b.active_at),
                     &b.info.session_id,
+                    &b.host,
                 ))
         });
         if self.rows.len() > MAX_ROWS {
@@ -203,12 +242,9 @@ impl Model {
         let keep = self
             .selected
             .as_ref()
-            .is_some_and(|s| self.visible_rows().any(|r| &r.info.session_id == s));
+            .is_some_and(|s| self.visible_rows().any(|r| r.is(s)));
         if !keep {
-            self.selected = self
-                .visible
-                .first()
-                .map(|&i| self.rows[i].info.session_id.clone());
+            self.selected = self.visible.first().map(|&i| self.rows[i].key());
         }
     }
 
@@ -242,13 +278,13 @@ impl Model {
 
     pub fn selected(&self) -> Option<&Row> {
         let s = self.selected.as_ref()?;
-        self.visible_rows().find(|r| &r.info.session_id == s)
+        self.visible_rows().find(|r| r.is(s))
     }
 
     /// The selected row's position among the visible rows.
     pub fn selected_index(&self) -> Option<usize> {
         let s = self.selected.as_ref()?;
-        self.visible_rows().position(|r| &r.info.session_id == s)
+        self.visible_rows().position(|r| r.is(s))
     }
 
     /// Moves the selection by `delta` rows (clamped).
@@ -263,15 +299,16 @@ impl Model {
 
     pub fn select_index(&mut self, n: usize) {
         if let Some(r) = self.visible_row(n) {
-            let sid = r.info.session_id.clone();
-            self.fresh.remove(&sid);
-            self.selected = Some(sid);
+            let key = r.key();
+            self.fresh.remove(&key);
+            self.selected = Some(key);
         }
     }
 
-    /// Selects `sid` when a visible row has it.
-    pub fn select_id(&mut self, sid: &str) -> bool {
-        let at = self.visible_rows().position(|r| r.info.session_id == sid);
+    /// Selects `sid` of `host` when a visible row has it.
+    pub fn select_id(&mut self, host: &str, sid: &str) -> bool {
+        let key = RowKey::new(host, sid);
+        let at = self.visible_rows().position(|r| r.is(&key));
         match at {
             Some(n) => {
                 self.select_index(n);
@@ -281,21 +318,22 @@ impl Model {
         }
     }
 
-    /// Whether `sid` started waiting since it was last selected.
-    pub fn is_fresh(&self, sid: &str) -> bool {
-        self.fresh.contains(sid)
+    /// Whether the row started waiting since it was last selected.
+    pub fn is_fresh(&self, row: &Row) -> bool {
+        self.fresh.contains(&row.key())
     }
 
-    /// Applies a daemon event in place. Returns what the caller should do
-    /// beyond redrawing.
-    pub fn apply(&mut self, e: &Event) -> Applied {
+    /// Applies an event of `host`'s daemon in place (to that machine's
+    /// rows). Returns what the caller should do beyond redrawing.
+    pub fn apply(&mut self, host: &str, e: &Event) -> Applied {
         let mut out = Applied::default();
         let Some(sid) = e.session.as_deref() else {
             // `events.lagged`: something was missed.
             out.reload = e.kind == EventKind::Lagged;
             return out;
         };
-        let Some(row) = self.rows.iter_mut().find(|r| r.info.session_id == sid) else {
+        let key = RowKey::new(host, sid);
+        let Some(row) = self.rows.iter_mut().find(|r| r.is(&key)) else {
             // A session the list does not show yet.
             out.reload = true;
             return out;
@@ -355,38 +393,38 @@ impl Model {
         }
         let now = row.attention();
         if now == Attention::Waiting && was != Attention::Waiting {
-            let key = row
+            let prompt_key = row
                 .prompt()
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("at:{}", e.at));
-            out.notify = self.first_notice(sid, &key);
-            if self.selected.as_deref() != Some(sid) {
-                self.fresh.insert(sid.to_string());
+            out.notify = self.first_notice(&key, &prompt_key);
+            if self.selected.as_ref() != Some(&key) {
+                self.fresh.insert(key.clone());
             }
         } else if e.kind == EventKind::Attention {
             // A new prompt on a session already waiting (another tool).
             if let Some(p) = e.prompt.as_deref() {
-                out.notify = self.first_notice(sid, p);
+                out.notify = self.first_notice(&key, p);
             }
         }
         if now != Attention::Waiting {
-            self.fresh.remove(sid);
+            self.fresh.remove(&key);
         }
-        out.preview = self.selected.as_deref() == Some(sid);
+        out.preview = self.selected.as_ref() == Some(&key);
         self.resort();
         out
     }
 
     /// True the first time (`sid`, `prompt`) is seen: at most one notice
     /// per prompt.
-    fn first_notice(&mut self, sid: &str, prompt: &str) -> bool {
-        if self.notified.iter().any(|(s, p)| s == sid && p == prompt) {
+    fn first_notice(&mut self, key: &RowKey, prompt: &str) -> bool {
+        if self.notified.iter().any(|(k, p)| k == key && p == prompt) {
             return false;
         }
         if self.notified.len() >= MAX_NOTIFIED {
             self.notified.drain(..MAX_NOTIFIED / 2);
         }
-        self.notified.push((sid.to_string(), prompt.to_string()));
+        self.notified.push((key.clone(), prompt.to_string()));
         true
     }
 
@@ -400,11 +438,12 @@ impl Model {
         self.by_memory
     }
 
-    /// Puts each live row's cost from `costs` (by pid), as the daemon
-    /// sampled it; a live row missing from it keeps its last figure.
-    pub fn set_costs(&mut self, costs: &std::collections::HashMap<u32, SessionCost>) {
+    /// Puts each live row of `host` its cost from `costs` (by pid), as
+    /// that machine's daemon sampled it; a live row missing from it keeps
+    /// its last figure.
+    pub fn set_costs(&mut self, host: &str, costs: &std::collections::HashMap<u32, SessionCost>) {
         for r in &mut self.rows {
-            if r.info.state == SessionState::Live {
+            if r.host == host && r.info.state == SessionState::Live {
                 if let Some(c) = r.info.pid.and_then(|p| costs.get(&p)) {
                     r.info.cost = Some(c.clone());
                 }
@@ -516,14 +555,17 @@ pub mod tests {
 
     fn sample() -> Model {
         let mut m = Model::default();
-        m.set_rows(vec![
-            info("dead-new", "dead", None, None, 10),
-            info("dead-old", "dead", None, None, 9000),
-            info("ext-idle", "live", Some("idle"), None, 500),
-            info("held-idle", "live", Some("idle"), Some("idle"), 400),
-            info("held-busy", "live", Some("busy"), Some("busy"), 300),
-            info("ext-wait", "live", Some("waiting"), None, 200),
-        ]);
+        m.set_rows(
+            "local",
+            vec![
+                info("dead-new", "dead", None, None, 10),
+                info("dead-old", "dead", None, None, 9000),
+                info("ext-idle", "live", Some("idle"), None, 500),
+                info("held-idle", "live", Some("idle"), Some("idle"), 400),
+                info("held-busy", "live", Some("busy"), Some("busy"), 300),
+                info("ext-wait", "live", Some("waiting"), None, 200),
+            ],
+        );
         m
     }
 
@@ -547,24 +589,24 @@ pub mod tests {
     #[test]
     fn a_session_that_starts_waiting_moves_up_is_highlighted_and_notifies_once() {
         let mut m = sample();
-        m.select_id("held-idle");
+        m.select_id("local", "held-idle");
         let mut e = Event::new(EventKind::Status, Some("ext-idle".into()), now_ms());
         e.status = Some("waiting".into());
-        let a = m.apply(&e);
+        let a = m.apply("local", &e);
         assert!(a.notify && !a.reload && !a.preview);
         assert_eq!(order(&m)[..2], ["ext-idle", "ext-wait"]);
-        assert!(m.is_fresh("ext-idle"));
+        assert!(m.is_fresh(&Row::new("local", info("ext-idle", "live", None, None, 0))));
         // The selection stays on its session.
         assert_eq!(m.selected().unwrap().info.session_id, "held-idle");
         // The same prompt again: no second notice.
-        let a = m.apply(&e);
+        let a = m.apply("local", &e);
         assert!(!a.notify);
         // Selecting it clears the highlight.
-        m.select_id("ext-idle");
-        assert!(!m.is_fresh("ext-idle"));
+        m.select_id("local", "ext-idle");
+        assert!(!m.is_fresh(&Row::new("local", info("ext-idle", "live", None, None, 0))));
         // Back to idle: down again.
         e.status = Some("idle".into());
-        m.apply(&e);
+        m.apply("local", &e);
         assert_eq!(order(&m)[0], "ext-wait");
     }
 
@@ -576,15 +618,18 @@ pub mod tests {
         e.tool = Some("Bash command".into());
         e.detail = Some("npm test".into());
         e.prompt = Some("p1".into());
-        assert!(m.apply(&e).notify);
+        assert!(m.apply("local", &e).notify);
         assert_eq!(order(&m)[0], "held-idle");
         assert_eq!(m.visible_row(0).unwrap().prompt(), Some("p1"));
-        assert!(!m.apply(&e).notify);
+        assert!(!m.apply("local", &e).notify);
         e.prompt = Some("p2".into());
-        assert!(m.apply(&e).notify, "another prompt is another notice");
+        assert!(
+            m.apply("local", &e).notify,
+            "another prompt is another notice"
+        );
         let mut l = Event::new(EventKind::Lifecycle, Some("held-idle".into()), now_ms());
         l.status = Some("busy".into());
-        m.apply(&l);
+        m.apply("local", &l);
         assert_eq!(order(&m)[..3], ["ext-wait", "held-idle", "held-busy"]);
         assert_eq!(m.visible_row(1).unwrap().prompt(), None);
     }
@@ -592,7 +637,7 @@ pub mod tests {
     #[test]
     fn the_filter_narrows_and_keeps_or_moves_the_selection() {
         let mut m = sample();
-        m.select_id("dead-old");
+        m.select_id("local", "dead-old");
         m.set_filter("HELD");
         assert_eq!(order(&m), ["held-busy", "held-idle"]);
         assert_eq!(m.selected().unwrap().info.session_id, "held-busy");
@@ -611,10 +656,10 @@ pub mod tests {
         assert_eq!(m.selected_index(), Some(0));
         m.move_selection(100);
         assert_eq!(m.selected_index(), Some(5));
-        m.select_id("held-idle");
+        m.select_id("local", "held-idle");
         let mut rows = vec![info("new-one", "live", Some("busy"), Some("busy"), 1)];
         rows.extend(sample().rows.into_iter().map(|r| r.info));
-        m.set_rows(rows);
+        m.set_rows("local", rows);
         assert_eq!(m.selected().unwrap().info.session_id, "held-idle");
     }
 
@@ -622,15 +667,20 @@ pub mod tests {
     fn unknown_sessions_and_lag_ask_for_a_reload() {
         let mut m = sample();
         assert!(
-            m.apply(&Event::new(EventKind::Appeared, Some("zzz".into()), 1))
+            m.apply(
+                "local",
+                &Event::new(EventKind::Appeared, Some("zzz".into()), 1)
+            )
+            .reload
+        );
+        assert!(
+            m.apply("local", &Event::new(EventKind::Lagged, None, 1))
                 .reload
         );
-        assert!(m.apply(&Event::new(EventKind::Lagged, None, 1)).reload);
-        let a = m.apply(&Event::new(
-            EventKind::Exited,
-            Some("held-busy".into()),
-            now_ms(),
-        ));
+        let a = m.apply(
+            "local",
+            &Event::new(EventKind::Exited, Some("held-busy".into()), now_ms()),
+        );
         assert!(a.reload);
         // The most recent dead session: first of the dead.
         assert_eq!(order(&m)[3..], ["held-busy", "dead-new", "dead-old"]);
@@ -643,7 +693,7 @@ pub mod tests {
             .map(|n| info(&format!("d{n:06}"), "dead", None, None, n as i64))
             .collect();
         rows.push(info("w", "live", Some("waiting"), None, 99_999_999));
-        m.set_rows(rows);
+        m.set_rows("local", rows);
         assert_eq!(m.len(), MAX_ROWS);
         assert_eq!(m.dropped, 11);
         assert_eq!(m.visible_row(0).unwrap().info.session_id, "w");
@@ -673,14 +723,14 @@ pub mod tests {
         rows[1].cost = Some(cost(3000));
         rows[2].cost = Some(cost(50));
         let mut m = Model::default();
-        m.set_rows(rows);
+        m.set_rows("local", rows);
         assert_eq!(order(&m), ["waiting", "small", "big", "dead"]);
         assert_eq!(m.memory_total(), (3150 << 20, 3));
         m.sort_by_memory(true);
         assert_eq!(order(&m), ["big", "small", "waiting", "dead"]);
         // A fresh sample re-sorts: `waiting` grew past them all.
         let costs = std::collections::HashMap::from([(102u32, cost(5000)), (100, cost(90))]);
-        m.set_costs(&costs);
+        m.set_costs("local", &costs);
         assert_eq!(order(&m), ["waiting", "big", "small", "dead"]);
         assert_eq!(m.memory_total(), ((5000 + 3000 + 90) << 20, 3));
         m.sort_by_memory(false);
@@ -691,7 +741,7 @@ pub mod tests {
     fn notices_are_bounded() {
         let mut m = Model::default();
         for n in 0..MAX_NOTIFIED * 3 {
-            assert!(m.first_notice("s", &n.to_string()));
+            assert!(m.first_notice(&RowKey::new("local", "s"), &n.to_string()));
         }
         assert!(m.notified.len() <= MAX_NOTIFIED);
     }

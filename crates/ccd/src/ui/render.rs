@@ -1,7 +1,9 @@
-//! Drawing the dashboard with ratatui: a header (counts, the daemon's
-//! state), the list (columns like `ccd ls`, fitted to the width, only the
-//! rows on screen built), the preview of the selected session, and a
-//! footer (keys, the filter being typed, a confirm, a message). Every
+//! Drawing the dashboard with ratatui: a header (counts, each machine's
+//! daemon's state), the list (columns like `ccd ls`, a HOST column when
+//! several machines are shown, fitted to the width, only the rows on
+//! screen built; a gone machine's rows dimmed and marked stale), the
+//! preview of the selected session, and a footer (keys, the filter being
+//! typed, a confirm, a message). Every
 //! string from a file or the socket goes through
 //! [`ccd_claude::display::line`] here or in [`super::view::Preview::new`];
 //! widths are display columns (`unicode-width`), so CJK and emoji line up.
@@ -25,6 +27,7 @@ use unicode_width::UnicodeWidthStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Col {
     Mark,
+    Host,
     Id,
     State,
     Status,
@@ -41,6 +44,7 @@ impl Col {
     fn header(self) -> &'static str {
         match self {
             Col::Mark => "",
+            Col::Host => "HOST",
             Col::Id => "ID",
             Col::State => "STATE",
             Col::Status => "STATUS",
@@ -59,11 +63,17 @@ impl Col {
 /// fixed ones by priority (id, status, active, state, ctx, mem, ccd)
 /// while a title of 16 columns still fits, cpu while the title keeps 40,
 /// the cwd (a third of what is left, at most 40) when there is room for
-/// it, the title takes the rest.
-pub fn columns(width: u16) -> Vec<(Col, u16)> {
+/// it, the title takes the rest. `host`: the HOST column's width, when
+/// rows say their machine (it comes right after the mark, before the id).
+pub fn columns(width: u16, host: Option<u16>) -> Vec<(Col, u16)> {
     let width = width as i32;
     let mut fixed = vec![(Col::Mark, 1), (Col::Id, 8)];
     let mut used = 1 + 1 + 8 + 1;
+    if let Some(h) = host {
+        let h = i32::from(h.clamp(4, MAX_HOST_WIDTH));
+        fixed.push((Col::Host, h));
+        used += h + 1;
+    }
     for (c, w) in [
         (Col::Status, 8),
         (Col::Active, 8),
@@ -89,6 +99,7 @@ pub fn columns(width: u16) -> Vec<(Col, u16)> {
     let cwd = cwd_of(rest);
     let order = [
         Col::Mark,
+        Col::Host,
         Col::Id,
         Col::State,
         Col::Status,
@@ -116,6 +127,21 @@ pub fn columns(width: u16) -> Vec<(Col, u16)> {
     out
 }
 
+/// The widest HOST column (longer labels are clipped).
+pub const MAX_HOST_WIDTH: u16 = 16;
+
+/// The HOST column's width for `view`, when its rows say their machine.
+fn host_width(view: &View) -> Option<u16> {
+    view.shows_hosts().then(|| {
+        view.hosts
+            .iter()
+            .map(|h| line(&h.label).width())
+            .max()
+            .unwrap_or(4)
+            .min(usize::from(MAX_HOST_WIDTH)) as u16
+    })
+}
+
 fn status_word(r: &Row) -> &'static str {
     match r.info.status {
         Some(ActivityStatus::Idle) => "idle",
@@ -133,6 +159,7 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
             Attention::Waiting => "!".into(),
             _ => " ".into(),
         },
+        Col::Host => line(&r.host).into_owned(),
         Col::Id => line(crate::commands::short_id(&i.session_id)).into_owned(),
         Col::State => match i.state {
             SessionState::Live => "live",
@@ -163,6 +190,10 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
         Col::Title => {
             // What it waits for first: it is why the row is on top.
             let mut t = String::new();
+            if view.stale(&r.host).is_some() {
+                // Its machine is gone: what it showed last.
+                t.push_str("[stale] ");
+            }
             if let Some(p) = i.ccd.as_ref().and_then(|c| c.permission.as_deref()) {
                 t.push_str(&format!("[permission: {}] ", line(p)));
             } else if let Some(w) = i.waiting_for.as_deref() {
@@ -191,6 +222,9 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
 }
 
 fn row_style(r: &Row, view: &View) -> Style {
+    if view.stale(&r.host).is_some() {
+        return Style::default().add_modifier(Modifier::DIM);
+    }
     let a = r.attention();
     let mut s = Style::default();
     if a == Attention::Waiting {
@@ -198,7 +232,7 @@ fn row_style(r: &Row, view: &View) -> Style {
         if view.colour {
             s = s.fg(Color::Yellow);
         }
-        if view.model.is_fresh(&r.info.session_id) {
+        if view.model.is_fresh(r) {
             s = s.add_modifier(Modifier::UNDERLINED);
         }
     } else if view.colour {
@@ -246,7 +280,12 @@ pub fn draw(f: &mut Frame, view: &mut View) {
     draw_footer(f, footer, view);
     match &view.mode {
         Mode::Help => draw_help(f, area, view),
-        Mode::NewDir { input, choices } => draw_new(f, area, input, choices),
+        Mode::NewDir {
+            host,
+            input,
+            choices,
+        } => draw_new(f, area, view.shows_hosts().then_some(host), input, choices),
+        Mode::NewHost { at } => draw_new_host(f, area, view, *at),
         _ => {}
     }
 }
@@ -277,18 +316,34 @@ fn draw_header(f: &mut Frame, area: Rect, view: &View) {
     }
     let mut spans = vec![];
     let mut room = area.width as usize;
-    if let Daemon::Gone(why) = &view.daemon {
+    let alarm = if view.colour {
+        Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+    } else {
+        Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED)
+    };
+    for h in &view.hosts {
         // First: it matters more than the counts, and must fit at 80 columns.
-        let s = clip(
-            &format!(" DAEMON GONE ({}), reconnecting… ", line(why)),
-            room,
-        );
-        let style = if view.colour {
-            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
-        } else {
-            Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED)
+        let text = match &h.daemon {
+            Daemon::Gone(why) if !view.shows_hosts() => {
+                format!(" DAEMON GONE ({}), reconnecting… ", line(why))
+            }
+            Daemon::Gone(why) => format!(
+                " {} UNREACHABLE ({}), retrying; its rows are stale ",
+                line(&h.label),
+                line(why)
+            ),
+            Daemon::Connecting if view.shows_hosts() && !h.loaded => {
+                format!(" {} connecting… ", line(&h.label))
+            }
+            _ => continue,
         };
+        let s = clip(&text, room);
         room = room.saturating_sub(s.width());
+        let style = if matches!(h.daemon, Daemon::Gone(_)) {
+            alarm
+        } else {
+            Style::default().add_modifier(Modifier::DIM)
+        };
         spans.push(Span::styled(s, style));
     }
     spans.push(Span::styled(
@@ -299,7 +354,7 @@ fn draw_header(f: &mut Frame, area: Rect, view: &View) {
 }
 
 fn draw_list(f: &mut Frame, area: Rect, view: &mut View) {
-    let cols = columns(area.width);
+    let cols = columns(area.width, host_width(view));
     let height = area.height.saturating_sub(1) as usize;
     let len = view.model.visible_len();
     let selected = view.model.selected_index();
@@ -350,8 +405,13 @@ fn draw_preview(f: &mut Frame, area: Rect, view: &View) {
     }
     let sel = view.model.selected();
     let title = match (sel, &view.preview) {
-        (Some(r), Some(p)) if p.session == r.info.session_id => format!(
-            " {} · {} ",
+        (Some(r), Some(p)) if p.session == r.info.session_id && p.host == r.host => format!(
+            " {}{} · {} ",
+            if view.shows_hosts() {
+                format!("{}:", line(&r.host))
+            } else {
+                String::new()
+            },
             line(crate::commands::short_id(&r.info.session_id)),
             match p.kind {
                 PreviewKind::Screen => "live screen",
@@ -368,7 +428,7 @@ fn draw_preview(f: &mut Frame, area: Rect, view: &View) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let lines: Vec<String> = match (sel, &view.preview) {
-        (Some(r), Some(p)) if p.session == r.info.session_id => {
+        (Some(r), Some(p)) if p.session == r.info.session_id && p.host == r.host => {
             let h = inner.height as usize;
             let src = match p.kind {
                 // A screen is clipped at the top: its last rows are the
@@ -399,7 +459,13 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &View) {
         Mode::ConfirmKill { label, .. } => {
             format!("kill {}? y to kill, any other key to keep it", line(label))
         }
+        Mode::NewDir { host, .. } if host != crate::hosts::LOCAL => {
+            "new session: Enter starts · Esc cancels (Tab completes on this machine only)".into()
+        }
         Mode::NewDir { .. } => "new session: Tab completes · Enter starts · Esc cancels".into(),
+        Mode::NewHost { .. } => {
+            "new session on which machine? ↑/↓ choose · Enter · Esc cancels".into()
+        }
         _ => match &view.message {
             Some(m) => line(m).into_owned(),
             None => {
@@ -453,7 +519,7 @@ fn draw_help(f: &mut Frame, area: Rect, view: &View) {
     f.render_widget(Paragraph::new(text), inner);
 }
 
-fn draw_new(f: &mut Frame, area: Rect, input: &str, choices: &[String]) {
+fn draw_new(f: &mut Frame, area: Rect, host: Option<&String>, input: &str, choices: &[String]) {
     let shown = choices.len().min(8);
     let r = centered(
         area,
@@ -461,7 +527,11 @@ fn draw_new(f: &mut Frame, area: Rect, input: &str, choices: &[String]) {
         shown as u16 + 3,
     );
     f.render_widget(Clear, r);
-    let block = Block::bordered().title(" new session in directory ");
+    let title = match host {
+        Some(h) => format!(" new session on {} in directory ", line(h)),
+        None => " new session in directory ".into(),
+    };
+    let block = Block::bordered().title(clip(&title, r.width.saturating_sub(2) as usize));
     let inner = block.inner(r);
     f.render_widget(block, r);
     let w = inner.width as usize;
@@ -472,6 +542,50 @@ fn draw_new(f: &mut Frame, area: Rect, input: &str, choices: &[String]) {
     if choices.len() > shown {
         text.push(Line::from(format!("  … {} more", choices.len() - shown)));
     }
+    f.render_widget(Paragraph::new(text), inner);
+}
+
+/// The machine picker of a new session: every machine shown, the chosen
+/// one marked, a gone one said so.
+fn draw_new_host(f: &mut Frame, area: Rect, view: &View, at: usize) {
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).min(60),
+        view.hosts.len() as u16 + 2,
+    );
+    f.render_widget(Clear, r);
+    let block = Block::bordered().title(" new session on which machine? ");
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let w = inner.width as usize;
+    let text: Vec<Line> = view
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(n, h)| {
+            let gone = if matches!(h.daemon, Daemon::Gone(_)) {
+                " (unreachable)"
+            } else {
+                ""
+            };
+            let t = clip(
+                &format!(
+                    "{} {}{gone}",
+                    if n == at { "›" } else { " " },
+                    line(&h.label)
+                ),
+                w,
+            );
+            if n == at {
+                Line::from(Span::styled(
+                    t,
+                    Style::default().add_modifier(Modifier::REVERSED),
+                ))
+            } else {
+                Line::from(t)
+            }
+        })
+        .collect();
     f.render_widget(Paragraph::new(text), inner);
 }
 
@@ -492,7 +606,7 @@ mod tests {
     }
 
     fn fixture() -> View {
-        let mut v = View::new(false, Some("/home/me".into()), "ctrl-\\".into());
+        let mut v = View::new(false, Some("/home/me".into()), "ctrl-\\".into(), &[]);
         v.now = OffsetDateTime::parse(NOW, &Rfc3339).unwrap();
         v.loading = false;
         let mut rows = vec![];
@@ -553,9 +667,10 @@ mod tests {
                 .unwrap(),
             );
         }
-        v.model.set_rows(rows);
-        v.model.select_id("9cc17429-aaaa");
+        v.model.set_rows("local", rows);
+        v.model.select_id("local", "9cc17429-aaaa");
         v.preview = Some(Preview::new(
+            "local",
             "9cc17429-aaaa",
             PreviewKind::Screen,
             &[
@@ -596,8 +711,9 @@ mod tests {
     #[test]
     fn transcript_preview_filter_and_hostile_row_at_120x40() {
         let mut v = fixture();
-        v.model.select_id("0b6c5c1e-bbbb");
+        v.model.select_id("local", "0b6c5c1e-bbbb");
         v.preview = Some(Preview::new(
+            "local",
             "0b6c5c1e-bbbb",
             PreviewKind::Transcript,
             &[
@@ -619,7 +735,7 @@ mod tests {
     fn help_and_daemon_gone_at_80x24() {
         let mut v = fixture();
         v.mode = Mode::Help;
-        v.daemon = Daemon::Gone("connection closed".into());
+        v.hosts[0].daemon = Daemon::Gone("connection closed".into());
         insta::assert_snapshot!(render(&mut v, 80, 24));
     }
 
@@ -627,6 +743,7 @@ mod tests {
     fn new_session_prompt_at_80x24() {
         let mut v = fixture();
         v.mode = Mode::NewDir {
+            host: "local".into(),
             input: "/home/me/src/".into(),
             choices: vec!["/home/me/src/api/".into(), "/home/me/src/web/".into()],
         };
@@ -638,7 +755,7 @@ mod tests {
         let colours = |colour: bool| {
             let mut v = fixture();
             v.colour = colour;
-            v.daemon = Daemon::Gone("x".into());
+            v.hosts[0].daemon = Daemon::Gone("x".into());
             let b = render(&mut v, 120, 40);
             let buf = b.buffer();
             let mut fgs = std::collections::HashSet::new();
@@ -663,17 +780,19 @@ mod tests {
     fn tiny_terminals_do_not_break_it() {
         for (w, h) in [(1, 1), (5, 2), (10, 3), (20, 5), (30, 8)] {
             let new = Mode::NewDir {
+                host: "local".into(),
                 input: "/x/".into(),
                 choices: vec!["/x/a/".into(); 20],
             };
             let kill = Mode::ConfirmKill {
+                host: "local".into(),
                 session: "s".into(),
                 label: "s".into(),
             };
             for mode in [Mode::List, Mode::Help, Mode::Filter, new, kill] {
                 let mut v = fixture();
                 v.mode = mode;
-                v.daemon = Daemon::Gone("x".into());
+                v.hosts[0].daemon = Daemon::Gone("x".into());
                 render(&mut v, w, h);
             }
         }
@@ -682,13 +801,13 @@ mod tests {
     #[test]
     fn columns_fit_every_width() {
         for w in [20u16, 40, 80, 120, 250, 1000] {
-            let cols = columns(w);
+            let cols = columns(w, None);
             let total: u16 = cols.iter().map(|&(_, w)| w).sum::<u16>() + cols.len() as u16 - 1;
             assert!(total <= w.max(21), "{w}: {cols:?}");
             assert_eq!(cols.last().unwrap().0, Col::Title);
         }
-        assert!(columns(80).iter().any(|c| c.0 == Col::Status));
-        assert!(columns(120).iter().any(|c| c.0 == Col::Cwd));
+        assert!(columns(80, None).iter().any(|c| c.0 == Col::Status));
+        assert!(columns(120, None).iter().any(|c| c.0 == Col::Cwd));
     }
 
     #[test]
@@ -704,7 +823,7 @@ mod tests {
         let rows = (0..10_000)
             .map(|n| info(&format!("{n:08}-x"), "dead", None, None, n))
             .collect();
-        v.model.set_rows(rows);
+        v.model.set_rows("local", rows);
         let started = std::time::Instant::now();
         render(&mut v, 250, 70);
         // Only the rows on screen are built: far under a frame's budget

@@ -1,7 +1,7 @@
 //! Everything the screen shows besides the rows: the input mode (list,
-//! filter, help, a confirm, the new-session directory prompt), the
-//! preview's lines, the message line, the daemon's state. Pure data, so
-//! render tests build it directly.
+//! filter, help, a confirm, the new-session machine and directory
+//! prompts), the preview's lines, the message line, each machine's
+//! daemon's state. Pure data, so render tests build it directly.
 
 use super::model::Model;
 use ccd_protocol::methods::session::SessionInfo;
@@ -22,13 +22,21 @@ pub enum Mode {
     /// Typing the filter.
     Filter,
     Help,
-    /// Asking before `session.kill` of this session (id, shown name).
+    /// Asking before `session.kill` of this session (machine, id, shown
+    /// name).
     ConfirmKill {
+        host: String,
         session: String,
         label: String,
     },
-    /// Asking the new session's directory.
+    /// Asking which machine a new session runs on (the index in
+    /// [`View::hosts`]).
+    NewHost {
+        at: usize,
+    },
+    /// Asking the new session's directory (on `host`).
     NewDir {
+        host: String,
         input: String,
         /// Completions of the last Tab (shown when several).
         choices: Vec<String>,
@@ -49,6 +57,8 @@ pub enum PreviewKind {
 /// The selected session's preview.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Preview {
+    /// The machine of the session.
+    pub host: String,
     pub session: String,
     pub kind: PreviewKind,
     /// Sanitized lines (see [`Preview::new`]).
@@ -60,7 +70,7 @@ impl Preview {
     /// escape removed) and bounded by [`MAX_PREVIEW_LINES`] (the last ones
     /// for a transcript, the first for a screen) and
     /// [`MAX_PREVIEW_LINE_BYTES`].
-    pub fn new(session: &str, kind: PreviewKind, lines: &[String]) -> Self {
+    pub fn new(host: &str, session: &str, kind: PreviewKind, lines: &[String]) -> Self {
         let keep: &[String] = match kind {
             PreviewKind::Transcript if lines.len() > MAX_PREVIEW_LINES => {
                 &lines[lines.len() - MAX_PREVIEW_LINES..]
@@ -82,6 +92,7 @@ impl Preview {
             })
             .collect();
         Preview {
+            host: host.to_string(),
             session: session.to_string(),
             kind,
             lines,
@@ -89,12 +100,25 @@ impl Preview {
     }
 }
 
-/// Whether the daemon answers.
+/// Whether a machine's daemon answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Daemon {
+    /// Not reached yet (the first connection is being made).
+    Connecting,
     Connected,
-    /// Gone (why); the dashboard retries.
+    /// Gone or unreachable (why); the dashboard retries. The machine's
+    /// rows stay, marked stale.
     Gone(String),
+}
+
+/// One machine the dashboard shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostView {
+    /// Its `--host` label (`local` for this machine).
+    pub label: String,
+    pub daemon: Daemon,
+    /// A listing of it has arrived.
+    pub loaded: bool,
 }
 
 /// The dashboard's whole state.
@@ -105,8 +129,9 @@ pub struct View {
     pub preview: Option<Preview>,
     /// One line at the bottom (an action's result or error); sanitized when shown.
     pub message: Option<String>,
-    pub daemon: Daemon,
-    /// The first listing has not arrived yet.
+    /// Every machine shown, in the order given (`--host`), at least one.
+    pub hosts: Vec<HostView>,
+    /// No machine has answered (rows or a failure) yet.
     pub loading: bool,
     pub colour: bool,
     pub now: OffsetDateTime,
@@ -121,13 +146,30 @@ pub struct View {
 }
 
 impl View {
-    pub fn new(colour: bool, home: Option<String>, detach_key: String) -> Self {
+    /// A view of the machines labelled `hosts` (this one alone when
+    /// empty).
+    pub fn new(colour: bool, home: Option<String>, detach_key: String, hosts: &[String]) -> Self {
+        let mut hosts: Vec<HostView> = hosts
+            .iter()
+            .map(|h| HostView {
+                label: h.clone(),
+                daemon: Daemon::Connecting,
+                loaded: false,
+            })
+            .collect();
+        if hosts.is_empty() {
+            hosts.push(HostView {
+                label: crate::hosts::LOCAL.into(),
+                daemon: Daemon::Connecting,
+                loaded: false,
+            });
+        }
         View {
             model: Model::default(),
             mode: Mode::List,
             preview: None,
             message: None,
-            daemon: Daemon::Connected,
+            hosts,
             loading: true,
             colour,
             now: OffsetDateTime::now_utc(),
@@ -138,18 +180,67 @@ impl View {
         }
     }
 
-    /// A new listing. The first time a live session in it runs a Claude
-    /// Code version ccd was not verified against, the message line says so
-    /// (as `ccd ls` does on stderr), when it holds nothing else.
-    pub fn set_rows(&mut self, rows: Vec<SessionInfo>) {
+    /// A new listing of `host`. The first time a live session in it runs
+    /// a Claude Code version ccd was not verified against, the message
+    /// line says so (as `ccd ls` does on stderr), when it holds nothing
+    /// else.
+    pub fn set_rows(&mut self, host: &str, rows: Vec<SessionInfo>) {
         if !self.cli_note_said && self.message.is_none() {
             if let Some(note) = crate::commands::ls::unverified_note(&rows) {
                 self.message = Some(note);
                 self.cli_note_said = true;
             }
         }
-        self.model.set_rows(rows);
+        self.model.set_rows(host, rows);
+        if let Some(h) = self.host_mut(host) {
+            h.loaded = true;
+        }
         self.loading = false;
+    }
+
+    /// Sets what `host`'s daemon does now.
+    pub fn set_daemon(&mut self, host: &str, daemon: Daemon) {
+        if let Some(h) = self.host_mut(host) {
+            if matches!(daemon, Daemon::Gone(_)) {
+                // Answered, if only with a failure: the rest can be shown.
+                h.loaded = true;
+            }
+            h.daemon = daemon;
+        }
+        if self.hosts.iter().all(|h| h.loaded) {
+            self.loading = false;
+        }
+    }
+
+    fn host_mut(&mut self, host: &str) -> Option<&mut HostView> {
+        self.hosts.iter_mut().find(|h| h.label == host)
+    }
+
+    /// `host`'s daemon's state (`Connecting` for a machine not shown).
+    pub fn daemon(&self, host: &str) -> &Daemon {
+        self.hosts
+            .iter()
+            .find(|h| h.label == host)
+            .map_or(&Daemon::Connecting, |h| &h.daemon)
+    }
+
+    /// Why `host`'s rows are stale (its daemon is gone), if they are.
+    /// This machine's never are: its rows are read from Claude Code's
+    /// files, with a daemon or without.
+    pub fn stale(&self, host: &str) -> Option<&str> {
+        if host == crate::hosts::LOCAL {
+            return None;
+        }
+        match self.daemon(host) {
+            Daemon::Gone(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Whether rows say which machine they are on: several machines, or
+    /// one that is not this one.
+    pub fn shows_hosts(&self) -> bool {
+        self.hosts.len() > 1 || self.hosts.iter().any(|h| h.label != crate::hosts::LOCAL)
     }
 }
 
@@ -160,16 +251,16 @@ mod tests {
     #[test]
     fn preview_lines_are_sanitized_and_bounded() {
         let hostile = "a\x1b]52;c;ZXZpbA==\x07b\x1b[2Jc\u{202e}d".to_string();
-        let p = Preview::new("s", PreviewKind::Screen, &[hostile]);
+        let p = Preview::new("local", "s", PreviewKind::Screen, &[hostile]);
         assert_eq!(p.lines, ["abcd"]);
         let many: Vec<String> = (0..MAX_PREVIEW_LINES + 7).map(|n| n.to_string()).collect();
-        let t = Preview::new("s", PreviewKind::Transcript, &many);
+        let t = Preview::new("local", "s", PreviewKind::Transcript, &many);
         assert_eq!(t.lines.len(), MAX_PREVIEW_LINES);
         assert_eq!(t.lines[0], "7");
-        let s = Preview::new("s", PreviewKind::Screen, &many);
+        let s = Preview::new("local", "s", PreviewKind::Screen, &many);
         assert_eq!(s.lines[0], "0");
         let long = "界".repeat(MAX_PREVIEW_LINE_BYTES);
-        let p = Preview::new("s", PreviewKind::Screen, &[long]);
+        let p = Preview::new("local", "s", PreviewKind::Screen, &[long]);
         assert!(p.lines[0].len() <= MAX_PREVIEW_LINE_BYTES);
     }
 
@@ -180,18 +271,18 @@ mod tests {
             i.version = Some(version.into());
             i
         };
-        let mut v = View::new(false, None, "ctrl-]".into());
+        let mut v = View::new(false, None, "ctrl-]".into(), &[]);
         // Verified, or not running: nothing said.
-        v.set_rows(vec![
-            row("a", "live", "2.1.332"),
-            row("b", "dead", "2.1.999"),
-        ]);
+        v.set_rows(
+            "local",
+            vec![row("a", "live", "2.1.332"), row("b", "dead", "2.1.999")],
+        );
         assert_eq!(v.message, None);
         assert!(!v.loading);
-        v.set_rows(vec![
-            row("a", "live", "2.1.332"),
-            row("c", "live", "2.1.999"),
-        ]);
+        v.set_rows(
+            "local",
+            vec![row("a", "live", "2.1.332"), row("c", "live", "2.1.999")],
+        );
         let m = v.message.clone().expect("the note");
         assert!(
             m.contains("2.1.999") && m.contains("2.1.173, 2.1.332"),
@@ -200,7 +291,10 @@ mod tests {
         assert!(!m.contains("2.1.332,"), "{m}");
         // Once: gone after a key, not said again on the next listing.
         v.message = None;
-        v.set_rows(vec![row("c", "live", "2.1.999"), row("d", "live", "1.0.3")]);
+        v.set_rows(
+            "local",
+            vec![row("c", "live", "2.1.999"), row("d", "live", "1.0.3")],
+        );
         assert_eq!(v.message, None);
     }
 }

@@ -9,6 +9,7 @@
 //! - `lifecycle`: `session.new`, `session.fork`, `session.kill`,
 //!   `session.pin` and the `session.progress` notification;
 //! - `screen`: `session.screen`;
+//! - `tail`: `session.tail` (the conversation's last items);
 //! - `input`: `session.send` and `session.respond` (typing into a
 //!   session);
 //! - `trim`: `session.trim`.
@@ -20,12 +21,14 @@ mod info;
 mod input;
 mod lifecycle;
 mod screen;
+mod tail;
 mod trim;
 
 pub use info::*;
 pub use input::*;
 pub use lifecycle::*;
 pub use screen::*;
+pub use tail::*;
 pub use trim::*;
 
 fn yes() -> bool {

@@ -15,7 +15,14 @@ use std::time::Duration;
 impl App {
     /// Steps aside for an attached (or observing) session, then comes
     /// back with the selection on it.
-    pub(super) fn attach(&mut self, term: &mut Term, view: &mut View, sid: &str, mode: AttachMode) {
+    pub(super) fn attach(
+        &mut self,
+        term: &mut Term,
+        view: &mut View,
+        host: &str,
+        sid: &str,
+        mode: AttachMode,
+    ) {
         self.input.pause();
         leave_terminal();
         // Until the attach client's raw mode, the terminal is cooked: a
@@ -28,7 +35,9 @@ impl App {
         {
             std::thread::sleep(Duration::from_millis(ms.min(10_000)));
         }
-        let r = crate::commands::connect(&self.global)
+        // Another machine's session is attached over its own ssh (the
+        // link's connection carries no stream).
+        let r = crate::commands::connect(&self.global_for(host))
             .map_err(|e| e.to_string())
             .and_then(|client| {
                 attach_loop(
@@ -62,7 +71,7 @@ impl App {
         let short = crate::commands::short_id(sid).to_string();
         view.message = Some(match r {
             Ok((outcome, attached)) => {
-                view.model.select_id(&attached.session);
+                view.model.select_id(host, &attached.session);
                 match outcome {
                     Outcome::Detached => format!("detached from {short}"),
                     Outcome::Exited { code, signal } => match (code, signal) {
@@ -81,7 +90,7 @@ impl App {
             Err(e) => e,
         });
         self.preview_stale = true;
-        let _ = self.load.send(());
+        self.reload(host);
     }
 }
 

@@ -5,10 +5,11 @@
 use super::{
     leave_terminal, App, Done, Job, Msg, Notify, Term, PANIC_ENV, SCREEN_REFRESH, STARTED, TICK,
 };
+use crate::hosts::LOCAL;
 use crate::term::Mode as AttachMode;
 use crate::ui::model::Applied;
 use crate::ui::render;
-use crate::ui::view::{Daemon, Mode, View};
+use crate::ui::view::{Daemon, Mode, Preview, PreviewKind, View};
 use ccd_claude::display::line;
 use ccd_protocol::methods::session::RespondChoice;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -34,7 +35,9 @@ impl App {
                 if !view.loading && std::env::var(PANIC_ENV).is_ok_and(|v| v == "1") {
                     panic!("{PANIC_ENV} is set");
                 }
-                if first_frame_only && !view.loading {
+                // The first frame that shows every machine (each listed,
+                // or said unreachable).
+                if first_frame_only && !view.loading && view.hosts.iter().all(|h| h.loaded) {
                     let started = STARTED.get().copied().unwrap_or_else(Instant::now);
                     let ms = started.elapsed().as_secs_f64() * 1e3;
                     let n = view.model.len();
@@ -71,8 +74,12 @@ impl App {
                 last_tick = Instant::now();
                 view.now = time::OffsetDateTime::now_utc();
                 dirty = true;
-                if view.daemon == Daemon::Connected && !view.loading {
-                    let _ = self.jobs.send(Job::Costs);
+                if !view.loading {
+                    for h in &view.hosts {
+                        if h.daemon == Daemon::Connected {
+                            self.job(&h.label, Job::Costs);
+                        }
+                    }
                 }
             }
             let held_preview = view.model.selected().is_some_and(|r| r.held());
@@ -90,7 +97,7 @@ impl App {
 
     /// Asks the selected session's preview when it is not the one shown or
     /// asked (one request in flight at a time).
-    fn ask_preview(&mut self, view: &View) -> bool {
+    fn ask_preview(&mut self, view: &mut View) -> bool {
         let Some(r) = view.model.selected() else {
             return false;
         };
@@ -98,17 +105,38 @@ impl App {
         if self.preview_asked.is_some() {
             return false; // one in flight: its answer first, then this
         }
-        if view.preview.as_ref().is_some_and(|p| &p.session == sid) && !self.preview_stale {
+        let shown = view
+            .preview
+            .as_ref()
+            .is_some_and(|p| &p.session == sid && p.host == r.host);
+        if shown && !self.preview_stale {
             return false;
         }
         self.preview_stale = false;
-        self.preview_asked = Some(sid.clone());
         self.preview_at = Instant::now();
-        let _ = self.jobs.send(Job::Preview {
-            session: sid.clone(),
-            held: r.held(),
-            transcript: r.info.transcript.clone(),
-        });
+        if let Some(why) = view.stale(&r.host) {
+            // Its machine is unreachable: said here, nothing asked.
+            let p = Preview::new(
+                &r.host,
+                sid,
+                PreviewKind::Note,
+                &[format!(
+                    "{} is unreachable ({why}): its last known state is shown",
+                    r.host
+                )],
+            );
+            view.preview = Some(p);
+            return true;
+        }
+        self.preview_asked = Some(r.key());
+        self.job(
+            &r.host,
+            Job::Preview {
+                session: sid.clone(),
+                held: r.held(),
+                transcript: r.info.transcript.clone(),
+            },
+        );
         false
     }
 
@@ -125,28 +153,39 @@ impl App {
                 self.quit = Some(ExitCode::from(128u8.wrapping_add(s as u8)));
                 false
             }
-            Msg::Subscribed => {
-                view.daemon = Daemon::Connected;
-                let _ = self.load.send(());
+            Msg::Daemon(host, d) => {
+                let up = d == Daemon::Connected;
+                let was_up = *view.daemon(&host) == Daemon::Connected;
+                view.set_daemon(&host, d);
+                if up && self.link(&host).is_some_and(|l| l.load.is_some()) {
+                    // This machine's listing is read again once its events
+                    // come (another machine's link lists right after).
+                    self.reload(&host);
+                }
+                if up != was_up {
+                    // The selected row's preview may say it was unreachable.
+                    self.preview_stale = true;
+                }
                 true
             }
-            Msg::DaemonGone(why) => {
-                view.daemon = Daemon::Gone(why);
-                true
-            }
-            Msg::Event(e) => {
+            Msg::Event(host, e) => {
                 let Applied {
                     reload,
                     notify,
                     preview,
-                } = view.model.apply(&e);
+                } = view.model.apply(&host, &e);
                 if reload {
-                    let _ = self.load.send(());
+                    self.reload(&host);
                 }
                 if notify && self.notify != Notify::Off {
                     let sid = e.session.as_deref().unwrap_or("");
+                    let on = if view.shows_hosts() {
+                        format!("{host} ")
+                    } else {
+                        String::new()
+                    };
                     let text = format!(
-                        "ccd: {} needs you{}",
+                        "ccd: {on}{} needs you{}",
                         crate::commands::short_id(sid),
                         e.tool
                             .as_deref()
@@ -163,17 +202,22 @@ impl App {
                 }
                 true
             }
-            Msg::Rows(Ok(rows)) => {
-                view.set_rows(rows);
+            Msg::Rows(host, Ok(rows)) => {
+                view.set_rows(&host, rows);
                 true
             }
-            Msg::Costs(costs) => {
-                view.model.set_costs(&costs);
+            Msg::Costs(host, costs) => {
+                view.model.set_costs(&host, &costs);
                 true
             }
-            Msg::Rows(Err(e)) => {
+            Msg::Rows(host, Err(e)) => {
+                view.set_daemon(&host, view.daemon(&host).clone());
                 view.loading = false;
-                view.message = Some(format!("listing failed: {e}"));
+                view.message = Some(if view.shows_hosts() {
+                    format!("listing {host} failed: {e}")
+                } else {
+                    format!("listing failed: {e}")
+                });
                 true
             }
             Msg::Preview(p) => {
@@ -182,14 +226,14 @@ impl App {
                 view.preview = Some(p);
                 true
             }
-            Msg::Done(Done::Message(m)) => {
+            Msg::Done(host, Done::Message(m)) => {
                 view.message = Some(m);
-                let _ = self.load.send(());
+                self.reload(&host);
                 true
             }
-            Msg::Done(Done::Attach(sid)) => {
+            Msg::Done(host, Done::Attach(sid)) => {
                 view.message = None;
-                self.attach(term, view, &sid, AttachMode::Interactive);
+                self.attach(term, view, &host, &sid, AttachMode::Interactive);
                 true
             }
         }
@@ -222,27 +266,71 @@ impl App {
                 }
                 _ => {}
             },
-            Mode::ConfirmKill { session, label } => {
+            Mode::ConfirmKill {
+                host,
+                session,
+                label,
+            } => {
                 view.mode = Mode::List;
                 if k.code == KeyCode::Char('y') {
                     view.message = Some(format!("killing {label}…"));
-                    let _ = self.jobs.send(Job::Kill(session));
+                    self.job(&host, Job::Kill(session));
                 } else {
                     view.message = Some("kept it".into());
                 }
             }
-            Mode::NewDir { mut input, .. } => match k.code {
+            Mode::NewHost { at } => match k.code {
+                KeyCode::Esc => view.mode = Mode::List,
+                KeyCode::Up | KeyCode::Char('k' | 'K') => {
+                    view.mode = Mode::NewHost {
+                        at: at.saturating_sub(1),
+                    }
+                }
+                KeyCode::Down | KeyCode::Char('j' | 'J') => {
+                    view.mode = Mode::NewHost {
+                        at: (at + 1).min(view.hosts.len().saturating_sub(1)),
+                    }
+                }
+                KeyCode::Enter => {
+                    let host = view.hosts.get(at).map(|h| h.label.clone());
+                    match host {
+                        Some(h) => new_dir(view, &h),
+                        None => view.mode = Mode::List,
+                    }
+                }
+                _ => {}
+            },
+            Mode::NewDir {
+                host, mut input, ..
+            } => match k.code {
                 KeyCode::Esc => view.mode = Mode::List,
                 KeyCode::Enter => {
                     view.mode = Mode::List;
-                    let dir = crate::ui::complete::expand(input.trim(), view.home.as_deref());
-                    view.message = Some(format!("starting claude in {}…", dir.display()));
-                    let _ = self.jobs.send(Job::New(dir));
+                    let dir = if host == LOCAL {
+                        crate::ui::complete::expand(input.trim(), view.home.as_deref())
+                    } else {
+                        // A path there: its daemon checks it (and says
+                        // why not).
+                        std::path::PathBuf::from(input.trim())
+                    };
+                    if let Some(why) = view.stale(&host) {
+                        view.message =
+                            Some(format!("{host} is unreachable ({why}): nothing was done"));
+                        return;
+                    }
+                    let on = if view.shows_hosts() {
+                        format!(" on {host}")
+                    } else {
+                        String::new()
+                    };
+                    view.message = Some(format!("starting claude{on} in {}…", dir.display()));
+                    self.job(&host, Job::New(dir));
                 }
-                KeyCode::Tab => {
+                KeyCode::Tab if host == LOCAL => {
                     let (now, choices) =
                         crate::ui::complete::complete(&input, view.home.as_deref());
                     view.mode = Mode::NewDir {
+                        host,
                         input: now,
                         choices,
                     };
@@ -250,6 +338,7 @@ impl App {
                 KeyCode::Backspace => {
                     input.pop();
                     view.mode = Mode::NewDir {
+                        host,
                         input,
                         choices: vec![],
                     };
@@ -257,6 +346,7 @@ impl App {
                 KeyCode::Char(c) if !ctrl => {
                     input.push(c);
                     view.mode = Mode::NewDir {
+                        host,
                         input,
                         choices: vec![],
                     };
@@ -304,23 +394,20 @@ impl App {
             A::Help => view.mode = Mode::Help,
             A::ClearFilter => view.model.set_filter(""),
             A::Reload => {
-                let _ = self.load.send(());
+                self.reload_all();
                 view.message = Some("reloading…".into());
             }
-            A::New => {
-                let start = sel
+            A::New if view.hosts.len() > 1 => {
+                // Which machine first: the selected row's by default.
+                let at = sel
                     .as_ref()
-                    .and_then(|r| r.info.cwd.clone())
-                    .or_else(|| {
-                        std::env::current_dir()
-                            .ok()
-                            .map(|d| d.to_string_lossy().into_owned())
-                    })
-                    .unwrap_or_default();
-                view.mode = Mode::NewDir {
-                    input: format!("{}/", start.trim_end_matches('/')),
-                    choices: vec![],
-                };
+                    .and_then(|r| view.hosts.iter().position(|h| h.label == r.host))
+                    .unwrap_or(0);
+                view.mode = Mode::NewHost { at };
+            }
+            A::New => {
+                let host = view.hosts[0].label.clone();
+                new_dir(view, &host);
             }
             A::Attach | A::Observe | A::Fork | A::Kill | A::Approve | A::Deny => {
                 let Some(r) = sel else {
@@ -328,16 +415,23 @@ impl App {
                     return;
                 };
                 let sid = r.info.session_id.clone();
+                let host = r.host.clone();
                 let short = crate::commands::short_id(&sid).to_string();
+                if let Some(why) = view.stale(&host) {
+                    // Answered at once: nothing can reach it now.
+                    view.message = Some(format!("{host} is unreachable ({why}): nothing was done"));
+                    return;
+                }
                 match action {
-                    A::Attach => self.attach(term, view, &sid, AttachMode::Interactive),
-                    A::Observe => self.attach(term, view, &sid, AttachMode::Observe),
+                    A::Attach => self.attach(term, view, &host, &sid, AttachMode::Interactive),
+                    A::Observe => self.attach(term, view, &host, &sid, AttachMode::Observe),
                     A::Fork => {
                         view.message = Some(format!("forking {short}…"));
-                        let _ = self.jobs.send(Job::Fork(sid));
+                        self.job(&host, Job::Fork(sid));
                     }
                     A::Kill if r.held() => {
                         view.mode = Mode::ConfirmKill {
+                            host,
                             session: sid,
                             label: short,
                         };
@@ -355,15 +449,18 @@ impl App {
                                     "{} {short}…",
                                     if approve { "approving" } else { "denying" }
                                 ));
-                                let _ = self.jobs.send(Job::Respond {
-                                    session: sid,
-                                    prompt: Some(p.to_string()),
-                                    choice: if approve {
-                                        RespondChoice::Yes
-                                    } else {
-                                        RespondChoice::No
+                                self.job(
+                                    &host,
+                                    Job::Respond {
+                                        session: sid,
+                                        prompt: Some(p.to_string()),
+                                        choice: if approve {
+                                            RespondChoice::Yes
+                                        } else {
+                                            RespondChoice::No
+                                        },
                                     },
-                                });
+                                );
                             }
                             None if !r.held()
                                 && r.attention() == crate::ui::model::Attention::Waiting =>
@@ -381,4 +478,33 @@ impl App {
             }
         }
     }
+}
+
+/// Asks the new session's directory on `host`: the selected row's folder
+/// when it is on that machine, else that machine's most recent row's, else
+/// (this machine) the current directory, else `/`.
+fn new_dir(view: &mut View, host: &str) {
+    let sel = view
+        .model
+        .selected()
+        .filter(|r| r.host == host)
+        .and_then(|r| r.info.cwd.clone());
+    let any = || {
+        view.model
+            .visible_rows()
+            .filter(|r| r.host == host)
+            .find_map(|r| r.info.cwd.clone())
+    };
+    let here = || {
+        (host == LOCAL)
+            .then(|| std::env::current_dir().ok())
+            .flatten()
+            .map(|d| d.to_string_lossy().into_owned())
+    };
+    let start = sel.or_else(any).or_else(here).unwrap_or_default();
+    view.mode = Mode::NewDir {
+        host: host.to_string(),
+        input: format!("{}/", start.trim_end_matches('/')),
+        choices: vec![],
+    };
 }

@@ -8,10 +8,18 @@
 //! - input: crossterm key/resize events; parks on request while an
 //!   attached session owns the keyboard (see [`InputCtl`]);
 //! - signals: SIGTERM / SIGHUP / SIGINT → a clean exit;
-//! - events: the `events.subscribe` connection; on its loss it says the
-//!   daemon is gone and retries every [`RECONNECT`] (never starting one);
-//! - loader: builds the listing on request (requests coalesce);
-//! - worker: previews and actions through its own client, one at a time.
+//! - for this machine (when shown): events (the `events.subscribe`
+//!   connection; on its loss it says the daemon is gone and retries every
+//!   [`RECONNECT`], never starting one), loader (builds the listing from
+//!   the files on request; requests coalesce), worker (previews and
+//!   actions through its own client, one at a time);
+//! - for each other machine (`--host`): its link and the link's reader
+//!   (`remote`): one ssh connection for the dashboard's lifetime carries
+//!   that machine's events, listings, previews and actions.
+//!
+//! Every message and job names its machine ([`Link`]); the main thread
+//! never waits for a machine: a key only queues a job, so it is answered
+//! at once whatever the network does.
 //!
 //! Every way out (q, a signal, an error, a panic) leaves the alternate
 //! screen and raw mode ([`TermGuard`], the panic hook).
@@ -24,12 +32,15 @@
 
 mod attach;
 mod handle;
+mod jobs;
+mod remote;
 mod threads;
 
 use threads::{spawn_events, spawn_input, spawn_loader, spawn_signals, spawn_worker};
 
-use super::view::{Preview, View};
+use super::view::{Daemon, Preview, View};
 use crate::cli::{DetachKeyArg, GlobalArgs};
+use crate::hosts::Target;
 use crate::settings::Settings;
 use ccd_claude::display::line;
 use ccd_protocol::methods::events::Event as DaemonEvent;
@@ -75,19 +86,23 @@ pub const ATTACH_DELAY_ENV: &str = "CCD_UI_TEST_ATTACH_DELAY_MS";
 /// of the panic path: the terminal must come back).
 pub const PANIC_ENV: &str = "CCD_UI_PANIC_FOR_TEST";
 
+/// A message to the main thread; the `String`s first in a variant are
+/// the machine's label.
 enum Msg {
     Input(Event),
     Signal(i32),
-    Event(Box<DaemonEvent>),
-    /// The events connection is up (again): the listing can be trusted
-    /// from here on.
-    Subscribed,
-    DaemonGone(String),
-    Rows(Result<Vec<SessionInfo>, String>),
-    /// Every live session's cost, freshly sampled by the daemon.
-    Costs(std::collections::HashMap<u32, ccd_protocol::methods::session::SessionCost>),
+    Event(String, Box<DaemonEvent>),
+    /// A machine's daemon connection changed: up (its events come from
+    /// here on: the listing can be trusted), or gone (why).
+    Daemon(String, Daemon),
+    Rows(String, Result<Vec<SessionInfo>, String>),
+    /// Every live session's cost on a machine, freshly sampled by its daemon.
+    Costs(
+        String,
+        std::collections::HashMap<u32, ccd_protocol::methods::session::SessionCost>,
+    ),
     Preview(Preview),
-    Done(Done),
+    Done(String, Done),
 }
 
 enum Done {
@@ -96,6 +111,7 @@ enum Done {
     Attach(String),
 }
 
+/// Work for a machine's worker (this one's) or link (another's).
 enum Job {
     Preview {
         session: String,
@@ -112,6 +128,25 @@ enum Job {
     New(std::path::PathBuf),
     /// What the live sessions cost now (each TICK, no listing built).
     Costs,
+    /// List the machine's sessions again (another machine's link; this
+    /// one's loader has its own channel).
+    Reload,
+    /// The connection of this generation ended (why): sent by a link's
+    /// reader to its link.
+    Lost {
+        generation: u64,
+        why: String,
+    },
+}
+
+/// One machine the dashboard shows: where its jobs go.
+struct Link {
+    label: String,
+    target: Target,
+    jobs: Sender<Job>,
+    /// This machine's loader; another machine lists through its link
+    /// ([`Job::Reload`]).
+    load: Option<Sender<()>>,
 }
 
 /// How the dashboard notifies a session that starts waiting
@@ -250,14 +285,41 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         && std::env::var("TERM").map_or(true, |t| t != "dumb");
     let home = std::env::var("HOME").ok();
 
+    let targets = dashboard_hosts(global, &settings)?;
+    let labels: Vec<String> = targets.iter().map(|t| t.label().to_string()).collect();
+
     let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_QUEUED);
     let input = InputCtl::default();
-    spawn_events(global.clone(), tx.clone());
-    let load = spawn_loader(global.clone(), tx.clone());
-    // The first listing starts at once; another follows the subscription
-    // (what changed between the two comes by events from then on).
-    let _ = load.send(());
-    let jobs = spawn_worker(global.clone(), tx.clone(), auto_trust);
+    let mut links = Vec::new();
+    for target in targets {
+        let label = target.label().to_string();
+        let link = match &target {
+            Target::Local => {
+                let mut here = global.clone();
+                here.targets = vec![Target::Local];
+                spawn_events(here.clone(), tx.clone());
+                let load = spawn_loader(here.clone(), tx.clone());
+                // The first listing starts at once; another follows the
+                // subscription (what changed between the two comes by
+                // events from then on).
+                let _ = load.send(());
+                let jobs = spawn_worker(here, tx.clone(), auto_trust);
+                Link {
+                    label,
+                    target,
+                    jobs,
+                    load: Some(load),
+                }
+            }
+            Target::Remote(r) => Link {
+                label,
+                jobs: remote::spawn(remote::quiet(r), tx.clone(), auto_trust),
+                target,
+                load: None,
+            },
+        };
+        links.push(link);
+    }
     let signals = spawn_signals(tx.clone());
 
     let previous = std::panic::take_hook();
@@ -272,13 +334,12 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
     let guard = TermGuard::enter()?;
     spawn_input(tx.clone(), input.clone());
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
-    let mut view = View::new(colour, home, key_name);
+    let mut view = View::new(colour, home, key_name, &labels);
     let mut app = App {
         global: global.clone(),
         key,
         notify,
-        load,
-        jobs,
+        links,
         input,
         preview_asked: None,
         preview_at: Instant::now(),
@@ -298,11 +359,11 @@ struct App {
     global: GlobalArgs,
     key: crate::term::DetachKey,
     notify: Notify,
-    load: Sender<()>,
-    jobs: Sender<Job>,
+    /// Every machine shown, in the order given.
+    links: Vec<Link>,
     input: InputCtl,
     /// The session whose preview was asked last, and not answered yet.
-    preview_asked: Option<String>,
+    preview_asked: Option<crate::ui::model::RowKey>,
     preview_at: Instant,
     /// The shown preview is out of date (its session's events, an attach).
     preview_stale: bool,
@@ -310,6 +371,56 @@ struct App {
 }
 
 type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
+
+impl App {
+    fn link(&self, host: &str) -> Option<&Link> {
+        self.links.iter().find(|l| l.label == host)
+    }
+
+    /// Queues `job` for `host`'s worker or link (never waits).
+    fn job(&self, host: &str, job: Job) {
+        if let Some(l) = self.link(host) {
+            let _ = l.jobs.send(job);
+        }
+    }
+
+    /// Asks `host`'s listing again.
+    fn reload(&self, host: &str) {
+        match self.link(host) {
+            Some(Link { load: Some(l), .. }) => {
+                let _ = l.send(());
+            }
+            Some(l) => {
+                let _ = l.jobs.send(Job::Reload);
+            }
+            None => {}
+        }
+    }
+
+    fn reload_all(&self) {
+        for l in &self.links {
+            self.reload(&l.label);
+        }
+    }
+
+    /// This invocation's options, talking to `host` alone (an attach).
+    fn global_for(&self, host: &str) -> GlobalArgs {
+        let mut g = self.global.clone();
+        g.targets = vec![self.link(host).map_or(Target::Local, |l| l.target.clone())];
+        g
+    }
+}
+
+/// The machines the dashboard shows: `--host` (or `$CCD_HOST`), else the
+/// config's `ui_hosts`, else this one.
+fn dashboard_hosts(global: &GlobalArgs, settings: &Settings) -> anyhow::Result<Vec<Target>> {
+    let named =
+        !global.hosts.is_empty() || std::env::var("CCD_HOST").is_ok_and(|v| !v.trim().is_empty());
+    match &settings.ui_hosts {
+        Some(hosts) if !named && !hosts.is_empty() => crate::hosts::resolve_names(global, hosts),
+        _ => crate::hosts::resolve(global),
+    }
+}
 
 /// Whether `ccd` with no arguments should open the dashboard.
 pub fn on_terminal() -> bool {

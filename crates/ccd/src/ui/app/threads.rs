@@ -1,12 +1,15 @@
 //! The threads that feed the main loop, each sending its one kind of
 //! [`Msg`]: input (parked while an attached session has the keyboard),
-//! signals, the daemon's events, the loader of the listing and the worker
-//! (previews, costs and actions on its own connection).
+//! signals, and this machine's: the daemon's events, the loader of the
+//! listing and the worker (previews, costs and actions on its own
+//! connection). Another machine's are its link's (`remote`).
 
-use super::{Done, InputCtl, Job, Msg, RECONNECT, RELOAD_EVERY};
+use super::jobs::{self, Tails};
+use super::{InputCtl, Job, Msg, RECONNECT, RELOAD_EVERY};
 use crate::cli::GlobalArgs;
+use crate::hosts::LOCAL;
 use crate::ui::data;
-use crate::ui::view::{Preview, PreviewKind};
+use crate::ui::view::Daemon;
 use ccd_client::Client;
 use ccd_protocol::methods::events::{
     Event as DaemonEvent, EventNotification, EventsSubscribe, SubscribeParams,
@@ -76,7 +79,10 @@ pub(super) fn spawn_events(global: GlobalArgs, tx: SyncSender<Msg>) {
             };
             if !said_gone || !why.is_empty() {
                 said_gone = true;
-                if tx.send(Msg::DaemonGone(why)).is_err() {
+                if tx
+                    .send(Msg::Daemon(LOCAL.into(), Daemon::Gone(why)))
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -90,7 +96,10 @@ pub(super) fn spawn_events(global: GlobalArgs, tx: SyncSender<Msg>) {
 fn subscribe_and_forward(c: &mut Client, tx: &SyncSender<Msg>) -> Result<(), String> {
     c.call::<EventsSubscribe>(&SubscribeParams { types: None })
         .map_err(|e| e.to_string())?;
-    if tx.send(Msg::Subscribed).is_err() {
+    if tx
+        .send(Msg::Daemon(LOCAL.into(), Daemon::Connected))
+        .is_err()
+    {
         return Ok(());
     }
     loop {
@@ -111,7 +120,7 @@ fn subscribe_and_forward(c: &mut Client, tx: &SyncSender<Msg>) -> Result<(), Str
         }
         match n.params_as::<DaemonEvent>() {
             Ok(e) => {
-                if tx.send(Msg::Event(Box::new(e))).is_err() {
+                if tx.send(Msg::Event(LOCAL.into(), Box::new(e))).is_err() {
                     return Ok(());
                 }
             }
@@ -138,7 +147,8 @@ pub(super) fn spawn_loader(global: GlobalArgs, tx: SyncSender<Msg>) -> Sender<()
                 client = None;
                 r = data::listing(&global, None);
             }
-            if tx.send(Msg::Rows(r.map_err(|e| format!("{e:#}")))).is_err() {
+            let rows = Msg::Rows(LOCAL.into(), r.map_err(|e| format!("{e:#}")));
+            if tx.send(rows).is_err() {
                 return;
             }
             // A storm of events cannot keep the index building: at most
@@ -161,95 +171,15 @@ pub(super) fn spawn_worker(
             if client.is_none() {
                 client = crate::commands::connect_existing(&global).ok().flatten();
             }
-            let size = crate::term::raw::size();
-            let mut lost = false;
-            let mut note = |e: &ccd_client::ClientError| {
-                lost |= e.rpc().is_none();
-                e.to_string()
-            };
-            if matches!(job, Job::Costs) && client.is_none() {
-                // Quiet: with no daemon the figures stay as the last
-                // listing measured them.
-                continue;
-            }
-            let msg = match (job, client.as_mut()) {
-                (
-                    Job::Preview {
-                        session,
-                        held,
-                        transcript,
-                    },
-                    c,
-                ) => {
-                    let (kind, lines) = match (held, c, transcript) {
-                        (true, Some(c), _) => match data::screen(c, &session) {
-                            Ok(l) => (PreviewKind::Screen, l),
-                            Err(e) => (PreviewKind::Note, vec![note(&e)]),
-                        },
-                        (_, _, Some(t)) => match data::transcript_tail(std::path::Path::new(&t)) {
-                            Ok(l) if l.is_empty() => {
-                                (PreviewKind::Note, vec!["(an empty transcript)".into()])
-                            }
-                            Ok(l) => (PreviewKind::Transcript, l),
-                            Err(e) => (PreviewKind::Note, vec![format!("{t}: {e}")]),
-                        },
-                        (true, None, None) => (
-                            PreviewKind::Note,
-                            vec!["the daemon is not answering".into()],
-                        ),
-                        (false, _, None) => (PreviewKind::Note, vec!["no transcript yet".into()]),
-                    };
-                    Msg::Preview(Preview::new(&session, kind, &lines))
-                }
-                (_, None) => Msg::Done(Done::Message(
-                    "the ccd daemon is not running: nothing was done".into(),
-                )),
-                (
-                    Job::Respond {
-                        session,
-                        prompt,
-                        choice,
-                    },
-                    Some(c),
-                ) => Msg::Done(Done::Message(
-                    data::respond(c, &session, prompt.as_deref(), choice).unwrap_or_else(|e| {
-                        format!("{}: {}", crate::commands::short_id(&session), note(&e))
-                    }),
-                )),
-                (Job::Kill(session), Some(c)) => {
-                    Msg::Done(Done::Message(data::kill(c, &session).unwrap_or_else(|e| {
-                        format!("{}: {}", crate::commands::short_id(&session), note(&e))
-                    })))
-                }
-                (Job::Fork(session), Some(c)) => match data::fork(c, &session, size) {
-                    Ok(s) => Msg::Done(Done::Attach(s)),
-                    Err(e) => Msg::Done(Done::Message(format!(
-                        "fork of {}: {e}",
-                        crate::commands::short_id(&session)
-                    ))),
-                },
-                (Job::Costs, Some(c)) => match data::costs(c) {
-                    Ok(costs) => Msg::Costs(costs),
-                    Err(e) => {
-                        // Quiet: a failed call leaves the figures.
-                        note(&e);
-                        if lost {
-                            client = None;
-                        }
-                        continue;
-                    }
-                },
-                (Job::New(dir), Some(c)) => match data::new(c, &dir, auto_trust, size) {
-                    Ok(s) => Msg::Done(Done::Attach(s)),
-                    Err(e) => Msg::Done(Done::Message(format!("new session: {e}"))),
-                },
-            };
-            if lost {
+            let ran = jobs::run(LOCAL, job, client.as_mut(), Tails::Files, auto_trust);
+            if ran.lost.is_some() {
                 // Reconnect for the next job.
                 client = None;
             }
-            if tx.send(msg).is_err() {
-                return;
+            if let Some(msg) = ran.msg {
+                if tx.send(msg).is_err() {
+                    return;
+                }
             }
         }
     });
