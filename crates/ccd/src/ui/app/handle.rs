@@ -9,7 +9,7 @@ use crate::hosts::LOCAL;
 use crate::term::Mode as AttachMode;
 use crate::ui::model::Applied;
 use crate::ui::render;
-use crate::ui::view::{Daemon, Mode, Preview, PreviewKind, View};
+use crate::ui::view::{Daemon, Mode, View};
 use ccd_claude::display::line;
 use ccd_protocol::methods::session::RespondChoice;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -116,16 +116,7 @@ impl App {
         self.preview_at = Instant::now();
         if let Some(why) = view.stale(&r.host) {
             // Its machine is unreachable: said here, nothing asked.
-            let p = Preview::new(
-                &r.host,
-                sid,
-                PreviewKind::Note,
-                &[format!(
-                    "{} is unreachable ({why}): its last known state is shown",
-                    r.host
-                )],
-            );
-            view.preview = Some(p);
+            view.preview = Some(super::jobs::unreachable_preview(&r.host, sid, why));
             return true;
         }
         self.preview_asked = Some(r.key());
@@ -314,8 +305,7 @@ impl App {
                         std::path::PathBuf::from(input.trim())
                     };
                     if let Some(why) = view.stale(&host) {
-                        view.message =
-                            Some(format!("{host} is unreachable ({why}): nothing was done"));
+                        view.message = Some(super::jobs::unreachable(&host, why));
                         return;
                     }
                     let on = if view.shows_hosts() {
@@ -419,7 +409,7 @@ impl App {
                 let short = crate::commands::short_id(&sid).to_string();
                 if let Some(why) = view.stale(&host) {
                     // Answered at once: nothing can reach it now.
-                    view.message = Some(format!("{host} is unreachable ({why}): nothing was done"));
+                    view.message = Some(super::jobs::unreachable(&host, why));
                     return;
                 }
                 match action {

@@ -126,17 +126,33 @@ pub(super) fn run<C: Caller>(
 /// The answer to `job` for a machine that cannot be reached (why): said
 /// at once, nothing tried.
 pub(super) fn refuse(host: &str, job: Job, why: &str) -> Option<Msg> {
-    let text = format!("{host} is unreachable ({why}): nothing was done");
     match job {
         Job::Reload | Job::Lost { .. } | Job::Costs => None,
-        Job::Preview { session, .. } => Some(Msg::Preview(Preview::new(
-            host,
-            &session,
-            PreviewKind::Note,
-            &[format!(
-                "{host} is unreachable ({why}): its last known state is shown"
-            )],
-        ))),
-        _ => Some(Msg::Done(host.to_string(), Done::Message(text))),
+        Job::Preview { session, .. } => {
+            Some(Msg::Preview(unreachable_preview(host, &session, why)))
+        }
+        _ => Some(Msg::Done(
+            host.to_string(),
+            Done::Message(unreachable(host, why)),
+        )),
     }
+}
+
+/// What a key on a row of an unreachable machine says (what matters
+/// first: the line is clipped to the terminal's width).
+pub(super) fn unreachable(host: &str, why: &str) -> String {
+    format!("{host} is unreachable, nothing was done ({why})")
+}
+
+/// The preview of a row of an unreachable machine.
+pub(super) fn unreachable_preview(host: &str, session: &str, why: &str) -> Preview {
+    Preview::new(
+        host,
+        session,
+        PreviewKind::Note,
+        &[
+            format!("{host} is unreachable: the row shows its last known state."),
+            format!("why: {why}"),
+        ],
+    )
 }

@@ -1,0 +1,263 @@
+//! `ccd ui --host local --host ssh://far`: one dashboard over two
+//! machines. The other machine is a second sandbox (its own home, Claude
+//! config, socket and state directories, daemon); `$CCD_SSH_COMMAND` is a
+//! stand-in for ssh that runs that sandbox's `ccd dial-stdio`, so the test
+//! can stop it (a stalled network) or kill it (a cut) by pid. The same
+//! with a real sshd is in `ssh.rs`.
+
+mod common;
+
+use common::tmux::{tmux_or_skip, Tmux};
+use common::{wait_for, Sandbox};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(30);
+
+fn short(sid: &str) -> &str {
+    &sid[..8]
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// A stand-in for ssh (whatever its options and host) running `far`'s
+/// `ccd dial-stdio` in `far`'s environment.
+fn stand_in_ssh(near: &Sandbox, far: &Sandbox) -> PathBuf {
+    let path = near.tmp.path().join("fake-ssh");
+    let mut script = String::from("#!/bin/sh\nexec env -u XDG_RUNTIME_DIR");
+    for (k, v) in &far.env {
+        script.push_str(&format!(" {k}={}", quote(v)));
+    }
+    script.push_str(&format!(
+        " {} dial-stdio\n",
+        quote(common::ccd_bin().to_str().unwrap())
+    ));
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Every child of `pid` (of any of its threads) running `dial-stdio`.
+fn dial_children(pid: u32) -> Vec<i32> {
+    let mut out = vec![];
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        for k in kids
+            .split_whitespace()
+            .filter_map(|k| k.parse::<i32>().ok())
+        {
+            let cmd = std::fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmd).contains("dial-stdio") {
+                out.push(k);
+            }
+        }
+    }
+    out
+}
+
+fn signal(pid: i32, s: nix::sys::signal::Signal) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), s);
+}
+
+/// The list's rows (the lines between the column header and the preview).
+fn list_rows(pane: &str) -> Vec<String> {
+    pane.lines()
+        .skip_while(|l| !l.contains("HOST") || !l.contains("TITLE"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn row_of<'a>(rows: &'a [String], sid: &str) -> Option<&'a String> {
+    rows.iter().find(|r| r.contains(short(sid)))
+}
+
+/// Filters the list down to `sid` (selecting it).
+fn select(t: &Tmux, sid: &str) {
+    t.keys(&["Escape"]);
+    t.keys(&["/"]);
+    t.type_text(short(sid));
+    t.keys(&["Enter"]);
+    t.wait_until("the row alone", T, |p| {
+        let r = list_rows(p);
+        r.len() == 1 && r[0].contains(short(sid))
+    });
+}
+
+#[test]
+fn two_machines_in_one_list_every_key_on_a_remote_row_and_a_stalled_link_never_freezes_it() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let far = Sandbox::new();
+    let mut near = Sandbox::new();
+    let ssh = stand_in_ssh(&near, &far);
+    near.env
+        .push(("CCD_SSH_COMMAND".into(), ssh.display().to_string()));
+    let here = near.new_session("nearproj");
+    let there = far.new_session("farproj");
+    // A dead remote session with a transcript: previewed through session.tail.
+    let old = far.new_session("oldproj");
+    far.ok(&["send", &old, "remember the tail"]);
+    wait_for(T, "the old session's reply", || {
+        far.ok(&["screen", &old])
+            .contains("echo: remember the tail")
+            .then_some(())
+    });
+    far.ok(&["kill", &old]);
+
+    let t = Tmux::start(
+        &near,
+        &["ui", "--host", "local", "--host", "ssh://far"],
+        140,
+        40,
+    );
+    let pane = t.wait_until("rows of both machines", T, |p| {
+        let r = list_rows(p);
+        row_of(&r, &here).is_some() && row_of(&r, &there).is_some() && row_of(&r, &old).is_some()
+    });
+    let rows = list_rows(&pane);
+    assert!(row_of(&rows, &here).unwrap().contains("local"), "{pane}");
+    assert!(row_of(&rows, &there).unwrap().contains("far"), "{pane}");
+    assert!(row_of(&rows, &old).unwrap().contains("dead"), "{pane}");
+    let ui = t.child_pid().expect("the dashboard's pid");
+    assert_eq!(
+        dial_children(ui).len(),
+        1,
+        "one connection to the other machine"
+    );
+
+    // The remote dead session's preview: its transcript, through the API.
+    select(&t, &old);
+    let pane = t.wait("far:", T);
+    t.wait_until("the remote transcript", T, |p| {
+        p.contains("· transcript") && p.contains("remember the tail")
+    });
+    assert!(!pane.contains("no transcript yet"), "{pane}");
+
+    // A remote prompt comes by the remote's events, goes on top, and is
+    // approved from here.
+    far.ok(&["send", &there, "perm echo hi"]);
+    t.keys(&["Escape"]);
+    let pane = t.wait("[permission: Bash command echo hi]", T);
+    let rows = list_rows(&pane);
+    assert!(
+        rows[0].contains(short(&there)) && rows[0].starts_with('!'),
+        "the waiting remote session first:\n{pane}"
+    );
+    select(&t, &there);
+    t.wait_until("the remote live screen", T, |p| p.contains("· live screen"));
+    t.keys(&["a"]);
+    t.wait("approved prompt", T);
+    wait_for(T, "the approved turn on the other machine", || {
+        far.ok(&["screen", &there])
+            .contains("echo: perm echo hi")
+            .then_some(())
+    });
+
+    // Attach to the remote session, type, detach back to the dashboard.
+    t.keys(&["Enter"]);
+    t.wait_until("the attached session", T, |_| !t.alternate_on());
+    std::thread::sleep(Duration::from_millis(300));
+    t.type_text("typed-on-the-other-machine");
+    wait_for(T, "the typed text there", || {
+        far.ok(&["screen", &there])
+            .contains("typed-on-the-other-machine")
+            .then_some(())
+    });
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", short(&there)), T);
+    assert!(t.alternate_on());
+    assert_eq!(
+        dial_children(ui).len(),
+        1,
+        "the attach's own connection is gone; the link's stays"
+    );
+
+    // A stalled link (ssh stopped: it reads and writes nothing): keys
+    // still answer at once, the machine is said unreachable within a
+    // call's deadline after the next look at it, its rows stale.
+    let link = dial_children(ui)[0];
+    signal(link, nix::sys::signal::Signal::SIGSTOP);
+    t.keys(&["Escape"]);
+    let stalled = Instant::now();
+    for (key, note) in [("?", "keys"), ("Escape", "HOST")] {
+        t.keys(&[key]);
+        t.wait(note, Duration::from_secs(5));
+    }
+    eprintln!(
+        "keys answered while the link was stalled, {:?} after the stop",
+        stalled.elapsed()
+    );
+    let pane = t.wait("far UNREACHABLE", T);
+    eprintln!("the stall was said after {:?}", stalled.elapsed());
+    assert!(
+        row_of(&list_rows(&pane), &there)
+            .unwrap()
+            .contains("[stale]"),
+        "{pane}"
+    );
+    select(&t, &there);
+    let asked = Instant::now();
+    t.keys(&["k"]);
+    t.wait(
+        "far is unreachable, nothing was done",
+        Duration::from_secs(5),
+    );
+    eprintln!("a key on a stale row answered in {:?}", asked.elapsed());
+    // The stopped ssh is ended (SIGKILL after SIGTERM), a new one made.
+    t.wait_until("back", T, |p| !p.contains("UNREACHABLE"));
+    let pane = t.wait_until("fresh rows", T, |p| {
+        row_of(&list_rows(p), &there).is_some_and(|r| !r.contains("[stale]"))
+    });
+    assert!(!pane.contains("[stale]"), "{pane}");
+    wait_for(T, "the stopped stand-in gone", || {
+        (!std::path::Path::new(&format!("/proc/{link}")).exists()
+            || std::fs::read_to_string(format!("/proc/{link}/stat"))
+                .is_ok_and(|s| s.contains(") Z ")))
+        .then_some(())
+    });
+    assert_eq!(dial_children(ui).len(), 1, "{:?}", dial_children(ui));
+
+    // The connection cut mid-session: back again.
+    signal(dial_children(ui)[0], nix::sys::signal::Signal::SIGKILL);
+    t.wait("far UNREACHABLE", T);
+    t.wait_until("back after the cut", T, |p| !p.contains("UNREACHABLE"));
+
+    // The remote daemon stopped: its dial-stdio starts it again.
+    far.ok(&["daemon", "stop"]);
+    t.wait_until("back after the daemon's stop", T, |p| {
+        !p.contains("UNREACHABLE") && row_of(&list_rows(p), &there).is_some()
+    });
+    wait_for(T, "the remote daemon running again", || {
+        far.daemon_pid().map(|_| ())
+    });
+
+    // Kill a remote session from here (asks first).
+    select(&t, &there);
+    t.keys(&["k"]);
+    t.wait("y to kill", T);
+    t.keys(&["y"]);
+    t.wait(&format!("{}: ", short(&there)), T);
+    wait_for(T, "the remote session dead", || {
+        (common::row(&far, &there)["state"] == "dead").then_some(())
+    });
+
+    // New asks for the machine, then the directory there.
+    t.keys(&["Escape"]);
+    t.keys(&["n"]);
+    t.wait("new session on which machine?", T);
+    t.keys(&["Down", "Enter"]);
+    t.wait("new session on far in directory", T);
+    t.keys(&["Escape"]);
+
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
