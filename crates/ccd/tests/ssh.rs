@@ -606,3 +606,161 @@ fn ssh_asks_its_host_key_question_on_the_terminal() {
         "the answer was ssh's to record"
     );
 }
+
+/// The bytes sent and received (TCP payload) by the ssh connections to
+/// `port` on this machine, from `ss -ti` (`None` when ss says nothing).
+fn tcp_bytes_to(port: u16) -> Option<(u64, u64)> {
+    let out = std::process::Command::new("ss")
+        .args([
+            "-tinH",
+            "state",
+            "established",
+            "dport",
+            "=",
+            &format!(":{port}"),
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> Option<u64> {
+        let mut sum = None;
+        for part in text.split_whitespace() {
+            if let Some(v) = part.strip_prefix(name) {
+                *sum.get_or_insert(0) += v.parse::<u64>().ok()?;
+            }
+        }
+        sum
+    };
+    Some((field("bytes_sent:")?, field("bytes_received:")?))
+}
+
+/// The list's rows of a dashboard showing hosts.
+fn ui_rows(pane: &str) -> Vec<String> {
+    pane.lines()
+        .skip_while(|l| !l.contains("HOST") || !l.contains("TITLE"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_dashboard_shows_both_machines_over_real_ssh() {
+    use common::tmux::{tmux_or_skip, Tmux};
+    let Some(host) = sshd_or_skip() else { return };
+    if !tmux_or_skip() {
+        return;
+    }
+    let mut sb = host.sandbox();
+    let url = host.url();
+    let here = sb.new_session("here");
+    let there = remote_new(&host, &sb, "there");
+    let args = ["ui", "--host", "local", "--host", url.as_str()];
+    let has = |p: &str, sid: &str| ui_rows(p).iter().any(|r| r.contains(&sid[..8]));
+
+    // The first frame with both machines (each listed), three times.
+    sb.env
+        .push(("CCD_UI_EXIT_AFTER_FIRST_FRAME".into(), "1".into()));
+    for _ in 0..3 {
+        let t = Tmux::start(&sb, &args, 140, 40);
+        let pane = t.wait("ccd-exited=0", T);
+        let line = pane
+            .lines()
+            .find(|l| l.contains("frame with"))
+            .unwrap_or_else(|| panic!("{pane}"));
+        let figure = line.split("frame with").nth(1).unwrap_or(line);
+        eprintln!("two machines over real ssh: the first frame with{figure}");
+    }
+    sb.env.pop();
+
+    let t = Tmux::start(&sb, &args, 140, 40);
+    t.wait_until("rows of both machines", T, |p| {
+        has(p, &here) && has(p, &there)
+    });
+    let ui = t.child_pid().expect("the dashboard's pid");
+    let ssh = wait_for(T, "the link's ssh", || ssh_child_of(ui));
+
+    // Idle: what the link moves over the network in 20 s (the costs
+    // refreshed as usual), with this machine's row selected, then the
+    // other machine's (its live screen is fetched every few seconds).
+    let idle = |what: &str| {
+        std::thread::sleep(Duration::from_secs(2));
+        let Some((s0, r0)) = tcp_bytes_to(host.port) else {
+            eprintln!("ss gave no byte counts: idle traffic not measured");
+            return;
+        };
+        std::thread::sleep(Duration::from_secs(20));
+        if let Some((s1, r1)) = tcp_bytes_to(host.port) {
+            eprintln!(
+                "an idle two-machine dashboard, {what} selected: {} B/min sent, {} B/min received over ssh",
+                (s1 - s0) * 3,
+                (r1 - r0) * 3
+            );
+        }
+    };
+    for (sid, what) in [
+        (&here, "this machine's row"),
+        (&there, "the remote live row"),
+    ] {
+        t.keys(&["/"]);
+        t.type_text(&sid[..8]);
+        t.keys(&["Enter", "Escape"]);
+        t.wait_until("the row selected", T, |p| {
+            p.contains(&format!(":{} ·", &sid[..8]))
+        });
+        idle(what);
+    }
+
+    // A remote prompt, shown and approved from the dashboard.
+    sb.ok(&["--host", &url, "send", &there, "perm echo hi"]);
+    t.wait("[permission: Bash command echo hi]", T);
+    t.keys(&["/"]);
+    t.type_text(&there[..8]);
+    t.keys(&["Enter"]);
+    t.wait_until("the remote row alone, its screen", T, |p| {
+        ui_rows(p).len() == 1 && p.contains("· live screen")
+    });
+    t.keys(&["a"]);
+    t.wait("approved prompt", T);
+    wait_for(T, "the approved turn there", || {
+        sb.ok(&["--host", &url, "screen", &there])
+            .contains("echo: perm echo hi")
+            .then_some(())
+    });
+
+    // Attach over ssh and detach back to the dashboard.
+    t.keys(&["Enter"]);
+    t.wait_until("attached", T, |_| !t.alternate_on());
+    std::thread::sleep(Duration::from_millis(500));
+    t.type_text("over-real-ssh");
+    wait_for(T, "the typed text there", || {
+        sb.ok(&["--host", &url, "screen", &there])
+            .contains("over-real-ssh")
+            .then_some(())
+    });
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", &there[..8]), T);
+
+    // The remote daemon stopped: shown again once its dial-stdio has
+    // started it.
+    sb.ok(&["--host", &url, "daemon", "stop"]);
+    t.wait_until("back after the remote daemon's stop", T, |p| {
+        !p.contains("UNREACHABLE") && has(p, &there)
+    });
+
+    // The ssh connection killed mid-session: unreachable, then back.
+    let ssh_now = wait_for(T, "the link's ssh", || ssh_child_of(ui));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ssh_now),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    t.wait("UNREACHABLE", T);
+    let pane = t.wait_until("back after the cut", T, |p| {
+        !p.contains("UNREACHABLE") && !p.contains("[stale]")
+    });
+    assert!(has(&pane, &there), "{pane}");
+    let _ = ssh;
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
