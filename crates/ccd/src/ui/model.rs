@@ -745,4 +745,81 @@ pub mod tests {
         }
         assert!(m.notified.len() <= MAX_NOTIFIED);
     }
+
+    #[test]
+    fn two_machines_are_one_list_each_reloaded_and_evented_on_its_own() {
+        let mut m = Model::default();
+        m.set_rows(
+            "local",
+            vec![info("same-id", "live", Some("idle"), Some("idle"), 50)],
+        );
+        m.set_rows(
+            "devbox",
+            vec![
+                info("same-id", "live", Some("idle"), Some("idle"), 10),
+                info("far-dead", "dead", None, None, 5),
+            ],
+        );
+        // The same id on two machines is two rows; the order is one
+        // order over both (held idle by recency, then dead).
+        let keys: Vec<(String, String)> = m
+            .visible_rows()
+            .map(|r| (r.host.clone(), r.info.session_id.clone()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("devbox".to_string(), "same-id".to_string()),
+                ("local".into(), "same-id".into()),
+                ("devbox".into(), "far-dead".into()),
+            ]
+        );
+        m.select_id("local", "same-id");
+        // An event of devbox moves devbox's row only, on top of the list;
+        // the selection stays on this machine's row.
+        let mut e = Event::new(EventKind::Status, Some("same-id".into()), now_ms());
+        e.status = Some("waiting".into());
+        let a = m.apply("devbox", &e);
+        assert!(a.notify && !a.preview, "{a:?}");
+        let first = m.visible_row(0).unwrap();
+        assert_eq!(
+            (first.host.as_str(), first.attention()),
+            ("devbox", Attention::Waiting)
+        );
+        let here = m.selected().unwrap();
+        assert_eq!(
+            (here.host.as_str(), here.attention()),
+            ("local", Attention::HeldIdle)
+        );
+        assert!(m.is_fresh(first) && !m.is_fresh(here));
+        // Reloading devbox replaces its rows alone.
+        m.set_rows(
+            "devbox",
+            vec![info("new-there", "live", Some("idle"), None, 1)],
+        );
+        let hosts: Vec<(String, String)> = m
+            .visible_rows()
+            .map(|r| (r.host.clone(), r.info.session_id.clone()))
+            .collect();
+        assert_eq!(hosts.len(), 2, "{hosts:?}");
+        assert!(hosts.contains(&("local".into(), "same-id".into())));
+        assert!(hosts.contains(&("devbox".into(), "new-there".into())));
+        assert_eq!(m.selected().unwrap().host, "local");
+        // The filter matches the machine's name.
+        m.set_filter("devbox");
+        assert_eq!(m.visible_len(), 1);
+        // Costs of a machine go to its rows only (pids are per machine).
+        m.set_filter("");
+        let mut mine = info("p1", "live", Some("idle"), None, 1);
+        mine.pid = Some(7);
+        let mut theirs = info("p2", "live", Some("idle"), None, 1);
+        theirs.pid = Some(7);
+        m.set_rows("local", vec![mine]);
+        m.set_rows("devbox", vec![theirs]);
+        let costs = [(7u32, cost(100))].into_iter().collect();
+        m.set_costs("devbox", &costs);
+        for r in m.visible_rows() {
+            assert_eq!(r.memory() > 0, r.host == "devbox", "{}", r.host);
+        }
+    }
 }

@@ -740,6 +740,62 @@ mod tests {
     }
 
     #[test]
+    fn two_machines_one_gone_at_120x30() {
+        let mut v = View::new(
+            false,
+            Some("/home/me".into()),
+            "ctrl-\\".into(),
+            &[
+                "local".into(),
+                "devbox".into(),
+                "build-server-in-the-basement".into(),
+            ],
+        );
+        v.now = OffsetDateTime::parse(NOW, &Rfc3339).unwrap();
+        let row = |sid: &str, status: Option<&str>, lc: Option<&str>, ago_s: i64| {
+            let mut i = info(sid, "live", status, lc, 0);
+            i.last_activity = Some(at(ago_s));
+            i
+        };
+        v.set_rows(
+            "local",
+            vec![row("11111111-here", Some("idle"), Some("idle"), 30)],
+        );
+        v.set_rows(
+            "devbox",
+            vec![row("22222222-there", Some("waiting"), None, 5)],
+        );
+        v.set_rows(
+            "build-server-in-the-basement",
+            vec![row("33333333-busy", Some("busy"), Some("busy"), 1)],
+        );
+        v.set_daemon("local", Daemon::Connected);
+        v.set_daemon("build-server-in-the-basement", Daemon::Connected);
+        v.set_daemon(
+            "devbox",
+            Daemon::Gone("ssh: connect to host devbox port 22: Connection refused".into()),
+        );
+        v.model.select_id("devbox", "22222222-there");
+        v.preview = Some(Preview::new(
+            "devbox",
+            "22222222-there",
+            PreviewKind::Note,
+            &["devbox is unreachable".into()],
+        ));
+        let shot = render(&mut v, 120, 30);
+        insta::assert_snapshot!(shot);
+        let text = format!("{shot:?}");
+        assert!(text.contains("HOST") && text.contains("[stale]"), "{text}");
+        // The machine picker of `n`.
+        v.mode = Mode::NewHost { at: 1 };
+        let picker = format!("{:?}", render(&mut v, 80, 24));
+        assert!(
+            picker.contains("› devbox (unreachable)") && picker.contains("which machine"),
+            "{picker}"
+        );
+    }
+
+    #[test]
     fn new_session_prompt_at_80x24() {
         let mut v = fixture();
         v.mode = Mode::NewDir {
