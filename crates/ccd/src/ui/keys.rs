@@ -100,7 +100,7 @@ pub const KEYS: &[Binding] = &[
     },
     Binding {
         keys: "n",
-        does: "new session (asks for a directory; Tab completes)",
+        does: "new session (asks machine, then directory; Tab completes)",
         map: &[(ch('n'), Action::New)],
     },
     Binding {
