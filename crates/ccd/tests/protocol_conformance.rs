@@ -884,6 +884,7 @@ fn target(method: &str, doc_id: &Value) -> Option<Target> {
         ("session.fork", 7) => Target::External,
         ("session.kill", 8) => Target::New,
         ("session.screen", 9) => Target::Held,
+        ("session.tail", 10) => Target::Dead,
         ("session.attach", 10) => Target::Dead,
         ("session.attach", 11) => Target::Dead2,
         ("session.attach", 12) => Target::External,
