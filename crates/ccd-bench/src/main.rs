@@ -22,6 +22,7 @@ mod pty;
 mod stats;
 mod trim;
 mod ui;
+mod ui_hosts;
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +56,9 @@ enum Cmd {
     /// `ccd ui`: process start to the first frame showing the list, over
     /// generated transcripts.
     Ui(ui::Args),
+    /// `ccd ui` over two machines: a key to its redraw while the other
+    /// machine's link is healthy, then stalled.
+    UiHosts(ui_hosts::Args),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -73,6 +77,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Trim(a) => trim::run(&a),
         Cmd::TrimChild(a) => trim::child(&a),
         Cmd::Ui(a) => ui::run(&a),
+        Cmd::UiHosts(a) => ui_hosts::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }
