@@ -730,7 +730,9 @@ fn the_dashboard_shows_both_machines_over_real_ssh() {
 
     // Attach over ssh and detach back to the dashboard.
     t.keys(&["Enter"]);
-    t.wait_until("attached", T, |_| !t.alternate_on());
+    t.wait_until("attached", T, |p| {
+        !p.contains("q quit") && p.contains("echo: perm echo hi")
+    });
     std::thread::sleep(Duration::from_millis(500));
     t.type_text("over-real-ssh");
     wait_for(T, "the typed text there", || {

@@ -1,5 +1,5 @@
-//! `ccd ui --host local --host ssh://far`: one dashboard over two
-//! machines. The other machine is a second sandbox (its own home, Claude
+//! `ccd ui` over two machines (`ui_hosts = ["local", "ssh://far"]` in
+//! the config; `--host` is the real-sshd test's): one dashboard. The other machine is a second sandbox (its own home, Claude
 //! config, socket and state directories, daemon); `$CCD_SSH_COMMAND` is a
 //! stand-in for ssh that runs that sandbox's `ccd dial-stdio`, so the test
 //! can stop it (a stalled network) or kill it (a cut) by pid. The same
@@ -113,12 +113,12 @@ fn two_machines_in_one_list_every_key_on_a_remote_row_and_a_stalled_link_never_f
     });
     far.ok(&["kill", &old]);
 
-    let t = Tmux::start(
-        &near,
-        &["ui", "--host", "local", "--host", "ssh://far"],
-        140,
-        40,
-    );
+    std::fs::write(
+        near.tmp.path().join("ccd.toml"),
+        "ui_hosts = [\"local\", \"ssh://far\"]\n",
+    )
+    .unwrap();
+    let t = Tmux::start(&near, &["ui"], 140, 40);
     let pane = t.wait_until("rows of both machines", T, |p| {
         let r = list_rows(p);
         row_of(&r, &here).is_some() && row_of(&r, &there).is_some() && row_of(&r, &old).is_some()
@@ -164,7 +164,9 @@ fn two_machines_in_one_list_every_key_on_a_remote_row_and_a_stalled_link_never_f
 
     // Attach to the remote session, type, detach back to the dashboard.
     t.keys(&["Enter"]);
-    t.wait_until("the attached session", T, |_| !t.alternate_on());
+    t.wait_until("the attached session", T, |p| {
+        !p.contains("q quit") && p.contains("echo: perm echo hi")
+    });
     std::thread::sleep(Duration::from_millis(300));
     t.type_text("typed-on-the-other-machine");
     wait_for(T, "the typed text there", || {
@@ -179,6 +181,36 @@ fn two_machines_in_one_list_every_key_on_a_remote_row_and_a_stalled_link_never_f
         dial_children(ui).len(),
         1,
         "the attach's own connection is gone; the link's stays"
+    );
+
+    // Observe it (read-only), back with the detach key.
+    t.keys(&["o"]);
+    t.wait_until("observing", T, |p| {
+        !p.contains("q quit") && p.contains("echo: perm echo hi")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", short(&there)), T);
+
+    // Fork it: the fork starts there and is attached; back with the key.
+    t.keys(&["f"]);
+    t.wait_until("the fork attached", T, |p| {
+        !p.contains("q quit") && p.contains("echo: perm echo hi")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["C-\\"]);
+    let pane = t.wait_until("back from the fork", T, |p| {
+        p.contains("detached from") && !p.contains(&format!("detached from {}", short(&there)))
+    });
+    let forks: Vec<String> = common::ls_json(&far)
+        .iter()
+        .filter(|r| r["session_id"] != there.as_str() && r["session_id"] != old.as_str())
+        .filter_map(|r| r["session_id"].as_str().map(String::from))
+        .collect();
+    assert_eq!(forks.len(), 1, "one fork on the other machine: {forks:?}");
+    assert!(
+        pane.contains(&format!("detached from {}", short(&forks[0]))),
+        "{pane}"
     );
 
     // A stalled link (ssh stopped: it reads and writes nothing): keys
