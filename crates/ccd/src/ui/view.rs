@@ -192,24 +192,29 @@ impl View {
             }
         }
         self.model.set_rows(host, rows);
-        if let Some(h) = self.host_mut(host) {
-            h.loaded = true;
-        }
-        self.loading = false;
+        self.answered(host);
     }
 
     /// Sets what `host`'s daemon does now.
     pub fn set_daemon(&mut self, host: &str, daemon: Daemon) {
+        let gone = matches!(daemon, Daemon::Gone(_));
         if let Some(h) = self.host_mut(host) {
-            if matches!(daemon, Daemon::Gone(_)) {
-                // Answered, if only with a failure: the rest can be shown.
-                h.loaded = true;
-            }
             h.daemon = daemon;
         }
-        if self.hosts.iter().all(|h| h.loaded) {
-            self.loading = false;
+        if gone && host != crate::hosts::LOCAL {
+            // Answered, if only with a failure: the rest can be shown.
+            // (This machine's rows come from its files, daemon or not.)
+            self.answered(host);
         }
+    }
+
+    /// `host` answered (rows, or a failure): the dashboard stops saying
+    /// it is loading, and that machine no longer holds up the first frame.
+    pub fn answered(&mut self, host: &str) {
+        if let Some(h) = self.host_mut(host) {
+            h.loaded = true;
+        }
+        self.loading = false;
     }
 
     fn host_mut(&mut self, host: &str) -> Option<&mut HostView> {

@@ -202,8 +202,7 @@ impl App {
                 true
             }
             Msg::Rows(host, Err(e)) => {
-                view.set_daemon(&host, view.daemon(&host).clone());
-                view.loading = false;
+                view.answered(&host);
                 view.message = Some(if view.shows_hosts() {
                     format!("listing {host} failed: {e}")
                 } else {

@@ -190,6 +190,7 @@ impl LinkThread {
             replies: replies_tx,
             jobs: self.jobs.clone(),
             generation,
+            lagging: false,
         };
         std::thread::spawn(move || reading.run(reader, queued));
         Ok(Conn {
@@ -346,11 +347,14 @@ struct Reading {
     replies: Sender<Response>,
     jobs: Sender<Job>,
     generation: u64,
+    /// Events were dropped (the main thread's queue was full) and a
+    /// listing asked: one listing per spell, however many events.
+    lagging: bool,
 }
 
 impl Reading {
     fn run(
-        self,
+        mut self,
         mut reader: ccd_client::client::Reader,
         queued: std::collections::VecDeque<ccd_protocol::Notification>,
     ) {
@@ -383,7 +387,7 @@ impl Reading {
     }
 
     /// Passes an event on; false when the dashboard is gone.
-    fn note(&self, n: &ccd_protocol::Notification) -> bool {
+    fn note(&mut self, n: &ccd_protocol::Notification) -> bool {
         if n.method != EventNotification::NAME {
             return true;
         }
@@ -398,12 +402,19 @@ impl Reading {
             .tx
             .try_send(Msg::Event(self.label.clone(), Box::new(e)))
         {
-            Ok(()) => true,
+            Ok(()) => {
+                self.lagging = false;
+                true
+            }
             // The main thread is not taking messages (an attached session
             // has the terminal): this event is dropped and the machine
-            // listed again instead, as after `events.lagged`.
+            // listed again instead, as after `events.lagged` (once for
+            // the whole spell: the link's job queue stays short).
             Err(TrySendError::Full(_)) => {
-                let _ = self.jobs.send(Job::Reload);
+                if !self.lagging {
+                    self.lagging = true;
+                    let _ = self.jobs.send(Job::Reload);
+                }
                 true
             }
             Err(TrySendError::Disconnected(_)) => false,
