@@ -743,11 +743,28 @@ fn the_dashboard_shows_both_machines_over_real_ssh() {
     t.keys(&["C-\\"]);
     t.wait(&format!("detached from {}", &there[..8]), T);
 
-    // The remote daemon stopped: shown again once its dial-stdio has
-    // started it.
-    sb.ok(&["--host", &url, "daemon", "stop"]);
-    t.wait_until("back after the remote daemon's stop", T, |p| {
-        !p.contains("UNREACHABLE") && has(p, &there)
+    // The remote daemon killed: the link's connection ends with it; a new
+    // one (a new ssh) starts a new daemon there, which adopts the session.
+    let daemon_there = || {
+        host.user_pids().into_iter().find(|&p| {
+            let c = SshHost::cmdline(p);
+            c.contains(" daemon") && !c.contains("dial-stdio")
+        })
+    };
+    let old_daemon = wait_for(T, "the remote daemon", daemon_there);
+    let old_ssh = wait_for(T, "the link's ssh", || ssh_child_of(ui));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(old_daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for(T, "a new link and a new daemon there", || {
+        let ssh = ssh_child_of(ui)?;
+        let daemon = daemon_there()?;
+        (ssh != old_ssh && daemon != old_daemon).then_some(())
+    });
+    t.wait_until("back after the remote daemon's death", T, |p| {
+        !p.contains("UNREACHABLE") && !p.contains("[stale]") && has(p, &there)
     });
 
     // The ssh connection killed mid-session: unreachable, then back.
