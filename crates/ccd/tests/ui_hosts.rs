@@ -24,10 +24,14 @@ fn quote(s: &str) -> String {
 }
 
 /// A stand-in for ssh (whatever its options and host) running `far`'s
-/// `ccd dial-stdio` in `far`'s environment.
+/// `ccd dial-stdio` in `far`'s environment; while [`hang_flag`] exists,
+/// a new connection hangs instead (a network that never answers).
 fn stand_in_ssh(near: &Sandbox, far: &Sandbox) -> PathBuf {
     let path = near.tmp.path().join("fake-ssh");
-    let mut script = String::from("#!/bin/sh\nexec env -u XDG_RUNTIME_DIR");
+    let mut script = format!(
+        "#!/bin/sh\n[ -e {} ] && exec sleep 600\nexec env -u XDG_RUNTIME_DIR",
+        quote(hang_flag(near).to_str().unwrap())
+    );
     for (k, v) in &far.env {
         script.push_str(&format!(" {k}={}", quote(v)));
     }
@@ -38,6 +42,10 @@ fn stand_in_ssh(near: &Sandbox, far: &Sandbox) -> PathBuf {
     std::fs::write(&path, script).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
+}
+
+fn hang_flag(near: &Sandbox) -> PathBuf {
+    near.tmp.path().join("hang")
 }
 
 /// Every child of `pid` (of any of its threads) running `dial-stdio`.
@@ -182,6 +190,19 @@ fn two_machines_in_one_list_every_key_on_a_remote_row_and_a_stalled_link_never_f
         1,
         "the attach's own connection is gone; the link's stays"
     );
+
+    // An attach whose new connection hangs: the dashboard stays, keys
+    // answer, Esc gives up.
+    std::fs::write(hang_flag(&near), b"").unwrap();
+    t.keys(&["Enter"]);
+    t.wait("connecting to far for", T);
+    t.keys(&["?"]);
+    t.wait("keys", Duration::from_secs(5));
+    t.keys(&["Escape"]);
+    assert!(t.alternate_on(), "the dashboard stayed");
+    t.keys(&["Escape"]);
+    t.wait("gave up attaching to far:", Duration::from_secs(5));
+    std::fs::remove_file(hang_flag(&near)).unwrap();
 
     // Observe it (read-only), back with the detach key.
     t.keys(&["o"]);

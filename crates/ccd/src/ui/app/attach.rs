@@ -1,9 +1,14 @@
 //! Stepping aside for an attached (or observing) session: the dashboard
 //! leaves the terminal to the ordinary attach client and takes it back,
-//! with the terminal's signal keys off in between.
+//! with the terminal's signal keys off in between. Another machine's
+//! session is first connected to off the main thread (ssh may take long,
+//! or forever on a stalled network): the dashboard stays up and answers
+//! keys meanwhile (Esc gives up), and steps aside once connected.
 
-use super::{leave_terminal, App, Term, ATTACH_DELAY_ENV};
+use super::{leave_terminal, App, Msg, Term, ATTACH_DELAY_ENV};
+use crate::hosts::Target;
 use crate::term::{attach_loop, AttachExtra, Mode as AttachMode, Outcome};
+use crate::ui::model::RowKey;
 use crate::ui::view::View;
 use ccd_protocol::error_data::LiveElsewhereData;
 use ccd_protocol::ErrorCode;
@@ -23,6 +28,93 @@ impl App {
         sid: &str,
         mode: AttachMode,
     ) {
+        let remote = self.link(host).and_then(|l| l.target.remote().cloned());
+        let Some(remote) = remote else {
+            let client =
+                crate::commands::connect(&self.global_for(host)).map_err(|e| e.to_string());
+            self.attach_with(term, view, host, sid, mode, client);
+            return;
+        };
+        let short = crate::commands::short_id(sid).to_string();
+        if let Some(k) = &self.attaching {
+            view.message = Some(format!(
+                "still connecting to {} for {}… (Esc gives up)",
+                k.host,
+                crate::commands::short_id(&k.session)
+            ));
+            return;
+        }
+        self.attaching = Some(RowKey::new(host, sid));
+        view.message = Some(format!("connecting to {host} for {short}… (Esc gives up)"));
+        // Its own ssh, as quiet as the link's: nothing may be printed on
+        // the dashboard, nor asked.
+        let mut global = self.global.clone();
+        global.targets = vec![Target::Remote(super::remote::quiet(&remote).0)];
+        let tx = self.tx.clone();
+        let (host, session) = (host.to_string(), sid.to_string());
+        std::thread::spawn(move || {
+            let client = crate::commands::connect(&global)
+                .map(Box::new)
+                .map_err(|e| format!("{e:#}"));
+            let _ = tx.send(Msg::Attachable {
+                host,
+                session,
+                mode,
+                client,
+            });
+        });
+    }
+
+    /// A connection for an attach to another machine's session came (or
+    /// failed): attach, unless the user gave up meanwhile.
+    pub(super) fn attachable(
+        &mut self,
+        term: &mut Term,
+        view: &mut View,
+        key: RowKey,
+        mode: AttachMode,
+        client: Result<Box<ccd_client::Client>, String>,
+    ) {
+        if self.attaching.as_ref() != Some(&key) {
+            return; // given up: the connection is dropped
+        }
+        self.attaching = None;
+        view.message = None;
+        self.attach_with(
+            term,
+            view,
+            &key.host,
+            &key.session,
+            mode,
+            client.map(|c| *c),
+        );
+    }
+
+    /// Esc while connecting for an attach: gives up (true when there was
+    /// one).
+    pub(super) fn give_up_attaching(&mut self, view: &mut View) -> bool {
+        match self.attaching.take() {
+            Some(k) => {
+                view.message = Some(format!(
+                    "gave up attaching to {}:{}",
+                    k.host,
+                    crate::commands::short_id(&k.session)
+                ));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn attach_with(
+        &mut self,
+        term: &mut Term,
+        view: &mut View,
+        host: &str,
+        sid: &str,
+        mode: AttachMode,
+        client: Result<ccd_client::Client, String>,
+    ) {
         self.input.pause();
         leave_terminal();
         // Until the attach client's raw mode, the terminal is cooked: a
@@ -37,22 +129,20 @@ impl App {
         }
         // Another machine's session is attached over its own ssh (the
         // link's connection carries no stream).
-        let r = crate::commands::connect(&self.global_for(host))
-            .map_err(|e| e.to_string())
-            .and_then(|client| {
-                attach_loop(
-                    client,
-                    sid,
-                    mode,
-                    self.key,
-                    AttachExtra {
-                        fresh_on_failure: false,
-                        last: (mode == AttachMode::Observe).then_some(20),
-                    },
-                    &mut |_| {},
-                )
-                .map_err(|e| attach_error(sid, &e))
-            });
+        let r = client.and_then(|client| {
+            attach_loop(
+                client,
+                sid,
+                mode,
+                self.key,
+                AttachExtra {
+                    fresh_on_failure: false,
+                    last: (mode == AttachMode::Observe).then_some(20),
+                },
+                &mut |_| {},
+            )
+            .map_err(|e| attach_error(sid, &e))
+        });
         if let Some(t) = &cooked {
             let _ = nix::sys::termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, t);
         }

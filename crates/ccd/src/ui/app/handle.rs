@@ -221,6 +221,16 @@ impl App {
                 self.reload(&host);
                 true
             }
+            Msg::Attachable {
+                host,
+                session,
+                mode,
+                client,
+            } => {
+                let key = crate::ui::model::RowKey::new(&host, &session);
+                self.attachable(term, view, key, mode, client);
+                true
+            }
             Msg::Done(host, Done::Attach(sid)) => {
                 view.message = None;
                 self.attach(term, view, &host, &sid, AttachMode::Interactive);
@@ -348,6 +358,9 @@ impl App {
 
     fn list_key(&mut self, term: &mut Term, view: &mut View, k: KeyEvent) {
         use crate::ui::keys::Action as A;
+        if k.code == KeyCode::Esc && self.give_up_attaching(view) {
+            return;
+        }
         view.message = None;
         let page = term
             .size()

@@ -103,6 +103,14 @@ enum Msg {
     ),
     Preview(Preview),
     Done(String, Done),
+    /// A connection for an attach to another machine's session (made off
+    /// the main thread), or why not.
+    Attachable {
+        host: String,
+        session: String,
+        mode: crate::term::Mode,
+        client: Result<Box<ccd_client::Client>, String>,
+    },
 }
 
 enum Done {
@@ -321,6 +329,7 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         links.push(link);
     }
     let signals = spawn_signals(tx.clone());
+    let to_main = tx.clone();
 
     let previous = std::panic::take_hook();
     // A panic on any thread ends the dashboard: the terminal comes back
@@ -340,6 +349,8 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         key,
         notify,
         links,
+        tx: to_main,
+        attaching: None,
         input,
         preview_asked: None,
         preview_at: Instant::now(),
@@ -361,6 +372,11 @@ struct App {
     notify: Notify,
     /// Every machine shown, in the order given.
     links: Vec<Link>,
+    /// To the main thread itself (a connection made for an attach).
+    tx: mpsc::SyncSender<Msg>,
+    /// The other machine's session a connection is being made for (an
+    /// attach), until it comes or Esc gives up.
+    attaching: Option<crate::ui::model::RowKey>,
     input: InputCtl,
     /// The session whose preview was asked last, and not answered yet.
     preview_asked: Option<crate::ui::model::RowKey>,
