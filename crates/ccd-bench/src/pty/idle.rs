@@ -63,6 +63,22 @@ fn read_thread(pid: u32, tid: u32) -> Option<ThreadCount> {
     })
 }
 
+/// The CPU time of `pid`'s threads by name now, in ms (the scheduler's
+/// ns when the kernel keeps them, else ticks): for a split of a process's
+/// CPU by thread between two readings.
+pub(crate) fn cpu_ms_by_thread(pid: u32) -> BTreeMap<String, f64> {
+    let hz = (super::clock_ticks() as f64).max(1.0);
+    let mut out = BTreeMap::new();
+    for t in read_process(pid).into_values() {
+        let ms = match t.run_ns {
+            Some(ns) => ns as f64 / 1e6,
+            None => t.ticks as f64 * 1000.0 / hz,
+        };
+        *out.entry(t.comm).or_insert(0.0) += ms;
+    }
+    out
+}
+
 /// Every thread of `pid` now (empty when the process is gone).
 fn read_process(pid: u32) -> ProcCount {
     let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {

@@ -44,6 +44,10 @@ pub struct Flood {
     /// server (dtach master, ccd holder: its screen model's parse included)
     /// and the attached client process.
     pub cpu_ms_per_mb: Option<(f64, f64)>,
+    /// The ccd holder's CPU per MB by thread name (the reader: PTY reads,
+    /// the stream's copy and fan-out; the parser: the mode scanner and the
+    /// screen model; the pumps: writes to clients and the terminal), ms.
+    pub server_threads_ms_per_mb: Option<std::collections::BTreeMap<String, f64>>,
     /// The server's peak RSS (VmHWM) at the flood's end, kB: what it held
     /// for the stream (dtach master, ccd holder: parse backlog included).
     pub server_peak_rss_kb: Option<u64>,
@@ -67,6 +71,7 @@ impl Flood {
             screen_matches: false,
             timed_out: false,
             cpu_ms_per_mb: None,
+            server_threads_ms_per_mb: None,
             server_peak_rss_kb: None,
             error: Some(format!("{e:#}")),
         }
@@ -306,6 +311,20 @@ impl Report {
                 cell(&|f| {
                     f.cpu_ms_per_mb
                         .map_or("-".into(), |(s, c)| format!("{s:.1}+{c:.1}"))
+                }),
+                "",
+            );
+            row(
+                &mut o,
+                "  server CPU ms/MB by thread",
+                cell(&|f| {
+                    f.server_threads_ms_per_mb.as_ref().map_or("-".into(), |m| {
+                        m.iter()
+                            .filter(|(_, v)| **v >= 0.05)
+                            .map(|(k, v)| format!("{} {v:.1}", k.trim_start_matches("holder-")))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
                 }),
                 "",
             );

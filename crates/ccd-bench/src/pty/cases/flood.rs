@@ -74,6 +74,19 @@ pub(super) fn merge(runs: Vec<Flood>) -> Flood {
     let mut cpu: Vec<(f64, f64)> = ok.iter().filter_map(|f| f.cpu_ms_per_mb).collect();
     cpu.sort_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)));
     m.cpu_ms_per_mb = cpu.get(cpu.len() / 2).copied();
+    // The thread split of the round whose total is the median.
+    let mut split: Vec<&Flood> = ok
+        .iter()
+        .copied()
+        .filter(|f| f.server_threads_ms_per_mb.is_some())
+        .collect();
+    split.sort_by(|a, b| {
+        let t = |f: &Flood| f.cpu_ms_per_mb.map_or(0.0, |(s, c)| s + c);
+        t(a).total_cmp(&t(b))
+    });
+    m.server_threads_ms_per_mb = split
+        .get(split.len() / 2)
+        .and_then(|f| f.server_threads_ms_per_mb.clone());
     m.server_peak_rss_kb = ok.iter().filter_map(|f| f.server_peak_rss_kb).max();
     m.timed_out = ok.iter().any(|f| f.timed_out);
     if ok.len() < runs.len() {
@@ -146,16 +159,32 @@ pub(super) fn flood_ccd_attach(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood>
         c.wait_attached(&sid, 1)?;
         let pids = [c.holder_pid(&sid), Some(client.pid)];
         let cpu0 = pids.map(cpu_ms);
+        let threads0 = pids[0].map(crate::pty::idle::cpu_ms_by_thread);
         let fl = flood_through(&client, &run.ready, &run.go, &run.done, limit(r.bytes))?;
         // The holder's own count for this client (still attached), and its
         // screen (the model caught up: its parse counted in its CPU).
         let drops = c.drops(&sid);
         let cpu = cpu_per_mb(cpu0, pids.map(cpu_ms), r.bytes);
+        let threads = match (threads0, pids[0].map(crate::pty::idle::cpu_ms_by_thread)) {
+            (Some(a), Some(b)) => {
+                let mb = r.bytes as f64 / 1e6;
+                Some(
+                    b.into_iter()
+                        .map(|(k, v)| {
+                            let before = a.get(&k).copied().unwrap_or(0.0);
+                            (k, (v - before).max(0.0) / mb)
+                        })
+                        .collect(),
+                )
+            }
+            _ => None,
+        };
         let peak = pids[0].map(|p| status_kb(p, "VmHWM:"));
         touch(&run.stop)?;
         drop(client);
         let mut f = pty_result("ccd-attach", r, fl, true);
         f.cpu_ms_per_mb = cpu;
+        f.server_threads_ms_per_mb = threads;
         f.server_peak_rss_kb = peak;
         if let Some((dropped, resyncs)) = drops {
             f.bytes_lost = Some(dropped as i64);
@@ -239,6 +268,7 @@ pub(super) fn flood_ccd_api(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
             screen_matches: parse(&shown) == r.screen,
             timed_out,
             cpu_ms_per_mb: None,
+            server_threads_ms_per_mb: None,
             server_peak_rss_kb: None,
             error: None,
         })

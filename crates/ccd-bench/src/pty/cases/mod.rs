@@ -77,6 +77,7 @@ fn pty_result(c: &str, r: &Reference, fl: PtyFlood, passthrough: bool) -> Flood 
         screen_matches: parse(&fl.data) == r.screen,
         timed_out: fl.timed_out,
         cpu_ms_per_mb: None,
+        server_threads_ms_per_mb: None,
         server_peak_rss_kb: None,
         error: None,
     }
