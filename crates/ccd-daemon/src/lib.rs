@@ -28,6 +28,7 @@
 // (docs/architecture.md, "Unsafe code").
 #![deny(unsafe_code)]
 
+pub mod complete;
 pub mod conn_ctx;
 pub mod conn_slots;
 pub mod connection;

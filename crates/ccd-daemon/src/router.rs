@@ -6,8 +6,10 @@
 //! decoding and encoding once for all).
 
 use crate::conn_ctx::ConnCtx;
-use crate::handlers::{attach, daemon_ctl, events, lifecycle, observe, respond, sessions, trim};
-use ccd_protocol::methods::{attach as a, daemon as d, events as e, session as s};
+use crate::handlers::{
+    attach, daemon_ctl, dirs, events, lifecycle, observe, respond, sessions, trim,
+};
+use ccd_protocol::methods::{attach as a, daemon as d, dirs as f, events as e, session as s};
 use ccd_protocol::methods::{Method, MethodId};
 use ccd_protocol::{parse_params, Id, RpcError};
 use serde_json::Value;
@@ -76,6 +78,7 @@ pub async fn dispatch(
             typed::<s::SessionRespond, _>(params, |p| respond::respond(ctx, p)).await
         }
         MethodId::SessionTrim => typed::<s::SessionTrim, _>(params, |p| trim::trim(ctx, p)).await,
+        MethodId::DirsComplete => typed::<f::DirsComplete, _>(params, dirs::complete).await,
         MethodId::EventsSubscribe => {
             typed::<e::EventsSubscribe, _>(params, |p| events::subscribe(ctx, id, p)).await
         }

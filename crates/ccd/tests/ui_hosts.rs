@@ -303,13 +303,38 @@ fn two_machines_in_one_list_every_key_on_a_remote_row_and_a_stalled_link_never_f
         (common::row(&far, &there)["state"] == "dead").then_some(())
     });
 
-    // New asks for the machine, then the directory there.
+    // New asks for the machine, then the directory there: Tab completes
+    // on that machine (a directory only it has), Enter starts it there.
+    let only_there = far.project("only-on-far-xyz");
     t.keys(&["Escape"]);
     t.keys(&["n"]);
     t.wait("new session on which machine?", T);
     t.keys(&["Down", "Enter"]);
     t.wait("new session on far in directory", T);
-    t.keys(&["Escape"]);
+    for _ in 0..80 {
+        t.keys(&["BSpace"]);
+    }
+    t.type_text(&format!("{}/only-on-f", far.work.display()));
+    t.keys(&["Tab"]);
+    t.wait(&format!("{}/", only_there.display()), T);
+    t.keys(&["Enter"]);
+    wait_for(T, "the new session on the other machine", || {
+        common::ls_json(&far)
+            .iter()
+            .any(|r| r["cwd"] == only_there.to_str().unwrap() && r["state"] == "live")
+            .then_some(())
+    });
+    // It is attached; the detach key comes back.
+    t.wait_until("the new session attached", T, |p| {
+        !p.contains("q quit") && !p.contains("HOST") && p.contains("only-on-far-xyz")
+    });
+    // (The key is pressed again until it is read: the attach client
+    // may still be starting when its first frame shows.)
+    wait_for(T, "back from the new session", || {
+        t.keys(&["C-\\"]);
+        std::thread::sleep(Duration::from_millis(1500));
+        t.capture().contains("detached from").then_some(())
+    });
 
     t.keys(&["q"]);
     t.wait("ccd-exited=0", T);

@@ -7,6 +7,7 @@
 
 pub mod attach;
 pub mod daemon_ctl;
+pub mod dirs;
 pub mod events;
 pub mod lifecycle;
 pub mod observe;

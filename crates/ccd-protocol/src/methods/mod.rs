@@ -89,6 +89,7 @@ macro_rules! held_errors {
 
 pub mod attach;
 pub mod daemon;
+pub mod dirs;
 pub mod events;
 pub mod session;
 
@@ -188,6 +189,7 @@ method_table! {
     SessionRespond => session::SessionRespond,
     SessionTrim => session::SessionTrim,
     EventsSubscribe => events::EventsSubscribe,
+    DirsComplete => dirs::DirsComplete,
 }
 
 /// Every notification the daemon sends in this protocol version.

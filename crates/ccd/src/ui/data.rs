@@ -121,6 +121,21 @@ pub fn tail(client: &mut impl Caller, session: &str) -> Result<Vec<String>, Clie
         .collect())
 }
 
+/// `dirs.complete`: `input` completed to a directory on the daemon's
+/// machine (another machine's; this one's is completed here), and the
+/// choices when several match.
+pub fn complete_dir(
+    client: &mut impl Caller,
+    input: &str,
+) -> Result<(String, Vec<String>), ClientError> {
+    let r = client.ask::<ccd_protocol::methods::dirs::DirsComplete>(
+        &ccd_protocol::methods::dirs::CompleteParams {
+            input: input.to_string(),
+        },
+    )?;
+    Ok((r.input, r.choices))
+}
+
 /// `session.respond` on the prompt the dashboard showed.
 pub fn respond(
     client: &mut impl Caller,

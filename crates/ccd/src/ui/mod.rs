@@ -6,11 +6,11 @@
 //! - [`render`]: ratatui widgets drawing a [`view::View`];
 //! - [`app`]: the event loop, its threads, what each key does;
 //! - [`keys`]: the keys of the list in one table (handling, help, README);
-//! - [`data`]: the listing, previews and actions, through the typed client;
-//! - [`complete`]: directory completion for a new session.
+//! - [`data`]: the listing, previews and actions, through the typed client
+//!   (directory completion is `ccd_daemon::complete`, shared with the
+//!   daemon's `dirs.complete`).
 
 pub mod app;
-pub mod complete;
 pub mod data;
 pub mod keys;
 pub mod model;

@@ -459,9 +459,6 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &View) {
         Mode::ConfirmKill { label, .. } => {
             format!("kill {}? y to kill, any other key to keep it", line(label))
         }
-        Mode::NewDir { host, .. } if host != crate::hosts::LOCAL => {
-            "new session: Enter starts · Esc cancels (Tab completes on this machine only)".into()
-        }
         Mode::NewDir { .. } => "new session: Tab completes · Enter starts · Esc cancels".into(),
         Mode::NewHost { .. } => {
             "new session on which machine? ↑/↓ choose · Enter · Esc cancels".into()

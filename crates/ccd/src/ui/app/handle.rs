@@ -221,6 +221,22 @@ impl App {
                 self.reload(&host);
                 true
             }
+            Msg::Completed {
+                host,
+                typed,
+                input,
+                choices,
+            } => {
+                let current = matches!(&view.mode, Mode::NewDir { host: h, input: i, .. } if *h == host && *i == typed);
+                if current {
+                    view.mode = Mode::NewDir {
+                        host,
+                        input,
+                        choices,
+                    };
+                }
+                current
+            }
             Msg::Attachable {
                 host,
                 session,
@@ -307,7 +323,7 @@ impl App {
                 KeyCode::Enter => {
                     view.mode = Mode::List;
                     let dir = if host == LOCAL {
-                        crate::ui::complete::expand(input.trim(), view.home.as_deref())
+                        ccd_daemon::complete::expand(input.trim(), view.home.as_deref())
                     } else {
                         // A path there: its daemon checks it (and says
                         // why not).
@@ -327,11 +343,21 @@ impl App {
                 }
                 KeyCode::Tab if host == LOCAL => {
                     let (now, choices) =
-                        crate::ui::complete::complete(&input, view.home.as_deref());
+                        ccd_daemon::complete::complete(&input, view.home.as_deref());
                     view.mode = Mode::NewDir {
                         host,
                         input: now,
                         choices,
+                    };
+                }
+                KeyCode::Tab => {
+                    // Completed there (`dirs.complete`); the answer lands
+                    // if the prompt still holds what was typed.
+                    self.job(&host, Job::Complete(input.clone()));
+                    view.mode = Mode::NewDir {
+                        host,
+                        input,
+                        choices: vec![],
                     };
                 }
                 KeyCode::Backspace => {

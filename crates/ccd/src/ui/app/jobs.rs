@@ -49,6 +49,15 @@ pub(super) fn run<C: Caller>(
         // Quiet: with no daemon the figures stay as the last listing
         // measured them; a failed call leaves them.
         (Job::Costs, None) => None,
+        (Job::Complete(typed), Some(c)) => match data::complete_dir(c, &typed) {
+            Ok((input, choices)) => Some(Msg::Completed {
+                host: host.to_string(),
+                typed,
+                input,
+                choices,
+            }),
+            Err(e) => done(format!("completing {typed}: {}", note(&e))),
+        },
         (Job::Costs, Some(c)) => match data::costs(c) {
             Ok(costs) => Some(Msg::Costs(host.to_string(), costs)),
             Err(e) => {
@@ -127,7 +136,7 @@ pub(super) fn run<C: Caller>(
 /// at once, nothing tried.
 pub(super) fn refuse(host: &str, job: Job, why: &str) -> Option<Msg> {
     match job {
-        Job::Reload | Job::Lost { .. } | Job::Costs => None,
+        Job::Reload | Job::Lost { .. } | Job::Costs | Job::Complete(_) => None,
         Job::Preview { session, .. } => {
             Some(Msg::Preview(unreachable_preview(host, &session, why)))
         }

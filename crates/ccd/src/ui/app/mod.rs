@@ -103,6 +103,14 @@ enum Msg {
     ),
     Preview(Preview),
     Done(String, Done),
+    /// A typed directory completed on a machine: (`typed`, completed,
+    /// choices).
+    Completed {
+        host: String,
+        typed: String,
+        input: String,
+        choices: Vec<String>,
+    },
     /// A connection for an attach to another machine's session (made off
     /// the main thread), or why not.
     Attachable {
@@ -136,6 +144,8 @@ enum Job {
     New(std::path::PathBuf),
     /// What the live sessions cost now (each TICK, no listing built).
     Costs,
+    /// Complete a typed directory there (Tab in the new-session prompt).
+    Complete(String),
     /// List the machine's sessions again (another machine's link; this
     /// one's loader has its own channel).
     Reload,

@@ -1,9 +1,11 @@
-//! Directory completion for the new-session prompt: what Tab does.
+//! Directory completion, what Tab does in the dashboard's new-session
+//! prompt: here for this machine, through `dirs.complete` for the
+//! daemon's (another machine's dashboard asks it).
 
 use std::path::{Path, PathBuf};
 
 /// The most directory entries read for one completion.
-pub const MAX_ENTRIES: usize = 4_096;
+pub const MAX_ENTRIES: usize = ccd_protocol::methods::dirs::MAX_COMPLETE_ENTRIES;
 
 /// `~` and `~/…` as the home directory.
 pub fn expand(input: &str, home: Option<&str>) -> PathBuf {
