@@ -3,7 +3,8 @@
 //! in each mode.
 
 use super::{
-    leave_terminal, App, Done, Job, Msg, Notify, Term, PANIC_ENV, SCREEN_REFRESH, STARTED, TICK,
+    leave_terminal, App, Done, Job, Msg, Notify, Term, PANIC_ENV, REMOTE_IDLE_SCREEN_REFRESH,
+    SCREEN_REFRESH, STARTED, TICK,
 };
 use crate::hosts::LOCAL;
 use crate::term::Mode as AttachMode;
@@ -82,13 +83,20 @@ impl App {
                     }
                 }
             }
-            let held_preview = view.model.selected().is_some_and(|r| r.held());
+            let held_every = view.model.selected().filter(|r| r.held()).map(|r| {
+                if r.host == LOCAL {
+                    TICK
+                } else {
+                    REMOTE_IDLE_SCREEN_REFRESH
+                }
+            });
             if (busy_preview && self.preview_at.elapsed() >= SCREEN_REFRESH)
-                || (held_preview && self.preview_at.elapsed() >= TICK)
+                || held_every.is_some_and(|every| self.preview_at.elapsed() >= every)
             {
                 // A held screen can change without an event (another
-                // client typing): refreshed every TICK, every second
-                // while busy.
+                // client typing): refreshed every TICK (another
+                // machine's, every REMOTE_IDLE_SCREEN_REFRESH: each look
+                // crosses the network), every second while busy.
                 self.preview_stale = true;
             }
             dirty |= self.ask_preview(view);

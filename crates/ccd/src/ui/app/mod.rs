@@ -59,6 +59,10 @@ use std::time::{Duration, Instant};
 pub const TICK: Duration = Duration::from_secs(5);
 /// How often the selected held session's screen is fetched while busy.
 pub const SCREEN_REFRESH: Duration = Duration::from_secs(1);
+/// How often another machine's selected held session's screen is fetched
+/// while idle (this machine's: every [`TICK`]); events and a busy session
+/// refresh it sooner.
+pub const REMOTE_IDLE_SCREEN_REFRESH: Duration = Duration::from_secs(15);
 /// The shortest time between two listings (each reads every transcript's
 /// metadata).
 pub const RELOAD_EVERY: Duration = Duration::from_secs(1);
