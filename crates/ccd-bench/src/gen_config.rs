@@ -27,6 +27,17 @@ pub struct Args {
     pub projects: u64,
 }
 
+/// `a.dir`, generated once and kept between runs: a `.complete` marker
+/// says a generation finished (an unfinished one is made again).
+pub fn kept(a: &Args) -> anyhow::Result<PathBuf> {
+    if !a.dir.join(".complete").exists() {
+        let _ = std::fs::remove_dir_all(&a.dir);
+        run(a)?;
+        std::fs::write(a.dir.join(".complete"), b"")?;
+    }
+    Ok(a.dir.clone())
+}
+
 pub fn run(a: &Args) -> anyhow::Result<PathBuf> {
     anyhow::ensure!(!a.dir.exists(), "{} already exists", a.dir.display());
     std::fs::create_dir_all(&a.dir)?;

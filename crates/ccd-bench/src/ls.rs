@@ -42,19 +42,14 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         ("10k transcripts, none large", 0u64),
         ("10k transcripts, 3 of 100 MB", 3),
     ] {
-        let dir = a.work.join(format!("ls-{}-{big}", a.transcripts));
-        if !dir.join(".complete").exists() {
-            let _ = std::fs::remove_dir_all(&dir);
-            gen_config::run(&gen_config::Args {
-                dir: dir.clone(),
-                transcripts: a.transcripts,
-                big,
-                big_mb: 100,
-                entries: 50,
-                projects: 250,
-            })?;
-            std::fs::write(dir.join(".complete"), b"")?;
-        }
+        let dir = gen_config::kept(&gen_config::Args {
+            dir: a.work.join(format!("ls-{}-{big}", a.transcripts)),
+            transcripts: a.transcripts,
+            big,
+            big_mb: 100,
+            entries: 50,
+            projects: 250,
+        })?;
         for cache in [Cache::Cold, Cache::Warm] {
             let times = time_ls(&ccd, &dir, a.runs, cache)?;
             let ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();

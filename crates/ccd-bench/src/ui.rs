@@ -32,19 +32,14 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         "{} not found: cargo build --release -p ccd",
         ccd.display()
     );
-    let dir = a.work.join(format!("ls-{}-0", a.transcripts));
-    if !dir.join(".complete").exists() {
-        let _ = std::fs::remove_dir_all(&dir);
-        gen_config::run(&gen_config::Args {
-            dir: dir.clone(),
-            transcripts: a.transcripts,
-            big: 0,
-            big_mb: 100,
-            entries: 50,
-            projects: 250,
-        })?;
-        std::fs::write(dir.join(".complete"), b"")?;
-    }
+    let dir = gen_config::kept(&gen_config::Args {
+        dir: a.work.join(format!("ls-{}-0", a.transcripts)),
+        transcripts: a.transcripts,
+        big: 0,
+        big_mb: 100,
+        entries: 50,
+        projects: 250,
+    })?;
     let tmp = tempfile::Builder::new().prefix("ccd-bench-ui").tempdir()?;
     let home = tmp.path().to_path_buf();
     let env = Env {

@@ -45,19 +45,15 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         "{} not found: cargo build --release -p ccd",
         ccd.display()
     );
-    let near_cfg = a.work.join(format!("ls-{}-0", a.transcripts));
-    if !near_cfg.join(".complete").exists() {
-        let _ = std::fs::remove_dir_all(&near_cfg);
-        gen_config::run(&gen_config::Args {
-            dir: near_cfg.clone(),
-            transcripts: a.transcripts,
-            big: 0,
-            big_mb: 100,
-            entries: 50,
-            projects: 50,
-        })?;
-        std::fs::write(near_cfg.join(".complete"), b"")?;
-    }
+    // The same config dir as `ccd-bench ui`'s (kept between runs).
+    let near_cfg = gen_config::kept(&gen_config::Args {
+        dir: a.work.join(format!("ls-{}-0", a.transcripts)),
+        transcripts: a.transcripts,
+        big: 0,
+        big_mb: 100,
+        entries: 50,
+        projects: 250,
+    })?;
     let near_cfg = std::fs::canonicalize(&near_cfg)?;
     let tmp = tempfile::Builder::new()
         .prefix("ccd-bench-hosts")

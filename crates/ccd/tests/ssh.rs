@@ -634,19 +634,9 @@ fn tcp_bytes_to(port: u16) -> Option<(u64, u64)> {
     Some((field("bytes_sent:")?, field("bytes_received:")?))
 }
 
-/// The list's rows of a dashboard showing hosts.
-fn ui_rows(pane: &str) -> Vec<String> {
-    pane.lines()
-        .skip_while(|l| !l.contains("HOST") || !l.contains("TITLE"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .map(String::from)
-        .collect()
-}
-
 #[test]
 fn the_dashboard_shows_both_machines_over_real_ssh() {
-    use common::tmux::{tmux_or_skip, Tmux};
+    use common::tmux::{list_rows, tmux_or_skip, Tmux};
     let Some(host) = sshd_or_skip() else { return };
     if !tmux_or_skip() {
         return;
@@ -656,7 +646,7 @@ fn the_dashboard_shows_both_machines_over_real_ssh() {
     let here = sb.new_session("here");
     let there = remote_new(&host, &sb, "there");
     let args = ["ui", "--host", "local", "--host", url.as_str()];
-    let has = |p: &str, sid: &str| ui_rows(p).iter().any(|r| r.contains(&sid[..8]));
+    let has = |p: &str, sid: &str| list_rows(p).iter().any(|r| r.contains(&sid[..8]));
 
     // The first frame with both machines (each listed), three times.
     sb.env
@@ -718,7 +708,7 @@ fn the_dashboard_shows_both_machines_over_real_ssh() {
     t.type_text(&there[..8]);
     t.keys(&["Enter"]);
     t.wait_until("the remote row alone, its screen", T, |p| {
-        ui_rows(p).len() == 1 && p.contains("· live screen")
+        list_rows(p).len() == 1 && p.contains("· live screen")
     });
     t.keys(&["a"]);
     t.wait("approved prompt", T);

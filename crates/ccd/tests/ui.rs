@@ -4,7 +4,7 @@
 mod common;
 
 use common::external::external;
-use common::tmux::{tmux_or_skip, Tmux};
+use common::tmux::{list_rows, tmux_or_skip, Tmux};
 use common::{wait_for, Sandbox};
 use serde_json::json;
 use std::io::Write;
@@ -24,16 +24,6 @@ fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
 
 fn short(sid: &str) -> &str {
     &sid[..8]
-}
-
-/// The list's rows (the lines between the column header and the preview).
-fn list_rows(pane: &str) -> Vec<String> {
-    pane.lines()
-        .skip_while(|l| !l.contains("ID") || !l.contains("TITLE"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .map(String::from)
-        .collect()
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::tmux::{tmux_or_skip, Tmux};
+use common::tmux::{list_rows, tmux_or_skip, Tmux};
 use common::{wait_for, Sandbox};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -48,39 +48,19 @@ fn hang_flag(near: &Sandbox) -> PathBuf {
     near.tmp.path().join("hang")
 }
 
-/// Every child of `pid` (of any of its threads) running `dial-stdio`.
+/// Every child of `pid` running `dial-stdio`.
 fn dial_children(pid: u32) -> Vec<i32> {
-    let mut out = vec![];
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-        for k in kids
-            .split_whitespace()
-            .filter_map(|k| k.parse::<i32>().ok())
-        {
-            let cmd = std::fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmd).contains("dial-stdio") {
-                out.push(k);
-            }
-        }
-    }
-    out
+    ccd_testkit::procs::children(pid)
+        .into_iter()
+        .filter(|&(p, _)| {
+            String::from_utf8_lossy(&ccd_testkit::procs::cmdline(p)).contains("dial-stdio")
+        })
+        .filter_map(|(p, _)| i32::try_from(p).ok())
+        .collect()
 }
 
 fn signal(pid: i32, s: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), s);
-}
-
-/// The list's rows (the lines between the column header and the preview).
-fn list_rows(pane: &str) -> Vec<String> {
-    pane.lines()
-        .skip_while(|l| !l.contains("HOST") || !l.contains("TITLE"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .map(String::from)
-        .collect()
 }
 
 fn row_of<'a>(rows: &'a [String], sid: &str) -> Option<&'a String> {

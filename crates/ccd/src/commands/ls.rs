@@ -317,9 +317,9 @@ pub fn held_and_costs(
 
 /// Every live session's cost, from the daemon's board.
 pub fn costs_of_live(
-    client: &mut ccd_client::Client,
+    client: &mut impl ccd_client::Caller,
 ) -> Result<HashMap<u32, SessionCost>, ClientError> {
-    let r = client.call::<SessionsCosts>(&CostsParams::default())?;
+    let r = client.ask::<SessionsCosts>(&CostsParams::default())?;
     Ok(r.costs.into_iter().map(|c| (c.pid, c.cost)).collect())
 }
 

@@ -17,9 +17,9 @@ use ccd_claude::transcript::render::render_line;
 use ccd_claude::ClaudeConfigDir;
 use ccd_client::{Caller, Client, ClientError};
 use ccd_protocol::methods::session::{
-    CostsParams, ForkParams, KillParams, KillSignal, ListParams, NewParams, RespondChoice,
-    RespondParams, ScreenFormat, ScreenParams, SessionCost, SessionFork, SessionInfo, SessionKill,
-    SessionNew, SessionRespond, SessionScreen, SessionTail, SessionsCosts, TailParams,
+    ForkParams, KillParams, KillSignal, ListParams, NewParams, RespondChoice, RespondParams,
+    ScreenFormat, ScreenParams, SessionCost, SessionFork, SessionInfo, SessionKill, SessionNew,
+    SessionRespond, SessionScreen, SessionTail, TailParams,
 };
 use std::collections::HashMap;
 use std::path::Path;
@@ -86,8 +86,7 @@ pub fn remote_listing(client: &mut impl Caller) -> Result<Vec<SessionInfo>, Clie
 /// Every live session's cost now (the daemon samples every few seconds;
 /// the dashboard asks as often, with no listing built).
 pub fn costs(client: &mut impl Caller) -> Result<HashMap<u32, SessionCost>, ClientError> {
-    let r = client.ask::<SessionsCosts>(&CostsParams::default())?;
-    Ok(r.costs.into_iter().map(|c| (c.pid, c.cost)).collect())
+    crate::commands::ls::costs_of_live(client)
 }
 
 /// A held session's screen, as text rows.

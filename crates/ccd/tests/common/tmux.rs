@@ -12,6 +12,18 @@ pub struct Tmux {
     sock: PathBuf,
 }
 
+/// The dashboard's list rows in a captured pane: the lines between the
+/// column header (`ID` … `TITLE`, with `HOST` when it shows machines) and
+/// the preview.
+pub fn list_rows(pane: &str) -> Vec<String> {
+    pane.lines()
+        .skip_while(|l| !l.contains("ID") || !l.contains("TITLE"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// tmux, or a skip: under CI (`$CI` set) a missing tmux fails the test.
 pub fn tmux_or_skip() -> bool {
     let ok = Command::new("tmux")

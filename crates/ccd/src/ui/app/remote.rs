@@ -293,6 +293,15 @@ impl Conn {
     fn close(&self) {
         let _ = self.writer.shutdown_both();
     }
+
+    fn not_answering(&self, during: &str, waited: Duration) -> ClientError {
+        ClientError::NotAnswering(NotAnswering::remote(
+            &self.label,
+            self.ssh_pid,
+            during,
+            waited,
+        ))
+    }
 }
 
 impl Caller for Conn {
@@ -326,17 +335,6 @@ impl Caller for Conn {
                 Err(RecvTimeoutError::Disconnected) => return Err(ClientError::Closed),
             }
         }
-    }
-}
-
-impl Conn {
-    fn not_answering(&self, during: &str, waited: Duration) -> ClientError {
-        ClientError::NotAnswering(NotAnswering::remote(
-            &self.label,
-            self.ssh_pid,
-            during,
-            waited,
-        ))
     }
 }
 
