@@ -32,14 +32,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         "{} not found: cargo build --release -p ccd",
         ccd.display()
     );
-    let dir = gen_config::kept(&gen_config::Args {
-        dir: a.work.join(format!("ls-{}-0", a.transcripts)),
-        transcripts: a.transcripts,
-        big: 0,
-        big_mb: 100,
-        entries: 50,
-        projects: 250,
-    })?;
+    let dir = config_dir(&a.work, a.transcripts)?;
     let tmp = tempfile::Builder::new().prefix("ccd-bench-ui").tempdir()?;
     let home = tmp.path().to_path_buf();
     let env = Env {
@@ -76,6 +69,19 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The generated config dir the dashboard benchmarks list (`transcripts`
+/// in 250 folders, none large; kept under `work` between runs).
+pub(crate) fn config_dir(work: &Path, transcripts: u64) -> anyhow::Result<PathBuf> {
+    gen_config::kept(&gen_config::Args {
+        dir: work.join(format!("ls-{transcripts}-0")),
+        transcripts,
+        big: 0,
+        big_mb: 100,
+        entries: 50,
+        projects: 250,
+    })
 }
 
 struct Env {

@@ -46,14 +46,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         ccd.display()
     );
     // The same config dir as `ccd-bench ui`'s (kept between runs).
-    let near_cfg = gen_config::kept(&gen_config::Args {
-        dir: a.work.join(format!("ls-{}-0", a.transcripts)),
-        transcripts: a.transcripts,
-        big: 0,
-        big_mb: 100,
-        entries: 50,
-        projects: 250,
-    })?;
+    let near_cfg = crate::ui::config_dir(&a.work, a.transcripts)?;
     let near_cfg = std::fs::canonicalize(&near_cfg)?;
     let tmp = tempfile::Builder::new()
         .prefix("ccd-bench-hosts")
