@@ -1,11 +1,20 @@
 //! In-memory cost of ccd's screen model, part by part, on the same seeded
 //! streams `ccd-bench pty` floods with: vt100 alone (the model ccd used
-//! before, for comparison), the mode scanner alone, and
-//! [`ccd_screen::Screen`] (`alacritty_terminal` and the scanner, plus UTF-8
-//! carry and panic guard).
+//! before, for comparison), the mode scanner alone, `vte`'s parser alone
+//! (every action dropped), `vte` driving a bare `alacritty_terminal::Term`,
+//! and [`ccd_screen::Screen`] (that terminal and the scanner, plus UTF-8
+//! carry and panic guard) with every character handed to the terminal alone
+//! (`Screen vte-only`, the path before `ccd_screen`'s lane) and as it runs.
 //! Chunks are cut like PTY reads, so per-call overhead counts too.
+//! Times are the thread's CPU time (the machine may be shared), with the
+//! wall-clock median beside them.
 
 use std::time::{Duration, Instant};
+
+use alacritty_terminal::event::VoidListener;
+use alacritty_terminal::term::test::TermSize;
+use alacritty_terminal::term::{Config, Term};
+use alacritty_terminal::vte::ansi::{Handler, Processor, StdSyncHandler};
 
 use crate::pty::stream::{generate, Kind};
 
@@ -29,6 +38,13 @@ pub struct Args {
     /// Scrollback lines of the ccd Screen part (the holder keeps none).
     #[arg(long, default_value_t = 0)]
     scrollback: usize,
+    /// Run only the parts whose name contains this (repeatable), e.g.
+    /// `--part Screen` under `perf record`.
+    #[arg(long)]
+    part: Vec<String>,
+    /// Only this stream.
+    #[arg(long, value_enum)]
+    stream: Option<Kind>,
 }
 
 /// A named part of the model and how to run it over the whole stream once.
@@ -38,27 +54,51 @@ fn nz(n: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN)
 }
 
-fn time_it(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
-    let mut t: Vec<Duration> = (0..runs.max(1))
+/// The `vte` parser with every action dropped: the cost of the state
+/// machine and its UTF-8 decoding alone.
+struct Nothing;
+impl Handler for Nothing {}
+
+/// CPU time of the calling thread (zero if the clock cannot be read).
+fn thread_cpu() -> Duration {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(Duration::from)
+        .unwrap_or_default()
+}
+
+/// Each run's (CPU, wall) time.
+fn time_it(runs: usize, mut f: impl FnMut()) -> Vec<(Duration, Duration)> {
+    (0..runs.max(1))
         .map(|_| {
-            let s = Instant::now();
+            let (c, s) = (thread_cpu(), Instant::now());
             f();
-            s.elapsed()
+            (thread_cpu().saturating_sub(c), s.elapsed())
         })
-        .collect();
+        .collect()
+}
+
+fn median(mut t: Vec<Duration>) -> Duration {
     t.sort();
-    (t[0], t[t.len() / 2])
+    t[t.len() / 2]
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
     println!(
-        "{:<7} {:<15} {:>10} {:>12}",
-        "stream", "part", "best MB/s", "median MB/s"
+        "{:<7} {:<15} {:>10} {:>12} {:>12} {:>12}",
+        "stream", "part", "best MB/s", "median MB/s", "CPU ms/MB", "wall MB/s"
+    );
+    println!(
+        "{:<23} {:>10} {:>12} {:>12} {:>12}",
+        "", "(CPU)", "(CPU)", "(median)", "(median)"
     );
     for kind in [Kind::Tui, Kind::Plain] {
+        if a.stream.is_some_and(|s| s != kind) {
+            continue;
+        }
         let data = generate(kind, a.mb * 1_000_000, a.seed, a.rows, a.cols);
         let mb = data.len() as f64 / 1e6;
-        let parts: [Part; 3] = [
+        let parts: [Part; 6] = [
             (
                 "vt100 (before)",
                 Box::new(|| {
@@ -80,6 +120,44 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                 }),
             ),
             (
+                "vte alone",
+                Box::new(|| {
+                    let mut p: Processor<StdSyncHandler> = Processor::new();
+                    let mut h = Nothing;
+                    for c in data.chunks(a.chunk) {
+                        p.advance(&mut h, c);
+                    }
+                    std::hint::black_box(&p);
+                }),
+            ),
+            (
+                "vte + Term",
+                Box::new(|| {
+                    let config = Config {
+                        scrolling_history: a.scrollback,
+                        ..Config::default()
+                    };
+                    let size = TermSize::new(usize::from(a.cols), usize::from(a.rows));
+                    let mut t = Term::new(config, &size, VoidListener);
+                    let mut p: Processor<StdSyncHandler> = Processor::new();
+                    for c in data.chunks(a.chunk) {
+                        p.advance(&mut t, c);
+                    }
+                    std::hint::black_box(t.grid().cursor.point);
+                }),
+            ),
+            (
+                "Screen vte-only",
+                Box::new(|| {
+                    let mut s = ccd_screen::Screen::with_scrollback(a.rows, a.cols, a.scrollback);
+                    s.set_vte_only(true);
+                    for c in data.chunks(a.chunk) {
+                        s.process(c);
+                    }
+                    std::hint::black_box(s.size());
+                }),
+            ),
+            (
                 "ccd Screen",
                 Box::new(|| {
                     let mut s = ccd_screen::Screen::with_scrollback(a.rows, a.cols, a.scrollback);
@@ -91,13 +169,22 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             ),
         ];
         for (name, f) in parts {
-            let (best, median) = time_it(a.runs, f);
+            if !a.part.is_empty() && !a.part.iter().any(|p| name.contains(p.as_str())) {
+                continue;
+            }
+            let t = time_it(a.runs, f);
+            let cpu: Vec<Duration> = t.iter().map(|x| x.0).collect();
+            let best = cpu.iter().min().copied().unwrap_or_default();
+            let cpu_median = median(cpu);
+            let wall_median = median(t.iter().map(|x| x.1).collect());
             println!(
-                "{:<7} {:<15} {:>10.1} {:>12.1}",
+                "{:<7} {:<15} {:>10.1} {:>12.1} {:>12.2} {:>12.1}",
                 kind.name(),
                 name,
                 mb / best.as_secs_f64(),
-                mb / median.as_secs_f64()
+                mb / cpu_median.as_secs_f64(),
+                cpu_median.as_secs_f64() * 1e3 / mb,
+                mb / wall_median.as_secs_f64()
             );
         }
     }

@@ -19,7 +19,8 @@ pub const MAX_COLS: u16 = 200;
 /// ([`Screen::cells`]: characters, attributes, colours, links, wraps, the
 /// cursor and its pen), the modes and the title — and so the
 /// same verdict. [`ModeScanner`] ends in the same state whether the bytes
-/// come in one chunk or in these chunks.
+/// come in one chunk or in these chunks. ccd's lane in front of `vte` ends
+/// in the same model as `vte` alone ([`Screen::set_vte_only`]).
 pub fn screen(data: &[u8]) {
     let mut steer = Steer::new(data);
     let rows = 1 + u16::from(steer.byte()) % MAX_ROWS;
@@ -29,11 +30,19 @@ pub fn screen(data: &[u8]) {
     let chunks = split(payload, &lens);
 
     let mut s = Screen::new(rows, cols);
+    let mut vte_only = Screen::new(rows, cols);
+    vte_only.set_vte_only(true);
     let mut scanner = ModeScanner::new();
     for chunk in &chunks {
         s.process(chunk);
+        vte_only.process(chunk);
         scanner.feed(chunk);
     }
+    assert_eq!(
+        s.model_difference(&vte_only),
+        None,
+        "the lane differs from vte alone"
+    );
     assert_eq!(s.size(), (rows, cols.max(ccd_screen::screen::MIN_COLS)));
     assert_eq!(s.rebuilds(), 0, "the terminal model panicked");
     let (rows, cols) = s.size();

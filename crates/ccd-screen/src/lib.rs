@@ -9,7 +9,9 @@
 #![forbid(unsafe_code)]
 
 pub mod classify;
+mod difference;
 pub mod keys;
+mod lane;
 pub mod modes;
 pub mod redraw;
 pub mod screen;

@@ -18,6 +18,7 @@ use alacritty_terminal::term::{Config, Term, TermMode};
 use alacritty_terminal::vte::ansi::{Processor, Timeout};
 use unicode_width::UnicodeWidthChar;
 
+use crate::lane::Lane;
 use crate::modes::{ModeScanner, MouseEncoding, MouseMode, TerminalModes};
 use crate::text::ScreenText;
 
@@ -145,6 +146,10 @@ pub struct Screen {
     scanner: ModeScanner,
     /// Incomplete UTF-8 tail of the previous chunk, not yet given to the parser.
     carry: Vec<u8>,
+    /// ccd's parser in front of `parser` ([`crate::lane`]).
+    lane: Lane,
+    /// Whether `parser` gets every byte ([`Screen::set_vte_only`]).
+    vte_only: bool,
     scrollback: usize,
     rebuilds: u64,
     #[cfg(test)]
@@ -185,6 +190,8 @@ impl Screen {
             parser: Processor::new(),
             scanner: ModeScanner::new(),
             carry: Vec::new(),
+            lane: Lane::default(),
+            vte_only: false,
             scrollback,
             rebuilds: 0,
             #[cfg(test)]
@@ -217,17 +224,30 @@ impl Screen {
         }
         #[cfg(test)]
         let panic_next = std::mem::take(&mut self.panic_next);
-        let (parser, term) = (&mut self.parser, &mut self.term);
+        let (parser, term, lane) = (&mut self.parser, &mut self.term, &mut self.lane);
+        let vte_only = self.vte_only;
         let result = catch_unwind(AssertUnwindSafe(|| {
             #[cfg(test)]
             if panic_next {
                 panic!("injected terminal model panic");
             }
-            parser.advance(term, bytes);
+            if vte_only {
+                parser.advance(term, bytes);
+            } else {
+                lane.advance(parser, term, bytes);
+            }
         }));
         if result.is_err() {
             self.rebuild();
         }
+    }
+
+    /// Give every byte to `vte`, as `alacritty_terminal`'s own parser loop
+    /// does, instead of through ccd's lane in front of it ([`crate::lane`]):
+    /// the reference the lane is tested and fuzzed against. Same model
+    /// either way, only slower.
+    pub fn set_vte_only(&mut self, on: bool) {
+        self.vte_only = on;
     }
 
     fn rebuild(&mut self) {
@@ -258,6 +278,7 @@ impl Screen {
         // The title is kept: the new terminal shares the listener.
         self.term = new_term(rows, cols, self.scrollback, &self.listener);
         self.parser = Processor::new();
+        self.lane = Lane::default();
         if let Some(bytes) = kept {
             let (parser, term) = (&mut self.parser, &mut self.term);
             if catch_unwind(AssertUnwindSafe(|| parser.advance(term, &bytes))).is_err() {

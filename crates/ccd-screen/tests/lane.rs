@@ -1,0 +1,289 @@
+//! ccd's lane in front of `vte` (`ccd_screen::lane`: text written a row
+//! segment at a time, C0 controls and plain CSI sequences dispatched by ccd,
+//! the rest followed through `vte`'s state machine) against `vte` alone
+//! (`Screen::set_vte_only`) on random streams cut at random points: the
+//! same model, cell for cell (every field, scrollback included), cursor,
+//! saved cursor, modes, title.
+//!
+//! The streams are weighted to what the lane must get right: long and
+//! short printable runs, runs that continue an escape sequence's printable
+//! parameters or a string sequence's text, one-cell and wide characters at
+//! the right margin, wraps, insert mode, the line-drawing charset, repeat
+//! (`CSI b`) after the lane's prints and after `vte`'s, cell edits over wide
+//! characters, hyperlinks and underline colours, the alternate screen, CSI
+//! sequences in every odd shape (controls, markers and DEL inside,
+//! intermediates, sub-parameters, too many parameters, huge values), C1
+//! controls and DEL, stray and invalid bytes.
+
+use ccd_screen::Screen;
+
+/// splitmix64: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const WIDE: &[&str] = &["漢", "字", "テ", "🚀", "🙂", "한", "界"];
+const OTHER: &[&str] = &[
+    "é",
+    "e\u{301}",
+    "·",
+    "←",
+    "─",
+    "\u{200b}",
+    "\u{fe0f}",
+    "\u{85}",
+    "\u{9b}",
+    "\x7f",
+    "╭──╮",
+    "\u{a0}",
+    "\u{ad}",
+];
+const ESCAPES: &[&str] = &[
+    "\x1b[0m",
+    "\x1b[1;31m",
+    "\x1b[38;5;100m",
+    "\x1b[48;2;10;20;30;1;3m",
+    "\x1b[4:3m\x1b[58:2::255:0:0m",
+    "\x1b]8;;http://example.com/a-long-printable-link-target?x=1\x1b\\",
+    "\x1b]8;;\x1b\\",
+    "\x1b[4h",
+    "\x1b[4l",
+    "\x1b[?7l",
+    "\x1b[?7h",
+    "\x1b(0",
+    "\x1b(B",
+    "\x1b)0",
+    "\x0e",
+    "\x0f",
+    "\x1b[3b",
+    "\x1b[H",
+    "\x1b[2J",
+    "\x1b[K",
+    "\x1b[1K",
+    "\x1b[3X",
+    "\x1b[2@",
+    "\x1b[2P",
+    "\x1b[L",
+    "\x1b[M",
+    "\x1b[2;4r",
+    "\x1b[r",
+    "\x1bM",
+    "\x1bD",
+    "\x1bE",
+    "\x1b7",
+    "\x1b8",
+    "\x1b[?1049h",
+    "\x1b[?1049l",
+    "\x1b[?2026h",
+    "\x1b[?2026l",
+    "\x1b[20h",
+    "\x1b[20l",
+    "\x1bc",
+    "\r",
+    "\n",
+    "\r\n",
+    "\x08",
+    "\t",
+    "\x7f",
+    "\x07",
+    "\x1b]0;a title that is long and printable enough to be a run\x07",
+    "\x1bP1$qm a device control string long enough to be a run\x1b\\",
+    "\x1b[",
+    "\x1b",
+    "\x1b[?",
+    "\x1b[38;2;",
+    "\x1b[5;10H",
+    "\x1b[;7H",
+    "\x1b[0;99999H",
+    "\x1b[3A",
+    "\x1b[2B",
+    "\x1b[4C",
+    "\x1b[D",
+    "\x1b[2e",
+    "\x1b[a",
+    "\x1b[3d",
+    "\x1b[2E",
+    "\x1b[F",
+    "\x1b[`",
+    "\x1b[0J",
+    "\x1b[1J",
+    "\x1b[3J",
+    "\x1b[9J",
+    "\x1b[2K",
+    "\x1b[7K",
+    "\x1b[2S",
+    "\x1b[T",
+    "\x1b[0m\x1b[1;2;3;4;5;7;8;9m",
+    "\x1b[21;22;23;24;25;27;28;29m",
+    "\x1b[30;41;92;103;39;49m",
+    "\x1b[38;2;300;1;2m",
+    "\x1b[38;2;1m",
+    "\x1b[38;5m",
+    "\x1b[48;5;256;1m",
+    "\x1b[58;5;9m\x1b[59m",
+    "\x1b[38;7;1m",
+    "\x1b[m",
+    "\x1b[1;\n31m",
+    "\x1b[1\x7f;31m",
+    "\x1b[1?m",
+    "\x1b[?1;2$p",
+    "\x1b[1 q",
+    "\x1b[>4;2m",
+    "\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20;21;22;23;24;25;26;27;28;29;30;31;32;33m",
+    "\x1b[1\x1b[2J",
+    "\x1b[1\x18x",
+    "\x1b[\u{e9}m",
+    "\x1b[2b",
+    "\x1b[?25l",
+    "\x1b[?25h",
+    "\x1b[?1000;1006h",
+    "\x1b]0;title\x1b\\",
+    "\x1b_an APC string\x1b\\",
+    "\x1bX\x1b[31m",
+    "\x1b#8",
+    "\x0b\x0c",
+    "\x18",
+    "\x1a",
+];
+
+/// Printable ASCII, `n` bytes.
+fn ascii(rng: &mut Rng, n: u64, out: &mut Vec<u8>) {
+    for _ in 0..n {
+        out.push(0x20 + rng.below(0x5f) as u8);
+    }
+}
+
+fn stream(rng: &mut Rng, cols: u16) -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..rng.below(60) {
+        match rng.below(12) {
+            0..=3 => {
+                let n = match rng.below(3) {
+                    0 => 1 + rng.below(8),
+                    1 => 1 + rng.below(u64::from(cols) * 2),
+                    _ => 40 + rng.below(300),
+                };
+                ascii(rng, n, &mut out);
+            }
+            4 => out.extend_from_slice(rng.pick(WIDE).as_bytes()),
+            5 => out.extend_from_slice(rng.pick(OTHER).as_bytes()),
+            6 => {
+                // To the last columns, then text or a wide character.
+                let col = u64::from(cols).saturating_sub(rng.below(3));
+                out.extend_from_slice(format!("\x1b[{col}G").as_bytes());
+            }
+            7 => {
+                let (r, c) = (1 + rng.below(10), 1 + rng.below(u64::from(cols) + 2));
+                out.extend_from_slice(format!("\x1b[{r};{c}H").as_bytes());
+            }
+            8 => {
+                // An escape whose printable tail runs into text.
+                out.extend_from_slice(rng.pick(ESCAPES).as_bytes());
+                let n = 20 + rng.below(80);
+                ascii(rng, n, &mut out);
+            }
+            9 => {
+                for _ in 0..1 + rng.below(4) {
+                    out.push(rng.below(256) as u8);
+                }
+            }
+            _ => out.extend_from_slice(rng.pick(ESCAPES).as_bytes()),
+        }
+    }
+    out
+}
+
+#[test]
+fn the_lane_leaves_the_model_vte_alone_leaves() {
+    let mut rng = Rng(0x5eed);
+    let cases: u64 = std::env::var("LANE_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3000);
+    for case in 0..cases {
+        let rows = 1 + rng.below(8) as u16;
+        let cols = 1 + rng.below(40) as u16;
+        let scrollback = [0, 3, 50][rng.below(3) as usize];
+        let bytes = stream(&mut rng, cols);
+        let mut fast = Screen::with_scrollback(rows, cols, scrollback);
+        let mut slow = Screen::with_scrollback(rows, cols, scrollback);
+        slow.set_vte_only(true);
+        let mut at = 0;
+        while at < bytes.len() {
+            let n = match rng.below(3) {
+                0 => 1 + rng.below(4),
+                1 => 1 + rng.below(64),
+                _ => bytes.len() as u64,
+            };
+            let end = (at + n as usize).min(bytes.len());
+            if std::env::var("LANE_DEBUG").is_ok_and(|c| c == case.to_string()) {
+                eprintln!("chunk {:?}", &bytes[at..end]);
+            }
+            fast.process(&bytes[at..end]);
+            slow.process(&bytes[at..end]);
+            at = end;
+            assert_eq!(
+                fast.model_difference(&slow),
+                None,
+                "case {case} ({rows}x{cols}, scrollback {scrollback}) after {at} of {:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        assert_eq!(fast.rebuilds(), slow.rebuilds(), "case {case}");
+    }
+}
+
+#[test]
+fn runs_after_escapes_in_strings_and_repeats() {
+    // Each shape once, by hand: a run that starts in a CSI's parameters, in
+    // an OSC title, in a DCS string, after a wide character, then repeat.
+    let text = "0123456789abcdefghijklmnopqrstuvwxyz".repeat(4);
+    let cases = [
+        format!("\x1b[1;31m{text}\x1b[2b"),
+        format!("\x1b]0;{text}\x07{text}"),
+        format!("\x1bP{text}\x1b\\{text}"),
+        format!("界{text}\x1b[5b"),
+        format!("\x1b(0{text}\x1b(B{text}"),
+        format!("\x1b[4h{text}\x1b[4l{text}"),
+        // Repeat after a print of vte's (invalid UTF-8), then after the lane's.
+        format!("ab\u{fffd}\x1b[3b{text}\x1b[2b"),
+        "─\x1b]0;t\x07\x1b[3b".to_owned(),
+        "x\x7f\x1b[3b".to_owned(),
+        "y\u{85}\x1b[3b".to_owned(),
+    ];
+    let mut cases: Vec<Vec<u8>> = cases.into_iter().map(String::into_bytes).collect();
+    // vte prints a replacement for invalid UTF-8: repeat takes it, then the
+    // lane's last character again.
+    cases.push([&b"ab\xff\x1b[3b"[..], text.as_bytes(), b"\x1b[2b"].concat());
+    cases.push(
+        [
+            &b"ab\xe2\x82\x1b[3b"[..],
+            text.as_bytes(),
+            b"\xe2\x82\n\x1b[2b",
+        ]
+        .concat(),
+    );
+    for (i, case) in cases.iter().enumerate() {
+        let mut fast = Screen::new(6, 30);
+        let mut slow = Screen::new(6, 30);
+        slow.set_vte_only(true);
+        let bytes = &case[..];
+        fast.process(bytes);
+        slow.process(bytes);
+        assert_eq!(fast.model_difference(&slow), None, "case {i}");
+    }
+}
