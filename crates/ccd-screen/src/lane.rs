@@ -544,6 +544,7 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
             .intersects(Flags::WIDE_CHAR | Flags::WIDE_CHAR_SPACER)
     };
     let (mut col, mut at) = (0, 0);
+    let mut last = ('\0', None);
     while let (Some(&lead), true) = (run.get(at), col < want) {
         if lead < 0x80 {
             // A stretch of ASCII: one cell a byte.
@@ -565,7 +566,11 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
         }
         let len = seq_len(lead).min(run.len() - at);
         let c = decode(&run[at..at + len]);
-        match c.width() {
+        // Box drawing repeats a character: its width is looked up once.
+        if c != last.0 {
+            last = (c, c.width());
+        }
+        match last.1 {
             Some(1) if plain(&cells[col]) => {
                 cells[col] = Cell { c, ..pen.clone() };
                 col += 1;

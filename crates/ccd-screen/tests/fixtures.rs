@@ -435,6 +435,34 @@ fn arbitrary_chunk_splits_give_the_same_screen_and_modes() {
     }
 }
 
+/// ccd's lane in front of `vte` (`ccd_screen::lane`) against `vte` alone on
+/// the real CLI's recordings, fed whole and at every split size 1..=64: the
+/// same model field for field after every 16th chunk and at the end.
+#[test]
+fn the_lane_is_vte_alone_on_every_recording_at_every_split() {
+    for rec in all_recordings() {
+        for size in (1..=64).chain([rec.data.len()]) {
+            let mut lane = Screen::new(rec.rows, rec.cols);
+            let mut vte = Screen::new(rec.rows, rec.cols);
+            vte.set_vte_only(true);
+            let chunks = rec.data.chunks(size).count();
+            for (i, chunk) in rec.data.chunks(size).enumerate() {
+                lane.process(chunk);
+                vte.process(chunk);
+                if i % 16 != 0 && i + 1 != chunks {
+                    continue;
+                }
+                assert_eq!(
+                    lane.model_difference(&vte),
+                    None,
+                    "{} split {size}, chunk {i}",
+                    rec.name
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn fixture_dir_override_is_honoured() {
     // The default location must hold the fixtures when no override is set; with an
