@@ -243,7 +243,7 @@ impl Screen {
     }
 
     /// Give every byte to `vte`, as `alacritty_terminal`'s own parser loop
-    /// does, instead of through ccd's lane in front of it ([`crate::lane`]):
+    /// does, instead of through ccd's lane in front of it (`ccd_screen::lane`):
     /// the reference the lane is tested and fuzzed against. Same model
     /// either way, only slower.
     pub fn set_vte_only(&mut self, on: bool) {

@@ -1,0 +1,263 @@
+//! [`Csi`]: a CSI sequence in its plain form, parsed and dispatched to the
+//! terminal as `vte` parses and dispatches it, SGR included.
+
+use alacritty_terminal::event::EventListener;
+use alacritty_terminal::term::Term;
+use alacritty_terminal::vte::ansi::{
+    Attr, ClearMode, Color, Handler, LineClearMode, NamedColor, Rgb,
+};
+
+/// Most parameters `vte` keeps (its `Params`); a sequence with more is
+/// ignored by it, and left to it by the lane.
+const MAX_PARAMS: usize = 32;
+
+/// A CSI sequence in its plain form, parsed as `vte` parses it.
+#[derive(Debug, Default)]
+pub(super) struct Csi {
+    /// Bytes from the ESC to the final byte, both included.
+    pub(super) len: usize,
+    /// The private marker (`?`, `<`, `=`, `>`), if any.
+    private: Option<u8>,
+    /// Intermediates between the parameters and the final byte.
+    intermediates: usize,
+    /// Whether a parameter has sub-parameters (`:`).
+    colon: bool,
+    params: [u16; MAX_PARAMS],
+    n: usize,
+    action: u8,
+}
+
+impl Csi {
+    /// The plain CSI at the start of `bytes`: `ESC [`, an optional private
+    /// marker, digits, `;` and `:`, intermediates, a final byte. `None` if
+    /// it is anything else, has more than [`MAX_PARAMS`] parameters, or is
+    /// not whole in `bytes` (and then what it holds is meaningless).
+    pub(super) fn parse(&mut self, bytes: &[u8]) -> Option<()> {
+        if bytes.get(1) != Some(&b'[') {
+            return None;
+        }
+        let csi = self;
+        csi.private = None;
+        csi.intermediates = 0;
+        csi.colon = false;
+        csi.n = 0;
+        let mut i = 2;
+        if let Some(&p @ 0x3c..=0x3f) = bytes.get(i) {
+            csi.private = Some(p);
+            i += 1;
+        }
+        // `vte` saturates each step at `u16::MAX`; so does `min` here.
+        let mut param: u32 = 0;
+        loop {
+            match *bytes.get(i)? {
+                d @ b'0'..=b'9' => {
+                    param = (param * 10 + u32::from(d - b'0')).min(u32::from(u16::MAX));
+                }
+                b';' | b':' => {
+                    if bytes[i] == b':' {
+                        csi.colon = true;
+                    }
+                    *csi.params.get_mut(csi.n)? = u16::try_from(param).unwrap_or(u16::MAX);
+                    csi.n += 1;
+                    param = 0;
+                }
+                _ => break,
+            }
+            i += 1;
+        }
+        *csi.params.get_mut(csi.n)? = u16::try_from(param).unwrap_or(u16::MAX);
+        csi.n += 1;
+        while let 0x20..=0x2f = *bytes.get(i)? {
+            csi.intermediates += 1;
+            i += 1;
+        }
+        match *bytes.get(i)? {
+            a @ 0x40..=0x7e => csi.action = a,
+            _ => return None,
+        }
+        csi.len = i + 1;
+        Some(())
+    }
+
+    /// Dispatch to the terminal as `vte` does, for the sequences the lane
+    /// knows; `false` (nothing done) for the others.
+    pub(super) fn dispatch<L: EventListener>(&self, term: &mut Term<L>) -> bool {
+        if self.private.is_some() || self.intermediates > 0 || self.colon {
+            return false;
+        }
+        let params = &self.params[..self.n];
+        let mut p = Params(params.iter());
+        match self.action {
+            b'@' => term.insert_blank(usize::from(p.or(1))),
+            b'A' => term.move_up(usize::from(p.or(1))),
+            b'B' | b'e' => term.move_down(usize::from(p.or(1))),
+            b'C' | b'a' => term.move_forward(usize::from(p.or(1))),
+            b'D' => term.move_backward(usize::from(p.or(1))),
+            b'd' => term.goto_line(i32::from(p.or(1)) - 1),
+            b'E' => term.move_down_and_cr(usize::from(p.or(1))),
+            b'F' => term.move_up_and_cr(usize::from(p.or(1))),
+            b'G' | b'`' => term.goto_col(usize::from(p.or(1)) - 1),
+            b'H' | b'f' => {
+                let y = i32::from(p.or(1));
+                let x = usize::from(p.or(1));
+                term.goto(y - 1, x - 1);
+            }
+            b'J' => {
+                let mode = match p.or(0) {
+                    0 => ClearMode::Below,
+                    1 => ClearMode::Above,
+                    2 => ClearMode::All,
+                    3 => ClearMode::Saved,
+                    _ => return true,
+                };
+                term.clear_screen(mode);
+            }
+            b'K' => {
+                let mode = match p.or(0) {
+                    0 => LineClearMode::Right,
+                    1 => LineClearMode::Left,
+                    2 => LineClearMode::All,
+                    _ => return true,
+                };
+                term.clear_line(mode);
+            }
+            b'L' => term.insert_blank_lines(usize::from(p.or(1))),
+            b'M' => term.delete_lines(usize::from(p.or(1))),
+            b'P' => term.delete_chars(usize::from(p.or(1))),
+            b'S' => term.scroll_up(usize::from(p.or(1))),
+            b'T' => term.scroll_down(usize::from(p.or(1))),
+            b'X' => term.erase_chars(usize::from(p.or(1))),
+            b'm' => sgr(term, params),
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// `vte`'s walk over a CSI's parameters.
+struct Params<'a>(std::slice::Iter<'a, u16>);
+
+impl Params<'_> {
+    /// The next parameter, or `default` if there is none or it is 0.
+    fn or(&mut self, default: u16) -> u16 {
+        match self.0.next() {
+            Some(&p) if p != 0 => p,
+            _ => default,
+        }
+    }
+}
+
+/// Colours 0-7 in SGR order.
+const NAMED: [NamedColor; 8] = [
+    NamedColor::Black,
+    NamedColor::Red,
+    NamedColor::Green,
+    NamedColor::Yellow,
+    NamedColor::Blue,
+    NamedColor::Magenta,
+    NamedColor::Cyan,
+    NamedColor::White,
+];
+
+/// Colours 8-15 in SGR order.
+const BRIGHT: [NamedColor; 8] = [
+    NamedColor::BrightBlack,
+    NamedColor::BrightRed,
+    NamedColor::BrightGreen,
+    NamedColor::BrightYellow,
+    NamedColor::BrightBlue,
+    NamedColor::BrightMagenta,
+    NamedColor::BrightCyan,
+    NamedColor::BrightWhite,
+];
+
+/// SGR without sub-parameters, attribute by attribute as `vte`'s
+/// `attrs_from_sgr_parameters` reads it.
+fn sgr<L: EventListener>(term: &mut Term<L>, params: &[u16]) {
+    let mut it = params.iter().copied();
+    while let Some(p) = it.next() {
+        let attr = match p {
+            0 => Some(Attr::Reset),
+            1 => Some(Attr::Bold),
+            2 => Some(Attr::Dim),
+            3 => Some(Attr::Italic),
+            4 => Some(Attr::Underline),
+            5 => Some(Attr::BlinkSlow),
+            6 => Some(Attr::BlinkFast),
+            7 => Some(Attr::Reverse),
+            8 => Some(Attr::Hidden),
+            9 => Some(Attr::Strike),
+            21 => Some(Attr::CancelBold),
+            22 => Some(Attr::CancelBoldDim),
+            23 => Some(Attr::CancelItalic),
+            24 => Some(Attr::CancelUnderline),
+            25 => Some(Attr::CancelBlink),
+            27 => Some(Attr::CancelReverse),
+            28 => Some(Attr::CancelHidden),
+            29 => Some(Attr::CancelStrike),
+            30..=37 => Some(Attr::Foreground(Color::Named(NAMED[usize::from(p - 30)]))),
+            38 => sgr_color(&mut it).map(Attr::Foreground),
+            39 => Some(Attr::Foreground(Color::Named(NamedColor::Foreground))),
+            40..=47 => Some(Attr::Background(Color::Named(NAMED[usize::from(p - 40)]))),
+            48 => sgr_color(&mut it).map(Attr::Background),
+            49 => Some(Attr::Background(Color::Named(NamedColor::Background))),
+            58 => sgr_color(&mut it).map(|c| Attr::UnderlineColor(Some(c))),
+            59 => Some(Attr::UnderlineColor(None)),
+            90..=97 => Some(Attr::Foreground(Color::Named(BRIGHT[usize::from(p - 90)]))),
+            100..=107 => Some(Attr::Background(Color::Named(BRIGHT[usize::from(p - 100)]))),
+            _ => None,
+        };
+        if let Some(attr) = attr {
+            term.terminal_attribute(attr);
+        }
+    }
+}
+
+/// `vte`'s `parse_sgr_color`: `2;r;g;b` or `5;index`, the parameters it
+/// reads consumed even when they do not make a colour.
+fn sgr_color(it: &mut impl Iterator<Item = u16>) -> Option<Color> {
+    match it.next() {
+        Some(2) => Some(Color::Spec(Rgb {
+            r: u8::try_from(it.next()?).ok()?,
+            g: u8::try_from(it.next()?).ok()?,
+            b: u8::try_from(it.next()?).ok()?,
+        })),
+        Some(5) => Some(Color::Indexed(u8::try_from(it.next()?).ok()?)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_csi_is_parsed_as_vte_parses_it() {
+        let mut csi = Csi::default();
+        csi.parse(b"\x1b[;5Hx").expect("plain");
+        assert_eq!(
+            (csi.len, &csi.params[..csi.n], csi.action),
+            (5, &[0, 5][..], b'H')
+        );
+        csi.parse(b"\x1b[?2026h").expect("plain");
+        assert_eq!(
+            (csi.private, &csi.params[..csi.n]),
+            (Some(b'?'), &[2026][..])
+        );
+        csi.parse(b"\x1b[99999m").expect("plain");
+        assert_eq!(&csi.params[..csi.n], &[u16::MAX][..]);
+        csi.parse(b"\x1b[6553;6554;65535;655359m").expect("plain");
+        assert_eq!(&csi.params[..csi.n], &[6553, 6554, u16::MAX, u16::MAX][..]);
+        assert!(csi.parse(b"\x1b[1;2").is_none(), "not whole");
+        assert!(csi.parse(b"\x1b[1\n2H").is_none(), "a control inside");
+        assert!(
+            csi.parse(b"\x1b[1?H").is_none(),
+            "a marker after a parameter"
+        );
+        assert!(csi.parse(b"\x1b(0").is_none(), "not a CSI");
+        let many = format!("\x1b[{}m", ";".repeat(MAX_PARAMS));
+        assert!(csi.parse(many.as_bytes()).is_none(), "more than vte keeps");
+        let most = format!("\x1b[{}m", ";".repeat(MAX_PARAMS - 1));
+        assert!(csi.parse(most.as_bytes()).is_some());
+    }
+}

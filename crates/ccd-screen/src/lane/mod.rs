@@ -1,0 +1,265 @@
+//! [`Lane`]: ccd's own parser for what Claude Code's output is mostly made
+//! of, in front of `vte`'s, calling the terminal's [`Handler`] methods
+//! itself.
+//!
+//! `vte` takes every byte through its state machine and hands the terminal
+//! one character per call; `Term::input` then finds the cursor cell through
+//! the grid's ring buffer, looks up the width, maps the charset and steps
+//! the cursor, per character. On a flood that was most of the holder's CPU
+//! (docs/architecture.md, "Where a holder's CPU goes in a flood"). The lane
+//! takes, while `vte` is in its ground state:
+//!
+//! - **text**: a run of characters up to the next control byte, decoded
+//!   once; one-cell characters are written into the grid a row segment at a
+//!   time ([`write_run`]), anything else through `Term::input`;
+//! - **C0 controls**, mapped as `vte` maps them;
+//! - **CSI sequences** in their plain form (`ESC [`, an optional private
+//!   marker, digits and separators, intermediates, the final byte, nothing
+//!   else between) whole in the chunk: the cursor moves, erases, line and
+//!   character edits and SGR without sub-parameters are dispatched exactly
+//!   as `vte` dispatches them; any other plain CSI goes to `vte` whole.
+//!
+//! Everything else goes to `vte` as it is: an escape that is not a plain
+//! CSI, a sequence split across chunks, invalid UTF-8. The lane then
+//! follows `vte`'s state machine byte by byte ([`Mirror`], a copy of its
+//! transitions without its actions) and gives `vte` every byte until it is
+//! back in its ground state, so the lane never takes a byte `vte` is in the
+//! middle of.
+//!
+//! `vte` remembers the last character printed, for `CSI b` (repeat). The
+//! lane's own prints bypass it, so before `vte` next gets a byte the lane
+//! prints its last character to `vte` with a handler that drops it
+//! ([`Discard`]).
+//!
+//! The result is the same model as `vte` alone would leave, field for field
+//! (`tests/lane.rs`, the `screen` fuzz target, both against
+//! `Screen::set_vte_only`; `tests/fixtures.rs` on the real CLI's
+//! recordings at every chunk split).
+//!
+//! The parts: [`mirror`] follows `vte`'s state machine, [`csi`] parses and
+//! dispatches plain CSI sequences, [`grid`] writes text into the grid,
+//! [`utf8`] reads characters as `vte` reads them.
+
+use alacritty_terminal::event::EventListener;
+use alacritty_terminal::term::Term;
+use alacritty_terminal::vte::ansi::{CharsetIndex, Handler, Processor};
+
+use crate::screen::Unbuffered;
+
+mod csi;
+mod grid;
+mod mirror;
+mod utf8;
+
+use csi::Csi;
+use grid::write_run;
+use mirror::Mirror;
+use utf8::{char_at, last_char, unfinished_end};
+
+/// The lane's state between chunks.
+#[derive(Debug, Default)]
+pub(crate) struct Lane {
+    /// Where `vte`'s state machine is.
+    vte: Mirror,
+    /// The last character the lane printed since `vte` last had bytes:
+    /// `vte`'s `CSI b` repeats it, so `vte` is told before it next parses.
+    unsynced: Option<char>,
+    /// The plain CSI being read ([`Csi::parse`] fills it in place).
+    csi: Csi,
+    /// The start of a character `vte` keeps for its next call (in
+    /// [`Mirror::Utf8`]; at most 3 bytes).
+    partial: Vec<u8>,
+}
+
+/// A handler that does nothing: `vte` prints the lane's last character to
+/// it, to remember it for `CSI b`.
+struct Discard;
+impl Handler for Discard {}
+
+impl Lane {
+    /// Feed `bytes` to the terminal: the same terminal as
+    /// `parser.advance(term, bytes)` would leave. `bytes` never ends inside
+    /// a UTF-8 sequence (`Screen::process` holds such a tail back), so `vte`
+    /// never holds part of a character between calls. `parser` never
+    /// buffers a synchronized update ([`Unbuffered`]): the lane's bytes and
+    /// `vte`'s reach the terminal in stream order.
+    pub(crate) fn advance<L: EventListener>(
+        &mut self,
+        parser: &mut Processor<Unbuffered>,
+        term: &mut Term<L>,
+        bytes: &[u8],
+    ) {
+        let mut i = 0;
+        while i < bytes.len() {
+            let rest = &bytes[i..];
+            i += if self.vte == Mirror::Ground {
+                match rest[0] {
+                    0x1b => self.escape(parser, term, rest),
+                    b @ 0x00..=0x1f => {
+                        execute(term, b);
+                        1
+                    }
+                    _ => self.text(parser, term, rest),
+                }
+            } else if self.vte == Mirror::Utf8 {
+                parser.advance(term, &rest[..1]);
+                self.vte = self.after_partial(rest[0]);
+                1
+            } else {
+                let n = self.vte.until_ground(rest);
+                parser.advance(term, &rest[..n]);
+                n
+            };
+        }
+    }
+
+    /// Give `bytes` to `vte` (in its ground state), after telling it the
+    /// lane's last printed character.
+    fn give_vte<L: EventListener>(
+        &mut self,
+        parser: &mut Processor<Unbuffered>,
+        term: &mut Term<L>,
+        bytes: &[u8],
+    ) {
+        if let Some(c) = self.unsynced.take() {
+            let mut buf = [0; 4];
+            parser.advance(&mut Discard, c.encode_utf8(&mut buf).as_bytes());
+        }
+        parser.advance(term, bytes);
+    }
+
+    /// `bytes` starts with ESC: a plain CSI the lane dispatches or gives to
+    /// `vte` whole, else the ESC alone to `vte` (which the mirror follows).
+    fn escape<L: EventListener>(
+        &mut self,
+        parser: &mut Processor<Unbuffered>,
+        term: &mut Term<L>,
+        bytes: &[u8],
+    ) -> usize {
+        if self.csi.parse(bytes).is_some() {
+            let len = self.csi.len;
+            if !self.csi.dispatch(term) {
+                self.give_vte(parser, term, &bytes[..len]);
+            }
+            return len;
+        }
+        self.give_vte(parser, term, &bytes[..1]);
+        self.vte = Mirror::Escape;
+        1
+    }
+
+    /// `bytes` starts with a byte `vte` takes as text (0x20 and up): print
+    /// up to the next control byte. At invalid UTF-8, `vte` gets the rest up
+    /// to and with the next ESC, as it would have read it in one go; if
+    /// there is no ESC and the chunk ends in the start of a character (one
+    /// cut short by the next character's first byte, which `Screen::process`
+    /// held back), `vte` keeps it for its next call ([`Mirror::Utf8`]).
+    fn text<L: EventListener>(
+        &mut self,
+        parser: &mut Processor<Unbuffered>,
+        term: &mut Term<L>,
+        bytes: &[u8],
+    ) -> usize {
+        let (end, invalid_at) = self.print(term, bytes);
+        if !invalid_at {
+            return end;
+        }
+        let from = end;
+        let Some(e) = memchr::memchr(0x1b, &bytes[from..]) else {
+            self.give_vte(parser, term, &bytes[from..]);
+            if let Some(p) = unfinished_end(&bytes[from..]) {
+                self.partial = p.to_vec();
+                self.vte = Mirror::Utf8;
+            }
+            return bytes.len();
+        };
+        let to = from + e + 1;
+        self.give_vte(parser, term, &bytes[from..to]);
+        self.vte = Mirror::Escape;
+        to
+    }
+
+    /// Where `vte` is after reading `b` while keeping the start of a
+    /// character (`advance_partial_utf8`, a byte at a time): the character
+    /// finished, still unfinished, or a replacement printed and `b` read
+    /// again in the ground state.
+    fn after_partial(&mut self, b: u8) -> Mirror {
+        self.partial.push(b);
+        match std::str::from_utf8(&self.partial) {
+            Ok(_) => {}
+            Err(e) if e.error_len().is_none() => return Mirror::Utf8,
+            Err(_) => {
+                self.partial.clear();
+                return match b {
+                    0x1b => Mirror::Escape,
+                    _ => match unfinished_end(&[b]) {
+                        Some(_) => {
+                            self.partial.push(b);
+                            Mirror::Utf8
+                        }
+                        None => Mirror::Ground,
+                    },
+                };
+            }
+        }
+        self.partial.clear();
+        Mirror::Ground
+    }
+
+    /// Print the text at the start of `bytes` up to the next control byte
+    /// as `vte` would, character by character: C1 controls do nothing, DEL
+    /// prints nothing but is remembered, the rest is written a row segment
+    /// at a time where it can be ([`write_run`]), straight from `bytes`.
+    /// Where it stopped, and whether at invalid UTF-8 (or the start of a
+    /// character the chunk cuts).
+    fn print<L: EventListener>(&mut self, term: &mut Term<L>, bytes: &[u8]) -> (usize, bool) {
+        // The text not yet written starts here.
+        let mut run = 0;
+        let mut i = 0;
+        let invalid = loop {
+            while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) {
+                i += 1;
+            }
+            let Some(&b) = bytes.get(i) else {
+                break false;
+            };
+            if b < 0x20 {
+                break false;
+            }
+            if b == 0x7f {
+                write_run(term, &bytes[run..i]);
+                i += 1;
+                run = i;
+                continue;
+            }
+            let Some((c, len)) = char_at(&bytes[i..]) else {
+                break true;
+            };
+            if ('\u{80}'..='\u{9f}').contains(&c) {
+                write_run(term, &bytes[run..i]);
+                run = i + len;
+            }
+            i += len;
+        };
+        write_run(term, &bytes[run..i]);
+        if let Some(c) = last_char(&bytes[..i]) {
+            self.unsynced = Some(c);
+        }
+        (i, invalid)
+    }
+}
+
+/// A C0 control in the ground state, as `vte` executes it.
+fn execute<L: EventListener>(term: &mut Term<L>, b: u8) {
+    match b {
+        0x09 => term.put_tab(1),
+        0x08 => term.backspace(),
+        0x0d => term.carriage_return(),
+        0x0a..=0x0c => term.linefeed(),
+        0x07 => term.bell(),
+        0x1a => term.substitute(),
+        0x0f => term.set_active_charset(CharsetIndex::G0),
+        0x0e => term.set_active_charset(CharsetIndex::G1),
+        _ => {}
+    }
+}
