@@ -168,4 +168,72 @@ mod tests {
             }
         }
     }
+
+    /// Whether `vte`, fed `bytes` from its start, ends in its ground state:
+    /// a `Z` after them is printed only there.
+    fn vte_in_ground(bytes: &[u8]) -> bool {
+        use alacritty_terminal::vte::ansi::{Handler, Processor};
+
+        #[derive(Default)]
+        struct Printed(Vec<char>);
+        impl Handler for Printed {
+            fn input(&mut self, c: char) {
+                self.0.push(c);
+            }
+        }
+        let mut parser: Processor<crate::screen::Unbuffered> = Processor::new();
+        let mut h = Printed::default();
+        parser.advance(&mut h, bytes);
+        h.0.clear();
+        parser.advance(&mut h, b"Z");
+        h.0.last() == Some(&'Z')
+    }
+
+    /// Every state the mirror has (but ground and `Utf8`, the lane's own),
+    /// with bytes that lead `vte` into it from ground.
+    const STATES: [(&[u8], Mirror); 13] = [
+        (b"\x1b", Mirror::Escape),
+        (b"\x1b(", Mirror::EscapeIntermediate),
+        (b"\x1b[", Mirror::CsiEntry),
+        (b"\x1b[1", Mirror::CsiParam),
+        (b"\x1b[ ", Mirror::CsiIntermediate),
+        (b"\x1b[1?", Mirror::CsiIgnore),
+        (b"\x1bP", Mirror::DcsEntry),
+        (b"\x1bP1", Mirror::DcsParam),
+        (b"\x1bP ", Mirror::DcsIntermediate),
+        (b"\x1bPq", Mirror::DcsPassthrough),
+        (b"\x1bP1?", Mirror::DcsIgnore),
+        (b"\x1b]", Mirror::OscString),
+        (b"\x1bX", Mirror::SosPmApcString),
+    ];
+
+    #[test]
+    fn the_mirror_reaches_ground_exactly_when_vte_does_for_any_two_bytes() {
+        for (prefix, state) in STATES {
+            let mut m = Mirror::Escape;
+            m.until_ground(&prefix[1..]);
+            assert_eq!(m, state, "{prefix:?}");
+            for b1 in 0..=255u8 {
+                let one = [prefix, &[b1]].concat();
+                let after = m.next(b1);
+                assert_eq!(
+                    after == Mirror::Ground,
+                    vte_in_ground(&one),
+                    "{prefix:?} then {b1:#04x}"
+                );
+                if after == Mirror::Ground {
+                    continue;
+                }
+                // A second byte, from every state the first can lead to.
+                for b2 in 0..=255u8 {
+                    let two = [&one[..], &[b2]].concat();
+                    assert_eq!(
+                        after.next(b2) == Mirror::Ground,
+                        vte_in_ground(&two),
+                        "{prefix:?} then {b1:#04x} {b2:#04x}"
+                    );
+                }
+            }
+        }
+    }
 }
