@@ -287,3 +287,59 @@ fn runs_after_escapes_in_strings_and_repeats() {
         assert_eq!(fast.model_difference(&slow), None, "case {i}");
     }
 }
+
+#[test]
+fn every_plain_csi_the_lane_dispatches_is_vte_s_dispatch() {
+    // The finals the lane dispatches itself, and some it gives to vte, each
+    // with random parameter lists of values at the edges (0, 1, the
+    // defaults, colours' sub-forms, past a byte, past u16).
+    const FINALS: &[u8] = b"@ABCDEFGHJKLMPSTXademfbrhlsu`";
+    const VALUES: &[u32] = &[
+        0, 1, 2, 3, 4, 5, 7, 9, 10, 21, 22, 24, 27, 29, 30, 37, 38, 39, 40, 47, 48, 49, 58, 59, 90,
+        97, 100, 107, 108, 255, 256, 999, 65535, 70000,
+    ];
+    let mut rng = Rng(0xc51);
+    for case in 0..4000 {
+        let mut final_byte = FINALS[rng.below(FINALS.len() as u64) as usize];
+        let n = rng.below(7);
+        let mut params: Vec<String> = (0..n)
+            .map(|_| {
+                if rng.below(8) == 0 {
+                    String::new()
+                } else {
+                    VALUES[rng.below(VALUES.len() as u64) as usize].to_string()
+                }
+            })
+            .collect();
+        if rng.below(3) == 0 {
+            // An SGR colour in its long forms, whole or cut short.
+            final_byte = b'm';
+            params.push(["38", "48", "58"][rng.below(3) as usize].to_owned());
+            params.push(["2", "5", "7"][rng.below(3) as usize].to_owned());
+            for _ in 0..rng.below(5) {
+                params.push(VALUES[rng.below(VALUES.len() as u64) as usize].to_string());
+            }
+        }
+        let (rows, cols) = (1 + rng.below(6) as u16, 2 + rng.below(20) as u16);
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(b"\x1b[3;4Hab\xe2\x94\x80cd\x1b[1;31m\xe6\xbc\xa2e\r\n  fg");
+        if rng.below(2) == 0 {
+            // Every attribute and colour set, for SGR to take apart.
+            bytes.extend_from_slice(b"\x1b[1;2;3;4;5;7;8;9;38;5;3;48;2;1;2;3;58;5;4m");
+        }
+        bytes.extend_from_slice(format!("\x1b[{}", params.join(";")).as_bytes());
+        bytes.push(final_byte);
+        bytes.extend_from_slice("xy─漢z".as_bytes());
+        let mut fast = Screen::new(rows, cols);
+        let mut slow = Screen::new(rows, cols);
+        slow.set_vte_only(true);
+        fast.process(&bytes);
+        slow.process(&bytes);
+        assert_eq!(
+            fast.model_difference(&slow),
+            None,
+            "case {case} ({rows}x{cols}): {:?}",
+            String::from_utf8_lossy(&bytes)
+        );
+    }
+}
