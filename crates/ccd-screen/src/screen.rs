@@ -190,7 +190,7 @@ impl Screen {
             parser: Processor::new(),
             scanner: ModeScanner::new(),
             carry: Vec::new(),
-            lane: Lane::default(),
+            lane: Lane::new(scrollback),
             vte_only: false,
             scrollback,
             rebuilds: 0,
@@ -250,6 +250,13 @@ impl Screen {
         self.vte_only = on;
     }
 
+    /// Bytes of plain lines the lane stepped over because they scrolled out
+    /// of the model before anything could show them (`ccd_screen::lane`).
+    #[doc(hidden)]
+    pub fn lines_stepped_over(&self) -> u64 {
+        self.lane.stepped_over()
+    }
+
     fn rebuild(&mut self) {
         self.rebuilds += 1;
         let (rows, cols) = self.size();
@@ -278,7 +285,7 @@ impl Screen {
         // The title is kept: the new terminal shares the listener.
         self.term = new_term(rows, cols, self.scrollback, &self.listener);
         self.parser = Processor::new();
-        self.lane = Lane::default();
+        self.lane = Lane::new(self.scrollback);
         if let Some(bytes) = kept {
             let (parser, term) = (&mut self.parser, &mut self.term);
             if catch_unwind(AssertUnwindSafe(|| parser.advance(term, &bytes))).is_err() {
@@ -296,7 +303,13 @@ impl Screen {
     /// Resize the model (clamped to at least 1 row and [`MIN_COLS`] columns). Call this whenever the PTY is
     /// resized, before feeding output produced at the new size.
     pub fn resize(&mut self, rows: u16, cols: u16) {
+        let before = self.size();
         self.term.resize(model_size(rows, cols));
+        if self.size() != before {
+            // `Term::resize` resets the scrolling region (when the size
+            // changes; else it does nothing).
+            self.lane.resized();
+        }
     }
 
     /// `(rows, cols)`.

@@ -13,7 +13,9 @@
 //! characters, hyperlinks and underline colours, the alternate screen, CSI
 //! sequences in every odd shape (controls, markers and DEL inside,
 //! intermediates, sub-parameters, too many parameters, huge values), C1
-//! controls and DEL, stray and invalid bytes.
+//! controls and DEL, stray and invalid bytes; and stretches of plain lines
+//! long enough to scroll out of the model (which the lane steps over)
+//! after every mode, region and screen those escapes set.
 
 use ccd_screen::Screen;
 
@@ -167,10 +169,27 @@ fn ascii(rng: &mut Rng, n: u64, out: &mut Vec<u8>) {
     }
 }
 
-fn stream(rng: &mut Rng, cols: u16) -> Vec<u8> {
+/// Plain lines (printable ASCII, mostly `\r\n` ends, some bare `\n` or
+/// `\r`), as many as `scroll` lines and then some, up to twice as wide as
+/// the screen.
+fn lines(rng: &mut Rng, scroll: u64, cols: u16, out: &mut Vec<u8>) {
+    for _ in 0..rng.below(3 * scroll + 4) {
+        let n = rng.below(2 * u64::from(cols) + 3);
+        ascii(rng, n, out);
+        out.extend_from_slice(match rng.below(10) {
+            0 => b"\n",
+            1 => b"\r",
+            2 => b"\n\r",
+            _ => b"\r\n",
+        });
+    }
+}
+
+fn stream(rng: &mut Rng, rows: u16, cols: u16, scrollback: usize) -> Vec<u8> {
     let mut out = Vec::new();
     for _ in 0..rng.below(60) {
-        match rng.below(12) {
+        match rng.below(13) {
+            12 => lines(rng, u64::from(rows) + scrollback as u64, cols, &mut out),
             0..=3 => {
                 let n = match rng.below(3) {
                     0 => 1 + rng.below(8),
@@ -214,11 +233,12 @@ fn the_lane_leaves_the_model_vte_alone_leaves() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(3000);
+    let (mut stepped, mut steps) = (0, 0);
     for case in 0..cases {
         let rows = 1 + rng.below(8) as u16;
         let cols = 1 + rng.below(40) as u16;
         let scrollback = [0, 3, 50][rng.below(3) as usize];
-        let bytes = stream(&mut rng, cols);
+        let bytes = stream(&mut rng, rows, cols, scrollback);
         let mut fast = Screen::with_scrollback(rows, cols, scrollback);
         let mut slow = Screen::with_scrollback(rows, cols, scrollback);
         slow.set_vte_only(true);
@@ -244,7 +264,15 @@ fn the_lane_leaves_the_model_vte_alone_leaves() {
             );
         }
         assert_eq!(fast.rebuilds(), slow.rebuilds(), "case {case}");
+        stepped += fast.lines_stepped_over();
+        steps += u64::from(fast.lines_stepped_over() > 0);
     }
+    // Plain lines that scroll out were stepped over, in many of the cases.
+    eprintln!("{steps} of {cases} cases stepped over {stepped} bytes of plain lines");
+    assert!(
+        steps * 20 > cases,
+        "{steps} of {cases} cases stepped over lines"
+    );
 }
 
 #[test]
@@ -342,4 +370,104 @@ fn every_plain_csi_the_lane_dispatches_is_vte_s_dispatch() {
             String::from_utf8_lossy(&bytes)
         );
     }
+}
+
+#[test]
+fn plain_lines_that_scroll_out_are_stepped_over_to_the_same_model() {
+    // Each shape by hand, whole and cut in two at every eighth byte: the
+    // lane steps over the lines where it may (and says so), never where the
+    // scrolling region is not known to be the whole screen.
+    let lines = |n: usize| {
+        (0..n)
+            .map(|i| format!("line {i} {}\r\n", "x".repeat(i % 37)))
+            .collect::<String>()
+    };
+    let many = lines(60);
+    let cases: Vec<(String, bool)> = vec![
+        (many.clone(), true),
+        (format!("\x1b[1;31mab\x1b[4h{many}"), true),
+        (format!("\x1b[20h{many}"), true),
+        (format!("\x1b[?7l{many}"), true),
+        (format!("\x1b[?1049h\x1b[3;5H{many}\x1b[?1049l"), true),
+        (format!("\x1b(0{many}"), true),
+        // Lines then only line ends: the repeat takes the last character
+        // of the lines stepped over.
+        (format!("{many}{}\x1b[3b", "\r\n".repeat(20)), true),
+        // A region set: no step, until it is the whole screen again.
+        (format!("\x1b[2;5r{many}"), false),
+        (format!("\x1b[2;5r{many}\x1b[r{many}"), true),
+        (format!("\x1b[2;5r{many}\x1b[1;99r{many}"), true),
+        (format!("\x1b[2;5r\x1b[9;3r{many}"), false),
+        (format!("\x1b[1;4r{many}"), false),
+        (format!("\x1b[3;99r{many}"), false),
+        // A region `vte` sets (a sub-parameter): not known; nor after any
+        // other sequence `vte` takes that ends in `r`, harmless or not.
+        (format!("\x1b[2:1;5r{many}"), false),
+        (format!("\x1b[?2r{many}"), false),
+        (format!("\x1b[?2r\x1b[r{many}"), true),
+    ];
+    for (i, (case, steps)) in cases.iter().enumerate() {
+        let bytes = case.as_bytes();
+        for cut in (0..bytes.len()).step_by(8).chain([bytes.len()]) {
+            for scrollback in [0, 10] {
+                let mut fast = Screen::with_scrollback(6, 30, scrollback);
+                let mut slow = Screen::with_scrollback(6, 30, scrollback);
+                slow.set_vte_only(true);
+                for part in [&bytes[..cut], &bytes[cut..]] {
+                    fast.process(part);
+                    slow.process(part);
+                }
+                assert_eq!(
+                    fast.model_difference(&slow),
+                    None,
+                    "case {i}, cut at {cut}, scrollback {scrollback}"
+                );
+                if cut == bytes.len() {
+                    assert_eq!(
+                        fast.lines_stepped_over() > 0,
+                        *steps,
+                        "case {i}, scrollback {scrollback}: stepped over {}",
+                        fast.lines_stepped_over()
+                    );
+                }
+            }
+        }
+    }
+    // Just enough lines, or one short, on either side of the cut, from the
+    // top line and from the bottom one, over a screen full of `E` (which a
+    // line written over a row keeps past its end, and a row scrolled in
+    // does not).
+    for start in ["\x1b#8\x1b[H", "\x1b#8\x1b[6H", "\x1b#8\x1b[3H"] {
+        for scrollback in [0, 2] {
+            for n in 6 + scrollback..6 + scrollback + 8 {
+                let bytes = format!("{start}{}", lines(n));
+                let mut fast = Screen::with_scrollback(6, 30, scrollback);
+                let mut slow = Screen::with_scrollback(6, 30, scrollback);
+                slow.set_vte_only(true);
+                fast.process(bytes.as_bytes());
+                slow.process(bytes.as_bytes());
+                assert_eq!(
+                    fast.model_difference(&slow),
+                    None,
+                    "{n} lines after {start:?}, scrollback {scrollback}"
+                );
+            }
+        }
+    }
+    // A resize makes the region the whole screen again.
+    let mut fast = Screen::with_scrollback(6, 30, 0);
+    let mut slow = Screen::with_scrollback(6, 30, 0);
+    slow.set_vte_only(true);
+    for s in [&mut fast, &mut slow] {
+        s.process(b"\x1b[2;4r");
+        s.resize(6, 30);
+        s.process(many.as_bytes());
+    }
+    assert_eq!(fast.lines_stepped_over(), 0, "same size: region kept");
+    for s in [&mut fast, &mut slow] {
+        s.resize(7, 30);
+        s.process(many.as_bytes());
+    }
+    assert!(fast.lines_stepped_over() > 0);
+    assert_eq!(fast.model_difference(&slow), None);
 }

@@ -5,6 +5,17 @@
 
 use super::*;
 
+/// Feed `run` (consecutive chunks of the stream) to `screen` in one call,
+/// and empty it.
+fn process_run(screen: &mut Screen, run: &mut Vec<&[u8]>) {
+    match run.as_slice() {
+        [] => {}
+        [one] => screen.process(one),
+        many => screen.process(&many.concat()),
+    }
+    run.clear();
+}
+
 impl Session {
     /// Wake the parser (the output ended).
     pub(crate) fn wake_parser(&self) {
@@ -61,20 +72,29 @@ impl Session {
                 .sum();
             let t0 = (total >= RATE_SAMPLE_MIN).then(thread_cpu).flatten();
             let mut bytes = 0usize;
+            // Consecutive chunks are parsed as one (at most a batch and a
+            // read): the model steps over the lines of a flood that scroll
+            // out within it (`ccd_screen::lane`), which chunk by chunk it
+            // would have to write.
+            let mut run: Vec<&[u8]> = Vec::new();
             for (n, p) in (first..).zip(&items) {
                 if n < m.applied {
                     continue;
                 }
                 match p {
                     Pending::Bytes(seq, c) => {
-                        m.screen.process(c);
+                        run.push(c);
                         m.parsed = seq + c.len() as u64;
                         bytes += c.len();
                     }
-                    Pending::Resize(size) => m.screen.resize(size.rows, size.cols),
+                    Pending::Resize(size) => {
+                        process_run(&mut m.screen, &mut run);
+                        m.screen.resize(size.rows, size.cols);
+                    }
                 }
                 m.applied = n + 1;
             }
+            process_run(&mut m.screen, &mut run);
             if let (true, Some(t0), Some(t1)) = (bytes > 0, t0, t0.and_then(|_| thread_cpu())) {
                 let secs = t1.saturating_sub(t0).as_secs_f64();
                 let keep = (-(bytes as f64) / RATE_HALF_LIFE).exp2();

@@ -2,6 +2,7 @@
 //! terminal as `vte` parses and dispatches it, SGR included.
 
 use alacritty_terminal::event::EventListener;
+use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::term::Term;
 use alacritty_terminal::vte::ansi::{
     Attr, ClearMode, Color, Handler, LineClearMode, NamedColor, Rgb,
@@ -79,11 +80,16 @@ impl Csi {
         Some(())
     }
 
+    /// The final byte.
+    pub(super) fn action(&self) -> u8 {
+        self.action
+    }
+
     /// Dispatch to the terminal as `vte` does, for the sequences the lane
-    /// knows; `false` (nothing done) for the others.
-    pub(super) fn dispatch<L: EventListener>(&self, term: &mut Term<L>) -> bool {
+    /// knows; [`Dispatched::NotKnown`] (nothing done) for the others.
+    pub(super) fn dispatch<L: EventListener>(&self, term: &mut Term<L>) -> Dispatched {
         if self.private.is_some() || self.intermediates > 0 || self.colon {
-            return false;
+            return Dispatched::NotKnown;
         }
         let params = &self.params[..self.n];
         let mut p = Params(params.iter());
@@ -108,7 +114,7 @@ impl Csi {
                     1 => ClearMode::Above,
                     2 => ClearMode::All,
                     3 => ClearMode::Saved,
-                    _ => return true,
+                    _ => return Dispatched::Done,
                 };
                 term.clear_screen(mode);
             }
@@ -117,7 +123,7 @@ impl Csi {
                     0 => LineClearMode::Right,
                     1 => LineClearMode::Left,
                     2 => LineClearMode::All,
-                    _ => return true,
+                    _ => return Dispatched::Done,
                 };
                 term.clear_line(mode);
             }
@@ -128,10 +134,36 @@ impl Csi {
             b'T' => term.scroll_down(usize::from(p.or(1))),
             b'X' => term.erase_chars(usize::from(p.or(1))),
             b'm' => sgr(term, params),
-            _ => return false,
+            b'r' => {
+                let top = usize::from(p.or(1));
+                let bottom = p.0.next().map(|&b| usize::from(b)).filter(|&b| b != 0);
+                term.set_scrolling_region(top, bottom);
+                // `Term`'s rule: the region is `top - 1 .. bottom` within
+                // the screen, unless empty (then nothing changes).
+                let rows = term.screen_lines();
+                let bottom = bottom.unwrap_or(rows);
+                if top >= bottom {
+                    return Dispatched::Done;
+                }
+                return Dispatched::Region {
+                    full: top == 1 && bottom >= rows,
+                };
+            }
+            _ => return Dispatched::NotKnown,
         }
-        true
+        Dispatched::Done
     }
+}
+
+/// What [`Csi::dispatch`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dispatched {
+    /// Dispatched.
+    Done,
+    /// Set the scrolling region: the whole screen or not.
+    Region { full: bool },
+    /// Not a sequence the lane knows: nothing done.
+    NotKnown,
 }
 
 /// `vte`'s walk over a CSI's parameters.

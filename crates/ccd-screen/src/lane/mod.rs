@@ -36,11 +36,21 @@
 //! `Screen::set_vte_only`; `tests/fixtures.rs` on the real CLI's
 //! recordings at every chunk split).
 //!
+//! Plain lines (printable ASCII, CR, LF) that scroll out of the model
+//! before anything could show them are stepped over, not written
+//! ([`scroll_out`]): the lane puts the cursor where they would have left it.
+//! It does so only while it knows the scrolling region is the whole screen
+//! (it dispatches `CSI r` itself; one `vte` dispatches, or a resize, is
+//! followed).
+//!
 //! The parts: [`mirror`] follows `vte`'s state machine, [`csi`] parses and
 //! dispatches plain CSI sequences, [`grid`] writes text into the grid,
-//! [`utf8`] reads characters as `vte` reads them.
+//! [`utf8`] reads characters as `vte` reads them, [`scroll_out`] finds the
+//! lines that scroll out.
 
 use alacritty_terminal::event::EventListener;
+use alacritty_terminal::grid::Dimensions;
+use alacritty_terminal::index::Line;
 use alacritty_terminal::term::Term;
 use alacritty_terminal::vte::ansi::{CharsetIndex, Handler, Processor};
 
@@ -49,15 +59,16 @@ use crate::screen::Unbuffered;
 mod csi;
 mod grid;
 mod mirror;
+mod scroll_out;
 mod utf8;
 
-use csi::Csi;
+use csi::{Csi, Dispatched};
 use grid::write_run;
 use mirror::Mirror;
 use utf8::{char_at, last_char, unfinished_end};
 
 /// The lane's state between chunks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Lane {
     /// Where `vte`'s state machine is.
     vte: Mirror,
@@ -69,6 +80,14 @@ pub(crate) struct Lane {
     /// The start of a character `vte` keeps for its next call (in
     /// [`Mirror::Utf8`]; at most 3 bytes).
     partial: Vec<u8>,
+    /// Whether the scrolling region is known to be the whole screen (a new
+    /// terminal's, a resize's, or one the lane set): plain lines that
+    /// scroll out are stepped over only then.
+    region_full: bool,
+    /// Lines of scrollback the terminal keeps (at most).
+    scrollback: usize,
+    /// Bytes of plain lines stepped over so far (tests, benchmarks).
+    stepped_over: u64,
 }
 
 /// A handler that does nothing: `vte` prints the lane's last character to
@@ -77,6 +96,29 @@ struct Discard;
 impl Handler for Discard {}
 
 impl Lane {
+    /// The lane of a new terminal keeping `scrollback` lines.
+    pub(crate) fn new(scrollback: usize) -> Self {
+        Self {
+            vte: Mirror::Ground,
+            unsynced: None,
+            csi: Csi::default(),
+            partial: Vec::new(),
+            region_full: true,
+            scrollback,
+            stepped_over: 0,
+        }
+    }
+
+    /// Bytes of plain lines stepped over so far.
+    pub(crate) fn stepped_over(&self) -> u64 {
+        self.stepped_over
+    }
+
+    /// The terminal was resized: its scrolling region is the whole screen.
+    pub(crate) fn resized(&mut self) {
+        self.region_full = true;
+    }
+
     /// Feed `bytes` to the terminal: the same terminal as
     /// `parser.advance(term, bytes)` would leave. `bytes` never ends inside
     /// a UTF-8 sequence (`Screen::process` holds such a tail back), so `vte`
@@ -90,7 +132,18 @@ impl Lane {
         bytes: &[u8],
     ) {
         let mut i = 0;
+        // Bytes before this were looked at for plain lines already.
+        let mut plain_seen = 0;
         while i < bytes.len() {
+            let rest = &bytes[i..];
+            if self.vte == Mirror::Ground && i >= plain_seen && self.region_full {
+                let plain = scroll_out::plain_len(rest);
+                plain_seen = i + plain;
+                i += self.step_over(term, &rest[..plain]);
+                if i == bytes.len() {
+                    break;
+                }
+            }
             let rest = &bytes[i..];
             i += if self.vte == Mirror::Ground {
                 match rest[0] {
@@ -108,9 +161,31 @@ impl Lane {
             } else {
                 let n = self.vte.until_ground(rest);
                 parser.advance(term, &rest[..n]);
+                if self.vte == Mirror::Ground && rest[n - 1] == b'r' {
+                    // Perhaps a `CSI r` of `vte`'s: the region is unknown.
+                    self.region_full = false;
+                }
                 n
             };
         }
+    }
+
+    /// Step over the start of `lines` (plain lines) that scrolls out of the
+    /// model ([`scroll_out`]): the cursor put where those lines leave it
+    /// (column 0 of the bottom line, no wrap pending) and their last
+    /// character kept for `CSI b`. How many bytes (0: none scroll out).
+    fn step_over<L: EventListener>(&mut self, term: &mut Term<L>, lines: &[u8]) -> usize {
+        let rows = term.screen_lines();
+        let Some(end) = scroll_out::scrolled_out(lines, rows, self.scrollback) else {
+            return 0;
+        };
+        if let Some(&c) = lines[..end].iter().rev().find(|&&b| b >= 0x20) {
+            self.unsynced = Some(char::from(c));
+        }
+        self.stepped_over += end as u64;
+        term.carriage_return();
+        term.grid_mut().cursor.point.line = Line(i32::try_from(rows).unwrap_or(i32::MAX) - 1);
+        end
     }
 
     /// Give `bytes` to `vte` (in its ground state), after telling it the
@@ -138,8 +213,15 @@ impl Lane {
     ) -> usize {
         if self.csi.parse(bytes).is_some() {
             let len = self.csi.len;
-            if !self.csi.dispatch(term) {
-                self.give_vte(parser, term, &bytes[..len]);
+            match self.csi.dispatch(term) {
+                Dispatched::Done => {}
+                Dispatched::Region { full } => self.region_full = full,
+                Dispatched::NotKnown => {
+                    self.give_vte(parser, term, &bytes[..len]);
+                    if self.csi.action() == b'r' {
+                        self.region_full = false;
+                    }
+                }
             }
             return len;
         }
