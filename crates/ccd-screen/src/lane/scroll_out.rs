@@ -58,14 +58,14 @@ pub(super) fn scrolled_out(lines: &[u8], rows: usize, scrollback: usize) -> Opti
     if lines.len() <= after_needed.saturating_add(rows) {
         return None;
     }
-    let mut after = 0usize;
-    for lf in memchr::memrchr_iter(b'\n', lines) {
+    for (after, lf) in memchr::memrchr_iter(b'\n', lines).enumerate() {
         if after >= after_needed && lf > 0 && lines[lf - 1] == b'\r' {
             let end = lf + 1;
-            let before = memchr::memchr_iter(b'\n', &lines[..end]).take(rows).count();
+            let before = memchr::memchr_iter(b'\n', &lines[..end])
+                .take(rows)
+                .count();
             return (before >= rows).then_some(end);
         }
-        after += 1;
     }
     None
 }
