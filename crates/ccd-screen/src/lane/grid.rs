@@ -63,12 +63,20 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
         return 0;
     }
     let line = cursor.point.line;
-    let pen = Cell {
-        c: ' ',
-        fg: cursor.template.fg,
-        bg: cursor.template.bg,
-        flags: cursor.template.flags,
-        extra: cursor.template.extra.clone(),
+    let template = &cursor.template;
+    let (fg, bg, flags) = (template.fg, template.bg, template.flags);
+    let extra = template.extra.clone();
+    // The cell `Term::input` writes: the pen's, with the character (and
+    // the wide flag or the spacer's). Its shared extra is cloned only where
+    // a cell has one or gets one.
+    let fill = |cell: &mut Cell, c: char, wide: Flags| {
+        cell.c = c;
+        cell.fg = fg;
+        cell.bg = bg;
+        cell.flags = flags | wide;
+        if cell.extra.is_some() || extra.is_some() {
+            cell.extra.clone_from(&extra);
+        }
     };
     let cells = &mut grid[line][Column(start)..Column(start + want)];
     // A cell holding part of a wide character needs its pair cleared too:
@@ -86,10 +94,7 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
                 if b >= 0x80 || !plain(cell) {
                     break;
                 }
-                *cell = Cell {
-                    c: char::from(b),
-                    ..pen.clone()
-                };
+                fill(cell, char::from(b), Flags::empty());
                 col += 1;
                 at += 1;
             }
@@ -106,14 +111,12 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
         }
         match last.1 {
             Some(1) if plain(&cells[col]) => {
-                cells[col] = Cell { c, ..pen.clone() };
+                fill(&mut cells[col], c, Flags::empty());
                 col += 1;
             }
             Some(2) if col + 1 < want && plain(&cells[col]) && plain(&cells[col + 1]) => {
-                cells[col] = Cell { c, ..pen.clone() };
-                cells[col].flags.insert(Flags::WIDE_CHAR);
-                cells[col + 1] = pen.clone();
-                cells[col + 1].flags.insert(Flags::WIDE_CHAR_SPACER);
+                fill(&mut cells[col], c, Flags::WIDE_CHAR);
+                fill(&mut cells[col + 1], ' ', Flags::WIDE_CHAR_SPACER);
                 col += 2;
             }
             _ => break,
