@@ -1,6 +1,8 @@
 //! In-memory cost of ccd's screen model, part by part, on the same seeded
 //! streams `ccd-bench pty` floods with: vt100 alone (the model ccd used
-//! before, for comparison), the mode scanner alone, `vte`'s parser alone
+//! before, for comparison), `avt` (asciinema's virtual terminal, another
+//! maintained model with its own parser and grid; fed `str` chunks cut at
+//! character boundaries outside the timing), the mode scanner alone, `vte`'s parser alone
 //! (every action dropped), `vte` driving a bare `alacritty_terminal::Term`,
 //! and [`ccd_screen::Screen`] (that terminal and the scanner, plus UTF-8
 //! carry and panic guard) with every character handed to the terminal alone
@@ -83,6 +85,25 @@ fn median(mut t: Vec<Duration>) -> Duration {
     t[t.len() / 2]
 }
 
+/// `data` as text in chunks of about `chunk` bytes, each cut at a
+/// character boundary (the streams are valid UTF-8; anything that is not
+/// is left out).
+fn str_chunks(data: &[u8], chunk: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let mut end = chunk.max(4).min(rest.len());
+        while end < rest.len() && rest[end] & 0xc0 == 0x80 {
+            end += 1;
+        }
+        if let Ok(s) = std::str::from_utf8(&rest[..end]) {
+            out.push(s);
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
 pub fn run(a: &Args) -> anyhow::Result<()> {
     println!(
         "{:<7} {:<15} {:>10} {:>12} {:>12} {:>12}",
@@ -98,7 +119,8 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         }
         let data = generate(kind, a.mb * 1_000_000, a.seed, a.rows, a.cols);
         let mb = data.len() as f64 / 1e6;
-        let parts: [Part; 6] = [
+        let text_chunks = str_chunks(&data, a.chunk);
+        let parts: [Part; 7] = [
             (
                 "vt100 (before)",
                 Box::new(|| {
@@ -107,6 +129,21 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                         p.process(c);
                     }
                     std::hint::black_box(p.screen().cursor_position());
+                }),
+            ),
+            (
+                "avt",
+                Box::new(|| {
+                    let cols = usize::from(a.cols.max(1));
+                    let rows = usize::from(a.rows.max(1));
+                    let Ok(mut t) = avt::Terminal::with_scrollback(cols, rows, Some(a.scrollback))
+                    else {
+                        return;
+                    };
+                    for c in &text_chunks {
+                        t.feed(*c);
+                    }
+                    std::hint::black_box(t.size());
                 }),
             ),
             (

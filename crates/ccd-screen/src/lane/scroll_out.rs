@@ -61,9 +61,7 @@ pub(super) fn scrolled_out(lines: &[u8], rows: usize, scrollback: usize) -> Opti
     for (after, lf) in memchr::memrchr_iter(b'\n', lines).enumerate() {
         if after >= after_needed && lf > 0 && lines[lf - 1] == b'\r' {
             let end = lf + 1;
-            let before = memchr::memchr_iter(b'\n', &lines[..end])
-                .take(rows)
-                .count();
+            let before = memchr::memchr_iter(b'\n', &lines[..end]).take(rows).count();
             return (before >= rows).then_some(end);
         }
     }
