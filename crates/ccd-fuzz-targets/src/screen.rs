@@ -20,7 +20,9 @@ pub const MAX_COLS: u16 = 200;
 /// cursor and its pen), the modes and the title — and so the
 /// same verdict. [`ModeScanner`] ends in the same state whether the bytes
 /// come in one chunk or in these chunks. ccd's lane in front of `vte` ends
-/// in the same model as `vte` alone ([`Screen::set_vte_only`]).
+/// in the same model as `vte` alone ([`Screen::set_vte_only`]), with the
+/// default scrollback and with none (the holder's, where the fewest lines
+/// make plain lines scroll out: the lane steps over them).
 pub fn screen(data: &[u8]) {
     let mut steer = Steer::new(data);
     let rows = 1 + u16::from(steer.byte()) % MAX_ROWS;
@@ -32,16 +34,26 @@ pub fn screen(data: &[u8]) {
     let mut s = Screen::new(rows, cols);
     let mut vte_only = Screen::new(rows, cols);
     vte_only.set_vte_only(true);
+    let mut bare = Screen::with_scrollback(rows, cols, 0);
+    let mut bare_vte_only = Screen::with_scrollback(rows, cols, 0);
+    bare_vte_only.set_vte_only(true);
     let mut scanner = ModeScanner::new();
     for chunk in &chunks {
         s.process(chunk);
         vte_only.process(chunk);
+        bare.process(chunk);
+        bare_vte_only.process(chunk);
         scanner.feed(chunk);
     }
     assert_eq!(
         s.model_difference(&vte_only),
         None,
         "the lane differs from vte alone"
+    );
+    assert_eq!(
+        bare.model_difference(&bare_vte_only),
+        None,
+        "the lane differs from vte alone without scrollback"
     );
     assert_eq!(s.size(), (rows, cols.max(ccd_screen::screen::MIN_COLS)));
     assert_eq!(s.rebuilds(), 0, "the terminal model panicked");
