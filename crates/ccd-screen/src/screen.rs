@@ -202,7 +202,10 @@ impl Screen {
     /// Feed raw PTY output. Never panics; see the type docs for what happens if
     /// the terminal model does.
     pub fn process(&mut self, bytes: &[u8]) {
-        self.scanner.feed(bytes);
+        if self.vte_only {
+            // Else the lane feeds the scanner as it parses.
+            self.scanner.feed(bytes);
+        }
         if self.carry.is_empty() {
             let keep = incomplete_utf8_tail(bytes);
             let (now, later) = bytes.split_at(bytes.len() - keep);
@@ -224,7 +227,13 @@ impl Screen {
         }
         #[cfg(test)]
         let panic_next = std::mem::take(&mut self.panic_next);
-        let (parser, term, lane) = (&mut self.parser, &mut self.term, &mut self.lane);
+        self.lane.clear_scanned();
+        let (parser, term, lane, scanner) = (
+            &mut self.parser,
+            &mut self.term,
+            &mut self.lane,
+            &mut self.scanner,
+        );
         let vte_only = self.vte_only;
         let result = catch_unwind(AssertUnwindSafe(|| {
             #[cfg(test)]
@@ -234,10 +243,15 @@ impl Screen {
             if vte_only {
                 parser.advance(term, bytes);
             } else {
-                lane.advance(parser, term, bytes);
+                lane.advance(parser, term, scanner, bytes);
             }
         }));
         if result.is_err() {
+            if !vte_only {
+                // The scanner gets what the lane had not given it.
+                let scanned = self.lane.scanned().min(bytes.len());
+                self.scanner.feed(&bytes[scanned..]);
+            }
             self.rebuild();
         }
     }
@@ -623,6 +637,12 @@ mod tests {
         // It keeps working afterwards.
         s.process(b"\x1b[Hafter");
         assert!(s.contents().contains("after"));
+        // The mode scanner still reads a chunk the model drops.
+        assert!(s.modes().focus_events);
+        s.inject_panic_on_next_process();
+        s.process(b"text\x1b[?1004lmore");
+        assert_eq!(s.rebuilds(), 2);
+        assert!(!s.modes().focus_events);
     }
 
     #[test]

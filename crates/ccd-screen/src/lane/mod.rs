@@ -54,6 +54,7 @@ use alacritty_terminal::index::Line;
 use alacritty_terminal::term::Term;
 use alacritty_terminal::vte::ansi::{CharsetIndex, Handler, Processor};
 
+use crate::modes::ModeScanner;
 use crate::screen::Unbuffered;
 
 mod csi;
@@ -88,6 +89,8 @@ pub(crate) struct Lane {
     scrollback: usize,
     /// Bytes of plain lines stepped over so far (tests, benchmarks).
     stepped_over: u64,
+    /// Bytes of the current [`Lane::advance`] call the mode scanner has.
+    scanned: usize,
 }
 
 /// A handler that does nothing: `vte` prints the lane's last character to
@@ -106,6 +109,7 @@ impl Lane {
             region_full: true,
             scrollback,
             stepped_over: 0,
+            scanned: 0,
         }
     }
 
@@ -119,54 +123,92 @@ impl Lane {
         self.region_full = true;
     }
 
-    /// Feed `bytes` to the terminal: the same terminal as
-    /// `parser.advance(term, bytes)` would leave. `bytes` never ends inside
-    /// a UTF-8 sequence (`Screen::process` holds such a tail back), so `vte`
-    /// never holds part of a character between calls. `parser` never
-    /// buffers a synchronized update ([`Unbuffered`]): the lane's bytes and
-    /// `vte`'s reach the terminal in stream order.
+    /// Feed `bytes` to the terminal and to `scanner`: the same terminal as
+    /// `parser.advance(term, bytes)` and the same scanner as
+    /// `scanner.feed(bytes)` would leave. `bytes` never ends inside a UTF-8
+    /// sequence (`Screen::process` holds such a tail back), so `vte` never
+    /// holds part of a character between calls. `parser` never buffers a
+    /// synchronized update ([`Unbuffered`]): the lane's bytes and `vte`'s
+    /// reach the terminal in stream order.
+    ///
+    /// The scanner gets every byte but those it would pass over in its
+    /// ground state without a change: text and C0 controls (no ESC), and
+    /// the plain CSI sequences the lane dispatches (no private marker, no
+    /// intermediate: none of the scanner's). [`Lane::scanned`] says how far
+    /// the scanner has been fed, should the terminal panic.
     pub(crate) fn advance<L: EventListener>(
         &mut self,
         parser: &mut Processor<Unbuffered>,
         term: &mut Term<L>,
+        scanner: &mut ModeScanner,
         bytes: &[u8],
     ) {
+        self.scanned = 0;
         let mut i = 0;
         // Bytes before this were looked at for plain lines already.
         let mut plain_seen = 0;
         while i < bytes.len() {
             let rest = &bytes[i..];
-            if self.vte == Mirror::Ground && i >= plain_seen && self.region_full {
-                let plain = scroll_out::plain_len(rest);
-                plain_seen = i + plain;
-                i += self.step_over(term, &rest[..plain]);
-                if i == bytes.len() {
-                    break;
-                }
-            }
-            let rest = &bytes[i..];
-            i += if self.vte == Mirror::Ground {
-                match rest[0] {
-                    0x1b => self.escape(parser, term, rest),
-                    b @ 0x00..=0x1f => {
-                        execute(term, b);
-                        1
+            let (n, passed_over) =
+                if self.vte == Mirror::Ground && i >= plain_seen && self.region_full && {
+                    let plain = scroll_out::plain_len(rest);
+                    plain_seen = i + plain;
+                    plain > 0
+                } {
+                    match self.step_over(term, &rest[..plain_seen - i]) {
+                        0 => self.ground(parser, term, rest),
+                        n => (n, true),
                     }
-                    _ => self.text(parser, term, rest),
-                }
-            } else if self.vte == Mirror::Utf8 {
-                parser.advance(term, &rest[..1]);
-                self.vte = self.after_partial(rest[0]);
-                1
-            } else {
-                let n = self.vte.until_ground(rest);
-                parser.advance(term, &rest[..n]);
-                if self.vte == Mirror::Ground && rest[n - 1] == b'r' {
-                    // Perhaps a `CSI r` of `vte`'s: the region is unknown.
-                    self.region_full = false;
-                }
-                n
-            };
+                } else if self.vte == Mirror::Ground {
+                    self.ground(parser, term, rest)
+                } else if self.vte == Mirror::Utf8 {
+                    parser.advance(term, &rest[..1]);
+                    self.vte = self.after_partial(rest[0]);
+                    (1, false)
+                } else {
+                    let n = self.vte.until_ground(rest);
+                    parser.advance(term, &rest[..n]);
+                    if self.vte == Mirror::Ground && rest[n - 1] == b'r' {
+                        // Perhaps a `CSI r` of `vte`'s: the region is unknown.
+                        self.region_full = false;
+                    }
+                    (n, false)
+                };
+            if !(passed_over && scanner.in_ground()) {
+                scanner.feed(&rest[..n]);
+            }
+            i += n;
+            self.scanned = i;
+        }
+    }
+
+    /// A call is about to start: the scanner has none of its bytes.
+    pub(crate) fn clear_scanned(&mut self) {
+        self.scanned = 0;
+    }
+
+    /// How many bytes of the last [`Lane::advance`] call the scanner has
+    /// been given (or passed over): all of them once it returns.
+    pub(crate) fn scanned(&self) -> usize {
+        self.scanned
+    }
+
+    /// The piece at the start of `bytes` with `vte` in its ground state: how
+    /// many bytes, and whether they are text, C0 controls or a plain CSI
+    /// the lane dispatched (which the mode scanner passes over).
+    fn ground<L: EventListener>(
+        &mut self,
+        parser: &mut Processor<Unbuffered>,
+        term: &mut Term<L>,
+        bytes: &[u8],
+    ) -> (usize, bool) {
+        match bytes[0] {
+            0x1b => self.escape(parser, term, bytes),
+            b @ 0x00..=0x1f => {
+                execute(term, b);
+                (1, true)
+            }
+            _ => self.text(parser, term, bytes),
         }
     }
 
@@ -210,24 +252,27 @@ impl Lane {
         parser: &mut Processor<Unbuffered>,
         term: &mut Term<L>,
         bytes: &[u8],
-    ) -> usize {
+    ) -> (usize, bool) {
         if self.csi.parse(bytes).is_some() {
             let len = self.csi.len;
             match self.csi.dispatch(term) {
-                Dispatched::Done => {}
-                Dispatched::Region { full } => self.region_full = full,
+                Dispatched::Done => return (len, true),
+                Dispatched::Region { full } => {
+                    self.region_full = full;
+                    return (len, true);
+                }
                 Dispatched::NotKnown => {
                     self.give_vte(parser, term, &bytes[..len]);
                     if self.csi.action() == b'r' {
                         self.region_full = false;
                     }
+                    return (len, false);
                 }
             }
-            return len;
         }
         self.give_vte(parser, term, &bytes[..1]);
         self.vte = Mirror::Escape;
-        1
+        (1, false)
     }
 
     /// `bytes` starts with a byte `vte` takes as text (0x20 and up): print
@@ -241,10 +286,10 @@ impl Lane {
         parser: &mut Processor<Unbuffered>,
         term: &mut Term<L>,
         bytes: &[u8],
-    ) -> usize {
+    ) -> (usize, bool) {
         let (end, invalid_at) = self.print(term, bytes);
         if !invalid_at {
-            return end;
+            return (end, true);
         }
         let from = end;
         let Some(e) = memchr::memchr(0x1b, &bytes[from..]) else {
@@ -253,12 +298,12 @@ impl Lane {
                 self.partial = p.to_vec();
                 self.vte = Mirror::Utf8;
             }
-            return bytes.len();
+            return (bytes.len(), false);
         };
         let to = from + e + 1;
         self.give_vte(parser, term, &bytes[from..to]);
         self.vte = Mirror::Escape;
-        to
+        (to, false)
     }
 
     /// Where `vte` is after reading `b` while keeping the start of a
