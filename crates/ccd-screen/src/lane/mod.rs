@@ -147,36 +147,44 @@ impl Lane {
         let mut i = 0;
         // Bytes before this were looked at for plain lines already.
         let mut plain_seen = 0;
+        // Plain lines are looked for where a call starts and after a line
+        // feed (a TUI's output rarely has one; a flood of lines always
+        // does), not after every escape.
+        let mut line_start = true;
         while i < bytes.len() {
             let rest = &bytes[i..];
-            let (n, passed_over) =
-                if self.vte == Mirror::Ground && i >= plain_seen && self.region_full && {
+            let (n, passed_over) = if line_start
+                && i >= plain_seen
+                && self.vte == Mirror::Ground
+                && self.region_full
+                && {
                     let plain = scroll_out::plain_len(rest);
                     plain_seen = i + plain;
                     plain > 0
                 } {
-                    match self.step_over(term, &rest[..plain_seen - i]) {
-                        0 => self.ground(parser, term, rest),
-                        n => (n, true),
-                    }
-                } else if self.vte == Mirror::Ground {
-                    self.ground(parser, term, rest)
-                } else if self.vte == Mirror::Utf8 {
-                    parser.advance(term, &rest[..1]);
-                    self.vte = self.after_partial(rest[0]);
-                    (1, false)
-                } else {
-                    let n = self.vte.until_ground(rest);
-                    parser.advance(term, &rest[..n]);
-                    if self.vte == Mirror::Ground && rest[n - 1] == b'r' {
-                        // Perhaps a `CSI r` of `vte`'s: the region is unknown.
-                        self.region_full = false;
-                    }
-                    (n, false)
-                };
+                match self.step_over(term, &rest[..plain_seen - i]) {
+                    0 => self.ground(parser, term, rest),
+                    n => (n, true),
+                }
+            } else if self.vte == Mirror::Ground {
+                self.ground(parser, term, rest)
+            } else if self.vte == Mirror::Utf8 {
+                parser.advance(term, &rest[..1]);
+                self.vte = self.after_partial(rest[0]);
+                (1, false)
+            } else {
+                let n = self.vte.until_ground(rest);
+                parser.advance(term, &rest[..n]);
+                if self.vte == Mirror::Ground && rest[n - 1] == b'r' {
+                    // Perhaps a `CSI r` of `vte`'s: the region is unknown.
+                    self.region_full = false;
+                }
+                (n, false)
+            };
             if !(passed_over && scanner.in_ground()) {
                 scanner.feed(&rest[..n]);
             }
+            line_start = rest[n - 1] == b'\n';
             i += n;
             self.scanned = i;
         }
