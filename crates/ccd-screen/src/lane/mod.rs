@@ -153,20 +153,21 @@ impl Lane {
         let mut line_start = true;
         while i < bytes.len() {
             let rest = &bytes[i..];
-            let (n, passed_over) = if line_start
-                && i >= plain_seen
-                && self.vte == Mirror::Ground
-                && self.region_full
-                && {
-                    let plain = scroll_out::plain_len(rest);
-                    plain_seen = i + plain;
-                    plain > 0
-                } {
-                match self.step_over(term, &rest[..plain_seen - i]) {
-                    0 => self.ground(parser, term, rest),
-                    n => (n, true),
-                }
-            } else if self.vte == Mirror::Ground {
+            let ground = self.vte == Mirror::Ground;
+            let lines = if line_start && i >= plain_seen && ground && self.region_full {
+                let plain = scroll_out::plain_len(rest);
+                plain_seen = i + plain;
+                plain
+            } else {
+                0
+            };
+            let stepped = match lines {
+                0 => 0,
+                _ => self.step_over(term, &rest[..lines]),
+            };
+            let (n, passed_over) = if stepped > 0 {
+                (stepped, true)
+            } else if ground {
                 self.ground(parser, term, rest)
             } else if self.vte == Mirror::Utf8 {
                 parser.advance(term, &rest[..1]);
