@@ -2,11 +2,12 @@
 //! streams `ccd-bench pty` floods with: vt100 alone (the model ccd used
 //! before, for comparison), `avt` (asciinema's virtual terminal, another
 //! maintained model with its own parser and grid; fed `str` chunks cut at
-//! character boundaries outside the timing), the mode scanner alone, `vte`'s parser alone
-//! (every action dropped), `vte` driving a bare `alacritty_terminal::Term`,
-//! and [`ccd_screen::Screen`] (that terminal and the scanner, plus UTF-8
-//! carry and panic guard) with every character handed to the terminal alone
-//! (`Screen vte-only`, the path before `ccd_screen`'s lane) and as it runs.
+//! character boundaries outside the timing), the mode scanner alone,
+//! `vte`'s parser alone (every action dropped), `vte` driving a bare
+//! `alacritty_terminal::Term`, and [`ccd_screen::Screen`] (that terminal
+//! and the scanner, plus UTF-8 carry and panic guard) with every character
+//! handed to the terminal alone (`Screen vte-only`, the path before
+//! `ccd_screen`'s lane) and as it runs.
 //! Chunks are cut like PTY reads, so per-call overhead counts too.
 //! Times are the thread's CPU time (the machine may be shared), with the
 //! wall-clock median beside them.

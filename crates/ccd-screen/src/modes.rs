@@ -106,13 +106,13 @@ impl ModeScanner {
         &self.modes
     }
 
-    /// Feed the next chunk of raw terminal output.
     /// Whether no sequence is under way: text and C0 controls other than
     /// ESC would change nothing now.
     pub(crate) fn in_ground(&self) -> bool {
         self.parse.state == State::Ground
     }
 
+    /// Feed the next chunk of raw terminal output.
     pub fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             // Fast paths: text between escapes, and the body of a CSI that

@@ -135,7 +135,8 @@ impl Lane {
     /// ground state without a change: text and C0 controls (no ESC), and
     /// the plain CSI sequences the lane dispatches (no private marker, no
     /// intermediate: none of the scanner's). [`Lane::scanned`] says how far
-    /// the scanner has been fed, should the terminal panic.
+    /// the scanner has been fed, should the terminal panic (counted from
+    /// [`Lane::clear_scanned`], which the caller calls before each call).
     pub(crate) fn advance<L: EventListener>(
         &mut self,
         parser: &mut Processor<Unbuffered>,
@@ -143,7 +144,6 @@ impl Lane {
         scanner: &mut ModeScanner,
         bytes: &[u8],
     ) {
-        self.scanned = 0;
         let mut i = 0;
         // Bytes before this were looked at for plain lines already.
         let mut plain_seen = 0;
