@@ -138,6 +138,8 @@ impl Holder {
             },
             config.client_queue_bytes,
             config.parse_backlog_bytes,
+            // Its mark beside its socket, the other holders' around it.
+            sched::Typing::for_socket(&config.socket_path),
         ));
         let thread_err = |e: std::io::Error| SpawnError::Spawn {
             program: config.program.clone(),
@@ -209,7 +211,7 @@ pub fn serve(config: HolderConfig, listener: UnixListener) -> anyhow::Result<Out
 }
 
 /// The holder process's main: spawn, bind the socket (0600), serve until the
-/// exit is collected, remove the socket.
+/// exit is collected, remove the socket (and the typing mark).
 pub fn run(config: HolderConfig) -> anyhow::Result<()> {
     let holder = Holder::spawn(&config).context("starting the session")?;
     let listener = match bind(&config.socket_path) {
@@ -224,6 +226,8 @@ pub fn run(config: HolderConfig) -> anyhow::Result<()> {
     if let Err(e) = std::fs::remove_file(&config.socket_path) {
         tracing::debug!(error = %e, "removing the holder socket");
     }
+    // The typing mark, if anybody typed (sched::typing).
+    let _ = std::fs::remove_file(sched::typing::mark_of(&config.socket_path));
     let outcome = outcome?;
     // The collect reply is already with the daemon (see the crate doc).
     tracing::info!(state = outcome.state.as_str(), exit = ?outcome.exit, "holder done");

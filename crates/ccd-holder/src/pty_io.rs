@@ -77,15 +77,21 @@ pub fn spawn_reader(
 /// A yield only reaches threads of the holder's own scheduling group, so
 /// the parser also owns the group's weight ([`crate::sched::FloodGroup`]):
 /// down once it takes a batch from a backlog of at least
-/// [`FLOOD_BACKLOG`] (the session floods), back once it has caught up
-/// (asked for at once rather than after a wait for work; a change the
-/// kernel defers is retried when its interval has passed).
+/// [`FLOOD_BACKLOG`] (the session floods) while another session of the
+/// daemon was typed into lately ([`crate::sched::typing`], looked at once
+/// per 100 ms at most), back once it has caught up or nobody types
+/// elsewhere (asked for at once rather than after a wait for work; a
+/// change the kernel defers is retried when its interval has passed).
 pub fn spawn_parser(session: Arc<Session>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("holder-parser".into())
         .spawn(move || {
             crate::sched::bulk();
             let mut group = crate::sched::FloodGroup::own();
+            let mut look = crate::sched::TypingLook::default();
+            // The session floods (the group is weighed down only while
+            // somebody also types into another session).
+            let mut floods = false;
             loop {
                 let idle_wait = if group.flooding() {
                     None
@@ -94,10 +100,17 @@ pub fn spawn_parser(session: Arc<Session>) -> std::io::Result<JoinHandle<()>> {
                 };
                 match session.parse_step(idle_wait) {
                     ParseStep::Parsed { backlog } => {
-                        group.set_flooding(group.flooding() || backlog >= FLOOD_BACKLOG);
+                        floods = floods || backlog >= FLOOD_BACKLOG;
+                        if group.enabled() {
+                            group
+                                .set_flooding(floods && look.other_typed_recently(&session.typing));
+                        }
                         std::thread::yield_now();
                     }
-                    ParseStep::CaughtUp => group.set_flooding(false),
+                    ParseStep::CaughtUp => {
+                        floods = false;
+                        group.set_flooding(false);
+                    }
                     ParseStep::Done => break,
                 }
             }

@@ -27,7 +27,9 @@
 //! its own session, which autogroups make a group of its own, and the CPU
 //! is shared between groups first: [`FloodGroup`] weighs a flooding
 //! holder's whole group down, so a flood yields to other sessions too
-//! (see [`group`]).
+//! (see [`group`]), while somebody types into one of them ([`typing`]: a
+//! mark the holders share; with nobody typing elsewhere the weight would
+//! only slow the flood's own relay).
 //!
 //! On macOS (see [`qos`]) bulk work runs at a lower quality-of-service
 //! class (`QOS_CLASS_UTILITY`) and gets its class back when it is
@@ -48,9 +50,11 @@ pub mod group;
 pub mod qos;
 pub mod run_state;
 pub mod session;
+pub mod typing;
 
 pub use group::FloodGroup;
 pub use run_state::is_stopped;
+pub use typing::{Typing, TypingLook};
 
 /// The slice asked for, in nanoseconds (the kernel's minimum is 0.1 ms).
 #[cfg(target_os = "linux")]

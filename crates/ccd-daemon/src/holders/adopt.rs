@@ -84,7 +84,7 @@ impl HolderTable {
                 Err(error) => {
                     tracing::info!(holder = %id, %error, "removing the socket of a holder that does not answer");
                     let _ = std::fs::remove_file(&path);
-                    let _ = std::fs::remove_file(self.meta_path(&id));
+                    self.remove_records(&id);
                 }
             }
         }

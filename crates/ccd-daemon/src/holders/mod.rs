@@ -386,6 +386,14 @@ impl HolderTable {
         self.dir.join(format!("{id}.json"))
     }
 
+    /// Removes holder `id`'s metadata and its typing mark
+    /// (`ccd_sched::typing`), which the holder removes itself when it ends
+    /// well.
+    fn remove_records(&self, id: &str) {
+        let _ = std::fs::remove_file(self.meta_path(id));
+        let _ = std::fs::remove_file(ccd_sched::typing::mark_of(&self.socket_of(id)));
+    }
+
     /// The pids of every live holder and its child, for matching registry
     /// entries to holders (no screens copied).
     pub(crate) fn pids(&self) -> Vec<HolderPids> {
@@ -481,7 +489,7 @@ impl HolderTable {
         if let Ok(mut m) = self.live.lock() {
             m.remove(id);
         }
-        let _ = std::fs::remove_file(self.meta_path(id));
+        self.remove_records(id);
         let _ = std::fs::remove_file(self.socket_of(id));
     }
 
@@ -517,7 +525,7 @@ impl HolderTable {
         if let Ok(mut f) = self.finished.lock() {
             f.retain(|f| f.meta.id != id);
         }
-        let _ = std::fs::remove_file(self.meta_path(id));
+        self.remove_records(id);
     }
 
     /// Flags the holders whose child is one of `pids` for a refresh on the

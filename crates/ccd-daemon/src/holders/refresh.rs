@@ -176,7 +176,7 @@ impl HolderTable {
         if let Ok(mut m) = self.live.lock() {
             m.remove(id);
         }
-        let _ = std::fs::remove_file(self.meta_path(id));
+        self.remove_records(id);
         if let Ok(mut f) = self.finished.lock() {
             f.push_back(finished);
             while f.len() > FINISHED_KEPT {

@@ -425,6 +425,7 @@ impl Conn<'_> {
             self.session.resize(size).map_err(session_error)?;
         }
         self.session.send_input(p.data).map_err(session_error)?;
+        self.session.typing.typed();
         ok(&Done { ok: true })
     }
 

@@ -305,6 +305,10 @@ pub struct Session {
     seed_cap: usize,
     /// Connections served so far (`holder.info`'s `connections`).
     connections: AtomicU64,
+    /// The mark the daemon's holders share: typing here is written to it,
+    /// and the parser, while the session floods, weighs its group down only
+    /// if another session was typed into ([`crate::sched::typing`]).
+    pub(crate) typing: crate::sched::Typing,
 }
 
 /// Why an operation on the session was refused.
@@ -330,6 +334,7 @@ impl Session {
         fixed: Fixed,
         queue_cap: usize,
         backlog_max: usize,
+        typing: crate::sched::Typing,
     ) -> Self {
         let backlog_max = backlog_max.max(1);
         Self {
@@ -385,6 +390,7 @@ impl Session {
             backlog_max,
             seed_cap: SEED_CAP.min(queue_cap / 2).max(1),
             connections: AtomicU64::new(0),
+            typing,
         }
     }
 

@@ -66,7 +66,7 @@ mod utf8;
 use csi::{Csi, Dispatched};
 use grid::write_run;
 use mirror::Mirror;
-use utf8::{char_at, last_char, unfinished_end};
+use utf8::{char_len_at, last_char, printable_len, unfinished_end};
 
 /// The lane's state between chunks.
 #[derive(Debug)]
@@ -353,9 +353,7 @@ impl Lane {
         let mut run = 0;
         let mut i = 0;
         let invalid = loop {
-            while i < bytes.len() && (0x20..0x7f).contains(&bytes[i]) {
-                i += 1;
-            }
+            i += printable_len(&bytes[i..]);
             let Some(&b) = bytes.get(i) else {
                 break false;
             };
@@ -368,10 +366,10 @@ impl Lane {
                 run = i;
                 continue;
             }
-            let Some((c, len)) = char_at(&bytes[i..]) else {
+            let Some((len, c1)) = char_len_at(&bytes[i..]) else {
                 break true;
             };
-            if ('\u{80}'..='\u{9f}').contains(&c) {
+            if c1 {
                 write_run(term, &bytes[run..i]);
                 run = i + len;
             }

@@ -2,10 +2,11 @@
 //! and decoded, the last one printed, the start of one kept for the next
 //! call.
 
-/// The character that starts `bytes` (a byte 0x80 or above first) and its
-/// length, if it is valid UTF-8 and whole (the ranges of the Unicode
-/// standard's table 3-7, as `str::from_utf8` checks them).
-pub(super) fn char_at(bytes: &[u8]) -> Option<(char, usize)> {
+/// The length of the character that starts `bytes` (a byte 0x80 or above
+/// first), if it is valid UTF-8 and whole (the ranges of the Unicode
+/// standard's table 3-7, as `str::from_utf8` checks them), and whether it
+/// is a C1 control (U+0080 to U+009F, which `vte` does not print).
+pub(super) fn char_len_at(bytes: &[u8]) -> Option<(usize, bool)> {
     let b0 = *bytes.first()?;
     let (len, second) = match b0 {
         0xc2..=0xdf => (2, 0x80..=0xbf),
@@ -21,11 +22,39 @@ pub(super) fn char_at(bytes: &[u8]) -> Option<(char, usize)> {
     if !second.contains(&seq[1]) || seq[2..].iter().any(|&b| b & 0xc0 != 0x80) {
         return None;
     }
-    Some((decode(seq), len))
+    Some((len, b0 == 0xc2 && seq[1] <= 0x9f))
+}
+
+/// How many bytes at the start of `bytes` are printable ASCII (0x20 to
+/// 0x7e), eight at a time: in each 64-bit word, a byte below 0x20 borrows
+/// when 0x20 is taken from it, and one of 0x7f or above has its top bit
+/// set once 1 is added; a borrow or carry reaches only the bytes above
+/// the one that caused it, so the lowest byte flagged is the first that
+/// is not printable.
+pub(super) fn printable_len(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut at = 0;
+    for word in bytes.chunks_exact(8) {
+        let mut w = [0; 8];
+        w.copy_from_slice(word);
+        let x = u64::from_le_bytes(w);
+        let below = x.wrapping_sub(ONES * 0x20) & !x;
+        let above = x.wrapping_add(ONES) | x;
+        let flagged = (below | above) & HIGH;
+        if flagged != 0 {
+            return at + (flagged.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + bytes[at..]
+        .iter()
+        .position(|b| !(0x20..0x7f).contains(b))
+        .unwrap_or(bytes.len() - at)
 }
 
 /// The character `seq` encodes: one whole, valid UTF-8 sequence (checked by
-/// [`char_at`] first); U+FFFD if it is not.
+/// [`char_len_at`] first); U+FFFD if it is not.
 pub(super) fn decode(seq: &[u8]) -> char {
     let lead = match seq.len() {
         0 => return char::REPLACEMENT_CHARACTER,
@@ -54,6 +83,9 @@ pub(super) fn seq_len(lead: u8) -> usize {
 /// The last character `vte` printed of `text` (valid UTF-8, no C0 control):
 /// the last one that is not a C1 control.
 pub(super) fn last_char(text: &[u8]) -> Option<char> {
+    if let Some(&b) = text.last().filter(|&&b| b < 0x80) {
+        return Some(char::from(b));
+    }
     let mut end = text.len();
     while end > 0 {
         let start = (end.saturating_sub(4)..end)
@@ -78,6 +110,54 @@ pub(super) fn unfinished_end(mut text: &[u8]) -> Option<&[u8]> {
         match e.error_len() {
             None => return Some(&text[e.valid_up_to()..]),
             Some(n) => text = &text[e.valid_up_to() + n..],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time scan against a byte-at-a-time one: every byte
+    /// value at every place of a printable stretch, and after it every
+    /// value again (a borrow or carry of the first must not hide it).
+    #[test]
+    fn printable_len_is_the_first_byte_not_printable() {
+        let naive = |b: &[u8]| b.iter().take_while(|b| (0x20..0x7f).contains(*b)).count();
+        for len in 0..20 {
+            for at in 0..len {
+                for first in 0..=255u8 {
+                    for after in [0x00, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff] {
+                        let mut bytes = vec![b'a'; len];
+                        bytes[at] = first;
+                        if at + 1 < len {
+                            bytes[at + 1] = after;
+                        }
+                        assert_eq!(printable_len(&bytes), naive(&bytes), "{bytes:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Validation without decoding against `str::from_utf8` and the C1
+    /// range, for every lead byte and a spread of continuations.
+    #[test]
+    fn char_len_at_agrees_with_std() {
+        let tails = [0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xff];
+        for lead in 0x80..=0xffu8 {
+            for &b1 in &tails {
+                for &b2 in &tails {
+                    for &b3 in &tails {
+                        let seq = [lead, b1, b2, b3];
+                        let want = (1..=4).find_map(|n| {
+                            let c = std::str::from_utf8(&seq[..n]).ok()?.chars().next()?;
+                            Some((n, ('\u{80}'..='\u{9f}').contains(&c)))
+                        });
+                        assert_eq!(char_len_at(&seq), want, "{seq:x?}");
+                    }
+                }
+            }
         }
     }
 }
