@@ -12,9 +12,10 @@
 //!
 //! A holder's mark is the empty file `<id>.typing` beside its socket
 //! `<id>.sock` (in the holders' directory, private to the user): when its
-//! client types, the holder sets the mark's modification time, at most
-//! once per [`MARK_EVERY`] (a keystroke pays one `open` and one `futimens`
-//! a second at most, after the keystroke is on its way). A flooding holder
+//! client types, the holder notes it ([`Typing::typed`]: one atomic store,
+//! nothing more on the keystroke's path), and its lifecycle thread, which
+//! steps on the echo's output, sets the mark's modification time
+//! ([`Typing::flush`]), at most once per [`MARK_EVERY`]. A flooding holder
 //! looks at the others' marks at most once per [`LOOK_EVERY`]: one set
 //! within [`RECENT`] means somebody types elsewhere. A mark that is not a
 //! plain file (a link) is neither written through nor counted.
@@ -27,6 +28,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -57,6 +59,8 @@ pub fn mark_of(socket: &Path) -> PathBuf {
 pub struct Typing {
     /// This holder's mark; `None`: every call is a no-op.
     own: Option<PathBuf>,
+    /// Typed since the mark was last set.
+    pending: AtomicBool,
     /// When this holder last set its mark.
     marked: Mutex<Option<Instant>>,
 }
@@ -67,6 +71,7 @@ impl Typing {
     pub fn for_socket(socket: &Path) -> Self {
         Self {
             own: Some(mark_of(socket)),
+            pending: AtomicBool::new(false),
             marked: Mutex::new(None),
         }
     }
@@ -75,14 +80,25 @@ impl Typing {
     pub fn disabled() -> Self {
         Self {
             own: None,
+            pending: AtomicBool::new(false),
             marked: Mutex::new(None),
         }
     }
 
-    /// Somebody typed into this holder's session: set the mark, unless it
-    /// was set less than [`MARK_EVERY`] ago.
+    /// Somebody typed into this holder's session (the mark is set by the
+    /// next [`Typing::flush`]).
     pub fn typed(&self) {
+        self.pending.store(true, Ordering::Relaxed);
+    }
+
+    /// Set the mark if somebody typed since it was last set, unless that
+    /// was less than [`MARK_EVERY`] ago (then the typing stays noted for a
+    /// later call).
+    pub fn flush(&self) {
         let Some(own) = &self.own else { return };
+        if !self.pending.load(Ordering::Relaxed) {
+            return;
+        }
         let now = Instant::now();
         {
             let mut marked = self.marked.lock().unwrap_or_else(|p| p.into_inner());
@@ -90,6 +106,7 @@ impl Typing {
                 return;
             }
             *marked = Some(now);
+            self.pending.store(false, Ordering::Relaxed);
         }
         if let Err(e) = set_mark(own) {
             tracing::debug!(path = %own.display(), error = %e, "typing mark not set");
@@ -202,11 +219,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (a, b) = (holder(dir.path(), "ha"), holder(dir.path(), "hb"));
         a.typed();
+        a.flush();
         assert!(dir.path().join("ha.typing").is_file());
         assert!(!a.other_typed_recently());
         assert!(b.other_typed_recently());
         // b's own typing does not hide a's from b, nor b's from a.
         b.typed();
+        b.flush();
         assert!(b.other_typed_recently());
         assert!(a.other_typed_recently());
     }
@@ -216,6 +235,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (a, b) = (holder(dir.path(), "ha"), holder(dir.path(), "hb"));
         a.typed();
+        a.flush();
         age_mark(
             &dir.path().join("ha.typing"),
             RECENT + Duration::from_secs(1),
@@ -233,9 +253,31 @@ mod tests {
         let path = dir.path().join("ha.typing");
         let a = holder(dir.path(), "ha");
         a.typed();
+        a.flush();
         std::fs::remove_file(&path).expect("remove");
         a.typed();
+        a.flush();
         assert!(!path.exists(), "a second mark within MARK_EVERY was set");
+        // The typing stays noted: set once the interval has passed.
+        *a.marked.lock().expect("lock") = Some(Instant::now() - MARK_EVERY);
+        a.flush();
+        assert!(path.exists(), "the noted typing was lost");
+        // Nothing typed since: nothing set.
+        std::fs::remove_file(&path).expect("remove");
+        *a.marked.lock().expect("lock") = Some(Instant::now() - MARK_EVERY);
+        a.flush();
+        assert!(!path.exists(), "a mark was set with nobody typing");
+    }
+
+    #[test]
+    fn typing_alone_sets_nothing_until_flushed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = holder(dir.path(), "ha");
+        a.typed();
+        assert!(!dir.path().join("ha.typing").exists());
+        assert!(!holder(dir.path(), "hb").other_typed_recently());
+        a.flush();
+        assert!(holder(dir.path(), "hb").other_typed_recently());
     }
 
     #[test]
@@ -248,7 +290,9 @@ mod tests {
             .and_then(|m| m.modified())
             .expect("mtime");
         std::os::unix::fs::symlink(&target, dir.path().join("ha.typing")).expect("symlink");
-        holder(dir.path(), "ha").typed();
+        let a = holder(dir.path(), "ha");
+        a.typed();
+        a.flush();
         let after = std::fs::metadata(&target)
             .and_then(|m| m.modified())
             .expect("mtime");
@@ -264,10 +308,12 @@ mod tests {
         let gone = dir.path().join("gone");
         let a = holder(&gone, "ha");
         a.typed();
+        a.flush();
         assert!(!a.other_typed_recently());
         assert!(!gone.exists());
         let d = Typing::disabled();
         d.typed();
+        d.flush();
         assert!(!d.other_typed_recently());
     }
 
@@ -279,6 +325,7 @@ mod tests {
         let t0 = Instant::now();
         assert!(!look.other_typed_recently(&a));
         b.typed();
+        b.flush();
         // Within the interval the old answer stands (unless the machine
         // stalled past it; then the new one is right too).
         let cached = look.other_typed_recently(&a);

@@ -61,6 +61,10 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         if session.stopping() {
             return;
         }
+        // Typing noted since the last step sets the holder's typing mark
+        // here, off the keystroke's path (the echo's output wakes this
+        // step; `ccd_sched::typing`).
+        session.typing.flush();
         let now = Instant::now();
         let (exit, stream_at) = {
             let g = session.lock();
