@@ -122,25 +122,27 @@ impl Holder {
             spawn::master_fd(&*spawned.master),
             tx,
         ));
-        let session = Arc::new(Session::new(
-            screen,
-            spawned.master,
-            size,
-            Arc::clone(&input),
-            session::Fixed {
-                pid: spawned.pid,
-                cwd: spawned.cwd,
-                argv: spawned.argv,
-                started_at: session::unix_ms(),
-                registry_path,
-                projects_dir: claude_config.projects_dir(),
-                expected_session_id: config.expected_session_id.clone(),
-            },
-            config.client_queue_bytes,
-            config.parse_backlog_bytes,
-            // Its mark beside its socket, the other holders' around it.
-            sched::Typing::for_socket(&config.socket_path),
-        ));
+        let session = Arc::new(
+            Session::new(
+                screen,
+                spawned.master,
+                size,
+                Arc::clone(&input),
+                session::Fixed {
+                    pid: spawned.pid,
+                    cwd: spawned.cwd,
+                    argv: spawned.argv,
+                    started_at: session::unix_ms(),
+                    registry_path,
+                    projects_dir: claude_config.projects_dir(),
+                    expected_session_id: config.expected_session_id.clone(),
+                },
+                config.client_queue_bytes,
+                config.parse_backlog_bytes,
+            )
+            // Its typing mark beside its socket, the other holders' around it.
+            .with_typing(sched::Typing::for_socket(&config.socket_path)),
+        );
         let thread_err = |e: std::io::Error| SpawnError::Spawn {
             program: config.program.clone(),
             reason: format!("cannot start a holder thread: {e}"),

@@ -16,7 +16,10 @@
 //! between 0 and 19 without privilege through `/proc/self/autogroup`. While
 //! the holder floods, [`FloodGroup`] sets it to [`BULK_NICE`] (weight 110
 //! against 1024: the flood keeps whatever CPU nobody else wants, and yields
-//! the rest); once the flood is parsed it goes back to where it was.
+//! the rest); once the flood is parsed it goes back to where it was. The
+//! holder asks for it only while another session is typed into
+//! ([`crate::typing`]): the weight covers the whole group, the flood's own
+//! relay too, and with nobody typing elsewhere it would only slow that.
 //!
 //! The kernel takes such a write from an unprivileged process at most once
 //! per 100 ms, machine-wide, and answers `EAGAIN` sooner: the change is

@@ -334,7 +334,6 @@ impl Session {
         fixed: Fixed,
         queue_cap: usize,
         backlog_max: usize,
-        typing: crate::sched::Typing,
     ) -> Self {
         let backlog_max = backlog_max.max(1);
         Self {
@@ -390,8 +389,15 @@ impl Session {
             backlog_max,
             seed_cap: SEED_CAP.min(queue_cap / 2).max(1),
             connections: AtomicU64::new(0),
-            typing,
+            typing: crate::sched::Typing::disabled(),
         }
+    }
+
+    /// The session with the typing marks of the holder whose socket they
+    /// sit beside ([`crate::sched::Typing::for_socket`]).
+    pub(crate) fn with_typing(mut self, typing: crate::sched::Typing) -> Self {
+        self.typing = typing;
+        self
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
