@@ -305,9 +305,10 @@ pub struct Session {
     seed_cap: usize,
     /// Connections served so far (`holder.info`'s `connections`).
     connections: AtomicU64,
-    /// The mark the daemon's holders share: typing here is written to it,
-    /// and the parser, while the session floods, weighs its group down only
-    /// if another session was typed into ([`crate::sched::typing`]).
+    /// This holder's typing mark and its view of the others': typing here
+    /// is noted (`holder.input`) and set by the lifecycle step; the parser,
+    /// while the session floods, weighs its group down only if another
+    /// session was typed into ([`crate::sched::typing`]).
     pub(crate) typing: crate::sched::Typing,
 }
 
