@@ -25,16 +25,10 @@ fn group_nice(pid: u32) -> Option<i32> {
     ccd_sched::group::parse_nice(&text)
 }
 
-/// A key typed into `sid` through the API, as an editor or `ccd attach`
-/// types (a space: the fake claude's prompt takes it as text).
+/// A key typed into `sid` (a space: the fake claude's prompt takes it as
+/// text).
 fn type_key(sb: &Sandbox, sid: &str) {
-    let data = ccd_protocol::b64::encode(b" ");
-    sb.client()
-        .call_value(
-            "session.input",
-            serde_json::json!({"session": sid, "data": data}),
-        )
-        .expect("session.input");
+    sb.type_keys(sid, b" ");
 }
 
 /// Flood `sid` (no client reads: the backlog fills, the PTY is paced, and

@@ -224,16 +224,22 @@ impl Sandbox {
         });
     }
 
-    /// Types `flood <bytes>` at the fake claude's prompt: it writes that
-    /// many bytes of output, then its prompt (`echo: flood …`).
-    pub fn type_flood(&self, sid: &str, bytes: u64) {
-        let data = ccd_protocol::b64::encode(format!("flood {bytes}\r").as_bytes());
+    /// Types `keys` into `sid` through the API (`session.input`), as an
+    /// editor or `ccd attach` types.
+    pub fn type_keys(&self, sid: &str, keys: &[u8]) {
+        let data = ccd_protocol::b64::encode(keys);
         self.client()
             .call_value(
                 "session.input",
                 serde_json::json!({"session": sid, "data": data}),
             )
-            .unwrap();
+            .expect("session.input");
+    }
+
+    /// Types `flood <bytes>` at the fake claude's prompt: it writes that
+    /// many bytes of output, then its prompt (`echo: flood …`).
+    pub fn type_flood(&self, sid: &str, bytes: u64) {
+        self.type_keys(sid, format!("flood {bytes}\r").as_bytes());
     }
 
     /// The holder processes' pids (from their sockets' peers is not
