@@ -31,8 +31,9 @@
 //! the session. Only the reader pushes and only writers take, so room
 //! found by `wait_room` is still there when the reader pushes.
 //!
-//! Chunks are shared between clients (`Arc<[u8]>`): one allocation per PTY
-//! read however many clients are attached.
+//! Chunks are shared between clients ([`Bytes`]): one piece of the PTY
+//! reader's slab (`crate::pty_io`) per read however many clients are
+//! attached.
 //!
 //! # Direct delivery: a small chunk to an idle client without its pump
 //!
@@ -55,6 +56,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use crate::exit::ExitInfo;
 
@@ -98,7 +101,7 @@ pub const CLIENT_STALL: Duration = Duration::from_millis(500);
 
 #[derive(Debug)]
 struct QueueState {
-    chunks: VecDeque<(u64, Arc<[u8]>)>,
+    chunks: VecDeque<(u64, Bytes)>,
     bytes: usize,
     overflowed: bool,
     closed: bool,
@@ -187,7 +190,7 @@ impl ClientQueue {
 
     /// Queue a backlog chunk after a redraw (under the session lock, see
     /// the session module's doc); like the reader's push, never blocks.
-    pub(crate) fn seed(&self, seq: u64, chunk: &Arc<[u8]>) {
+    pub(crate) fn seed(&self, seq: u64, chunk: &Bytes) {
         self.push(seq, chunk, false);
     }
 
@@ -199,7 +202,7 @@ impl ClientQueue {
 
     /// Called by the reader (under the session lock): never blocks on the
     /// client.
-    fn push(&self, seq: u64, chunk: &Arc<[u8]>, may_direct: bool) -> Pushed {
+    fn push(&self, seq: u64, chunk: &Bytes, may_direct: bool) -> Pushed {
         let mut s = self.lock();
         if s.closed {
             return Pushed::Closed;
@@ -238,7 +241,7 @@ impl ClientQueue {
             if s.chunks.is_empty() {
                 s.last_taken = Instant::now();
             }
-            s.chunks.push_back((seq, Arc::clone(chunk)));
+            s.chunks.push_back((seq, chunk.clone()));
             s.bytes += n;
         }
         let wake = s.writer_waits;
@@ -253,7 +256,7 @@ impl ClientQueue {
     /// every session lock: send `out` (`chunk` at `seq`, its line encoded
     /// once for every direct client that needs one) without waiting; what
     /// did not go is queued for the pump, in front of anything pushed since.
-    pub(crate) fn deliver_direct(&self, out: &OutputLine<'_>, seq: u64, chunk: &Arc<[u8]>) {
+    pub(crate) fn deliver_direct(&self, out: &OutputLine<'_>, seq: u64, chunk: &Bytes) {
         let tried = match self.direct.get().map(|sock| sock.try_lock()) {
             Some(Ok(mut sock)) => sock.try_output(out),
             _ => Tried::Nothing,
@@ -275,7 +278,7 @@ impl ClientQueue {
                     s.overflowed = true;
                 }
             } else {
-                s.chunks.push_front((seq, Arc::clone(chunk)));
+                s.chunks.push_front((seq, chunk.clone()));
                 s.bytes += n;
             }
         } else if tried == Tried::Partial {
@@ -480,12 +483,12 @@ impl Fanout {
         if self.clients.is_empty() {
             return Vec::new();
         }
-        self.push_shared(seq, &Arc::from(chunk))
+        self.push_shared(seq, &Bytes::copy_from_slice(chunk))
     }
 
     /// [`Fanout::push`] of a chunk already shared (with the parse backlog).
     #[must_use]
-    pub fn push_shared(&mut self, seq: u64, chunk: &Arc<[u8]>) -> Vec<Arc<ClientQueue>> {
+    pub fn push_shared(&mut self, seq: u64, chunk: &Bytes) -> Vec<Arc<ClientQueue>> {
         let mut direct = Vec::new();
         self.clients.retain(|c| match c.push(seq, chunk, true) {
             Pushed::Closed => false,
@@ -699,7 +702,7 @@ mod tests {
         q.enable_direct(crate::line_socket::LineSocket::shared(a));
         // A pump parked in `next`: the chunk is left to the reader.
         let pump = parked_pump(&q);
-        let chunk: Arc<[u8]> = Arc::from(&b"b"[..]);
+        let chunk = Bytes::from_static(b"b");
         let direct = f.push_shared(1, &chunk);
         assert_eq!(direct.len(), 1);
         // Pushed meanwhile: queued behind the one in flight.
@@ -745,7 +748,7 @@ mod tests {
         let q = f.add(AttachMode::Interactive, 1000);
         q.enable_direct(Arc::clone(&sock));
         let pump = parked_pump(&q);
-        let chunk: Arc<[u8]> = Arc::from(&b"echo"[..]);
+        let chunk = Bytes::from_static(b"echo");
         let direct = f.push_shared(7, &chunk);
         assert_eq!(direct.len(), 1);
         direct[0].deliver_direct(&OutputLine::new("sid", 7, &chunk), 7, &chunk);

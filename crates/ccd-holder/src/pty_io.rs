@@ -21,13 +21,16 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use bytes::{Bytes, BytesMut};
 use portable_pty::Child;
 
 use crate::exit;
 use crate::session::{ParseStep, Session, FLOOD_BACKLOG, IDLE_SAFETY};
 
-/// Bytes per PTY read.
+/// Most bytes per PTY read.
 const READ_BUF: usize = 64 * 1024;
+/// Bytes of each slab the reader reads into (see [`Slab`]).
+const SLAB: usize = 1024 * 1024;
 /// After the child exits, how long to wait for the rest of its output before
 /// telling clients (a descendant may keep the PTY open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
@@ -41,13 +44,13 @@ pub fn spawn_reader(
         .name("holder-pty-reader".into())
         .spawn(move || {
             let mut sched = crate::sched::Adaptive::start();
-            let mut buf = vec![0u8; READ_BUF];
+            let mut slab = Slab::default();
             loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        sched.moved(n);
-                        session.on_output(&buf[..n]);
+                match slab.read(&mut reader) {
+                    Ok(None) => break,
+                    Ok(Some(chunk)) => {
+                        sched.moved(chunk.len());
+                        session.on_output(chunk);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     // EIO: every slave fd closed.
@@ -62,6 +65,39 @@ pub fn spawn_reader(
             session.wake_parser();
             tracing::debug!("pty reader done");
         })
+}
+
+/// Where the reader reads: one allocation of [`SLAB`] bytes cut into the
+/// chunks it reads, each shared ([`Bytes`]) by the parse backlog and the
+/// clients' queues, the allocation freed with its last chunk.
+///
+/// A flood keeps up to the backlog's cap (48 MiB) of chunks alive at once:
+/// read into an allocation of their own each, they grew and shrank the
+/// allocator's heap a chunk at a time (an `mprotect` and the copy per
+/// read, docs/architecture.md, "Where a holder's CPU goes in a flood").
+/// What a slab costs beyond its chunks: the part of it not read into yet,
+/// zeroed at most [`READ_BUF`] ahead of the reads (so an idle session's
+/// slab is resident only as far as it was read); the chunks alive pin at
+/// most two slabs more than their own bytes, since they are consecutive.
+#[derive(Default)]
+struct Slab(BytesMut);
+
+impl Slab {
+    /// One read of `reader` into the slab: the chunk read, `None` at the
+    /// end of the output.
+    fn read(&mut self, reader: &mut dyn Read) -> std::io::Result<Option<Bytes>> {
+        if self.0.capacity() < READ_BUF {
+            self.0 = BytesMut::with_capacity(SLAB);
+        }
+        let window = self.0.capacity().min(READ_BUF);
+        // Zeroes only the bytes a previous read did not leave zeroed.
+        self.0.resize(window, 0);
+        let n = reader.read(&mut self.0[..])?;
+        if n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.0.split_to(n).freeze()))
+    }
 }
 
 /// Start the parser thread.
@@ -237,4 +273,68 @@ pub fn spawn_waiter(
             drop(g);
             session.notify();
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader handing out `pieces` one per read, then the end.
+    struct Pieces(std::collections::VecDeque<Vec<u8>>);
+
+    impl Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some(mut p) = self.0.pop_front() else {
+                return Ok(0);
+            };
+            let n = p.len().min(buf.len());
+            buf[..n].copy_from_slice(&p[..n]);
+            if n < p.len() {
+                self.0.push_front(p.split_off(n));
+            }
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn the_slab_cuts_reads_from_one_allocation_and_takes_a_new_one_when_short() {
+        // 300 reads of 4000 bytes: more than one slab's worth.
+        let pieces: Vec<Vec<u8>> = (0..300u32)
+            .map(|i| vec![u8::try_from(i % 251).unwrap_or(0); 4000])
+            .collect();
+        let mut reader = Pieces(pieces.iter().cloned().collect());
+        let mut slab = Slab::default();
+        let mut chunks = Vec::new();
+        while let Some(c) = slab.read(&mut reader).expect("read") {
+            chunks.push(c);
+        }
+        assert_eq!(chunks.len(), pieces.len());
+        for (c, p) in chunks.iter().zip(&pieces) {
+            assert_eq!(&c[..], &p[..], "every chunk holds what was read");
+        }
+        // Consecutive chunks of one slab are adjacent in memory; a new slab
+        // starts once fewer than READ_BUF bytes are left.
+        let mut slabs = 1;
+        let mut used = chunks[0].len();
+        for w in chunks.windows(2) {
+            if w[0].as_ptr().wrapping_add(w[0].len()) == w[1].as_ptr() {
+                used += w[1].len();
+            } else {
+                assert!(SLAB - used < READ_BUF + 4000, "a slab left early");
+                slabs += 1;
+                used = w[1].len();
+            }
+        }
+        assert_eq!(slabs, 2, "1.2 MB read into two 1 MiB slabs");
+    }
+
+    #[test]
+    fn a_read_larger_than_the_window_is_cut_at_it() {
+        let mut reader = Pieces([vec![7u8; READ_BUF + 10]].into_iter().collect());
+        let mut slab = Slab::default();
+        let first = slab.read(&mut reader).expect("read").expect("chunk");
+        let second = slab.read(&mut reader).expect("read").expect("chunk");
+        assert_eq!((first.len(), second.len()), (READ_BUF, 10));
+        assert!(slab.read(&mut reader).expect("read").is_none());
+    }
 }

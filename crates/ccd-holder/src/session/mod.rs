@@ -136,7 +136,7 @@ const RATE_HALF_LIFE: f64 = 8.0 * 1024.0 * 1024.0;
 #[derive(Debug, Clone)]
 pub(crate) enum Pending {
     /// Bytes starting at stream offset `.0`.
-    Bytes(u64, Arc<[u8]>),
+    Bytes(u64, bytes::Bytes),
     /// The PTY was resized at this point of the stream.
     Resize(Size),
 }
@@ -440,7 +440,8 @@ impl Session {
     /// The PTY reader: wait for room at the interactive clients that keep
     /// reading (outside the lock, [`crate::fanout`]) and in the backlog, then
     /// advance the stream and hand the chunk to the clients and the parser.
-    pub(crate) fn on_output(&self, bytes: &[u8]) {
+    pub(crate) fn on_output(&self, chunk: bytes::Bytes) {
+        let bytes = &chunk[..];
         let interactive = self.lock().fanout.interactive();
         for q in &interactive {
             q.wait_room(bytes.len(), crate::fanout::CLIENT_STALL);
@@ -474,12 +475,11 @@ impl Session {
                 .0;
         }
         g.reader_waits = false;
-        let chunk: Arc<[u8]> = Arc::from(bytes);
         let seq = g.seq;
         g.seq += bytes.len() as u64;
         let direct = g.fanout.push_shared(seq, &chunk);
         let label = (!direct.is_empty()).then(|| Self::stream_label(&g));
-        g.backlog.push_back(Pending::Bytes(seq, Arc::clone(&chunk)));
+        g.backlog.push_back(Pending::Bytes(seq, chunk.clone()));
         g.backlog_bytes += bytes.len();
         g.last_chunk = Instant::now();
         // A small chunk alone in the backlog while the parser idles (an
