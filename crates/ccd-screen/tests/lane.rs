@@ -8,7 +8,8 @@
 //! The streams are weighted to what the lane must get right: long and
 //! short printable runs, runs that continue an escape sequence's printable
 //! parameters or a string sequence's text, one-cell and wide characters at
-//! the right margin, wraps, insert mode, the line-drawing charset, repeat
+//! the right margin, one character repeated past the margin and over wide
+//! ones, wraps, insert mode, the line-drawing charset, repeat
 //! (`CSI b`) after the lane's prints and after `vte`'s, cell edits over wide
 //! characters, hyperlinks and underline colours, the alternate screen, CSI
 //! sequences in every odd shape (controls, markers and DEL inside,
@@ -188,8 +189,19 @@ fn lines(rng: &mut Rng, scroll: u64, cols: u16, out: &mut Vec<u8>) {
 fn stream(rng: &mut Rng, rows: u16, cols: u16, scrollback: usize) -> Vec<u8> {
     let mut out = Vec::new();
     for _ in 0..rng.below(60) {
-        match rng.below(13) {
+        match rng.below(14) {
             12 => lines(rng, u64::from(rows) + scrollback as u64, cols, &mut out),
+            13 => {
+                // One character again and again (a rule, a box's edge),
+                // past the margin or over wide characters.
+                let c = match rng.below(2) {
+                    0 => rng.pick(WIDE),
+                    _ => rng.pick(OTHER),
+                };
+                for _ in 0..1 + rng.below(u64::from(cols) * 2) {
+                    out.extend_from_slice(c.as_bytes());
+                }
+            }
             0..=3 => {
                 let n = match rng.below(3) {
                     0 => 1 + rng.below(8),

@@ -113,6 +113,17 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
             Some(1) if plain(&cells[col]) => {
                 fill(&mut cells[col], c, Flags::empty());
                 col += 1;
+                // The same character again (a rule, a box's edge): neither
+                // decoded nor looked up again.
+                let seq = &run[at..at + len];
+                while col < want && run.get(at + len..at + 2 * len) == Some(seq) {
+                    if !plain(&cells[col]) {
+                        break;
+                    }
+                    fill(&mut cells[col], c, Flags::empty());
+                    col += 1;
+                    at += len;
+                }
             }
             Some(2) if col + 1 < want && plain(&cells[col]) && plain(&cells[col + 1]) => {
                 fill(&mut cells[col], c, Flags::WIDE_CHAR);

@@ -374,6 +374,13 @@ impl Lane {
                 run = i + len;
             }
             i += len;
+            // The same character again (a rule, a box's edge) is valid too.
+            while bytes.get(i..i + len) == Some(&bytes[i - len..i]) {
+                if c1 {
+                    run = i + len;
+                }
+                i += len;
+            }
         };
         write_run(term, &bytes[run..i]);
         if let Some(c) = last_char(&bytes[..i]) {
