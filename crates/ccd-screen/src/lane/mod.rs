@@ -10,8 +10,9 @@
 //! takes, while `vte` is in its ground state:
 //!
 //! - **text**: a run of characters up to the next control byte, decoded
-//!   once; one-cell characters are written into the grid a row segment at a
-//!   time ([`write_run`]), anything else through `Term::input`;
+//!   once (a character repeated, once for the whole repeat); one-cell
+//!   characters are written into the grid a row segment at a time
+//!   ([`write_run`]), anything else through `Term::input`;
 //! - **C0 controls**, mapped as `vte` maps them;
 //! - **CSI sequences** in their plain form (`ESC [`, an optional private
 //!   marker, digits and separators, intermediates, the final byte, nothing
