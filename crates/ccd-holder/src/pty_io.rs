@@ -30,7 +30,10 @@ use crate::session::{ParseStep, Session, FLOOD_BACKLOG, IDLE_SAFETY};
 /// Most bytes per PTY read.
 const READ_BUF: usize = 64 * 1024;
 /// Bytes of each slab the reader reads into (see [`Slab`]).
-const SLAB: usize = 1024 * 1024;
+const SLAB: usize = 256 * 1024;
+/// A slab with less room than this left is done with: the last bytes of
+/// each are read into in reads this short at most, not left unused.
+const SLAB_TAIL: usize = 4 * 1024;
 /// After the child exits, how long to wait for the rest of its output before
 /// telling clients (a descendant may keep the PTY open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
@@ -77,8 +80,10 @@ pub fn spawn_reader(
 /// read, docs/architecture.md, "Where a holder's CPU goes in a flood").
 /// What a slab costs beyond its chunks: the part of it not read into yet,
 /// zeroed at most [`READ_BUF`] ahead of the reads (so an idle session's
-/// slab is resident only as far as it was read); the chunks alive pin at
-/// most two slabs more than their own bytes, since they are consecutive.
+/// slab is resident only as far as it was read, and a slab is read into
+/// to its last [`SLAB_TAIL`] bytes: what was zeroed is used); the chunks
+/// alive pin at most two slabs more than their own bytes, since they are
+/// consecutive.
 #[derive(Default)]
 struct Slab(BytesMut);
 
@@ -86,7 +91,7 @@ impl Slab {
     /// One read of `reader` into the slab: the chunk read, `None` at the
     /// end of the output.
     fn read(&mut self, reader: &mut dyn Read) -> std::io::Result<Option<Bytes>> {
-        if self.0.capacity() < READ_BUF {
+        if self.0.capacity() < SLAB_TAIL {
             self.0 = BytesMut::with_capacity(SLAB);
         }
         let window = self.0.capacity().min(READ_BUF);
@@ -313,14 +318,14 @@ mod tests {
             assert_eq!(&c[..], &p[..], "every chunk holds what was read");
         }
         // Consecutive chunks of one slab are adjacent in memory; a new slab
-        // starts once fewer than READ_BUF bytes are left.
+        // starts once fewer than SLAB_TAIL bytes are left.
         let mut slabs = 1;
         let mut used = chunks[0].len();
         for w in chunks.windows(2) {
             if w[0].as_ptr().wrapping_add(w[0].len()) == w[1].as_ptr() {
                 used += w[1].len();
             } else {
-                assert!(SLAB - used < READ_BUF + 4000, "a slab left early");
+                assert!(SLAB - used < SLAB_TAIL, "a slab left early");
                 slabs += 1;
                 used = w[1].len();
             }
