@@ -51,7 +51,24 @@ pub struct Flood {
     /// The server's peak RSS (VmHWM) at the flood's end, kB: what it held
     /// for the stream (dtach master, ccd holder: parse backlog included).
     pub server_peak_rss_kb: Option<u64>,
+    /// This contender against dtach in the same rounds ([`Paired`]).
+    pub paired_to_dtach: Option<Paired>,
     pub error: Option<String>,
+}
+
+/// A contender's figures over dtach's, round by round: each of its rounds
+/// follows dtach's round of the same number, so a machine whose speed
+/// drifts during the run weighs on both figures of a pair alike; the
+/// median of the rounds' ratios.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Paired {
+    /// Rounds paired (both ran without an error).
+    pub rounds: usize,
+    /// MB/s ÷ dtach's MB/s.
+    pub mb_per_s: f64,
+    /// CPU ms per MB, server + client, ÷ dtach's server + client (when
+    /// both were measured).
+    pub cpu: Option<f64>,
 }
 
 impl Flood {
@@ -73,6 +90,7 @@ impl Flood {
             cpu_ms_per_mb: None,
             server_threads_ms_per_mb: None,
             server_peak_rss_kb: None,
+            paired_to_dtach: None,
             error: Some(format!("{e:#}")),
         }
     }
@@ -304,6 +322,25 @@ impl Report {
                 } else {
                     ""
                 },
+            );
+            row(
+                &mut o,
+                "  ÷ dtach, round by round: MB/s",
+                cell(&|f| {
+                    f.paired_to_dtach
+                        .map_or("-".into(), |p| format!("{:.2}", p.mb_per_s))
+                }),
+                "",
+            );
+            row(
+                &mut o,
+                "  ÷ dtach, round by round: CPU",
+                cell(&|f| {
+                    f.paired_to_dtach
+                        .and_then(|p| p.cpu)
+                        .map_or("-".into(), |c| format!("{c:.2}"))
+                }),
+                "",
             );
             row(
                 &mut o,

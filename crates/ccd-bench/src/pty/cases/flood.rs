@@ -50,7 +50,55 @@ pub fn floods(cx: &Ctx, r: &Reference, rounds: usize) -> Vec<Flood> {
             }
         }
     }
-    all.into_iter().map(|(_, v)| merge(v)).collect()
+    let dtach = all
+        .iter()
+        .find(|(c, _)| *c == "dtach")
+        .map(|(_, v)| v.clone());
+    all.into_iter()
+        .map(|(c, v)| {
+            let paired = match &dtach {
+                Some(d) if c != "dtach" && c != "raw" && c != "tmux" => paired(&v, d),
+                _ => None,
+            };
+            let mut m = merge(v);
+            m.paired_to_dtach = paired;
+            m
+        })
+        .collect()
+}
+
+/// `rounds` over dtach's rounds of the same numbers ([`Paired`]): the
+/// median of the ratios of the rounds both ran without an error.
+pub(super) fn paired(rounds: &[Flood], dtach: &[Flood]) -> Option<Paired> {
+    let total = |f: &Flood| f.cpu_ms_per_mb.map(|(s, c)| s + c);
+    let pairs: Vec<(&Flood, &Flood)> = rounds
+        .iter()
+        .zip(dtach)
+        .filter(|(a, d)| a.error.is_none() && d.error.is_none() && d.mb_per_s > 0.0)
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let median = |mut v: Vec<f64>| -> Option<f64> {
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => None,
+            n if n % 2 == 1 => Some(v[n / 2]),
+            n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+        }
+    };
+    let speed = median(pairs.iter().map(|(a, d)| a.mb_per_s / d.mb_per_s).collect())?;
+    let cpu = median(
+        pairs
+            .iter()
+            .filter_map(|(a, d)| Some(total(a)? / total(d).filter(|t| *t > 0.0)?))
+            .collect(),
+    );
+    Some(Paired {
+        rounds: pairs.len(),
+        mb_per_s: speed,
+        cpu,
+    })
 }
 
 /// One row from several rounds: the median run, with the worst losses and
@@ -270,9 +318,54 @@ pub(super) fn flood_ccd_api(cx: &Ctx, r: &Reference) -> anyhow::Result<Flood> {
             cpu_ms_per_mb: None,
             server_threads_ms_per_mb: None,
             server_peak_rss_kb: None,
+            paired_to_dtach: None,
             error: None,
         })
     })();
     c.stop();
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(mb_per_s: f64, cpu: (f64, f64)) -> Flood {
+        let mut f = Flood::failed("x", Kind::Tui, &anyhow::anyhow!("unused"));
+        f.error = None;
+        f.mb_per_s = mb_per_s;
+        f.cpu_ms_per_mb = Some(cpu);
+        f
+    }
+
+    #[test]
+    fn rounds_are_paired_with_dtach_s_of_the_same_number() {
+        let dtach = [
+            round(100.0, (4.0, 2.0)),
+            round(50.0, (8.0, 4.0)),
+            round(80.0, (5.0, 3.0)),
+        ];
+        // The second round ran while the machine was slow for both.
+        let mut ccd = vec![
+            round(110.0, (9.0, 0.0)),
+            round(55.0, (18.0, 0.0)),
+            round(60.0, (12.0, 0.0)),
+        ];
+        let p = paired(&ccd, &dtach).expect("pairs");
+        assert_eq!(p.rounds, 3);
+        // Ratios 1.1, 1.1, 0.75: the median is 1.1 (the medians of the
+        // rounds, 60 over 80, would say 0.75).
+        assert!((p.mb_per_s - 1.1).abs() < 1e-9, "{p:?}");
+        // CPU 1.5, 1.5, 2.0.
+        assert!((p.cpu.expect("cpu") - 1.5).abs() < 1e-9, "{p:?}");
+        // A round with an error pairs with nothing; an even count averages
+        // the middle two.
+        ccd[2].error = Some("failed".into());
+        let p = paired(&ccd, &dtach).expect("pairs");
+        assert_eq!(p.rounds, 2);
+        assert!((p.mb_per_s - 1.1).abs() < 1e-9, "{p:?}");
+        ccd[0].error = Some("failed".into());
+        ccd[1].error = Some("failed".into());
+        assert!(paired(&ccd, &dtach).is_none());
+    }
 }

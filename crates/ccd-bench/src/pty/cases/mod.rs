@@ -15,7 +15,7 @@ pub use held::{idle, memory, Held};
 
 use super::api::{Api, Note};
 use super::ccd::{ppid, Ccd};
-use super::report::{Attach, Echo, Flood, Memory};
+use super::report::{Attach, Echo, Flood, Memory, Paired};
 use super::stream::Kind;
 use super::term::{
     echo_loop, echo_pty, flood_through, touch, until_screen, wait_file, Latency, PtyFlood, PtyProc,
@@ -79,6 +79,7 @@ fn pty_result(c: &str, r: &Reference, fl: PtyFlood, passthrough: bool) -> Flood 
         cpu_ms_per_mb: None,
         server_threads_ms_per_mb: None,
         server_peak_rss_kb: None,
+        paired_to_dtach: None,
         error: None,
     }
 }
