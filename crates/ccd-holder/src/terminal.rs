@@ -91,7 +91,16 @@ impl TtyOut {
             }
             match self.file.write(bytes) {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => bytes = &bytes[n..],
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    // Taken in part: the terminal was full. Wait for room
+                    // now rather than meet EAGAIN on the next write (a
+                    // flood into a slow terminal took three calls a
+                    // round, not two).
+                    if !bytes.is_empty() {
+                        self.wait_room(socket)?;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.wait_room(socket)?,
                 Err(e) => return Err(e),
