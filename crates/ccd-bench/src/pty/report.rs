@@ -45,7 +45,7 @@ pub struct Flood {
     /// and the attached client process.
     pub cpu_ms_per_mb: Option<(f64, f64)>,
     /// The ccd holder's CPU per MB by thread name (the reader: PTY reads,
-    /// the stream's copy and fan-out; the parser: the mode scanner and the
+    /// into its slab, and fan-out; the parser: the mode scanner and the
     /// screen model; the pumps: writes to clients and the terminal), ms.
     pub server_threads_ms_per_mb: Option<std::collections::BTreeMap<String, f64>>,
     /// The server's peak RSS (VmHWM) at the flood's end, kB: what it held
