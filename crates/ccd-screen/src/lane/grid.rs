@@ -1,15 +1,17 @@
 //! Text written into the terminal's grid a row segment at a time, exactly
 //! as `Term::input` would write it character by character.
 
+use std::sync::Arc;
+
 use alacritty_terminal::event::EventListener;
 use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::Column;
-use alacritty_terminal::term::cell::{Cell, Flags};
+use alacritty_terminal::term::cell::{Cell, CellExtra, Flags};
 use alacritty_terminal::term::{Term, TermMode};
-use alacritty_terminal::vte::ansi::{CharsetIndex, Handler, StandardCharset};
+use alacritty_terminal::vte::ansi::{CharsetIndex, Color, Handler, StandardCharset};
 use unicode_width::UnicodeWidthChar;
 
-use super::utf8::{decode, seq_len};
+use super::utf8::{decode, repeats, seq_len};
 
 /// Write `run` (valid UTF-8, no control character) as `Term::input`
 /// would, character by character, but a row segment at a time where that
@@ -64,76 +66,113 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
     }
     let line = cursor.point.line;
     let template = &cursor.template;
-    let (fg, bg, flags) = (template.fg, template.bg, template.flags);
-    let extra = template.extra.clone();
-    // The cell `Term::input` writes: the pen's, with the character (and
-    // the wide flag or the spacer's). Its shared extra is cloned only where
-    // a cell has one or gets one.
-    let fill = |cell: &mut Cell, c: char, wide: Flags| {
-        cell.c = c;
-        cell.fg = fg;
-        cell.bg = bg;
-        cell.flags = flags | wide;
-        if cell.extra.is_some() || extra.is_some() {
-            cell.extra.clone_from(&extra);
-        }
+    let pen = Pen {
+        fg: template.fg,
+        bg: template.bg,
+        flags: template.flags,
+        extra: template.extra.clone(),
     };
     let cells = &mut grid[line][Column(start)..Column(start + want)];
-    // A cell holding part of a wide character needs its pair cleared too:
-    // the segment stops before it.
-    let plain = |c: &Cell| {
-        !c.flags
-            .intersects(Flags::WIDE_CHAR | Flags::WIDE_CHAR_SPACER)
-    };
-    let (mut col, mut at) = (0, 0);
-    let mut last = ('\0', None);
-    while let (Some(&lead), true) = (run.get(at), col < want) {
-        if lead < 0x80 {
-            // A stretch of ASCII: one cell a byte.
-            for (cell, &b) in cells[col..].iter_mut().zip(&run[at..]) {
-                if b >= 0x80 || !plain(cell) {
-                    break;
-                }
-                fill(cell, char::from(b), Flags::empty());
-                col += 1;
-                at += 1;
-            }
-            if run.get(at).is_none_or(|&b| b < 0x80) {
-                break;
-            }
-            continue;
-        }
-        let len = seq_len(lead).min(run.len() - at);
-        let c = decode(&run[at..at + len]);
-        // Box drawing repeats a character: its width is looked up once.
-        if c != last.0 {
-            last = (c, c.width());
-        }
-        match last.1 {
-            Some(1) if plain(&cells[col]) => {
-                fill(&mut cells[col], c, Flags::empty());
-                col += 1;
-                // The same character again (a rule, a box's edge): neither
-                // decoded nor looked up again.
-                let seq = &run[at..at + len];
-                while col < want && run.get(at + len..at + 2 * len) == Some(seq) {
-                    if !plain(&cells[col]) {
-                        break;
-                    }
-                    fill(&mut cells[col], c, Flags::empty());
-                    col += 1;
-                    at += len;
-                }
-            }
-            Some(2) if col + 1 < want && plain(&cells[col]) && plain(&cells[col + 1]) => {
-                fill(&mut cells[col], c, Flags::WIDE_CHAR);
-                fill(&mut cells[col + 1], ' ', Flags::WIDE_CHAR_SPACER);
-                col += 2;
-            }
-            _ => break,
-        }
-        at += len;
-    }
+    let (col, at) = pen.write(cells, run);
     grid.cursor.point.column.0 = start + col;
     at
+}
+
+/// A cell holding part of a wide character needs its pair cleared too
+/// (`Term::input` does): a segment stops before it.
+fn plain(cell: &Cell) -> bool {
+    !cell
+        .flags
+        .intersects(Flags::WIDE_CHAR | Flags::WIDE_CHAR_SPACER)
+}
+
+/// What the cursor's template gives each cell `Term::input` writes.
+struct Pen {
+    fg: Color,
+    bg: Color,
+    flags: Flags,
+    /// Shared; cloned only where a cell has one or gets one.
+    extra: Option<Arc<CellExtra>>,
+}
+
+impl Pen {
+    /// The cell `Term::input` writes: the pen's, with the character (and
+    /// the wide flag or the spacer's).
+    #[inline(always)]
+    fn put(&self, cell: &mut Cell, c: char, wide: Flags) {
+        cell.c = c;
+        cell.fg = self.fg;
+        cell.bg = self.bg;
+        cell.flags = self.flags | wide;
+        if cell.extra.is_some() || self.extra.is_some() {
+            cell.extra.clone_from(&self.extra);
+        }
+    }
+
+    /// The ASCII at the start of `text` into `cells`, one a byte, as far as
+    /// they are plain: how many.
+    #[inline(never)]
+    fn put_ascii(&self, cells: &mut [Cell], text: &[u8]) -> usize {
+        let mut n = 0;
+        for (cell, &b) in cells.iter_mut().zip(text) {
+            if b >= 0x80 || !plain(cell) {
+                break;
+            }
+            self.put(cell, char::from(b), Flags::empty());
+            n += 1;
+        }
+        n
+    }
+
+    /// The start of `run` into `cells` (a row segment, none of it the
+    /// last column): how many cells and bytes.
+    fn write(&self, cells: &mut [Cell], run: &[u8]) -> (usize, usize) {
+        let want = cells.len();
+        let (mut col, mut at) = (0, 0);
+        let mut last = ('\0', None);
+        while col < want {
+            let Some(&lead) = run.get(at) else {
+                break;
+            };
+            if lead < 0x80 {
+                let n = self.put_ascii(&mut cells[col..], &run[at..]);
+                col += n;
+                at += n;
+                if run.get(at).is_none_or(|&b| b < 0x80) {
+                    break;
+                }
+                continue;
+            }
+            let len = seq_len(lead).min(run.len() - at);
+            let c = decode(&run[at..at + len]);
+            // Box drawing repeats a character: its width is looked up once.
+            if c != last.0 {
+                last = (c, c.width());
+            }
+            match last.1 {
+                Some(1) if plain(&cells[col]) => {
+                    self.put(&mut cells[col], c, Flags::empty());
+                    col += 1;
+                    // The same character again (a rule, a box's edge):
+                    // neither decoded nor looked up again.
+                    while col < want && repeats(run, at + len, len) {
+                        if !plain(&cells[col]) {
+                            break;
+                        }
+                        self.put(&mut cells[col], c, Flags::empty());
+                        col += 1;
+                        at += len;
+                    }
+                }
+                Some(2) if col + 1 < want && plain(&cells[col]) && plain(&cells[col + 1]) => {
+                    self.put(&mut cells[col], c, Flags::WIDE_CHAR);
+                    self.put(&mut cells[col + 1], ' ', Flags::WIDE_CHAR_SPACER);
+                    col += 2;
+                }
+                _ => break,
+            }
+            at += len;
+        }
+        (col, at)
+    }
 }

@@ -67,7 +67,7 @@ mod utf8;
 use csi::{Csi, Dispatched};
 use grid::write_run;
 use mirror::Mirror;
-use utf8::{char_len_at, last_char, printable_len, unfinished_end};
+use utf8::{char_len_at, decode, last_char, printable_len, repeats, unfinished_end};
 
 /// The lane's state between chunks.
 #[derive(Debug)]
@@ -353,6 +353,9 @@ impl Lane {
         // The text not yet written starts here.
         let mut run = 0;
         let mut i = 0;
+        // The last character of two bytes or more passed: where it starts,
+        // and whether it is printed (not a C1 control).
+        let mut last_wide = (0, false);
         let invalid = loop {
             i += printable_len(&bytes[i..]);
             let Some(&b) = bytes.get(i) else {
@@ -376,15 +379,22 @@ impl Lane {
             }
             i += len;
             // The same character again (a rule, a box's edge) is valid too.
-            while bytes.get(i..i + len) == Some(&bytes[i - len..i]) {
+            while repeats(bytes, i, len) {
                 if c1 {
                     run = i + len;
                 }
                 i += len;
             }
+            last_wide = (i - len, !c1);
         };
         write_run(term, &bytes[run..i]);
-        if let Some(c) = last_char(&bytes[..i]) {
+        let last = match bytes[..i].last() {
+            Some(&b) if b < 0x80 => Some(char::from(b)),
+            // Ends in a printed character of its own: decoded once more.
+            Some(_) if last_wide.1 => Some(decode(&bytes[last_wide.0..i])),
+            _ => last_char(&bytes[..i]),
+        };
+        if let Some(c) = last {
             self.unsynced = Some(c);
         }
         (i, invalid)

@@ -80,6 +80,21 @@ pub(super) fn seq_len(lead: u8) -> usize {
     }
 }
 
+/// Whether the `len` bytes at `at` in `bytes` (2 to 4: a character's) are
+/// the `len` bytes before them again: a character repeated (a rule, a
+/// box's edge). Compared byte by byte, not through `memcmp`: a call per
+/// repeat cost more than the compare.
+#[inline(always)]
+pub(super) fn repeats(bytes: &[u8], at: usize, len: usize) -> bool {
+    match (
+        at.checked_sub(len).map(|from| &bytes[from..at]),
+        bytes.get(at..at + len),
+    ) {
+        (Some(before), Some(next)) => before.iter().zip(next).all(|(a, b)| a == b),
+        _ => false,
+    }
+}
+
 /// The last character `vte` printed of `text` (valid UTF-8, no C0 control):
 /// the last one that is not a C1 control.
 pub(super) fn last_char(text: &[u8]) -> Option<char> {
@@ -138,6 +153,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn repeats_compares_the_character_before() {
+        let rule = "──│".as_bytes();
+        assert!(repeats(rule, 3, 3));
+        assert!(!repeats(rule, 6, 3), "another character");
+        assert!(!repeats(rule, 7, 3), "cut by the end");
+        assert!(!repeats(rule, 2, 3), "nothing before");
+        assert!(repeats("éé".as_bytes(), 2, 2));
+        assert!(!repeats("éè".as_bytes(), 2, 2));
     }
 
     /// Validation without decoding against `str::from_utf8` and the C1
