@@ -329,6 +329,64 @@ fn runs_after_escapes_in_strings_and_repeats() {
 }
 
 #[test]
+fn text_over_either_half_of_a_wide_character() {
+    // Text written over a wide character's cell or its spacer, from every
+    // column of a 12-column row: the other half is undone as `Term::input`
+    // undoes it, inside the lane's segment, at its end (the other half
+    // outside it), at the row's first two columns (the line above's
+    // leading spacer, from a wide character that did not fit), and over a
+    // spacer whose wide character is gone (`CSI P`).
+    let setups = [
+        // Wide characters across the second line.
+        "\x1b[2;1H漢字テ界한🚀",
+        "\x1b[2;2H漢字テ界한",
+        // A wide character that did not fit at the end of the first line:
+        // a leading spacer there, the character at the second's start.
+        "\x1b[1;1H12345678901漢字",
+        // The same, the wide character moved to the second column (`CSI @`).
+        "\x1b[1;1H12345678901漢字\x1b[2;1H\x1b[@",
+        // A spacer left alone: its wide character deleted.
+        "\x1b[2;1Ha漢b字c\x1b[2;2H\x1b[P\x1b[2;4H\x1b[P",
+        // And one whose spacer was deleted.
+        "\x1b[2;1Ha漢b字c\x1b[2;3H\x1b[P",
+    ];
+    let texts = [
+        "x",
+        "xy",
+        "xyz",
+        "0123456789ab",
+        "─",
+        "──",
+        "─x─",
+        "é",
+        "漢",
+    ];
+    let mut checked = 0;
+    for setup in setups {
+        for text in texts {
+            for col in 1..=12 {
+                for cut in [false, true] {
+                    let mut fast = Screen::new(4, 12);
+                    let mut slow = Screen::new(4, 12);
+                    slow.set_vte_only(true);
+                    let over = format!("{setup}\x1b[2;{col}H{text}");
+                    let bytes = over.as_bytes();
+                    // Cut or whole: the segment ends where the chunk does.
+                    let at = if cut { bytes.len() - 1 } else { bytes.len() };
+                    for part in [&bytes[..at], &bytes[at..]] {
+                        fast.process(part);
+                        slow.process(part);
+                    }
+                    assert_eq!(fast.model_difference(&slow), None, "{over:?}, cut {cut}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, setups.len() * texts.len() * 12 * 2);
+}
+
+#[test]
 fn every_plain_csi_the_lane_dispatches_is_vte_s_dispatch() {
     // The finals the lane dispatches itself, and some it gives to vte, each
     // with random parameter lists of values at the edges (0, 1, the

@@ -73,7 +73,7 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
         extra: template.extra.clone(),
     };
     let cells = &mut grid[line][Column(start)..Column(start + want)];
-    let (col, at) = pen.write(cells, run);
+    let (col, at) = pen.write(cells, run, start);
     grid.cursor.point.column.0 = start + col;
     at
 }
@@ -84,6 +84,36 @@ fn plain(cell: &Cell) -> bool {
     !cell
         .flags
         .intersects(Flags::WIDE_CHAR | Flags::WIDE_CHAR_SPACER)
+}
+
+/// Before cell `col` of `cells` (a row segment from column `start`, none
+/// of it the last column) is written over: if it holds part of a wide
+/// character, what `Term::input` does to the other part first (the spacer
+/// after a wide character loses its flag; the cell before a spacer is
+/// cleared, `Cell::clear_wide`). Whether the cell can be written: not if
+/// that other part is outside `cells`, nor in the row's first two columns,
+/// where `Term::input` also clears the line above's leading spacer (the
+/// character is then left to it).
+fn unpair(cells: &mut [Cell], col: usize, start: usize) -> bool {
+    let flags = cells[col].flags;
+    if !flags.intersects(Flags::WIDE_CHAR | Flags::WIDE_CHAR_SPACER) {
+        return true;
+    }
+    if start + col <= 1 {
+        return false;
+    }
+    if flags.contains(Flags::WIDE_CHAR) {
+        let Some(spacer) = cells.get_mut(col + 1) else {
+            return false;
+        };
+        spacer.flags.remove(Flags::WIDE_CHAR_SPACER);
+    } else {
+        let Some(wide) = col.checked_sub(1).map(|c| &mut cells[c]) else {
+            return false;
+        };
+        wide.clear_wide();
+    }
+    true
 }
 
 /// What the cursor's template gives each cell `Term::input` writes.
@@ -124,9 +154,9 @@ impl Pen {
         n
     }
 
-    /// The start of `run` into `cells` (a row segment, none of it the
-    /// last column): how many cells and bytes.
-    fn write(&self, cells: &mut [Cell], run: &[u8]) -> (usize, usize) {
+    /// The start of `run` into `cells` (a row segment from column `start`,
+    /// none of it the last column): how many cells and bytes.
+    fn write(&self, cells: &mut [Cell], run: &[u8], start: usize) -> (usize, usize) {
         let want = cells.len();
         let (mut col, mut at) = (0, 0);
         let mut last = ('\0', None);
@@ -138,8 +168,18 @@ impl Pen {
                 let n = self.put_ascii(&mut cells[col..], &run[at..]);
                 col += n;
                 at += n;
-                if run.get(at).is_none_or(|&b| b < 0x80) {
-                    break;
+                match run.get(at) {
+                    // Stopped at a cell holding part of a wide character.
+                    Some(&b) if b < 0x80 && col < want => {
+                        if !unpair(cells, col, start) {
+                            break;
+                        }
+                        self.put(&mut cells[col], char::from(b), Flags::empty());
+                        col += 1;
+                        at += 1;
+                    }
+                    Some(&b) if b >= 0x80 => {}
+                    _ => break,
                 }
                 continue;
             }
@@ -150,13 +190,13 @@ impl Pen {
                 last = (c, c.width());
             }
             match last.1 {
-                Some(1) if plain(&cells[col]) => {
+                Some(1) if unpair(cells, col, start) => {
                     self.put(&mut cells[col], c, Flags::empty());
                     col += 1;
                     // The same character again (a rule, a box's edge):
                     // neither decoded nor looked up again.
                     while col < want && repeats(run, at + len, len) {
-                        if !plain(&cells[col]) {
+                        if !unpair(cells, col, start) {
                             break;
                         }
                         self.put(&mut cells[col], c, Flags::empty());
