@@ -393,8 +393,8 @@ fn every_plain_csi_the_lane_dispatches_is_vte_s_dispatch() {
     // defaults, colours' sub-forms, past a byte, past u16).
     const FINALS: &[u8] = b"@ABCDEFGHJKLMPSTXademfbrhlsu`";
     const VALUES: &[u32] = &[
-        0, 1, 2, 3, 4, 5, 7, 9, 10, 21, 22, 24, 27, 29, 30, 37, 38, 39, 40, 47, 48, 49, 58, 59, 90,
-        97, 100, 107, 108, 255, 256, 999, 65535, 70000,
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 21, 22, 23, 24, 25, 27, 28, 29, 30, 37, 38, 39, 40, 47,
+        48, 49, 58, 59, 90, 97, 100, 107, 108, 255, 256, 999, 65535, 70000,
     ];
     let mut rng = Rng(0xc51);
     for case in 0..4000 {

@@ -4,9 +4,8 @@
 use alacritty_terminal::event::EventListener;
 use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::term::Term;
-use alacritty_terminal::vte::ansi::{
-    Attr, ClearMode, Color, Handler, LineClearMode, NamedColor, Rgb,
-};
+use alacritty_terminal::term::cell::Flags;
+use alacritty_terminal::vte::ansi::{ClearMode, Color, Handler, LineClearMode, NamedColor, Rgb};
 
 /// Most parameters `vte` keeps (its `Params`); a sequence with more is
 /// ignored by it, and left to it by the lane.
@@ -204,43 +203,62 @@ const BRIGHT: [NamedColor; 8] = [
 ];
 
 /// SGR without sub-parameters, attribute by attribute as `vte`'s
-/// `attrs_from_sgr_parameters` reads it.
+/// `attrs_from_sgr_parameters` reads it, each applied to the cursor's
+/// template as `Term::terminal_attribute` applies it (blinking, which it
+/// does not handle, changes nothing), without building the `Attr` it
+/// would match on again.
 fn sgr<L: EventListener>(term: &mut Term<L>, params: &[u16]) {
+    let pen = &mut term.grid_mut().cursor.template;
     let mut it = params.iter().copied();
     while let Some(p) = it.next() {
-        let attr = match p {
-            0 => Some(Attr::Reset),
-            1 => Some(Attr::Bold),
-            2 => Some(Attr::Dim),
-            3 => Some(Attr::Italic),
-            4 => Some(Attr::Underline),
-            5 => Some(Attr::BlinkSlow),
-            6 => Some(Attr::BlinkFast),
-            7 => Some(Attr::Reverse),
-            8 => Some(Attr::Hidden),
-            9 => Some(Attr::Strike),
-            21 => Some(Attr::CancelBold),
-            22 => Some(Attr::CancelBoldDim),
-            23 => Some(Attr::CancelItalic),
-            24 => Some(Attr::CancelUnderline),
-            25 => Some(Attr::CancelBlink),
-            27 => Some(Attr::CancelReverse),
-            28 => Some(Attr::CancelHidden),
-            29 => Some(Attr::CancelStrike),
-            30..=37 => Some(Attr::Foreground(Color::Named(NAMED[usize::from(p - 30)]))),
-            38 => sgr_color(&mut it).map(Attr::Foreground),
-            39 => Some(Attr::Foreground(Color::Named(NamedColor::Foreground))),
-            40..=47 => Some(Attr::Background(Color::Named(NAMED[usize::from(p - 40)]))),
-            48 => sgr_color(&mut it).map(Attr::Background),
-            49 => Some(Attr::Background(Color::Named(NamedColor::Background))),
-            58 => sgr_color(&mut it).map(|c| Attr::UnderlineColor(Some(c))),
-            59 => Some(Attr::UnderlineColor(None)),
-            90..=97 => Some(Attr::Foreground(Color::Named(BRIGHT[usize::from(p - 90)]))),
-            100..=107 => Some(Attr::Background(Color::Named(BRIGHT[usize::from(p - 100)]))),
-            _ => None,
-        };
-        if let Some(attr) = attr {
-            term.terminal_attribute(attr);
+        match p {
+            0 => {
+                pen.fg = Color::Named(NamedColor::Foreground);
+                pen.bg = Color::Named(NamedColor::Background);
+                pen.flags = Flags::empty();
+                pen.set_underline_color(None);
+            }
+            1 => pen.flags.insert(Flags::BOLD),
+            2 => pen.flags.insert(Flags::DIM),
+            3 => pen.flags.insert(Flags::ITALIC),
+            4 => {
+                pen.flags.remove(Flags::ALL_UNDERLINES);
+                pen.flags.insert(Flags::UNDERLINE);
+            }
+            7 => pen.flags.insert(Flags::INVERSE),
+            8 => pen.flags.insert(Flags::HIDDEN),
+            9 => pen.flags.insert(Flags::STRIKEOUT),
+            21 => pen.flags.remove(Flags::BOLD),
+            22 => pen.flags.remove(Flags::BOLD | Flags::DIM),
+            23 => pen.flags.remove(Flags::ITALIC),
+            24 => pen.flags.remove(Flags::ALL_UNDERLINES),
+            27 => pen.flags.remove(Flags::INVERSE),
+            28 => pen.flags.remove(Flags::HIDDEN),
+            29 => pen.flags.remove(Flags::STRIKEOUT),
+            30..=37 => pen.fg = Color::Named(NAMED[usize::from(p - 30)]),
+            38 => {
+                if let Some(c) = sgr_color(&mut it) {
+                    pen.fg = c;
+                }
+            }
+            39 => pen.fg = Color::Named(NamedColor::Foreground),
+            40..=47 => pen.bg = Color::Named(NAMED[usize::from(p - 40)]),
+            48 => {
+                if let Some(c) = sgr_color(&mut it) {
+                    pen.bg = c;
+                }
+            }
+            49 => pen.bg = Color::Named(NamedColor::Background),
+            58 => {
+                if let Some(c) = sgr_color(&mut it) {
+                    pen.set_underline_color(Some(c));
+                }
+            }
+            59 => pen.set_underline_color(None),
+            90..=97 => pen.fg = Color::Named(BRIGHT[usize::from(p - 90)]),
+            100..=107 => pen.bg = Color::Named(BRIGHT[usize::from(p - 100)]),
+            // 5, 6 and 25 (blinking), and what `vte` does not map.
+            _ => {}
         }
     }
 }
