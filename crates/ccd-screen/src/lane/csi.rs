@@ -3,8 +3,8 @@
 
 use alacritty_terminal::event::EventListener;
 use alacritty_terminal::grid::Dimensions;
-use alacritty_terminal::term::Term;
 use alacritty_terminal::term::cell::Flags;
+use alacritty_terminal::term::Term;
 use alacritty_terminal::vte::ansi::{ClearMode, Color, Handler, LineClearMode, NamedColor, Rgb};
 
 /// Most parameters `vte` keeps (its `Params`); a sequence with more is
