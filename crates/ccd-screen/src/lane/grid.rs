@@ -32,8 +32,10 @@ pub(super) fn write_run<L: EventListener>(term: &mut Term<L>, mut run: &[u8]) {
 /// Write as much of the start of `run` as forms a row segment that
 /// `Term::input` would write the same way: no insert mode, every charset
 /// ASCII, no wrap pending, one- and two-cell characters only, the segment
-/// ends before the last column, none of its cells holds part of a wide
-/// character. How many bytes (0: the first character needs `Term::input`).
+/// ends before the last column, a cell holding part of a wide character
+/// is written over by a one-cell character only, and only where the other
+/// part can be undone inside the segment ([`unpair`]). How many bytes (0:
+/// the first character needs `Term::input`).
 fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
     if term.mode().contains(TermMode::INSERT) {
         return 0;
@@ -78,8 +80,8 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
     at
 }
 
-/// A cell holding part of a wide character needs its pair cleared too
-/// (`Term::input` does): a segment stops before it.
+/// Whether `cell` holds no part of a wide character (one that does needs
+/// its other part undone first, [`unpair`]).
 fn plain(cell: &Cell) -> bool {
     !cell
         .flags
