@@ -97,10 +97,10 @@ fn plain(cell: &Cell) -> bool {
 /// where `Term::input` also clears the line above's leading spacer (the
 /// character is then left to it).
 fn unpair(cells: &mut [Cell], col: usize, start: usize) -> bool {
-    let flags = cells[col].flags;
-    if !flags.intersects(Flags::WIDE_CHAR | Flags::WIDE_CHAR_SPACER) {
+    if plain(&cells[col]) {
         return true;
     }
+    let flags = cells[col].flags;
     if start + col <= 1 {
         return false;
     }

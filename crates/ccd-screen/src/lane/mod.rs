@@ -355,7 +355,7 @@ impl Lane {
         let mut i = 0;
         // The last character of two bytes or more passed: where it starts,
         // and whether it is printed (not a C1 control).
-        let mut last_wide = (0, false);
+        let mut last_multibyte = (0, false);
         let invalid = loop {
             i += printable_len(&bytes[i..]);
             let Some(&b) = bytes.get(i) else {
@@ -385,13 +385,13 @@ impl Lane {
                 }
                 i += len;
             }
-            last_wide = (i - len, !c1);
+            last_multibyte = (i - len, !c1);
         };
         write_run(term, &bytes[run..i]);
         let last = match bytes[..i].last() {
             Some(&b) if b < 0x80 => Some(char::from(b)),
             // Ends in a printed character of its own: decoded once more.
-            Some(_) if last_wide.1 => Some(decode(&bytes[last_wide.0..i])),
+            Some(_) if last_multibyte.1 => Some(decode(&bytes[last_multibyte.0..i])),
             _ => last_char(&bytes[..i]),
         };
         if let Some(c) = last {
