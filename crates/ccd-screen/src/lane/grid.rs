@@ -11,34 +11,76 @@ use alacritty_terminal::term::{Term, TermMode};
 use alacritty_terminal::vte::ansi::{CharsetIndex, Color, Handler, StandardCharset};
 use unicode_width::UnicodeWidthChar;
 
-use super::utf8::{decode, repeats, seq_len};
+use super::utf8::{char_len_at, decode, repeats};
 
-/// Write `run` (valid UTF-8, no control character) as `Term::input`
-/// would, character by character, but a row segment at a time where that
-/// is the same ([`write_segment`]).
-pub(super) fn write_run<L: EventListener>(term: &mut Term<L>, mut run: &[u8]) {
-    while let Some(&lead) = run.first() {
-        let n = write_segment(term, run);
+/// What [`write_text`] did with a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Written {
+    /// Bytes taken: all of the text, or those before invalid UTF-8.
+    pub(super) len: usize,
+    /// The last character `vte` would have printed (DEL included, C1
+    /// controls not), if any.
+    pub(super) last: Option<char>,
+    /// Whether it stopped at invalid UTF-8 (or a character the text cuts).
+    pub(super) invalid: bool,
+}
+
+/// Write `text` (no C0 control) as `vte` and `Term::input` would,
+/// character by character: C1 controls do nothing, DEL prints nothing but
+/// is remembered, the rest is written a row segment at a time where that
+/// is the same ([`write_segment`]), else through `Term::input`. Checked as
+/// it is written: it stops at invalid UTF-8.
+pub(super) fn write_text<L: EventListener>(term: &mut Term<L>, text: &[u8]) -> Written {
+    let mut at = 0;
+    let mut last = None;
+    while let Some(&lead) = text.get(at) {
+        let (n, written) = write_segment(term, &text[at..]);
         if n > 0 {
-            run = &run[n..];
+            at += n;
+            last = Some(written);
             continue;
         }
-        let len = seq_len(lead).min(run.len());
-        Handler::input(term, decode(&run[..len]));
-        run = &run[len..];
+        if lead < 0x80 {
+            if lead != 0x7f {
+                Handler::input(term, char::from(lead));
+            }
+            last = Some(char::from(lead));
+            at += 1;
+            continue;
+        }
+        let Some((len, c1)) = char_len_at(&text[at..]) else {
+            return Written {
+                len: at,
+                last,
+                invalid: true,
+            };
+        };
+        if !c1 {
+            let c = decode(&text[at..at + len]);
+            Handler::input(term, c);
+            last = Some(c);
+        }
+        at += len;
+    }
+    Written {
+        len: at,
+        last,
+        invalid: false,
     }
 }
 
 /// Write as much of the start of `run` as forms a row segment that
-/// `Term::input` would write the same way: no insert mode, every charset
-/// ASCII, no wrap pending, one- and two-cell characters only, the segment
-/// ends before the last column, a cell holding part of a wide character
-/// is written over by a one-cell character only, and only where the other
-/// part can be undone inside the segment ([`unpair`]). How many bytes (0:
-/// the first character needs `Term::input`).
-fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
+/// `Term::input` would write the same way: printable ASCII and valid UTF-8
+/// that is not a C1 control, no insert mode, every charset ASCII, no wrap
+/// pending, one- and two-cell characters only, the segment ends before the
+/// last column, a cell holding part of a wide character is written over by
+/// a one-cell character only, and only where the other part can be undone
+/// inside the segment ([`unpair`]). How many bytes (0: the first character
+/// is not one of these), and the last character written.
+fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> (usize, char) {
+    const NONE: (usize, char) = (0, '\0');
     if term.mode().contains(TermMode::INSERT) {
-        return 0;
+        return NONE;
     }
     let columns = term.columns();
     let grid = term.grid_mut();
@@ -52,7 +94,7 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
     .into_iter()
     .all(|i| cursor.charsets[i] == StandardCharset::Ascii);
     if !all_ascii || cursor.input_needs_wrap {
-        return 0;
+        return NONE;
     }
     let start = cursor.point.column.0;
     // Each character moves the cursor right but one that reaches the last
@@ -64,7 +106,7 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
     let room = columns.saturating_sub(1).saturating_sub(start);
     let want = run.len().min(room);
     if want == 0 {
-        return 0;
+        return NONE;
     }
     let line = cursor.point.line;
     let template = &cursor.template;
@@ -75,9 +117,9 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> usize {
         extra: template.extra.clone(),
     };
     let cells = &mut grid[line][Column(start)..Column(start + want)];
-    let (col, at) = pen.write(cells, run, start);
+    let (col, at, last) = pen.write(cells, run, start);
     grid.cursor.point.column.0 = start + col;
-    at
+    (at, last)
 }
 
 /// Whether `cell` holds no part of a wide character (one that does needs
@@ -141,13 +183,13 @@ impl Pen {
         }
     }
 
-    /// The ASCII at the start of `text` into `cells`, one a byte, as far as
-    /// they are plain: how many.
+    /// The printable ASCII at the start of `text` into `cells`, one a
+    /// byte, as far as they are plain: how many.
     #[inline(never)]
     fn put_ascii(&self, cells: &mut [Cell], text: &[u8]) -> usize {
         let mut n = 0;
         for (cell, &b) in cells.iter_mut().zip(text) {
-            if b >= 0x80 || !plain(cell) {
+            if !printable(b) || !plain(cell) {
                 break;
             }
             self.put(cell, char::from(b), Flags::empty());
@@ -157,11 +199,15 @@ impl Pen {
     }
 
     /// The start of `run` into `cells` (a row segment from column `start`,
-    /// none of it the last column): how many cells and bytes.
-    fn write(&self, cells: &mut [Cell], run: &[u8], start: usize) -> (usize, usize) {
+    /// none of it the last column): how many cells and bytes, and the last
+    /// character written (meaningless if none).
+    fn write(&self, cells: &mut [Cell], run: &[u8], start: usize) -> (usize, usize, char) {
         let want = cells.len();
         let (mut col, mut at) = (0, 0);
-        let mut last = ('\0', None);
+        // The last character of two bytes or more looked up, and its width.
+        let mut looked_up = ('\0', None);
+        // The last such character written.
+        let mut wrote = '\0';
         while col < want {
             let Some(&lead) = run.get(at) else {
                 break;
@@ -172,7 +218,7 @@ impl Pen {
                 at += n;
                 match run.get(at) {
                     // Stopped at a cell holding part of a wide character.
-                    Some(&b) if b < 0x80 && col < want => {
+                    Some(&b) if printable(b) && col < want => {
                         if !unpair(cells, col, start) {
                             break;
                         }
@@ -185,18 +231,22 @@ impl Pen {
                 }
                 continue;
             }
-            let len = seq_len(lead).min(run.len() - at);
+            // Checked here, where it is decoded: invalid UTF-8 and C1
+            // controls are the caller's.
+            let Some((len, false)) = char_len_at(&run[at..]) else {
+                break;
+            };
             let c = decode(&run[at..at + len]);
             // Box drawing repeats a character: its width is looked up once.
-            if c != last.0 {
-                last = (c, c.width());
+            if c != looked_up.0 {
+                looked_up = (c, c.width());
             }
-            match last.1 {
+            match looked_up.1 {
                 Some(1) if unpair(cells, col, start) => {
                     self.put(&mut cells[col], c, Flags::empty());
                     col += 1;
                     // The same character again (a rule, a box's edge):
-                    // neither decoded nor looked up again.
+                    // neither checked, decoded nor looked up again.
                     while col < want && repeats(run, at + len, len) {
                         if !unpair(cells, col, start) {
                             break;
@@ -213,8 +263,19 @@ impl Pen {
                 }
                 _ => break,
             }
+            wrote = c;
             at += len;
         }
-        (col, at)
+        let last = match at.checked_sub(1).map(|i| run[i]) {
+            Some(b) if b < 0x80 => char::from(b),
+            _ => wrote,
+        };
+        (col, at, last)
     }
+}
+
+/// Whether `b` is printable ASCII (0x20 to 0x7e).
+#[inline(always)]
+fn printable(b: u8) -> bool {
+    b.wrapping_sub(0x20) < 0x5f
 }

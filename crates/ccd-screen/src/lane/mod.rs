@@ -10,9 +10,10 @@
 //! takes, while `vte` is in its ground state:
 //!
 //! - **text**: a run of characters up to the next control byte, decoded
-//!   once (a character repeated, once for the whole repeat); one-cell
-//!   characters are written into the grid a row segment at a time
-//!   ([`write_run`]), anything else through `Term::input`;
+//!   once, as it is written (a character repeated, once for the whole
+//!   repeat); one- and two-cell characters are written into the grid a
+//!   row segment at a time ([`write_text`]), anything else through
+//!   `Term::input`;
 //! - **C0 controls**, mapped as `vte` maps them;
 //! - **CSI sequences** in their plain form (`ESC [`, an optional private
 //!   marker, digits and separators, intermediates, the final byte, nothing
@@ -65,9 +66,9 @@ mod scroll_out;
 mod utf8;
 
 use csi::{Csi, Dispatched};
-use grid::write_run;
+use grid::write_text;
 use mirror::Mirror;
-use utf8::{char_len_at, decode, last_char, printable_len, repeats, unfinished_end};
+use utf8::{text_len, unfinished_end};
 
 /// The lane's state between chunks.
 #[derive(Debug)]
@@ -343,61 +344,17 @@ impl Lane {
         Mirror::Ground
     }
 
-    /// Print the text at the start of `bytes` up to the next control byte
-    /// as `vte` would, character by character: C1 controls do nothing, DEL
-    /// prints nothing but is remembered, the rest is written a row segment
-    /// at a time where it can be ([`write_run`]), straight from `bytes`.
-    /// Where it stopped, and whether at invalid UTF-8 (or the start of a
-    /// character the chunk cuts).
+    /// Print the text at the start of `bytes` up to the next C0 control as
+    /// `vte` would ([`write_text`]), straight from `bytes`. Where it
+    /// stopped, and whether at invalid UTF-8 (or the start of a character
+    /// the chunk cuts).
     fn print<L: EventListener>(&mut self, term: &mut Term<L>, bytes: &[u8]) -> (usize, bool) {
-        // The text not yet written starts here.
-        let mut run = 0;
-        let mut i = 0;
-        // The last character of two bytes or more passed: where it starts,
-        // and whether it is printed (not a C1 control).
-        let mut last_multibyte = (0, false);
-        let invalid = loop {
-            i += printable_len(&bytes[i..]);
-            let Some(&b) = bytes.get(i) else {
-                break false;
-            };
-            if b < 0x20 {
-                break false;
-            }
-            if b == 0x7f {
-                write_run(term, &bytes[run..i]);
-                i += 1;
-                run = i;
-                continue;
-            }
-            let Some((len, c1)) = char_len_at(&bytes[i..]) else {
-                break true;
-            };
-            if c1 {
-                write_run(term, &bytes[run..i]);
-                run = i + len;
-            }
-            i += len;
-            // The same character again (a rule, a box's edge) is valid too.
-            while repeats(bytes, i, len) {
-                if c1 {
-                    run = i + len;
-                }
-                i += len;
-            }
-            last_multibyte = (i - len, !c1);
-        };
-        write_run(term, &bytes[run..i]);
-        let last = match bytes[..i].last() {
-            Some(&b) if b < 0x80 => Some(char::from(b)),
-            // Ends in a printed character of its own: decoded once more.
-            Some(_) if last_multibyte.1 => Some(decode(&bytes[last_multibyte.0..i])),
-            _ => last_char(&bytes[..i]),
-        };
-        if let Some(c) = last {
+        let text = &bytes[..text_len(bytes)];
+        let written = write_text(term, text);
+        if let Some(c) = written.last {
             self.unsynced = Some(c);
         }
-        (i, invalid)
+        (written.len, written.invalid)
     }
 }
 

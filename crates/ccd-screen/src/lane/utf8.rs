@@ -1,6 +1,6 @@
-//! UTF-8 as `vte` reads it in its ground state: a whole character checked
-//! and decoded, the last one printed, the start of one kept for the next
-//! call.
+//! UTF-8 as `vte` reads it in its ground state: where text ends, a whole
+//! character checked and decoded, a character repeated, the start of one
+//! kept for the next call.
 
 /// The length of the character that starts `bytes` (a byte 0x80 or above
 /// first), if it is valid UTF-8 and whole (the ranges of the Unicode
@@ -25,13 +25,12 @@ pub(super) fn char_len_at(bytes: &[u8]) -> Option<(usize, bool)> {
     Some((len, b0 == 0xc2 && seq[1] <= 0x9f))
 }
 
-/// How many bytes at the start of `bytes` are printable ASCII (0x20 to
-/// 0x7e), eight at a time: in each 64-bit word, a byte below 0x20 borrows
-/// when 0x20 is taken from it, and one of 0x7f or above has its top bit
-/// set once 1 is added; a borrow or carry reaches only the bytes above
-/// the one that caused it, so the lowest byte flagged is the first that
-/// is not printable.
-pub(super) fn printable_len(bytes: &[u8]) -> usize {
+/// How many bytes at the start of `bytes` come before the first C0
+/// control (a byte below 0x20), eight at a time: in each 64-bit word, a
+/// byte below 0x20 borrows when 0x20 is taken from it (and had its top bit
+/// clear); a borrow reaches only the bytes above the one that caused it,
+/// so the lowest byte flagged is the first control.
+pub(super) fn text_len(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut at = 0;
@@ -39,17 +38,15 @@ pub(super) fn printable_len(bytes: &[u8]) -> usize {
         let mut w = [0; 8];
         w.copy_from_slice(word);
         let x = u64::from_le_bytes(w);
-        let below = x.wrapping_sub(ONES * 0x20) & !x;
-        let above = x.wrapping_add(ONES) | x;
-        let flagged = (below | above) & HIGH;
-        if flagged != 0 {
-            return at + (flagged.trailing_zeros() / 8) as usize;
+        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        if below != 0 {
+            return at + (below.trailing_zeros() / 8) as usize;
         }
         at += 8;
     }
     at + bytes[at..]
         .iter()
-        .position(|b| !(0x20..0x7f).contains(b))
+        .position(|&b| b < 0x20)
         .unwrap_or(bytes.len() - at)
 }
 
@@ -69,17 +66,6 @@ pub(super) fn decode(seq: &[u8]) -> char {
     char::from_u32(v).unwrap_or(char::REPLACEMENT_CHARACTER)
 }
 
-/// Bytes in the UTF-8 sequence `lead` starts (1 for ASCII and for a byte
-/// that cannot start one).
-pub(super) fn seq_len(lead: u8) -> usize {
-    match lead {
-        0xc0..=0xdf => 2,
-        0xe0..=0xef => 3,
-        0xf0..=0xf7 => 4,
-        _ => 1,
-    }
-}
-
 /// Whether the `len` bytes at `at` in `bytes` (2 to 4: a character's) are
 /// the `len` bytes before them again: a character repeated (a rule, a
 /// box's edge). Compared byte by byte, not through `memcmp`: a call per
@@ -93,26 +79,6 @@ pub(super) fn repeats(bytes: &[u8], at: usize, len: usize) -> bool {
         (Some(before), Some(next)) => before.iter().zip(next).all(|(a, b)| a == b),
         _ => false,
     }
-}
-
-/// The last character `vte` printed of `text` (valid UTF-8, no C0 control):
-/// the last one that is not a C1 control.
-pub(super) fn last_char(text: &[u8]) -> Option<char> {
-    if let Some(&b) = text.last().filter(|&&b| b < 0x80) {
-        return Some(char::from(b));
-    }
-    let mut end = text.len();
-    while end > 0 {
-        let start = (end.saturating_sub(4)..end)
-            .rev()
-            .find(|&i| text[i] & 0xc0 != 0x80)?;
-        let c = decode(&text[start..end]);
-        if !('\u{80}'..='\u{9f}').contains(&c) {
-            return Some(c);
-        }
-        end = start;
-    }
-    None
 }
 
 /// The start of a character that more bytes could finish at the end of
@@ -134,21 +100,21 @@ mod tests {
     use super::*;
 
     /// The word-at-a-time scan against a byte-at-a-time one: every byte
-    /// value at every place of a printable stretch, and after it every
-    /// value again (a borrow or carry of the first must not hide it).
+    /// value at every place of a stretch of text, and after it every value
+    /// again (a borrow of the first must not hide it).
     #[test]
-    fn printable_len_is_the_first_byte_not_printable() {
-        let naive = |b: &[u8]| b.iter().take_while(|b| (0x20..0x7f).contains(*b)).count();
+    fn text_len_is_the_first_control() {
+        let naive = |b: &[u8]| b.iter().take_while(|&&b| b >= 0x20).count();
         for len in 0..20 {
             for at in 0..len {
                 for first in 0..=255u8 {
-                    for after in [0x00, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff] {
+                    for after in [0x00, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0x9f, 0xff] {
                         let mut bytes = vec![b'a'; len];
                         bytes[at] = first;
                         if at + 1 < len {
                             bytes[at + 1] = after;
                         }
-                        assert_eq!(printable_len(&bytes), naive(&bytes), "{bytes:?}");
+                        assert_eq!(text_len(&bytes), naive(&bytes), "{bytes:?}");
                     }
                 }
             }
