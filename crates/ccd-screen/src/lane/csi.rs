@@ -154,6 +154,19 @@ impl Csi {
     }
 }
 
+/// `ESC [ 0 m` or `ESC [ m` (SGR 0, the most frequent sequence in a
+/// TUI's output: a third of them) at the start of `bytes`, dispatched as
+/// [`Csi::dispatch`] would, without the parse: how many bytes.
+pub(super) fn sgr_reset<L: EventListener>(term: &mut Term<L>, bytes: &[u8]) -> Option<usize> {
+    let len = match bytes {
+        [0x1b, b'[', b'm', ..] => 3,
+        [0x1b, b'[', b'0', b'm', ..] => 4,
+        _ => return None,
+    };
+    sgr(term, &[0]);
+    Some(len)
+}
+
 /// What [`Csi::dispatch`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Dispatched {

@@ -264,6 +264,9 @@ impl Lane {
         term: &mut Term<L>,
         bytes: &[u8],
     ) -> (usize, bool) {
+        if let Some(len) = csi::sgr_reset(term, bytes) {
+            return (len, true);
+        }
         if self.csi.parse(bytes).is_some() {
             let len = self.csi.len;
             match self.csi.dispatch(term) {

@@ -6,6 +6,7 @@
 /// first), if it is valid UTF-8 and whole (the ranges of the Unicode
 /// standard's table 3-7, as `str::from_utf8` checks them), and whether it
 /// is a C1 control (U+0080 to U+009F, which `vte` does not print).
+#[inline]
 pub(super) fn char_len_at(bytes: &[u8]) -> Option<(usize, bool)> {
     let b0 = *bytes.first()?;
     let (len, second) = match b0 {
