@@ -11,7 +11,7 @@ use alacritty_terminal::term::{Term, TermMode};
 use alacritty_terminal::vte::ansi::{CharsetIndex, Color, Handler, StandardCharset};
 use unicode_width::UnicodeWidthChar;
 
-use super::utf8::{char_len_at, decode, repeats};
+use super::utf8::{char_len_at, decode, Repeated};
 
 /// What [`write_text`] did with a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,7 +239,7 @@ impl Pen {
             let c = decode(&run[at..at + len]);
             // Box drawing repeats a character: its width is looked up once.
             if c != looked_up.0 {
-                looked_up = (c, c.width());
+                looked_up = (c, width(c));
             }
             match looked_up.1 {
                 Some(1) if unpair(cells, col, start) => {
@@ -247,7 +247,8 @@ impl Pen {
                     col += 1;
                     // The same character again (a rule, a box's edge):
                     // neither checked, decoded nor looked up again.
-                    while col < want && repeats(run, at + len, len) {
+                    let again = Repeated::new(&run[at..at + len]);
+                    while col < want && again.at(run, at + len) {
                         if !unpair(cells, col, start) {
                             break;
                         }
@@ -278,4 +279,27 @@ impl Pen {
 #[inline(always)]
 fn printable(b: u8) -> bool {
     b.wrapping_sub(0x20) < 0x5f
+}
+
+/// The cells `c` takes as `Term::input` counts them (`unicode-width`):
+/// box drawing, which a TUI's frames are full of, known without the
+/// tables.
+#[inline(always)]
+fn width(c: char) -> Option<usize> {
+    if ('\u{2500}'..='\u{257f}').contains(&c) {
+        return Some(1);
+    }
+    c.width()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn box_drawing_is_one_cell_as_the_tables_say() {
+        for c in '\u{2500}'..='\u{257f}' {
+            assert_eq!(width(c), c.width(), "{c}");
+        }
+    }
 }

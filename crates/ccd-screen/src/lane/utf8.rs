@@ -67,18 +67,41 @@ pub(super) fn decode(seq: &[u8]) -> char {
     char::from_u32(v).unwrap_or(char::REPLACEMENT_CHARACTER)
 }
 
-/// Whether the `len` bytes at `at` in `bytes` (2 to 4: a character's) are
-/// the `len` bytes before them again: a character repeated (a rule, a
-/// box's edge). Compared byte by byte, not through `memcmp`: a call per
-/// repeat cost more than the compare.
-#[inline(always)]
-pub(super) fn repeats(bytes: &[u8], at: usize, len: usize) -> bool {
-    match (
-        at.checked_sub(len).map(|from| &bytes[from..at]),
-        bytes.get(at..at + len),
-    ) {
-        (Some(before), Some(next)) => before.iter().zip(next).all(|(a, b)| a == b),
-        _ => false,
+/// A character of two to four bytes, to find it again (a rule, a box's
+/// edge repeat one): its bytes held in a word, compared a word at a time,
+/// not through `memcmp` (a call per repeat cost more than the compare).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Repeated {
+    /// The character's bytes, the first lowest.
+    word: u32,
+    /// The bits of `word` they take.
+    mask: u32,
+    len: usize,
+}
+
+impl Repeated {
+    /// The character `seq` (2 to 4 bytes).
+    #[inline(always)]
+    pub(super) fn new(seq: &[u8]) -> Self {
+        let len = seq.len().clamp(1, 4);
+        Self {
+            word: seq.iter().rev().fold(0, |w, &b| (w << 8) | u32::from(b)),
+            mask: u32::MAX >> (8 * (4 - len)),
+            len,
+        }
+    }
+
+    /// Whether the character is at `at` in `bytes` (whole).
+    #[inline(always)]
+    pub(super) fn at(&self, bytes: &[u8], at: usize) -> bool {
+        match bytes.get(at..at + 4) {
+            Some(&[a, b, c, d]) => (u32::from_le_bytes([a, b, c, d]) ^ self.word) & self.mask == 0,
+            _ => bytes.get(at..at + self.len).is_some_and(|next| {
+                next.iter()
+                    .zip(self.word.to_le_bytes())
+                    .all(|(&a, b)| a == b)
+            }),
+        }
     }
 }
 
@@ -123,14 +146,22 @@ mod tests {
     }
 
     #[test]
-    fn repeats_compares_the_character_before() {
+    fn a_repeated_character_is_found_again_whole() {
         let rule = "──│".as_bytes();
-        assert!(repeats(rule, 3, 3));
-        assert!(!repeats(rule, 6, 3), "another character");
-        assert!(!repeats(rule, 7, 3), "cut by the end");
-        assert!(!repeats(rule, 2, 3), "nothing before");
-        assert!(repeats("éé".as_bytes(), 2, 2));
-        assert!(!repeats("éè".as_bytes(), 2, 2));
+        let line = Repeated::new(&rule[..3]);
+        assert!(line.at(rule, 3), "with a word to read");
+        assert!(!line.at(rule, 6), "another character");
+        assert!(!line.at(rule, 7), "cut by the end");
+        assert!(line.at(&rule[..6], 3), "at the end");
+        assert!(!line.at(&rule[..5], 3), "cut");
+        let e = Repeated::new("é".as_bytes());
+        assert!(e.at("éé".as_bytes(), 2));
+        assert!(e.at("ééxy".as_bytes(), 2), "bytes after it ignored");
+        assert!(!e.at("éè".as_bytes(), 2));
+        assert!(!e.at("éèxy".as_bytes(), 2));
+        let rocket = Repeated::new("🚀".as_bytes());
+        assert!(rocket.at("🚀🚀".as_bytes(), 4));
+        assert!(!rocket.at("🚀🙂".as_bytes(), 4));
     }
 
     /// Validation without decoding against `str::from_utf8` and the C1
