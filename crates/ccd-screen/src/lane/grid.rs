@@ -11,7 +11,7 @@ use alacritty_terminal::term::{Term, TermMode};
 use alacritty_terminal::vte::ansi::{CharsetIndex, Color, Handler, StandardCharset};
 use unicode_width::UnicodeWidthChar;
 
-use super::utf8::{char_len_at, decode, Repeated};
+use super::utf8::{char_len_at, decode, printed_at, Repeated};
 
 /// What [`write_text`] did with a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,10 +233,9 @@ impl Pen {
             }
             // Checked here, where it is decoded: invalid UTF-8 and C1
             // controls are the caller's.
-            let Some((len, false)) = char_len_at(&run[at..]) else {
+            let Some((len, c)) = printed_at(&run[at..]) else {
                 break;
             };
-            let c = decode(&run[at..at + len]);
             // Box drawing repeats a character: its width is looked up once.
             if c != looked_up.0 {
                 looked_up = (c, width(c));

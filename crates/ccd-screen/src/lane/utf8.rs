@@ -26,6 +26,26 @@ pub(super) fn char_len_at(bytes: &[u8]) -> Option<(usize, bool)> {
     Some((len, b0 == 0xc2 && seq[1] <= 0x9f))
 }
 
+/// The character at the start of `bytes` (a byte 0x80 or above first) and
+/// its length, if it is valid UTF-8, whole, and printed (not a C1
+/// control). Three-byte characters of the common leads (box drawing, CJK)
+/// are checked and decoded together; the rest by [`char_len_at`] and
+/// [`decode`].
+#[inline(always)]
+pub(super) fn printed_at(bytes: &[u8]) -> Option<(usize, char)> {
+    if let [b0 @ (0xe1..=0xec | 0xee..=0xef), b1, b2, ..] = *bytes {
+        if b1 & 0xc0 != 0x80 || b2 & 0xc0 != 0x80 {
+            return None;
+        }
+        let v = (u32::from(b0 & 0x0f) << 12) | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f);
+        return char::from_u32(v).map(|c| (3, c));
+    }
+    match char_len_at(bytes)? {
+        (len, false) => Some((len, decode(&bytes[..len]))),
+        (_, true) => None,
+    }
+}
+
 /// How many bytes at the start of `bytes` come before the first C0
 /// control (a byte below 0x20), eight at a time: in each 64-bit word, a
 /// byte below 0x20 borrows when 0x20 is taken from it (and had its top bit
@@ -162,6 +182,32 @@ mod tests {
         let rocket = Repeated::new("🚀".as_bytes());
         assert!(rocket.at("🚀🚀".as_bytes(), 4));
         assert!(!rocket.at("🚀🙂".as_bytes(), 4));
+    }
+
+    /// The printed character against `str::from_utf8` and the C1 range,
+    /// for every lead byte and a spread of continuations.
+    #[test]
+    fn printed_at_agrees_with_std() {
+        let tails = [0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xff];
+        for lead in 0x80..=0xffu8 {
+            for &b1 in &tails {
+                for &b2 in &tails {
+                    for &b3 in &tails {
+                        let seq = [lead, b1, b2, b3];
+                        let want = (1..=4).find_map(|n| {
+                            let c = std::str::from_utf8(&seq[..n]).ok()?.chars().next()?;
+                            Some((n, c))
+                        });
+                        let want = want.filter(|&(_, c)| !('\u{80}'..='\u{9f}').contains(&c));
+                        assert_eq!(printed_at(&seq), want, "{seq:x?}");
+                        for cut in 0..4 {
+                            let whole = want.filter(|&(n, _)| n <= cut);
+                            assert_eq!(printed_at(&seq[..cut]), whole, "{seq:x?} cut at {cut}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Validation without decoding against `str::from_utf8` and the C1
