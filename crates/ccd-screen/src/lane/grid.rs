@@ -1,5 +1,6 @@
 //! Text written into the terminal's grid a row segment at a time, exactly
-//! as `Term::input` would write it character by character.
+//! as `vte` and `Term::input` would take it character by character, its
+//! UTF-8 checked where it is decoded.
 
 use std::sync::Arc;
 
