@@ -184,50 +184,52 @@ mod tests {
         assert!(!rocket.at("🚀🙂".as_bytes(), 4));
     }
 
-    /// The printed character against `str::from_utf8` and the C1 range,
-    /// for every lead byte and a spread of continuations.
-    #[test]
-    fn printed_at_agrees_with_std() {
+    /// Every lead byte from 0x80 with a spread of continuations, and the
+    /// character `str::from_utf8` reads at their start (if any), with its
+    /// length.
+    fn every_sequence(mut check: impl FnMut([u8; 4], Option<(usize, char)>)) {
         let tails = [0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xff];
         for lead in 0x80..=0xffu8 {
             for &b1 in &tails {
                 for &b2 in &tails {
                     for &b3 in &tails {
                         let seq = [lead, b1, b2, b3];
-                        let want = (1..=4).find_map(|n| {
+                        let read = (1..=4).find_map(|n| {
                             let c = std::str::from_utf8(&seq[..n]).ok()?.chars().next()?;
                             Some((n, c))
                         });
-                        let want = want.filter(|&(_, c)| !('\u{80}'..='\u{9f}').contains(&c));
-                        assert_eq!(printed_at(&seq), want, "{seq:x?}");
-                        for cut in 0..4 {
-                            let whole = want.filter(|&(n, _)| n <= cut);
-                            assert_eq!(printed_at(&seq[..cut]), whole, "{seq:x?} cut at {cut}");
-                        }
+                        check(seq, read);
                     }
                 }
             }
         }
     }
 
+    fn c1(c: char) -> bool {
+        ('\u{80}'..='\u{9f}').contains(&c)
+    }
+
+    /// The printed character against `str::from_utf8` and the C1 range,
+    /// whole and cut.
+    #[test]
+    fn printed_at_agrees_with_std() {
+        every_sequence(|seq, read| {
+            let want = read.filter(|&(_, c)| !c1(c));
+            assert_eq!(printed_at(&seq), want, "{seq:x?}");
+            for cut in 0..4 {
+                let whole = want.filter(|&(n, _)| n <= cut);
+                assert_eq!(printed_at(&seq[..cut]), whole, "{seq:x?} cut at {cut}");
+            }
+        });
+    }
+
     /// Validation without decoding against `str::from_utf8` and the C1
-    /// range, for every lead byte and a spread of continuations.
+    /// range.
     #[test]
     fn char_len_at_agrees_with_std() {
-        let tails = [0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xff];
-        for lead in 0x80..=0xffu8 {
-            for &b1 in &tails {
-                for &b2 in &tails {
-                    for &b3 in &tails {
-                        let seq = [lead, b1, b2, b3];
-                        let want = (1..=4).find_map(|n| {
-                            let c = std::str::from_utf8(&seq[..n]).ok()?.chars().next()?;
-                            Some((n, ('\u{80}'..='\u{9f}').contains(&c)))
-                        });
-                        assert_eq!(char_len_at(&seq), want, "{seq:x?}");
-                    }
-                }
-            }
-        }
+        every_sequence(|seq, read| {
+            let want = read.map(|(n, c)| (n, c1(c)));
+            assert_eq!(char_len_at(&seq), want, "{seq:x?}");
+        });
     }
 }
