@@ -3,7 +3,7 @@
 
 use alacritty_terminal::event::EventListener;
 use alacritty_terminal::grid::Dimensions;
-use alacritty_terminal::term::cell::Flags;
+use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::Term;
 use alacritty_terminal::vte::ansi::{ClearMode, Color, Handler, LineClearMode, NamedColor, Rgb};
 
@@ -229,7 +229,7 @@ fn sgr<L: EventListener>(term: &mut Term<L>, params: &[u16]) {
                 pen.fg = Color::Named(NamedColor::Foreground);
                 pen.bg = Color::Named(NamedColor::Background);
                 pen.flags = Flags::empty();
-                pen.set_underline_color(None);
+                clear_underline_color(pen);
             }
             1 => pen.flags.insert(Flags::BOLD),
             2 => pen.flags.insert(Flags::DIM),
@@ -267,12 +267,20 @@ fn sgr<L: EventListener>(term: &mut Term<L>, params: &[u16]) {
                     pen.set_underline_color(Some(c));
                 }
             }
-            59 => pen.set_underline_color(None),
+            59 => clear_underline_color(pen),
             90..=97 => pen.fg = Color::Named(BRIGHT[usize::from(p - 90)]),
             100..=107 => pen.bg = Color::Named(BRIGHT[usize::from(p - 100)]),
             // 5, 6 and 25 (blinking), and what `vte` does not map.
             _ => {}
         }
+    }
+}
+
+/// `Cell::set_underline_color(None)`, which does nothing to a pen without
+/// extra storage: not called then (SGR 0 is a third of a TUI's sequences).
+fn clear_underline_color(pen: &mut Cell) {
+    if pen.extra.is_some() {
+        pen.set_underline_color(None);
     }
 }
 
