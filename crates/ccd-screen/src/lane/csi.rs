@@ -319,6 +319,13 @@ mod tests {
         assert_eq!(&csi.params[..csi.n], &[u16::MAX][..]);
         csi.parse(b"\x1b[6553;6554;65535;655359m").expect("plain");
         assert_eq!(&csi.params[..csi.n], &[6553, 6554, u16::MAX, u16::MAX][..]);
+        // Nine digits and more, with leading zeros: the value, capped.
+        csi.parse(b"\x1b[000065534;0000000000001;00000000065536;4294967296;99999999999m")
+            .expect("plain");
+        assert_eq!(
+            &csi.params[..csi.n],
+            &[65534, 1, u16::MAX, u16::MAX, u16::MAX][..]
+        );
         assert!(csi.parse(b"\x1b[1;2").is_none(), "not whole");
         assert!(csi.parse(b"\x1b[1\n2H").is_none(), "a control inside");
         assert!(
