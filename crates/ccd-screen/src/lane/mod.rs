@@ -9,10 +9,10 @@
 //! (docs/architecture.md, "Where a holder's CPU goes in a flood"). The lane
 //! takes, while `vte` is in its ground state:
 //!
-//! - **text**: a run of characters up to the next control byte, decoded
-//!   once, as it is written (a character repeated, once for the whole
-//!   repeat); one- and two-cell characters are written into the grid a
-//!   row segment at a time ([`write_text`]), anything else through
+//! - **text**: a run of characters up to the next C0 control, checked
+//!   and decoded once, as it is written (a character repeated, once for
+//!   the whole repeat); one- and two-cell characters are written into the
+//!   grid a row segment at a time ([`write_text`]), anything else through
 //!   `Term::input`;
 //! - **C0 controls**, mapped as `vte` maps them;
 //! - **CSI sequences** in their plain form (`ESC [`, an optional private
