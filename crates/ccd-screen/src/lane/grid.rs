@@ -12,7 +12,7 @@ use alacritty_terminal::term::{Term, TermMode};
 use alacritty_terminal::vte::ansi::{CharsetIndex, Color, Handler, StandardCharset};
 use unicode_width::UnicodeWidthChar;
 
-use super::utf8::{char_len_at, decode, printed_at, Repeated};
+use super::utf8::{char_len_at, decode, printable, printed_at, Repeated};
 
 /// What [`write_text`] did with a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,12 +273,6 @@ impl Pen {
         };
         (col, at, last)
     }
-}
-
-/// Whether `b` is printable ASCII (0x20 to 0x7e).
-#[inline(always)]
-fn printable(b: u8) -> bool {
-    b.wrapping_sub(0x20) < 0x5f
 }
 
 /// The cells `c` takes as `Term::input` counts them (`unicode-width`):

@@ -20,13 +20,15 @@
 //! (`tests/lane.rs` checks it against `vte` alone on streams of plain lines
 //! under every mode and region its escapes set).
 
+use super::utf8::printable;
+
 /// Bytes looked at a time while scanning for the end of plain lines: the
 /// test of a block is branch-free, so the compiler makes it vector code.
 const BLOCK: usize = 32;
 
 /// Whether `b` belongs to plain lines: printable ASCII, CR or LF.
 fn is_plain(b: u8) -> bool {
-    matches!(b, 0x20..=0x7e | b'\r' | b'\n')
+    printable(b) | (b == b'\r') | (b == b'\n')
 }
 
 /// How many bytes at the start of `bytes` are plain lines.

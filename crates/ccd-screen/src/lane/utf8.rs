@@ -46,6 +46,12 @@ pub(super) fn printed_at(bytes: &[u8]) -> Option<(usize, char)> {
     }
 }
 
+/// Whether `b` is printable ASCII (0x20 to 0x7e).
+#[inline(always)]
+pub(super) fn printable(b: u8) -> bool {
+    b.wrapping_sub(0x20) < 0x5f
+}
+
 /// How many bytes at the start of `bytes` come before the first C0
 /// control (a byte below 0x20), eight at a time: in each 64-bit word, a
 /// byte below 0x20 borrows when 0x20 is taken from it (and had its top bit
