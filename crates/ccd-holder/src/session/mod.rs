@@ -116,9 +116,6 @@ const DEFER_QUIET: Duration = Duration::from_millis(4);
 /// holds and the parser idles (see [`Session::on_output`]).
 const INLINE_PARSE_MAX: usize = 1024;
 
-/// Smallest batch whose parse is timed for the speed estimate.
-const RATE_SAMPLE_MIN: usize = 16 << 10;
-
 /// The calling thread's CPU time so far.
 fn thread_cpu() -> Option<Duration> {
     use nix::time::{clock_gettime, ClockId};
@@ -128,9 +125,6 @@ fn thread_cpu() -> Option<Duration> {
         u32::try_from(ts.tv_nsec()).unwrap_or(0),
     ))
 }
-
-/// Bytes after which an old parse-speed sample weighs half.
-const RATE_HALF_LIFE: f64 = 8.0 * 1024.0 * 1024.0;
 
 /// Output not yet in the model, in stream order.
 #[derive(Debug, Clone)]
@@ -148,9 +142,8 @@ pub(crate) struct Model {
     pub parsed: u64,
     /// Backlog items applied (see the module docs).
     applied: u64,
-    /// Parse speed, weighted by bytes: bytes and seconds, decayed.
-    rate_bytes: f64,
-    rate_secs: f64,
+    /// The parse's speed, from timed batches.
+    rate: parse::ParseRate,
 }
 
 /// Holds every parse back while alive ([`Session::pause_parse`], tests).
@@ -374,8 +367,7 @@ impl Session {
                 screen,
                 parsed: 0,
                 applied: 0,
-                rate_bytes: 0.0,
-                rate_secs: 0.0,
+                rate: parse::ParseRate::default(),
             }),
             changed: Condvar::new(),
             room: Condvar::new(),

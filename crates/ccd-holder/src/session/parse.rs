@@ -16,6 +16,71 @@ fn process_run(screen: &mut Screen, run: &mut Vec<&[u8]>) {
     run.clear();
 }
 
+/// Smallest batch whose parse is timed for the speed estimate.
+const RATE_SAMPLE_MIN: usize = 16 << 10;
+
+/// One batch of at least [`RATE_SAMPLE_MIN`] in this many is timed: each
+/// timing is two reads of the thread's CPU clock, system calls (a flood's
+/// batches come every 0.1 ms; timed each, the clock took 3 % of the
+/// parser's CPU in `perf`). The first such batch is timed.
+const RATE_SAMPLE_EVERY: u32 = 8;
+
+/// Bytes after which an old parse-speed sample weighs half.
+const RATE_HALF_LIFE: f64 = 8.0 * 1024.0 * 1024.0;
+
+/// The parse's speed: bytes and CPU seconds of the timed batches, each
+/// sample's weight halved every [`RATE_HALF_LIFE`] bytes parsed after it
+/// (timed or not).
+#[derive(Debug, Clone)]
+pub(super) struct ParseRate {
+    bytes: f64,
+    secs: f64,
+    /// Batches big enough to time since the last one timed.
+    untimed_batches: u32,
+    /// Bytes parsed since the last batch timed.
+    untimed_bytes: usize,
+}
+
+impl Default for ParseRate {
+    fn default() -> Self {
+        Self {
+            bytes: 0.0,
+            secs: 0.0,
+            untimed_batches: RATE_SAMPLE_EVERY - 1,
+            untimed_bytes: 0,
+        }
+    }
+}
+
+impl ParseRate {
+    /// Whether to time the parse of a batch of `bytes` (then give its time
+    /// to [`ParseRate::parsed`]).
+    fn time(&mut self, bytes: usize) -> bool {
+        if bytes < RATE_SAMPLE_MIN {
+            return false;
+        }
+        self.untimed_batches += 1;
+        let time = self.untimed_batches >= RATE_SAMPLE_EVERY;
+        if time {
+            self.untimed_batches = 0;
+        }
+        time
+    }
+
+    /// `bytes` parsed, in `secs` of CPU if timed: the speed now, bytes per
+    /// second, once there is one.
+    fn parsed(&mut self, bytes: usize, secs: Option<f64>) -> Option<f64> {
+        self.untimed_bytes = self.untimed_bytes.saturating_add(bytes);
+        if let Some(secs) = secs.filter(|_| bytes > 0) {
+            let keep = (-(self.untimed_bytes as f64) / RATE_HALF_LIFE).exp2();
+            self.bytes = self.bytes * keep + bytes as f64;
+            self.secs = self.secs * keep + secs;
+            self.untimed_bytes = 0;
+        }
+        (self.secs > 0.0).then(|| self.bytes / self.secs)
+    }
+}
+
 impl Session {
     /// Wake the parser (the output ended).
     pub(crate) fn wake_parser(&self) {
@@ -61,8 +126,8 @@ impl Session {
         let applied = {
             // The parse's speed is its CPU time (the thread's, not the wall
             // clock's: a busy machine delays the parser, not a parse on
-            // demand in a reader's thread), sampled on batches big enough
-            // to time.
+            // demand in a reader's thread), sampled on some of the batches
+            // big enough to time (`ParseRate`).
             let total: usize = items
                 .iter()
                 .map(|p| match p {
@@ -70,7 +135,7 @@ impl Session {
                     Pending::Resize(_) => 0,
                 })
                 .sum();
-            let t0 = (total >= RATE_SAMPLE_MIN).then(thread_cpu).flatten();
+            let t0 = m.rate.time(total).then(thread_cpu).flatten();
             let mut bytes = 0usize;
             // Consecutive chunks are parsed as one (at most a batch and a
             // read): the model steps over the lines of a flood that scroll
@@ -95,17 +160,16 @@ impl Session {
                 m.applied = n + 1;
             }
             process_run(&mut m.screen, &mut run);
-            if let (true, Some(t0), Some(t1)) = (bytes > 0, t0, t0.and_then(|_| thread_cpu())) {
-                let secs = t1.saturating_sub(t0).as_secs_f64();
-                let keep = (-(bytes as f64) / RATE_HALF_LIFE).exp2();
-                m.rate_bytes = m.rate_bytes * keep + bytes as f64;
-                m.rate_secs = m.rate_secs * keep + secs;
-                if m.rate_secs > 0.0 {
-                    let per_goal = m.rate_bytes / m.rate_secs * CATCH_UP_GOAL.as_secs_f64();
-                    let limit = (per_goal as usize).clamp(BACKLOG_MIN, BACKLOG_CAP);
-                    self.backlog_limit
-                        .store(limit.min(self.backlog_max), Ordering::Relaxed);
-                }
+            let secs = t0
+                .zip(t0.and_then(|_| thread_cpu()))
+                .map(|(t0, t1)| t1.saturating_sub(t0).as_secs_f64());
+            let speed = m.rate.parsed(bytes, secs);
+            // The cap moves with each new sample.
+            if let Some(speed) = speed.filter(|_| secs.is_some()) {
+                let per_goal = speed * CATCH_UP_GOAL.as_secs_f64();
+                let limit = (per_goal as usize).clamp(BACKLOG_MIN, BACKLOG_CAP);
+                self.backlog_limit
+                    .store(limit.min(self.backlog_max), Ordering::Relaxed);
             }
             self.parsed.store(m.parsed, Ordering::Release);
             self.applied.store(m.applied, Ordering::Release);
@@ -281,5 +345,50 @@ impl Session {
                 .unwrap_or_else(|p| p.into_inner());
             g = ng;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_big_batch_in_eight_is_timed_the_first_included() {
+        let mut rate = ParseRate::default();
+        let timed: Vec<bool> = (0..17).map(|_| rate.time(32 << 10)).collect();
+        assert_eq!(timed.iter().filter(|&&t| t).count(), 3);
+        let mut rate = ParseRate::default();
+        assert!(!rate.time(RATE_SAMPLE_MIN - 1), "too small to time");
+        assert!(rate.time(RATE_SAMPLE_MIN));
+        assert_eq!(
+            rate.parsed(RATE_SAMPLE_MIN, Some(0.001)),
+            Some(RATE_SAMPLE_MIN as f64 / 0.001)
+        );
+        let untimed = (0..RATE_SAMPLE_EVERY - 1).filter(|_| {
+            let t = rate.time(32 << 10);
+            rate.parsed(32 << 10, None);
+            t
+        });
+        assert_eq!(untimed.count(), 0);
+        assert!(rate.time(32 << 10), "the eighth after a sample");
+    }
+
+    #[test]
+    fn the_speed_follows_a_change_within_its_half_life() {
+        let mut rate = ParseRate::default();
+        let batch = 32usize << 10;
+        let mut speed = None;
+        // 100 MB/s for 64 MiB, then 10 MB/s.
+        for (mb_per_s, mib) in [(100.0, 64), (10.0, 0), (10.0, 24)] {
+            for _ in 0..(mib << 20) / batch {
+                let secs = rate.time(batch).then_some(batch as f64 / (mb_per_s * 1e6));
+                speed = rate.parsed(batch, secs);
+            }
+        }
+        let speed = speed.expect("timed") / 1e6;
+        // Three half-lives of the new speed: within 1/8 of it, in weight.
+        assert!((10.0..16.0).contains(&speed), "{speed} MB/s");
+        // Untimed batches alone give no speed.
+        assert_eq!(ParseRate::default().parsed(batch, None), None);
     }
 }
