@@ -40,33 +40,33 @@ impl Csi {
         csi.private = None;
         csi.intermediates = 0;
         csi.colon = false;
-        csi.n = 0;
         let mut i = 2;
         if let Some(&p @ 0x3c..=0x3f) = bytes.get(i) {
             csi.private = Some(p);
             i += 1;
         }
-        // `vte` saturates each step at `u16::MAX`; so does `min` here.
+        // `vte` saturates each step at `u16::MAX`; so does `min` here. The
+        // count is kept in a local: the parameters' stores could otherwise
+        // be its own, to the compiler, and it was read back after each.
         let mut param: u32 = 0;
+        let mut n = 0;
         loop {
             match *bytes.get(i)? {
                 d @ b'0'..=b'9' => {
                     param = (param * 10 + u32::from(d - b'0')).min(u32::from(u16::MAX));
                 }
-                b';' | b':' => {
-                    if bytes[i] == b':' {
-                        csi.colon = true;
-                    }
-                    *csi.params.get_mut(csi.n)? = u16::try_from(param).unwrap_or(u16::MAX);
-                    csi.n += 1;
+                b @ (b';' | b':') => {
+                    csi.colon |= b == b':';
+                    *csi.params.get_mut(n)? = u16::try_from(param).unwrap_or(u16::MAX);
+                    n += 1;
                     param = 0;
                 }
                 _ => break,
             }
             i += 1;
         }
-        *csi.params.get_mut(csi.n)? = u16::try_from(param).unwrap_or(u16::MAX);
-        csi.n += 1;
+        *csi.params.get_mut(n)? = u16::try_from(param).unwrap_or(u16::MAX);
+        csi.n = n + 1;
         while let 0x20..=0x2f = *bytes.get(i)? {
             csi.intermediates += 1;
             i += 1;
