@@ -66,9 +66,14 @@ pub struct Paired {
     pub rounds: usize,
     /// MB/s ÷ dtach's MB/s.
     pub mb_per_s: f64,
+    /// The lowest and highest of those ratios (how far one round may be
+    /// from the median on this machine).
+    pub mb_per_s_range: (f64, f64),
     /// CPU ms per MB, server + client, ÷ dtach's server + client (when
     /// both were measured).
     pub cpu: Option<f64>,
+    /// The lowest and highest of those ratios.
+    pub cpu_range: Option<(f64, f64)>,
 }
 
 impl Flood {
@@ -334,11 +339,32 @@ impl Report {
             );
             row(
                 &mut o,
+                "    lowest–highest round",
+                cell(&|f| {
+                    f.paired_to_dtach.map_or("-".into(), |p| {
+                        let (lo, hi) = p.mb_per_s_range;
+                        format!("{lo:.2}–{hi:.2}")
+                    })
+                }),
+                "",
+            );
+            row(
+                &mut o,
                 "  ÷ dtach, round by round: CPU",
                 cell(&|f| {
                     f.paired_to_dtach
                         .and_then(|p| p.cpu)
                         .map_or("-".into(), |c| format!("{c:.2}"))
+                }),
+                "",
+            );
+            row(
+                &mut o,
+                "    lowest–highest round",
+                cell(&|f| {
+                    f.paired_to_dtach
+                        .and_then(|p| p.cpu_range)
+                        .map_or("-".into(), |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
                 }),
                 "",
             );

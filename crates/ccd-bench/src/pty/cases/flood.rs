@@ -87,17 +87,21 @@ pub(super) fn paired(rounds: &[Flood], dtach: &[Flood]) -> Option<Paired> {
             n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
         }
     };
-    let speed = median(pairs.iter().map(|(a, d)| a.mb_per_s / d.mb_per_s).collect())?;
-    let cpu = median(
-        pairs
-            .iter()
-            .filter_map(|(a, d)| Some(total(a)? / total(d).filter(|t| *t > 0.0)?))
-            .collect(),
-    );
+    let range = |v: &[f64]| {
+        let min = v.iter().copied().reduce(f64::min)?;
+        Some((min, v.iter().copied().reduce(f64::max)?))
+    };
+    let speeds: Vec<f64> = pairs.iter().map(|(a, d)| a.mb_per_s / d.mb_per_s).collect();
+    let cpus: Vec<f64> = pairs
+        .iter()
+        .filter_map(|(a, d)| Some(total(a)? / total(d).filter(|t| *t > 0.0)?))
+        .collect();
     Some(Paired {
         rounds: pairs.len(),
-        mb_per_s: speed,
-        cpu,
+        mb_per_s: median(speeds.clone())?,
+        mb_per_s_range: range(&speeds)?,
+        cpu: median(cpus.clone()),
+        cpu_range: range(&cpus),
     })
 }
 
@@ -349,15 +353,17 @@ mod tests {
         let mut ccd = vec![
             round(110.0, (9.0, 0.0)),
             round(55.0, (18.0, 0.0)),
-            round(60.0, (12.0, 0.0)),
+            round(60.0, (16.0, 0.0)),
         ];
         let p = paired(&ccd, &dtach).expect("pairs");
         assert_eq!(p.rounds, 3);
         // Ratios 1.1, 1.1, 0.75: the median is 1.1 (the medians of the
         // rounds, 60 over 80, would say 0.75).
         assert!((p.mb_per_s - 1.1).abs() < 1e-9, "{p:?}");
-        // CPU 1.5, 1.5, 2.0.
+        assert_eq!(p.mb_per_s_range, (0.75, 1.1));
+        // CPU 9/6, 18/12, 16/8.
         assert!((p.cpu.expect("cpu") - 1.5).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.cpu_range, Some((1.5, 2.0)));
         // A round with an error pairs with nothing; an even count averages
         // the middle two.
         ccd[2].error = Some("failed".into());
