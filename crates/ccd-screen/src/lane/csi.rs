@@ -132,7 +132,7 @@ impl Csi {
             b'S' => term.scroll_up(usize::from(p.or(1))),
             b'T' => term.scroll_down(usize::from(p.or(1))),
             b'X' => term.erase_chars(usize::from(p.or(1))),
-            b'm' => sgr(term, params),
+            b'm' => sgr(&mut term.grid_mut().cursor.template, params),
             b'r' => {
                 let top = usize::from(p.or(1));
                 let bottom = p.0.next().map(|&b| usize::from(b)).filter(|&b| b != 0);
@@ -158,13 +158,48 @@ impl Csi {
 /// TUI's output: a third of them) at the start of `bytes`, dispatched as
 /// [`Csi::dispatch`] would, without the parse: how many bytes.
 pub(super) fn sgr_reset<L: EventListener>(term: &mut Term<L>, bytes: &[u8]) -> Option<usize> {
+    sgr_reset_pen(&mut term.grid_mut().cursor.template, bytes)
+}
+
+/// [`sgr_reset`] applied to `pen`.
+#[inline(always)]
+fn sgr_reset_pen(pen: &mut Cell, bytes: &[u8]) -> Option<usize> {
     let len = match bytes {
         [0x1b, b'[', b'm', ..] => 3,
         [0x1b, b'[', b'0', b'm', ..] => 4,
         _ => return None,
     };
-    sgr(term, &[0]);
+    sgr(pen, &[0]);
     Some(len)
+}
+
+/// What [`sgr_at`] found at an ESC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AtEscape {
+    /// A plain SGR, applied: its length.
+    Sgr(usize),
+    /// Anything else, nothing done: whether it is a plain CSI, which the
+    /// `Csi` given now holds (parsed, not dispatched).
+    Other { parsed: bool },
+}
+
+/// The sequence at the start of `bytes` (an ESC first): a plain SGR (see
+/// [`Csi::parse`]) is applied to `pen` (the cursor's template, or a
+/// segment's copy of it) as [`Csi::dispatch`] applies it; anything else is
+/// left, parsed into `csi` if it is a plain CSI, for the caller to
+/// dispatch without a second parse.
+pub(super) fn sgr_at(pen: &mut Cell, bytes: &[u8], csi: &mut Csi) -> AtEscape {
+    if let Some(len) = sgr_reset_pen(pen, bytes) {
+        return AtEscape::Sgr(len);
+    }
+    if csi.parse(bytes).is_none() {
+        return AtEscape::Other { parsed: false };
+    }
+    if csi.action != b'm' || csi.private.is_some() || csi.intermediates > 0 || csi.colon {
+        return AtEscape::Other { parsed: true };
+    }
+    sgr(pen, &csi.params[..csi.n]);
+    AtEscape::Sgr(csi.len)
 }
 
 /// What [`Csi::dispatch`] did.
@@ -220,8 +255,7 @@ const BRIGHT: [NamedColor; 8] = [
 /// template as `Term::terminal_attribute` applies it (blinking, which it
 /// does not handle, changes nothing), without building the `Attr` it
 /// would match on again.
-fn sgr<L: EventListener>(term: &mut Term<L>, params: &[u16]) {
-    let pen = &mut term.grid_mut().cursor.template;
+fn sgr(pen: &mut Cell, params: &[u16]) {
     let mut it = params.iter().copied();
     while let Some(p) = it.next() {
         match p {

@@ -2,43 +2,75 @@
 //! as `vte` and `Term::input` would take it character by character, its
 //! UTF-8 checked where it is decoded.
 
-use std::sync::Arc;
-
 use alacritty_terminal::event::EventListener;
 use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::Column;
-use alacritty_terminal::term::cell::{Cell, CellExtra, Flags};
+use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::{Term, TermMode};
-use alacritty_terminal::vte::ansi::{CharsetIndex, Color, Handler, StandardCharset};
+use alacritty_terminal::vte::ansi::{CharsetIndex, Handler, StandardCharset};
 use unicode_width::UnicodeWidthChar;
 
+use super::csi;
 use super::utf8::{char_len_at, decode, printable, printed_at, Repeated};
 
-/// What [`write_text`] did with a text.
+/// What [`write_text`] did with the text at the start of its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Written {
-    /// Bytes taken: all of the text, or those before invalid UTF-8.
+    /// Bytes taken: up to the first C0 control that is not the ESC of a
+    /// plain SGR, or to invalid UTF-8.
     pub(super) len: usize,
     /// The last character `vte` would have printed (DEL included, C1
     /// controls not), if any.
     pub(super) last: Option<char>,
     /// Whether it stopped at invalid UTF-8 (or a character the text cuts).
     pub(super) invalid: bool,
+    /// Whether it stopped at an ESC it looked at ([`csi::sgr_at`]), and
+    /// then whether that is a plain CSI, parsed into the `Csi` given.
+    pub(super) escape: Option<bool>,
 }
 
-/// Write `text` (no C0 control) as `vte` and `Term::input` would,
-/// character by character: C1 controls do nothing, DEL prints nothing but
-/// is remembered, the rest is written a row segment at a time where that
-/// is the same ([`write_segment`]), else through `Term::input`. Checked as
-/// it is written: it stops at invalid UTF-8.
-pub(super) fn write_text<L: EventListener>(term: &mut Term<L>, text: &[u8]) -> Written {
+/// Write the text at the start of `bytes` as `vte` and `Term::input`
+/// would, character by character: C1 controls do nothing, DEL prints
+/// nothing but is remembered, the rest is written a row segment at a time
+/// where that is the same ([`write_segment`]), else through
+/// `Term::input`. A plain SGR between characters (a colour between
+/// words) is applied as the lane dispatches it ([`csi::sgr_at`]; within a
+/// segment to the segment's copy of the pen) and the text goes on. Checked
+/// as it is written: it stops at invalid UTF-8, and before any other C0
+/// control (an ESC of another sequence parsed into `csi` when it is a
+/// plain CSI, see [`Written::escape`]).
+pub(super) fn write_text<L: EventListener>(
+    term: &mut Term<L>,
+    bytes: &[u8],
+    csi: &mut csi::Csi,
+) -> Written {
     let mut at = 0;
     let mut last = None;
-    while let Some(&lead) = text.get(at) {
-        let (n, written) = write_segment(term, &text[at..]);
-        if n > 0 {
-            at += n;
-            last = Some(written);
+    let mut escape = None;
+    while let Some(&lead) = bytes.get(at) {
+        if lead < 0x20 {
+            if lead != 0x1b {
+                break;
+            }
+            match csi::sgr_at(&mut term.grid_mut().cursor.template, &bytes[at..], csi) {
+                csi::AtEscape::Sgr(n) => {
+                    at += n;
+                    continue;
+                }
+                csi::AtEscape::Other { parsed } => {
+                    escape = Some(parsed);
+                    break;
+                }
+            }
+        }
+        let segment = write_segment(term, &bytes[at..], csi);
+        at += segment.len;
+        last = segment.last.or(last);
+        if segment.escape.is_some() {
+            escape = segment.escape;
+            break;
+        }
+        if segment.len > 0 {
             continue;
         }
         if lead < 0x80 {
@@ -49,15 +81,16 @@ pub(super) fn write_text<L: EventListener>(term: &mut Term<L>, text: &[u8]) -> W
             at += 1;
             continue;
         }
-        let Some((len, c1)) = char_len_at(&text[at..]) else {
+        let Some((len, c1)) = char_len_at(&bytes[at..]) else {
             return Written {
                 len: at,
                 last,
                 invalid: true,
+                escape: None,
             };
         };
         if !c1 {
-            let c = decode(&text[at..at + len]);
+            let c = decode(&bytes[at..at + len]);
             Handler::input(term, c);
             last = Some(c);
         }
@@ -67,7 +100,19 @@ pub(super) fn write_text<L: EventListener>(term: &mut Term<L>, text: &[u8]) -> W
         len: at,
         last,
         invalid: false,
+        escape,
     }
+}
+
+/// What [`write_segment`] did.
+#[derive(Debug, Clone, Copy, Default)]
+struct Segment {
+    /// Bytes taken (0: the first character is not one a segment takes).
+    len: usize,
+    /// The last character written, if any.
+    last: Option<char>,
+    /// Stopped at an ESC that is not a plain SGR: as [`Written::escape`].
+    escape: Option<bool>,
 }
 
 /// Write as much of the start of `run` as forms a row segment that
@@ -76,12 +121,20 @@ pub(super) fn write_text<L: EventListener>(term: &mut Term<L>, text: &[u8]) -> W
 /// pending, one- and two-cell characters only, the segment ends before the
 /// last column, a cell holding part of a wide character is written over by
 /// a one-cell character only, and only where the other part can be undone
-/// inside the segment ([`unpair`]). How many bytes (0: the first character
-/// is not one of these), and the last character written.
-fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> (usize, char) {
-    const NONE: (usize, char) = (0, '\0');
+/// inside the segment ([`unpair`]); a plain SGR between characters is
+/// applied to the segment's copy of the pen, which becomes the cursor's
+/// template when the segment ends.
+///
+/// The cells are taken as far as the row's last column but one (or as
+/// many as there are bytes, if fewer), so the row is marked occupied that
+/// far, past the cells written: a row cleared on scroll or erase is reset
+/// as far as it is marked, and the cells past the mark already are as a
+/// reset leaves them, so the mark costs a reset of blank cells, never a
+/// cell left unreset. (Measuring the text first to mark it exactly cost
+/// more than the resets it saves: a scan per segment.)
+fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8], csi: &mut csi::Csi) -> Segment {
     if term.mode().contains(TermMode::INSERT) {
-        return NONE;
+        return Segment::default();
     }
     let columns = term.columns();
     let grid = term.grid_mut();
@@ -95,32 +148,28 @@ fn write_segment<L: EventListener>(term: &mut Term<L>, run: &[u8]) -> (usize, ch
     .into_iter()
     .all(|i| cursor.charsets[i] == StandardCharset::Ascii);
     if !all_ascii || cursor.input_needs_wrap {
-        return NONE;
+        return Segment::default();
     }
     let start = cursor.point.column.0;
     // Each character moves the cursor right but one that reaches the last
-    // column: the segment stops short of it. The row is marked occupied as
-    // far as the cells taken for writing reach (a row cleared on scroll is
-    // reset that far): as many as there are bytes, at most — exactly as far
-    // as `Term::input` marks it for ASCII. (A two-cell character takes at
-    // least 3 bytes; one that does not fit ends the segment early.)
+    // column: the segment stops short of it.
     let room = columns.saturating_sub(1).saturating_sub(start);
     let want = run.len().min(room);
     if want == 0 {
-        return NONE;
+        return Segment::default();
     }
     let line = cursor.point.line;
-    let template = &cursor.template;
-    let pen = Pen {
-        fg: template.fg,
-        bg: template.bg,
-        flags: template.flags,
-        extra: template.extra.clone(),
+    let mut pen = Pen {
+        template: cursor.template.clone(),
+        changed: false,
     };
     let cells = &mut grid[line][Column(start)..Column(start + want)];
-    let (col, at, last) = pen.write(cells, run, start);
+    let (col, segment) = pen.write(cells, run, start, csi);
     grid.cursor.point.column.0 = start + col;
-    (at, last)
+    if pen.changed {
+        grid.cursor.template = pen.template;
+    }
+    segment
 }
 
 /// Whether `cell` holds no part of a wide character (one that does needs
@@ -161,13 +210,15 @@ fn unpair(cells: &mut [Cell], col: usize, start: usize) -> bool {
     true
 }
 
-/// What the cursor's template gives each cell `Term::input` writes.
+/// What the cursor's template gives each cell `Term::input` writes: a
+/// copy of the template, for one segment.
 struct Pen {
-    fg: Color,
-    bg: Color,
-    flags: Flags,
-    /// Shared; cloned only where a cell has one or gets one.
-    extra: Option<Arc<CellExtra>>,
+    /// Its extra storage shared; cloned only where a cell has one or gets
+    /// one.
+    template: Cell,
+    /// Whether an SGR changed it (then it is the cursor's template after
+    /// the segment).
+    changed: bool,
 }
 
 impl Pen {
@@ -175,12 +226,13 @@ impl Pen {
     /// the wide flag or the spacer's).
     #[inline(always)]
     fn put(&self, cell: &mut Cell, c: char, wide: Flags) {
+        let pen = &self.template;
         cell.c = c;
-        cell.fg = self.fg;
-        cell.bg = self.bg;
-        cell.flags = self.flags | wide;
-        if cell.extra.is_some() || self.extra.is_some() {
-            cell.extra.clone_from(&self.extra);
+        cell.fg = pen.fg;
+        cell.bg = pen.bg;
+        cell.flags = pen.flags | wide;
+        if cell.extra.is_some() || pen.extra.is_some() {
+            cell.extra.clone_from(&pen.extra);
         }
     }
 
@@ -200,23 +252,46 @@ impl Pen {
     }
 
     /// The start of `run` into `cells` (a row segment from column `start`,
-    /// none of it the last column): how many cells and bytes, and the last
-    /// character written (meaningless if none).
-    fn write(&self, cells: &mut [Cell], run: &[u8], start: usize) -> (usize, usize, char) {
+    /// none of it the last column): how many cells, and what was done.
+    fn write(
+        &mut self,
+        cells: &mut [Cell],
+        run: &[u8],
+        start: usize,
+        csi: &mut csi::Csi,
+    ) -> (usize, Segment) {
         let want = cells.len();
         let (mut col, mut at) = (0, 0);
         // The last character of two bytes or more looked up, and its width.
         let mut looked_up = ('\0', None);
-        // The last such character written.
-        let mut wrote = '\0';
+        let mut wrote = None;
+        let mut escape = None;
         while col < want {
             let Some(&lead) = run.get(at) else {
                 break;
             };
+            if lead == 0x1b {
+                // A colour between words: the pen changes, the segment
+                // goes on over the text after it.
+                match csi::sgr_at(&mut self.template, &run[at..], csi) {
+                    csi::AtEscape::Sgr(n) => {
+                        self.changed = true;
+                        at += n;
+                        continue;
+                    }
+                    csi::AtEscape::Other { parsed } => {
+                        escape = Some(parsed);
+                        break;
+                    }
+                }
+            }
             if lead < 0x80 {
                 let n = self.put_ascii(&mut cells[col..], &run[at..]);
                 col += n;
                 at += n;
+                if n > 0 {
+                    wrote = Some(char::from(run[at - 1]));
+                }
                 match run.get(at) {
                     // Stopped at a cell holding part of a wide character.
                     Some(&b) if printable(b) && col < want => {
@@ -224,10 +299,11 @@ impl Pen {
                             break;
                         }
                         self.put(&mut cells[col], char::from(b), Flags::empty());
+                        wrote = Some(char::from(b));
                         col += 1;
                         at += 1;
                     }
-                    Some(&b) if b >= 0x80 => {}
+                    Some(&b) if b >= 0x80 || b == 0x1b => {}
                     _ => break,
                 }
                 continue;
@@ -264,14 +340,17 @@ impl Pen {
                 }
                 _ => break,
             }
-            wrote = c;
+            wrote = Some(c);
             at += len;
         }
-        let last = match at.checked_sub(1).map(|i| run[i]) {
-            Some(b) if b < 0x80 => char::from(b),
-            _ => wrote,
-        };
-        (col, at, last)
+        (
+            col,
+            Segment {
+                len: at,
+                last: wrote,
+                escape,
+            },
+        )
     }
 }
 

@@ -13,7 +13,10 @@
 //!   and decoded once, as it is written (a character repeated, once for
 //!   the whole repeat); one- and two-cell characters are written into the
 //!   grid a row segment at a time ([`write_text`]), anything else through
-//!   `Term::input`;
+//!   `Term::input`. A plain SGR between characters (a colour between
+//!   words) is applied where it is met and the text goes on, in the same
+//!   row segment; the ESC of any other sequence ends the text, its CSI
+//!   parsed once for the dispatch that follows;
 //! - **C0 controls**, mapped as `vte` maps them;
 //! - **CSI sequences** in their plain form (`ESC [`, an optional private
 //!   marker, digits and separators, intermediates, the final byte, nothing
@@ -68,7 +71,7 @@ mod utf8;
 use csi::{Csi, Dispatched};
 use grid::write_text;
 use mirror::Mirror;
-use utf8::{text_len, unfinished_end};
+use utf8::unfinished_end;
 
 /// The lane's state between chunks.
 #[derive(Debug)]
@@ -80,6 +83,10 @@ pub(crate) struct Lane {
     unsynced: Option<char>,
     /// The plain CSI being read ([`Csi::parse`] fills it in place).
     csi: Csi,
+    /// Text stopped at the ESC the next piece starts with, having looked
+    /// at it ([`write_text`]): whether `csi` holds it, parsed (then it is
+    /// dispatched without a second parse).
+    csi_parsed: Option<bool>,
     /// The start of a character `vte` keeps for its next call (in
     /// [`Mirror::Utf8`]; at most 3 bytes).
     partial: Vec<u8>,
@@ -107,6 +114,7 @@ impl Lane {
             vte: Mirror::Ground,
             unsynced: None,
             csi: Csi::default(),
+            csi_parsed: None,
             partial: Vec::new(),
             region_full: true,
             scrollback,
@@ -264,10 +272,16 @@ impl Lane {
         term: &mut Term<L>,
         bytes: &[u8],
     ) -> (usize, bool) {
-        if let Some(len) = csi::sgr_reset(term, bytes) {
-            return (len, true);
-        }
-        if self.csi.parse(bytes).is_some() {
+        let parsed = match self.csi_parsed.take() {
+            Some(parsed) => parsed,
+            None => {
+                if let Some(len) = csi::sgr_reset(term, bytes) {
+                    return (len, true);
+                }
+                self.csi.parse(bytes).is_some()
+            }
+        };
+        if parsed {
             let len = self.csi.len;
             match self.csi.dispatch(term) {
                 Dispatched::Done => return (len, true),
@@ -347,13 +361,14 @@ impl Lane {
         Mirror::Ground
     }
 
-    /// Print the text at the start of `bytes` up to the next C0 control as
-    /// `vte` would ([`write_text`]), straight from `bytes`. Where it
-    /// stopped, and whether at invalid UTF-8 (or the start of a character
-    /// the chunk cuts).
+    /// Print the text at the start of `bytes` up to the next C0 control
+    /// (past the plain SGRs between its characters) as `vte` would
+    /// ([`write_text`]), straight from `bytes`. Where it stopped, and
+    /// whether at invalid UTF-8 (or the start of a character the chunk
+    /// cuts).
     fn print<L: EventListener>(&mut self, term: &mut Term<L>, bytes: &[u8]) -> (usize, bool) {
-        let text = &bytes[..text_len(bytes)];
-        let written = write_text(term, text);
+        let written = write_text(term, bytes, &mut self.csi);
+        self.csi_parsed = written.escape;
         if let Some(c) = written.last {
             self.unsynced = Some(c);
         }

@@ -1,6 +1,6 @@
-//! UTF-8 as `vte` reads it in its ground state: where text ends, a whole
-//! character checked and decoded, a character repeated, the start of one
-//! kept for the next call.
+//! UTF-8 as `vte` reads it in its ground state: a whole character checked
+//! and decoded, a character repeated, the start of one kept for the next
+//! call.
 
 /// The length of the character that starts `bytes` (a byte 0x80 or above
 /// first), if it is valid UTF-8 and whole (the ranges of the Unicode
@@ -50,31 +50,6 @@ pub(super) fn printed_at(bytes: &[u8]) -> Option<(usize, char)> {
 #[inline(always)]
 pub(super) fn printable(b: u8) -> bool {
     b.wrapping_sub(0x20) < 0x5f
-}
-
-/// How many bytes at the start of `bytes` come before the first C0
-/// control (a byte below 0x20), eight at a time: in each 64-bit word, a
-/// byte below 0x20 borrows when 0x20 is taken from it (and had its top bit
-/// clear); a borrow reaches only the bytes above the one that caused it,
-/// so the lowest byte flagged is the first control.
-pub(super) fn text_len(bytes: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut at = 0;
-    for word in bytes.chunks_exact(8) {
-        let mut w = [0; 8];
-        w.copy_from_slice(word);
-        let x = u64::from_le_bytes(w);
-        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        if below != 0 {
-            return at + (below.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
-    }
-    at + bytes[at..]
-        .iter()
-        .position(|&b| b < 0x20)
-        .unwrap_or(bytes.len() - at)
 }
 
 /// The character `seq` encodes: one whole, valid UTF-8 sequence (checked by
@@ -148,28 +123,6 @@ pub(super) fn unfinished_end(mut text: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The word-at-a-time scan against a byte-at-a-time one: every byte
-    /// value at every place of a stretch of text, and after it every value
-    /// again (a borrow of the first must not hide it).
-    #[test]
-    fn text_len_is_the_first_control() {
-        let naive = |b: &[u8]| b.iter().take_while(|&&b| b >= 0x20).count();
-        for len in 0..20 {
-            for at in 0..len {
-                for first in 0..=255u8 {
-                    for after in [0x00, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0x9f, 0xff] {
-                        let mut bytes = vec![b'a'; len];
-                        bytes[at] = first;
-                        if at + 1 < len {
-                            bytes[at + 1] = after;
-                        }
-                        assert_eq!(text_len(&bytes), naive(&bytes), "{bytes:?}");
-                    }
-                }
-            }
-        }
-    }
 
     #[test]
     fn a_repeated_character_is_found_again_whole() {
