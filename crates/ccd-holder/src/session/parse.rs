@@ -160,9 +160,7 @@ impl Session {
                 m.applied = n + 1;
             }
             process_run(&mut m.screen, &mut run);
-            let secs = t0
-                .zip(t0.and_then(|_| thread_cpu()))
-                .map(|(t0, t1)| t1.saturating_sub(t0).as_secs_f64());
+            let secs = t0.and_then(|t0| Some(thread_cpu()?.saturating_sub(t0).as_secs_f64()));
             let speed = m.rate.parsed(bytes, secs);
             // The cap moves with each new sample.
             if let Some(speed) = speed.filter(|_| secs.is_some()) {

@@ -84,10 +84,16 @@ impl Csi {
         self.action
     }
 
+    /// No private marker, no intermediates, no sub-parameters: a form the
+    /// lane may dispatch (by its final byte).
+    fn dispatchable(&self) -> bool {
+        self.private.is_none() && self.intermediates == 0 && !self.colon
+    }
+
     /// Dispatch to the terminal as `vte` does, for the sequences the lane
     /// knows; [`Dispatched::NotKnown`] (nothing done) for the others.
     pub(super) fn dispatch<L: EventListener>(&self, term: &mut Term<L>) -> Dispatched {
-        if self.private.is_some() || self.intermediates > 0 || self.colon {
+        if !self.dispatchable() {
             return Dispatched::NotKnown;
         }
         let params = &self.params[..self.n];
@@ -155,15 +161,10 @@ impl Csi {
 }
 
 /// `ESC [ 0 m` or `ESC [ m` (SGR 0, the most frequent sequence in a
-/// TUI's output: a third of them) at the start of `bytes`, dispatched as
-/// [`Csi::dispatch`] would, without the parse: how many bytes.
-pub(super) fn sgr_reset<L: EventListener>(term: &mut Term<L>, bytes: &[u8]) -> Option<usize> {
-    sgr_reset_pen(&mut term.grid_mut().cursor.template, bytes)
-}
-
-/// [`sgr_reset`] applied to `pen`.
+/// TUI's output: a third of them) at the start of `bytes`, applied to
+/// `pen` as [`Csi::dispatch`] would, without the parse: how many bytes.
 #[inline(always)]
-fn sgr_reset_pen(pen: &mut Cell, bytes: &[u8]) -> Option<usize> {
+fn sgr_reset(pen: &mut Cell, bytes: &[u8]) -> Option<usize> {
     let len = match bytes {
         [0x1b, b'[', b'm', ..] => 3,
         [0x1b, b'[', b'0', b'm', ..] => 4,
@@ -189,13 +190,13 @@ pub(super) enum AtEscape {
 /// left, parsed into `csi` if it is a plain CSI, for the caller to
 /// dispatch without a second parse.
 pub(super) fn sgr_at(pen: &mut Cell, bytes: &[u8], csi: &mut Csi) -> AtEscape {
-    if let Some(len) = sgr_reset_pen(pen, bytes) {
+    if let Some(len) = sgr_reset(pen, bytes) {
         return AtEscape::Sgr(len);
     }
     if csi.parse(bytes).is_none() {
         return AtEscape::Other { parsed: false };
     }
-    if csi.action != b'm' || csi.private.is_some() || csi.intermediates > 0 || csi.colon {
+    if csi.action != b'm' || !csi.dispatchable() {
         return AtEscape::Other { parsed: true };
     }
     sgr(pen, &csi.params[..csi.n]);

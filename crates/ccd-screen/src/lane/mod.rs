@@ -68,7 +68,7 @@ mod mirror;
 mod scroll_out;
 mod utf8;
 
-use csi::{Csi, Dispatched};
+use csi::{AtEscape, Csi, Dispatched};
 use grid::write_text;
 use mirror::Mirror;
 use utf8::unfinished_end;
@@ -274,12 +274,10 @@ impl Lane {
     ) -> (usize, bool) {
         let parsed = match self.csi_parsed.take() {
             Some(parsed) => parsed,
-            None => {
-                if let Some(len) = csi::sgr_reset(term, bytes) {
-                    return (len, true);
-                }
-                self.csi.parse(bytes).is_some()
-            }
+            None => match csi::sgr_at(&mut term.grid_mut().cursor.template, bytes, &mut self.csi) {
+                AtEscape::Sgr(len) => return (len, true),
+                AtEscape::Other { parsed } => parsed,
+            },
         };
         if parsed {
             let len = self.csi.len;
