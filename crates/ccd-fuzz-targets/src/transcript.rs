@@ -18,7 +18,10 @@ use ccd_claude::transcript::{read_summary, render_line, render_record};
 /// length and [`render_line`] respects its width; the summary of the bytes
 /// written to a file reports the file's size and stem, and reads a small
 /// file exactly once; [`background::pending`] on that file agrees with
-/// [`background::scan`] on the bytes. The bytes are also written twice
+/// [`background::scan`] on the bytes, and so does a
+/// [`background::Scanner`] fed them in pieces (cut where the bytes say),
+/// and a [`background::Tracker`] that looked at the file's first part
+/// before the rest was appended. The bytes are also written twice
 /// around a filler, so the summary's windowed path (files over
 /// [`SMALL_FILE`]) sees them at both ends.
 pub fn transcript_parser(data: &[u8]) {
@@ -31,8 +34,15 @@ pub fn transcript_parser(data: &[u8]) {
     }
     assert_eq!(
         scanned.any(),
-        !(scanned.shells.is_empty() && scanned.subagents.is_empty())
+        !(scanned.shells.is_empty() && scanned.subagents.is_empty() && scanned.untracked == 0)
     );
+    // The same answer however the bytes are cut.
+    let cut = data.first().map_or(0, |&b| b as usize * data.len() / 256);
+    let mut pieces = background::Scanner::default();
+    for piece in [&data[..cut / 2], &data[cut / 2..cut], &data[cut..]] {
+        pieces.feed(piece);
+    }
+    assert_eq!(pieces.pending(), scanned, "scanned in pieces cut at {cut}");
 
     // Fresh files each time (rewriting one in place makes some file systems
     // flush on close, which costs milliseconds per run).
@@ -44,6 +54,28 @@ pub fn transcript_parser(data: &[u8]) {
         scanned,
         "pending() on the file differs from scan() on its bytes"
     );
+    // A tracker that saw the first part, then the whole.
+    let grown = temp_file("grown");
+    std::fs::write(&grown, &data[..cut]).expect("write the transcript");
+    let mut tracker = background::Tracker::default();
+    assert_eq!(
+        tracker.look(&grown).expect("read the transcript"),
+        background::scan(&data[..cut])
+    );
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&grown)
+            .expect("open the transcript");
+        f.write_all(&data[cut..]).expect("append to the transcript");
+    }
+    assert_eq!(
+        tracker.look(&grown).expect("read the transcript"),
+        scanned,
+        "a tracker across an append differs from scan() on the bytes"
+    );
+    let _ = std::fs::remove_file(&grown);
 
     if !data.is_empty() {
         let filler_len = SMALL_FILE as usize + 1;

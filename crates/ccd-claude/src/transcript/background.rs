@@ -1,8 +1,15 @@
 //! Is a session still running background work (a background shell, a
 //! subagent) that a stop would cut short?
 //!
-//! Read from the transcript's tail only (bounded). The rule, checked on
-//! the real CLI (2.1.173 and 2.1.332; recordings
+//! Read from the whole transcript, however long, in bounded memory:
+//! [`Scanner`] (sans IO) takes the bytes in any pieces, applies each
+//! complete line to the rule below and keeps only the work it started;
+//! [`Tracker`] keeps a scanner per transcript file with the offset after
+//! its last complete line, so each look reads only what was appended since
+//! (a file replaced, shortened or rewritten in place is read again from its
+//! start). [`pending`] is one fresh look, [`scan`] the rule over bytes in
+//! memory; both give the same answer for the same bytes. The rule, checked
+//! on the real CLI (2.1.173 and 2.1.332; recordings
 //! `tests/recordings/claude-cli/transcript-background-*.jsonl`, facts in
 //! `docs/claude-cli-compat.md`, "Background work"):
 //!
@@ -37,45 +44,72 @@
 //! wrong "no" would let idle reaping stop a session mid-task. So a CLI
 //! that ended while work ran (killed, crashed) leaves that work pending in
 //! its transcript for good: no notification ever comes.
+//!
+//! Bounds, each conservative ([`Pending::untracked`] counts what they
+//! leave unnamed, and any count there is pending work, for good):
+//! - a line longer than [`MAX_LINE`] is not parsed nor held: its bytes
+//!   are only searched for what a start needs (a `"tool_use"` block or a
+//!   `"backgroundTaskId"` key, as JSON tokens); with either it is possible
+//!   work nothing can end, without them it is skipped (an end it held is
+//!   missed: the work stays pending);
+//! - at most [`MAX_WORK`] pieces of work are tracked: past it the oldest
+//!   settled one is forgotten (after which a `SendMessage` to a subagent
+//!   no longer tracked counts as work woken under the name it was sent
+//!   to), and with none settled a new start is untracked;
+//! - an id longer than [`MAX_ID`] bytes is not kept: a start under such a
+//!   tool-use id is untracked, such a task id names nothing.
+//!
+//! Lines that name none of `tool_use`, `<task-notification>` or a `\u`
+//! escape cannot change the answer and are not parsed.
 
+use memchr::memmem;
 use serde_json::Value;
-use std::io::{Read, Seek, SeekFrom};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// How much of the tail is read.
-pub const TAIL: u64 = 2 * 1024 * 1024;
+/// The longest line that is parsed; a longer one is searched only (module
+/// doc, "Bounds").
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+/// The most pieces of work tracked per transcript, settled ones included.
+pub const MAX_WORK: usize = 256;
+/// The longest tool-use or task id kept, in bytes.
+pub const MAX_ID: usize = 128;
+/// How much one read takes.
+const READ_CHUNK: usize = 64 * 1024;
+/// How many bytes before a tracker's offset it checks again at each look,
+/// to notice a file rewritten in place.
+const SEAL: u64 = 64;
 
 /// Background work still running, by tool-use id.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Pending {
     pub shells: Vec<String>,
     pub subagents: Vec<String>,
+    /// Possible work the scan could not name (module doc, "Bounds"): lines
+    /// over [`MAX_LINE`] that could start work, starts past [`MAX_WORK`],
+    /// ids over [`MAX_ID`].
+    pub untracked: usize,
 }
 
 impl Pending {
     pub fn any(&self) -> bool {
-        !self.shells.is_empty() || !self.subagents.is_empty()
+        !self.shells.is_empty() || !self.subagents.is_empty() || self.untracked > 0
     }
 }
 
-/// Pending background work in the transcript at `path` (an unreadable
-/// file counts as no evidence of work).
-pub fn pending(path: &Path) -> std::io::Result<Pending> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let start = len.saturating_sub(TAIL);
-    f.seek(SeekFrom::Start(start))?;
-    let mut buf = Vec::with_capacity((len - start) as usize);
-    f.take(TAIL).read_to_end(&mut buf)?;
-    let body = if start > 0 {
-        match memchr::memchr(b'\n', &buf) {
-            Some(i) => &buf[i + 1..],
-            None => &[][..],
-        }
-    } else {
-        &buf[..]
-    };
-    Ok(scan(body))
+/// Pending background work in the transcript at `path`, read whole (in
+/// bounded memory). A caller that asks again should keep a [`Tracker`].
+pub fn pending(path: &Path) -> io::Result<Pending> {
+    Tracker::default().look(path)
+}
+
+/// The rule (module doc) over transcript bytes in memory; a last line
+/// without its newline counts as it stands.
+pub fn scan(body: &[u8]) -> Pending {
+    let mut s = Scanner::default();
+    s.feed(body);
+    s.pending()
 }
 
 /// `<status>` values of a task notification that end the work. Anything
@@ -94,6 +128,7 @@ const FINAL_STATUSES: &[&str] = &[
 ];
 
 /// One piece of work the transcript started.
+#[derive(Debug, Clone)]
 struct Work {
     /// The tool-use id.
     id: String,
@@ -109,12 +144,308 @@ impl Work {
     }
 }
 
-/// The rule (module doc) over a chunk of complete transcript lines.
-pub fn scan(body: &[u8]) -> Pending {
-    let mut work: Vec<Work> = Vec::new();
-    for line in body.split(|&b| b == b'\n') {
+/// The work a transcript started, within [`MAX_WORK`] and [`MAX_ID`].
+#[derive(Debug, Clone, Default)]
+struct Works {
+    items: Vec<Work>,
+    /// Starts not tracked (module doc, "Bounds").
+    untracked: usize,
+    /// A settled piece was forgotten to make room.
+    evicted: bool,
+}
+
+impl Works {
+    /// Work starts under tool-use `id` (not empty, not seen before).
+    fn start(&mut self, id: &str, subagent: bool, task_id: Option<&str>) {
+        if id.len() > MAX_ID {
+            self.untracked = self.untracked.saturating_add(1);
+            return;
+        }
+        if self.items.len() >= MAX_WORK {
+            match self.items.iter().position(|w| w.done) {
+                Some(i) => {
+                    self.items.remove(i);
+                    self.evicted = true;
+                }
+                None => {
+                    self.untracked = self.untracked.saturating_add(1);
+                    return;
+                }
+            }
+        }
+        self.items.push(Work {
+            id: id.to_string(),
+            subagent,
+            task_id: task_id.and_then(kept_id),
+            done: false,
+        });
+    }
+
+    fn pending(&self) -> Pending {
+        let mut p = Pending {
+            untracked: self.untracked,
+            ..Pending::default()
+        };
+        for w in self.items.iter().filter(|w| !w.done) {
+            if w.subagent {
+                p.subagents.push(w.id.clone());
+            } else {
+                p.shells.push(w.id.clone());
+            }
+        }
+        p
+    }
+}
+
+/// `id` as kept: `None` when empty or over [`MAX_ID`].
+fn kept_id(id: &str) -> Option<String> {
+    (!id.is_empty() && id.len() <= MAX_ID).then(|| id.to_string())
+}
+
+/// A line over [`MAX_LINE`] being skipped: whether it could start work.
+#[derive(Debug, Clone, Default)]
+struct LongLine {
+    could_start: bool,
+    /// The last bytes seen, for a token split between two pieces.
+    carry: Vec<u8>,
+}
+
+/// What in an over-long line could start work (module doc, "Bounds").
+const START_TOKENS: [&[u8]; 2] = [b"\"tool_use\"", b"\"backgroundTaskId\""];
+
+impl LongLine {
+    fn see(&mut self, part: &[u8]) {
+        if self.could_start || part.is_empty() {
+            return;
+        }
+        let keep = START_TOKENS.iter().map(|t| t.len()).max().unwrap_or(0) - 1;
+        let head = &part[..part.len().min(keep)];
+        let mut seam = std::mem::take(&mut self.carry);
+        seam.extend_from_slice(head);
+        self.could_start = START_TOKENS
+            .iter()
+            .any(|t| memmem::find(&seam, t).is_some() || memmem::find(part, t).is_some());
+        if part.len() >= keep {
+            seam.clear();
+            seam.extend_from_slice(&part[part.len() - keep..]);
+        } else if seam.len() > keep {
+            seam.drain(..seam.len() - keep);
+        }
+        self.carry = seam;
+    }
+}
+
+/// The rule over a transcript's bytes, fed in any pieces (sans IO): the
+/// answer depends on the bytes only, never on how they were cut.
+#[derive(Debug, Clone, Default)]
+pub struct Scanner {
+    works: Works,
+    /// The unfinished last line (at most [`MAX_LINE`] bytes).
+    line: Vec<u8>,
+    /// The unfinished last line when it is over [`MAX_LINE`].
+    long: Option<LongLine>,
+    /// Bytes fed.
+    fed: u64,
+    /// Bytes fed up to and including the last newline.
+    complete: u64,
+}
+
+impl Scanner {
+    /// Takes the next bytes of the transcript.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let Some(i) = memchr::memchr(b'\n', bytes) else {
+                self.take_part(bytes);
+                self.fed += bytes.len() as u64;
+                return;
+            };
+            if self.line.is_empty() && self.long.is_none() && i <= MAX_LINE {
+                // A whole line in this piece: no copy.
+                self.works.apply_line(&bytes[..i]);
+            } else {
+                self.take_part(&bytes[..i]);
+                self.end_line();
+            }
+            self.fed += i as u64 + 1;
+            self.complete = self.fed;
+            bytes = &bytes[i + 1..];
+        }
+    }
+
+    /// The answer over what was fed, the unfinished last line included as
+    /// it stands.
+    pub fn pending(&self) -> Pending {
+        if self.line.is_empty() && self.long.is_none() {
+            return self.works.pending();
+        }
+        let mut works = self.works.clone();
+        match &self.long {
+            Some(long) if long.could_start => works.untracked = works.untracked.saturating_add(1),
+            Some(_) => {}
+            None => works.apply_line(&self.line),
+        }
+        works.pending()
+    }
+
+    /// Bytes fed up to and including the last newline.
+    pub fn complete_bytes(&self) -> u64 {
+        self.complete
+    }
+
+    /// Forgets the unfinished last line (it will be fed again whole).
+    pub fn drop_unfinished(&mut self) {
+        self.line = Vec::new();
+        self.long = None;
+        self.fed = self.complete;
+    }
+
+    fn take_part(&mut self, part: &[u8]) {
+        if let Some(long) = &mut self.long {
+            long.see(part);
+        } else if self.line.len() + part.len() > MAX_LINE {
+            let mut long = LongLine::default();
+            long.see(&self.line);
+            long.see(part);
+            self.line = Vec::new();
+            self.long = Some(long);
+        } else {
+            self.line.extend_from_slice(part);
+        }
+    }
+
+    fn end_line(&mut self) {
+        if let Some(long) = self.long.take() {
+            if long.could_start {
+                self.works.untracked = self.works.untracked.saturating_add(1);
+            }
+            return;
+        }
+        let line = std::mem::take(&mut self.line);
+        self.works.apply_line(&line);
+        // Keep a small buffer for the next piece; give a big one back.
+        if line.capacity() <= READ_CHUNK {
+            self.line = line;
+            self.line.clear();
+        }
+    }
+}
+
+/// Which file a handle is, to notice a replacement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    #[cfg(unix)]
+    dev: u64,
+    #[cfg(unix)]
+    ino: u64,
+}
+
+impl Identity {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &std::fs::Metadata) -> Self {
+        Identity {}
+    }
+}
+
+/// One transcript file followed across looks: the scanner over its
+/// complete lines, and where they end. Its memory is the tracked work
+/// (at most [`MAX_WORK`] × 2 × [`MAX_ID`] bytes of ids) and [`SEAL`]
+/// bytes; a look holds besides at most one read ([`READ_CHUNK`]) and one
+/// line ([`MAX_LINE`]) with its parse.
+#[derive(Debug, Clone, Default)]
+pub struct Tracker {
+    /// Over the complete lines before `scanner.complete_bytes()`.
+    scanner: Scanner,
+    identity: Option<Identity>,
+    /// The bytes just before the offset, as last read.
+    seal: Vec<u8>,
+    /// Bytes the last look read.
+    last_read: u64,
+}
+
+impl Tracker {
+    /// Pending work in the file at `path` now. Reads what was appended
+    /// since the last look; the whole file when it is another file (a new
+    /// inode), shorter than the offset, or changed before it.
+    pub fn look(&mut self, path: &Path) -> io::Result<Pending> {
+        self.last_read = 0;
+        let mut f = File::open(path)?;
+        let meta = f.metadata()?;
+        let identity = Identity::of(&meta);
+        let len = meta.len();
+        let offset = self.scanner.complete_bytes();
+        let same = self.identity == Some(identity)
+            && len >= offset
+            && read_range(&mut f, offset - self.seal.len() as u64, self.seal.len())? == self.seal;
+        if !same {
+            if self.identity.is_some() {
+                tracing::debug!(path = %path.display(), offset, len, "transcript replaced or rewritten: scanning it again");
+            }
+            *self = Tracker {
+                identity: Some(identity),
+                ..Tracker::default()
+            };
+        }
+        let offset = self.scanner.complete_bytes();
+        f.seek(SeekFrom::Start(offset))?;
+        let mut rest = (&mut f).take(len - offset);
+        let mut buf = vec![0u8; READ_CHUNK];
+        let read = loop {
+            match rest.read(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(n) => {
+                    self.last_read += n as u64;
+                    self.scanner.feed(&buf[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let answer = self.scanner.pending();
+        self.scanner.drop_unfinished();
+        let end = self.scanner.complete_bytes();
+        let seal_len = end.min(SEAL);
+        self.seal = read_range(&mut f, end - seal_len, seal_len as usize)?;
+        read?;
+        Ok(answer)
+    }
+
+    /// The offset after the last complete line read.
+    pub fn offset(&self) -> u64 {
+        self.scanner.complete_bytes()
+    }
+
+    /// Bytes the last [`Tracker::look`] read from the file (not counting
+    /// the few that check it is still the same).
+    pub fn last_read(&self) -> u64 {
+        self.last_read
+    }
+}
+
+/// `len` bytes at `offset` (fewer at the end of the file).
+fn read_range(f: &mut File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    f.seek(SeekFrom::Start(offset))?;
+    let mut out = Vec::with_capacity(len);
+    f.take(len as u64).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+impl Works {
+    /// The rule over one complete line.
+    fn apply_line(&mut self, line: &[u8]) {
+        if !may_matter(line) {
+            return;
+        }
         let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            continue;
+            return;
         };
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
         // Task notifications, wherever the CLI puts them (not in what the
@@ -126,7 +457,7 @@ pub fn scan(body: &[u8]) -> Pending {
                 if !n.is_final() {
                     continue;
                 }
-                for w in work.iter_mut() {
+                for w in self.items.iter_mut() {
                     if w.named_by(n.tool_use_id) || w.named_by(n.task_id) {
                         w.done = true;
                     }
@@ -134,119 +465,116 @@ pub fn scan(body: &[u8]) -> Pending {
             }
         }
         let Some(content) = v.pointer("/message/content").and_then(Value::as_array) else {
-            continue;
+            return;
         };
         // Only the conversation's own records: 2.1.332 also writes copies
         // of the request (`api-request-blob`, tool uses and results
         // included) before the records themselves.
         for block in content {
             match (kind, block.get("type").and_then(Value::as_str)) {
-                ("assistant", Some("tool_use")) => tool_use(block, &mut work),
-                ("user", Some("tool_result")) => tool_result(&v, block, &mut work),
+                ("assistant", Some("tool_use")) => self.tool_use(block),
+                ("user", Some("tool_result")) => self.tool_result(&v, block),
                 _ => {}
             }
         }
     }
-    let mut p = Pending::default();
-    for w in work.into_iter().filter(|w| !w.done) {
-        if w.subagent {
-            p.subagents.push(w.id);
-        } else {
-            p.shells.push(w.id);
-        }
-    }
-    p
+}
+
+/// Whether a line can change the answer at all: every start and end needs
+/// a `tool_use` block, a `tool_use_id` or a `<task-notification>` — as
+/// bytes, unless the JSON spells them with `\u` escapes.
+fn may_matter(line: &[u8]) -> bool {
+    memmem::find(line, b"tool_use").is_some()
+        || memmem::find(line, b"<task-notification>").is_some()
+        || memmem::find(line, b"\\u").is_some()
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// An assistant's tool use: work starts, is stopped, or is woken.
-fn tool_use(block: &Value, work: &mut Vec<Work>) {
-    let id = str_at(block, "id");
-    let name = str_at(block, "name");
-    let input = block.get("input").unwrap_or(&Value::Null);
-    match name {
-        "KillShell" | "KillBash" | "TaskStop" => {
-            let target = ["shell_id", "bash_id", "task_id"]
-                .iter()
-                .map(|k| str_at(input, k))
-                .find(|t| !t.is_empty())
-                .unwrap_or("");
-            for w in work.iter_mut().filter(|w| w.named_by(target)) {
+impl Works {
+    /// An assistant's tool use: work starts, is stopped, or is woken.
+    fn tool_use(&mut self, block: &Value) {
+        let id = str_at(block, "id");
+        let name = str_at(block, "name");
+        let input = block.get("input").unwrap_or(&Value::Null);
+        match name {
+            "KillShell" | "KillBash" | "TaskStop" => {
+                let target = ["shell_id", "bash_id", "task_id"]
+                    .iter()
+                    .map(|k| str_at(input, k))
+                    .find(|t| !t.is_empty())
+                    .unwrap_or("");
+                for w in self.items.iter_mut().filter(|w| w.named_by(target)) {
+                    w.done = true;
+                }
+            }
+            "SendMessage" => {
+                let to = str_at(input, "to");
+                let mut woken = false;
+                for w in self
+                    .items
+                    .iter_mut()
+                    .filter(|w| w.subagent && w.named_by(to))
+                {
+                    w.done = false;
+                    woken = true;
+                }
+                // The subagent may be one forgotten to make room: work under
+                // the name it was sent to, until a notification names it.
+                if !woken && self.evicted && !to.is_empty() {
+                    self.start(to, true, Some(to));
+                }
+            }
+            // Empty, or seen already (a record written twice).
+            _ if id.is_empty() || self.items.iter().any(|w| w.id == id) => {}
+            "Agent" | "Task" => self.start(id, true, None),
+            _ if input.get("run_in_background").and_then(Value::as_bool) == Some(true) => {
+                self.start(id, false, None)
+            }
+            _ => {}
+        }
+    }
+
+    /// A tool result (`record` is the whole line, whose `toolUseResult` says
+    /// whether the work went to the background).
+    fn tool_result(&mut self, record: &Value, block: &Value) {
+        let id = str_at(block, "tool_use_id");
+        if id.is_empty() {
+            return;
+        }
+        let result = record.get("toolUseResult").unwrap_or(&Value::Null);
+        let shell_task = Some(str_at(result, "backgroundTaskId"))
+            .filter(|t| !t.is_empty())
+            .map(String::from)
+            .or_else(|| announced_id(block));
+        let async_agent = result.get("isAsync").and_then(Value::as_bool) == Some(true)
+            || str_at(result, "status") == "async_launched"
+            || result_text(block).contains("Async agent launched");
+        let failed = block.get("is_error").and_then(Value::as_bool) == Some(true);
+        let Some(w) = self.items.iter_mut().find(|w| w.id == id) else {
+            // A foreground command sent to the background later (its tool use
+            // did not ask for it): work from here on.
+            if let (Some(task), false) = (
+                Some(str_at(result, "backgroundTaskId")).filter(|t| !t.is_empty()),
+                failed,
+            ) {
+                self.start(id, false, Some(task));
+            }
+            return;
+        };
+        if failed {
+            w.done = true;
+        } else if w.subagent {
+            if async_agent {
+                w.task_id = kept_id(str_at(result, "agentId"));
+            } else {
                 w.done = true;
             }
-        }
-        "SendMessage" => {
-            let to = str_at(input, "to");
-            for w in work.iter_mut().filter(|w| w.subagent && w.named_by(to)) {
-                w.done = false;
-            }
-        }
-        // Empty, or seen already (a record written twice).
-        _ if id.is_empty() || work.iter().any(|w| w.id == id) => {}
-        "Agent" | "Task" => work.push(Work {
-            id: id.to_string(),
-            subagent: true,
-            task_id: None,
-            done: false,
-        }),
-        _ if input.get("run_in_background").and_then(Value::as_bool) == Some(true) => {
-            work.push(Work {
-                id: id.to_string(),
-                subagent: false,
-                task_id: None,
-                done: false,
-            })
-        }
-        _ => {}
-    }
-}
-
-/// A tool result (`record` is the whole line, whose `toolUseResult` says
-/// whether the work went to the background).
-fn tool_result(record: &Value, block: &Value, work: &mut Vec<Work>) {
-    let id = str_at(block, "tool_use_id");
-    if id.is_empty() {
-        return;
-    }
-    let result = record.get("toolUseResult").unwrap_or(&Value::Null);
-    let shell_task = Some(str_at(result, "backgroundTaskId"))
-        .filter(|t| !t.is_empty())
-        .map(String::from)
-        .or_else(|| announced_id(block));
-    let async_agent = result.get("isAsync").and_then(Value::as_bool) == Some(true)
-        || str_at(result, "status") == "async_launched"
-        || result_text(block).contains("Async agent launched");
-    let failed = block.get("is_error").and_then(Value::as_bool) == Some(true);
-    let Some(w) = work.iter_mut().find(|w| w.id == id) else {
-        // A foreground command sent to the background later (its tool use
-        // did not ask for it): work from here on.
-        if let (Some(task), false) = (
-            Some(str_at(result, "backgroundTaskId")).filter(|t| !t.is_empty()),
-            failed,
-        ) {
-            work.push(Work {
-                id: id.to_string(),
-                subagent: false,
-                task_id: Some(task.to_string()),
-                done: false,
-            });
-        }
-        return;
-    };
-    if failed {
-        w.done = true;
-    } else if w.subagent {
-        if async_agent {
-            let agent = str_at(result, "agentId");
-            w.task_id = (!agent.is_empty()).then(|| agent.to_string());
         } else {
-            w.done = true;
+            w.task_id = shell_task.as_deref().and_then(kept_id);
         }
-    } else {
-        w.task_id = shell_task;
     }
 }
 
@@ -584,20 +912,180 @@ mod tests {
         assert!(!scan(&lines(&ls)).any());
     }
 
+    /// Every cut of `body` into two and three pieces gives the answer of
+    /// one piece.
+    fn same_in_any_pieces(body: &[u8]) {
+        let whole = scan(body);
+        for i in 0..=body.len() {
+            let mut s = Scanner::default();
+            s.feed(&body[..i]);
+            s.feed(&body[i..]);
+            assert_eq!(s.pending(), whole, "cut at {i}");
+        }
+        for step in [1, 3, 7] {
+            let mut s = Scanner::default();
+            for piece in body.chunks(step) {
+                s.feed(piece);
+            }
+            assert_eq!(s.pending(), whole, "pieces of {step}");
+        }
+    }
+
     #[test]
-    fn pending_reads_only_the_tail() {
+    fn the_answer_does_not_depend_on_the_pieces() {
+        let mut ls = background_bash("t1", "b1");
+        ls.extend(background_bash("t2", "b2"));
+        ls.push(enqueued(&notification("b1", "t1", "completed")));
+        let mut body = lines(&ls);
+        same_in_any_pieces(&body);
+        // A half-written last line counts as it stands.
+        body.extend_from_slice(br#"{"type":"queue-operation","content":"<task-notif"#);
+        same_in_any_pieces(&body);
+    }
+
+    #[test]
+    fn escaped_spellings_are_still_read() {
+        // `\u` escapes are parsed even without the plain words.
+        let n = delivered(&notification("b1", "t1", "completed"))
+            .to_string()
+            .replace('<', "\\u003c");
+        assert!(!n.contains("<task-notification>"));
+        let mut body = lines(&background_bash("t1", "b1"));
+        body.extend_from_slice(n.as_bytes());
+        body.push(b'\n');
+        assert!(!may_matter(&lines(&[
+            json!({"type":"user","message":{"content":"hi"}})
+        ])));
+        assert!(!scan(&body).any(), "{}", String::from_utf8_lossy(&body));
+        let t = r#"{"type":"assistant","message":{"content":[{"type":"tool\u005fuse","id":"t9","name":"Agent","input":{}}]}}"#;
+        assert_eq!(scan(t.as_bytes()).subagents, ["t9"]);
+    }
+
+    /// `line` padded past [`MAX_LINE`] with `pad` inside a string.
+    fn long_line(v: Value, pad: &str) -> Vec<u8> {
+        let mut v = v;
+        v["padding"] = Value::String(pad.repeat(MAX_LINE / pad.len() + 1));
+        let mut out = v.to_string().into_bytes();
+        out.push(b'\n');
+        out
+    }
+
+    #[test]
+    fn a_line_over_the_bound_is_possible_work_only_if_it_could_start_some() {
+        // Could start work: untracked, for good.
+        let start = long_line(
+            tool_use(
+                "t1",
+                "Bash",
+                json!({"command":"x","run_in_background":true}),
+            ),
+            "x",
+        );
+        let p = scan(&start);
+        assert_eq!((p.shells.len(), p.untracked), (0, 1));
+        let mut s = Scanner::default();
+        for piece in start.chunks(READ_CHUNK - 1) {
+            s.feed(piece);
+        }
+        assert_eq!(s.pending(), p);
+        assert!(s.line.capacity() <= READ_CHUNK, "the long line was held");
+        // Half of it fed: already possible work.
+        // Over the bound and not finished: already possible work.
+        let mut half = Scanner::default();
+        half.feed(&start[..MAX_LINE + 1]);
+        assert_eq!(half.pending().untracked, 1);
+        let started = lines(&[tool_result_with("t0", "", json!({"backgroundTaskId":"b0"}))]);
+        let mut long_result = long_line(serde_json::from_slice(&started).unwrap(), "y");
+        long_result.extend_from_slice(&lines(&background_bash("t2", "b2")));
+        assert_eq!(scan(&long_result).untracked, 1);
+        // Words that only mention it (escaped in a string) are no start.
+        let quoted = long_line(
+            json!({"type":"user","message":{"content":"\"tool_use\" \"backgroundTaskId\""}}),
+            "z",
+        );
+        assert!(!scan(&quoted).any());
+        // An end in an over-long line is missed: the work stays pending.
+        let mut body = lines(&background_bash("t1", "b1"));
+        body.extend_from_slice(&long_line(
+            delivered(&notification("b1", "t1", "completed")),
+            "w",
+        ));
+        assert_eq!(scan(&body).shells, ["t1"]);
+    }
+
+    #[test]
+    fn past_the_work_bound_settled_work_is_forgotten_and_new_work_untracked() {
+        let mut ls = Vec::new();
+        for i in 0..MAX_WORK {
+            ls.extend(background_bash(&format!("t{i}"), &format!("b{i}")));
+        }
+        let p = scan(&lines(&ls));
+        assert_eq!((p.shells.len(), p.untracked), (MAX_WORK, 0));
+        // One more while all run: untracked, pending for good.
+        let mut over = ls.clone();
+        over.extend(background_bash("t-extra", "b-extra"));
+        over.push(enqueued(&notification("b-extra", "t-extra", "completed")));
+        let p = scan(&lines(&over));
+        assert_eq!(p.shells.len(), MAX_WORK);
+        assert!(p.untracked > 0);
+        // One settles: its room is the next one's.
+        ls.push(enqueued(&notification("b0", "t0", "completed")));
+        ls.extend(background_bash("t-next", "b-next"));
+        let p = scan(&lines(&ls));
+        assert_eq!((p.shells.len(), p.untracked), (MAX_WORK, 0));
+        assert!(p.shells.contains(&"t-next".to_string()));
+        // Settled subagents forgotten: a message to one wakes it by name.
+        let mut agents = Vec::new();
+        for i in 0..=MAX_WORK {
+            agents.push(tool_use(&format!("a{i}"), "Agent", json!({"prompt":"p"})));
+            agents.push(tool_result_with(
+                &format!("a{i}"),
+                "Async agent launched successfully.",
+                json!({"isAsync":true,"agentId":format!("ag{i}")}),
+            ));
+            agents.push(enqueued(&notification(&format!("ag{i}"), "", "completed")));
+        }
+        assert!(!scan(&lines(&agents)).any());
+        agents.push(tool_use(
+            "s1",
+            "SendMessage",
+            json!({"to":"ag0","message":"more"}),
+        ));
+        assert_eq!(scan(&lines(&agents)).subagents, ["ag0"]);
+        agents.push(delivered(&notification("ag0", "", "completed")));
+        assert!(!scan(&lines(&agents)).any());
+    }
+
+    #[test]
+    fn ids_over_the_bound_are_not_kept() {
+        let long = "i".repeat(MAX_ID + 1);
+        // A start under such an id: untracked.
+        let p = scan(&lines(&background_bash(&long, "b1")));
+        assert!(p.shells.is_empty() && p.untracked > 0, "{p:?}");
+        // Such a task id names nothing: the tool-use id still does.
+        let ls = background_bash("t1", &long);
+        let mut by_task = ls.clone();
+        by_task.push(enqueued(&notification(&long, "", "completed")));
+        assert_eq!(scan(&lines(&by_task)).shells, ["t1"]);
+        let mut by_tool = ls;
+        by_tool.push(enqueued(&notification(&long, "t1", "completed")));
+        assert!(!scan(&lines(&by_tool)).any());
+    }
+
+    #[test]
+    fn pending_reads_the_whole_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.jsonl");
         let mut body = lines(&background_bash("t1", "b1"));
-        assert_eq!(scan(&body).shells, ["t1"]);
         std::fs::write(&p, &body).unwrap();
         assert_eq!(pending(&p).unwrap().shells, ["t1"]);
-        // Pushed out of the tail by filler: no longer seen.
+        // Far more than the old 2 MiB tail after it: still seen.
         let filler = lines(&[json!({"type":"user","message":{"content":"x".repeat(1000)}})]);
-        while (body.len() as u64) < TAIL + 10_000 {
+        while body.len() < 3 * 1024 * 1024 {
             body.extend_from_slice(&filler);
         }
         std::fs::write(&p, &body).unwrap();
-        assert!(!pending(&p).unwrap().any());
+        assert_eq!(pending(&p).unwrap().shells, ["t1"]);
+        assert_eq!(pending(&p).unwrap(), scan(&body));
     }
 }
