@@ -16,7 +16,116 @@
 //! U+2029) become `\n` inside a paste, a tab a space; without bracketed
 //! paste line breaks become spaces (an Enter there would submit).
 
+//!
+//! What Claude Code does with a text by its first characters, measured on
+//! the real CLI (2.1.173 and 2.1.332, typed as a bracketed paste as ccd
+//! types it; docs/claude-cli-compat.md, "Prefixes the prompt treats
+//! specially") is [`leading`]: a `!` as the very first character switches
+//! the prompt to bash mode and runs the rest as a shell command at once (no
+//! model turn, no permission prompt, whatever the permission mode); a `/`
+//! as the first character that is not a space, a line break or a
+//! zero-width character runs a slash command (2.1.332 skips leading spaces,
+//! line breaks, NBSP and U+200B before it; 2.1.173 only reads a `/` in the
+//! first column). `#`, `&`, `?` and `@` make ordinary prompts on both.
+//! [`for_prompt`] applies ccd's rule for a text a client asks to have typed.
+
 use crate::display;
+
+/// A text's first characters that make Claude Code act on it instead of
+/// sending it to the model as a prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leading {
+    /// `!` first: bash mode, the rest runs as a shell command at once.
+    Shell,
+    /// `/` first (past leading blanks): a slash command.
+    Command,
+}
+
+impl Leading {
+    /// The character, as the CLI's user would write it.
+    pub fn prefix(self) -> char {
+        match self {
+            Leading::Shell => '!',
+            Leading::Command => '/',
+        }
+    }
+}
+
+/// Characters the CLI may skip before it looks for a `/`: Unicode white
+/// space (JavaScript's `trim` removes these) and the zero-width ones.
+fn blank(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}' | '\u{00ad}'
+        )
+}
+
+/// What Claude Code would do with `text` (as typed: after the controls
+/// are removed, see the module doc) by its first characters; `None`: a
+/// prompt.
+pub fn leading(text: &str) -> Option<Leading> {
+    let clean = display::text(text);
+    if clean.starts_with('!') {
+        return Some(Leading::Shell);
+    }
+    clean
+        .trim_start_matches(blank)
+        .starts_with('/')
+        .then_some(Leading::Command)
+}
+
+/// How a client wants a text typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Intent {
+    /// A prompt, or a slash command when it starts with `/` (`session.send`
+    /// as it is); a leading `!` is refused.
+    #[default]
+    Prompt,
+    /// Words for the model, never a command (`session.send`'s `literal`,
+    /// and always `session.respond`'s `message`): a leading `!` is typed
+    /// after a space (both versions then send it as a prompt, the space
+    /// trimmed); a leading `/` is refused, since no typing makes 2.1.332
+    /// read it as words.
+    Literal,
+    /// A shell command for the CLI's bash mode (`session.send`'s `shell`):
+    /// typed after a `!` (one is added when the text lacks it).
+    Shell,
+}
+
+/// Why a text is not typed at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Nothing but white space, line breaks and controls (`removed` of the
+    /// latter): there is nothing to submit.
+    Empty { removed: u64 },
+    /// It starts with a prefix the intent does not allow.
+    Prefix(Leading),
+}
+
+/// `text` as it should be typed for `intent`, or why it must not be typed.
+/// Borrowed when unchanged.
+pub fn for_prompt(text: &str, intent: Intent) -> Result<std::borrow::Cow<'_, str>, Refused> {
+    use std::borrow::Cow;
+    let clean = display::text(text);
+    if clean.trim_matches(blank).is_empty() {
+        let removed = text.chars().count().saturating_sub(clean.chars().count()) as u64;
+        return Err(Refused::Empty { removed });
+    }
+    match (intent, leading(text)) {
+        (Intent::Prompt, Some(Leading::Shell)) => Err(Refused::Prefix(Leading::Shell)),
+        (Intent::Prompt, _) => Ok(Cow::Borrowed(text)),
+        (Intent::Literal, Some(Leading::Command)) => Err(Refused::Prefix(Leading::Command)),
+        (Intent::Literal, Some(Leading::Shell)) => Ok(Cow::Owned(format!(" {text}"))),
+        (Intent::Literal, None) => Ok(Cow::Borrowed(text)),
+        (Intent::Shell, Some(Leading::Shell)) => Ok(Cow::Borrowed(text)),
+        (Intent::Shell, _) => {
+            let command = clean.trim_start_matches(blank);
+            let command = command.strip_prefix('!').unwrap_or(command);
+            Ok(Cow::Owned(format!("!{command}")))
+        }
+    }
+}
 
 /// The bytes to type for a text, and how many of its characters were not
 /// typed.
@@ -116,6 +225,74 @@ mod tests {
         let t = as_text("crlf\r\nline", true);
         assert_eq!(body(&t), b"crlf\nline");
         assert_eq!(t.removed, 1);
+    }
+
+    #[test]
+    fn a_leading_bang_is_a_shell_command_and_a_leading_slash_a_command() {
+        assert_eq!(leading("!echo x > f"), Some(Leading::Shell));
+        // Controls are removed before the CLI sees the text.
+        assert_eq!(leading("\x1b[0m!ls"), Some(Leading::Shell));
+        // Measured: a space or a line break first makes it a prompt.
+        assert_eq!(leading(" !ls"), None);
+        assert_eq!(leading("\n!ls"), None);
+        for t in [
+            "/permissions",
+            " /compact",
+            "\n/x",
+            "\u{a0}/x",
+            "\u{200b}/x",
+            "\t/x",
+        ] {
+            assert_eq!(leading(t), Some(Leading::Command), "{t:?}");
+        }
+        for t in ["#note", "&task", "?", "@file.rs look", "a /b", "fix !this"] {
+            assert_eq!(leading(t), None, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn each_intent_types_or_refuses_by_the_prefix() {
+        use std::borrow::Cow;
+        let ok = |t: &str, i| for_prompt(t, i).map(Cow::into_owned);
+        assert_eq!(ok("run it", Intent::Prompt), Ok("run it".into()));
+        assert_eq!(ok("/compact", Intent::Prompt), Ok("/compact".into()));
+        assert_eq!(
+            ok("!rm -rf x", Intent::Prompt),
+            Err(Refused::Prefix(Leading::Shell))
+        );
+        assert_eq!(ok("!important", Intent::Literal), Ok(" !important".into()));
+        assert_eq!(
+            ok(" /permissions", Intent::Literal),
+            Err(Refused::Prefix(Leading::Command))
+        );
+        assert_eq!(ok("use make", Intent::Literal), Ok("use make".into()));
+        assert_eq!(ok("make test", Intent::Shell), Ok("!make test".into()));
+        assert_eq!(ok("!make test", Intent::Shell), Ok("!make test".into()));
+        assert_eq!(ok("  /bin/ls", Intent::Shell), Ok("!/bin/ls".into()));
+        assert_eq!(ok(" !ls", Intent::Shell), Ok("!ls".into()));
+        // Whatever the intent, a literal text can never start a command.
+        for t in ["!x", "\x1b[m!x", "/x", " /x", "\u{feff}/x"] {
+            if let Ok(typed) = ok(t, Intent::Literal) {
+                assert_eq!(leading(&typed), None, "{t:?} -> {typed:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_but_blanks_and_controls_is_refused() {
+        for t in ["", "   ", "\t", "\n\n\n", "\n \n", " \u{200b} "] {
+            for i in [Intent::Prompt, Intent::Literal, Intent::Shell] {
+                assert_eq!(
+                    for_prompt(t, i),
+                    Err(Refused::Empty { removed: 0 }),
+                    "{t:?}"
+                );
+            }
+        }
+        assert_eq!(
+            for_prompt("\x1b[Z\x03 ", Intent::Prompt),
+            Err(Refused::Empty { removed: 4 })
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub enum Command {
     Observe(ObserveArgs),
     /// Type a prompt into a session ccd holds and submit it.
     #[command(
-        after_help = "Examples:\n  ccd send 9cc17429 \"run the tests and fix what fails\"\n  ccd send api --force \"y\"      # even while a dialog is open"
+        after_help = "Examples:\n  ccd send 9cc17429 \"run the tests and fix what fails\"\n  ccd send api /compact              # a slash command\n  ccd send api --shell \"make test\"  # runs at once in Claude Code's bash mode (!make test)\n  ccd send api --literal \"!x means not x\"  # words, never a command\n  ccd send api --force \"y\"      # even while a dialog is open\n\nClaude Code reads a leading `!` as a shell command and a leading `/` as a slash command: ccd refuses `!` unless --shell, and --literal never sends a command."
     )]
     Send(SendArgs),
     /// Stream events (sessions appearing, status changes, attention, exits) as lines.
@@ -117,13 +117,15 @@ pub enum Command {
         #[arg(long)]
         message: Option<String>,
     },
-    /// Exempt a session from idle reaping (reap_idle_minutes).
+    /// Exempt a session from being stopped by ccd: idle reaping
+    /// (reap_idle_minutes) and the memory budget (memory_budget,
+    /// reap_min_idle_minutes).
     #[command(after_help = "Examples:\n  ccd pin 9cc17429")]
     Pin {
         /// Session id, unique prefix, or name.
         session: String,
     },
-    /// Make a pinned session reapable again.
+    /// Make a pinned session reapable again (idle limit, memory budget).
     #[command(after_help = "Examples:\n  ccd unpin 9cc17429")]
     Unpin {
         /// Session id, unique prefix, or name.
@@ -201,6 +203,14 @@ pub struct SendArgs {
     /// Type it even when the session is not at its prompt.
     #[arg(long)]
     pub force: bool,
+    /// Run TEXT as a shell command in Claude Code's bash mode (`!`): without
+    /// it, text starting with `!` is refused.
+    #[arg(long, conflicts_with = "literal")]
+    pub shell: bool,
+    /// Send TEXT as words for Claude, never a command: a leading `!` is
+    /// typed after a space; a leading `/` is refused.
+    #[arg(long)]
+    pub literal: bool,
 }
 
 #[derive(Debug, Args)]
@@ -392,6 +402,35 @@ mod tests {
                 panic!("`ccd {name}` and `ccd {other}` open with the same line: {about:?}");
             }
             seen.push((name, about));
+        }
+    }
+
+    /// `ccd pin` keeps a session from both of ccd's stopping rules, and
+    /// its help names the keys of each (as `session.pin` does).
+    #[test]
+    fn pin_help_names_the_idle_limit_and_the_memory_budget() {
+        let mut cli = Cli::command();
+        cli.build();
+        for name in ["pin", "unpin"] {
+            let sub = cli
+                .find_subcommand(name)
+                .unwrap_or_else(|| panic!("no `ccd {name}`"));
+            let help = sub.clone().render_long_help().to_string();
+            let want: &[&str] = if name == "pin" {
+                &[
+                    "reap_idle_minutes",
+                    "memory_budget",
+                    "reap_min_idle_minutes",
+                ]
+            } else {
+                &["idle", "memory budget"]
+            };
+            for key in want {
+                assert!(
+                    help.contains(key),
+                    "`ccd {name} --help` lacks {key}: {help}"
+                );
+            }
         }
     }
 }

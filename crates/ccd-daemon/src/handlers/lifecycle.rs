@@ -7,10 +7,11 @@ use crate::events::now_ms;
 use crate::holders::rpc::call_once;
 use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
-use crate::session_ops::drive::{submit, text_within_bound};
+use crate::session_ops::drive::{submit, text_within_bound, typed_for};
 use crate::session_ops::resolve::{held, resolve};
 use crate::session_ops::resume::resumable;
 use crate::session_ops::start::{checked_cwd, start};
+use ccd_claude::typing;
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{
     Cursor, ForkParams, KillParams, KillResult, NewParams, NewResult, PinParams, PinResult,
@@ -194,9 +195,20 @@ pub async fn screen(ctx: &ConnCtx, p: ScreenParams) -> Result<ScreenResult, RpcE
 /// (`session_ops::drive::submit`).
 pub async fn send(ctx: &ConnCtx, p: SendParams) -> Result<SendResult, RpcError> {
     text_within_bound("text", &p.text)?;
+    let intent = match (p.shell, p.literal) {
+        (false, false) => typing::Intent::Prompt,
+        (true, false) => typing::Intent::Shell,
+        (false, true) => typing::Intent::Literal,
+        (true, true) => {
+            return Err(RpcError::invalid_params(
+                "shell and literal exclude each other (a shell command, or words for the model); nothing was typed",
+            ))
+        }
+    };
+    let text = typed_for("text", p.text, intent)?;
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
-    let r = submit(&entry, p.text, p.force).await?;
+    let r = submit(&entry, text, p.force).await?;
     tracing::info!(holder = %entry.id, session = %sid, bytes = r.bytes, submitted = ?r.submitted, "session.send");
     Ok(SendResult {
         session: sid,

@@ -17,8 +17,11 @@
 
 use crate::conn_ctx::ConnCtx;
 use crate::holders::rpc::HolderConn;
-use crate::session_ops::drive::{over_rpc, submit_when_back, text_within_bound, WALK_TIMEOUT};
+use crate::session_ops::drive::{
+    over_rpc, submit_when_back, text_within_bound, typed_for, WALK_TIMEOUT,
+};
 use crate::session_ops::resolve::held;
+use ccd_claude::typing;
 use ccd_holder::walk::{RespondTiming, RespondWalk};
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{RespondChoice, RespondParams, RespondResult};
@@ -31,9 +34,16 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
             "message goes with choice \"no\" (what Claude should do instead)",
         ));
     }
-    if let Some(m) = &p.message {
-        text_within_bound("message", m)?;
-    }
+    // A deny message is words for the model: it can never start a shell
+    // or a slash command, and an empty one is refused before anything is
+    // answered.
+    let message = match p.message {
+        Some(m) => {
+            text_within_bound("message", &m)?;
+            Some(typed_for("message", m, typing::Intent::Literal)?)
+        }
+        None => None,
+    };
     let entry = held(ctx, &p.session).await?;
     let sid = entry.session_id().unwrap_or(&entry.id).to_string();
     let mut conn = HolderConn::connect_hello(&entry.socket)
@@ -45,7 +55,7 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
                 &h::RespondParams {
                     prompt: p.prompt,
                     choice: p.choice,
-                    message: p.message,
+                    message,
                 },
                 WALK_TIMEOUT,
             )
@@ -67,7 +77,7 @@ pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, R
         return Err(RpcError::internal("the walk ended without an answer"));
     };
     tracing::info!(holder = %entry.id, session = %sid, prompt = %done.prompt, choice = ?p.choice, option = %done.option, arrows = done.arrows, enters = done.enters, walked_by = "daemon", "session.respond");
-    let message_submitted = match p.message {
+    let message_submitted = match message {
         Some(text) => Some(submit_when_back(&entry, &sid, text).await?),
         None => None,
     };

@@ -6,9 +6,10 @@
 
 use crate::holders::rpc::{call_once, HolderConn};
 use crate::holders::HolderEntry;
+use ccd_claude::typing;
 use ccd_holder::walk::{self, Seen, Step, SubmitTiming, SubmitWalk, WalkError, PROMPT_BACK_WAIT};
 use ccd_protocol::holder as h;
-use ccd_protocol::methods::session::{ScreenFormat, TextTooLong};
+use ccd_protocol::methods::session::{RefusedReason, ScreenFormat, TextRefused, TextTooLong};
 use ccd_protocol::RpcError;
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,38 @@ pub(crate) async fn type_bytes(entry: &HolderEntry, bytes: &[u8]) -> Result<(), 
 pub(crate) fn text_within_bound(field: &'static str, text: &str) -> Result<(), RpcError> {
     TextTooLong::check(field, text)
         .map_err(|e| RpcError::invalid_params(e.to_string()).with_data_of(&e))
+}
+
+/// The text to type for a client's `text` (the param `field`) asked for
+/// as `intent`, or the refusal (`-32602`, nothing typed), decided before
+/// anything is read or typed (`ccd_claude::typing::for_prompt`): never a
+/// shell command nobody asked for, never a slash command where words were
+/// asked for, never a submit of nothing. Done here, not in the holder, so
+/// a holder started by an older ccd types the same.
+pub(crate) fn typed_for(
+    field: &'static str,
+    text: String,
+    intent: typing::Intent,
+) -> Result<String, RpcError> {
+    let refused = |reason, removed| {
+        let e = TextRefused {
+            field: field.to_string(),
+            reason,
+            removed,
+        };
+        RpcError::invalid_params(e.to_string()).with_data_of(&e)
+    };
+    match typing::for_prompt(&text, intent) {
+        Ok(std::borrow::Cow::Borrowed(_)) => Ok(text),
+        Ok(std::borrow::Cow::Owned(t)) => Ok(t),
+        Err(typing::Refused::Empty { removed }) => Err(refused(RefusedReason::Empty, removed)),
+        Err(typing::Refused::Prefix(typing::Leading::Shell)) => {
+            Err(refused(RefusedReason::Shell, 0))
+        }
+        Err(typing::Refused::Prefix(typing::Leading::Command)) => {
+            Err(refused(RefusedReason::Command, 0))
+        }
+    }
 }
 
 /// Types `text` into `entry`'s prompt and submits it, only at the prompt

@@ -186,7 +186,7 @@ impl WalkError {
                 rows,
             ),
             WalkError::OnlyControls { removed } => RpcError::invalid_params(format!(
-                "the text holds only escape sequences and control characters ({removed} removed), nothing to type; nothing was typed"
+                "the text holds only white space, line breaks, escape sequences and control characters ({removed} removed): nothing to submit; nothing was typed"
             )),
             WalkError::NotBack { waited_secs, shows } => not_at_prompt(
                 format!(

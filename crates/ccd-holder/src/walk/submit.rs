@@ -145,7 +145,10 @@ impl SubmitWalk {
                     });
                 }
                 let typed = typing::as_text(&self.text, seen.bracketed_paste);
-                if typed.text.trim().is_empty() && !self.text.trim().is_empty() {
+                // Nothing to submit (the daemon refuses it first; a text
+                // of blanks typed here would stay in the box and join the
+                // next prompt).
+                if typed.text.trim().is_empty() {
                     return Err(WalkError::OnlyControls {
                         removed: typed.removed,
                     });
@@ -317,11 +320,16 @@ mod tests {
     }
 
     #[test]
-    fn a_text_of_controls_only_types_nothing() {
-        let mut w = SubmitWalk::new("\x1b[Z\r".into(), false, Default::default());
-        assert!(matches!(
-            w.step(&seen(&prompt_with(""), Instant::now())),
-            Err(WalkError::OnlyControls { .. })
-        ));
+    fn a_text_of_controls_or_blanks_only_types_nothing() {
+        for text in ["\x1b[Z\r", "   ", "\t", "", "\n\n\n"] {
+            let mut w = SubmitWalk::new(text.into(), false, Default::default());
+            assert!(
+                matches!(
+                    w.step(&seen(&prompt_with(""), Instant::now())),
+                    Err(WalkError::OnlyControls { .. })
+                ),
+                "{text:?}"
+            );
+        }
     }
 }

@@ -12,6 +12,8 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
         session: args.session.clone(),
         text: args.text.clone(),
         force: args.force,
+        shell: args.shell,
+        literal: args.literal,
     }) {
         Ok(r) => {
             let sid = line(&r.session);

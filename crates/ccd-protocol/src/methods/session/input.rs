@@ -55,6 +55,62 @@ impl TextTooLong {
     }
 }
 
+/// Why a text was not typed at all (`-32602`, before anything is read or
+/// typed), with `data` = this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextRefused {
+    /// Which param: `text` or `message`.
+    pub field: String,
+    /// What is wrong with it.
+    pub reason: RefusedReason,
+    /// Escape sequences and controls removed before it was judged (absent
+    /// when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub removed: u64,
+}
+
+/// [`TextRefused`]'s reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusedReason {
+    /// Nothing but white space, line breaks and controls: nothing to submit.
+    Empty,
+    /// It starts with `!`: Claude Code would run it as a shell command
+    /// (bash mode) at once, without a model turn or a permission prompt.
+    /// `session.send` takes it with `shell: true`.
+    Shell,
+    /// It starts with `/` (past blanks) where words were asked for
+    /// (`literal`, a deny `message`): Claude Code would run a slash command.
+    Command,
+}
+
+impl std::fmt::Display for TextRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let field = &self.field;
+        match self.reason {
+            RefusedReason::Empty if self.removed > 0 => write!(
+                f,
+                "the {field} holds only white space, line breaks, escape sequences and control characters ({} removed): nothing to submit; nothing was typed",
+                self.removed
+            ),
+            RefusedReason::Empty => write!(
+                f,
+                "the {field} is empty or only white space and line breaks: nothing to submit; nothing was typed"
+            ),
+            RefusedReason::Shell => write!(
+                f,
+                "the {field} starts with '!', which Claude Code runs at once as a shell command (bash mode: no model turn, no permission prompt); nothing was typed. To run it, ask for it (session.send's shell: true, `ccd send --shell`); to send it as words, use literal: true (`ccd send --literal`)"
+            ),
+            RefusedReason::Command => write!(
+                f,
+                "the {field} starts with '/', which Claude Code runs as a slash command, and words were asked for; nothing was typed. No typing makes Claude Code read a leading '/' as words (leading spaces are skipped): start the text with another character"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TextRefused {}
+
 /// Params of `session.send`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendParams {
@@ -68,6 +124,17 @@ pub struct SendParams {
     /// Type it even when the prompt is not showing.
     #[serde(default)]
     pub force: bool,
+    /// Run `text` as a shell command in Claude Code's bash mode (typed
+    /// after a `!`, added when missing). Without it, a text starting with
+    /// `!` is refused ([`RefusedReason::Shell`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shell: bool,
+    /// Words for the model, never a command: a leading `!` is typed after a
+    /// space (a prompt), a leading `/` is refused
+    /// ([`RefusedReason::Command`]). Without it, a leading `/` runs a
+    /// slash command.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub literal: bool,
 }
 
 /// Result of `session.send`.
