@@ -10,11 +10,17 @@
 //! woken by every keystroke the holder read, preempting the holder's
 //! connection thread on the way to the PTY; `poll` filters those wakeups
 //! out (only `POLLIN` wakes it).
+//!
+//! A read may also have a deadline ([`RecvStream::set_deadline`]): an
+//! instant after which every read fails with `TimedOut`, however the bytes
+//! came before it. A per-read timeout (`SO_RCVTIMEO`) restarts with each
+//! read, so a peer sending one byte a second held a reader mid-line
+//! forever; the deadline bounds the whole line (a reply, `hello`).
 
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A stream socket's reading end that keeps passed descriptors.
 #[derive(Debug)]
@@ -24,6 +30,8 @@ pub struct RecvStream {
     /// The socket's read timeout as last set through
     /// [`RecvStream::set_read_timeout`] (`None`: reads wait in `poll` first).
     timeout: Option<Duration>,
+    /// No read succeeds after this ([`RecvStream::set_deadline`]).
+    deadline: Option<Instant>,
 }
 
 impl RecvStream {
@@ -32,6 +40,7 @@ impl RecvStream {
             stream,
             passed: Vec::new(),
             timeout: None,
+            deadline: None,
         }
     }
 
@@ -45,6 +54,13 @@ impl RecvStream {
         self.stream.set_read_timeout(timeout)?;
         self.timeout = timeout;
         Ok(())
+    }
+
+    /// Bounds every read from here on by `deadline` (`None`: no bound):
+    /// a read waits for bytes at most until then and fails with
+    /// `TimedOut` once it has passed, even while bytes keep coming.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
     }
 
     /// Without a timeout: waits until the socket has something to read
@@ -68,7 +84,23 @@ impl RecvStream {
 
 impl Read for RecvStream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.wait_readable()?;
+        if let Some(deadline) = self.deadline {
+            // `poll` counts whole milliseconds: it may end a little early.
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the deadline passed",
+                    ));
+                }
+                if crate::deadline::readable(self.stream.as_fd(), left)? {
+                    break;
+                }
+            }
+        } else {
+            self.wait_readable()?;
+        }
         ccd_fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)
     }
 }
@@ -101,6 +133,51 @@ mod tests {
         let mut four = [0u8; 4];
         passed.read_exact(&mut four).expect("read");
         assert_eq!(&four, b"ping");
+    }
+
+    /// A deadline bounds reads however the bytes come: a peer sending a
+    /// byte every 20 ms (each read gets one, within any per-read
+    /// timeout) meets `TimedOut` once the deadline has passed.
+    #[test]
+    fn a_deadline_ends_reads_of_a_trickling_peer() {
+        let (a, b) = UnixStream::pair().expect("pair");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let peer = std::thread::spawn(move || {
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                if (&b).write_all(b"x").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let mut r = RecvStream::new(a);
+        r.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        let started = Instant::now();
+        r.set_deadline(Some(started + Duration::from_millis(300)));
+        let mut buf = [0u8; 1];
+        let mut got = 0;
+        let e = loop {
+            match r.read(&mut buf) {
+                Ok(n) => got += n,
+                Err(e) => break e,
+            }
+            assert!(started.elapsed() < Duration::from_secs(5), "still reading");
+        };
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        assert!(got > 0, "bytes came before the deadline");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_millis(600),
+            "{took:?}"
+        );
+        // Cleared, reads go on.
+        r.set_deadline(None);
+        assert_eq!(r.read(&mut buf).expect("read"), 1);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(r);
+        peer.join().expect("peer");
     }
 
     /// A reader waiting without a timeout is not woken when the peer takes

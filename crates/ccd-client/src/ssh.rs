@@ -13,7 +13,13 @@
 //! host-key question reaches them (`-T` only refuses a remote tty; keys and
 //! resizes of an attachment go through the protocol). Because a person may
 //! be typing a password, connecting and `hello` may take
-//! [`SSH_CONNECT_TIMEOUT`] rather than the local 3 s. A remote that ends
+//! [`SSH_CONNECT_TIMEOUT`] rather than the local 3 s; once the first bytes
+//! of the answer have come (ssh has authenticated), the rest must come
+//! within [`HELLO_REST`], and every read of it is bounded by that deadline
+//! (a remote trickling a byte a second cannot hold the client). A
+//! [`Remote::batch`] connection (the dashboard's: ssh may ask nothing,
+//! `-o BatchMode=yes` after the whole ssh command) waits at most
+//! [`BATCH_CONNECT_TIMEOUT`]. A remote that ends
 //! before answering is explained from ssh's exit status ([`RemoteError`]):
 //! 127 is a remote without `ccd` on its PATH, 255 ssh's own failure.
 //!
@@ -30,6 +36,15 @@ use std::time::{Duration, Instant};
 /// Connecting through ssh and `hello`: long enough for a person to answer
 /// a password or host-key prompt; ssh's own `ConnectTimeout` may be shorter.
 pub const SSH_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Connecting through ssh in `BatchMode` and `hello` ([`Remote::batch`]):
+/// nobody types anything, so only the network and the remote daemon's
+/// start are waited for.
+pub const BATCH_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Once the first bytes of the answer to `hello` have come through ssh,
+/// the rest of it within this (ssh has authenticated: nobody is typing).
+pub const HELLO_REST: Duration = crate::deadline::CALL_TIMEOUT;
 
 /// Where a remote ccd is: `ssh://[user@]host[:port]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,16 +190,27 @@ pub struct Remote {
     pub remote_ccd: String,
     /// Where ssh's stderr goes.
     pub stderr: StderrSink,
+    /// ssh may ask nothing (nobody could answer: the dashboard):
+    /// `-o BatchMode=yes` after the whole ssh command
+    /// ([`Remote::command_line`]), and `hello` within
+    /// [`BATCH_CONNECT_TIMEOUT`].
+    pub batch: bool,
 }
 
 impl Remote {
-    /// The full ssh command line (program first).
+    /// The full ssh command line (program first): the ssh command's own
+    /// words (all of them: `$CCD_SSH_COMMAND` may be several, or a
+    /// wrapper's), then ours, the options first.
     pub fn command_line(&self) -> Vec<OsString> {
         let mut v: Vec<OsString> = if self.ssh.is_empty() {
             vec!["ssh".into()]
         } else {
             self.ssh.clone()
         };
+        if self.batch {
+            v.push("-o".into());
+            v.push("BatchMode=yes".into());
+        }
         v.push("-T".into());
         if let Some(p) = self.target.port {
             v.push("-p".into());
@@ -200,6 +226,17 @@ impl Remote {
         v.push(shell_quote(&self.remote_ccd).into());
         v.push("dial-stdio".into());
         v
+    }
+
+    /// How long connecting and `hello` may take before the answer's first
+    /// bytes: [`SSH_CONNECT_TIMEOUT`], or [`BATCH_CONNECT_TIMEOUT`] in
+    /// `BatchMode`.
+    pub fn hello_within(&self) -> Duration {
+        if self.batch {
+            BATCH_CONNECT_TIMEOUT
+        } else {
+            SSH_CONNECT_TIMEOUT
+        }
     }
 }
 
@@ -420,7 +457,13 @@ pub fn connect(remote: &Remote, client_name: &str) -> Result<Client, ClientError
         child: Mutex::new(child),
         stderr: Mutex::new(relay),
     });
-    let r = Client::over_ssh(ours, remote.label.clone(), ssh.clone(), client_name);
+    let r = Client::over_ssh(
+        ours,
+        remote.label.clone(),
+        ssh.clone(),
+        client_name,
+        remote.hello_within(),
+    );
     match r {
         Ok(c) => Ok(c),
         Err(ClientError::Rpc(e))
@@ -515,6 +558,7 @@ mod tests {
             ssh: vec!["ssh".into(), "-F".into(), "/c".into()],
             remote_ccd: "/opt/my ccd/ccd".into(),
             stderr: StderrSink::Inherit,
+            batch: false,
         };
         let line: Vec<String> = r
             .command_line()
@@ -606,6 +650,7 @@ mod tests {
             ssh: vec![fake_ssh.into()],
             remote_ccd: "x'; touch /tmp/p; #".into(),
             stderr: StderrSink::Inherit,
+            batch: false,
         };
         let Err(e) = connect(&r, "test") else {
             panic!("connected");
@@ -626,6 +671,7 @@ mod tests {
             ssh: vec!["/nonexistent/ssh".into()],
             remote_ccd: "ccd".into(),
             stderr: StderrSink::Inherit,
+            batch: false,
         };
         let e = connect(&r, "test").err().expect("no ssh");
         assert!(e.to_string().contains("/nonexistent/ssh"), "{e}");
@@ -649,6 +695,7 @@ mod tests {
                     .unwrap()
                     .push(String::from_utf8_lossy(l).into_owned())
             })),
+            batch: false,
         };
         let e = connect(&r, "test").err().expect("fails");
         assert!(matches!(e, ClientError::Remote(RemoteError::NoCcd { .. })));
@@ -669,6 +716,7 @@ mod tests {
             ],
             remote_ccd: "ccd".into(),
             stderr: StderrSink::Inherit,
+            batch: false,
         };
         let e = connect(&r, "test").err().expect("refused");
         assert!(
@@ -692,6 +740,7 @@ mod tests {
             ssh: vec!["sh".into(), "-c".into(), "exit 127".into()],
             remote_ccd: "ccd".into(),
             stderr: StderrSink::Inherit,
+            batch: false,
         };
         let e = connect(&r, "test").err().expect("fails");
         assert!(
@@ -699,5 +748,81 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("--remote-ccd"), "{e}");
+    }
+
+    /// `BatchMode` goes after the whole ssh command (a wrapper's own
+    /// words, `ssh -F cfg`), where `ccd --host` puts its options too: the
+    /// dashboard once put it after the first word (`sh -o BatchMode=yes
+    /// script`).
+    #[test]
+    fn batch_mode_goes_after_the_whole_ssh_command() {
+        let mut r = Remote {
+            target: "ssh://h".parse().unwrap(),
+            label: "h".into(),
+            ssh: vec!["ssh".into(), "-F".into(), "/path/cfg".into()],
+            remote_ccd: "ccd".into(),
+            stderr: StderrSink::Inherit,
+            batch: true,
+        };
+        let words = |r: &Remote| -> Vec<String> {
+            r.command_line()
+                .into_iter()
+                .map(|s| s.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(
+            words(&r),
+            [
+                "ssh",
+                "-F",
+                "/path/cfg",
+                "-o",
+                "BatchMode=yes",
+                "-T",
+                "h",
+                "--",
+                "ccd",
+                "dial-stdio"
+            ]
+        );
+        assert_eq!(r.hello_within(), BATCH_CONNECT_TIMEOUT);
+        r.batch = false;
+        assert_eq!(words(&r)[3..5], ["-T", "h"]);
+        assert_eq!(r.hello_within(), SSH_CONNECT_TIMEOUT);
+    }
+
+    /// A remote whose `hello` answer starts and then comes a byte every
+    /// 200 ms: once bytes came, ssh has authenticated, so the rest must
+    /// come within [`HELLO_REST`], every read of it bounded (each byte
+    /// once restarted the wait: still waiting at 200 s).
+    #[test]
+    fn a_remote_trickling_its_hello_is_given_up_on() {
+        let r = Remote {
+            target: "ssh://h".parse().unwrap(),
+            label: "box".into(),
+            ssh: vec![
+                "sh".into(),
+                "-c".into(),
+                r#"read line; printf '{"jsonrpc":"2.0","id":1,"res'; i=0; while [ $i -lt 150 ]; do printf u; sleep 0.2; i=$((i+1)); done"#.into(),
+            ],
+            remote_ccd: "ccd".into(),
+            stderr: StderrSink::Inherit,
+            batch: false,
+        };
+        let started = Instant::now();
+        let e = connect(&r, "test").err().expect("no hello");
+        let took = started.elapsed();
+        let n = e.not_answering().expect("not answering");
+        assert_eq!(
+            (n.during.as_str(), n.host.as_deref()),
+            ("hello", Some("box"))
+        );
+        assert!(n.waited <= HELLO_REST + Duration::from_secs(1), "{n:?}");
+        assert!(took < HELLO_REST + Duration::from_secs(3), "{took:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("the ccd on box did not answer `hello` within"),
+            "{text}"
+        );
     }
 }

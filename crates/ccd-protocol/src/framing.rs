@@ -280,6 +280,12 @@ impl PartialLine {
     pub fn line(&self) -> &[u8] {
         &self.buf
     }
+
+    /// While a line over the limit is being read (its end not come yet):
+    /// how many bytes of it came so far.
+    pub fn over_limit(&self) -> Option<usize> {
+        (self.too_long && !self.complete).then_some(self.total)
+    }
 }
 
 /// [`read_line_bytes`] that can be called again after an I/O error: the

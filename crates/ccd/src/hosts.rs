@@ -135,6 +135,7 @@ fn resolve_one(
         ssh: ssh.to_vec(),
         remote_ccd,
         stderr: StderrSink::Lines(std::sync::Arc::new(print_remote_line)),
+        batch: false,
     }))
 }
 

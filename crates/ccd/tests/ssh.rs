@@ -286,6 +286,7 @@ fn remote_client(host: &SshHost) -> ccd_client::Client {
             .collect(),
         remote_ccd: "ccd".into(),
         stderr: Default::default(),
+        batch: false,
     };
     ccd_client::ssh::connect(&remote, "test/0").unwrap()
 }
@@ -571,6 +572,104 @@ for line in sys.stdin:
     let rows = json_rows(&String::from_utf8_lossy(&o.stdout));
     assert_eq!(rows.len(), 200);
     assert!(rows.iter().all(|r| r["host"] == "far"));
+}
+
+/// A stand-in for ssh (`sh SCRIPT`, two words: the whole of it comes
+/// before ssh's options) that answers `hello` with `hello` (raw, `None`:
+/// nothing), then starts its answer to the next request and sends one
+/// byte a second of it for 60 s.
+fn trickling_remote(sb: &Sandbox, hello: Option<&str>) -> String {
+    let script = sb.tmp.path().join("trickle.sh");
+    let answer = match hello {
+        Some(h) => format!("read line; printf '%s\\n' '{h}'; "),
+        None => String::new(),
+    };
+    std::fs::write(
+        &script,
+        format!(
+            "{answer}read line; printf '{{\"jsonrpc\":\"2.0\",\"id\":'; i=0; while [ $i -lt 60 ]; do printf 1; sleep 1; i=$((i+1)); done\n"
+        ),
+    )
+    .unwrap();
+    format!("sh {}", script.display())
+}
+
+/// `ccd --host ssh://far ls` against a remote trickling its answer: the
+/// error (exit 1) and how long it took.
+fn ls_trickled(hello: Option<&str>) -> (String, Duration) {
+    let sb = Sandbox::new();
+    let ssh = trickling_remote(&sb, hello);
+    let started = std::time::Instant::now();
+    let o = sb
+        .cmd(&["--host", "ssh://far", "ls", "--json"])
+        .env("CCD_SSH_COMMAND", ssh)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    (String::from_utf8_lossy(&o.stderr).into_owned(), took)
+}
+
+/// A remote that starts its answer to `hello` and then sends a byte a
+/// second is given up on 5 s after its first bytes (ssh has
+/// authenticated by then; the 120 s are for a person typing a password),
+/// not held forever (each byte restarted the wait: still waiting at
+/// 200 s).
+#[test]
+fn a_remote_trickling_its_hello_is_given_up_on() {
+    let (err, took) = ls_trickled(None);
+    assert!(took < Duration::from_secs(15), "{took:?}: {err}");
+    assert!(
+        err.contains("the ccd on far did not answer `hello` within"),
+        "{err}"
+    );
+}
+
+/// The same for the reply to a call after `hello`: its method's deadline
+/// (5 s) bounds the whole reply, not each read.
+#[test]
+fn a_remote_trickling_a_reply_is_given_up_on() {
+    let hello =
+        r#"{"jsonrpc":"2.0","id":1,"result":{"daemon_version":"0","protocol":1,"server":"ccd"}}"#;
+    let (err, took) = ls_trickled(Some(hello));
+    assert!(took < Duration::from_secs(15), "{took:?}: {err}");
+    assert!(
+        err.contains("the ccd on far did not answer `sessions.list` within 5s"),
+        "{err}"
+    );
+}
+
+/// A 64 MiB reply is named as too large, with the client's bound, not
+/// explained as a timeout.
+#[test]
+fn a_64_mib_reply_is_too_large_not_a_timeout() {
+    let sb = Sandbox::new();
+    let script = sb.tmp.path().join("big.sh");
+    std::fs::write(
+        &script,
+        concat!(
+            "read line; printf '%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"daemon_version\":\"0\",\"protocol\":1,\"server\":\"ccd\"}}'\n",
+            "read line; printf '{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"x\":\"'; ",
+            "head -c 67108864 /dev/zero | tr '\\0' a; printf '\"}}\\n'; sleep 10\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let o = sb
+        .cmd(&["--host", "ssh://far", "ls", "--json"])
+        .env("CCD_SSH_COMMAND", format!("sh {}", script.display()))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the ccd on far sent a reply to `sessions.list` of 67108906 bytes"),
+        "{err}"
+    );
+    assert!(err.contains("bound of 1048576 bytes (1 MiB)"), "{err}");
+    assert!(!err.contains("did not answer"), "{err}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
 /// ssh's own questions reach the user's terminal: an unknown host key is

@@ -96,6 +96,15 @@ impl Client {
         self.wait_within(&id, on_note, false, within, method)
     }
 
+    /// Sends a typed request (its reply read with [`Self::wait_within`]).
+    pub(super) fn send_typed_request<M: Method>(
+        &mut self,
+        params: &M::Params,
+    ) -> Result<Id, ClientError> {
+        let params = to_params::<M>(params)?;
+        self.send(M::NAME, params)
+    }
+
     /// Sends a request; a write that times out is [`ClientError::NotAnswering`].
     fn send(&mut self, method: &str, params: Value) -> Result<Id, ClientError> {
         match self.writer.send(method, params) {
@@ -159,8 +168,8 @@ impl Client {
     }
 
     /// [`Self::wait_for_keeping`] bounded by `within`, the peer's state
-    /// checked every [`deadline::STOPPED_CHECK`]; the socket's read
-    /// timeout is cleared again on the way out.
+    /// checked every [`deadline::STOPPED_CHECK`]; the socket's deadline
+    /// is cleared again on the way out.
     pub(super) fn wait_within(
         &mut self,
         id: &Id,
@@ -169,68 +178,94 @@ impl Client {
         within: Duration,
         during: &str,
     ) -> Result<Value, ClientError> {
-        let until = Instant::now() + within;
-        let r = self.wait_for_keeping(id, on_note, keep, Some((until, within, during)));
+        self.wait_within_rest(id, on_note, keep, within, None, during)
+    }
+
+    /// [`Self::wait_within`]; with `rest`, once the first bytes have come
+    /// the wait ends at most `rest` later (ssh's `hello`: its long
+    /// deadline is for a person typing a password, over once bytes come).
+    pub(super) fn wait_within_rest(
+        &mut self,
+        id: &Id,
+        on_note: Option<&mut dyn FnMut(&Notification)>,
+        keep: bool,
+        within: Duration,
+        rest: Option<Duration>,
+        during: &str,
+    ) -> Result<Value, ClientError> {
+        let now = Instant::now();
+        let mut bound = Bound {
+            started: now,
+            until: now + within,
+            within,
+            rest,
+            cut: false,
+            during,
+        };
+        let r = self.wait_for_keeping(id, on_note, keep, &mut bound);
+        self.reader.stream.get_mut().set_deadline(None);
         self.reader.stream.get_mut().set_read_timeout(None)?;
         r
     }
 
     /// Before reading with a deadline: waits until a line (or part of one)
     /// is there, the deadline passes, or the peer is seen stopped; then
-    /// bounds the read itself by what is left (a peer stopped mid-line).
-    fn before_read(
-        &mut self,
-        until: Instant,
-        within: Duration,
-        during: &str,
-    ) -> Result<(), ClientError> {
+    /// bounds every read of the line by the deadline (a peer stopped, or
+    /// sending a byte now and then, mid-line).
+    fn before_read(&mut self, bound: &mut Bound<'_>) -> Result<(), ClientError> {
         loop {
             if self.reader.has_buffered_line() {
                 return Ok(());
             }
-            let left = until.saturating_duration_since(Instant::now());
+            let left = bound.until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(self.peer.not_answering(during, within));
+                return Err(bound.not_answering(&self.peer));
             }
             let socket = self.reader.stream.get_ref().socket();
             if deadline::readable(socket.as_fd(), left.min(deadline::STOPPED_CHECK))? {
-                let bound = left.max(Duration::from_millis(1));
-                self.reader.stream.get_mut().set_read_timeout(Some(bound))?;
+                if let Some(rest) = bound.rest.take() {
+                    let sooner = Instant::now() + rest;
+                    if sooner < bound.until {
+                        bound.until = sooner;
+                        bound.cut = true;
+                    }
+                }
+                let until = bound.until;
+                self.reader.stream.get_mut().set_deadline(Some(until));
                 return Ok(());
             }
             if self.peer.stopped() {
-                return Err(self.peer.not_answering(during, within));
+                return Err(bound.not_answering(&self.peer));
             }
         }
     }
 
-    /// Waits for the reply to `id`; each notification meanwhile goes to
-    /// `on_note` and, with `keep` or without `on_note`, to the queue.
+    /// Waits for the reply to `id` within `bound`; each notification
+    /// meanwhile goes to `on_note` and, with `keep` or without `on_note`,
+    /// to the queue. A line over the bound is the reply too large
+    /// ([`ClientError::TooLarge`]), not a wait that ends in a timeout.
     fn wait_for_keeping(
         &mut self,
         id: &Id,
         mut on_note: Option<&mut dyn FnMut(&Notification)>,
         keep: bool,
-        bound: Option<(Instant, Duration, &str)>,
+        bound: &mut Bound<'_>,
     ) -> Result<Value, ClientError> {
         let id = id.clone();
         loop {
-            let next = match bound {
-                Some((until, within, during)) => {
-                    self.before_read(until, within, during)?;
-                    match self.reader.next() {
-                        Err(ClientError::Io(e))
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                            ) =>
-                        {
-                            return Err(self.peer.not_answering(during, within))
-                        }
-                        r => r?,
-                    }
+            self.before_read(bound)?;
+            let next = match self.reader.next_or_oversized() {
+                Ok(Ok(m)) => m,
+                Ok(Err(o)) => return Err(self.peer.too_large(bound.during, o)),
+                Err(ClientError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(bound.not_answering(&self.peer))
                 }
-                None => self.reader.next()?,
+                Err(e) => return Err(e),
             };
             match next {
                 Incoming::Response(r) if r.id.as_ref() == Some(&id) => {
@@ -270,7 +305,10 @@ impl Client {
         if let Some(n) = self.queued.pop_front() {
             return Ok(Some(n));
         }
-        self.reader.stream.get_mut().set_read_timeout(timeout)?;
+        // The whole wait is bounded, not each read (a peer sending a byte
+        // now and then would hold a per-read timeout forever).
+        let until = timeout.map(|t| Instant::now() + t);
+        self.reader.stream.get_mut().set_deadline(until);
         let result = loop {
             match self.reader.next() {
                 Ok(Incoming::Notification(n)) => break Ok(Some(n)),
@@ -286,7 +324,7 @@ impl Client {
                 Err(e) => break Err(e),
             }
         };
-        self.reader.stream.get_mut().set_read_timeout(None)?;
+        self.reader.stream.get_mut().set_deadline(None);
         result
     }
 
@@ -296,6 +334,7 @@ impl Client {
     /// silent for hours).
     pub fn split(mut self) -> (Reader, Writer, VecDeque<Notification>) {
         let stream = self.reader.stream.get_mut();
+        stream.set_deadline(None);
         let _ = stream.set_read_timeout(None);
         let _ = stream.socket().set_write_timeout(None);
         (self.reader, self.writer, self.queued)
@@ -314,5 +353,36 @@ pub trait Caller {
 impl Caller for Client {
     fn ask<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
         self.call_with::<M>(params, &mut |_| {})
+    }
+}
+
+/// What bounds a wait for a reply ([`Client::wait_within_rest`]).
+struct Bound<'a> {
+    started: Instant,
+    /// No read goes past this: checked while a line is read, not only
+    /// between lines.
+    until: Instant,
+    /// The deadline as given.
+    within: Duration,
+    /// Once bytes came, the rest within this (taken when applied).
+    rest: Option<Duration>,
+    /// `rest` moved `until` closer.
+    cut: bool,
+    /// What is waited for (a method name).
+    during: &'a str,
+}
+
+impl Bound<'_> {
+    /// The peer did not answer in time: the deadline as given, or, when
+    /// bytes came and moved the deadline closer ([`Bound::rest`]), how
+    /// long the wait lasted (to a tenth of a second).
+    fn not_answering(&self, peer: &super::PeerInfo) -> ClientError {
+        let waited = if self.cut {
+            let ms = self.started.elapsed().min(self.within).as_millis();
+            Duration::from_millis(u64::try_from(ms.div_ceil(100) * 100).unwrap_or(u64::MAX))
+        } else {
+            self.within
+        };
+        peer.not_answering(self.during, waited)
     }
 }

@@ -249,14 +249,16 @@ impl Client {
 
     /// A connection to a remote ccd over `stream`, whose other end is the
     /// stdin and stdout of `ssh` (running `ccd dial-stdio` there): says
-    /// `hello`, waiting at most [`crate::ssh::SSH_CONNECT_TIMEOUT`] (a
-    /// person may be answering ssh's password prompt). Used by
-    /// [`crate::ssh::connect`].
+    /// `hello`, waiting at most `within` ([`crate::ssh::Remote::hello_within`]:
+    /// a person may be answering ssh's password prompt) for its first
+    /// bytes, and at most [`crate::ssh::HELLO_REST`] more for the rest
+    /// (ssh has authenticated by then). Used by [`crate::ssh::connect`].
     pub(crate) fn over_ssh(
         stream: UnixStream,
         host: String,
         ssh: std::sync::Arc<crate::ssh::SshProcess>,
         client_name: &str,
+        within: Duration,
     ) -> Result<Self, ClientError> {
         let peer = PeerInfo {
             kind: Peer::Remote,
@@ -270,7 +272,16 @@ impl Client {
             client: client_name.to_string(),
             protocol: ProtocolRange::CURRENT,
         };
-        c.hello = c.call_within::<Hello>(&params, crate::ssh::SSH_CONNECT_TIMEOUT, None)?;
+        let id = c.send_typed_request::<Hello>(&params)?;
+        let v = c.wait_within_rest(
+            &id,
+            None,
+            false,
+            within,
+            Some(crate::ssh::HELLO_REST),
+            Hello::NAME,
+        )?;
+        c.hello = from_result::<Hello, HelloResult>(v)?;
         Ok(c)
     }
 

@@ -1,6 +1,11 @@
 //! The two halves of a split connection: the [`Writer`] (requests and
 //! notifications sent without waiting, descriptors passed along) and the
 //! [`Reader`] (every message as it arrives).
+//!
+//! A line over [`MAX_LINE_BYTES`] is never kept: [`Reader::next`] skips it
+//! with a warning (a stream goes on), [`Reader::next_or_oversized`] says
+//! it came ([`Oversized`]: a caller awaiting a reply, which that line
+//! most likely was, reports it as too large rather than as a timeout).
 
 use super::{encode_request, to_params, ClientError, Reader, Writer};
 use ccd_protocol::{
@@ -97,6 +102,44 @@ impl Reader {
         }
     }
 
+    /// The next message, or the line over [`MAX_LINE_BYTES`] met first
+    /// (dropped as it came: memory stays bounded). A line over the bound
+    /// still coming when a read timed out is [`Oversized`] too (not
+    /// whole); the rest of it is dropped by the next read.
+    pub fn next_or_oversized(&mut self) -> Result<Result<Incoming, Oversized>, ClientError> {
+        loop {
+            match read_line_resumable(&mut self.stream, MAX_LINE_BYTES, &mut self.buf) {
+                Ok(true) => {}
+                Ok(false) => return Err(ClientError::Closed),
+                Err(FrameError::LineTooLong { len }) => {
+                    return Ok(Err(Oversized { len, whole: true }))
+                }
+                Err(FrameError::Io(e)) => {
+                    let timed_out = matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    );
+                    return match self.buf.over_limit() {
+                        Some(len) if timed_out => Ok(Err(Oversized { len, whole: false })),
+                        _ => Err(ClientError::Io(e)),
+                    };
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipping a bad line from the daemon");
+                    continue;
+                }
+            }
+            match std::str::from_utf8(self.buf.line()) {
+                Ok(line) => {
+                    return parse_incoming(line)
+                        .map(Ok)
+                        .map_err(|e| ClientError::Protocol(e.error.message))
+                }
+                Err(e) => tracing::warn!(error = %e, "skipping a non-UTF-8 line from the daemon"),
+            }
+        }
+    }
+
     /// Bounds each read from here on (`None`: no bound).
     pub fn set_read_timeout(&mut self, timeout: Option<Duration>) -> std::io::Result<()> {
         self.stream.get_mut().set_read_timeout(timeout)
@@ -120,4 +163,15 @@ impl Reader {
             }
         }
     }
+}
+
+/// A line over this client's bound ([`MAX_LINE_BYTES`]) that came where a
+/// message was read ([`Reader::next_or_oversized`]); it was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Oversized {
+    /// Its length; when not `whole`, what came of it before the read
+    /// timed out.
+    pub len: usize,
+    /// Its end came.
+    pub whole: bool,
 }

@@ -27,6 +27,7 @@ mod call;
 pub use call::Caller;
 mod connect;
 mod halves;
+pub use halves::Oversized;
 
 use crate::deadline::{self, NotAnswering, Peer};
 use crate::passed_fd::RecvStream;
@@ -78,6 +79,19 @@ pub enum ClientError {
     /// A ccd on another machine could not be reached ([`crate::ssh`]).
     #[error(transparent)]
     Remote(crate::ssh::RemoteError),
+    /// Where the reply to `during` was awaited, `from` sent a line over
+    /// this client's bound ([`ccd_protocol::MAX_LINE_BYTES`]); it was
+    /// dropped, not read.
+    #[error("{from} sent a reply to `{during}` of {}{} bytes, over this client's bound of {max} bytes (1 MiB) a message: it was dropped unread (is the ccd there another version, or not ccd?)", .len, if *.whole { "" } else { " or more (the deadline passed while it came)" })]
+    TooLarge {
+        /// Who sent it ("the ccd daemon", "the ccd on HOST").
+        from: String,
+        during: String,
+        /// Its length (when not `whole`: what came before the deadline).
+        len: usize,
+        whole: bool,
+        max: usize,
+    },
 }
 
 impl ClientError {
@@ -172,6 +186,27 @@ impl PeerInfo {
             (Peer::Daemon, Some(socket)) => NotAnswering::daemon(socket, self.pid, during, waited),
             _ => NotAnswering::holder(self.pid, during, waited),
         })
+    }
+
+    /// Who this is, for a message ("the ccd on HOST").
+    fn name(&self) -> String {
+        match self.kind {
+            Peer::Daemon => "the ccd daemon".to_string(),
+            Peer::Holder => "the session's ccd holder".to_string(),
+            Peer::Remote => format!("the ccd on {}", self.host.as_deref().unwrap_or("?")),
+        }
+    }
+
+    /// The error for a line over the bound met while `during`'s reply was
+    /// awaited.
+    fn too_large(&self, during: &str, o: Oversized) -> ClientError {
+        ClientError::TooLarge {
+            from: self.name(),
+            during: during.to_string(),
+            len: o.len,
+            whole: o.whole,
+            max: ccd_protocol::MAX_LINE_BYTES,
+        }
     }
 
     fn stopped(&self) -> bool {
@@ -382,5 +417,156 @@ mod tests {
                 .contains("is running but closed the connection"),
             "{e}"
         );
+    }
+
+    /// Writes `head`, then one byte of `tail` every `every` until the
+    /// client hangs up (at most 20 s): a peer trickling its reply.
+    fn trickle(mut w: UnixStream, head: &[u8], tail: u8, every: Duration) {
+        if w.write_all(head).is_err() {
+            return;
+        }
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < until {
+            if w.write_all(&[tail]).is_err() {
+                return;
+            }
+            std::thread::sleep(every);
+        }
+    }
+
+    /// A daemon that sends part of its `hello` answer and then a byte every
+    /// 100 ms (each read gets one, so a per-read timeout never ends the
+    /// wait) is given up on at the connect deadline, not held forever.
+    #[test]
+    fn a_trickled_hello_ends_at_the_connect_deadline() {
+        let (_tmp, dir, listener) = listening();
+        let peer = std::thread::spawn(move || {
+            let (mut r, s) = accept_peer(&listener);
+            read_lines(&mut r, 1);
+            trickle(
+                s,
+                br#"{"jsonrpc":"2.0","id":1,"result":{"daemon_version":""#,
+                b'9',
+                Duration::from_millis(100),
+            );
+        });
+        let started = std::time::Instant::now();
+        let e = Client::connect(&dir, "test/0").err().expect("no hello");
+        let took = started.elapsed();
+        let n = e.not_answering().expect("not answering");
+        assert_eq!(n.during, "hello");
+        assert_eq!(n.waited, deadline::CONNECT_TIMEOUT);
+        assert!(
+            took < deadline::CONNECT_TIMEOUT + Duration::from_secs(1),
+            "{took:?}"
+        );
+        peer.join().expect("peer");
+    }
+
+    /// The same for a call's reply: its method's deadline bounds it.
+    #[test]
+    fn a_trickled_reply_ends_at_the_call_deadline() {
+        let (_tmp, dir, listener) = listening();
+        let peer = std::thread::spawn(move || {
+            let (mut r, mut s) = accept_peer(&listener);
+            read_lines(&mut r, 1);
+            writeln!(s, "{HELLO_REPLY}").expect("write");
+            read_lines(&mut r, 1);
+            trickle(
+                s,
+                br#"{"jsonrpc":"2.0","id":2,"result":{"daemon_version":""#,
+                b'9',
+                Duration::from_millis(100),
+            );
+        });
+        let mut c = Client::connect(&dir, "test/0").expect("connect");
+        let started = std::time::Instant::now();
+        let e = c.call::<DaemonStatus>(&Empty {}).err().expect("no reply");
+        let took = started.elapsed();
+        assert_eq!(
+            e.not_answering().map(|n| n.during.as_str()),
+            Some("daemon.status"),
+            "{e}"
+        );
+        assert!(
+            took < deadline::CALL_TIMEOUT + Duration::from_secs(1),
+            "{took:?}"
+        );
+        drop(c);
+        peer.join().expect("peer");
+    }
+
+    /// A reply over the bound (2 MiB here; 64 MiB is the same) is named
+    /// as too large, with the bound, at once: not a wait that ends in a
+    /// timeout because the line was skipped.
+    #[test]
+    fn a_reply_over_the_bound_is_too_large_not_a_timeout() {
+        let (_tmp, dir, listener) = listening();
+        let len = 2 * ccd_protocol::MAX_LINE_BYTES;
+        let peer = std::thread::spawn(move || {
+            let (mut r, mut s) = accept_peer(&listener);
+            read_lines(&mut r, 1);
+            writeln!(s, "{HELLO_REPLY}").expect("write");
+            read_lines(&mut r, 1);
+            let mut big = br#"{"jsonrpc":"2.0","id":2,"result":{"x":""#.to_vec();
+            big.resize(len - 3, b'a');
+            big.extend_from_slice(b"\"}}\n");
+            let _ = s.write_all(&big);
+            std::thread::sleep(Duration::from_secs(1));
+        });
+        let mut c = Client::connect(&dir, "test/0").expect("connect");
+        let started = std::time::Instant::now();
+        let e = c.call::<DaemonStatus>(&Empty {}).err().expect("too large");
+        assert!(started.elapsed() < Duration::from_secs(2), "waited");
+        match &e {
+            ClientError::TooLarge {
+                during,
+                len: got,
+                whole,
+                max,
+                ..
+            } => {
+                assert_eq!(during, "daemon.status");
+                assert_eq!(
+                    (*got, *whole, *max),
+                    (len, true, ccd_protocol::MAX_LINE_BYTES)
+                );
+            }
+            e => panic!("{e:?}"),
+        }
+        let text = e.to_string();
+        assert!(text.contains(&format!("of {len} bytes")), "{text}");
+        assert!(text.contains("bound of 1048576 bytes (1 MiB)"), "{text}");
+        drop(c);
+        peer.join().expect("peer");
+    }
+
+    /// One still coming when the deadline passes is too large as well
+    /// (what came so far).
+    #[test]
+    fn a_reply_over_the_bound_still_coming_at_the_deadline_is_too_large() {
+        let (_tmp, dir, listener) = listening();
+        let peer = std::thread::spawn(move || {
+            let (mut r, mut s) = accept_peer(&listener);
+            read_lines(&mut r, 1);
+            writeln!(s, "{HELLO_REPLY}").expect("write");
+            read_lines(&mut r, 1);
+            let big = vec![b'a'; ccd_protocol::MAX_LINE_BYTES + 10];
+            if s.write_all(&big).is_ok() {
+                trickle(s, b"", b'a', Duration::from_millis(100));
+            }
+        });
+        let mut c = Client::connect(&dir, "test/0").expect("connect");
+        let e = c.call::<DaemonStatus>(&Empty {}).err().expect("too large");
+        match &e {
+            ClientError::TooLarge { len, whole, .. } => {
+                assert!(!whole);
+                assert!(*len > ccd_protocol::MAX_LINE_BYTES, "{len}");
+            }
+            e => panic!("{e:?}"),
+        }
+        assert!(e.to_string().contains("or more"), "{e}");
+        drop(c);
+        peer.join().expect("peer");
     }
 }

@@ -30,6 +30,7 @@ use crate::ui::view::Daemon;
 use ccd_client::deadline::{deadline_for, NotAnswering, CALL_TIMEOUT};
 use ccd_client::ssh::{Remote, StderrSink};
 use ccd_client::{Caller, Client, ClientError};
+use ccd_protocol::methods::daemon::Hello;
 use ccd_protocol::methods::events::{
     Event as DaemonEvent, EventNotification, EventsSubscribe, SubscribeParams,
 };
@@ -44,17 +45,17 @@ pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// `remote` for a connection under the dashboard: ssh may ask nothing
-/// (`BatchMode`: a question on the full-screen dashboard's terminal could
-/// not be answered), and what it says on stderr is kept (its last line
-/// explains a failure) instead of being printed over the dashboard.
+/// ([`Remote::batch`]: `BatchMode`, since a question on the full-screen
+/// dashboard's terminal could not be answered; the option goes after the
+/// whole ssh command, as `ccd --host` builds it, and `hello` is waited
+/// for at most [`ccd_client::ssh::BATCH_CONNECT_TIMEOUT`]), and what it
+/// says on stderr is kept (its last line explains a failure) instead of
+/// being printed over the dashboard.
 pub(super) fn quiet(remote: &Remote) -> (Remote, Arc<Mutex<String>>) {
     let said = Arc::new(Mutex::new(String::new()));
     let keep = said.clone();
     let mut r = remote.clone();
-    let program = r.ssh.first().cloned().unwrap_or_else(|| "ssh".into());
-    let mut ssh = vec![program, "-o".into(), "BatchMode=yes".into()];
-    ssh.extend(r.ssh.iter().skip(1).cloned());
-    r.ssh = ssh;
+    r.batch = true;
     r.stderr = StderrSink::Lines(Arc::new(move |line: &[u8]| {
         let text = String::from_utf8_lossy(line).trim().to_string();
         if !text.is_empty() {
@@ -157,8 +158,9 @@ impl LinkThread {
     fn explain(&self, e: &ClientError) -> String {
         let said = self.said.lock().map(|s| s.clone()).unwrap_or_default();
         let said = ccd_claude::display::line(&said).into_owned();
-        if said.is_empty() || e.to_string().contains(&said) {
-            e.to_string()
+        let e = explain_error(e);
+        if said.is_empty() || e.contains(&said) {
+            e
         } else {
             format!("{e}: {said}")
         }
@@ -263,6 +265,20 @@ impl LinkThread {
                 }
             }
         }
+    }
+}
+
+/// A connection's failure as the dashboard says it: a `hello` not
+/// answered within the dashboard's deadline says why it gave up so soon
+/// (ssh in `BatchMode` asks nothing, so no password prompt can be what
+/// is waited for).
+fn explain_error(e: &ClientError) -> String {
+    match e.not_answering() {
+        Some(n) if n.during == Hello::NAME && n.waited >= ccd_client::ssh::BATCH_CONNECT_TIMEOUT => format!(
+            "{e} (the dashboard waits at most {}s for a machine's hello: its ssh runs with BatchMode=yes, so it asks no question that could be pending)",
+            ccd_client::ssh::BATCH_CONNECT_TIMEOUT.as_secs()
+        ),
+        _ => e.to_string(),
     }
 }
 
