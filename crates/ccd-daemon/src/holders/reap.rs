@@ -11,7 +11,10 @@
 //! Either way a session is only ever stopped *at rest*: Claude Code's
 //! status `idle` (never `busy`, never `waiting`, never behind a dialog), no
 //! client attached, not pinned, and no background work pending in its
-//! transcript (`ccd_claude::transcript::background`); right before the
+//! transcript (`ccd_claude::transcript::background`, read whole: the task
+//! keeps a [`Tracker`] per held session, so each check reads only what the
+//! transcript gained since the last; an unreadable transcript counts as
+//! work pending); right before the
 //! stop the holder is asked again, and its screen must show the prompt
 //! with nothing typed in it (a draft not sent lives only there). A stopped session stays resumable (its
 //! transcript is the history; `ccd attach` resumes it in its cwd); `ccd ls`
@@ -22,6 +25,7 @@ use super::HolderTable;
 use crate::cost::CostBoard;
 use crate::events::EventHub;
 use ccd_claude::transcript;
+use ccd_claude::transcript::background::Tracker;
 use ccd_protocol::methods::events::{Event, EventKind};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -151,6 +155,9 @@ pub async fn run(reaper: Reaper, rules: Rules) {
         .map(|l| (l / 4).clamp(Duration::from_millis(200), Duration::from_secs(15)))
         .unwrap_or(Duration::from_secs(15));
     let mut idle_since: HashMap<String, Instant> = HashMap::new();
+    // The background-work scan of each held session's transcript, by
+    // session id (one per held session: dropped with it).
+    let mut scans: HashMap<String, Tracker> = HashMap::new();
     let mut stop = reaper.shutdown.clone();
     let mut sampled = reaper.costs.ticks();
     let mut warned_over = false;
@@ -177,6 +184,7 @@ pub async fn run(reaper: Reaper, rules: Rules) {
         let now = Instant::now();
         let holders = reaper.holders.snapshot();
         idle_since.retain(|id, _| holders.iter().any(|h| &h.id == id));
+        scans.retain(|sid, _| holders.iter().any(|h| h.session_id() == Some(sid.as_str())));
         for h in &holders {
             if at_rest(h) {
                 idle_since.entry(h.id.clone()).or_insert(now);
@@ -194,7 +202,8 @@ pub async fn run(reaper: Reaper, rules: Rules) {
         if let Some(limit) = rules.idle_limit {
             for h in holders.iter().filter(|h| at_rest(h)) {
                 let idle = idle_for(&h.id);
-                if idle >= limit && stop_one(&reaper, h, Why::Idle { idle }, None).await {
+                if idle >= limit && stop_one(&reaper, &mut scans, h, Why::Idle { idle }, None).await
+                {
                     stopped.insert(h.id.clone());
                 }
             }
@@ -237,7 +246,7 @@ pub async fn run(reaper: Reaper, rules: Rules) {
                     total,
                     budget,
                 };
-                if stop_one(&reaper, h, why, Some(c.memory_bytes)).await {
+                if stop_one(&reaper, &mut scans, h, why, Some(c.memory_bytes)).await {
                     total = total.saturating_sub(c.memory_bytes);
                 }
             }
@@ -257,28 +266,57 @@ pub async fn run(reaper: Reaper, rules: Rules) {
     }
 }
 
-/// Stops `h` if it is still at rest with no background work pending;
-/// `true` when it was stopped and collected.
-async fn stop_one(reaper: &Reaper, h: &super::HolderEntry, why: Why, freed: Option<u64>) -> bool {
+/// Stops `h` if it is still at rest with no background work pending
+/// (asked of its transcript through its tracker in `scans`); `true` when
+/// it was stopped and collected.
+async fn stop_one(
+    reaper: &Reaper,
+    scans: &mut HashMap<String, Tracker>,
+    h: &super::HolderEntry,
+    why: Why,
+    freed: Option<u64>,
+) -> bool {
     let Some(sid) = h.session_id().map(String::from) else {
         return false;
     };
     let projects = reaper.projects.clone();
+    let mut tracker = scans.remove(&sid).unwrap_or_default();
     let s = sid.clone();
-    let (pending, context) = tokio::task::spawn_blocking(move || {
+    let looked = tokio::task::spawn_blocking(move || {
         let Some(path) = transcript::find_by_session_id(&projects, &s) else {
-            return (false, None);
+            return (false, None, tracker);
         };
-        let pending = transcript::background::pending(&path)
-            .map(|p| p.any())
-            .unwrap_or(true);
+        let pending = match tracker.look(&path) {
+            Ok(p) => {
+                tracing::debug!(
+                    session = %s,
+                    read_bytes = tracker.last_read(),
+                    offset = tracker.offset(),
+                    shells = p.shells.len(),
+                    subagents = p.subagents.len(),
+                    untracked = p.untracked,
+                    "background work checked"
+                );
+                p.any()
+            }
+            Err(error) => {
+                tracing::debug!(session = %s, %error, "cannot read the transcript: counted as work pending");
+                true
+            }
+        };
         let context = transcript::read_summary(&path)
             .ok()
             .and_then(|s| s.context_tokens);
-        (pending, context)
+        (pending, context, tracker)
     })
-    .await
-    .unwrap_or((true, None));
+    .await;
+    let (pending, context) = match looked {
+        Ok((pending, context, tracker)) => {
+            scans.insert(sid.clone(), tracker);
+            (pending, context)
+        }
+        Err(_) => (true, None),
+    };
     if pending {
         tracing::debug!(session = %sid, "at rest but background work is pending: not stopped");
         return false;
