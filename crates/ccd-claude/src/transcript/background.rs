@@ -1014,6 +1014,33 @@ mod tests {
     }
 
     #[test]
+    fn a_start_token_cut_anywhere_in_a_long_line_is_found() {
+        for token in START_TOKENS {
+            let mut bytes = b"x".repeat(40);
+            bytes.extend_from_slice(token);
+            bytes.extend_from_slice(&b"y".repeat(40));
+            for i in 0..=bytes.len() {
+                for j in i..=bytes.len() {
+                    let mut long = LongLine::default();
+                    for piece in [&bytes[..i], &bytes[i..j], &bytes[j..]] {
+                        long.see(piece);
+                    }
+                    assert!(long.could_start, "cut at {i}, {j}");
+                }
+            }
+            // Short pieces, one byte at a time.
+            let mut long = LongLine::default();
+            for b in &bytes {
+                long.see(std::slice::from_ref(b));
+            }
+            assert!(long.could_start);
+            let mut none = LongLine::default();
+            none.see(&bytes[..40 + token.len() - 1]);
+            assert!(!none.could_start);
+        }
+    }
+
+    #[test]
     fn past_the_work_bound_settled_work_is_forgotten_and_new_work_untracked() {
         let mut ls = Vec::new();
         for i in 0..MAX_WORK {
