@@ -319,3 +319,68 @@ fn two_machines_in_one_list_every_key_on_a_remote_row_and_a_stalled_link_never_f
     t.keys(&["q"]);
     t.wait("ccd-exited=0", T);
 }
+
+/// A machine whose ssh connects and then answers nothing: the dashboard
+/// (ssh in `BatchMode`, so nobody is typing a password) gives up on
+/// `hello` after 20 s (`ssh::BATCH_CONNECT_TIMEOUT`) and says so, instead
+/// of "connecting…" for the 120 s a person typing a password gets. The
+/// stand-in for ssh is two words (`sh SCRIPT`): `-o BatchMode=yes` comes
+/// after both, as `ccd --host` puts its options (it once came after the
+/// first: `sh -o BatchMode=yes SCRIPT`).
+#[test]
+fn a_machine_that_never_says_hello_is_given_up_on_in_20_s_with_batch_mode_after_the_whole_ssh_command(
+) {
+    if !tmux_or_skip() {
+        return;
+    }
+    let mut near = Sandbox::new();
+    let args = near.tmp.path().join("ssh-args");
+    let script = near.tmp.path().join("silent-ssh.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "printf '%s\\n' \"$@\" > {}\nread line\nexec sleep 120\n",
+            quote(args.to_str().unwrap())
+        ),
+    )
+    .unwrap();
+    near.env
+        .push(("CCD_SSH_COMMAND".into(), format!("sh {}", script.display())));
+    std::fs::write(
+        near.tmp.path().join("ccd.toml"),
+        "ui_hosts = [\"local\", \"ssh://far\"]\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let t = Tmux::start(&near, &["ui"], 200, 30);
+    t.wait("far connecting…", T);
+    let words: Vec<String> = wait_for(T, "ssh's arguments", || {
+        std::fs::read_to_string(&args)
+            .ok()
+            .filter(|s| s.ends_with("dial-stdio\n"))
+    })
+    .lines()
+    .map(String::from)
+    .collect();
+    assert_eq!(
+        words,
+        [
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            "far",
+            "--",
+            "ccd",
+            "dial-stdio"
+        ]
+    );
+    let pane = t.wait(
+        "far UNREACHABLE (the ccd on far did not answer `hello` within 20s",
+        Duration::from_secs(40),
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(19) && took < Duration::from_secs(35),
+        "{took:?}: {pane}"
+    );
+}
