@@ -84,8 +84,8 @@ pub enum Intent {
     Prompt,
     /// Words for the model, never a command (`session.send`'s `literal`,
     /// and always `session.respond`'s `message`): a leading `!` is typed
-    /// after a space (both versions then send it as a prompt, the space
-    /// trimmed); a leading `/` is refused, since no typing makes 2.1.332
+    /// after a space (both versions then send it as a prompt, which holds
+    /// that space); a leading `/` is refused, since no typing makes 2.1.332
     /// read it as words.
     Literal,
     /// A shell command for the CLI's bash mode (`session.send`'s `shell`):

@@ -1001,6 +1001,110 @@ fn real_cli_typed_text_never_becomes_keys() {
     }
 }
 
+/// Text a client forwards never runs a command nobody asked for (issue 50,
+/// finding 1): on both versions a `!` first runs a shell command at once
+/// (bash mode) and a `/` a slash command. `ccd send` refuses a leading `!`
+/// (nothing typed), runs it with `--shell`, sends it as words with
+/// `--literal`; a deny message can be neither a shell nor a slash command;
+/// text of blanks is refused instead of being left in the box (finding 5).
+fn prefixes_version(version: &str) {
+    let Some((mock, sb)) = real::setup(version, MockUsage::SMALL) else {
+        return;
+    };
+    let dir = sb.project("prefixes");
+    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+    args.extend(asking_args(version));
+    let sid = sb.ok(&args).trim().to_string();
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
+        .unwrap();
+    wait_for(T, "the prompt", || {
+        (shows(&mut c, &sid) == "prompt").then_some(())
+    });
+    let refused = |args: &[&str], why: &str| {
+        let out = sb.run(args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success() && err.contains(why),
+            "[{version}] ccd {args:?} was not refused ({why}): {err}
+{}",
+            evidence(&sb, &mock, Some(&sid))
+        );
+    };
+    let settled = |c: &mut ccd_client::Client, reply: &str| {
+        wait_reply(&sb, &sid, reply, version);
+        wait_for(T, "the prompt after the turn", || {
+            (shows(c, &sid) == "prompt").then_some(())
+        });
+    };
+
+    refused(&["send", &sid, "!echo bang > bang.txt"], "--shell");
+    refused(&["send", &sid, "   "], "nothing to submit");
+    refused(&["send", &sid, "\n\n\n"], "nothing to submit");
+    refused(
+        &["send", "--literal", &sid, " /permissions"],
+        "slash command",
+    );
+    sb.ok(&["send", "--literal", &sid, "!echo lit > lit.txt"]);
+    settled(&mut c, "ACK: !echo lit > lit.txt");
+    sb.ok(&["send", "--shell", &sid, "echo sh > sh.txt"]);
+    wait_for(T, "the --shell command's file", || {
+        dir.join("sh.txt").exists().then_some(())
+    });
+    wait_for(T, "the prompt after the shell command", || {
+        (shows(&mut c, &sid) == "prompt").then_some(())
+    });
+
+    sb.ok(&["send", &sid, "TOOL:echo denied > denied.txt"]);
+    permission_attention(
+        &mut c,
+        &sb,
+        &mock,
+        &sid,
+        "echo denied > denied.txt",
+        version,
+    );
+    refused(
+        &["deny", &sid, "--message", "/permissions"],
+        "slash command",
+    );
+    assert_eq!(
+        shows(&mut c, &sid),
+        "permission_prompt",
+        "[{version}] a refused deny answered"
+    );
+    let out = sb.run(&["deny", &sid, "--message", "!echo words > w.txt"]);
+    assert!(
+        out.status.success(),
+        "[{version}] ccd deny: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        evidence(&sb, &mock, Some(&sid))
+    );
+    settled(&mut c, "done");
+    for f in ["bang.txt", "lit.txt", "denied.txt", "w.txt"] {
+        assert!(
+            !dir.join(f).exists(),
+            "[{version}] {f} exists: a command ran that nobody asked for"
+        );
+    }
+    let prompts = user_prompts(&sb, &sid);
+    // A literal `!` is typed after one space, which the transcript keeps.
+    for p in [" !echo lit > lit.txt", " !echo words > w.txt"] {
+        assert!(
+            prompts.iter().any(|q| q == p),
+            "[{version}] no prompt {p:?} (blanks must not join it): {prompts:?}"
+        );
+    }
+    sb.ok(&["kill", &sid]);
+}
+
+#[test]
+fn real_cli_text_never_runs_a_command_nobody_asked_for() {
+    for v in real::versions() {
+        prefixes_version(&v);
+    }
+}
+
 /// A held session runs `BGTOOL:sleep 3; echo done > bg.txt` (a Bash tool
 /// use with `run_in_background: true`, approved through `ccd approve` when
 /// the CLI asks), or with `subagent`
