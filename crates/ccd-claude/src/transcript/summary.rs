@@ -1,11 +1,20 @@
 //! A bounded read of one transcript: what `ccd ls` and the index need.
 //!
-//! Transcripts reach hundreds of MB, so the file is never read whole: a head
-//! window (for the original cwd, the first prompt, the creation time) and a
-//! tail window (for the latest activity, model, usage and `last-prompt`).
-//! Each window starts small and grows only while what it looks for is
-//! missing, up to [`MAX_WINDOW`]. A partial line at a window's edge, or a
-//! half-written last line, is ignored.
+//! Transcripts reach hundreds of MB, so the file is never read whole: the
+//! head is walked forwards (for the original cwd, the first prompt, the
+//! creation time) and the tail backwards (for the latest activity, model,
+//! usage and `last-prompt`), [`CHUNK`] bytes at a time, each walk stopping
+//! once it has what it looks for or has read [`MAX_SCAN`] bytes. A partial
+//! line where a walk stops is ignored, and so is a half-written last line.
+//!
+//! Memory is bounded whatever the lines: one chunk and one line of at most
+//! [`MAX_LINE`] bytes. A longer line (a tool result holding a whole file)
+//! is stepped over without being held or parsed; what it would have said
+//! is lost: its timestamp (when it is the newest record the last activity
+//! is the file's mtime instead), its model and context figure when it is
+//! an assistant record (those of the newest assistant record that fits are
+//! shown), its prompt when it is the first one. Files up to [`SMALL_FILE`]
+//! are read in one go.
 
 use super::record::Record;
 use memchr::memmem;
@@ -16,14 +25,14 @@ use std::time::SystemTime;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-/// First size of the head window (the first prompt is near the top).
-pub const FIRST_HEAD_WINDOW: u64 = 4 * 1024;
-/// First size of the tail window (room for a typical last reply).
-pub const FIRST_TAIL_WINDOW: u64 = 16 * 1024;
 /// Files up to this size are read in one go.
-pub const SMALL_FILE: u64 = FIRST_TAIL_WINDOW;
-/// Largest a window grows to.
-pub const MAX_WINDOW: u64 = 8 * 1024 * 1024;
+pub const SMALL_FILE: u64 = 16 * 1024;
+/// Bytes read at a time by the head and tail walks.
+pub const CHUNK: usize = 64 * 1024;
+/// The longest line parsed: a longer one is stepped over, never held.
+pub const MAX_LINE: usize = 1024 * 1024;
+/// The most bytes one walk (head or tail) reads.
+pub const MAX_SCAN: u64 = 16 * 1024 * 1024;
 
 /// What a bounded read of one transcript yields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,38 +107,30 @@ pub fn read_summary_with(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<Tran
         scan_tail(buf, true, &mut tail);
         (head, tail)
     } else {
-        let mut window = FIRST_HEAD_WINDOW;
-        let head = loop {
-            let len = window.min(size);
-            read_at(&file, 0, len, buf)?;
-            s.bytes_read += buf.len() as u64;
-            let mut head = HeadFinds::default();
-            scan_head(buf, len == size, &mut head);
-            if head.complete() || len == size || window >= MAX_WINDOW {
-                break head;
+        let mut line = Vec::new();
+        let mut head = HeadFinds::default();
+        s.bytes_read += walk_forward(&file, size, buf, &mut line, |l| {
+            if let Some(l) = l {
+                note_head_line(l, &mut head);
             }
-            window *= 4;
-        };
-        let mut window = FIRST_TAIL_WINDOW;
-        let tail = loop {
-            let len = window.min(size);
-            read_at(&file, size - len, len, buf)?;
-            s.bytes_read += buf.len() as u64;
-            let mut tail = TailFinds::default();
-            scan_tail(buf, len == size, &mut tail);
-            if tail.complete() || len == size || window >= MAX_WINDOW {
-                break tail;
-            }
-            window *= 4;
-        };
+            head.complete()
+        })?;
+        let mut tail = TailFinds::default();
+        s.bytes_read += walk_backward(&file, size, buf, &mut line, |l, last| {
+            note_tail_line(l, last, &mut tail);
+            tail.complete()
+        })?;
         (head, tail)
     };
     s.cwd = head.cwd.or(tail.cwd);
     s.title = head.first_prompt.or(tail.last_prompt);
     s.created = head.first_timestamp;
-    s.last_activity = tail
-        .newest_timestamp
-        .or_else(|| meta.modified().ok().map(to_datetime));
+    let mtime = || meta.modified().ok().map(to_datetime);
+    s.last_activity = if tail.newest_skipped {
+        mtime()
+    } else {
+        tail.newest_timestamp.or_else(mtime)
+    };
     s.model = tail.model;
     s.context_tokens = tail.context_tokens;
     s.half_written_tail = tail.half_written;
@@ -165,6 +166,133 @@ fn read_at(file: &File, offset: u64, len: u64, buf: &mut Vec<u8>) -> std::io::Re
     Ok(())
 }
 
+/// Reads the chunk at `offset` (at most [`CHUNK`] bytes, fewer at `end`)
+/// into `buf`; returns how many bytes were read.
+fn read_chunk(file: &File, offset: u64, end: u64, buf: &mut Vec<u8>) -> std::io::Result<u64> {
+    let len = (end.saturating_sub(offset)).min(CHUNK as u64);
+    read_at(file, offset, len, buf)?;
+    Ok(buf.len() as u64)
+}
+
+/// The line at `start..end` of the file: a slice of `chunk` (which holds
+/// the bytes from `chunk_at`) when it lies inside it, else read into
+/// `line`; `None` when it is longer than [`MAX_LINE`] (nothing is read).
+/// Adds what it reads to `read`.
+fn line_at<'b>(
+    file: &File,
+    start: u64,
+    end: u64,
+    chunk: &'b [u8],
+    chunk_at: u64,
+    line: &'b mut Vec<u8>,
+    read: &mut u64,
+) -> std::io::Result<Option<&'b [u8]>> {
+    let len = end - start;
+    if len > MAX_LINE as u64 {
+        return Ok(None);
+    }
+    let chunk_end = chunk_at + chunk.len() as u64;
+    if start >= chunk_at && end <= chunk_end {
+        let a = (start - chunk_at) as usize;
+        return Ok(Some(&chunk[a..a + len as usize]));
+    }
+    // Capacity never above MAX_LINE: no doubling past the bound.
+    if line.capacity() < len as usize {
+        line.clear();
+        line.reserve_exact(len as usize);
+    }
+    read_at(file, start, len, line)?;
+    *read += line.len() as u64;
+    Ok(Some(&line[..]))
+}
+
+/// Walks the file's lines from the start, handing each to `f` (`None` for
+/// one over [`MAX_LINE`]) until `f` says it has enough, the end (the last
+/// line is handed over even without a newline) or [`MAX_SCAN`] bytes read
+/// (the line cut there is left out). Returns the bytes read.
+fn walk_forward(
+    file: &File,
+    size: u64,
+    chunk: &mut Vec<u8>,
+    line: &mut Vec<u8>,
+    mut f: impl FnMut(Option<&[u8]>) -> bool,
+) -> std::io::Result<u64> {
+    let mut read = 0u64;
+    let mut pos = 0u64;
+    let mut line_start = 0u64;
+    while pos < size && read < MAX_SCAN {
+        let n = read_chunk(file, pos, size, chunk)?;
+        if n == 0 {
+            break; // the file shrank
+        }
+        read += n;
+        for i in memchr::memchr_iter(b'\n', chunk) {
+            let nl = pos + i as u64;
+            let l = line_at(file, line_start, nl, chunk, pos, line, &mut read)?;
+            if f(l) {
+                return Ok(read);
+            }
+            line_start = nl + 1;
+        }
+        pos += n;
+    }
+    if pos >= size && line_start < pos {
+        let l = line_at(
+            file,
+            line_start,
+            pos,
+            chunk,
+            pos - chunk.len() as u64,
+            line,
+            &mut read,
+        )?;
+        f(l);
+    }
+    Ok(read)
+}
+
+/// Walks the file's lines from the end, newest first, handing each to `f`
+/// (`None` for one over [`MAX_LINE`]; `true` with the text after the last
+/// newline, the file's unfinished last line, however empty) until `f` says
+/// it has enough, the start, or [`MAX_SCAN`] bytes read (the line cut
+/// there is left out). Returns the bytes read.
+fn walk_backward(
+    file: &File,
+    size: u64,
+    chunk: &mut Vec<u8>,
+    line: &mut Vec<u8>,
+    mut f: impl FnMut(Option<&[u8]>, bool) -> bool,
+) -> std::io::Result<u64> {
+    let mut read = 0u64;
+    let mut pos = size;
+    let mut line_end = size;
+    let mut last = true;
+    while pos > 0 && read < MAX_SCAN {
+        let at = pos.saturating_sub(CHUNK as u64);
+        let n = read_chunk(file, at, pos, chunk)?;
+        read += n;
+        if n < pos - at {
+            // The file shrank under the read: what is left is not a line.
+            return Ok(read);
+        }
+        for i in memchr::memrchr_iter(b'\n', chunk) {
+            let nl = at + i as u64;
+            let l = line_at(file, nl + 1, line_end, chunk, at, line, &mut read)?;
+            if f(l, last) {
+                return Ok(read);
+            }
+            last = false;
+            line_end = nl;
+        }
+        pos = at;
+    }
+    if pos == 0 && line_end > 0 {
+        let l = line_at(file, 0, line_end, chunk, 0, line, &mut read)?;
+        f(l, last);
+    }
+    Ok(read)
+}
+
 #[derive(Default)]
 struct HeadFinds {
     any_record: bool,
@@ -191,22 +319,26 @@ fn scan_head(buf: &[u8], whole_file: bool, f: &mut HeadFinds) {
         }
     };
     for line in buf[..end].split(|&b| b == b'\n') {
-        let Some(rec) = Record::parse(line) else {
-            continue;
-        };
-        f.any_record = true;
-        if f.cwd.is_none() {
-            f.cwd = rec.cwd.clone();
-        }
-        if f.first_timestamp.is_none() {
-            f.first_timestamp = rec.timestamp.as_deref().and_then(parse_time);
-        }
-        if f.first_prompt.is_none() {
-            f.first_prompt = rec.human_prompt().map(|t| one_line(&t));
-        }
+        note_head_line(line, f);
         if f.complete() {
             return;
         }
+    }
+}
+
+fn note_head_line(line: &[u8], f: &mut HeadFinds) {
+    let Some(rec) = Record::parse(line) else {
+        return;
+    };
+    f.any_record = true;
+    if f.cwd.is_none() {
+        f.cwd = rec.cwd.clone();
+    }
+    if f.first_timestamp.is_none() {
+        f.first_timestamp = rec.timestamp.as_deref().and_then(parse_time);
+    }
+    if f.first_prompt.is_none() {
+        f.first_prompt = rec.human_prompt().map(|t| one_line(&t));
     }
 }
 
@@ -220,13 +352,21 @@ struct TailFinds {
     context_tokens: Option<u64>,
     assistant_seen: bool,
     half_written: bool,
+    /// A line over [`MAX_LINE`] came before any timestamp: the newest
+    /// record's time is unknown (the file's mtime stands for it).
+    newest_skipped: bool,
 }
 
 impl TailFinds {
     /// The tail window stops growing once the last assistant record and a
     /// timestamp are found (`last-prompt` is optional: older CLIs lack it).
     fn complete(&self) -> bool {
-        self.assistant_seen && self.newest_timestamp.is_some()
+        self.assistant_seen && self.has_time()
+    }
+
+    /// The newest record's time is known, or known to be the mtime's.
+    fn has_time(&self) -> bool {
+        self.newest_timestamp.is_some() || self.newest_skipped
     }
 }
 
@@ -242,30 +382,44 @@ fn scan_tail(buf: &[u8], whole_file: bool, f: &mut TailFinds) {
         }
     };
     let body = &buf[start..];
-    let assistant_marker = memmem::Finder::new(b"\"assistant\"");
-    let mut lines = body.rsplit(|&b| b == b'\n');
     // The text after the last newline is the file's unfinished last line.
-    if let Some(last) = lines.next() {
-        if !last.is_empty() {
-            match Record::parse(last) {
+    for (i, line) in body.rsplit(|&b| b == b'\n').enumerate() {
+        if note_tail_line(Some(line), i == 0, f) {
+            break;
+        }
+    }
+}
+
+/// One line of the tail, newest first (`last`: the text after the last
+/// newline; `None`: a line over [`MAX_LINE`], stepped over). True once
+/// the tail has what it looks for.
+fn note_tail_line(line: Option<&[u8]>, last: bool, f: &mut TailFinds) -> bool {
+    let Some(line) = line else {
+        // Its timestamp is unknown: if it is the newest record, the file's
+        // mtime says when it was written.
+        if f.newest_timestamp.is_none() {
+            f.newest_skipped = true;
+        }
+        return f.complete();
+    };
+    if last {
+        if !line.is_empty() {
+            match Record::parse(line) {
                 Some(rec) => note_tail_record(&rec, f),
                 None => f.half_written = true,
             }
         }
+        return f.complete();
     }
-    for line in lines {
-        if f.complete() {
-            break;
-        }
-        // With timestamp and last-prompt known, only assistant lines matter.
-        let cheap_done = f.newest_timestamp.is_some() && f.last_prompt.is_some();
-        if line.is_empty() || (cheap_done && assistant_marker.find(line).is_none()) {
-            continue;
-        }
-        if let Some(rec) = Record::parse(line) {
-            note_tail_record(&rec, f);
-        }
+    // With timestamp and last-prompt known, only assistant lines matter.
+    let cheap_done = f.has_time() && f.last_prompt.is_some();
+    if line.is_empty() || (cheap_done && memmem::find(line, b"\"assistant\"").is_none()) {
+        return f.complete();
     }
+    if let Some(rec) = Record::parse(line) {
+        note_tail_record(&rec, f);
+    }
+    f.complete()
 }
 
 fn note_tail_record(rec: &Record<'_>, f: &mut TailFinds) {
