@@ -9,7 +9,10 @@
 //! text is a single line, stripped of ANSI escape sequences and control
 //! characters, and cut to a bounded length.
 //!
-//! [`render_line`] formats one item for a terminal of a given width.
+//! [`render_line`] formats one item for a terminal of a given width, through
+//! the terminal sanitizer again ([`crate::display::line`]): an item from
+//! another machine's `session.tail` may hold whole escape sequences, which
+//! are removed, never only their ESC.
 
 use super::record::Record;
 use serde::{Deserialize, Serialize};
@@ -249,7 +252,10 @@ fn tool_call_line(b: &Block<'_>) -> String {
     let arg = match &input {
         None => b
             .input
-            .map(|raw| one_line(raw.get(), MAX_TOOL_CHARS))
+            .map(|raw| match serde_json::from_str(raw.get()) {
+                Ok(v) => one_line(&json_text(v), MAX_TOOL_CHARS),
+                Err(_) => one_line(raw.get(), MAX_TOOL_CHARS),
+            })
             .unwrap_or_default(),
         Some(map) if map.is_empty() => String::new(),
         Some(map) => TELLING_FIELDS
@@ -261,11 +267,31 @@ fn tool_call_line(b: &Block<'_>) -> String {
                     .filter(|v| !v.is_empty())
             })
             .unwrap_or_else(|| {
-                let json = serde_json::to_string(map).unwrap_or_default();
+                let json = json_text(serde_json::Value::Object(map.clone()));
                 one_line(&json, MAX_TOOL_CHARS)
             }),
     };
     format!("{name}({arg})")
+}
+
+/// `v` as compact JSON with its strings sanitized first: written as JSON,
+/// an escape sequence would become `\u001b[31m` text the sanitizer cannot
+/// see.
+fn json_text(mut v: serde_json::Value) -> String {
+    fn clean(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => {
+                if let Cow::Owned(c) = crate::display::line(s) {
+                    *s = c;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(clean),
+            serde_json::Value::Object(m) => m.values_mut().for_each(clean),
+            _ => {}
+        }
+    }
+    clean(&mut v);
+    serde_json::to_string(&v).unwrap_or_default()
 }
 
 /// The first non-empty line of a tool result, bounded; `error: ` first
@@ -308,12 +334,9 @@ pub fn render_line(r: &Rendered, width: usize) -> String {
         RenderedKind::System => "· ",
     };
     // The text is one clean line already when it came from render_record;
-    // guard against items built elsewhere.
-    let text: String = r
-        .text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    // items built elsewhere (another machine's `session.tail`) go through
+    // the terminal sanitizer, which removes whole escape sequences.
+    let text = crate::display::line(&r.text);
     truncate_chars(&format!("{prefix}{text}"), width)
 }
 
@@ -441,5 +464,76 @@ mod tests {
         assert_eq!(strip_tags("a < b and Vec<U8>"), "a < b and Vec<U8>");
         assert_eq!(strip_tags("dangling <"), "dangling <");
         assert_eq!(strip_tags("<é>"), "<é>");
+    }
+}
+
+#[cfg(test)]
+mod escape_tests {
+    //! The preview removes whole escape sequences, never only their ESC.
+    use super::*;
+
+    /// Texts holding a CSI, an OSC ended by BEL and by ST (`ESC \`), a
+    /// string command (DCS), and the C1 forms of CSI, OSC and ST.
+    const HOSTILE: &[&str] = &[
+        "a\u{1b}[31mred\u{1b}[0m b",
+        "a\u{1b}]0;title\u{7} b",
+        "a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\ b",
+        "a\u{1b}P1$r0m\u{1b}\\ b",
+        "a\u{9b}2K\u{9d}0;title\u{9c} b",
+    ];
+
+    fn assert_clean(shown: &str, from: &str) {
+        for body in [
+            "[31m", "[0m", "]0;", "title", "]8;", "http", "P1$", "2K", "$r0m",
+        ] {
+            assert!(
+                !shown.contains(body),
+                "{from:?} shown as {shown:?}: the body {body:?} is left"
+            );
+        }
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert!(shown.contains('a') && shown.contains('b'), "{shown:?}");
+    }
+
+    #[test]
+    fn an_item_from_elsewhere_is_shown_without_its_sequences() {
+        // `session.tail` of another machine's daemon: items built there.
+        for text in HOSTILE {
+            let r = Rendered::new(RenderedKind::Assistant, (*text).to_string(), None);
+            assert_clean(&render_line(&r, 1000), text);
+        }
+    }
+
+    #[test]
+    fn records_are_rendered_without_their_sequences() {
+        for text in HOSTILE {
+            let t = serde_json::to_string(text).unwrap();
+            let lines = [
+                format!(r#"{{"type":"user","message":{{"role":"user","content":{t}}}}}"#),
+                format!(
+                    r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":{t}}}]}}}}"#
+                ),
+                // A tool call with no telling field: its input as JSON.
+                format!(
+                    r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","name":"X","input":{{"odd":{t}}}}}]}}}}"#
+                ),
+                // A tool call whose input is not an object.
+                format!(
+                    r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","name":"X","input":[{t}]}}]}}}}"#
+                ),
+                format!(
+                    r#"{{"type":"user","message":{{"content":[{{"type":"tool_result","content":{t}}}]}}}}"#
+                ),
+                format!(r#"{{"type":"system","content":{t}}}"#),
+            ];
+            for line in &lines {
+                let items = render_record(line.as_bytes());
+                assert!(!items.is_empty(), "{line}");
+                for item in items {
+                    assert_clean(&item.text, line);
+                    assert_clean(&render_line(&item, 1000), line);
+                }
+            }
+        }
     }
 }
