@@ -384,3 +384,78 @@ fn a_machine_that_never_says_hello_is_given_up_on_in_20_s_with_batch_mode_after_
         "{took:?}: {pane}"
     );
 }
+
+/// A machine whose ccd answers the preview's `session.tail` with 2 MiB on
+/// one line (a stand-in for ssh, python3, plays it): the dashboard says
+/// the reply was too large, with the client's bound, rather than that
+/// the machine did not answer (the line was once skipped and the call
+/// left to time out).
+#[test]
+fn a_reply_over_the_bound_on_the_dashboard_is_too_large_not_a_timeout() {
+    if !tmux_or_skip() {
+        return;
+    }
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        assert!(std::env::var_os("CI").is_none(), "CI needs python3");
+        eprintln!("SKIPPED: no python3");
+        return;
+    }
+    let mut near = Sandbox::new();
+    let script = near.tmp.path().join("big-ssh.py");
+    std::fs::write(
+        &script,
+        r#"
+import json, sys
+row = {"session_id": "0badc0de-0000-4000-8000-000000000000", "state": "dead", "pid": None,
+       "cwd": "/srv/bigproj", "status": None, "waiting_for": None, "kind": None, "name": None,
+       "version": None, "started_at": None, "last_activity": None, "title": "big",
+       "model": None, "context_tokens": None, "context_percent": None,
+       "context_window": None, "transcript": None, "transcript_bytes": None,
+       "writers": [], "several_writers": False, "ccd": None}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    out = {"jsonrpc": "2.0", "id": m["id"]}
+    if m["method"] == "hello":
+        out["result"] = {"daemon_version": "0", "protocol": 1, "server": "ccd"}
+    elif m["method"] == "events.subscribe":
+        out["result"] = {"subscribed": True}
+    elif m["method"] == "sessions.list":
+        out["result"] = {"sessions": [row], "total": 1, "next_offset": None}
+    elif m["method"] == "session.tail":
+        out["result"] = {"x": "a" * (2 << 20)}
+    else:
+        out["error"] = {"code": -32601, "message": "method not found"}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+"#,
+    )
+    .unwrap();
+    near.env.push((
+        "CCD_SSH_COMMAND".into(),
+        format!("python3 {}", script.display()),
+    ));
+    std::fs::write(
+        near.tmp.path().join("ccd.toml"),
+        "ui_hosts = [\"local\", \"ssh://far\"]\n",
+    )
+    .unwrap();
+    let t = Tmux::start(&near, &["ui"], 250, 30);
+    t.wait_until("the remote row", T, |p| {
+        row_of(&list_rows(p), "0badc0de").is_some()
+    });
+    select(&t, "0badc0de-");
+    let pane = t.wait("sent a reply to `session.tail` of 2097", T);
+    assert!(
+        pane.contains("over this client's bound of 1048576 bytes (1 MiB)"),
+        "{pane}"
+    );
+    assert!(!pane.contains("did not answer"), "{pane}");
+}

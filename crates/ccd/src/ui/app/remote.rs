@@ -15,7 +15,9 @@
 //! - the reader (one per connection) owns the reading half (and with it
 //!   the ssh process): events go to the main loop (never blocking it: a
 //!   full queue drops the event and asks for a listing instead), replies to
-//!   the link; at the end of the stream it says so to the link
+//!   the link (a line over the client's bound as [`Reply::TooLarge`]: the
+//!   call waiting is told its reply was too large, not left to time out);
+//!   at the end of the stream it says so to the link
 //!   ([`Job::Lost`] with the connection's generation, so a late word about
 //!   an old connection is ignored) and drops the reply channel, which ends
 //!   a call waiting on it at once.
@@ -27,6 +29,7 @@ use super::jobs::{self, Tails};
 use super::{Job, Msg, RELOAD_EVERY};
 use crate::ui::data;
 use crate::ui::view::Daemon;
+use ccd_client::client::Oversized;
 use ccd_client::deadline::{deadline_for, NotAnswering, CALL_TIMEOUT};
 use ccd_client::ssh::{Remote, StderrSink};
 use ccd_client::{Caller, Client, ClientError};
@@ -180,7 +183,7 @@ impl LinkThread {
         let rows = data::remote_listing(&mut Keeping(&mut client))?;
         let (reader, writer, queued) = client.split();
         writer.set_write_timeout(Some(CALL_TIMEOUT))?;
-        let (replies_tx, replies) = mpsc::channel::<Response>();
+        let (replies_tx, replies) = mpsc::channel::<Reply>();
         if !self.say(Msg::Daemon(self.label.clone(), Daemon::Connected))
             || !self.say(Msg::Rows(self.label.clone(), Ok(rows)))
         {
@@ -292,12 +295,20 @@ impl Caller for Keeping<'_> {
     }
 }
 
+/// What the reader passes on to a call waiting.
+enum Reply {
+    Response(Response),
+    /// A line over the client's bound (dropped): the reply awaited, most
+    /// likely (the link makes one call at a time).
+    TooLarge(Oversized),
+}
+
 /// One connection of a link: the writing half and the replies the reader
 /// passes on.
 struct Conn {
     label: String,
     writer: ccd_client::client::Writer,
-    replies: Receiver<Response>,
+    replies: Receiver<Reply>,
     generation: u64,
     ssh_pid: Option<u32>,
     last_list: Instant,
@@ -323,6 +334,8 @@ impl Conn {
 impl Caller for Conn {
     fn ask<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
         let within = deadline_for::<M>(params);
+        // What came for a call given up on is not this call's.
+        while self.replies.try_recv().is_ok() {}
         let id = match self.writer.send_typed::<M>(params) {
             Err(ClientError::Io(e))
                 if matches!(
@@ -340,13 +353,22 @@ impl Caller for Conn {
                 .replies
                 .recv_timeout(until.saturating_duration_since(Instant::now()))
             {
-                Ok(r) if r.id.as_ref() == Some(&id) => {
+                Ok(Reply::Response(r)) if r.id.as_ref() == Some(&id) => {
                     let v = r.outcome.map_err(ClientError::Rpc)?;
                     return serde_json::from_value(v)
                         .map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)));
                 }
+                Ok(Reply::TooLarge(o)) => {
+                    return Err(ClientError::TooLarge {
+                        from: format!("the ccd on {}", self.label),
+                        during: M::NAME.to_string(),
+                        len: o.len,
+                        whole: o.whole,
+                        max: ccd_protocol::MAX_LINE_BYTES,
+                    })
+                }
                 // A reply to a call given up on, or to nothing.
-                Ok(_) => {}
+                Ok(Reply::Response(_)) => {}
                 Err(RecvTimeoutError::Timeout) => return Err(self.not_answering(M::NAME, within)),
                 Err(RecvTimeoutError::Disconnected) => return Err(ClientError::Closed),
             }
@@ -358,7 +380,7 @@ impl Caller for Conn {
 struct Reading {
     label: String,
     tx: SyncSender<Msg>,
-    replies: Sender<Response>,
+    replies: Sender<Reply>,
     jobs: Sender<Job>,
     generation: u64,
     /// Events were dropped (the main thread's queue was full) and a
@@ -378,16 +400,20 @@ impl Reading {
             }
         }
         let why = loop {
-            match reader.next() {
-                Ok(Incoming::Notification(n)) => {
+            match reader.next_or_oversized() {
+                Ok(Err(o)) => {
+                    tracing::warn!(host = %self.label, len = o.len, "a message over the client's bound, dropped");
+                    let _ = self.replies.send(Reply::TooLarge(o));
+                }
+                Ok(Ok(Incoming::Notification(n))) => {
                     if !self.note(&n) {
                         return;
                     }
                 }
-                Ok(Incoming::Response(r)) => {
-                    let _ = self.replies.send(r);
+                Ok(Ok(Incoming::Response(r))) => {
+                    let _ = self.replies.send(Reply::Response(r));
                 }
-                Ok(Incoming::Request(_)) => {}
+                Ok(Ok(Incoming::Request(_))) => {}
                 Err(ClientError::Closed) => break "the connection closed".to_string(),
                 Err(e) => break e.to_string(),
             }
@@ -433,5 +459,37 @@ impl Reading {
             }
             Err(TrySendError::Disconnected(_)) => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `hello` not answered within the dashboard's deadline says why the
+    /// dashboard gave up so soon; one cut short by a trickle does not
+    /// claim the full deadline.
+    #[test]
+    fn a_hello_past_the_dashboard_deadline_says_why() {
+        let at = |waited| {
+            explain_error(&ClientError::NotAnswering(NotAnswering::remote(
+                "far",
+                None,
+                Hello::NAME,
+                waited,
+            )))
+        };
+        let full = at(ccd_client::ssh::BATCH_CONNECT_TIMEOUT);
+        assert!(
+            full.starts_with("the ccd on far did not answer `hello` within 20s"),
+            "{full}"
+        );
+        assert!(
+            full.contains("the dashboard waits at most 20s for a machine's hello: its ssh runs with BatchMode=yes"),
+            "{full}"
+        );
+        let cut = at(Duration::from_millis(5100));
+        assert!(cut.contains("within 5.1s"), "{cut}");
+        assert!(!cut.contains("BatchMode"), "{cut}");
     }
 }
