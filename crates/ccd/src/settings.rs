@@ -9,14 +9,15 @@
 //! detach_key = "ctrl-\\"
 //! # When resuming a session fails, start a fresh one in its directory instead.
 //! fresh_on_failure = false
-//! # Stop held sessions idle with no client for this long (off when absent).
+//! # Stop held sessions idle with no client for this long (off when absent;
+//! # at most 525600, a year).
 //! reap_idle_minutes = 120
 //! # Keep the memory of the sessions ccd holds under this (off when
 //! # absent): when their total goes over, the idle ones that free the
 //! # most are stopped first (resumable; see the README).
 //! memory_budget = "8GiB"
 //! # A session must have been idle this long before the budget may stop it
-//! # (default 10).
+//! # (default 10; at most 525600, a year).
 //! reap_min_idle_minutes = 10
 //! # `ccd ui`: how a session that starts waiting is announced, once per
 //! # prompt: off (default), bell, osc9 or osc777 (desktop notifications).
@@ -38,6 +39,7 @@ use anyhow::Context;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -142,6 +144,30 @@ pub fn parse_budget(text: &str) -> anyhow::Result<Option<u64>> {
     Ok(Some(size.as_u64()))
 }
 
+/// The most minutes `reap_idle_minutes` and `reap_min_idle_minutes` take
+/// (a year): more is a config error, never a number that wrapped around.
+pub const MAX_REAP_MINUTES: u64 = 525_600;
+
+/// A `reap_*_minutes` value as a duration (`None` when the key is
+/// absent); over [`MAX_REAP_MINUTES`] is an error naming `key`.
+pub fn reap_minutes(key: &str, value: Option<u64>) -> anyhow::Result<Option<Duration>> {
+    let Some(minutes) = value else {
+        return Ok(None);
+    };
+    if minutes > MAX_REAP_MINUTES {
+        let instead = match key {
+            "reap_idle_minutes" => "; to never stop idle sessions, leave reap_idle_minutes out",
+            "reap_min_idle_minutes" => "; to keep sessions from the memory budget, pin them (`ccd pin`) or set memory_budget = \"off\"",
+            _ => "",
+        };
+        anyhow::bail!(
+            "{key} = {minutes} in the config is too large: at most {MAX_REAP_MINUTES} minutes (a year){instead}"
+        );
+    }
+    // At most 525,600 × 60 seconds: no overflow.
+    Ok(Some(Duration::from_secs(minutes * 60)))
+}
+
 /// ccd's state directory (logs, the transcript summary cache):
 /// `$CCD_STATE_DIR`, else the platform's
 /// state dir (`~/.local/state/ccd`).
@@ -197,5 +223,28 @@ mod tests {
         assert_eq!(s.memory_budget.as_deref(), Some("8GiB"));
         assert_eq!(s.reap_min_idle_minutes, Some(30));
         assert!(toml::from_str::<Settings>("memory_budge = \"8GiB\"").is_err());
+    }
+
+    #[test]
+    fn reap_minutes_past_the_bound_are_an_error_naming_the_key() {
+        assert_eq!(reap_minutes("reap_idle_minutes", None).unwrap(), None);
+        assert_eq!(
+            reap_minutes("reap_idle_minutes", Some(120)).unwrap(),
+            Some(Duration::from_secs(7200))
+        );
+        assert_eq!(
+            reap_minutes("reap_min_idle_minutes", Some(MAX_REAP_MINUTES)).unwrap(),
+            Some(Duration::from_secs(MAX_REAP_MINUTES * 60))
+        );
+        // u64::MAX / 60 + 1 minutes wrapped to 44 s when multiplied.
+        for key in ["reap_idle_minutes", "reap_min_idle_minutes"] {
+            for m in [MAX_REAP_MINUTES + 1, u64::MAX / 60 + 1, u64::MAX] {
+                let e = reap_minutes(key, Some(m)).unwrap_err().to_string();
+                assert!(e.contains(key) && e.contains("at most 525600"), "{e}");
+            }
+        }
+        // Through the TOML too: the largest integer TOML holds.
+        let s: Settings = toml::from_str("reap_idle_minutes = 9223372036854775807\n").unwrap();
+        assert!(reap_minutes("reap_idle_minutes", s.reap_idle_minutes).is_err());
     }
 }

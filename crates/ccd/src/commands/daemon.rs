@@ -1,7 +1,7 @@
 //! `ccd daemon` (foreground), `ccd daemon status`, `ccd daemon stop`.
 
 use crate::cli::{DaemonAction, DaemonArgs, GlobalArgs};
-use crate::settings::{find_on_path, state_dir, Settings};
+use crate::settings::{find_on_path, reap_minutes, state_dir, Settings};
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
 use ccd_claude::display::line;
@@ -91,6 +91,9 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
     }
     let settings = Settings::load(global.config.as_deref())?;
     let claude_config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
+    let reap_idle = reap_minutes("reap_idle_minutes", settings.reap_idle_minutes)?;
+    let reap_min_idle = reap_minutes("reap_min_idle_minutes", settings.reap_min_idle_minutes)?
+        .unwrap_or(std::time::Duration::from_secs(10 * 60));
     let options = ccd_daemon::DaemonOptions {
         socket_dir: SocketDir::resolve(global.socket_dir.as_deref()),
         claude_config,
@@ -109,16 +112,12 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
             .map(std::time::Duration::from_secs)
-            .or(settings
-                .reap_idle_minutes
-                .map(|m| std::time::Duration::from_secs(m * 60))),
+            .or(reap_idle),
         memory_budget: memory_budget(&settings)?,
         // CCD_REAP_MIN_IDLE_SECS overrides the config (tests, debugging).
         reap_min_idle: env_u64("CCD_REAP_MIN_IDLE_SECS")
             .map(std::time::Duration::from_secs)
-            .unwrap_or_else(|| {
-                std::time::Duration::from_secs(settings.reap_min_idle_minutes.unwrap_or(10) * 60)
-            }),
+            .unwrap_or(reap_min_idle),
         // CCD_COST_INTERVAL_MS: tests sample costs more often.
         cost_interval: env_u64("CCD_COST_INTERVAL_MS")
             .map(std::time::Duration::from_millis)
