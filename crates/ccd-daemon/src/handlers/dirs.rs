@@ -1,5 +1,6 @@
 //! `dirs.complete`: a typed path completed to a directory on this machine
-//! (`crate::complete`, the dashboard's Tab), off the reactor.
+//! (`crate::complete`, the dashboard's Tab), off the reactor; a `~name/`
+//! naming no user is `invalid_params`.
 
 use ccd_protocol::methods::dirs::{CompleteParams, CompleteResult, MAX_COMPLETE_INPUT};
 use ccd_protocol::RpcError;
@@ -19,10 +20,14 @@ pub async fn complete(p: CompleteParams) -> Result<CompleteResult, RpcError> {
             choices: vec![],
         });
     }
+    // `~` is the daemon's user's home, `~name` that user's (a passwd
+    // lookup, on the blocking pool with the reads); never the daemon's cwd.
     let home = std::env::var("HOME").ok();
-    let (input, choices) =
-        tokio::task::spawn_blocking(move || crate::complete::complete(&p.input, home.as_deref()))
-            .await
-            .map_err(|e| RpcError::internal(e.to_string()))?;
+    let (input, choices) = tokio::task::spawn_blocking(move || {
+        crate::complete::try_complete(&p.input, home.as_deref())
+    })
+    .await
+    .map_err(|e| RpcError::internal(e.to_string()))?
+    .map_err(|e| RpcError::invalid_params(e.to_string()))?;
     Ok(CompleteResult { input, choices })
 }

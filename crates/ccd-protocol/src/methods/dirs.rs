@@ -29,9 +29,10 @@ pub const MAX_COMPLETE_ENTRIES: usize = 4096;
 /// Params of `dirs.complete`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompleteParams {
-    /// What was typed: an absolute path, or `~`/`~/…` (the daemon's
-    /// user's home). A relative path is not completed (it would name a
-    /// place relative to the daemon's own directory).
+    /// What was typed: an absolute path, `~`/`~/…` (the daemon's user's
+    /// home) or `~name`/`~name/…` (user `name`'s; an unknown user is
+    /// `invalid_params`). A relative path is not completed (it would name
+    /// a place relative to the daemon's own directory).
     pub input: String,
 }
 
