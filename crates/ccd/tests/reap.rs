@@ -78,3 +78,58 @@ fn without_the_setting_nothing_is_reaped() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(row(&sb, &sid)["state"], "live");
 }
+
+/// A session the memory budget stops before its first turn has no
+/// transcript (Claude Code writes one at the first turn): `ccd attach`
+/// with the id `ccd new` printed says what happened and how to start
+/// again, not "no session matches".
+#[test]
+fn a_session_stopped_before_its_first_turn_says_so_on_attach() {
+    let sb = Sandbox::with_env(&[
+        ("CCD_COST_INTERVAL_MS", "300"),
+        ("CCD_REAP_MIN_IDLE_SECS", "1"),
+        ("CCD_MEMORY_BUDGET", "1KiB"),
+    ]);
+    let sid = sb.new_session("unstarted");
+    let cwd = sb.work.join("unstarted");
+    let mut c = sb.client();
+    wait_for(T, "the session stopped by the budget", || {
+        let held = c
+            .call_value("sessions.list", json!({"held_only": true}))
+            .ok()?;
+        held["sessions"]
+            .as_array()?
+            .iter()
+            .any(|r| r["session_id"] == sid.as_str() && r["ccd"]["lifecycle"] == "reaped")
+            .then_some(())
+    });
+    assert!(
+        row(&sb, &sid)["transcript"].is_null(),
+        "it had a transcript"
+    );
+    let want = format!(
+        "session {sid} was stopped by ccd (memory budget) before its first turn; it has no conversation to resume"
+    );
+    // The protocol: transcript_missing, with that message.
+    match c.call_value(
+        "session.attach",
+        json!({"session": sid, "mode": "interactive"}),
+    ) {
+        Err(ccd_client::ClientError::Rpc(e)) => {
+            assert_eq!(e.code, -32007, "{e:?}");
+            assert!(e.message.starts_with(&want), "{e:?}");
+            assert!(
+                e.message
+                    .contains(&format!("`ccd new --cwd {}`", cwd.display())),
+                "{e:?}"
+            );
+        }
+        other => panic!("expected transcript_missing, got {other:?}"),
+    }
+    // `ccd attach` on a terminal, by the short id it printed.
+    let mut run = common::pty::PtyRun::start(&sb, &["attach", &sid[..8]], None);
+    assert_ne!(run.wait_exit(Duration::from_secs(20)), 0);
+    let text = run.raw_text();
+    assert!(text.contains("before its first turn"), "{text}");
+    assert!(!text.contains("no session matches"), "{text}");
+}

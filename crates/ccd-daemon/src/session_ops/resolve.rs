@@ -233,6 +233,9 @@ async fn resolve_with(
             .collect();
     }
     if hits.is_empty() {
+        if let Some(e) = finished_before_first_turn(daemon, query) {
+            return Err(e);
+        }
         if let Some(e) = empty_transcript(daemon, query).await {
             return Err(e);
         }
@@ -261,6 +264,76 @@ async fn resolve_with(
                 .map(|(i, _)| i.session_id.clone())
                 .collect(),
         })),
+    }
+}
+
+/// A session ccd held that ended — stopped by ccd (the memory budget, the
+/// idle limit), exited, failed — and that no listing shows: Claude Code
+/// writes a transcript only at the first turn, so one that ended before it
+/// has nothing to resume. ccd still has its record (the last
+/// `FINISHED_KEPT` of this daemon's run): the error says what happened and
+/// how to start again, where "no session matches" would deny the id ccd
+/// itself printed.
+fn finished_before_first_turn(daemon: &Daemon, query: &str) -> Option<RpcError> {
+    let f = daemon.holders.finished().into_iter().rev().find(|f| {
+        let sid = f.session_id.as_deref().unwrap_or("");
+        f.meta.id == query
+            || sid == query
+            || (query.len() >= 4 && sid.starts_with(query))
+            || f.meta.name.as_deref() == Some(query)
+    })?;
+    let sid = f.session_id.clone().unwrap_or_else(|| f.meta.id.clone());
+    Some(ended_before_first_turn_error(
+        &sid,
+        &f.state,
+        f.failure.as_deref(),
+        &f.meta.cwd,
+    ))
+}
+
+/// `transcript_missing` for a session ccd held that ended before its
+/// first turn (see [`finished_before_first_turn`]).
+pub fn ended_before_first_turn_error(
+    sid: &str,
+    state: &ccd_protocol::methods::session::Lifecycle,
+    failure: Option<&str>,
+    cwd: &str,
+) -> RpcError {
+    use ccd_protocol::methods::session::Lifecycle;
+    let how = match state {
+        Lifecycle::Reaped => {
+            let why = match failure {
+                Some(f) if f.contains("memory budget") => "memory budget",
+                Some(f) if f.contains("idle") => "idle with no client",
+                _ => "reaped",
+            };
+            format!("was stopped by ccd ({why})")
+        }
+        other => format!("ended ({})", other.as_str()),
+    };
+    RpcError::new(
+        ErrorCode::TranscriptMissing,
+        format!(
+            "session {sid} {how} before its first turn; it has no conversation to resume (Claude Code writes one at the first turn); start a new one with `ccd new --cwd {}`",
+            sh_word(cwd)
+        ),
+    )
+    .with_data_of(&TranscriptMissingData {
+        session: sid.to_string(),
+        transcript: None,
+        registry_entry: None,
+    })
+}
+
+/// `s` as one POSIX shell word (single quotes unless plain).
+fn sh_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
@@ -388,5 +461,45 @@ pub fn not_running(info: &ccd_protocol::methods::session::SessionInfo) -> RpcErr
             session: sid.clone(),
             superseded_by: None,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccd_protocol::methods::session::Lifecycle;
+
+    #[test]
+    fn a_session_ended_before_its_first_turn_says_what_happened() {
+        let e = ended_before_first_turn_error(
+            "5e6f7a8b-9c0d",
+            &Lifecycle::Reaped,
+            Some("stopped to keep held sessions under the memory budget (…)"),
+            "/w/my project",
+        );
+        assert_eq!(e.code, ErrorCode::TranscriptMissing.code());
+        assert!(
+            e.message
+                .contains("stopped by ccd (memory budget) before its first turn")
+                && e.message.contains("no conversation to resume")
+                && e.message.contains("`ccd new --cwd '/w/my project'`"),
+            "{}",
+            e.message
+        );
+        let e = ended_before_first_turn_error(
+            "s",
+            &Lifecycle::Reaped,
+            Some("stopped after 3 s idle with no client (resumable)"),
+            "/w",
+        );
+        assert!(e.message.contains("(idle with no client)"), "{}", e.message);
+        let e = ended_before_first_turn_error("s", &Lifecycle::Exited, None, "/w");
+        assert!(
+            e.message.contains("ended (exited) before its first turn")
+                && e.message.contains("`ccd new --cwd /w`"),
+            "{}",
+            e.message
+        );
+        assert_eq!(sh_word("it's"), "'it'\\''s'");
     }
 }
