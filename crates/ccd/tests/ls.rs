@@ -250,6 +250,35 @@ fn ccd_alone(home: &Path, config: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// On a machine with no session yet `ccd ls` says how to start one (on
+/// stderr, with no lone header), `--json` stays `[]`, and with a filter it
+/// says the filter left none.
+#[test]
+fn an_empty_machine_says_how_to_start_a_session() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("cc");
+    let text = |o: &Vec<u8>| String::from_utf8_lossy(o).into_owned();
+    let out = ccd_alone(home.path(), &config, &["ls"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no Claude Code sessions on this machine yet")
+            && err.contains("`ccd new --cwd DIR`"),
+        "{err}"
+    );
+    let out = ccd_alone(home.path(), &config, &["ls", "--json"]);
+    assert!(json(&out).is_empty());
+    assert_eq!(text(&out.stderr), "");
+    let out = ccd_alone(home.path(), &config, &["ls", "--live"]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("no session matches"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// Wide (CJK, emoji) and zero-width characters in cwds and titles: every
 /// row's TITLE starts at the header's display column, and a long title is
 /// cut at a display width.

@@ -464,3 +464,22 @@ fn the_memory_column_sorts_the_biggest_first_and_the_header_totals_it() {
     t.keys(&["q"]);
     t.wait("ccd-exited=0", T);
 }
+
+/// On a machine with no session yet the dashboard says, whole, which key
+/// starts one (it was a table cell cut to 8 columns: "no sessi").
+#[test]
+fn an_empty_machine_says_which_key_starts_a_session() {
+    let _share = shared();
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let t = Tmux::start(&sb, &["ui"], 80, 24);
+    let pane = t.wait("press n to start one", T);
+    assert!(
+        pane.contains("no Claude Code sessions on this machine yet"),
+        "{pane}"
+    );
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}

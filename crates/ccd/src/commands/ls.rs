@@ -91,6 +91,13 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
         // Indented for a person at a terminal, compact for scripts.
         display::json::to_writer(&mut out, &rows, std::io::stdout().is_terminal())?;
         writeln!(out)?;
+    } else if rows.is_empty() {
+        // No lone header: a word on how to start, once the machines that
+        // could not be asked are named below.
+        if unreachable.is_empty() {
+            let filtered = args.live || args.cwd.is_some();
+            eprintln!("ccd: {}", empty_note(filtered, show_host));
+        }
     } else {
         let home = std::env::var("HOME").ok();
         write_table(
@@ -141,6 +148,20 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What `ccd ls` says instead of an empty table: how to start a session,
+/// or that the filters left none.
+fn empty_note(filtered: bool, several_hosts: bool) -> &'static str {
+    match (filtered, several_hosts) {
+        (true, _) => "no session matches --live/--cwd (`ccd ls` alone lists them all)",
+        (false, false) => {
+            "no Claude Code sessions on this machine yet: start one with `ccd new --cwd DIR` (or `n` in `ccd ui`)"
+        }
+        (false, true) => {
+            "no Claude Code sessions on these machines yet: start one with `ccd --host NAME new --cwd DIR` (or `n` in `ccd ui`)"
+        }
+    }
 }
 
 /// Another machine's listing on its way.

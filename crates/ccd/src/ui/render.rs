@@ -387,16 +387,29 @@ fn draw_list(f: &mut Frame, area: Rect, view: &mut View) {
         })
         .collect();
     let widths: Vec<Constraint> = cols.iter().map(|&(_, w)| Constraint::Length(w)).collect();
-    let mut table = Table::new(rows, widths).header(header).column_spacing(1);
-    if len == 0 && !view.loading {
-        let note = if view.model.filter().is_empty() {
-            "no sessions yet: `n` starts one".to_string()
-        } else {
-            format!("nothing matches /{}", line(view.model.filter()))
-        };
-        table = table.footer(TRow::new(vec![String::new(), note]));
-    }
+    let table = Table::new(rows, widths).header(header).column_spacing(1);
     f.render_widget(table, area);
+    // An empty list says how to start, across the whole width under the
+    // header (a table cell would clip it to its column).
+    if len == 0 && !view.loading && area.height >= 2 {
+        let note = if !view.model.filter().is_empty() {
+            format!(" nothing matches /{}", line(view.model.filter()))
+        } else if view.shows_hosts() {
+            " no Claude Code sessions on these machines yet: press n to start one".to_string()
+        } else {
+            " no Claude Code sessions on this machine yet: press n to start one".to_string()
+        };
+        let at = Rect {
+            y: area.y + 1,
+            height: 1,
+            ..area
+        };
+        f.render_widget(
+            Paragraph::new(clip(&note, usize::from(area.width)))
+                .style(Style::default().add_modifier(Modifier::BOLD)),
+            at,
+        );
+    }
 }
 
 fn draw_preview(f: &mut Frame, area: Rect, view: &View) {
@@ -790,6 +803,24 @@ mod tests {
             picker.contains("› devbox (unreachable)") && picker.contains("which machine"),
             "{picker}"
         );
+    }
+
+    /// An empty machine: the list says which key starts a session, whole
+    /// (it was once a table cell clipped to the ID column's 8 columns).
+    #[test]
+    fn an_empty_list_says_how_to_start_at_80x24() {
+        let mut v = View::new(false, Some("/home/me".into()), "ctrl-\\".into(), &[]);
+        v.now = OffsetDateTime::parse(NOW, &Rfc3339).unwrap();
+        v.loading = false;
+        v.set_rows("local", vec![]);
+        v.set_daemon("local", Daemon::Connected);
+        let shot = render(&mut v, 80, 24);
+        let text = format!("{shot:?}");
+        assert!(
+            text.contains("no Claude Code sessions on this machine yet: press n to start one"),
+            "{text}"
+        );
+        insta::assert_snapshot!(shot);
     }
 
     #[test]
