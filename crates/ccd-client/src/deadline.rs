@@ -20,6 +20,12 @@
 //! | `session.trim` (reads and writes a transcript of any size) | [`TRIM_TIMEOUT`] (10 min) |
 //! | the holder's reply to a direct stream's attach | [`CALL_TIMEOUT`] |
 //!
+//! A deadline bounds the whole reply: every read of it, mid-line too
+//! ([`crate::passed_fd::RecvStream::set_deadline`]), so a peer sending a
+//! byte now and then cannot keep restarting the wait. Over ssh, `hello`
+//! waits [`crate::ssh::SSH_CONNECT_TIMEOUT`] (20 s in `BatchMode`) for its
+//! first bytes and [`crate::ssh::HELLO_REST`] for the rest.
+//!
 //! While waiting, the peer's process state is looked at every
 //! [`STOPPED_CHECK`] (1 s): a stopped process ([`ccd_sched::is_stopped`])
 //! is reported at once, even during a long call. Once a stream is

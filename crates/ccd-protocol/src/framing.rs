@@ -388,6 +388,45 @@ mod tests {
             .collect()
     }
 
+    /// A reader giving its chunks, then `TimedOut` once they are used up.
+    struct Chunks(std::collections::VecDeque<Vec<u8>>);
+
+    impl io::Read for Chunks {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.pop_front() {
+                Some(c) => {
+                    buf[..c.len()].copy_from_slice(&c);
+                    Ok(c.len())
+                }
+                None => Err(io::ErrorKind::TimedOut.into()),
+            }
+        }
+    }
+
+    /// A read that times out in the middle of a line over the limit says
+    /// how much of it came ([`PartialLine::over_limit`]); the line's end
+    /// then gives its whole length, and the next line is read normally.
+    #[test]
+    fn a_timeout_inside_an_over_long_line_says_it_is_over_the_limit() {
+        let chunks = [b"0123456789".to_vec(), b"abcdef".to_vec()];
+        let mut r = io::BufReader::with_capacity(16, Chunks(chunks.into_iter().collect()));
+        let mut line = PartialLine::default();
+        assert!(matches!(
+            read_line_resumable(&mut r, 8, &mut line),
+            Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::TimedOut
+        ));
+        assert_eq!(line.over_limit(), Some(16));
+        r.get_mut().0.push_back(b"gh\nok\n".to_vec());
+        assert!(matches!(
+            read_line_resumable(&mut r, 8, &mut line),
+            Err(FrameError::LineTooLong { len: 18 })
+        ));
+        assert_eq!(line.over_limit(), None);
+        assert!(read_line_resumable(&mut r, 8, &mut line).unwrap());
+        assert_eq!(line.line(), b"ok");
+        assert_eq!(line.over_limit(), None);
+    }
+
     #[test]
     fn splits_lines_and_skips_blank_and_cr() {
         let mut d = LineDecoder::new();

@@ -481,7 +481,7 @@ mod tests {
         });
         let mut c = Client::connect(&dir, "test/0").expect("connect");
         let started = std::time::Instant::now();
-        let e = c.call::<DaemonStatus>(&Empty {}).err().expect("no reply");
+        let e = c.call::<DaemonStatus>(&Empty {}).expect_err("no reply");
         let took = started.elapsed();
         assert_eq!(
             e.not_answering().map(|n| n.during.as_str()),
@@ -516,7 +516,7 @@ mod tests {
         });
         let mut c = Client::connect(&dir, "test/0").expect("connect");
         let started = std::time::Instant::now();
-        let e = c.call::<DaemonStatus>(&Empty {}).err().expect("too large");
+        let e = c.call::<DaemonStatus>(&Empty {}).expect_err("too large");
         assert!(started.elapsed() < Duration::from_secs(2), "waited");
         match &e {
             ClientError::TooLarge {
@@ -557,7 +557,7 @@ mod tests {
             }
         });
         let mut c = Client::connect(&dir, "test/0").expect("connect");
-        let e = c.call::<DaemonStatus>(&Empty {}).err().expect("too large");
+        let e = c.call::<DaemonStatus>(&Empty {}).expect_err("too large");
         match &e {
             ClientError::TooLarge { len, whole, .. } => {
                 assert!(!whole);
