@@ -85,6 +85,18 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     );
     let adopted = daemon.holders.adopt_all().await;
     tracing::info!(adopted, "holders adopted");
+    // The temporary files of trims killed before their rename (as large as
+    // their transcripts, in Claude Code's projects folder): removed once,
+    // off the reactor (`ccd_claude::trim::leftover`).
+    {
+        let projects = daemon.options.claude_config.projects_dir();
+        tokio::task::spawn_blocking(move || {
+            let r = ccd_claude::trim::leftover::remove_under(&projects);
+            if r.files > 0 {
+                tracing::info!(files = r.files, bytes = r.bytes, "trim leftovers removed");
+            }
+        });
+    }
     // The tasks are given the parts of the daemon they use, not the
     // daemon itself.
     tokio::spawn(crate::logfiles::prune_task(

@@ -356,3 +356,43 @@ fn unknown_liveness_is_refused() {
     assert!(err.contains("unknown"), "{err}");
     assert_eq!(std::fs::read(&p).unwrap(), bytes);
 }
+
+/// A trim killed before its rename (`kill -9`) leaves
+/// `.<sid>.jsonl.ccd-trim-<pid>-<n>.tmp`, as large as the transcript,
+/// beside it: the daemon removes it when it starts, and the next trim of
+/// the session removes one left later; files of other names stay.
+#[test]
+fn a_killed_trims_temporary_file_goes_at_start_and_with_the_next_trim() {
+    let sb = Sandbox::new();
+    let (sid, p, bytes) = dead_recorded(&sb, "transcript-2.1.332.jsonl");
+    let dir = p.parent().unwrap().to_path_buf();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let left = |n: u32| {
+        let t = dir.join(format!(".{sid}.jsonl.ccd-trim-{dead}-{n}.tmp"));
+        std::fs::write(&t, &bytes[..bytes.len() / 2]).unwrap();
+        t
+    };
+    let first = left(1);
+    let others = [
+        dir.join(format!(".{sid}.jsonl.ccd-trim-{dead}-1.tmp.mine")),
+        dir.join(format!("{sid}.jsonl.bak")),
+    ];
+    for o in &others {
+        std::fs::write(o, b"not ccd's").unwrap();
+    }
+    assert!(sb.daemon_pid().is_none());
+    let _c = sb.client_or_start();
+    wait_for(T, "the daemon removes the leftover at start", || {
+        (!first.exists()).then_some(())
+    });
+    let second = left(2);
+    let (ok, v, err) = trim_json(&sb, &[&sid]);
+    assert!(ok, "{err}");
+    assert_eq!(v["unchanged"], false);
+    assert!(!second.exists(), "the trim left the leftover");
+    for o in &others {
+        assert!(o.exists(), "{} was removed", o.display());
+    }
+}

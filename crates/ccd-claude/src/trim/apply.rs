@@ -1,7 +1,8 @@
 //! Pass 2 of a trim and its undo: write the kept lines (edited where the
-//! plan says) to a temporary file beside the transcript, fsync it, check
-//! nothing moved, keep the original ([`super::backup`]), rename over it,
-//! fsync the folder.
+//! plan says) to a temporary file beside the transcript (locked while it
+//! is written, see [`super::leftover`], which also removes what a killed
+//! trim of the same transcript left), fsync it, check nothing moved, keep
+//! the original ([`super::backup`]), rename over it, fsync the folder.
 //!
 //! Invariant (the race with a writer): the original's stamp (size, inode,
 //! mtime) is taken before pass 1 and compared after pass 2 and again right
@@ -12,6 +13,7 @@
 //! original (with what was written) is put back.
 
 use super::backup::{self, Meta, Stamp};
+use super::leftover::TempFile;
 use super::scan::{self, read_line, Edit, Fate};
 use super::{TrimError, TrimOptions, TrimReport};
 use serde_json::value::RawValue;
@@ -33,34 +35,18 @@ pub struct UndoOutcome {
     pub bytes_replaced: u64,
 }
 
-fn temp_beside(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n: u32 = std::process::id();
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    path.with_file_name(format!(".{name}.ccd-trim-{n}-{t}.tmp"))
+/// Removes what killed trims of `path` left beside it
+/// ([`super::leftover`]), before this one starts.
+fn remove_leftovers(path: &Path) {
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        let _ = super::leftover::remove(dir, Some(name));
+    }
 }
 
 fn sync_dir(path: &Path) {
     if let Some(d) = path.parent() {
         if let Ok(f) = fs::File::open(d) {
             let _ = f.sync_all();
-        }
-    }
-}
-
-/// Removes the temporary file when dropped (unless disarmed).
-struct TempGuard(Option<PathBuf>);
-
-impl Drop for TempGuard {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = fs::remove_file(p);
         }
     }
 }
@@ -78,6 +64,7 @@ pub fn trim(
     if let Some(why) = guard() {
         return Err(TrimError::Live(why));
     }
+    remove_leftovers(path);
     let file =
         fs::File::open(path).map_err(TrimError::io(format!("opening {}", path.display())))?;
     let meta = file
@@ -116,14 +103,21 @@ fn trim_scanned(
         h();
     }
     // Pass 2.
-    let tmp = temp_beside(path);
-    let mut tmp_guard = TempGuard(Some(tmp.clone()));
-    let out = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(TrimError::io(format!("creating {}", tmp.display())))?;
+    let (tmp_file, out) = TempFile::create(path, |tmp| {
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(tmp)
+            .map(Some)
+    })
+    .map_err(TrimError::io(format!(
+        "creating a temporary file beside {}",
+        path.display()
+    )))?;
+    let tmp = tmp_file.path.clone();
+    let out =
+        out.ok_or_else(|| TrimError::io("trim")(std::io::Error::other("no temporary file")))?;
     let _ = out.set_permissions(fs::Permissions::from_mode(
         meta.permissions().mode() & 0o7777,
     ));
@@ -187,7 +181,7 @@ fn trim_scanned(
             path.display()
         ))(e)
     })?;
-    tmp_guard.0 = None;
+    tmp_file.keep();
     sync_dir(path);
     // A writer that had the old file open writes into the kept inode.
     if how == "link" {
@@ -223,24 +217,24 @@ fn changed(before: &Stamp, path: &Path, when: &str) -> TrimError {
 /// Puts the generation `kept` back at `path` (a link or copy beside it,
 /// synced, renamed over), then removes the generation.
 fn put_back(path: &Path, kept: &Path) -> Result<u64, TrimError> {
-    let tmp = temp_beside(path);
-    let mut g = TempGuard(Some(tmp.clone()));
-    if fs::hard_link(kept, &tmp).is_err() {
-        let mut from =
-            fs::File::open(kept).map_err(TrimError::io(format!("opening {}", kept.display())))?;
+    let (g, _) = TempFile::create(path, |tmp| {
+        if fs::hard_link(kept, tmp).is_ok() {
+            return Ok(None);
+        }
+        let mut from = fs::File::open(kept)?;
         let mut to = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&tmp)
-            .map_err(TrimError::io(format!("creating {}", tmp.display())))?;
-        std::io::copy(&mut from, &mut to)
-            .and_then(|_| to.sync_all())
-            .map_err(TrimError::io(format!("copying {}", kept.display())))?;
-    }
+            .open(tmp)?;
+        std::io::copy(&mut from, &mut to).and_then(|_| to.sync_all())?;
+        Ok(Some(to))
+    })
+    .map_err(TrimError::io(format!("copying {} back", kept.display())))?;
+    let tmp = g.path.clone();
     let n = fs::metadata(&tmp).map(|m| m.len()).unwrap_or(0);
     fs::rename(&tmp, path).map_err(TrimError::io(format!("renaming over {}", path.display())))?;
-    g.0 = None;
+    g.keep();
     sync_dir(path);
     backup::remove(kept);
     Ok(n)
@@ -416,6 +410,7 @@ pub fn undo(
     if let Some(why) = guard() {
         return Err(TrimError::Live(why));
     }
+    remove_leftovers(path);
     let Some((kept, meta)) = backup::newest(backups)? else {
         return Err(TrimError::NoBackup(backups.to_path_buf()));
     };

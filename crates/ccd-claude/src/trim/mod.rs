@@ -14,6 +14,7 @@
 
 mod apply;
 pub mod backup;
+pub mod leftover;
 pub mod policy;
 mod scan;
 mod spill;

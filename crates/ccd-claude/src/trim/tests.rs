@@ -905,3 +905,45 @@ fn random_sessions_keep_the_resumed_conversation() {
         }
     }
 }
+
+/// A trim killed before its rename left its temporary file (as large as
+/// the transcript) beside it: the next trim of that transcript removes it
+/// before it reads, and its undo too; other files stay.
+#[test]
+fn a_killed_trims_temporary_file_goes_with_the_next_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    let bytes = recording("transcript-2.1.332.jsonl");
+    std::fs::write(&p, &bytes).unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let left = |n: u32| {
+        let t = dir.path().join(format!(".s.jsonl.ccd-trim-{dead}-{n}.tmp"));
+        std::fs::write(&t, &bytes[..bytes.len() / 2]).unwrap();
+        t
+    };
+    let first = left(1);
+    let other = dir.path().join(format!(".t.jsonl.ccd-trim-{dead}-1.tmp"));
+    let unrelated = dir.path().join("notes.tmp");
+    for f in [&other, &unrelated] {
+        std::fs::write(f, b"keep").unwrap();
+    }
+    let backups = dir.path().join("backups");
+    let r = trim(&p, &backups, &TrimOptions::default(), &no_guard, None).unwrap();
+    assert!(!r.unchanged);
+    assert!(!first.exists(), "the leftover is still there");
+    assert!(other.exists() && unrelated.exists());
+    let second = left(2);
+    undo(&p, &backups, &no_guard).unwrap();
+    assert!(!second.exists(), "the undo left the leftover");
+    assert_eq!(std::fs::read(&p).unwrap(), bytes);
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with(".s.jsonl.ccd-trim-")),
+        "{names:?}"
+    );
+}

@@ -7,7 +7,10 @@
 //! made when the trim starts, right before the trimmed file replaces the
 //! original, and (by `ccd_claude::trim`) a writer that appears in between
 //! leaves the original in place. Backups go to
-//! `<state dir>/trim-backups/<session id>/` (0700).
+//! `<state dir>/trim-backups/<session id>/` (0700). The temporary file a
+//! trim killed before its rename left beside the transcript is removed by
+//! the next trim or undo of that session (`ccd_claude::trim::leftover`),
+//! and every one by the daemon when it starts (`server`).
 
 use crate::conn_ctx::ConnCtx;
 use crate::session_ops::resolve::resolve;
