@@ -6,7 +6,8 @@
 //! temporary file beside the original, fsync, rename). What is dropped is
 //! [`policy`]'s, which names the measurement each rule rests on. The
 //! original is kept byte for byte under the caller's backup folder
-//! ([`backup`]) and [`undo`] puts it back.
+//! ([`backup`]) and [`undo`] puts it back. A trim killed before its rename
+//! leaves its temporary file; [`leftover`] recognises and removes those.
 //!
 //! Liveness is the caller's: it passes a `guard` that says whether the
 //! session may be running *now*; it is asked before anything is read,
