@@ -17,7 +17,7 @@
 //! - it is a regular file (a symlink is neither followed nor removed),
 //!   owned by this user;
 //! - no trim is writing it: a writing trim holds an exclusive `flock` on
-//!   it from its creation until it is renamed or removed ([`TempFile`]),
+//!   it from its creation until it is renamed or removed (`TempFile`),
 //!   this process's own are listed in memory from before they exist (so
 //!   the moment between the creation and the lock is covered), and a name
 //!   whose pid is a live process other than this one is left alone (a
