@@ -197,6 +197,7 @@ impl HolderClient {
     pub fn hello(&mut self) -> Result<u32, ClientError> {
         let r = self.call::<h::Hello>(&h::HelloParams {
             protocol: h::HOLDER_PROTOCOL_RANGE,
+            direct: false,
         })?;
         Ok(r.protocol)
     }

@@ -158,3 +158,185 @@ fn a_held_prefix_resolves_and_a_shared_one_stays_ambiguous() {
         .unwrap();
     assert_eq!(r["session_id"], sid.as_str(), "{r}");
 }
+
+/// More direct streams than a holder takes besides the daemon's own
+/// connections: each `session.attach {direct}` either passes a stream the
+/// holder serves or is refused in its reply (`too_many_connections`, no
+/// descriptor), and the daemon's own calls (`ccd screen`, `ccd send`) keep
+/// working while every stream is open.
+#[test]
+fn direct_streams_past_the_holders_share_are_refused_and_leave_the_daemon_its_slots() {
+    use ccd_holder::rpc::server::MAX_OTHER_CONNECTIONS;
+    const ASKED: usize = 70;
+    let sb = Sandbox::new();
+    let sid = sb.new_session("direct-many");
+    // The daemon's kept connections are open (a refresh ran).
+    std::thread::sleep(Duration::from_millis(800));
+    let mut c = sb.client();
+    let mut streams = Vec::new();
+    let mut refusals = Vec::new();
+    for i in 0..ASKED {
+        match c.call_value("session.attach", json!({"session": sid, "direct": true})) {
+            Ok(r) => {
+                assert_eq!(r["direct"], true, "attach {i}: {r}");
+                let fd = c
+                    .take_passed_fd()
+                    .expect("a direct reply passes a connection");
+                // The stream works: the holder's attach reply, then the
+                // redraw.
+                let (mut reader, writer, queued) = Client::direct_stream(fd)
+                    .unwrap_or_else(|e| panic!("attach {i} promised a stream that failed: {e}"));
+                let first = match queued.into_iter().next() {
+                    Some(n) => n,
+                    None => match reader.next().unwrap() {
+                        Incoming::Notification(n) => n,
+                        other => panic!("attach {i}: expected the resync, got {other:?}"),
+                    },
+                };
+                assert_eq!(first.method, "session.resync", "attach {i}");
+                streams.push((reader, writer));
+            }
+            Err(e) => {
+                assert!(
+                    c.take_passed_fd().is_none(),
+                    "attach {i}: a refusal passes no connection"
+                );
+                let rpc = e.rpc().unwrap_or_else(|| panic!("attach {i}: {e}"));
+                assert_eq!(rpc.code, -32603, "attach {i}: {rpc:?}");
+                let data = rpc.data.clone().unwrap_or_default();
+                assert_eq!(data["reason"], "too_many_connections", "{rpc:?}");
+                assert_eq!(data["limit"], MAX_OTHER_CONNECTIONS, "{rpc:?}");
+                assert!(rpc.message.contains("direct"), "{rpc:?}");
+                refusals.push(i);
+            }
+        }
+    }
+    eprintln!(
+        "{} direct streams served, {} refused",
+        streams.len(),
+        refusals.len()
+    );
+    assert!(
+        streams.len() <= MAX_OTHER_CONNECTIONS && streams.len() + 4 >= MAX_OTHER_CONNECTIONS,
+        "{} direct streams served",
+        streams.len()
+    );
+    assert_eq!(streams.len() + refusals.len(), ASKED);
+    // The daemon's own calls are served while every stream is open.
+    let screen = sb.run(&["screen", &sid]);
+    assert!(
+        screen.status.success(),
+        "ccd screen failed with {} direct streams open: {}",
+        streams.len(),
+        String::from_utf8_lossy(&screen.stderr)
+    );
+    let send = sb.run(&["send", &sid, "still reachable"]);
+    assert!(
+        send.status.success(),
+        "ccd send failed with {} direct streams open: {}",
+        streams.len(),
+        String::from_utf8_lossy(&send.stderr)
+    );
+    // One closed, one more is taken.
+    streams.pop();
+    wait_for(T, "a direct stream taken again", || {
+        let r = c
+            .call_value("session.attach", json!({"session": sid, "direct": true}))
+            .ok()?;
+        assert_eq!(r["direct"], true, "{r}");
+        let fd = c.take_passed_fd().expect("a connection");
+        let (reader, writer, _) = Client::direct_stream(fd).ok()?;
+        streams.push((reader, writer));
+        Some(())
+    });
+}
+
+/// Direct attaches asked all at once, from many connections, while the
+/// holder's share is taken: each is refused in its reply, and the daemon's
+/// own calls are served meanwhile. The direct streams the daemon is still
+/// opening count as its own: it opens only a few to a holder at once, so
+/// the holder never reaches its cap (every refusal is the direct streams'
+/// share).
+#[test]
+fn concurrent_direct_attaches_past_the_share_leave_the_daemon_its_calls() {
+    use ccd_holder::rpc::server::MAX_OTHER_CONNECTIONS;
+    const ASKERS: usize = 12;
+    let sb = Sandbox::new();
+    let sid = sb.new_session("direct-flood");
+    std::thread::sleep(Duration::from_millis(800));
+    // The input connection is open too, as after any send.
+    sb.ok(&["send", &sid, "first"]);
+    let mut c = sb.client();
+    let mut streams = Vec::new();
+    while streams.len() < MAX_OTHER_CONNECTIONS {
+        match c.call_value("session.attach", json!({"session": sid, "direct": true})) {
+            Ok(_) => {
+                let fd = c.take_passed_fd().expect("a connection");
+                streams.push(Client::direct_stream(fd).expect("a working stream"));
+            }
+            Err(_) => break,
+        }
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let askers: Vec<_> = (0..ASKERS)
+        .map(|_| {
+            let mut c = sb.client();
+            let sid = sid.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let (mut refused, mut served) = (0, Vec::new());
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match c.call_value("session.attach", json!({"session": sid, "direct": true})) {
+                        Ok(_) => {
+                            let fd = c.take_passed_fd().expect("a connection");
+                            let s = Client::direct_stream(fd)
+                                .unwrap_or_else(|e| panic!("a stream that failed: {e}"));
+                            served.push(s);
+                        }
+                        Err(e) => {
+                            let rpc = e.rpc().unwrap_or_else(|| panic!("{e}"));
+                            let data = rpc.data.clone().unwrap_or_default();
+                            assert_eq!(data["reason"], "too_many_connections", "{rpc:?}");
+                            // The direct streams' share, never the cap:
+                            // those being opened left the reserve room.
+                            assert_eq!(data["limit"], MAX_OTHER_CONNECTIONS, "{rpc:?}");
+                            assert!(c.take_passed_fd().is_none());
+                            refused += 1;
+                        }
+                    }
+                }
+                (refused, served.len())
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for i in 0..5 {
+        for args in [
+            &["screen", &sid][..],
+            &["send", &sid, "still reachable"][..],
+        ] {
+            let o = sb.run(args);
+            if !o.status.success() {
+                failures.push(format!(
+                    "{i} {args:?}: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ));
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut refused, mut served) = (0, 0);
+    for a in askers {
+        let (r, s) = a.join().unwrap();
+        refused += r;
+        served += s;
+    }
+    eprintln!(
+        "{} streams open, {refused} concurrent direct attaches refused, {served} served; \
+         {} daemon calls failed",
+        streams.len(),
+        failures.len()
+    );
+    assert!(refused > 0);
+    assert!(failures.is_empty(), "{failures:#?}");
+}

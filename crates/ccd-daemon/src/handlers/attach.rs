@@ -22,8 +22,8 @@
 //! the session's, its size is applied first.
 
 use crate::conn_ctx::ConnCtx;
-use crate::holders::attachment::{attachment_of, connect_sending, Attachment};
-use crate::holders::rpc::HolderConn;
+use crate::holders::attachment::{attachment_of, connect_sending, read_first_line, Attachment};
+use crate::holders::rpc::{stopped, HolderConn, HolderError, CALL_TIMEOUT};
 use crate::holders::HolderEntry;
 use crate::session_ops::resolve::{held, resolve_for_attach};
 use crate::session_ops::resume::{fresh_instead, live_elsewhere, resume};
@@ -221,21 +221,31 @@ fn holder_attach_params(p: &AttachParams) -> h::AttachParams {
     }
 }
 
-/// Connects to `holder`, says hello there, attaches as the client asked,
-/// and passes the connection with the reply to `id`; the size the session
-/// will have once the holder has handled that attach, and the holder
-/// protocol version of the connection. `None` when the holder speaks a
-/// version older than [`h::DIRECT_STREAM_VERSION`] (it was started by an
-/// older ccd): nothing was passed, the caller attaches through the daemon
-/// instead.
+/// Connects to `holder`, says hello there (as a direct stream, see
+/// below), attaches as the client asked, and passes the connection with
+/// the reply to `id`; the size the session will have once the holder has
+/// handled that attach, and the holder protocol version of the
+/// connection. `None` when the holder speaks a version older than
+/// [`h::DIRECT_STREAM_VERSION`] (it was started by an older ccd): nothing
+/// was passed, the caller attaches through the daemon instead.
 ///
-/// With the holder's version known (the table learnt it at adoption or on
-/// its kept info connection; the same ranges negotiate the same version),
-/// the hello (id [`h::DIRECT_HELLO_ID`]) and the attach go out in one
-/// write and the client reads past the hello's reply: no round trip
-/// before the pass, and a holder that does not answer (stopped) is the
-/// client's to report, within its own deadline. Not known yet: the daemon
-/// says hello and reads the reply first.
+/// The hello (id [`h::DIRECT_HELLO_ID`]) says `direct`: the holder takes
+/// the connection only within the connections it serves besides the
+/// daemon's own (`ccd_holder::rpc::slots::admit_direct`), so direct
+/// streams never take the slots kept for the daemon's calls. Its reply is
+/// read here, before anything is passed ([`read_first_line`], which reads
+/// nothing past it): a holder that refuses the stream (that rule, or its
+/// cap) makes the attach fail with its reason, never a passed connection
+/// that turns out to be a refusal. With the holder's version known (the
+/// table learnt it at adoption or on its kept info connection; the same
+/// ranges negotiate the same version) the attach goes out in the same
+/// write as the hello, so the holder's reply and first redraw follow the
+/// hello's at once; not known yet, the attach is sent once the reply says
+/// the holder serves direct streams. The wait for the reply is bounded by
+/// [`CALL_TIMEOUT`], and a stopped holder is reported as such. At most
+/// [`crate::holders::DIRECT_OPENS_AT_ONCE`] are opened to a holder at
+/// once (`HolderTable::direct_opening`): until its hello is answered a
+/// direct stream holds one of the slots the holder keeps for the daemon.
 async fn direct(
     ctx: &ConnCtx,
     id: &Id,
@@ -254,67 +264,62 @@ async fn direct(
             false
         }
     };
-    let mut lines = Vec::new();
-    let (said_hello, protocol) = match holder.protocol {
-        Some(v) => {
-            if !serves_direct(v) {
-                return Ok(None);
-            }
-            let hello = h::HelloParams {
-                protocol: h::HOLDER_PROTOCOL_RANGE,
-            };
-            let hello = crate::holders::rpc::to_params(&hello).map_err(|e| holder.rpc_error(e))?;
-            lines = ccd_protocol::encode(&ccd_protocol::Request::new(
-                Id::String(h::DIRECT_HELLO_ID.into()),
-                h::Hello::NAME,
-                Some(hello),
-            ))
-            .map_err(internal)?;
-            (None, v)
-        }
-        None => {
-            let conn = HolderConn::connect_hello(&holder.socket)
-                .await
-                .map_err(|e| holder.rpc_error(e))?;
-            let v = conn.protocol.unwrap_or(h::PRE_VERSIONING);
-            if !serves_direct(v) {
-                return Ok(None);
-            }
-            // Nothing comes after the hello's reply until the attach is
-            // sent: the connection is whole again, nothing read ahead.
-            let HolderConn { reader, writer, .. } = conn;
-            let (rd, ahead, _) = reader.into_parts();
-            if !ahead.is_empty() {
-                return Err(internal(format!(
-                    "holder {} sent more than the hello's reply",
-                    holder.id
-                )));
-            }
-            (Some(rd.reunite(writer).map_err(internal)?), v)
-        }
+    if holder.protocol.is_some_and(|v| !serves_direct(v)) {
+        return Ok(None);
+    }
+    let hello = h::HelloParams {
+        protocol: h::HOLDER_PROTOCOL_RANGE,
+        direct: true,
     };
+    let hello = crate::holders::rpc::to_params(&hello).map_err(|e| holder.rpc_error(e))?;
+    let mut lines = ccd_protocol::encode(&ccd_protocol::Request::new(
+        Id::String(h::DIRECT_HELLO_ID.into()),
+        h::Hello::NAME,
+        Some(hello),
+    ))
+    .map_err(internal)?;
     let params = crate::holders::rpc::to_params(&holder_attach_params(p))
         .map_err(|e| holder.rpc_error(e))?;
-    lines.extend(
-        ccd_protocol::encode(&ccd_protocol::Request::new(
-            Id::String(DIRECT_ATTACH_ID.into()),
-            ccd_protocol::methods::attach::SessionAttach::NAME,
-            Some(params),
-        ))
-        .map_err(internal)?,
-    );
-    let stream = match said_hello {
-        Some(mut stream) => {
-            stream
-                .write_all(&lines)
-                .await
-                .map_err(|e| holder.rpc_error(e.into()))?;
-            stream.into_std().map_err(internal)?
+    let attach = ccd_protocol::encode(&ccd_protocol::Request::new(
+        Id::String(DIRECT_ATTACH_ID.into()),
+        ccd_protocol::methods::attach::SessionAttach::NAME,
+        Some(params),
+    ))
+    .map_err(internal)?;
+    let attach_sent = holder.protocol.is_some();
+    if attach_sent {
+        lines.extend_from_slice(&attach);
+    }
+    // Until its hello is answered the stream takes one of the slots the
+    // holder keeps for the daemon: only a few at once.
+    let turn = ctx
+        .daemon
+        .holders
+        .direct_opening(&holder.id, CALL_TIMEOUT)
+        .await
+        .ok_or_else(|| holder.rpc_error(HolderError::Timeout))?;
+    let stream = connect_sending(&holder.socket, &lines)
+        .await
+        .map_err(|e| holder.rpc_error(e.into()))?;
+    let mut stream = tokio::net::UnixStream::from_std(stream).map_err(internal)?;
+    let protocol = match hello_reply(holder, &stream).await? {
+        Some(v) => v,
+        None => {
+            tracing::info!(holder = %holder.id, "the holder predates versions: attaching through the daemon instead");
+            return Ok(None);
         }
-        None => connect_sending(&holder.socket, &lines)
-            .await
-            .map_err(|e| holder.rpc_error(e.into()))?,
     };
+    drop(turn);
+    if !serves_direct(protocol) {
+        return Ok(None);
+    }
+    if !attach_sent {
+        stream
+            .write_all(&attach)
+            .await
+            .map_err(|e| holder.rpc_error(e.into()))?;
+    }
+    let stream = stream.into_std().map_err(internal)?;
     // The client gets the same open file: give it the blocking mode a
     // fresh socket has (non-blocking here).
     stream.set_nonblocking(false).map_err(internal)?;
@@ -331,6 +336,91 @@ async fn direct(
         }),
     };
     Ok(Some((size, protocol)))
+}
+
+/// The holder's answer to a direct stream's hello on `stream`: the
+/// negotiated version, `None` for a holder from before versions
+/// (`method_not_found`), or the error the attach fails with — a refusal
+/// (the holder's error line: `too_many_connections` when its connections
+/// besides the daemon's, or all of them, are taken) named as the direct
+/// stream's, the holder closed or stopped, no answer within
+/// [`CALL_TIMEOUT`].
+async fn hello_reply(
+    holder: &HolderEntry,
+    stream: &tokio::net::UnixStream,
+) -> Result<Option<u32>, RpcError> {
+    let pid = stream
+        .peer_cred()
+        .ok()
+        .and_then(|c| c.pid())
+        .and_then(|p| u32::try_from(p).ok());
+    let line = tokio::select! {
+        r = tokio::time::timeout(CALL_TIMEOUT, read_first_line(stream)) => r
+            .map_err(|_| holder.rpc_error(HolderError::Timeout))?
+            .map_err(|e| holder.rpc_error(e.into()))?
+            .ok_or_else(|| holder.rpc_error(HolderError::Closed))?,
+        pid = stopped(pid) => return Err(stopped_error(holder, pid)),
+    };
+    let decode = |why: String| holder.rpc_error(HolderError::Decode(why));
+    let text = String::from_utf8(line).map_err(|e| decode(e.to_string()))?;
+    let reply = match ccd_protocol::parse_incoming(&text) {
+        Ok(ccd_protocol::Incoming::Response(r)) => r,
+        _ => return Err(decode(format!("not a reply to the hello: {text:.200}"))),
+    };
+    match reply.outcome {
+        Ok(v) => serde_json::from_value::<h::HelloResult>(v)
+            .map(|r| Some(r.protocol))
+            .map_err(|e| decode(format!("{}: {e}", h::Hello::NAME))),
+        Err(e) if e.code == ErrorCode::MethodNotFound.code() => Ok(None),
+        Err(e) if refusal_reason(&e) == Some("too_many_connections") => Err(refused(holder, e)),
+        Err(e) => Err(holder.rpc_error(HolderError::Rpc(e))),
+    }
+}
+
+/// The `data.reason` of a holder's error.
+fn refusal_reason(e: &RpcError) -> Option<&str> {
+    e.data.as_ref()?.get("reason")?.as_str()
+}
+
+/// A direct stream the holder did not take (`e`, its refusal): the
+/// attach's error, naming the session and holder, keeping the holder's
+/// reason and limit.
+fn refused(holder: &HolderEntry, e: RpcError) -> RpcError {
+    let session = holder.session_id().unwrap_or(&holder.id);
+    let mut data = e.data.unwrap_or_else(|| serde_json::json!({}));
+    if let Some(d) = data.as_object_mut() {
+        d.insert("session".into(), session.into());
+        d.insert("holder".into(), holder.id.clone().into());
+    }
+    tracing::info!(session = %session, holder = %holder.id, reason = %e.message, "direct stream refused by the holder");
+    RpcError::new(
+        ErrorCode::InternalError,
+        format!(
+            "session {session}: its holder {} takes no more direct streams: {}",
+            holder.id, e.message
+        ),
+    )
+    .with_data(data)
+}
+
+/// A stopped holder met by a direct attach: named by its pid, with the way
+/// to resume it.
+fn stopped_error(holder: &HolderEntry, pid: u32) -> RpcError {
+    let session = holder.session_id().unwrap_or(&holder.id);
+    RpcError::new(
+        ErrorCode::InternalError,
+        format!(
+            "session {session}: the session's ccd holder (pid {pid}) is stopped (process state \
+             T), so it cannot answer; the daemon is fine. Resume it with `kill -CONT {pid}`, \
+             then attach again"
+        ),
+    )
+    .with_data(serde_json::json!({
+        "session": session,
+        "holder": holder.id,
+        "holder_pid": pid,
+        "stopped": true,
+    }))
 }
 
 pub async fn detach(ctx: &ConnCtx, p: SessionRef) -> Result<DetachResult, RpcError> {

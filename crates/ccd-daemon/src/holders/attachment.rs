@@ -4,7 +4,9 @@
 //! input and resizes are written ([`AttachedTo::send`]). Dropping the
 //! attachment ends the forwarder and closes the holder connection (which
 //! detaches it there). Also the socket plumbing of a direct stream (the
-//! holder connection handed to the client instead: [`connect_sending`]).
+//! holder connection handed to the client instead: [`connect_sending`],
+//! and [`read_first_line`], which reads the holder's answer to its hello
+//! and nothing past it).
 //! `session.attach` itself (which kind, resume first) is
 //! `handlers::attach`.
 
@@ -109,7 +111,9 @@ impl AttachedTo {
 }
 
 /// Connects to the Unix socket at `path` and writes `lines` on the new
-/// connection; the connection, non-blocking. A Unix socket's connect
+/// connection; the connection, non-blocking. A peer that closed the
+/// connection before taking all of `lines` is no error here: what it
+/// wrote before closing (a holder's refusal) is the caller's to read. A Unix socket's connect
 /// completes at once or fails, and a fresh connection's send buffer takes
 /// a few short lines, so this is two system calls in the calling task,
 /// with no wait on the runtime's reactor (`tokio::net::UnixStream::connect`
@@ -129,22 +133,100 @@ pub async fn connect_sending(
         Ok(()) => std::os::unix::net::UnixStream::from(fd),
         Err(nix::errno::Errno::EAGAIN) => {
             let mut s = tokio::net::UnixStream::connect(path).await?;
-            s.write_all(lines).await?;
-            return s.into_std();
+            match s.write_all(lines).await {
+                Err(e) if !closed_by_peer(&e) => return Err(e),
+                _ => return s.into_std(),
+            }
         }
         Err(e) => return Err(e.into()),
     };
     let sent = match (&stream).write(lines) {
         Ok(n) => n,
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) if closed_by_peer(&e) => return Ok(stream),
         Err(e) => return Err(e),
     };
     if sent == lines.len() {
         return Ok(stream);
     }
     let mut s = tokio::net::UnixStream::from_std(stream)?;
-    s.write_all(&lines[sent..]).await?;
-    s.into_std()
+    match s.write_all(&lines[sent..]).await {
+        Err(e) if !closed_by_peer(&e) => Err(e),
+        _ => s.into_std(),
+    }
+}
+
+/// A write refused because the peer closed the connection: a holder that
+/// refused it (at its cap) wrote why before closing, and that is still
+/// there to read.
+fn closed_by_peer(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+    )
+}
+
+/// The longest first line [`read_first_line`] reads: a hello's reply or
+/// a refusal is a few hundred bytes.
+pub const FIRST_LINE_MAX: usize = 4096;
+
+/// How long [`read_first_line`] waits before it looks again at a line
+/// that came in part (peeking does not take the bytes, so readiness stays
+/// set: without the pause it would spin).
+const PARTIAL_LINE_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Reads the first line the holder sends on `stream` (a direct stream's
+/// connection), without its newline, and nothing past it: what follows
+/// (the attach's reply, the first redraw) stays in the socket for the
+/// client it is passed to. Peeks (`MSG_PEEK`) until a newline is among the
+/// first [`FIRST_LINE_MAX`] bytes, then takes exactly that many. `None`:
+/// the holder closed the connection first. No deadline of its own: the
+/// caller bounds it.
+pub async fn read_first_line(stream: &tokio::net::UnixStream) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{Error, ErrorKind};
+    use std::os::fd::AsRawFd;
+    let mut peek = vec![0u8; FIRST_LINE_MAX];
+    let len = loop {
+        stream.readable().await?;
+        let peeked = stream.try_io(tokio::io::Interest::READABLE, || {
+            nix::sys::socket::recv(
+                stream.as_raw_fd(),
+                &mut peek,
+                nix::sys::socket::MsgFlags::MSG_PEEK,
+            )
+            .map_err(Error::from)
+        });
+        let n = match peeked {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        if let Some(end) = peek[..n].iter().position(|&b| b == b'\n') {
+            break end + 1;
+        }
+        if n == peek.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                format!("the holder's first line is longer than {FIRST_LINE_MAX} bytes"),
+            ));
+        }
+        tokio::time::sleep(PARTIAL_LINE_PAUSE).await;
+    };
+    let mut line = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match stream.try_read(&mut line[got..]) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => stream.readable().await?,
+            Err(e) => return Err(e),
+        }
+    }
+    line.pop();
+    Ok(Some(line))
 }
 
 /// A new Unix stream socket, non-blocking and close-on-exec: both flags
@@ -176,4 +258,79 @@ fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
     fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
     fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
     Ok(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn the_first_line_is_read_and_nothing_past_it() {
+        let (mut holder, daemon) = tokio::net::UnixStream::pair().expect("pair");
+        holder
+            .write_all(b"{\"id\":\"hello\"}\n{\"id\":\"attach\"}\nredraw")
+            .await
+            .expect("write");
+        let line = read_first_line(&daemon).await.expect("read");
+        assert_eq!(line.as_deref(), Some(&b"{\"id\":\"hello\"}"[..]));
+        // What follows is still there for the client.
+        drop(holder);
+        let mut rest = Vec::new();
+        let mut daemon = daemon;
+        daemon.read_to_end(&mut rest).await.expect("rest");
+        assert_eq!(rest, b"{\"id\":\"attach\"}\nredraw");
+    }
+
+    #[tokio::test]
+    async fn a_line_in_parts_is_waited_for() {
+        let (mut holder, daemon) = tokio::net::UnixStream::pair().expect("pair");
+        holder.write_all(b"{\"id\":").await.expect("write");
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            holder.write_all(b"\"hello\"}\nmore").await.expect("write");
+            holder
+        });
+        let line = read_first_line(&daemon).await.expect("read");
+        assert_eq!(line.as_deref(), Some(&b"{\"id\":\"hello\"}"[..]));
+        drop(writer.await);
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_refuses_and_closes_mid_write_is_read_not_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("h.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let refuser = std::thread::spawn(move || {
+            use std::io::Write;
+            let (mut s, _) = listener.accept().expect("accept");
+            s.write_all(b"{\"error\":\"full\"}\n").expect("write");
+            // Closed without reading what was sent.
+        });
+        // More than a socket's buffers take: the write is still going on
+        // when the peer closes.
+        let lines = vec![b'x'; 4 << 20];
+        let stream = connect_sending(&path, &lines).await.expect("no error");
+        refuser.join().expect("refuser");
+        let stream = tokio::net::UnixStream::from_std(stream).expect("tokio");
+        let line = read_first_line(&stream).await.expect("read");
+        assert_eq!(line.as_deref(), Some(&b"{\"error\":\"full\"}"[..]));
+    }
+
+    #[tokio::test]
+    async fn an_end_before_a_line_and_an_over_long_line_are_told_apart() {
+        let (holder, daemon) = tokio::net::UnixStream::pair().expect("pair");
+        drop(holder);
+        assert_eq!(read_first_line(&daemon).await.expect("end"), None);
+
+        let (mut holder, daemon) = tokio::net::UnixStream::pair().expect("pair");
+        holder
+            .write_all(&vec![b'x'; FIRST_LINE_MAX + 1])
+            .await
+            .expect("write");
+        let e = read_first_line(&daemon).await.expect_err("too long");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("longer than"), "{e}");
+    }
 }

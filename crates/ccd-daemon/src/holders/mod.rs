@@ -251,6 +251,12 @@ pub struct Finished {
 
 const FINISHED_KEPT: usize = 200;
 
+/// The most direct streams the daemon opens to one holder at once (each
+/// from its connect until the holder answered its hello): 2 of the 8
+/// connections a holder keeps for the daemon, beside its two kept ones,
+/// leaving 4 to its calls (screen, kill, collect, attachments).
+pub const DIRECT_OPENS_AT_ONCE: usize = 2;
+
 /// Every holder the daemon knows.
 pub struct HolderTable {
     dir: PathBuf,
@@ -276,6 +282,13 @@ pub struct HolderTable {
     /// held across the call, which is bounded by [`rpc::CALL_TIMEOUT`]
     /// (waiting in the queue included). Pruned with the info connections.
     input_conns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<HolderConn>>>>>,
+    /// Per holder, the direct streams being opened
+    /// ([`Self::direct_opening`]): at most [`DIRECT_OPENS_AT_ONCE`]. Until
+    /// its hello is answered a direct stream is the daemon's own to the
+    /// holder, and takes one of the slots it keeps for the daemon; the
+    /// bound leaves the rest to the daemon's calls however many direct
+    /// attaches come at once. Pruned with the info connections.
+    direct_opens: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
     /// Wakes [`watch`] when an entry is flagged or added ([`pacing`]).
     wake: tokio::sync::Notify,
 }
@@ -290,6 +303,7 @@ impl HolderTable {
             asks: std::sync::atomic::AtomicU64::new(0),
             info_conns: Mutex::new(HashMap::new()),
             input_conns: Mutex::new(HashMap::new()),
+            direct_opens: Mutex::new(HashMap::new()),
             wake: tokio::sync::Notify::new(),
         }
     }
@@ -350,6 +364,30 @@ impl HolderTable {
         if let Ok(mut m) = self.input_conns.lock() {
             m.retain(|id, _| live.contains(id));
         }
+        if let Ok(mut m) = self.direct_opens.lock() {
+            m.retain(|id, _| live.contains(id));
+        }
+    }
+
+    /// A turn to open a direct stream to holder `id` (see `direct_opens`);
+    /// held until the holder answered the stream's hello. Waits for one
+    /// at most `within`: `None` then.
+    pub async fn direct_opening(
+        &self,
+        id: &str,
+        within: std::time::Duration,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let turns = self
+            .direct_opens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id.to_string())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(DIRECT_OPENS_AT_ONCE)))
+            .clone();
+        tokio::time::timeout(within, turns.acquire_owned())
+            .await
+            .ok()?
+            .ok()
     }
 
     fn next_ask(&self) -> u64 {

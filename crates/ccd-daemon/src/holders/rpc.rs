@@ -209,6 +209,7 @@ impl HolderConn {
         let v = match self
             .call::<h::Hello>(&h::HelloParams {
                 protocol: h::HOLDER_PROTOCOL_RANGE,
+                direct: false,
             })
             .await
         {
@@ -274,24 +275,29 @@ impl HolderConn {
             let id = self.send_value(M::NAME, params).await?;
             self.wait(&id).await
         };
-        let stopped = async move {
-            let Some(pid) = pid else {
-                return std::future::pending().await;
-            };
-            // First look after one interval: a call answered sooner (all
-            // of them, keystrokes included) never reads the process state.
-            loop {
-                tokio::time::sleep(STOPPED_CHECK).await;
-                if ccd_sched::is_stopped(pid) {
-                    return pid;
-                }
-            }
-        };
+        let stopped = stopped(pid);
         let v = tokio::select! {
             r = tokio::time::timeout(timeout, fut) => r.map_err(|_| HolderError::Timeout)??,
             pid = stopped => return Err(HolderError::Stopped { pid }),
         };
         serde_json::from_value(v).map_err(|e| HolderError::Decode(format!("{}: {e}", M::NAME)))
+    }
+}
+
+/// Resolves with `pid` once the holder process `pid` is seen stopped
+/// (looked at every [`STOPPED_CHECK`]); never without a pid. Raced against
+/// a wait for the holder's answer.
+pub async fn stopped(pid: Option<u32>) -> u32 {
+    let Some(pid) = pid else {
+        return std::future::pending().await;
+    };
+    // First look after one interval: a call answered sooner (all of them,
+    // keystrokes included) never reads the process state.
+    loop {
+        tokio::time::sleep(STOPPED_CHECK).await;
+        if ccd_sched::is_stopped(pid) {
+            return pid;
+        }
     }
 }
 

@@ -20,6 +20,12 @@
 //! before it passes the connection on, and `holder.terminal` comes on an
 //! attached connection. From then on a connection may stay silent as long
 //! as it likes (an attachment, the daemon's kept connections).
+//!
+//! A hello that says `direct` (a direct stream the daemon is about to
+//! pass on) is refused when the holder already serves its share of
+//! connections besides the daemon's own ([`super::slots::admit_direct`]):
+//! the error reply (`too_many_connections`) is the connection's last line,
+//! and whatever came after the hello (the daemon's attach) is not read.
 
 use std::io::BufReader;
 use std::os::fd::{AsFd, OwnedFd};
@@ -120,6 +126,10 @@ fn protocol_cap() -> u32 {
 /// Per-connection state.
 struct Conn<'a> {
     session: &'a Arc<Session>,
+    /// How many connections the holder serves now, this one included.
+    open: &'a dyn Fn() -> usize,
+    /// Set by a refused direct hello: the connection ends after the reply.
+    close_after_reply: bool,
     writer: Writer,
     attached: Option<Arc<ClientQueue>>,
     /// The size this connection's client last asked for (attach, resize):
@@ -143,8 +153,9 @@ struct Conn<'a> {
 /// `holder.terminal` (the newest are kept; older ones are closed).
 pub const MAX_PASSED_FDS: usize = 2;
 
-/// Serve one connection until it closes.
-pub fn handle(session: &Arc<Session>, stream: UnixStream) {
+/// Serve one connection until it closes; `open` counts the connections
+/// the holder serves, this one included (for a direct stream's hello).
+pub fn handle(session: &Arc<Session>, stream: UnixStream, open: &dyn Fn() -> usize) {
     crate::sched::short_slice();
     let writer = match stream.try_clone() {
         Ok(w) => LineSocket::shared(w),
@@ -156,6 +167,8 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
     };
     let mut conn = Conn {
         session,
+        open,
+        close_after_reply: false,
         writer,
         attached: None,
         size: None,
@@ -243,6 +256,9 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream) {
         }
         if conn.stop_after_reply {
             session.request_stop();
+        }
+        if conn.close_after_reply {
+            break;
         }
     }
     conn.release_terminal(None);
@@ -395,6 +411,18 @@ impl Conn<'_> {
     /// `holder.hello`: the version both sides speak, used for the rest of
     /// the connection.
     fn hello(&mut self, p: HelloParams) -> Result<Value, RpcError> {
+        if p.direct {
+            let besides = (self.open)().saturating_sub(1);
+            if super::slots::admit_direct(besides) != super::slots::Admission::Serve {
+                self.close_after_reply = true;
+                tracing::debug!(
+                    open = besides + 1,
+                    limit = super::slots::MAX_OTHER_CONNECTIONS,
+                    "direct stream refused: the connections besides the daemon's are taken"
+                );
+                return Err(super::server::direct_refusal());
+            }
+        }
         self.protocol = h::negotiate_holder(p.protocol)?.min(protocol_cap());
         tracing::debug!(protocol = self.protocol, "holder protocol negotiated");
         ok(&HelloResult {

@@ -12,8 +12,9 @@
 //! Bounds: at most [`MAX_CONNECTIONS`] connections (so at most that many
 //! connection threads, plus one output pump per attached one, plus
 //! [`SPARES`] waiting), the last [`DAEMON_RESERVE`] of them kept for the
-//! daemon's ([`super::slots`]); a connection beyond them gets one error
-//! line and is closed. One that sends no request within
+//! daemon's ([`super::slots`]), which direct streams do not take (their
+//! hello says what they are: [`super::conn`]); a connection beyond them
+//! gets one error line and is closed. One that sends no request within
 //! [`super::conn::HELLO_DEADLINE`] is closed by its thread. An `accept`
 //! that fails for want of descriptors (or memory) pauses the loop, 50 ms
 //! doubling to 1 s, and is logged once per run of failures, not per
@@ -192,6 +193,20 @@ fn refusal_line(why: Admission) -> Vec<u8> {
     ccd_protocol::encode(&ccd_protocol::Response::error(None, e)).unwrap_or_default()
 }
 
+/// The reply to a direct stream's hello when the connections besides the
+/// daemon's are taken ([`super::slots::admit_direct`]): the reason and
+/// limit of [`refusal_line`]'s.
+pub fn direct_refusal() -> ccd_protocol::RpcError {
+    ccd_protocol::RpcError::internal(format!(
+        "the holder serves at most {MAX_OTHER_CONNECTIONS} connections besides the daemon's, \
+         direct streams included; close one and try again"
+    ))
+    .with_data(serde_json::json!({
+        "reason": "too_many_connections",
+        "limit": MAX_OTHER_CONNECTIONS,
+    }))
+}
+
 /// Bind the holder socket at `path` with mode 0600. An existing socket is
 /// replaced only if nothing answers on it.
 pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
@@ -337,8 +352,9 @@ pub fn accept_loop(
             .name("holder-conn".into())
             .spawn(move || {
                 let mut job = Some(job);
+                let open = || registry.lock().len();
                 while let Some((id, stream)) = job.take() {
-                    super::conn::handle(&s, stream);
+                    super::conn::handle(&s, stream, &open);
                     registry.remove(id);
                     job = waiting.wait(&s);
                 }

@@ -17,15 +17,29 @@
 //! the open ones are in the reserve, and read again each time, so a
 //! restarted daemon (which adopts the running holders) is known at once
 //! and holders need no word from it: a holder started by any daemon
-//! version serves any other this way. A connection the daemon opens and
-//! passes on (a direct stream) counts as the daemon's: it connected.
+//! version serves any other this way.
+//!
+//! A connection the daemon opens to pass on (a direct stream) is the
+//! daemon's to the kernel, but a client's in use: it says so in its hello
+//! (`holder.hello` with `direct`, the connection's first request), and is
+//! then held to the others' rule ([`admit_direct`]): taken only while
+//! fewer than [`MAX_OTHER_CONNECTIONS`] connections besides it are open,
+//! else its hello is refused and the connection closed (the daemon reads
+//! that reply before it passes anything). Every connection that is not the
+//! daemon's own was taken while the open ones, it included, were at most
+//! `MAX_OTHER_CONNECTIONS`, and all of those are counted by the later
+//! ones; so other clients and direct streams together never hold more than
+//! `MAX_OTHER_CONNECTIONS`, and the reserve stays the daemon's however many
+//! direct streams clients ask for. A direct stream between its connect and
+//! its hello (one round trip) counts as the daemon's.
 
 use std::path::{Path, PathBuf};
 
 /// The most connections a holder serves at once. The daemon keeps two per
-/// holder (`holder.info`, input/resize), one per attachment and one per
-/// direct stream, and opens a few short-lived ones (screen, kill,
-/// collect): 64 leaves room for dozens of attached terminals while a
+/// holder (`holder.info`, input/resize) and one per attachment, and opens
+/// a few short-lived ones (screen, kill, collect); a direct stream counts
+/// among the others' ([`admit_direct`]): 64 leaves room for dozens of
+/// attached terminals while a
 /// flood of connections costs the holder at most 64 threads (+ 64 pumps)
 /// and 64 descriptors.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -58,6 +72,18 @@ pub fn admit(open: usize, is_daemon: impl FnOnce() -> bool) -> Admission {
     if open >= MAX_CONNECTIONS {
         Admission::Full
     } else if open < MAX_OTHER_CONNECTIONS || is_daemon() {
+        Admission::Serve
+    } else {
+        Admission::Reserved
+    }
+}
+
+/// What a direct stream (a connection whose hello says `direct`) gets
+/// when `open_besides` other connections are being served: the rule for a
+/// connection that is not the daemon's ([`Admission::Reserved`] when it
+/// would reach into the reserve).
+pub fn admit_direct(open_besides: usize) -> Admission {
+    if open_besides < MAX_OTHER_CONNECTIONS {
         Admission::Serve
     } else {
         Admission::Reserved
@@ -152,6 +178,51 @@ mod tests {
             daemons += 1;
         }
         assert_eq!(daemons, DAEMON_RESERVE);
+    }
+
+    #[test]
+    fn direct_streams_and_others_together_leave_the_reserve_to_the_daemon() {
+        // The daemon's two kept connections, then direct streams (each the
+        // daemon's at accept, a client's at its hello) and other clients
+        // alternately, until both are refused.
+        let mut open = 2;
+        let mut not_daemons = 0;
+        loop {
+            let mut taken = false;
+            // A direct stream: admitted as the daemon's, then its hello.
+            if admit(open, || true) == Admission::Serve && admit_direct(open) == Admission::Serve {
+                not_daemons += 1;
+                open += 1;
+                taken = true;
+            }
+            if admit(open, || false) == Admission::Serve {
+                not_daemons += 1;
+                open += 1;
+                taken = true;
+            }
+            if !taken {
+                break;
+            }
+        }
+        assert_eq!(open, MAX_OTHER_CONNECTIONS);
+        assert_eq!(not_daemons, MAX_OTHER_CONNECTIONS - 2);
+        // The daemon's own connections still find every reserved slot.
+        let mut daemons = 0;
+        while admit(open, || true) == Admission::Serve {
+            assert_eq!(admit_direct(open), Admission::Reserved);
+            open += 1;
+            daemons += 1;
+        }
+        assert_eq!(daemons, DAEMON_RESERVE);
+    }
+
+    #[test]
+    fn a_direct_stream_is_taken_below_the_others_share_only() {
+        assert_eq!(admit_direct(0), Admission::Serve);
+        assert_eq!(admit_direct(MAX_OTHER_CONNECTIONS - 1), Admission::Serve);
+        for open in MAX_OTHER_CONNECTIONS..=MAX_CONNECTIONS {
+            assert_eq!(admit_direct(open), Admission::Reserved, "{open} besides");
+        }
     }
 
     #[test]

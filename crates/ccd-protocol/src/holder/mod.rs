@@ -112,6 +112,14 @@ impl Method for Hello {
 pub struct HelloParams {
     /// Holder protocol versions the caller speaks.
     pub protocol: ProtocolRange,
+    /// This connection is a direct stream the daemon is about to pass to a
+    /// client: the holder takes it only within the connections it serves
+    /// besides the daemon's own, and refuses this hello otherwise
+    /// (`too_many_connections`). Absent: `false` (an older daemon, or a
+    /// connection of the daemon's own). A holder that predates it ignores
+    /// it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 /// Result of `holder.hello`.
