@@ -32,6 +32,9 @@ pub struct Settings {
     pub input_delay: Duration,
     pub turn: Duration,
     pub busy_after: Duration,
+    /// How long each chunk of input waits before its keys act (a CLI slow
+    /// to take keys: the screen lags what was typed). Default none.
+    pub key_lag: Duration,
     pub version: String,
     pub model: String,
     pub usage_input: u64,
@@ -86,6 +89,7 @@ impl Settings {
             input_delay: env_ms("FAKE_CLAUDE_INPUT_DELAY_MS").unwrap_or(Duration::from_millis(300)),
             turn: env_ms("FAKE_CLAUDE_TURN_MS").unwrap_or(Duration::from_millis(300)),
             busy_after: env_ms("FAKE_CLAUDE_BUSY_AFTER_MS").unwrap_or(Duration::from_millis(200)),
+            key_lag: env_ms("FAKE_CLAUDE_KEY_LAG_MS").unwrap_or(Duration::ZERO),
             version: version(),
             model: std::env::var("FAKE_CLAUDE_MODEL")
                 .ok()

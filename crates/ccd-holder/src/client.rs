@@ -230,6 +230,7 @@ impl HolderClient {
         let r = self.call::<h::Kill>(&KillParams {
             signal,
             grace_ms: grace.map(|g| u64::try_from(g.as_millis()).unwrap_or(u64::MAX)),
+            ..Default::default()
         })?;
         Ok(r.sent)
     }

@@ -71,6 +71,7 @@ pub async fn stop(
                 &ccd_protocol::holder::KillParams {
                     signal: ccd_protocol::holder::KillSignal::Hup,
                     grace_ms: Some(3000),
+                    ..Default::default()
                 },
             )
             .await;

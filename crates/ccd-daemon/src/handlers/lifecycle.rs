@@ -149,6 +149,7 @@ pub async fn kill(ctx: &ConnCtx, p: KillParams) -> Result<KillResult, RpcError> 
         &h::KillParams {
             signal: p.signal,
             grace_ms: Some(grace),
+            ..Default::default()
         },
     )
     .await

@@ -116,14 +116,30 @@ impl Why {
     }
 }
 
+/// How long after the last input written to a session (a client's keys, a
+/// `session.send`, an answer: the holder's `last_input_at`) it is not at
+/// rest. A prompt just submitted leaves an empty prompt on the screen at
+/// once, but Claude Code says `busy` only ~0.2 s later (more on a loaded
+/// machine): a stop in that gap loses the prompt's turn.
+pub const INPUT_QUIET: Duration = Duration::from_secs(5);
+
+/// Whether no input reached the session in the last [`INPUT_QUIET`] before
+/// `now_ms` (unix ms); a holder too old to say counts as quiet.
+fn input_quiet(i: &ccd_protocol::holder::InfoResult, now_ms: i64) -> bool {
+    i.last_input_at
+        .is_none_or(|at| now_ms.saturating_sub(at) >= INPUT_QUIET.as_millis() as i64)
+}
+
 /// Whether `h` is at rest: idle at its prompt, no client, not pinned, not
-/// ended.
+/// ended, nothing typed into it lately.
 fn at_rest(h: &super::HolderEntry) -> bool {
+    let now_ms = crate::events::now_ms();
     !h.meta.pinned
         && h.info.as_ref().is_some_and(|i| {
             i.exit.is_none()
                 && i.clients.is_empty()
                 && super::lifecycle_of(i) == ccd_protocol::methods::session::Lifecycle::Idle
+                && input_quiet(i, now_ms)
         })
 }
 
@@ -329,6 +345,12 @@ async fn stop_one(
         tracing::debug!(session = %sid, "no longer at rest when checked: not stopped");
         return false;
     }
+    // The holder refuses the stop if anything is typed after this look.
+    let last_input = still
+        .as_ref()
+        .and_then(|e| e.info.as_ref())
+        .and_then(|i| i.last_input_at)
+        .unwrap_or(0);
     // Words typed into the prompt and not sent live only on the screen:
     // a session with a draft (or anything but its prompt on screen) stays.
     match empty_prompt(h).await {
@@ -370,12 +392,22 @@ async fn stop_one(
         &ccd_protocol::holder::KillParams {
             signal: ccd_protocol::holder::KillSignal::Term,
             grace_ms: Some(5000),
+            unless_input_after: Some(last_input),
         },
     )
     .await;
-    if let Err(error) = killed {
-        tracing::warn!(session = %sid, %error, "stopping failed");
-        return false;
+    match killed {
+        Ok(_) => {}
+        Err(super::HolderError::Rpc(e))
+            if e.code == ccd_protocol::ErrorCode::NotAtPrompt as i64 =>
+        {
+            tracing::info!(session = %sid, holder = %h.id, reason = %e.message, "typed into as it was being stopped: not stopped");
+            return false;
+        }
+        Err(error) => {
+            tracing::warn!(session = %sid, %error, "stopping failed");
+            return false;
+        }
     }
     let collected = reaper
         .holders

@@ -375,6 +375,7 @@ async fn refuse_late(
             &h::KillParams {
                 signal: h::KillSignal::Term,
                 grace_ms: Some(STOP_COPY_GRACE_MS),
+                ..Default::default()
             },
         )
         .await;

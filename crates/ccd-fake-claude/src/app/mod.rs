@@ -211,6 +211,10 @@ impl App {
                 // The PTY was closed: a graceful exit.
                 Ok(0) => return Some(EXIT_OK),
                 Ok(n) => {
+                    if !self.s.key_lag.is_zero() {
+                        // Later keys queue in the PTY meanwhile.
+                        std::thread::sleep(self.s.key_lag);
+                    }
                     let keys = self.decoder.feed(&buf[..n]);
                     if self.input_live(Instant::now()) {
                         for key in keys {

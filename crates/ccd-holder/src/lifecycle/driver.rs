@@ -164,7 +164,9 @@ fn apply(session: &Session, action: Action) {
     match action {
         Action::Send { bytes, purpose } => {
             tracing::info!(purpose = ?purpose, bytes = ?String::from_utf8_lossy(&bytes), "trust step: key sent");
-            if let Err(e) = session.send_input(bytes) {
+            // The holder's own walker: not held by a walk's gate (it types
+            // only before the prompt, when no walk can run).
+            if let Err(e) = session.send_walk_input(bytes) {
                 tracing::warn!(error = %e, "trust step: key could not be sent");
             }
         }

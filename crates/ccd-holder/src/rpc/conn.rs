@@ -473,6 +473,19 @@ impl Conn<'_> {
             KillSignal::Kill => None,
             _ => p.grace_ms.map(Duration::from_millis),
         };
+        // A conditional stop (the reaper's): with the input gate held no
+        // key reaches the PTY between this check and the signal.
+        let _held = p.unless_input_after.map(|_| self.session.hold_input());
+        if let (Some(after), Some(at)) = (p.unless_input_after, self.session.last_input_at()) {
+            if at > after {
+                return Err(RpcError::new(
+                    ErrorCode::NotAtPrompt,
+                    format!(
+                        "input reached the session at {at} (unix ms), after {after}: not stopped"
+                    ),
+                ));
+            }
+        }
         let sent = self
             .session
             .kill_with_grace(signal_number(p.signal), grace)

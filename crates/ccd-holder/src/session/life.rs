@@ -32,6 +32,7 @@ impl Session {
             transitions: g.life.transitions.iter().cloned().collect(),
             output_bytes: g.seq,
             connections: Some(self.connections.load(Ordering::Relaxed)),
+            last_input_at: self.last_input_at(),
         }
     }
 

@@ -303,6 +303,44 @@ pub struct Session {
     /// while the session floods, weighs its group down only if another
     /// session was typed into ([`crate::sched::typing`]).
     pub(crate) typing: crate::sched::Typing,
+    /// The input gate: see [`Session::hold_input`].
+    gate: InputGate,
+    /// Unix ms of the last input written to the PTY (any writer), 0 before
+    /// the first (`holder.info`'s `last_input_at`).
+    last_input_ms: std::sync::atomic::AtomicI64,
+}
+
+/// While a walk types (`holder.respond`, `holder.submit`), nobody else's
+/// input reaches the PTY: an arrow a person presses in an attached
+/// terminal between the walk's look and its Enter would move the pointer
+/// under it, so that Enter takes another option than the one the walk saw
+/// (and reports). Other writers wait on `open` (their own connection's
+/// thread: at most one walk's length, [`crate::walk`] bounds it) and then
+/// type in their order; nothing is queued, dropped or reordered.
+///
+/// Locks: `walks` serializes walks (one types at a time); `walking` is
+/// held by a writer across its check and its push to the writer thread, so
+/// a walk cannot start between them. Order: `walks`, then `walking`, then
+/// the session lock. Neither is held across a look or a wait on output.
+#[derive(Default)]
+struct InputGate {
+    walks: Mutex<()>,
+    walking: Mutex<bool>,
+    open: Condvar,
+}
+
+/// Held while a walk types: other input waits ([`Session::hold_input`]).
+pub(crate) struct InputHeld<'a> {
+    session: &'a Session,
+    _one_walk: MutexGuard<'a, ()>,
+}
+
+impl Drop for InputHeld<'_> {
+    fn drop(&mut self) {
+        let gate = &self.session.gate;
+        *gate.walking.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        gate.open.notify_all();
+    }
 }
 
 /// Why an operation on the session was refused.
@@ -376,6 +414,8 @@ impl Session {
             parsed: AtomicU64::new(0),
             backlog_limit: AtomicUsize::new(BACKLOG_MIN.min(backlog_max)),
             input,
+            gate: InputGate::default(),
+            last_input_ms: std::sync::atomic::AtomicI64::new(0),
             stop: StopSignal::new(),
             fixed,
             queue_cap,
@@ -579,13 +619,59 @@ impl Session {
         Self::stream_label(&self.lock())
     }
 
-    /// Input for the PTY ([`crate::pty_io::PtyInput`]). Blocks while the writer's queue is
-    /// full (the child is not reading), never while holding the lock.
+    /// Input for the PTY ([`crate::pty_io::PtyInput`]) from a client or a
+    /// person. Waits while a walk types ([`Session::hold_input`]); blocks
+    /// while the writer's queue is full (the child is not reading), never
+    /// while holding the session lock.
     pub fn send_input(&self, bytes: Vec<u8>) -> Result<(), SessionError> {
         if self.lock().exit.is_some() {
             return Err(SessionError::Exited);
         }
-        self.input.send(bytes).map_err(|()| SessionError::Exited)
+        let mut walking = self.gate.walking.lock().unwrap_or_else(|p| p.into_inner());
+        while *walking {
+            walking = self
+                .gate
+                .open
+                .wait_timeout(walking, IDLE_SAFETY)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            if self.lock().exit.is_some() {
+                return Err(SessionError::Exited);
+            }
+        }
+        // Still under `walking`: no walk starts before this is queued.
+        self.push_input(bytes)
+    }
+
+    /// Input a walk (or the lifecycle driver walking the trust dialog)
+    /// types: not held by the gate.
+    pub(crate) fn send_walk_input(&self, bytes: Vec<u8>) -> Result<(), SessionError> {
+        if self.lock().exit.is_some() {
+            return Err(SessionError::Exited);
+        }
+        self.push_input(bytes)
+    }
+
+    fn push_input(&self, bytes: Vec<u8>) -> Result<(), SessionError> {
+        self.input.send(bytes).map_err(|()| SessionError::Exited)?;
+        self.last_input_ms.store(unix_ms(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Holds every other writer's input ([`Session::send_input`]) until the
+    /// guard is dropped; waits for a walk already typing. See [`InputGate`].
+    pub(crate) fn hold_input(&self) -> InputHeld<'_> {
+        let one_walk = self.gate.walks.lock().unwrap_or_else(|p| p.into_inner());
+        *self.gate.walking.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        InputHeld {
+            session: self,
+            _one_walk: one_walk,
+        }
+    }
+
+    /// Unix ms of the last input written to the PTY; `None` before any.
+    pub fn last_input_at(&self) -> Option<i64> {
+        Some(self.last_input_ms.load(Ordering::Acquire)).filter(|&ms| ms > 0)
     }
 
     /// The PTY's current size.

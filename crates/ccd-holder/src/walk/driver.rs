@@ -8,6 +8,10 @@
 //! What may block: this connection's thread only (the other connections,
 //! the reader, the parser and the lifecycle thread go on); each look takes
 //! the session lock, then the model lock, briefly, in the crate's order.
+//! While a walk runs it holds the session's input gate
+//! ([`Session::hold_input`]): other writers' input waits for its end (on
+//! their own threads), so the walk's keys act on the screen it saw and the
+//! option it reports is the one taken.
 
 use std::time::Instant;
 
@@ -20,6 +24,12 @@ use super::{
 };
 use crate::rpc::permission_info;
 use crate::session::{Session, SessionError};
+
+/// How long a walk waits after the last input anyone wrote before its first
+/// look (only when that input is this recent): keys in flight reach the
+/// screen first. The real CLI takes a typed key within a few ms; a walk
+/// right after someone typed starts up to this much later.
+pub const INPUT_SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
 
 /// Why a driven walk stopped.
 enum Stop {
@@ -82,6 +92,19 @@ fn drive_looks(
     session: &Session,
     mut step: impl FnMut(&Seen) -> Result<Step, WalkError>,
 ) -> Result<(), Stop> {
+    // Nobody else types while the walk does: what it saw on the screen is
+    // what its keys act on (an arrow from an attached terminal between a
+    // look and Enter would make Enter take another option).
+    let _held = session.hold_input();
+    // Keys another writer sent just before are in flight: let the CLI take
+    // them before the first look, so the screen shows what they did.
+    if let Some(at) = session.last_input_at() {
+        let since = crate::session::unix_ms().saturating_sub(at);
+        let settle = INPUT_SETTLE.as_millis() as i64;
+        if (0..settle).contains(&since) {
+            std::thread::sleep(std::time::Duration::from_millis((settle - since) as u64));
+        }
+    }
     loop {
         let l = look(session).map_err(Stop::Session)?;
         let now = Instant::now();
@@ -93,7 +116,7 @@ fn drive_looks(
             prompt_since: prompt_since(session, &l.verdict),
         };
         match step(&seen)? {
-            Step::Send(bytes) => session.send_input(bytes).map_err(Stop::Session)?,
+            Step::Send(bytes) => session.send_walk_input(bytes).map_err(Stop::Session)?,
             Step::Wait(at) => {
                 let left = at.saturating_duration_since(now);
                 if !left.is_zero() {

@@ -623,6 +623,12 @@ pub struct InfoResult {
     /// connections is the difference of two readings, less one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<u64>,
+    /// Unix ms of the last input written to the PTY by anyone (a client's
+    /// keys, a submit, an answer); absent before any, and from older
+    /// holders. The reaper leaves a session alone for a while after it
+    /// (a prompt just submitted is not `busy` yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_input_at: Option<i64>,
 }
 
 /// Params of `holder.screen`.
@@ -697,6 +703,13 @@ pub struct KillParams {
     /// is still alive.
     #[serde(default)]
     pub grace_ms: Option<u64>,
+    /// Refuse (`not_at_prompt`, nothing sent) when input reached the PTY
+    /// after this unix ms: the reaper's stop is for a session nobody typed
+    /// into since it last looked. Checked with the input gate held, so no
+    /// input slips in between the check and the signal. Older holders
+    /// ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unless_input_after: Option<i64>,
 }
 
 /// Result of `holder.kill`.
