@@ -1105,6 +1105,84 @@ fn real_cli_text_never_runs_a_command_nobody_asked_for() {
     }
 }
 
+/// An answer walked while another client presses arrows every 1–4 ms is
+/// the option the CLI took (issue 50, finding 4): `ccd deny` reports "No"
+/// and the command did not run, `ccd approve` reports "Yes" and it ran;
+/// neither comes back with a spurious "prompt not shown". Before the
+/// holder held others' input during a walk, `respond no` reported "No"
+/// while the tool ran (1 run in 25) and 19 of 25 ended in `-32013`.
+fn raced_answer_version(version: &str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some((mock, sb)) = real::setup(version, MockUsage::SMALL) else {
+        return;
+    };
+    let dir = sb.project("raced");
+    let mut c = sb.client_or_start();
+    c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
+        .unwrap();
+    for (round, verb) in ["deny", "approve", "deny", "approve"].iter().enumerate() {
+        let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+        args.extend(asking_args(version));
+        let sid = sb.ok(&args).trim().to_string();
+        let file = format!("raced{round}.txt");
+        let command = format!("echo {round} > {file}");
+        sb.ok(&["send", &sid, &format!("TOOL:{command}")]);
+        permission_attention(&mut c, &sb, &mock, &sid, &command, version);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let presser = {
+            let mut other = sb.client();
+            let (sid, stop) = (sid.clone(), stop.clone());
+            // Down and Up in both cursor modes' normal form, base64.
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) {
+                    let data = ["G1tC", "G1tB"][(n % 2) as usize];
+                    let _ =
+                        other.call_value("session.input", json!({"session": sid, "data": data}));
+                    n += 1;
+                    std::thread::sleep(Duration::from_millis(1 + n % 4));
+                }
+                n
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let out = sb.run(&[verb, &sid]);
+        stop.store(true, Ordering::Release);
+        let pressed = presser.join().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success(),
+            "[{version}] round {round}: ccd {verb} failed while {pressed} arrows came: {err}\n{}",
+            evidence(&sb, &mock, Some(&sid))
+        );
+        let want = if *verb == "deny" { ": No" } else { ": Yes" };
+        assert!(err.contains(want), "[{version}] round {round}: {err}");
+        let ran = || dir.join(&file).exists();
+        if *verb == "approve" {
+            wait_for(T, "the approved command's file", || ran().then_some(()));
+        } else {
+            // A refusal without a message ends the turn at the prompt
+            // ("What should Claude do instead?").
+            wait_for(T, "the prompt after the refusal", || {
+                (shows(&mut c, &sid) == "prompt").then_some(())
+            });
+            std::thread::sleep(Duration::from_millis(500));
+            assert!(
+                !ran(),
+                "[{version}] round {round}: `ccd deny` reported No but the command ran ({pressed} arrows)"
+            );
+        }
+        sb.ok(&["kill", &sid]);
+    }
+}
+
+#[test]
+fn real_cli_an_answer_is_the_option_taken_while_someone_types() {
+    for v in real::versions() {
+        raced_answer_version(&v);
+    }
+}
+
 /// A held session runs `BGTOOL:sleep 3; echo done > bg.txt` (a Bash tool
 /// use with `run_in_background: true`, approved through `ccd approve` when
 /// the CLI asks), or with `subagent`
