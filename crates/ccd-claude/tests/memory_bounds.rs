@@ -1,18 +1,34 @@
-//! The summary read's memory bound (docs/architecture.md, "The session
-//! index"): whatever a transcript's lines, one read holds at most one
-//! chunk ([`CHUNK`]) and one line ([`MAX_LINE`]) above what it returns; a
-//! longer line is stepped over. Counted exactly with a counting allocator,
-//! not with RSS, so it does not depend on the machine. (A listing that
-//! read an 8 MB last record held a 16 MiB window and the parse of that
-//! record, per concurrent request.)
+//! Memory bounds counted exactly with one counting allocator, not with
+//! RSS, so they do not depend on the machine (the allocator is process
+//! wide: the tests run one at a time).
+//!
+//! - The summary read's bound (docs/architecture.md, "The session
+//!   index"): whatever a transcript's lines, one read holds at most one
+//!   chunk ([`CHUNK`]) and one line ([`MAX_LINE`]) above what it returns;
+//!   a longer line is stepped over. (A listing that read an 8 MB last
+//!   record held a 16 MiB window and the parse of that record, per
+//!   concurrent request.)
+//! - The trim's bound (docs/architecture.md, "Trimming a transcript"): the
+//!   heap a trim holds grows by at most [`BYTES_A_RECORD`] a record with a
+//!   uuid, above its fixed parts (the uuid-matching budget, buffers, the
+//!   longest line).
 
 use ccd_claude::transcript::read_summary;
 use ccd_claude::transcript::summary::{CHUNK, MAX_LINE, MAX_SCAN};
+use ccd_claude::trim::{trim, TrimOptions};
 use ccd_testkit::gen::TranscriptWriter;
 use serde_json::json;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
+
+/// The stated growth a record with a uuid (its parent, 4 bytes; two flag
+/// bytes; the growth of the vector of flags).
+const BYTES_A_RECORD: usize = 8;
+/// The stated fixed part beside the matching budget: readers, writers,
+/// labels, the line buffer of these short lines.
+const FIXED: usize = 2 << 20;
 
 struct Counting;
 
@@ -161,4 +177,57 @@ fn a_walk_stops_at_its_scan_bound() {
     );
     assert_eq!(s.context_tokens, None, "out of reach");
     assert_eq!(s.title.as_deref(), Some("the first prompt"));
+}
+
+/// 300,000 small records with uuids in one chain (the shape that costs a
+/// trim the most index per byte), and a few a trim drops, so it writes.
+#[test]
+fn a_trims_heap_grows_by_the_stated_bytes_a_record() {
+    let _alone = alone();
+    const RECORDS: usize = 300_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let u = |n: usize| format!("00000000-0000-4000-8000-{n:012}");
+    writeln!(
+        w,
+        r#"{{"type":"user","uuid":"{}","parentUuid":null,"message":{{"content":"hi"}}}}"#,
+        u(0)
+    )
+    .unwrap();
+    for i in 1..RECORDS {
+        if i % 1000 == 0 {
+            writeln!(w, r#"{{"type":"api-request","id":{i}}}"#).unwrap();
+        }
+        writeln!(
+            w,
+            r#"{{"type":"progress","uuid":"{}","parentUuid":"{}"}}"#,
+            u(i),
+            u(i - 1)
+        )
+        .unwrap();
+    }
+    writeln!(
+        w,
+        r#"{{"type":"assistant","uuid":"{}","parentUuid":"{}","message":{{"content":[]}}}}"#,
+        u(RECORDS),
+        u(RECORDS - 1)
+    )
+    .unwrap();
+    drop(w);
+    let opts = TrimOptions {
+        resolve_budget: 1 << 20,
+        ..TrimOptions::default()
+    };
+    let none = || None;
+    let base = NOW.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    let r = trim(&path, &dir.path().join("backups"), &opts, &none, None).unwrap();
+    let peak = PEAK.load(Relaxed) - base;
+    assert!(!r.unchanged);
+    let bound = BYTES_A_RECORD * (RECORDS + 1) + (1 << 20) + FIXED;
+    assert!(
+        peak <= bound,
+        "a trim of {RECORDS} records held {peak} bytes of heap at its peak; the stated bound is {bound}"
+    );
 }
