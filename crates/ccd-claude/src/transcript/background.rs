@@ -62,6 +62,7 @@
 //! Lines that name none of `tool_use`, `<task-notification>` or a `\u`
 //! escape cannot change the answer and are not parsed.
 
+use super::follow::Identity;
 use memchr::memmem;
 use serde_json::Value;
 use std::fs::File;
@@ -327,31 +328,6 @@ impl Scanner {
             self.line = line;
             self.line.clear();
         }
-    }
-}
-
-/// Which file a handle is, to notice a replacement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Identity {
-    #[cfg(unix)]
-    dev: u64,
-    #[cfg(unix)]
-    ino: u64,
-}
-
-impl Identity {
-    #[cfg(unix)]
-    fn of(meta: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        Identity {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        }
-    }
-
-    #[cfg(not(unix))]
-    fn of(_meta: &std::fs::Metadata) -> Self {
-        Identity {}
     }
 }
 

@@ -32,9 +32,10 @@ pub const MAX_PENDING: usize = 64 * 1024 * 1024;
 /// or was replaced.
 pub const TRUNCATED_NOTICE: &str = "transcript was truncated or replaced";
 
-/// Which file a handle is, to notice a replacement.
+/// Which file a handle is, to notice a replacement (also the background
+/// scan's tracker's, [`super::background::Tracker`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Identity {
+pub(crate) struct Identity {
     #[cfg(unix)]
     dev: u64,
     #[cfg(unix)]
@@ -43,7 +44,7 @@ struct Identity {
 
 impl Identity {
     #[cfg(unix)]
-    fn of(meta: &fs::Metadata) -> Self {
+    pub(crate) fn of(meta: &fs::Metadata) -> Self {
         use std::os::unix::fs::MetadataExt;
         Identity {
             dev: meta.dev(),
@@ -52,7 +53,7 @@ impl Identity {
     }
 
     #[cfg(not(unix))]
-    fn of(_meta: &fs::Metadata) -> Self {
+    pub(crate) fn of(_meta: &fs::Metadata) -> Self {
         Identity {}
     }
 }
