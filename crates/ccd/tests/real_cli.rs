@@ -665,6 +665,21 @@ fn asking_args(version: &str) -> Vec<&'static str> {
     }
 }
 
+/// A new held session in `dir` whose CLI asks before running a tool; its id.
+fn asking_session(sb: &Sandbox, dir: &std::path::Path, version: &str) -> String {
+    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+    args.extend(asking_args(version));
+    sb.ok(&args).trim().to_string()
+}
+
+/// Waits for the turn that answers with `reply`, then for the prompt.
+fn settled(sb: &Sandbox, c: &mut ccd_client::Client, sid: &str, reply: &str, version: &str) {
+    wait_reply(sb, sid, reply, version);
+    wait_for(T, "the prompt after the turn", || {
+        (shows(c, sid) == "prompt").then_some(())
+    });
+}
+
 /// Waits for a permission `session.attention` of `sid` whose detail holds
 /// `command`; the event.
 fn permission_attention(
@@ -714,9 +729,7 @@ fn approve_deny_version(version: &str) {
     };
     let started = Instant::now();
     let dir = sb.project("asked");
-    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
-    args.extend(asking_args(version));
-    let sid = sb.ok(&args).trim().to_string();
+    let sid = asking_session(&sb, &dir, version);
     let mut c = sb.client_or_start();
     c.call_value(
         "events.subscribe",
@@ -931,9 +944,7 @@ fn typed_text_version(version: &str) {
         return;
     };
     let dir = sb.project("typed");
-    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
-    args.extend(asking_args(version));
-    let sid = sb.ok(&args).trim().to_string();
+    let sid = asking_session(&sb, &dir, version);
     let mut c = sb.client_or_start();
     c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
         .unwrap();
@@ -941,10 +952,7 @@ fn typed_text_version(version: &str) {
 
     // A turn's reply, the prompt back, and the mode line as it was.
     let settled = |c: &mut ccd_client::Client, reply: &str| {
-        wait_reply(&sb, &sid, reply, version);
-        wait_for(T, "the prompt after the turn", || {
-            (shows(c, &sid) == "prompt").then_some(())
-        });
+        settled(&sb, c, &sid, reply, version);
         let screen = sb.ok(&["screen", &sid]);
         assert_eq!(
             mode_words(&screen),
@@ -1012,9 +1020,7 @@ fn prefixes_version(version: &str) {
         return;
     };
     let dir = sb.project("prefixes");
-    let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
-    args.extend(asking_args(version));
-    let sid = sb.ok(&args).trim().to_string();
+    let sid = asking_session(&sb, &dir, version);
     let mut c = sb.client_or_start();
     c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
         .unwrap();
@@ -1031,12 +1037,7 @@ fn prefixes_version(version: &str) {
             evidence(&sb, &mock, Some(&sid))
         );
     };
-    let settled = |c: &mut ccd_client::Client, reply: &str| {
-        wait_reply(&sb, &sid, reply, version);
-        wait_for(T, "the prompt after the turn", || {
-            (shows(c, &sid) == "prompt").then_some(())
-        });
-    };
+    let settled = |c: &mut ccd_client::Client, reply: &str| settled(&sb, c, &sid, reply, version);
 
     refused(&["send", &sid, "!echo bang > bang.txt"], "--shell");
     refused(&["send", &sid, "   "], "nothing to submit");
@@ -1121,9 +1122,7 @@ fn raced_answer_version(version: &str) {
     c.call_value("events.subscribe", json!({"types": ["session.attention"]}))
         .unwrap();
     for (round, verb) in ["deny", "approve", "deny", "approve"].iter().enumerate() {
-        let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
-        args.extend(asking_args(version));
-        let sid = sb.ok(&args).trim().to_string();
+        let sid = asking_session(&sb, &dir, version);
         let file = format!("raced{round}.txt");
         let command = format!("echo {round} > {file}");
         sb.ok(&["send", &sid, &format!("TOOL:{command}")]);

@@ -8,22 +8,13 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(30);
 
-fn with_a_turn(sb: &Sandbox, name: &str) -> String {
-    let sid = sb.new_session(name);
-    sb.ok(&["send", &sid, "make a transcript"]);
-    wait_for(T, "the turn", || {
-        (row(sb, &sid)["status"] == "idle" && !row(sb, &sid)["transcript"].is_null()).then_some(())
-    });
-    sid
-}
-
 #[test]
 fn idle_sessions_are_reaped_unless_pinned_attached_or_working() {
     let sb = Sandbox::with_env(&[("CCD_REAP_IDLE_SECS", "2"), ("FAKE_CLAUDE_TURN_MS", "300")]);
-    let reaped = with_a_turn(&sb, "reaped");
-    let pinned = with_a_turn(&sb, "pinned");
+    let reaped = sb.new_session_with_a_turn("reaped");
+    let pinned = sb.new_session_with_a_turn("pinned");
     sb.ok(&["pin", &pinned]);
-    let background = with_a_turn(&sb, "background");
+    let background = sb.new_session_with_a_turn("background");
     // The transcript says a background shell is still running.
     let path = row(&sb, &background)["transcript"]
         .as_str()
@@ -36,7 +27,7 @@ fn idle_sessions_are_reaped_unless_pinned_attached_or_working() {
     use std::io::Write;
     writeln!(f, "{}", json!({"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_bg","name":"Bash","input":{"command":"sleep 999","run_in_background":true}}]}})).unwrap();
     // An attached client keeps a session.
-    let attached = with_a_turn(&sb, "attached");
+    let attached = sb.new_session_with_a_turn("attached");
     let mut c = sb.client();
     c.call_value(
         "session.attach",
@@ -74,7 +65,7 @@ fn idle_sessions_are_reaped_unless_pinned_attached_or_working() {
 #[test]
 fn without_the_setting_nothing_is_reaped() {
     let sb = Sandbox::new();
-    let sid = with_a_turn(&sb, "kept");
+    let sid = sb.new_session_with_a_turn("kept");
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(row(&sb, &sid)["state"], "live");
 }

@@ -11,15 +11,6 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(30);
 
-fn with_a_turn(sb: &Sandbox, name: &str) -> String {
-    let sid = sb.new_session(name);
-    sb.ok(&["send", &sid, "make a transcript"]);
-    wait_for(T, "the turn", || {
-        (row(sb, &sid)["status"] == "idle" && !row(sb, &sid)["transcript"].is_null()).then_some(())
-    });
-    sid
-}
-
 fn append(path: &str, records: &[serde_json::Value]) {
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     let mut out = Vec::new();
@@ -33,8 +24,8 @@ fn append(path: &str, records: &[serde_json::Value]) {
 #[test]
 fn work_started_before_megabytes_of_conversation_keeps_its_session() {
     let sb = Sandbox::with_env(&[("CCD_REAP_IDLE_SECS", "2"), ("FAKE_CLAUDE_TURN_MS", "300")]);
-    let plain = with_a_turn(&sb, "plain");
-    let early = with_a_turn(&sb, "early");
+    let plain = sb.new_session_with_a_turn("plain");
+    let early = sb.new_session_with_a_turn("early");
     let path = row(&sb, &early)["transcript"].as_str().unwrap().to_string();
     // A background shell, as 2.1.332 records it, then 3.2 MB of ordinary
     // turns (the figure; well past the old 2 MiB tail).

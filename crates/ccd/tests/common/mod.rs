@@ -138,6 +138,18 @@ impl Sandbox {
             .to_string()
     }
 
+    /// A new session in a fresh folder with one turn done (so it has a
+    /// transcript), back at rest; its id.
+    pub fn new_session_with_a_turn(&self, name: &str) -> String {
+        let sid = self.new_session(name);
+        self.ok(&["send", &sid, "make a transcript"]);
+        wait_for(Duration::from_secs(30), "the turn", || {
+            let r = row(self, &sid);
+            (r["status"] == "idle" && !r["transcript"].is_null()).then_some(())
+        });
+        sid
+    }
+
     /// Starts the daemon if needed (through a harmless command).
     pub fn client_or_start(&self) -> ccd_client::Client {
         let _ = self.run(&["screen", "no-such-session"]);
