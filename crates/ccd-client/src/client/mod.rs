@@ -294,6 +294,16 @@ mod tests {
     /// Reads lines until `n` have come, answering none: a peer that sees
     /// the request behind `hello` only if it came without waiting for
     /// `hello`'s reply.
+    /// Accepts a client, answers its `hello` and reads its first call:
+    /// the connection, for the test's reply.
+    fn accept_call(listener: &UnixListener) -> (std::io::BufReader<UnixStream>, UnixStream) {
+        let (mut r, mut s) = accept_peer(listener);
+        read_lines(&mut r, 1);
+        writeln!(s, "{HELLO_REPLY}").expect("write");
+        read_lines(&mut r, 1);
+        (r, s)
+    }
+
     fn read_lines(r: &mut impl BufRead, n: usize) -> Vec<serde_json::Value> {
         (0..n)
             .map(|_| {
@@ -468,10 +478,7 @@ mod tests {
     fn a_trickled_reply_ends_at_the_call_deadline() {
         let (_tmp, dir, listener) = listening();
         let peer = std::thread::spawn(move || {
-            let (mut r, mut s) = accept_peer(&listener);
-            read_lines(&mut r, 1);
-            writeln!(s, "{HELLO_REPLY}").expect("write");
-            read_lines(&mut r, 1);
+            let (_r, s) = accept_call(&listener);
             trickle(
                 s,
                 br#"{"jsonrpc":"2.0","id":2,"result":{"daemon_version":""#,
@@ -504,10 +511,7 @@ mod tests {
         let (_tmp, dir, listener) = listening();
         let len = 2 * ccd_protocol::MAX_LINE_BYTES;
         let peer = std::thread::spawn(move || {
-            let (mut r, mut s) = accept_peer(&listener);
-            read_lines(&mut r, 1);
-            writeln!(s, "{HELLO_REPLY}").expect("write");
-            read_lines(&mut r, 1);
+            let (_r, mut s) = accept_call(&listener);
             let mut big = br#"{"jsonrpc":"2.0","id":2,"result":{"x":""#.to_vec();
             big.resize(len - 3, b'a');
             big.extend_from_slice(b"\"}}\n");
@@ -547,10 +551,7 @@ mod tests {
     fn a_reply_over_the_bound_still_coming_at_the_deadline_is_too_large() {
         let (_tmp, dir, listener) = listening();
         let peer = std::thread::spawn(move || {
-            let (mut r, mut s) = accept_peer(&listener);
-            read_lines(&mut r, 1);
-            writeln!(s, "{HELLO_REPLY}").expect("write");
-            read_lines(&mut r, 1);
+            let (_r, mut s) = accept_call(&listener);
             let big = vec![b'a'; ccd_protocol::MAX_LINE_BYTES + 10];
             if s.write_all(&big).is_ok() {
                 trickle(s, b"", b'a', Duration::from_millis(100));
