@@ -3,15 +3,19 @@
 //! servers).
 //!
 //! One [`CostProbe`] is kept by its owner and sampled now and then. Each
-//! [`CostProbe::sample`] reads every process once (through `sysinfo`: its
-//! parent, its resident size and its CPU time), walks the tree under each
-//! root and sums it:
+//! [`CostProbe::sample`] brings the trees under its roots up to date
+//! ([`tree`]: on Linux it reads each tree's processes and the pids handed
+//! out since the sample before, not every process on the machine; on
+//! macOS it reads every process through `sysinfo`) and sums each tree:
 //! - **memory**: on Linux the proportional set size of each process
 //!   (`/proc/<pid>/smaps_rollup`: a page shared by n processes counts 1/n
-//!   in each, so a tree's sum is what ending it would free, near enough);
-//!   where that file cannot be read (an old kernel, another user's
-//!   process), and on macOS, the resident set size, which counts a shared
-//!   page once in every process that maps it. [`MemoryKind`] says which.
+//!   in each, so a tree's sum is what ending it would free, near enough),
+//!   read when a process is first seen, again when its resident size moved
+//!   by more than an eighth, and at least every [`tree::PSS_MAX_AGE`], the
+//!   resident size's change since the read added in between; where that
+//!   file cannot be read (an old kernel, another user's process), and on
+//!   macOS, the resident set size, which counts a shared page once in
+//!   every process that maps it. [`MemoryKind`] says which.
 //! - **CPU**: the CPU time the tree's processes used since the sample
 //!   before, over the wall time between them, in % of one core (200 = two
 //!   cores busy). A process that started since then counts all its time.
@@ -19,18 +23,30 @@
 //!   one before, has no CPU figure of its own: the figure of the sample
 //!   before is kept.
 //!
+//! What a sample reads on Linux: `/proc/sys/kernel/ns_last_pid`, then
+//! `/proc/<pid>/stat` of each tree's processes (parent, start time, CPU
+//! time, resident size) and of each pid handed out since the sample
+//! before, `/proc/<pid>/status` of a new child (a process, not a thread?),
+//! and `smaps_rollup` as above.
+//!
 //! The probe does blocking reads of `/proc` (or kernel calls on macOS):
 //! call it from a blocking thread. It holds no lock and spawns nothing.
 
 // No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
 #![forbid(unsafe_code)]
 
-use std::collections::{HashMap, HashSet};
+pub mod tree;
+
+mod platform;
+
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+use tree::{Source, Tracker};
 
 /// Why a probe cannot be made (the platform's process table is unreadable).
-pub use sysinfo::Error;
+#[derive(Debug, thiserror::Error)]
+#[error("the process table cannot be read: {0}")]
+pub struct Error(String);
 
 /// Samples closer together than this give no CPU figure of their own.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(500);
@@ -59,168 +75,114 @@ pub struct TreeCost {
     pub processes: u32,
 }
 
+/// When CPU was last measured, and each followed process's start and CPU
+/// time (ms) then.
+type CpuTimes = (Instant, HashMap<u32, (u64, u64)>);
+
 /// Samples process trees. Keep one and sample it repeatedly: CPU figures
-/// come from the difference between samples.
+/// come from the difference between samples, and the trees are followed
+/// from one sample to the next.
 pub struct CostProbe {
-    sys: System,
-    /// CPU time (ms) of every process at the last sample that measured
-    /// CPU, and when it was taken.
-    last: Option<(Instant, HashMap<u32, u64>)>,
+    source: platform::Table,
+    tracker: Tracker,
+    /// Start and CPU time (ms) of every followed process at the last
+    /// sample that measured CPU, and when it was taken.
+    last: Option<CpuTimes>,
     /// The CPU figure each root had at the last sample that measured it.
     last_cpu: HashMap<u32, (f64, Duration)>,
 }
 
 impl CostProbe {
     /// A probe with nothing read yet; fails only where the platform has no
-    /// process table `sysinfo` can read.
+    /// process table this crate can read.
     pub fn new() -> Result<Self, Error> {
         Ok(Self {
-            sys: System::new()?,
+            source: platform::Table::new()?,
+            tracker: Tracker::default(),
             last: None,
             last_cpu: HashMap::new(),
         })
     }
 
-    /// Reads every process once and returns the cost of the tree under each
-    /// of `roots` that exists. Nothing is read when `roots` is empty.
+    /// Returns the cost of the tree under each of `roots` that exists.
+    /// Nothing is read when `roots` is empty.
     pub fn sample(&mut self, roots: &[u32]) -> HashMap<u32, TreeCost> {
-        let mut out = HashMap::new();
-        if roots.is_empty() {
-            return out;
-        }
-        let now = Instant::now();
-        self.sys.refresh_processes_specifics(
-            ProcessesToUpdate::All,
-            true,
-            ProcessRefreshKind::nothing().with_memory().with_cpu(),
-        );
-        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut cpu_now: HashMap<u32, u64> = HashMap::with_capacity(self.sys.processes().len());
-        for (pid, p) in self.sys.processes() {
-            // Threads are not processes (sysinfo lists them on Linux only
-            // when asked for tasks, which this probe never is).
-            if p.thread_kind().is_some() {
-                continue;
-            }
-            if let Some(parent) = p.parent() {
-                children
-                    .entry(parent.as_u32())
-                    .or_default()
-                    .push(pid.as_u32());
-            }
-            cpu_now.insert(pid.as_u32(), p.accumulated_cpu_time());
-        }
-        let measures_cpu = match &self.last {
-            Some((at, _)) => now.duration_since(*at) >= MIN_INTERVAL,
-            None => true,
+        sample_with(
+            &mut self.source,
+            &mut self.tracker,
+            &mut self.last,
+            &mut self.last_cpu,
+            roots,
+        )
+    }
+}
+
+fn sample_with(
+    source: &mut impl Source,
+    tracker: &mut Tracker,
+    last: &mut Option<CpuTimes>,
+    last_cpu: &mut HashMap<u32, (f64, Duration)>,
+    roots: &[u32],
+) -> HashMap<u32, TreeCost> {
+    let mut out = HashMap::new();
+    if roots.is_empty() {
+        return out;
+    }
+    let now = Instant::now();
+    let how = tracker.update(source, roots, now);
+    tracing::trace!(?how, roots = roots.len(), "process trees read");
+    let measures_cpu = match last {
+        Some((at, _)) => now.duration_since(*at) >= MIN_INTERVAL,
+        None => true,
+    };
+    let interval = last.as_ref().map(|(at, _)| now.duration_since(*at));
+    for &root in roots {
+        let Some(tree) = tracker.tree(root) else {
+            continue;
         };
-        let interval = self.last.as_ref().map(|(at, _)| now.duration_since(*at));
-        for &root in roots {
-            if !cpu_now.contains_key(&root) {
-                continue;
+        let memory = match tracker.pss_of(source, &tree, now) {
+            Some(bytes) => (bytes, MemoryKind::Pss),
+            None => (tracker.rss_of(&tree), MemoryKind::Rss),
+        };
+        let cpu = match (measures_cpu, &*last, interval) {
+            // A root followed since the last sample only (its processes'
+            // times then are unknown) has its first figure next time.
+            (true, Some((_, before)), Some(interval)) if before.contains_key(&root) => {
+                let used: u64 = tree
+                    .iter()
+                    .filter_map(|pid| tracker.stat(*pid).map(|s| (pid, s)))
+                    .map(|(pid, s)| match before.get(pid) {
+                        Some(&(start, b)) if start == s.start && b <= s.cpu_ms => s.cpu_ms - b,
+                        // New since the last sample (or a reused pid):
+                        // all of its time is in the interval.
+                        _ => s.cpu_ms,
+                    })
+                    .sum();
+                let pct = used as f64 * 100.0 / interval.as_millis().max(1) as f64;
+                last_cpu.insert(root, (pct, interval));
+                Some((pct, interval))
             }
-            let tree = tree_of(root, &children);
-            let memory = memory_of(&tree, &self.sys);
-            let cpu = match (measures_cpu, &self.last, interval) {
-                (true, Some((_, before)), Some(interval)) => {
-                    let used: u64 = tree
-                        .iter()
-                        .map(|pid| {
-                            let now = cpu_now.get(pid).copied().unwrap_or(0);
-                            match before.get(pid) {
-                                Some(&b) if b <= now => now - b,
-                                // New since the last sample (or a reused
-                                // pid): all of its time is in the interval.
-                                _ => now,
-                            }
-                        })
-                        .sum();
-                    let pct = used as f64 * 100.0 / interval.as_millis().max(1) as f64;
-                    self.last_cpu.insert(root, (pct, interval));
-                    Some((pct, interval))
-                }
-                (true, _, _) => None,
-                (false, _, _) => self.last_cpu.get(&root).copied(),
-            };
-            out.insert(
-                root,
-                TreeCost {
-                    memory_bytes: memory.0,
-                    memory_kind: memory.1,
-                    cpu_percent: cpu.map(|c| c.0),
-                    cpu_interval: cpu.map(|c| c.1),
-                    processes: tree.len() as u32,
-                },
-            );
-        }
-        if measures_cpu {
-            // A root this sample did not ask about keeps its figure while
-            // its process is there (another caller may sample fewer roots).
-            self.last_cpu.retain(|root, _| cpu_now.contains_key(root));
-            self.last = Some((now, cpu_now));
-        }
-        out
+            (true, _, _) => None,
+            (false, _, _) => last_cpu.get(&root).copied(),
+        };
+        out.insert(
+            root,
+            TreeCost {
+                memory_bytes: memory.0,
+                memory_kind: memory.1,
+                cpu_percent: cpu.map(|c| c.0),
+                cpu_interval: cpu.map(|c| c.1),
+                processes: tree.len() as u32,
+            },
+        );
     }
-}
-
-/// `root` and every process under it (each once, whatever the table says).
-fn tree_of(root: u32, children: &HashMap<u32, Vec<u32>>) -> Vec<u32> {
-    let mut seen = HashSet::from([root]);
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        if let Some(kids) = children.get(&tree[i]) {
-            for &k in kids {
-                if seen.insert(k) {
-                    tree.push(k);
-                }
-            }
-        }
-        i += 1;
+    if measures_cpu {
+        // A root this sample did not ask about keeps its figure while it
+        // is followed (another caller may sample fewer roots).
+        last_cpu.retain(|root, _| tracker.follows(*root));
+        *last = Some((now, tracker.cpu_times()));
     }
-    tree
-}
-
-/// The tree's memory: PSS summed where every process gives it, else RSS.
-fn memory_of(tree: &[u32], sys: &System) -> (u64, MemoryKind) {
-    let pss: Option<u64> = tree.iter().map(|&pid| platform::pss(pid)).sum();
-    match pss {
-        Some(bytes) => (bytes, MemoryKind::Pss),
-        None => (
-            tree.iter()
-                .filter_map(|&pid| sys.process(Pid::from_u32(pid)))
-                .map(|p| p.memory())
-                .sum(),
-            MemoryKind::Rss,
-        ),
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod platform {
-    /// The process's proportional set size, from `smaps_rollup` (Linux ≥
-    /// 4.14); `None` when it cannot be read (gone, another user's, older
-    /// kernel).
-    pub fn pss(pid: u32) -> Option<u64> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-        parse_pss_kb(&text).map(|kb| kb * 1024)
-    }
-
-    /// The `Pss:` line of an smaps_rollup, in kB.
-    pub fn parse_pss_kb(text: &str) -> Option<u64> {
-        text.lines()
-            .find_map(|l| l.strip_prefix("Pss:"))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse().ok())
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod platform {
-    /// No proportional figure on this platform: RSS is used.
-    pub fn pss(_pid: u32) -> Option<u64> {
-        None
-    }
+    out
 }
 
 #[cfg(test)]
@@ -257,10 +219,32 @@ mod tests {
     }
 
     #[test]
+    fn a_child_started_after_a_sample_joins_the_tree_and_leaves_when_it_ends() {
+        let me = std::process::id();
+        let mut probe = CostProbe::new().expect("a probe");
+        probe.sample(&[me]);
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("sleep");
+        let kid = child.id();
+        probe.sample(&[me]);
+        let tree = probe.tracker.tree(me).expect("followed");
+        assert!(tree.contains(&kid), "{kid} not in {tree:?}");
+        child.kill().expect("kill");
+        child.wait().expect("reaped");
+        probe.sample(&[me]);
+        let tree = probe.tracker.tree(me).expect("followed");
+        assert!(!tree.contains(&kid), "{kid} still in {tree:?}");
+    }
+
+    #[test]
     fn no_roots_reads_nothing() {
         let mut probe = CostProbe::new().expect("a probe");
         assert!(probe.sample(&[]).is_empty());
-        assert!(probe.sys.processes().is_empty());
+        assert!(!probe.tracker.follows(std::process::id()));
+        assert!(probe.last.is_none());
     }
 
     #[test]
@@ -305,13 +289,5 @@ mod tests {
         // Too soon for a new figure: the last one is kept.
         let again = probe.sample(&[me]);
         assert_eq!(again[&me].cpu_percent, Some(cpu));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn pss_is_read_from_its_line() {
-        let text = "55d0-7ffd ---p 00000000 00:00 0  [rollup]\nRss:   1000 kB\nPss:   812 kB\nPss_Dirty: 4 kB\n";
-        assert_eq!(platform::parse_pss_kb(text), Some(812));
-        assert_eq!(platform::parse_pss_kb("Rss: 1 kB\n"), None);
     }
 }
