@@ -6,7 +6,11 @@
 //!   that drifts weighs on both alike (issue target: within 20%);
 //! - one `ccd_cost::CostProbe::sample` over every session's process, the
 //!   work the daemon's sampler does each tick (every 5 s while sessions
-//!   are live), in this process.
+//!   are live), in this process;
+//! - with `--cost-unrelated N`: the same sample again while N unrelated
+//!   `sleep` processes this bench starts (and ends, by pid) are on the
+//!   machine, the first sample after they started apart (it may read the
+//!   whole process table once).
 
 use super::cases::Held;
 use serde::Serialize;
@@ -26,8 +30,16 @@ pub struct Cost {
     /// One sample of every session's tree (the sampler's tick).
     pub sample_median_ms: f64,
     pub sample_p90_ms: f64,
-    /// Processes on the machine when sampled (a sample reads each once).
+    /// Processes on the machine when sampled.
     pub machine_processes: usize,
+    /// Unrelated processes started for the samples below (0: none).
+    pub unrelated: usize,
+    /// The first sample after they started.
+    pub unrelated_first_ms: f64,
+    pub unrelated_sample_median_ms: f64,
+    pub unrelated_sample_p90_ms: f64,
+    /// Processes on the machine during those samples.
+    pub unrelated_machine_processes: usize,
     pub errors: Vec<String>,
 }
 
@@ -56,7 +68,68 @@ fn ls_once(h: &Held, extra: &[&str]) -> anyhow::Result<(Duration, usize, usize)>
     Ok((took, live, costed))
 }
 
-pub fn cost(h: &Held, runs: usize) -> Cost {
+/// `n` `sleep` processes, children of this one (ended by [`end_all`]).
+fn start_unrelated(n: usize, errors: &mut Vec<String>) -> Vec<std::process::Child> {
+    let mut kids = Vec::with_capacity(n);
+    for _ in 0..n {
+        match Command::new("sleep")
+            .arg("600")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => kids.push(c),
+            Err(e) => {
+                errors.push(format!(
+                    "{} unrelated processes started, then: {e}",
+                    kids.len()
+                ));
+                break;
+            }
+        }
+    }
+    kids
+}
+
+/// Ends each of `kids` by its pid and reaps it.
+fn end_all(kids: Vec<std::process::Child>) {
+    for mut k in kids {
+        let _ = k.kill();
+        let _ = k.wait();
+    }
+}
+
+/// Samples of `roots` each [`ccd_cost::MIN_INTERVAL`] apart after a first
+/// one; the first one's time and the others'.
+fn samples(
+    probe: &mut ccd_cost::CostProbe,
+    roots: &[u32],
+    n: usize,
+    errors: &mut Vec<String>,
+) -> (Duration, Vec<Duration>) {
+    let t0 = Instant::now();
+    let _ = probe.sample(roots);
+    let first = t0.elapsed();
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        // As far apart as the probe's CPU interval needs.
+        std::thread::sleep(ccd_cost::MIN_INTERVAL);
+        let t0 = Instant::now();
+        let got = probe.sample(roots);
+        out.push(t0.elapsed());
+        if got.len() != roots.len() {
+            errors.push(format!(
+                "a sample found {} of {} sessions",
+                got.len(),
+                roots.len()
+            ));
+        }
+    }
+    (first, out)
+}
+
+pub fn cost(h: &Held, runs: usize, unrelated: usize) -> Cost {
     let n = h.claudes.len();
     let mut errors = Vec::new();
     let mut with = Vec::new();
@@ -90,23 +163,26 @@ pub fn cost(h: &Held, runs: usize) -> Cost {
     }
     let mut samples = Vec::new();
     let mut machine_processes = 0;
+    let mut unrelated_first = Duration::ZERO;
+    let mut unrelated_samples = Vec::new();
+    let mut unrelated_machine_processes = 0;
+    let mut started = 0;
     match ccd_cost::CostProbe::new() {
         Ok(mut probe) => {
-            let _ = probe.sample(&h.claudes);
-            for _ in 0..runs.max(5) {
-                // As far apart as the probe's CPU interval needs.
-                std::thread::sleep(ccd_cost::MIN_INTERVAL);
-                let t0 = Instant::now();
-                let got = probe.sample(&h.claudes);
-                samples.push(t0.elapsed());
-                if got.len() != n {
-                    errors.push(format!("a sample found {} of {n} sessions", got.len()));
-                }
-            }
+            samples = self::samples(&mut probe, &h.claudes, runs.max(5), &mut errors).1;
             machine_processes = ccd_testkit::procs::pids().len();
+            if unrelated > 0 {
+                let kids = start_unrelated(unrelated, &mut errors);
+                started = kids.len();
+                (unrelated_first, unrelated_samples) =
+                    self::samples(&mut probe, &h.claudes, runs.max(5), &mut errors);
+                unrelated_machine_processes = ccd_testkit::procs::pids().len();
+                end_all(kids);
+            }
         }
         Err(e) => errors.push(format!("no cost probe: {e}")),
     }
+    unrelated_samples.sort();
     for v in [&mut with, &mut without, &mut samples] {
         v.sort();
     }
@@ -130,6 +206,11 @@ pub fn cost(h: &Held, runs: usize) -> Cost {
         sample_median_ms: pick(&samples, 0.5),
         sample_p90_ms: pick(&samples, 0.9),
         machine_processes,
+        unrelated: started,
+        unrelated_first_ms: ms(unrelated_first),
+        unrelated_sample_median_ms: pick(&unrelated_samples, 0.5),
+        unrelated_sample_p90_ms: pick(&unrelated_samples, 0.9),
+        unrelated_machine_processes,
         errors,
     }
 }

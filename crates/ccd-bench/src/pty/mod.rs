@@ -93,6 +93,10 @@ pub struct Args {
     /// `cost` part: `ccd ls` runs with and without the cost columns.
     #[arg(long, default_value_t = 15)]
     pub cost_runs: usize,
+    /// `cost` part: also sample while this many unrelated `sleep`
+    /// processes are on the machine (started and ended by the bench).
+    #[arg(long, default_value_t = 0)]
+    pub cost_unrelated: usize,
     /// Only these parts (comma separated: flood, echo, attach, respond, memory, cost, idle; and
     /// ssh, never run by default: echo of `ccd attach` over loopback ssh,
     /// with a private sshd the run starts).
@@ -384,7 +388,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                     rep.memory = Some(cases::memory(&held));
                 }
                 if part("cost") {
-                    rep.cost = Some(cost::cost(&held, a.cost_runs));
+                    rep.cost = Some(cost::cost(&held, a.cost_runs, a.cost_unrelated));
                 }
                 if part("idle") {
                     rep.idle = Some(cases::idle(

@@ -581,6 +581,17 @@ impl Report {
                 "  one sample of every session (the daemon's 5 s tick)  {:.2} ms median, {:.2} ms p90 ({} processes on the machine)",
                 c.sample_median_ms, c.sample_p90_ms, c.machine_processes
             );
+            if c.unrelated > 0 {
+                let _ = writeln!(
+                    o,
+                    "  the same with {} unrelated processes  {:.2} ms median, {:.2} ms p90 ({} processes on the machine; the first sample after they started {:.2} ms)",
+                    c.unrelated,
+                    c.unrelated_sample_median_ms,
+                    c.unrelated_sample_p90_ms,
+                    c.unrelated_machine_processes,
+                    c.unrelated_first_ms
+                );
+            }
             for e in &c.errors {
                 let _ = writeln!(o, "  error: {e}");
             }
