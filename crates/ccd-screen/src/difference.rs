@@ -1,6 +1,7 @@
 //! [`Screen::model_difference`]: two models compared field by field, for
 //! testing ccd's lane in front of `vte` against `vte` alone
-//! ([`Screen::set_vte_only`]).
+//! ([`Screen::set_vte_only`]); [`Screen::model_digest`]: the same fields
+//! hashed, for checking the pinned reference against recorded digests.
 
 use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::Column;
@@ -33,60 +34,81 @@ impl Screen {
                 return Some(format!("line {i} col {c}: {x:?} vs {y:?}"));
             }
         }
-        let fields = [
-            (
-                "cursor",
-                format!("{:?}", a.cursor.point),
-                format!("{:?}", b.cursor.point),
-            ),
-            (
-                "cursor pen",
-                format!("{:?}", cell_key(&a.cursor.template)),
-                format!("{:?}", cell_key(&b.cursor.template)),
-            ),
+        self.state_fields()
+            .into_iter()
+            .zip(other.state_fields())
+            .find(|((_, x), (_, y))| x != y)
+            .map(|((name, x), (_, y))| format!("{name}: {x} vs {y}"))
+    }
+
+    /// A SHA-256 (hex) of everything [`Screen::model_difference`] compares:
+    /// the active grid's size and every row (scrollback included) cell by
+    /// cell, the cursor and saved cursor, modes, cursor style, title and the
+    /// scanned modes. For checking that the reference (`vte` and
+    /// `alacritty_terminal`, [`Screen::set_vte_only`]) still leaves the
+    /// model it left on recorded streams (`tests/reference.rs`).
+    #[doc(hidden)]
+    pub fn model_digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        use std::fmt::Write as _;
+        let grid = self.term.grid();
+        let mut h = Sha256::new();
+        h.update(
+            format!(
+                "{} {} {}\n",
+                grid.screen_lines(),
+                grid.columns(),
+                grid.history_size()
+            )
+            .as_bytes(),
+        );
+        let mut row = String::new();
+        for i in grid.topmost_line().0..=grid.bottommost_line().0 {
+            let line = &grid[alacritty_terminal::index::Line(i)];
+            row.clear();
+            for c in 0..line.len() {
+                let _ = writeln!(row, "{:?}", cell_key(&line[Column(c)]));
+            }
+            h.update(format!("line {i} {}\n", line.len()).as_bytes());
+            h.update(row.as_bytes());
+        }
+        for (name, value) in self.state_fields() {
+            h.update(format!("{name}: {value}\n").as_bytes());
+        }
+        h.finalize()
+            .iter()
+            .fold(String::with_capacity(64), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            })
+    }
+
+    /// Everything but the grid's cells that the model comparison and
+    /// digest cover, named, each as text.
+    fn state_fields(&self) -> [(&'static str, String); 8] {
+        let g = self.term.grid();
+        [
+            ("cursor", format!("{:?}", g.cursor.point)),
+            ("cursor pen", format!("{:?}", cell_key(&g.cursor.template))),
             (
                 "cursor charsets, pending wrap",
-                format!("{:?} {}", a.cursor.charsets, a.cursor.input_needs_wrap),
-                format!("{:?} {}", b.cursor.charsets, b.cursor.input_needs_wrap),
+                format!("{:?} {}", g.cursor.charsets, g.cursor.input_needs_wrap),
             ),
             (
                 "saved cursor",
                 format!(
                     "{:?} {:?} {:?} {}",
-                    a.saved_cursor.point,
-                    cell_key(&a.saved_cursor.template),
-                    a.saved_cursor.charsets,
-                    a.saved_cursor.input_needs_wrap
-                ),
-                format!(
-                    "{:?} {:?} {:?} {}",
-                    b.saved_cursor.point,
-                    cell_key(&b.saved_cursor.template),
-                    b.saved_cursor.charsets,
-                    b.saved_cursor.input_needs_wrap
+                    g.saved_cursor.point,
+                    cell_key(&g.saved_cursor.template),
+                    g.saved_cursor.charsets,
+                    g.saved_cursor.input_needs_wrap
                 ),
             ),
-            (
-                "mode",
-                format!("{:?}", self.term.mode()),
-                format!("{:?}", other.term.mode()),
-            ),
-            (
-                "cursor style",
-                format!("{:?}", self.term.cursor_style()),
-                format!("{:?}", other.term.cursor_style()),
-            ),
-            ("title", self.title(), other.title()),
-            (
-                "modes",
-                format!("{:?}", self.modes()),
-                format!("{:?}", other.modes()),
-            ),
-        ];
-        fields
-            .into_iter()
-            .find(|(_, x, y)| x != y)
-            .map(|(name, x, y)| format!("{name}: {x} vs {y}"))
+            ("mode", format!("{:?}", self.term.mode())),
+            ("cursor style", format!("{:?}", self.term.cursor_style())),
+            ("title", self.title()),
+            ("modes", format!("{:?}", self.modes())),
+        ]
     }
 }
 
