@@ -1,8 +1,8 @@
 //! What each live session costs (memory and CPU of its process tree), kept
 //! on a board that `sessions.list` / `sessions.get` read and the memory
-//! budget (`holders::reap`) acts on.
+//! budget (the reaper, `tasks::reap`) acts on.
 //!
-//! One sampler task refreshes the board while any session on the machine
+//! One sampler task (`tasks::cost_sampler`) refreshes the board while any session on the machine
 //! is live: the roots are the children ccd holds and every process the
 //! registry watcher sees writing a session. It samples every
 //! `cost_interval` (5 s by default) while the memory budget is on or a
@@ -22,22 +22,17 @@
 use crate::events::EventHub;
 use crate::holders::HolderTable;
 use ccd_cost::{CostProbe, MemoryKind, TreeCost};
-use ccd_protocol::methods::events::Event;
 use ccd_protocol::methods::session::{self, SessionCost, SessionInfo, SessionState};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 /// The sampler's period while sessions are live (config-free; tests
 /// shorten it with `CCD_COST_INTERVAL_MS`).
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
-
-/// With no live session, the sampler looks again after this even if no
-/// event woke it.
-const IDLE_RECHECK: Duration = Duration::from_secs(60);
 
 /// How long after a client's last ask for costs the sampler keeps the
 /// fast period.
@@ -147,7 +142,7 @@ impl CostBoard {
     }
 
     /// Whether a client asked within [`WATCHED`].
-    fn watched(&self) -> bool {
+    pub(crate) fn watched(&self) -> bool {
         self.asked_at
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -159,8 +154,13 @@ impl CostBoard {
         self.generation.subscribe()
     }
 
-    fn ticked(&self) {
+    pub(crate) fn ticked(&self) {
         self.generation.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Resolves when a client asks after a quiet spell (see [`asked`](Self::asked)).
+    pub(crate) async fn asked_again(&self) {
+        self.asked.notified().await
     }
 }
 
@@ -239,125 +239,9 @@ pub fn live_roots(holders: &HolderTable, events: &EventHub) -> Vec<u32> {
     pids
 }
 
-/// The sampler: runs until `stop` turns true. `roots` names every live
-/// session's process now; `always_fast`: the memory budget is on (it needs
-/// fresh figures whoever looks).
-pub async fn run(
-    board: Arc<CostBoard>,
-    interval: Duration,
-    always_fast: bool,
-    roots: impl Fn() -> Vec<u32> + Send + 'static,
-    mut wake: broadcast::Receiver<Event>,
-    mut stop: watch::Receiver<bool>,
-) {
-    tracing::debug!(interval_ms = interval.as_millis() as u64, "cost sampler on");
-    loop {
-        let now = roots();
-        let now_empty = now.is_empty();
-        let pause = if now_empty {
-            IDLE_RECHECK
-        } else {
-            let b = board.clone();
-            let started = Instant::now();
-            let roots_n = now.len();
-            if tokio::task::spawn_blocking(move || b.sample_blocking(&now, true))
-                .await
-                .is_err()
-            {
-                tracing::warn!("a cost sample failed");
-            }
-            tracing::trace!(
-                roots = roots_n,
-                took_us = started.elapsed().as_micros() as u64,
-                "cost sample"
-            );
-            board.ticked();
-            if always_fast || board.watched() {
-                interval
-            } else {
-                SLOW_INTERVAL.max(interval)
-            }
-        };
-        let idle = now_empty;
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            // A client asked after a quiet spell: sample now.
-            _ = board.asked.notified(), if pause > interval => {}
-            // With nothing live, any event (a session appeared) is worth a
-            // look; while sessions are live the period rules.
-            r = wake.recv(), if idle => {
-                if matches!(r, Err(broadcast::error::RecvError::Closed)) {
-                    return;
-                }
-            }
-            _ = stop.changed() => return,
-        }
-        if *stop.borrow() {
-            return;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Ticks seen on `ticks` within `d`.
-    async fn ticks_within(ticks: &mut watch::Receiver<u64>, d: Duration) -> u32 {
-        let mut n = 0;
-        let deadline = tokio::time::Instant::now() + d;
-        while tokio::time::timeout_at(deadline, ticks.changed())
-            .await
-            .is_ok()
-        {
-            n += 1;
-        }
-        n
-    }
-
-    #[tokio::test]
-    async fn the_sampler_is_slow_until_a_client_asks_and_fast_with_a_budget() {
-        let board = Arc::new(CostBoard::default());
-        let mut ticks = board.ticks();
-        let (stop_tx, stop) = watch::channel(false);
-        let hub = broadcast::channel::<Event>(4).0;
-        let me = std::process::id();
-        let task = tokio::spawn(run(
-            board.clone(),
-            Duration::from_millis(50),
-            false,
-            move || vec![me],
-            hub.subscribe(),
-            stop,
-        ));
-        // The first tick, then the slow period (a minute).
-        let n = ticks_within(&mut ticks, Duration::from_millis(600)).await;
-        assert!(n <= 1, "{n} ticks before anyone asked");
-        // A client asks: sampled at once, then every 50 ms.
-        board.asked();
-        let n = ticks_within(&mut ticks, Duration::from_millis(1500)).await;
-        assert!(n >= 5, "{n} ticks after an ask");
-        assert!(!board.get([me]).is_empty());
-        stop_tx.send(true).unwrap();
-        task.await.unwrap();
-
-        // With the budget on, fast from the start.
-        let board = Arc::new(CostBoard::default());
-        let mut ticks = board.ticks();
-        let (stop_tx, stop) = watch::channel(false);
-        let task = tokio::spawn(run(
-            board.clone(),
-            Duration::from_millis(50),
-            true,
-            move || vec![me],
-            hub.subscribe(),
-            stop,
-        ));
-        let n = ticks_within(&mut ticks, Duration::from_millis(1500)).await;
-        assert!(n >= 5, "{n} ticks with a budget");
-        stop_tx.send(true).unwrap();
-        task.await.unwrap();
-    }
 
     #[test]
     fn the_board_keeps_what_a_sample_found_and_remembers_what_it_did_not() {

@@ -14,8 +14,10 @@
 //!   starting, resuming and driving sessions);
 //! - [`holders`] owns the table of per-session holder processes (which own
 //!   the PTYs: the daemon never does, so a daemon crash interrupts no
-//!   session), the async client that talks to them, and the tasks that
-//!   refresh and reap them.
+//!   session) and the async client that talks to them;
+//! - [`tasks`] holds the long-running background tasks (refreshing and
+//!   reaping the holders, the registry watch, the cost sampler, log
+//!   pruning), started by [`server`] over the services below them.
 //!
 //! The modules are layered (`docs/architecture.md`, "The daemon's
 //! modules"): a module imports only from layers below it, so no import
@@ -47,6 +49,7 @@ pub mod server;
 pub mod session_ops;
 pub mod startup;
 pub mod state;
+pub mod tasks;
 pub mod views;
 
 pub use options::DaemonOptions;

@@ -24,8 +24,6 @@ pub const HOLDER_LOG_CAP: u64 = 2 * 1024 * 1024;
 pub const HOLDER_LOG_MAX_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
 /// At most this many logs of ended holders are kept (the newest).
 pub const HOLDER_LOGS_KEPT: usize = 50;
-/// How often a running daemon prunes holder logs (also once at start).
-pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 /// The umask the daemon was started with, restored in the holders it
 /// starts (so `claude` creates the user's files as it always would).
@@ -190,39 +188,6 @@ pub fn prune_holder_logs(
         out.removed += 1;
     }
     out
-}
-
-/// Prunes the holder logs in `dir` (the state dir) now and every
-/// [`PRUNE_EVERY`], sparing every holder the table knows and every one
-/// whose socket is still there (a slow one not adopted yet).
-pub async fn prune_task(holders: std::sync::Arc<crate::holders::HolderTable>, dir: PathBuf) {
-    loop {
-        let mut live: HashSet<String> = holders.snapshot().into_iter().map(|e| e.id).collect();
-        if let Ok(rd) = std::fs::read_dir(holders.dir()) {
-            live.extend(rd.flatten().filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".sock"))
-                    .map(String::from)
-            }));
-        }
-        let dir2 = dir.clone();
-        let pruned = tokio::task::spawn_blocking(move || {
-            prune_holder_logs(
-                &dir2,
-                &live,
-                SystemTime::now(),
-                HOLDER_LOG_MAX_AGE,
-                HOLDER_LOGS_KEPT,
-            )
-        })
-        .await
-        .unwrap_or_default();
-        if pruned.removed > 0 {
-            tracing::info!(removed = pruned.removed, kept = pruned.kept, dir = %dir.display(), "old holder logs removed");
-        }
-        tokio::time::sleep(PRUNE_EVERY).await;
-    }
 }
 
 /// A holder's log file: created 0600, appended, and moved to `<path>.1`

@@ -28,7 +28,7 @@ pub struct DaemonOptions {
     /// Stop held sessions idle (no client) for longer than this.
     pub reap_idle: Option<std::time::Duration>,
     /// Keep the held sessions' memory under this many bytes by stopping
-    /// idle ones (config `memory_budget`; see `holders::reap`).
+    /// idle ones (config `memory_budget`; see `tasks::reap`).
     pub memory_budget: Option<u64>,
     /// How long a session must be idle before the budget may stop it.
     pub reap_min_idle: std::time::Duration,

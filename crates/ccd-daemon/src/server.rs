@@ -17,7 +17,8 @@
 //!   stops reading and tears its streams down; its writer closes the
 //!   connection's queue and writes what was queued before (`daemon.stop`'s
 //!   reply among it), then the connection task ends. The background tasks
-//!   (holder watch, registry watch, reaper) end on the same flag.
+//!   (`crate::tasks`: refresh watch, registry watch, cost sampler,
+//!   reaper) end on the same flag.
 //! - **Drained.** This loop owns every connection task (a `JoinSet`) and
 //!   waits for them all to end: that is the moment every queued line is
 //!   written. Only then does [`run`] return (holders keep running).
@@ -99,15 +100,15 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     }
     // The tasks are given the parts of the daemon they use, not the
     // daemon itself.
-    tokio::spawn(crate::logfiles::prune_task(
+    tokio::spawn(crate::tasks::log_prune::run(
         daemon.holders.clone(),
         daemon.options.state_dir.clone(),
     ));
-    tokio::spawn(crate::holders::watch(
+    tokio::spawn(crate::tasks::refresh_watch::run(
         daemon.holders.clone(),
         daemon.shutdown.subscribe(),
     ));
-    tokio::spawn(crate::events::registry_watch::run(
+    tokio::spawn(crate::tasks::registry_watch::run(
         daemon.holders.clone(),
         daemon.events.clone(),
         daemon.options.claude_config.clone(),
@@ -116,7 +117,7 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     ));
     {
         let (holders, events) = (daemon.holders.clone(), daemon.events.clone());
-        tokio::spawn(crate::cost::run(
+        tokio::spawn(crate::tasks::cost_sampler::run(
             daemon.costs.clone(),
             daemon.options.cost_interval,
             daemon.options.memory_budget.is_some(),
@@ -125,13 +126,13 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
             daemon.shutdown.subscribe(),
         ));
     }
-    let rules = crate::holders::reap::Rules {
+    let rules = crate::tasks::reap::Rules {
         idle_limit: daemon.options.reap_idle,
         budget: daemon.options.memory_budget,
         min_idle: daemon.options.reap_min_idle,
     };
     if rules.any() {
-        let reaper = crate::holders::reap::Reaper {
+        let reaper = crate::tasks::reap::Reaper {
             holders: daemon.holders.clone(),
             costs: daemon.costs.clone(),
             events: daemon.events.clone(),
@@ -139,7 +140,7 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
             shutdown: daemon.shutdown.subscribe(),
             stopping: daemon.stopping.clone(),
         };
-        tokio::spawn(crate::holders::reap::run(reaper, rules));
+        tokio::spawn(crate::tasks::reap::run(reaper, rules));
     }
 
     let our_uid = nix::unistd::getuid().as_raw();

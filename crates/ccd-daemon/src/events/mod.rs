@@ -16,7 +16,6 @@
 //! editors rely on; tested in `crates/ccd/tests/fold.rs`).
 
 pub mod dir_watch;
-pub mod registry_watch;
 
 use ccd_protocol::methods::events::{Event, LiveWriter};
 use std::sync::{Arc, Mutex};

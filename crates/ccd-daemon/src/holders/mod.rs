@@ -1,8 +1,8 @@
 //! The holders: one process per session ccd runs, each owning its PTY.
 //!
 //! The table is the daemon's only view of them. It is rebuilt at start by
-//! adopting every socket in `holders/` that answers, refreshed by [`watch`]
-//! (twice a second while a session is starting, changing or flagged by the
+//! adopting every socket in `holders/` that answers, refreshed by the
+//! refresh watch task (`tasks::refresh_watch`; twice a second while a session is starting, changing or flagged by the
 //! registry watcher or by the end of its program; a still one is checked
 //! every [`QUIET_REFRESH`] through `/proc` and asked only when its holder
 //! did something: [`pacing`]), and entries leave it when their exit has been collected
@@ -12,17 +12,17 @@
 //!
 //! Here: the table and its entries. Beside it: `adopt` (rebuilding the
 //! table at start), `refresh` (one refresh, the events it publishes, and
-//! collecting an ended session), [`pacing`] (when to refresh: the
-//! [`watch`] task), [`spawn`] (starting a holder), [`reap`] (the reaper
-//! task), [`rpc`] (the holder client), [`relay`] and [`attachment`] (a
-//! client's attachment through the daemon). The holders sit below the
-//! daemon's aggregate state: the tasks here are handed the table (an
-//! `Arc<HolderTable>`), the event hub and the settings they use.
+//! collecting an ended session), [`pacing`] (when to refresh, and one pass
+//! of the refresh watch), [`spawn`] (starting a holder), [`rpc`] (the
+//! holder client), [`relay`] and [`attachment`] (a client's attachment
+//! through the daemon). The holders sit below the daemon's aggregate state
+//! and below the tasks (`tasks/`: the refresh watch, the reaper, the
+//! registry watch), which are handed the table (an `Arc<HolderTable>`),
+//! the event hub and the settings they use.
 
 mod adopt;
 pub mod attachment;
 pub mod pacing;
-pub mod reap;
 mod refresh;
 pub mod relay;
 pub mod rpc;
@@ -233,7 +233,7 @@ pub struct HolderPids {
     pub child_pid: Option<u32>,
 }
 
-pub use pacing::{watch, QUIET_REFRESH};
+pub use pacing::QUIET_REFRESH;
 
 /// A session whose holder is gone.
 #[derive(Debug, Clone)]
@@ -289,7 +289,8 @@ pub struct HolderTable {
     /// bound leaves the rest to the daemon's calls however many direct
     /// attaches come at once. Pruned with the info connections.
     direct_opens: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
-    /// Wakes [`watch`] when an entry is flagged or added ([`pacing`]).
+    /// Wakes the refresh watch task when an entry is flagged or added
+    /// ([`pacing`]).
     wake: tokio::sync::Notify,
 }
 

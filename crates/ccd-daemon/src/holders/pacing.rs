@@ -304,16 +304,20 @@ impl HolderTable {
         });
     }
 
-    /// Wakes [`watch`]: an entry was flagged or added, or a still one moved.
+    /// Wakes the refresh watch task: an entry
+    /// was flagged or added, or a still one moved.
     pub(super) fn wake(&self) {
         self.wake.notify_one();
     }
 }
 
-/// Refreshes the holders of `table` until `stop` turns true (the daemon
-/// stops; see the module doc).
-pub async fn watch(table: Arc<HolderTable>, mut stop: tokio::sync::watch::Receiver<bool>) {
-    loop {
+impl HolderTable {
+    /// One pass of the refresh watch task:
+    /// refreshes every entry that is due (see the module doc) and returns
+    /// when the next one is (at least 10 ms from now); `None`: no holder,
+    /// nothing to do until one is added ([`HolderTable::woken`]).
+    pub(crate) async fn refresh_due(self: &Arc<Self>) -> Option<Instant> {
+        let table = self;
         let now = Instant::now();
         for e in table.snapshot() {
             table.watch_exits(&e);
@@ -344,20 +348,13 @@ pub async fn watch(table: Arc<HolderTable>, mut stop: tokio::sync::watch::Receiv
         table.prune_info_conns();
         let now = Instant::now();
         let next = table.snapshot().iter().map(|e| e.next_look(now)).min();
-        let sleep = async {
-            match next {
-                Some(at) => {
-                    tokio::time::sleep_until(at.max(now + Duration::from_millis(10)).into()).await
-                }
-                // No holder: nothing to do until one is added.
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = sleep => {}
-            _ = table.wake.notified() => {}
-            _ = stop.changed() => return,
-        }
+        next.map(|at| at.max(now + Duration::from_millis(10)))
+    }
+
+    /// Resolves when [`wake`](Self::wake) is called: an entry was flagged
+    /// or added, or a still one moved.
+    pub(crate) async fn woken(&self) {
+        self.wake.notified().await
     }
 }
 

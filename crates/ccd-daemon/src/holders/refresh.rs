@@ -198,7 +198,7 @@ impl HolderTable {
                 // What this reply replaced, when it is newer than what the
                 // table holds (concurrent refreshes may answer out of order).
                 let mut replaced: Option<Option<InfoResult>> = None;
-                // A still session that moved: [`watch`] may be asleep until
+                // A still session that moved: the refresh watch may be asleep until
                 // its next quiet check, and should go to the fast pace now.
                 let mut woke = false;
                 let now = Instant::now();

@@ -21,9 +21,10 @@
 //! shows it `reaped`. Each stop is a `session.reaped` event (the reason,
 //! the bytes freed) and an `info` line in the daemon's log.
 
-use super::HolderTable;
 use crate::cost::CostBoard;
 use crate::events::EventHub;
+use crate::holders::rpc::HolderError;
+use crate::holders::{self, HolderEntry, HolderTable};
 use ccd_claude::transcript;
 use ccd_claude::transcript::background::Tracker;
 use ccd_protocol::methods::events::{Event, EventKind};
@@ -132,13 +133,13 @@ fn input_quiet(i: &ccd_protocol::holder::InfoResult, now_ms: i64) -> bool {
 
 /// Whether `h` is at rest: idle at its prompt, no client, not pinned, not
 /// ended, nothing typed into it lately.
-fn at_rest(h: &super::HolderEntry) -> bool {
+fn at_rest(h: &HolderEntry) -> bool {
     let now_ms = crate::events::now_ms();
     !h.meta.pinned
         && h.info.as_ref().is_some_and(|i| {
             i.exit.is_none()
                 && i.clients.is_empty()
-                && super::lifecycle_of(i) == ccd_protocol::methods::session::Lifecycle::Idle
+                && holders::lifecycle_of(i) == ccd_protocol::methods::session::Lifecycle::Idle
                 && input_quiet(i, now_ms)
         })
 }
@@ -225,7 +226,7 @@ pub async fn run(reaper: Reaper, rules: Rules) {
             }
         }
         if let Some(budget) = rules.budget {
-            let live: Vec<&super::HolderEntry> = holders
+            let live: Vec<&HolderEntry> = holders
                 .iter()
                 .filter(|h| !stopped.contains(&h.id))
                 .filter(|h| h.info.as_ref().is_some_and(|i| i.exit.is_none()))
@@ -234,7 +235,7 @@ pub async fn run(reaper: Reaper, rules: Rules) {
                 live.iter()
                     .filter_map(|h| h.info.as_ref().map(|i| i.child_pid)),
             );
-            let memory_of = |h: &super::HolderEntry| {
+            let memory_of = |h: &HolderEntry| {
                 h.info
                     .as_ref()
                     .and_then(|i| costs.get(&i.child_pid))
@@ -288,7 +289,7 @@ pub async fn run(reaper: Reaper, rules: Rules) {
 async fn stop_one(
     reaper: &Reaper,
     scans: &mut HashMap<String, Tracker>,
-    h: &super::HolderEntry,
+    h: &HolderEntry,
     why: Why,
     freed: Option<u64>,
 ) -> bool {
@@ -387,7 +388,7 @@ async fn stop_one(
             "stopping an idle session to keep under the memory budget"
         ),
     }
-    let killed = super::rpc::call_once::<ccd_protocol::holder::Kill>(
+    let killed = holders::rpc::call_once::<ccd_protocol::holder::Kill>(
         &h.socket,
         &ccd_protocol::holder::KillParams {
             signal: ccd_protocol::holder::KillSignal::Term,
@@ -398,9 +399,7 @@ async fn stop_one(
     .await;
     match killed {
         Ok(_) => {}
-        Err(super::HolderError::Rpc(e))
-            if e.code == ccd_protocol::ErrorCode::NotAtPrompt as i64 =>
-        {
+        Err(HolderError::Rpc(e)) if e.code == ccd_protocol::ErrorCode::NotAtPrompt as i64 => {
             tracing::info!(session = %sid, holder = %h.id, reason = %e.message, "typed into as it was being stopped: not stopped");
             return false;
         }
@@ -435,8 +434,8 @@ async fn stop_one(
 }
 
 /// Whether the session's screen shows its prompt with nothing typed in it.
-async fn empty_prompt(h: &super::HolderEntry) -> Result<bool, super::HolderError> {
-    let s = super::rpc::call_once::<ccd_protocol::holder::Screen>(
+async fn empty_prompt(h: &HolderEntry) -> Result<bool, HolderError> {
+    let s = holders::rpc::call_once::<ccd_protocol::holder::Screen>(
         &h.socket,
         &ccd_protocol::holder::ScreenParams {
             format: ccd_protocol::holder::ScreenFormat::Text,

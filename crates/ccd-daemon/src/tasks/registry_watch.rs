@@ -24,8 +24,8 @@
 //! holder's child pid, else the pid's parent is a holder): `held` and
 //! `holder` in events say which processes ccd runs, whatever id they write.
 
-use super::dir_watch::DirWatch;
-use super::{now_ms, EventHub};
+use crate::events::dir_watch::DirWatch;
+use crate::events::{now_ms, EventHub};
 use crate::exit_watch::ExitWatch;
 use crate::holders::{HolderPids, HolderTable};
 use ccd_claude::context::ContextWindows;
