@@ -424,6 +424,14 @@ fn stopped_error(holder: &HolderEntry, pid: u32) -> RpcError {
 }
 
 pub async fn detach(ctx: &ConnCtx, p: SessionRef) -> Result<DetachResult, RpcError> {
+    // An empty prefix would match any attachment of the connection.
+    if p.session.is_empty() {
+        return Err(RpcError::new(
+            ErrorCode::InvalidParams,
+            "session.detach: `session` is empty; name the session to detach (its id, a unique \
+             id prefix or its holder id)",
+        ));
+    }
     let a = ctx
         .attachments
         .take_first(|k, a| k.starts_with(&p.session) || a.holder.id == p.session);
