@@ -1,5 +1,7 @@
 //! [`HolderClient`]: a small blocking client for one holder socket, used by
-//! the daemon (and tests). Std `UnixStream`, a timeout on every read.
+//! tests and benchmarks (`ccd-bench`), not by the daemon (which talks to its
+//! holders through its own async client, `ccd-daemon`'s `holders::rpc`).
+//! Std `UnixStream`; every call waits for its reply until a deadline.
 //!
 //! Notifications that arrive while waiting for a reply (an attached
 //! connection) are kept, in order, for [`HolderClient::next_event`].

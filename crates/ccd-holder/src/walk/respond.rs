@@ -62,15 +62,6 @@ impl Default for RespondTiming {
     }
 }
 
-impl RespondTiming {
-    /// The longest a walk can take once started (for the caller's
-    /// deadline): settle, one worst-case move per option, the wait for the
-    /// prompt to go.
-    pub fn longest(&self, options: u32) -> Duration {
-        self.settle + (self.move_retry + self.move_wait) * options + self.gone_wait
-    }
-}
-
 /// What was answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answered {

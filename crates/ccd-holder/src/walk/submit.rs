@@ -42,13 +42,6 @@ impl Default for SubmitTiming {
     }
 }
 
-impl SubmitTiming {
-    /// The longest a walk can take (for the caller's deadline).
-    pub fn longest(&self) -> Duration {
-        self.draft_wait + self.submit_wait * self.tries + self.forced_gap
-    }
-}
-
 /// What was typed and whether it was submitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Submitted {
