@@ -1,6 +1,11 @@
 //! Test kit for ccd: builders for Claude Code config dirs shaped like the
-//! real CLI's (registry entries, transcripts), and the location of the
-//! shared real-CLI recordings. Used by tests and benchmarks only.
+//! real CLI's (registry entries, transcripts) ([`gen`]), the location of
+//! the shared real-CLI recordings ([`fixtures`]), the workspace's own
+//! binaries ([`bins`]), facts about other processes — exists, ended,
+//! parent and state, command line, environment, cwd, owner, memory,
+//! descriptors — read from `/proc` on Linux and from the kernel on macOS
+//! ([`procs`]), and per-thread context-switch counts (`threads`, Linux).
+//! Used by tests and benchmarks only.
 
 // Unsafe code only where an item allows it, with its reason
 // (docs/architecture.md, "Unsafe code").
