@@ -468,15 +468,6 @@ impl HolderTable {
         self.live.lock().ok()?.get(id).cloned()
     }
 
-    /// The latest finished record for `session_id`.
-    pub fn finished_for(&self, session_id: &str) -> Option<Finished> {
-        let f = self.finished.lock().ok()?;
-        f.iter()
-            .rev()
-            .find(|f| f.session_id.as_deref() == Some(session_id))
-            .cloned()
-    }
-
     /// Every finished record kept, oldest first.
     pub fn finished(&self) -> Vec<Finished> {
         self.finished
