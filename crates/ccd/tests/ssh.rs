@@ -527,15 +527,7 @@ fn the_neovim_plugin_lists_a_remote_host() {
 /// remote ccd.
 #[test]
 fn a_remote_that_pages_forever_is_read_at_most_200_pages() {
-    if std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        assert!(std::env::var_os("CI").is_none(), "CI needs python3");
-        eprintln!("SKIPPED: no python3");
+    if !common::python3_or_skip() {
         return;
     }
     let sb = Sandbox::new();

@@ -395,15 +395,7 @@ fn a_reply_over_the_bound_on_the_dashboard_is_too_large_not_a_timeout() {
     if !tmux_or_skip() {
         return;
     }
-    if std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        assert!(std::env::var_os("CI").is_none(), "CI needs python3");
-        eprintln!("SKIPPED: no python3");
+    if !common::python3_or_skip() {
         return;
     }
     let mut near = Sandbox::new();

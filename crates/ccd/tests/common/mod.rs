@@ -327,6 +327,21 @@ pub fn holder_info(sock: &Path) -> ccd_holder::InfoResult {
 #[allow(unused_imports)] // not every test binary measures memory
 pub use ccd_testkit::procs::rss_kb;
 
+/// Whether `python3` runs here (a fake remote is a Python script); without
+/// it a test is skipped, saying so, except under CI, where it must be there.
+pub fn python3_or_skip() -> bool {
+    let ok = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "CI needs python3");
+        eprintln!("SKIPPED: no python3");
+    }
+    ok
+}
+
 /// Polls `f` until it returns `Some`, or panics after `timeout`.
 pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
