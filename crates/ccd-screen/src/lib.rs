@@ -24,6 +24,6 @@ pub use classify::{
 };
 pub use keys::{KeyMoves, NavKey};
 pub use modes::{KittyKeyboard, ModeScanner, MouseEncoding, MouseMode, TerminalModes};
-pub use redraw::{CellView, Pen, ScreenCells};
+pub use redraw::{CellView, Pen, PenColor, ScreenCells};
 pub use screen::{Screen, DEFAULT_SCROLLBACK};
 pub use text::ScreenText;

@@ -49,7 +49,84 @@ impl Default for Pen {
     }
 }
 
+/// A pen's colour as a renderer outside this crate needs it (the web page's
+/// screen, `ccd-web`'s `render`): the terminal's default, one of the 256
+/// indexed colours (the 16 named ones are 0–15), or a true colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PenColor {
+    /// The terminal's default foreground or background.
+    Default,
+    /// An indexed colour: 0–15 the named ones, 16–255 the xterm cube and greys.
+    Indexed(u8),
+    /// A true colour `(r, g, b)`.
+    Rgb(u8, u8, u8),
+}
+
+impl PenColor {
+    fn of(c: Color) -> Self {
+        match c {
+            Color::Named(n) if (n as usize) < 16 => Self::Indexed(n as u8),
+            // The defaults, and the renderer-only named colours a cell
+            // never holds (dim ones: the dim attribute says it).
+            Color::Named(_) => Self::Default,
+            Color::Indexed(i) => Self::Indexed(i),
+            Color::Spec(rgb) => Self::Rgb(rgb.r, rgb.g, rgb.b),
+        }
+    }
+}
+
 impl Pen {
+    /// The foreground colour.
+    pub fn fg(&self) -> PenColor {
+        PenColor::of(self.fg)
+    }
+
+    /// The background colour.
+    pub fn bg(&self) -> PenColor {
+        PenColor::of(self.bg)
+    }
+
+    /// SGR 1.
+    pub fn bold(&self) -> bool {
+        self.flags.contains(Flags::BOLD)
+    }
+
+    /// SGR 2.
+    pub fn dim(&self) -> bool {
+        self.flags.contains(Flags::DIM)
+    }
+
+    /// SGR 3.
+    pub fn italic(&self) -> bool {
+        self.flags.contains(Flags::ITALIC)
+    }
+
+    /// Any underline style (SGR 4, 4:2–4:5, 21).
+    pub fn underline(&self) -> bool {
+        self.flags.intersects(
+            Flags::UNDERLINE
+                | Flags::DOUBLE_UNDERLINE
+                | Flags::UNDERCURL
+                | Flags::DOTTED_UNDERLINE
+                | Flags::DASHED_UNDERLINE,
+        )
+    }
+
+    /// SGR 7: foreground and background swapped.
+    pub fn inverse(&self) -> bool {
+        self.flags.contains(Flags::INVERSE)
+    }
+
+    /// SGR 8.
+    pub fn hidden(&self) -> bool {
+        self.flags.contains(Flags::HIDDEN)
+    }
+
+    /// SGR 9.
+    pub fn strikeout(&self) -> bool {
+        self.flags.contains(Flags::STRIKEOUT)
+    }
+
     fn of(cell: &Cell) -> Self {
         Self {
             fg: cell.fg,
@@ -440,6 +517,16 @@ pub struct ScreenCells {
 }
 
 impl ScreenCells {
+    /// The visible rows, top first, each `cols` cells long.
+    pub fn rows(&self) -> &[Vec<CellView>] {
+        &self.rows
+    }
+
+    /// The cursor `(row, col)`, 0-based.
+    pub fn cursor(&self) -> (u16, u16) {
+        self.cursor
+    }
+
     /// The first difference from `other`, described (where, and both
     /// sides), or `None` when they are equal. For test failures: a whole
     /// screen's debug print is too long to read.
@@ -499,6 +586,37 @@ mod tests {
         assert_eq!(fresh.cells(), s.cells());
         assert_eq!(fresh.modes(), s.modes());
         assert_eq!(fresh.title(), s.title());
+    }
+
+    #[test]
+    fn cells_and_pens_read_from_outside() {
+        use crate::{CellView, PenColor};
+        let mut s = Screen::new(2, 10);
+        s.process(
+            b"\x1b[1;3;4;7;2;8;9;31;48;5;200ma\x1b[0;38;2;1;2;3mb\x1b[0;97mc\x1b[0md\r\n\x1b[4:3me",
+        );
+        let cells = s.cells();
+        assert_eq!(cells.rows().len(), 2);
+        assert_eq!(cells.cursor(), (1, 1));
+        let pen = |r: usize, c: usize| match &cells.rows()[r][c] {
+            CellView::Char { pen, .. } => pen.clone(),
+            CellView::Spacer(_) => panic!("a spacer at {r},{c}"),
+        };
+        let a = pen(0, 0);
+        assert!(a.bold() && a.italic() && a.underline() && a.inverse());
+        assert!(a.dim() && a.hidden() && a.strikeout());
+        assert_eq!(
+            (a.fg(), a.bg()),
+            (PenColor::Indexed(1), PenColor::Indexed(200))
+        );
+        assert_eq!(pen(0, 1).fg(), PenColor::Rgb(1, 2, 3));
+        assert!(!pen(0, 1).bold());
+        assert_eq!(pen(0, 2).fg(), PenColor::Indexed(15));
+        assert_eq!(
+            (pen(0, 3).fg(), pen(0, 3).bg()),
+            (PenColor::Default, PenColor::Default)
+        );
+        assert!(pen(1, 0).underline(), "undercurl is an underline");
     }
 
     #[test]
