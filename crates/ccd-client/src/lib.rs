@@ -5,7 +5,9 @@
 //!   make that directory private (re-exported from `ccd-socket-dir`, which
 //!   the daemon, creating the directory, uses directly);
 //! - [`client`]: a blocking connection that speaks the protocol
-//!   (`hello`, typed calls, notifications);
+//!   (`hello`, typed calls, notifications), and [`Link`]: one connection
+//!   shared by many threads (concurrent calls with ids and deadlines,
+//!   notifications routed to their subscribers);
 //! - [`deadline`]: how long every wait lasts, and the typed
 //!   [`NotAnswering`] that says who did not answer and what to do;
 //! - [`passed_fd`]: reading a connection so that a descriptor the daemon
@@ -27,6 +29,6 @@ pub mod ssh;
 pub use ccd_socket_dir as socket_dir;
 
 pub use autostart::{connect_or_start, connect_or_start_sending, DaemonCommand};
-pub use client::{Caller, Client, ClientError, Sent};
+pub use client::{Caller, Client, ClientError, Link, Sent};
 pub use deadline::{NotAnswering, Peer};
 pub use socket_dir::{Entry, Problem, SocketDir, SocketDirError};

@@ -18,6 +18,12 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 impl Writer {
+    /// The id the next request sent will carry (a [`super::Link`]
+    /// registers it before the write, so its reply cannot come first).
+    pub fn peek_id(&self) -> Id {
+        Id::Number(self.next_id)
+    }
+
     /// Sends a typed request without waiting; returns its id.
     pub fn send_typed<M: Method>(&mut self, params: &M::Params) -> Result<Id, ClientError> {
         let params = to_params::<M>(params)?;
@@ -53,7 +59,7 @@ impl Writer {
         self.next_id += 1;
         let mut line = Vec::new();
         encode_request(&id, M::NAME, to_params::<M>(params)?, &mut line)?;
-        let sent = ccd_fdpass::send_with_fds(self.stream.as_fd(), &line, fds)?;
+        let sent = ccd_os::fdpass::send_with_fds(self.stream.as_fd(), &line, fds)?;
         self.stream.write_all(&line[sent..])?;
         Ok(id)
     }

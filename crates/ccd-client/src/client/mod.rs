@@ -18,16 +18,23 @@
 //! [`Client::direct_stream`] reads the attach's reply and gives the same
 //! halves.
 //!
-//! The code is in three parts besides the types here: `connect` (making a
+//! [`Link`] shares one connection between threads: concurrent calls with
+//! ids and deadlines, notifications routed to their subscribers (a front
+//! end's connection to each machine it shows).
+//!
+//! The code is in four parts besides the types here: `connect` (making a
 //! connection: checks, `hello`, a remote's, a direct stream's), `call`
-//! (calls, the bounded waits for their replies, notifications, `split`)
-//! and `halves` (the [`Writer`] and [`Reader`] a split gives).
+//! (calls, the bounded waits for their replies, notifications, `split`),
+//! `halves` (the [`Writer`] and [`Reader`] a split gives) and [`link`]
+//! (a connection shared by many callers).
 
 mod call;
 pub use call::Caller;
 mod connect;
 mod halves;
 pub use halves::Oversized;
+pub mod link;
+pub use link::{Link, LinkBuilder};
 
 use crate::deadline::{self, NotAnswering, Peer};
 use crate::passed_fd::RecvStream;
@@ -79,6 +86,15 @@ pub enum ClientError {
     /// A ccd on another machine could not be reached ([`crate::ssh`]).
     #[error(transparent)]
     Remote(crate::ssh::RemoteError),
+    /// A [`Link`]'s connection ended (why) before `from` answered
+    /// `during`: every call waiting then fails so, and every later one.
+    #[error("the connection to {from} ended before it answered `{during}` ({why})")]
+    LinkClosed {
+        /// Who was asked ("the ccd daemon", "the ccd on HOST").
+        from: String,
+        during: String,
+        why: String,
+    },
     /// Where the reply to `during` was awaited, `from` sent a line over
     /// this client's bound ([`ccd_protocol::MAX_LINE_BYTES`]); it was
     /// dropped, not read.
