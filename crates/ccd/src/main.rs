@@ -10,6 +10,7 @@ mod commands;
 mod hosts;
 mod logging;
 mod settings;
+mod shared;
 mod term;
 mod ui;
 
@@ -23,12 +24,27 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => return usage_error(e),
     };
-    match commands::run(args) {
+    match run(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ccd: {}", ccd_claude::display::line(&chain(&e)));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The dashboard for `ccd ui` (and `ccd` alone on a terminal), else the
+/// subcommand named. Nothing may write on the dashboard's screen: no log
+/// on stderr; its machines are `--host` (several), resolved by the
+/// dashboard.
+fn run(args: cli::Cli) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        Some(cli::Command::Ui { key }) => ui::app::run(&args.global, key),
+        None if shared::terminal::on_terminal() => {
+            let key = cli::DetachKeyArg { detach_key: None };
+            ui::app::run(&args.global, &key)
+        }
+        _ => commands::run(args),
     }
 }
 

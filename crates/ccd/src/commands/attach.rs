@@ -1,8 +1,9 @@
 //! `ccd attach`: the one safe thing for whatever state the session is in.
 
-use super::attached::{attach_and_report, parse_detach_key, report_error, require_terminal};
+use super::attached::{attach_and_report, report_error};
 use crate::cli::{AttachArgs, GlobalArgs};
 use crate::settings::Settings;
+use crate::shared::terminal::{parse_detach_key, require_terminal};
 use crate::term::{AttachExtra, Mode};
 use std::process::ExitCode;
 
@@ -30,14 +31,15 @@ pub fn run(global: &GlobalArgs, args: &AttachArgs) -> anyhow::Result<ExitCode> {
         last: None,
     };
     if args.fork {
-        let mut client = super::connect(global)?;
+        let mut client = crate::shared::connect::connect(global)?;
         let session = match super::fork::fork(&mut client, &args.session) {
             Ok(new) => new,
             Err(e) => return report_error(&args.session, &e),
         };
         return attach_and_report(global, client, &session, Mode::Interactive, key, extra);
     }
-    let opening = super::connect_attaching(global, &args.session, Mode::Interactive, extra)?;
+    let opening =
+        crate::shared::connect::connect_attaching(global, &args.session, Mode::Interactive, extra)?;
     attach_and_report(
         global,
         opening,

@@ -1,8 +1,9 @@
 //! Being attached, for `attach`, `fork`, `new` and `observe`: the terminal
 //! client, and the line that says how it ended and how to come back.
 
-use crate::cli::{DetachKeyArg, GlobalArgs};
-use crate::settings::Settings;
+use crate::cli::GlobalArgs;
+use crate::shared::cells::short_id;
+use crate::shared::connect::connect_existing;
 use crate::term::{attach_loop, AttachExtra, DetachKey, Mode, Opening, Outcome};
 use ccd_claude::display::line;
 use ccd_client::{Client, ClientError};
@@ -10,32 +11,7 @@ use ccd_protocol::error_data::{LiveElsewhereData, ScreenData, SpawnFailedData};
 use ccd_protocol::methods::session::{SessionState, SessionsGet};
 use ccd_protocol::methods::SessionRef;
 use ccd_protocol::ErrorCode;
-use std::io::IsTerminal;
 use std::process::ExitCode;
-
-/// The detach key: flag, config file, else `ctrl-\`.
-pub fn detach_key(global: &GlobalArgs, arg: &DetachKeyArg) -> anyhow::Result<DetachKey> {
-    let configured = match &arg.detach_key {
-        Some(k) => Some(k.clone()),
-        None => Settings::load(global.config.as_deref())?.detach_key,
-    };
-    parse_detach_key(configured)
-}
-
-/// The detach key `configured` (flag or config file) names, else `ctrl-\`.
-pub fn parse_detach_key(configured: Option<String>) -> anyhow::Result<DetachKey> {
-    match configured {
-        Some(k) => k.parse().map_err(|e: String| anyhow::anyhow!(e)),
-        None => Ok(DetachKey::default()),
-    }
-}
-
-pub fn require_terminal(what: &str) -> anyhow::Result<()> {
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        anyhow::bail!("{what} needs a terminal (use `ccd screen` or the socket API from scripts)");
-    }
-    Ok(())
-}
 
 /// Attaches and reports; the exit code says how it ended.
 pub fn attach_and_report(
@@ -80,7 +56,7 @@ pub fn attach_and_report(
             sid = now;
         }
     }
-    let short = line(super::short_id(&sid));
+    let short = line(short_id(&sid));
     match outcome {
         Outcome::Detached => {
             eprintln!("[detached from {short}] come back with: {ccd} attach {short}");
@@ -123,7 +99,7 @@ pub fn attach_and_report(
 /// writers split a conversation). Printed after the terminal is restored,
 /// never into claude's screen. `None`: the id is unchanged or unknown.
 fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
-    let mut c = super::connect_existing(global).ok()??;
+    let mut c = connect_existing(global).ok()??;
     let get = |c: &mut Client, session: &str| {
         c.call::<SessionsGet>(&SessionRef {
             session: session.to_string(),
@@ -134,9 +110,9 @@ fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
     if let Some(s) = info.superseded_by.clone() {
         eprintln!(
             "[claude moved on from {} ({}): it writes {} now]",
-            line(super::short_id(sid)),
+            line(short_id(sid)),
             line(&s.reason),
-            line(super::short_id(&s.writes_now))
+            line(short_id(&s.writes_now))
         );
         if let Ok(v) = get(&mut c, &s.writes_now) {
             info = v;
@@ -147,7 +123,7 @@ fn session_now(global: &GlobalArgs, sid: &str) -> Option<String> {
         let pids: Vec<String> = info.writers.iter().map(|w| w.pid.to_string()).collect();
         eprintln!(
             "ccd: WARNING: session {} is written by {} processes (pids {}): someone resumed it outside ccd; their turns and yours split the conversation",
-            line(super::short_id(now.as_deref().unwrap_or(sid))),
+            line(short_id(now.as_deref().unwrap_or(sid))),
             pids.len(),
             pids.join(", ")
         );
@@ -173,7 +149,7 @@ pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> 
         let data = rpc.data_as::<LiveElsewhereData>();
         let d = data.as_ref();
         let sid = line(d.map(|d| d.session.as_str()).unwrap_or(session));
-        let short = super::short_id(&sid);
+        let short = short_id(&sid);
         if d.is_some_and(|d| d.started_meanwhile) {
             eprintln!("ccd: another process started session {sid} while ccd was resuming it; ccd stopped its own copy.");
         }
@@ -204,7 +180,7 @@ pub fn report_error(session: &str, e: &ClientError) -> anyhow::Result<ExitCode> 
             .data_as::<SpawnFailedData>()
             .is_some_and(|d| d.transcript.is_some())
     {
-        eprintln!("The conversation is untouched. `ccd attach {} --fresh-on-failure` starts a new session in its directory instead.", line(super::short_id(session)));
+        eprintln!("The conversation is untouched. `ccd attach {} --fresh-on-failure` starts a new session in its directory instead.", line(short_id(session)));
     }
     Ok(ExitCode::FAILURE)
 }

@@ -141,7 +141,7 @@ struct NotRunning {
 }
 
 fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let Some(mut c) = super::connect_existing(global)? else {
+    let Some(mut c) = crate::shared::connect::connect_existing(global)? else {
         let dir = SocketDir::resolve(global.socket_dir.as_deref());
         if as_json {
             let s = NotRunning {
@@ -176,7 +176,7 @@ fn status(global: &GlobalArgs, as_json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
-    let Some(mut c) = super::connect_existing(global)? else {
+    let Some(mut c) = crate::shared::connect::connect_existing(global)? else {
         println!("no ccd daemon is running");
         return Ok(ExitCode::SUCCESS);
     };

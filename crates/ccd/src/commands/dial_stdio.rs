@@ -27,7 +27,7 @@ pub fn run(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         Err(_) => {
             // Start (or wait for) the daemon as any client would, then
             // connect again: this connection's `hello` is the peer's own.
-            drop(super::connect_local(global)?);
+            drop(crate::shared::connect::connect_local(global)?);
             raw_connect(&dir)?
         }
     };

@@ -248,7 +248,7 @@ fn transcripts(global: &GlobalArgs) -> Vec<Check> {
         .enumerate()
         .map(|(i, (n, f))| {
             let size = super::trim::human_bytes(*n);
-            let short = super::short_id(&f.session_id).to_string();
+            let short = crate::shared::cells::short_id(&f.session_id).to_string();
             let plan = (i < TRIM_PLANNED && read + n <= TRIM_PLAN_BYTES).then(|| {
                 read += n;
                 ccd_claude::trim::plan(
@@ -349,7 +349,7 @@ fn socket_and_daemon(global: &GlobalArgs) -> Vec<Check> {
             bad("socket", "error", e.to_string(), fix)
         }
     };
-    let daemon = match super::connect_existing(global) {
+    let daemon = match crate::shared::connect::connect_existing(global) {
         Err(e) => match e.not_private() {
             // Named by the socket check: not mistaken for a stale socket.
             Some(refusal) => bad(

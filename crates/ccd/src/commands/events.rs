@@ -12,7 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &EventsArgs) -> anyhow::Result<ExitCode> {
-    let mut c = super::connect(global)?;
+    let mut c = crate::shared::connect::connect(global)?;
     c.call::<EventsSubscribe>(&SubscribeParams {
         types: (!args.types.is_empty()).then(|| args.types.clone()),
     })?;
@@ -57,7 +57,7 @@ fn human(e: &Event) -> String {
     let sid = e
         .session
         .as_deref()
-        .map(|s| super::short_id(s).to_string())
+        .map(|s| crate::shared::cells::short_id(s).to_string())
         .unwrap_or_default();
     let detail = match e.kind {
         EventKind::Appeared => format!(
@@ -69,8 +69,8 @@ fn human(e: &Event) -> String {
         EventKind::Disappeared => format!("pid {}", json(&e.pid)),
         EventKind::Status | EventKind::Lifecycle => format!(
             "{} -> {}{}",
-            e.previous.as_deref().unwrap_or("-"),
-            e.status.as_deref().unwrap_or("?"),
+            e.previous.as_ref().map_or("-", |s| s.as_str()),
+            e.status.as_ref().map_or("?", |s| s.as_str()),
             e.waiting_for
                 .as_deref()
                 .map(|w| format!(" ({w})"))
@@ -127,7 +127,7 @@ mod tests {
         let kind = e["type"].as_str().unwrap_or("?");
         let sid = e["session"]
             .as_str()
-            .map(|s| crate::commands::short_id(s).to_string())
+            .map(|s| crate::shared::cells::short_id(s).to_string())
             .unwrap_or_default();
         let detail = match kind {
             "session.appeared" => format!(

@@ -1,7 +1,8 @@
 //! `ccd fork`: branch a session into a new one, then attach to it.
 
-use super::attached::{attach_and_report, detach_key, report_error, require_terminal};
+use super::attached::{attach_and_report, report_error};
 use crate::cli::{ForkArgs, GlobalArgs};
+use crate::shared::terminal::{detach_key, require_terminal};
 use crate::term::{AttachExtra, Mode};
 use ccd_claude::display::line;
 use ccd_client::{Client, ClientError};
@@ -15,7 +16,7 @@ pub fn run(global: &GlobalArgs, args: &ForkArgs) -> anyhow::Result<ExitCode> {
     if !args.detach {
         require_terminal("ccd fork (without --detach)")?;
     }
-    let mut client = super::connect(global)?;
+    let mut client = crate::shared::connect::connect(global)?;
     let new = match fork(&mut client, &args.session) {
         Ok(n) => n,
         Err(e) => return report_error(&args.session, &e),

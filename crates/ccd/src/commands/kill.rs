@@ -12,7 +12,7 @@ pub fn run(global: &GlobalArgs, args: &KillArgs) -> anyhow::Result<ExitCode> {
         "kill" => KillSignal::Kill,
         _ => anyhow::bail!("--signal must be term, hup or kill (got {:?})", args.signal),
     };
-    let mut c = super::connect(global)?;
+    let mut c = crate::shared::connect::connect(global)?;
     let r = match c.call::<SessionKill>(&KillParams {
         session: args.session.clone(),
         signal,

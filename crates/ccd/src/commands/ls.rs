@@ -3,6 +3,9 @@
 use crate::cli::{GlobalArgs, LsArgs};
 use crate::hosts::{Target, LOCAL};
 use crate::settings::Settings;
+use crate::shared::cells::{ago, cpu_cell, ctx_cell, mem_cell, short_id, size_cell, tilde};
+use crate::shared::connect::{connect_existing_local, CLIENT_NAME};
+use crate::shared::listing::{costs_here, held_and_costs, list_pages, put_costs, unverified_note};
 use anyhow::Context;
 use ccd_claude::cli_versions;
 use ccd_claude::context::ContextWindows;
@@ -14,8 +17,7 @@ use ccd_claude::ClaudeConfigDir;
 use ccd_client::{ClientError, NotAnswering, SocketDir};
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
-    ActivityStatus, CostsParams, ListParams, ListResult, SessionCost, SessionInfo, SessionState,
-    SessionsCosts, SessionsList,
+    ActivityStatus, ListParams, ListResult, SessionCost, SessionInfo, SessionState, SessionsList,
 };
 use ccd_protocol::Method;
 use std::collections::HashMap;
@@ -178,59 +180,14 @@ struct HostRow<'a> {
     info: &'a SessionInfo,
 }
 
-/// One line saying which live sessions run a Claude Code version ccd was
-/// not verified against, and what to do; `None` when every live one's is
-/// verified (or unknown). The dashboard says the same.
-pub fn unverified_note<'a>(rows: impl IntoIterator<Item = &'a SessionInfo>) -> Option<String> {
-    let mut versions: Vec<&str> = rows
-        .into_iter()
-        .filter(|r| r.state == SessionState::Live)
-        .filter_map(|r| r.version.as_deref())
-        .filter(|v| !cli_versions::is_verified(v))
-        .collect();
-    versions.sort_unstable();
-    versions.dedup();
-    if versions.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "unverified Claude Code {} running (ccd is verified on {}): status and prompts may be misread; see `ccd doctor`",
-        versions.join(", "),
-        cli_versions::verified_list()
-    ))
-}
-
-/// At most this many pages of 500 are asked of a remote daemon (100,000
-/// sessions), so a daemon that keeps answering `next_offset` cannot keep
-/// `ccd ls` going.
-const REMOTE_PAGES: usize = 200;
-
 /// Every session another machine's daemon lists (`sessions.list`, page by
 /// page).
 fn list_remote(
     remote: &ccd_client::ssh::Remote,
     params: ListParams,
 ) -> Result<Vec<SessionInfo>, ClientError> {
-    let mut c = ccd_client::ssh::connect(remote, super::CLIENT_NAME)?;
+    let mut c = ccd_client::ssh::connect(remote, CLIENT_NAME)?;
     list_pages(&mut c, params)
-}
-
-/// Every session a daemon lists with `params`, page by page (at most
-/// [`REMOTE_PAGES`] pages).
-pub fn list_pages(
-    c: &mut impl ccd_client::Caller,
-    mut params: ListParams,
-) -> Result<Vec<SessionInfo>, ClientError> {
-    let mut rows = Vec::new();
-    for _ in 0..REMOTE_PAGES {
-        let page = c.ask::<SessionsList>(&params)?;
-        rows.extend(page.sessions);
-        match page.next_offset {
-            Some(o) if params.offset.is_none_or(|p| o > p) => params.offset = Some(o),
-            _ => break,
-        }
-    }
-    Ok(rows)
 }
 
 /// This machine's sessions, built from the files, and whether the daemon
@@ -316,59 +273,6 @@ fn merge_held(
     Ok(())
 }
 
-/// What the daemon holds (its own table, no file read) and, `with_cost`,
-/// every live session's cost (`None`: a daemon older than
-/// `sessions.costs`, or the call failed: the list goes on without).
-pub fn held_and_costs(
-    client: &mut ccd_client::Client,
-    with_cost: bool,
-) -> Result<(ListResult, Option<HashMap<u32, SessionCost>>), ClientError> {
-    let held = client.call::<SessionsList>(&ListParams {
-        held_only: true,
-        no_cost: true,
-        ..Default::default()
-    })?;
-    let costs = if with_cost {
-        costs_of_live(client).ok()
-    } else {
-        None
-    };
-    Ok((held, costs))
-}
-
-/// Every live session's cost, from the daemon's board.
-pub fn costs_of_live(
-    client: &mut impl ccd_client::Caller,
-) -> Result<HashMap<u32, SessionCost>, ClientError> {
-    let r = client.ask::<SessionsCosts>(&CostsParams::default())?;
-    Ok(r.costs.into_iter().map(|c| (c.pid, c.cost)).collect())
-}
-
-/// Each live row's cost from `costs` (by pid).
-pub use ccd_daemon::cost::put_costs;
-
-/// With no daemon running, the live rows' costs measured here, once: the
-/// memory only (a CPU share needs two samples some time apart, which the
-/// daemon keeps).
-pub fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
-    let pids = ccd_daemon::cost::live_pids(rows);
-    if pids.is_empty() {
-        return HashMap::new();
-    }
-    let Ok(mut probe) = ccd_cost::CostProbe::new() else {
-        return HashMap::new();
-    };
-    let at = OffsetDateTime::now_utc()
-        .format(&Rfc3339)
-        .unwrap_or_default();
-    // A first sample has no CPU figure: the memory only.
-    probe
-        .sample(&pids)
-        .into_iter()
-        .map(|(pid, c)| (pid, ccd_daemon::cost::on_the_wire(c, &at)))
-        .collect()
-}
-
 /// How much longer than building the index `ccd ls` waits for a daemon
 /// that is running but slow to say which sessions it holds.
 pub const HELD_GRACE: Duration = Duration::from_secs(1);
@@ -390,7 +294,7 @@ fn ask_held(global: &GlobalArgs, with_cost: bool) -> Asked {
     let global = global.clone();
     std::thread::spawn(move || {
         let r = (|| {
-            let Some(mut client) = super::connect_existing_local(&global)? else {
+            let Some(mut client) = connect_existing_local(&global)? else {
                 return Ok(None);
             };
             held_and_costs(&mut client, with_cost).map(Some)
@@ -544,147 +448,4 @@ fn write_table(
         )?;
     }
     Ok(())
-}
-
-use super::short_id;
-
-/// "12s ago", "3m ago", "5h ago", "4d ago".
-pub fn ago(now: OffsetDateTime, then: OffsetDateTime) -> String {
-    let secs = (now - then).whole_seconds();
-    match secs {
-        s if s < 5 => "just now".into(),
-        s if s < 60 => format!("{s}s ago"),
-        s if s < 3600 => format!("{}m ago", s / 60),
-        s if s < 86_400 => format!("{}h ago", s / 3600),
-        s => format!("{}d ago", s / 86_400),
-    }
-}
-
-/// `cwd` with the home directory shown as `~`.
-pub fn tilde(cwd: &str, home: Option<&str>) -> String {
-    match home.filter(|h| h.len() > 1) {
-        Some(h) if cwd == h => "~".into(),
-        Some(h) => match cwd.strip_prefix(h) {
-            Some(rest) if rest.starts_with('/') => format!("~{rest}"),
-            _ => cwd.into(),
-        },
-        None => cwd.into(),
-    }
-}
-
-/// The `SIZE` cell: the transcript's size, short (`812`, `34K`, `5.2M`,
-/// `1.1G`; powers of 1024). `ccd trim` shrinks a dead one.
-pub fn size_cell(n: u64) -> String {
-    const K: f64 = 1024.0;
-    let f = n as f64;
-    if n < 1024 {
-        format!("{n}")
-    } else if f < K * K {
-        format!("{:.0}K", f / K)
-    } else if f < 10.0 * K * K * K {
-        let (v, u) = if f < K * K * K {
-            (f / (K * K), "M")
-        } else {
-            (f / (K * K * K), "G")
-        };
-        if v < 10.0 {
-            format!("{v:.1}{u}")
-        } else {
-            format!("{v:.0}{u}")
-        }
-    } else {
-        format!("{:.0}G", f / (K * K * K))
-    }
-}
-
-/// The `MEM` cell: the live session's process tree's memory (`1.2G`);
-/// `-` when not measured.
-pub fn mem_cell(r: &SessionInfo) -> String {
-    r.cost
-        .as_ref()
-        .map(|c| size_cell(c.memory_bytes))
-        .unwrap_or_else(|| "-".into())
-}
-
-/// The `CPU` cell: % of one core over the last interval (`12%`); `-`
-/// when not measured yet.
-pub fn cpu_cell(r: &SessionInfo) -> String {
-    match r.cost.as_ref().and_then(|c| c.cpu_percent) {
-        Some(p) if p > 0.0 && p < 1.0 => "<1%".into(),
-        Some(p) => format!("{p:.0}%"),
-        None => "-".into(),
-    }
-}
-
-/// The `CTX` cell: the share of the window in use; `~` marks a share of
-/// an assumed window (ccd's default: the CLI did not state one, and no
-/// config or built-in entry knows the model).
-pub fn ctx_cell(r: &SessionInfo) -> String {
-    let Some(p) = r.context_percent else {
-        return "-".into();
-    };
-    let guessed = r
-        .context_window
-        .as_ref()
-        .is_some_and(|w| w.source == "default");
-    format!("{}{p:.0}%", if guessed { "~" } else { "" })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use time::Duration;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(size_cell(812), "812");
-        assert_eq!(size_cell(34 * 1024), "34K");
-        assert_eq!(size_cell(5 * 1024 * 1024 + 200 * 1024), "5.2M");
-        assert_eq!(size_cell(386 * 1024 * 1024), "386M");
-        assert_eq!(size_cell(1024 * 1024 * 1024 + 100 * 1024 * 1024), "1.1G");
-        assert_eq!(size_cell(20 * 1024 * 1024 * 1024), "20G");
-    }
-
-    #[test]
-    fn ages() {
-        let now = OffsetDateTime::now_utc();
-        assert_eq!(ago(now, now), "just now");
-        assert_eq!(ago(now, now - Duration::seconds(42)), "42s ago");
-        assert_eq!(ago(now, now - Duration::minutes(3)), "3m ago");
-        assert_eq!(ago(now, now - Duration::hours(5)), "5h ago");
-        assert_eq!(ago(now, now - Duration::days(4)), "4d ago");
-        assert_eq!(ago(now, now + Duration::minutes(4)), "just now");
-    }
-
-    #[test]
-    fn a_share_of_an_assumed_window_is_marked() {
-        use ccd_protocol::methods::session::ContextWindow;
-        let mut r: SessionInfo = serde_json::from_value(serde_json::json!({
-            "session_id": "s", "state": "dead", "pid": null, "cwd": null, "status": null,
-            "waiting_for": null, "kind": null, "name": null, "version": null,
-            "started_at": null, "last_activity": null, "title": null, "model": null,
-            "context_tokens": 82000, "context_percent": 41.0, "context_window": null,
-            "transcript": null, "transcript_bytes": null, "writers": [],
-            "several_writers": false, "ccd": null
-        }))
-        .unwrap();
-        assert_eq!(ctx_cell(&r), "41%");
-        for (source, cell) in [("default", "~41%"), ("screen", "41%"), ("config", "41%")] {
-            r.context_window = Some(ContextWindow {
-                tokens: 200_000,
-                source: source.into(),
-            });
-            assert_eq!(ctx_cell(&r), cell);
-        }
-        r.context_percent = None;
-        assert_eq!(ctx_cell(&r), "-");
-    }
-
-    #[test]
-    fn home_shortening() {
-        assert_eq!(tilde("/home/u/p", Some("/home/u")), "~/p");
-        assert_eq!(tilde("/home/u", Some("/home/u")), "~");
-        assert_eq!(tilde("/home/user2/p", Some("/home/u")), "/home/user2/p");
-        assert_eq!(tilde("/x", None), "/x");
-    }
 }

@@ -1,4 +1,6 @@
-//! One module per subcommand.
+//! One module per subcommand, and [`run`], which picks it (the dashboard,
+//! `ccd ui`, is `main`'s: nothing here imports `ui/`). What they share
+//! with the dashboard is in `shared/`.
 
 mod attach;
 pub mod attached;
@@ -18,19 +20,13 @@ mod send;
 mod trim;
 
 use crate::cli::{Cli, Command, GlobalArgs};
-use ccd_client::{
-    connect_or_start, connect_or_start_sending, Client, ClientError, DaemonCommand, SocketDir,
-};
-use ccd_protocol::methods::attach::SessionAttach;
 use ccd_protocol::methods::session::RespondChoice;
 use std::process::ExitCode;
 
 pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let command = match cli.command.take() {
         Some(c) => c,
-        None if crate::ui::app::on_terminal() => Command::Ui {
-            key: crate::cli::DetachKeyArg { detach_key: None },
-        },
+        // `ccd` alone on a terminal (the dashboard) is `main`'s.
         None => {
             use clap::CommandFactory;
             Cli::command().print_help()?;
@@ -38,9 +34,6 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         }
     };
     match command {
-        // Nothing may write on the dashboard's screen: no log on stderr.
-        // Its machines are `--host` (several), resolved by the dashboard.
-        Command::Ui { key } => crate::ui::app::run(&cli.global, &key),
         Command::Holder => holder::run(),
         Command::Daemon(args) => {
             if args.action.is_some() {
@@ -56,6 +49,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             this_machine_only(&cli.global, "ccd dial-stdio")?;
             dial_stdio::run(&cli.global)
         }
+        Command::Ui { .. } => anyhow::bail!("the dashboard is started by `main`"),
         mut other => {
             crate::logging::init_client();
             // `HOST:session` names the host with the id when no --host did.
@@ -117,9 +111,6 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The client name sent in `hello`.
-pub const CLIENT_NAME: &str = concat!("ccd-cli/", env!("CARGO_PKG_VERSION"));
-
 /// The session argument of a command that takes one.
 fn session_mut(cmd: &mut Command) -> Option<&mut String> {
     match cmd {
@@ -147,91 +138,4 @@ fn this_machine_only(global: &GlobalArgs, what: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Connects to the daemon of the host this command names (`--host`):
-/// through ssh for another machine, else the local one, starting it (with
-/// this invocation's options) when none answers.
-pub fn connect(global: &GlobalArgs) -> anyhow::Result<Client> {
-    match crate::hosts::single(global)? {
-        crate::hosts::Target::Remote(r) => Ok(ccd_client::ssh::connect(r, CLIENT_NAME)?),
-        crate::hosts::Target::Local => connect_local(global),
-    }
-}
-
-/// [`connect`] for an attachment to `session` in `mode`: on this machine,
-/// its `session.attach` ([`crate::term::attach_params`]) goes out right
-/// behind `hello`, in the same write (one round trip fewer before the
-/// first frame); through ssh it is sent once connected.
-pub fn connect_attaching(
-    global: &GlobalArgs,
-    session: &str,
-    mode: crate::term::Mode,
-    extra: crate::term::AttachExtra,
-) -> anyhow::Result<crate::term::Opening> {
-    match crate::hosts::single(global)? {
-        crate::hosts::Target::Remote(r) => Ok(ccd_client::ssh::connect(r, CLIENT_NAME)?.into()),
-        crate::hosts::Target::Local => {
-            let (dir, cmd) = local_daemon(global)?;
-            let params = crate::term::attach_params(session, mode, extra, false);
-            let (client, sent) =
-                connect_or_start_sending::<SessionAttach>(&dir, &cmd, CLIENT_NAME, &params)?;
-            Ok(crate::term::Opening::Sent(client, sent))
-        }
-    }
-}
-
-/// Connects to this machine's daemon, starting one (with this
-/// invocation's options) when none answers.
-pub fn connect_local(global: &GlobalArgs) -> anyhow::Result<Client> {
-    let (dir, cmd) = local_daemon(global)?;
-    Ok(connect_or_start(&dir, &cmd, CLIENT_NAME)?)
-}
-
-/// This machine's socket directory, and how to start its daemon with this
-/// invocation's options.
-fn local_daemon(global: &GlobalArgs) -> anyhow::Result<(SocketDir, DaemonCommand)> {
-    let dir = SocketDir::resolve(global.socket_dir.as_deref());
-    let mut args: Vec<std::ffi::OsString> = vec!["daemon".into(), "--background".into()];
-    args.push("--socket-dir".into());
-    args.push(dir.path().into());
-    if let Some(c) = &global.claude_config_dir {
-        args.push("--claude-config-dir".into());
-        args.push(c.into());
-    }
-    if let Some(c) = &global.config {
-        args.push("--config".into());
-        args.push(c.into());
-    }
-    if let Some(c) = &global.claude_bin {
-        args.push("--claude-bin".into());
-        args.push(c.into());
-    }
-    let cmd = DaemonCommand {
-        program: std::env::current_exe()?,
-        args,
-    };
-    Ok((dir, cmd))
-}
-
-/// Connects only if a daemon is already running: `Ok(None)` when none
-/// answers. A socket directory or socket that is not private is an error
-/// (`ClientError::SocketDir(SocketDirError::NotPrivate)`), never "no daemon".
-pub fn connect_existing(global: &GlobalArgs) -> Result<Option<Client>, ClientError> {
-    // Another machine: its dial-stdio starts its daemon as needed.
-    if let Ok(crate::hosts::Target::Remote(r)) = crate::hosts::single(global) {
-        return ccd_client::ssh::connect(r, CLIENT_NAME).map(Some);
-    }
-    connect_existing_local(global)
-}
-
-/// [`connect_existing`] on this machine whatever `--host` says.
-pub fn connect_existing_local(global: &GlobalArgs) -> Result<Option<Client>, ClientError> {
-    let dir = SocketDir::resolve(global.socket_dir.as_deref());
-    Client::connect_if_running(&dir, CLIENT_NAME)
-}
-
-/// The first 8 characters of a session id.
-pub fn short_id(sid: &str) -> &str {
-    sid.get(..8).unwrap_or(sid)
 }

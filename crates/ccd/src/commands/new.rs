@@ -25,7 +25,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
     } else {
         ccd_claude::paths::normalize(&cwd)
     };
-    let mut client = super::connect(global)?;
+    let mut client = crate::shared::connect::connect(global)?;
     let size = terminal_size();
     // Chosen here, so that a daemon lost before it replies cannot leave
     // the user without the id (and starting a duplicate).
@@ -93,7 +93,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
                 eprintln!(
                     "Answer it yourself with `{} attach {}`.",
                     crate::hosts::ccd_on(global),
-                    line(super::short_id(&sid))
+                    line(crate::shared::cells::short_id(&sid))
                 );
                 println!("{}", line(&sid));
             }
@@ -105,7 +105,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
     if args.detach || !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Ok(ExitCode::SUCCESS);
     }
-    let key = super::attached::detach_key(global, &args.key)?;
+    let key = crate::shared::terminal::detach_key(global, &args.key)?;
     super::attached::attach_and_report(
         global,
         client,
@@ -121,7 +121,7 @@ pub fn run(global: &GlobalArgs, args: &NewArgs) -> anyhow::Result<ExitCode> {
 /// daemon adopts. Says which id it has and how to find it, so that
 /// nobody starts a second one; the id goes to stdout as on success.
 fn lost(sid: &str, cwd: &std::path::Path, e: &ccd_client::ClientError, ccd: &str) -> ExitCode {
-    let short = super::short_id(sid);
+    let short = crate::shared::cells::short_id(sid);
     eprintln!(
         "ccd new: lost the ccd daemon while starting session {sid} in {}: {e}",
         cwd.display()

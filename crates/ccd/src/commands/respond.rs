@@ -18,7 +18,7 @@ pub fn run(
         RespondChoice::No => "deny",
         _ => "approve",
     };
-    let mut c = super::connect(global)?;
+    let mut c = crate::shared::connect::connect(global)?;
     let params = RespondParams {
         session: args.session.clone(),
         choice,

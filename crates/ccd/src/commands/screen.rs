@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &ScreenArgs) -> anyhow::Result<ExitCode> {
-    let mut c = super::connect(global)?;
+    let mut c = crate::shared::connect::connect(global)?;
     let format = if args.ansi {
         ScreenFormat::Ansi
     } else {

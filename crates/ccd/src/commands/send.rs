@@ -7,7 +7,7 @@ use ccd_protocol::methods::session::{PinParams, SendParams, SessionPin, SessionS
 use std::process::ExitCode;
 
 pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
-    let mut c = super::connect(global)?;
+    let mut c = crate::shared::connect::connect(global)?;
     match c.call::<SessionSend>(&SendParams {
         session: args.session.clone(),
         text: args.text.clone(),
@@ -42,7 +42,7 @@ pub fn run(global: &GlobalArgs, args: &SendArgs) -> anyhow::Result<ExitCode> {
 
 /// `ccd pin` / `ccd unpin`.
 pub fn pin(global: &GlobalArgs, session: &str, pinned: bool) -> anyhow::Result<ExitCode> {
-    let mut c = super::connect(global)?;
+    let mut c = crate::shared::connect::connect(global)?;
     match c.call::<SessionPin>(&PinParams {
         session: session.to_string(),
         pinned,

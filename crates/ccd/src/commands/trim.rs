@@ -28,7 +28,7 @@ struct JsonError<'a> {
 }
 
 pub fn run(global: &GlobalArgs, args: &TrimArgs) -> anyhow::Result<ExitCode> {
-    let mut c = super::connect(global)?;
+    let mut c = crate::shared::connect::connect(global)?;
     let params = TrimParams {
         session: args.session.clone(),
         dry_run: args.dry_run,
@@ -63,7 +63,7 @@ pub fn run(global: &GlobalArgs, args: &TrimArgs) -> anyhow::Result<ExitCode> {
 /// The human-readable report (every file-derived text sanitized).
 pub fn render(r: &TrimResult) -> String {
     let mut o = String::new();
-    let short = super::short_id(&r.session);
+    let short = crate::shared::cells::short_id(&r.session);
     if r.undo {
         o += &format!(
             "{}: restored the original ({} → {})\n  from {}\n",

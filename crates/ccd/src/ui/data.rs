@@ -45,7 +45,7 @@ pub fn listing(
     let (held, idx) = std::thread::scope(|s| {
         let asked = s.spawn(move || {
             client
-                .map(|c| crate::commands::ls::held_and_costs(c, true))
+                .map(|c| crate::shared::listing::held_and_costs(c, true))
                 .transpose()
         });
         let idx = ccd_claude::index::build_cached(&config, probe.as_ref(), &windows, Some(&cache));
@@ -65,14 +65,14 @@ pub fn listing(
         Some((h, costs)) => {
             let mut rows = ccd_daemon::views::join_held(rows, h.sessions);
             if let Some(costs) = costs {
-                crate::commands::ls::put_costs(&mut rows, &costs);
+                crate::shared::listing::put_costs(&mut rows, &costs);
             }
             rows
         }
         None => {
             let mut rows = rows;
-            let here = crate::commands::ls::costs_here(&rows);
-            crate::commands::ls::put_costs(&mut rows, &here);
+            let here = crate::shared::listing::costs_here(&rows);
+            crate::shared::listing::put_costs(&mut rows, &here);
             rows
         }
     })
@@ -80,13 +80,13 @@ pub fn listing(
 
 /// Every session another machine's daemon lists (with their costs).
 pub fn remote_listing(client: &mut impl Caller) -> Result<Vec<SessionInfo>, ClientError> {
-    crate::commands::ls::list_pages(client, ListParams::default())
+    crate::shared::listing::list_pages(client, ListParams::default())
 }
 
 /// Every live session's cost now (the daemon samples every few seconds;
 /// the dashboard asks as often, with no listing built).
 pub fn costs(client: &mut impl Caller) -> Result<HashMap<u32, SessionCost>, ClientError> {
-    crate::commands::ls::costs_of_live(client)
+    crate::shared::listing::costs_of_live(client)
 }
 
 /// A held session's screen, as text rows.
@@ -156,7 +156,7 @@ pub fn respond(
             "approved"
         },
         r.prompt,
-        crate::commands::short_id(&r.session),
+        crate::shared::cells::short_id(&r.session),
         r.option
     ))
 }
@@ -174,7 +174,10 @@ pub fn kill(client: &mut impl Caller, session: &str) -> Result<String, ClientErr
         _ if r.exited => "exited".to_string(),
         _ => "signalled; not gone yet".to_string(),
     };
-    Ok(format!("{}: {how}", crate::commands::short_id(session)))
+    Ok(format!(
+        "{}: {how}",
+        crate::shared::cells::short_id(session)
+    ))
 }
 
 /// `session.fork`; the new session's id, or why it did not start (the

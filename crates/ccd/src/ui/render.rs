@@ -10,7 +10,7 @@
 
 use super::model::{Attention, Row};
 use super::view::{Daemon, Mode, PreviewKind, View};
-use crate::commands::ls::{ago, tilde};
+use crate::shared::cells::{ago, tilde};
 use ccd_claude::display::line;
 use ccd_claude::display::width::clip;
 use ccd_protocol::methods::session::{ActivityStatus, SessionState};
@@ -160,7 +160,7 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
             _ => " ".into(),
         },
         Col::Host => line(&r.host).into_owned(),
-        Col::Id => line(crate::commands::short_id(&i.session_id)).into_owned(),
+        Col::Id => line(crate::shared::cells::short_id(&i.session_id)).into_owned(),
         Col::State => match i.state {
             SessionState::Live => "live",
             SessionState::Dead => "dead",
@@ -169,9 +169,9 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
         .into(),
         Col::Status => status_word(r).into(),
         // As `ccd ls`: `~` marks a share of an assumed window.
-        Col::Ctx => crate::commands::ls::ctx_cell(i),
-        Col::Mem => crate::commands::ls::mem_cell(i),
-        Col::Cpu => crate::commands::ls::cpu_cell(i),
+        Col::Ctx => crate::shared::cells::ctx_cell(i),
+        Col::Mem => crate::shared::cells::mem_cell(i),
+        Col::Cpu => crate::shared::cells::cpu_cell(i),
         Col::Active => i
             .last_activity
             .as_deref()
@@ -212,7 +212,7 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
             if let Some(s) = &i.superseded_by {
                 t.push_str(&format!(
                     " [left; its ccd process now writes {}]",
-                    line(crate::commands::short_id(&s.writes_now))
+                    line(crate::shared::cells::short_id(&s.writes_now))
                 ));
             }
             t
@@ -295,7 +295,7 @@ fn draw_header(f: &mut Frame, area: Rect, view: &View) {
     // The memory in use before the counts: it must fit at 80 columns.
     let (memory, measured) = view.model.memory_total();
     let memory = if measured > 0 {
-        format!(" ({} in use)", crate::commands::ls::size_cell(memory))
+        format!(" ({} in use)", crate::shared::cells::size_cell(memory))
     } else {
         String::new()
     };
@@ -425,14 +425,17 @@ fn draw_preview(f: &mut Frame, area: Rect, view: &View) {
             } else {
                 String::new()
             },
-            line(crate::commands::short_id(&r.info.session_id)),
+            line(crate::shared::cells::short_id(&r.info.session_id)),
             match p.kind {
                 PreviewKind::Screen => "live screen",
                 PreviewKind::Transcript => "transcript",
                 PreviewKind::Note => "preview",
             }
         ),
-        (Some(r), _) => format!(" {} ", line(crate::commands::short_id(&r.info.session_id))),
+        (Some(r), _) => format!(
+            " {} ",
+            line(crate::shared::cells::short_id(&r.info.session_id))
+        ),
         (None, _) => " preview ".into(),
     };
     let block = Block::default()

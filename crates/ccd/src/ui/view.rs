@@ -186,7 +186,7 @@ impl View {
     /// else.
     pub fn set_rows(&mut self, host: &str, rows: Vec<SessionInfo>) {
         if !self.cli_note_said && self.message.is_none() {
-            if let Some(note) = crate::commands::ls::unverified_note(&rows) {
+            if let Some(note) = crate::shared::listing::unverified_note(&rows) {
                 self.message = Some(note);
                 self.cli_note_said = true;
             }

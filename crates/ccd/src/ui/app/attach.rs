@@ -31,16 +31,16 @@ impl App {
         let remote = self.link(host).and_then(|l| l.target.remote().cloned());
         let Some(remote) = remote else {
             let client =
-                crate::commands::connect(&self.global_for(host)).map_err(|e| e.to_string());
+                crate::shared::connect::connect(&self.global_for(host)).map_err(|e| e.to_string());
             self.attach_with(term, view, host, sid, mode, client);
             return;
         };
-        let short = crate::commands::short_id(sid).to_string();
+        let short = crate::shared::cells::short_id(sid).to_string();
         if let Some(k) = &self.attaching {
             view.message = Some(format!(
                 "still connecting to {} for {}… (Esc gives up)",
                 k.host,
-                crate::commands::short_id(&k.session)
+                crate::shared::cells::short_id(&k.session)
             ));
             return;
         }
@@ -53,7 +53,7 @@ impl App {
         let tx = self.tx.clone();
         let (host, session) = (host.to_string(), sid.to_string());
         std::thread::spawn(move || {
-            let client = crate::commands::connect(&global)
+            let client = crate::shared::connect::connect(&global)
                 .map(Box::new)
                 .map_err(|e| format!("{e:#}"));
             let _ = tx.send(Msg::Attachable {
@@ -98,7 +98,7 @@ impl App {
                 view.message = Some(format!(
                     "gave up attaching to {}:{}",
                     k.host,
-                    crate::commands::short_id(&k.session)
+                    crate::shared::cells::short_id(&k.session)
                 ));
                 true
             }
@@ -158,7 +158,7 @@ impl App {
         if let Err(e) = back {
             view.message = Some(format!("cannot take the terminal back: {e}"));
         }
-        let short = crate::commands::short_id(sid).to_string();
+        let short = crate::shared::cells::short_id(sid).to_string();
         view.message = Some(match r {
             Ok((outcome, attached)) => {
                 view.model.select_id(host, &attached.session);
@@ -197,7 +197,7 @@ fn without_signal_keys() -> Option<nix::sys::termios::Termios> {
 
 /// One line for a refused or failed attach.
 fn attach_error(sid: &str, e: &ccd_client::ClientError) -> String {
-    let short = crate::commands::short_id(sid);
+    let short = crate::shared::cells::short_id(sid);
     match e.rpc() {
         Some(rpc) if rpc.code == ErrorCode::SessionLiveElsewhere.code() => {
             let pid = rpc

@@ -185,7 +185,7 @@ impl App {
                     };
                     let text = format!(
                         "ccd: {on}{} needs you{}",
-                        crate::commands::short_id(sid),
+                        crate::shared::cells::short_id(sid),
                         e.tool
                             .as_deref()
                             .map(|t| format!(" ({t})"))
@@ -452,7 +452,7 @@ impl App {
                 };
                 let sid = r.info.session_id.clone();
                 let host = r.host.clone();
-                let short = crate::commands::short_id(&sid).to_string();
+                let short = crate::shared::cells::short_id(&sid).to_string();
                 if let Some(why) = view.stale(&host) {
                     // Answered at once: nothing can reach it now.
                     view.message = Some(super::jobs::unreachable(&host, why));

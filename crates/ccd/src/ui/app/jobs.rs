@@ -42,7 +42,7 @@ pub(super) fn run<C: Caller>(
         }
         e.to_string()
     };
-    let short = |s: &str| crate::commands::short_id(s).to_string();
+    let short = |s: &str| crate::shared::cells::short_id(s).to_string();
     let done = |m: String| Some(Msg::Done(host.to_string(), Done::Message(m)));
     let msg = match (job, client) {
         (Job::Reload | Job::Lost { .. }, _) => None,

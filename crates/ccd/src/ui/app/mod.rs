@@ -49,7 +49,6 @@ use ratatui::crossterm::event::Event;
 use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::prelude::CrosstermBackend;
 use ratatui::Terminal;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -292,11 +291,11 @@ fn leave_terminal() {
 }
 
 pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCode> {
-    crate::commands::attached::require_terminal("ccd ui")?;
+    crate::shared::terminal::require_terminal("ccd ui")?;
     let settings = Settings::load(global.config.as_deref())?;
     let notify = Notify::parse(settings.ui_notify.as_deref())?;
     let auto_trust = settings.auto_trust.unwrap_or(true);
-    let key = crate::commands::attached::detach_key(global, key_arg)?;
+    let key = crate::shared::terminal::detach_key(global, key_arg)?;
     let key_name = key_arg
         .detach_key
         .clone()
@@ -450,11 +449,6 @@ fn dashboard_hosts(global: &GlobalArgs, settings: &Settings) -> anyhow::Result<V
         Some(hosts) if !named && !hosts.is_empty() => crate::hosts::resolve_names(global, hosts),
         _ => crate::hosts::resolve(global),
     }
-}
-
-/// Whether `ccd` with no arguments should open the dashboard.
-pub fn on_terminal() -> bool {
-    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 #[cfg(test)]

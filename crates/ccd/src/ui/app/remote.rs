@@ -175,7 +175,8 @@ impl LinkThread {
         if let Ok(mut s) = self.said.lock() {
             s.clear();
         }
-        let mut client = ccd_client::ssh::connect(&self.remote, crate::commands::CLIENT_NAME)?;
+        let mut client =
+            ccd_client::ssh::connect(&self.remote, crate::shared::connect::CLIENT_NAME)?;
         let ssh_pid = client.peer_pid();
         // Subscribed first: what changes while the list is read comes as
         // events, kept in the client's queue until the reader sends them.

@@ -63,11 +63,11 @@ pub(super) fn spawn_events(global: GlobalArgs, tx: SyncSender<Msg>) {
         loop {
             let client = if first {
                 first = false;
-                crate::commands::connect(&global)
+                crate::shared::connect::connect(&global)
                     .map(Some)
                     .map_err(|e| e.to_string())
             } else {
-                crate::commands::connect_existing(&global).map_err(|e| e.to_string())
+                crate::shared::connect::connect_existing(&global).map_err(|e| e.to_string())
             };
             let why = match client {
                 Ok(Some(mut c)) => match subscribe_and_forward(&mut c, &tx) {
@@ -139,7 +139,9 @@ pub(super) fn spawn_loader(global: GlobalArgs, tx: SyncSender<Msg>) -> Sender<()
             let started = Instant::now();
             while rx.try_recv().is_ok() {}
             if client.is_none() {
-                client = crate::commands::connect_existing(&global).ok().flatten();
+                client = crate::shared::connect::connect_existing(&global)
+                    .ok()
+                    .flatten();
             }
             let mut r = data::listing(&global, client.as_mut());
             if r.is_err() && client.is_some() {
@@ -169,7 +171,9 @@ pub(super) fn spawn_worker(
         let mut client: Option<Client> = None;
         for job in rx {
             if client.is_none() {
-                client = crate::commands::connect_existing(&global).ok().flatten();
+                client = crate::shared::connect::connect_existing(&global)
+                    .ok()
+                    .flatten();
             }
             let ran = jobs::run(LOCAL, job, client.as_mut(), Tails::Files, auto_trust);
             if ran.lost.is_some() {
