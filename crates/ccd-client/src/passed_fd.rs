@@ -101,7 +101,7 @@ impl Read for RecvStream {
         } else {
             self.wait_readable()?;
         }
-        ccd_fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)
+        ccd_os::fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)
     }
 }
 
@@ -114,7 +114,7 @@ mod tests {
     fn a_descriptor_sent_with_bytes_is_kept_and_the_bytes_read() {
         let (a, b) = UnixStream::pair().expect("pair");
         let (mut x, y) = UnixStream::pair().expect("pair");
-        ccd_fdpass::send_with_fds(a.as_fd(), b"reply\n", &[y.as_fd()]).expect("sendmsg");
+        ccd_os::fdpass::send_with_fds(a.as_fd(), b"reply\n", &[y.as_fd()]).expect("sendmsg");
         drop(y);
         (&a).write_all(b"more\n").expect("write");
         let mut r = RecvStream::new(b);

@@ -196,7 +196,7 @@ async fn write_with_fd(wr: &mut OwnedWriteHalf, line: &[u8], fd: &OwnedFd) -> st
     let sent = loop {
         sock.writable().await?;
         let r = sock.try_io(Interest::WRITABLE, || {
-            ccd_fdpass::send_with_fds(sock.as_fd(), line, &[fd.as_fd()])
+            ccd_os::fdpass::send_with_fds(sock.as_fd(), line, &[fd.as_fd()])
         });
         match r {
             Ok(n) => break n,

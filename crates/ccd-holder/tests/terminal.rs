@@ -108,7 +108,7 @@ impl Conn {
     fn send_passing(&mut self, v: Value, fds: &[std::os::fd::BorrowedFd<'_>]) {
         let mut line = serde_json::to_vec(&v).unwrap();
         line.push(b'\n');
-        let n = ccd_fdpass::send_with_fds(self.w.as_fd(), &line, fds).unwrap();
+        let n = ccd_os::fdpass::send_with_fds(self.w.as_fd(), &line, fds).unwrap();
         self.w.write_all(&line[n..]).unwrap();
     }
 

@@ -1,15 +1,15 @@
 //! ccd-socket-dir: the private directory that holds the daemon's socket,
 //! its lock, and the holders' sockets.
 //!
-//! A leaf crate shared by the daemon (which creates and checks the
+//! A crate (over `ccd-protocol` and `ccd-os`) shared by the daemon (which creates and checks the
 //! directory) and the client (which checks it before it talks);
 //! `ccd-client` re-exports it as `ccd_client::socket_dir`. It is not in
 //! `ccd-protocol`, which stays pure (no file system, no `nix`): the
 //! protocol keeps only the location rule (`transport::socket_dir`).
 //!
-//! Peer credentials ([`peer`]): who is at the other end of a connection
-//! to one of these sockets, as the kernel tells it — the one place the
-//! daemon's client and the holders read them.
+//! Peer credentials ([`peer`], re-exported from `ccd_os::peer`, their
+//! home): who is at the other end of a connection to one of these
+//! sockets, as the kernel tells it.
 //!
 //! Resolution: an explicit path (`--socket-dir`), else `$CCD_SOCKET_DIR`,
 //! else `$XDG_RUNTIME_DIR/ccd`, else `/tmp/ccd-<uid>`. The directory must be
@@ -29,7 +29,7 @@
 // No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
 #![forbid(unsafe_code)]
 
-pub mod peer;
+pub use ccd_os::peer;
 
 use ccd_protocol::transport;
 use std::path::{Path, PathBuf};

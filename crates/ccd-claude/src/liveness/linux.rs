@@ -1,4 +1,5 @@
-//! Linux: `/proc/<pid>/stat` field 22 and the pid-namespace domain.
+//! Linux: `/proc/<pid>/stat` field 22 (parsed by `ccd_os::process::stat`)
+//! and the pid-namespace domain.
 
 use super::{ProcessProbe, ProcessState};
 
@@ -60,23 +61,17 @@ pub(crate) struct Stat {
     pub start: String,
 }
 
-/// Parses `/proc/<pid>/stat`. The command name (field 2) may contain spaces
-/// and parentheses, so fields are counted after the *last* `)`.
+/// Parses `/proc/<pid>/stat` (through `ccd_os::process::stat`, which
+/// counts the fields after the command name's *last* `)`).
 pub(crate) fn parse_stat(bytes: &[u8]) -> Option<Stat> {
-    let close = bytes.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&bytes[close + 1..]).ok()?;
-    let mut fields = rest.split_ascii_whitespace();
-    // Field 3 is the state; field 22 is 19 further on.
-    let state = *fields.next()?.as_bytes().first()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let start = fields.nth(17)?;
-    if start.is_empty() || !start.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
+    let f = ccd_os::process::stat::Fields::parse_bytes(bytes)?;
     Some(Stat {
-        state,
-        ppid,
-        start: start.to_string(),
+        state: f.state()?,
+        ppid: f.ppid()?,
+        start: f
+            .field(22)
+            .filter(|_| f.start_ticks().is_some())?
+            .to_string(),
     })
 }
 

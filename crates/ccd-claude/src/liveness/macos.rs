@@ -83,14 +83,14 @@ pub(super) struct KernelProbe;
 #[cfg(target_os = "macos")]
 impl KernelProbe {
     fn bsd_info(pid: u32) -> BsdInfo {
-        match ccd_sched::run_state::bsd_info(pid) {
+        match ccd_os::process::bsd_info(pid) {
             Ok(info) => BsdInfo::Found {
                 status: info.pbi_status,
                 start_secs: info.pbi_start_tvsec,
                 ppid: info.pbi_ppid,
             },
-            Err(ccd_sched::run_state::BsdInfoError::Failed(errno)) => BsdInfo::Failed(errno),
-            Err(ccd_sched::run_state::BsdInfoError::Short(n)) => BsdInfo::Short(n),
+            Err(ccd_os::process::BsdInfoError::Failed(errno)) => BsdInfo::Failed(errno),
+            Err(ccd_os::process::BsdInfoError::Short(n)) => BsdInfo::Short(n),
         }
     }
 }

@@ -280,10 +280,10 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream, open: &dyn Fn() -> usi
 /// parser was preempted 14,000 times a second). `poll` wakes for input,
 /// end of stream and errors only.
 ///
-/// It reads with `recvmsg` ([`ccd_fdpass`]), keeping descriptors passed
+/// It reads with `recvmsg` ([`ccd_os::fdpass`]), keeping descriptors passed
 /// with the bytes (`SCM_RIGHTS`: a terminal handed over) for the
 /// `holder.terminal` they came with; at most [`MAX_PASSED_FDS`] wait,
-/// older ones are closed (and a message's beyond [`ccd_fdpass::MAX_FDS`]
+/// older ones are closed (and a message's beyond [`ccd_os::fdpass::MAX_FDS`]
 /// by the kernel).
 ///
 /// Until the connection's hello, its wait ends at `hello_by`: a read
@@ -325,7 +325,7 @@ impl PollFirst {
 impl std::io::Read for PollFirst {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.wait_readable()?;
-        let n = ccd_fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)?;
+        let n = ccd_os::fdpass::recv_keeping_fds(self.stream.as_fd(), buf, &mut self.passed)?;
         if self.passed.len() > MAX_PASSED_FDS {
             let extra = self.passed.len() - MAX_PASSED_FDS;
             self.passed.drain(..extra);

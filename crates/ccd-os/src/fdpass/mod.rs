@@ -1,10 +1,10 @@
-//! ccd-fdpass: descriptors passed over a Unix stream socket (`SCM_RIGHTS`).
+//! Descriptor passing over a Unix stream socket (`SCM_RIGHTS`).
 //!
 //! Three places pass descriptors: the daemon passes a holder connection to
 //! a client with `session.attach`'s reply (a direct stream), the client
 //! hands its terminal to the holder with `holder.terminal`, and both
-//! receiving sides keep what came. A leaf crate (libc, and nix for
-//! `sendmsg` and `fcntl`), so each uses the same two calls:
+//! receiving sides keep what came. Each uses the same two calls (libc,
+//! and nix for `sendmsg` and `fcntl`):
 //!
 //! - [`send_with_fds`]: one `sendmsg` carrying the descriptors with the
 //!   message's first bytes; the caller writes whatever did not go.
@@ -25,8 +25,8 @@
 //!
 //! # Close-on-exec
 //!
-//! Linux installs received descriptors close-on-exec (`MSG_CMSG_CLOEXEC`).
-//! macOS has no such flag: there each one is made close-on-exec
+//! Linux installs received descriptors close-on-exec (`MSG_CMSG_CLOEXEC`,
+//! `linux`). macOS (`macos`) has no such flag: there each one is made close-on-exec
 //! (`fcntl(F_SETFD, FD_CLOEXEC)`) as soon as `recvmsg` returns, before
 //! [`recv_keeping_fds`] does. A program started from another thread
 //! inside that window would inherit it; none is: the receivers are the
@@ -35,11 +35,16 @@
 //! besides), and the client, which starts the daemon or `ssh` before it
 //! connects, never while a connection is being read.
 
-// Unsafe code only where an item allows it, with its reason
-// (docs/architecture.md, "Unsafe code").
-#![deny(unsafe_code)]
-
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as imp;
+#[cfg(not(target_os = "linux"))]
+mod macos;
+#[cfg(not(target_os = "linux"))]
+use macos as imp;
 
 /// The most descriptors one received message may bring (room for more is
 /// not made: the kernel closes the rest).
@@ -118,7 +123,7 @@ pub fn recv_keeping_fds(
         msg.msg_control = control.0.as_mut_ptr().cast();
         msg.msg_controllen = libc::CMSG_SPACE((FD * MAX_FDS) as u32) as _;
         loop {
-            let r = libc::recvmsg(sock.as_raw_fd(), &mut msg, RECV_FLAGS);
+            let r = libc::recvmsg(sock.as_raw_fd(), &mut msg, imp::RECV_FLAGS);
             if r >= 0 {
                 break (r as usize, msg);
             }
@@ -145,26 +150,13 @@ pub fn recv_keeping_fds(
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    if !cfg!(target_os = "linux") {
-        // No MSG_CMSG_CLOEXEC here (module doc, "Close-on-exec"). Every
-        // descriptor is owned already, so an error drops none unowned.
-        for fd in &passed[first_new..] {
-            set_cloexec(fd)?;
-        }
-    }
+    // Every descriptor is owned already, so an error drops none unowned.
+    imp::after_recv(&passed[first_new..])?;
     Ok(n)
 }
 
-/// `recvmsg`'s flags: received descriptors close-on-exec where the kernel
-/// can do it (module doc, "Close-on-exec").
-#[cfg(target_os = "linux")]
-const RECV_FLAGS: libc::c_int = libc::MSG_CMSG_CLOEXEC;
-/// `recvmsg`'s flags: none; [`set_cloexec`] follows the call.
-#[cfg(not(target_os = "linux"))]
-const RECV_FLAGS: libc::c_int = 0;
-
 /// Makes `fd` close-on-exec (where `recvmsg` cannot: module doc).
-fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
+pub fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
     use nix::fcntl::{fcntl, FcntlArg, FdFlag};
     fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
     Ok(())

@@ -1,0 +1,54 @@
+//! macOS: the kernel's `proc_bsdinfo` of a process
+//! (`proc_pidinfo(PROC_PIDTBSDINFO)`, `<libproc.h>`): its status, parent
+//! and start time. The one call of it: liveness (`ccd-claude`) and
+//! [`super::is_stopped`] read it here. Compiled for macOS only; not run
+//! on a Mac in this project's tests.
+
+/// `SSTOP` of `<sys/proc.h>`: "process debugging or suspension".
+pub const SSTOP: u32 = 4;
+/// `SZOMB` of `<sys/proc.h>`: a zombie (it has exited).
+pub const SZOMB: u32 = 5;
+
+pub(super) fn is_stopped(pid: u32) -> bool {
+    bsd_info(pid).is_ok_and(|info| info.pbi_status == SSTOP)
+}
+
+/// Why [`bsd_info`] has no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BsdInfoError {
+    /// The call failed with this errno (`ESRCH`: no such process).
+    Failed(i32),
+    /// The kernel wrote this many bytes, less than a whole `proc_bsdinfo`.
+    Short(i32),
+}
+
+/// The kernel's `proc_bsdinfo` of `pid` (`proc_pidinfo(PROC_PIDTBSDINFO)`).
+pub fn bsd_info(pid: u32) -> Result<libc::proc_bsdinfo, BsdInfoError> {
+    let Ok(pid) = libc::c_int::try_from(pid) else {
+        return Err(BsdInfoError::Failed(libc::ESRCH));
+    };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+    #[allow(unsafe_code)] // reason: proc_pidinfo has no wrapper in nix, rustix or std
+    //
+    // SAFETY: `info` is a writable buffer of `size` bytes; the kernel
+    // writes at most that many and returns how many it wrote. It is read
+    // only when filled whole (n == size), and zeroed before besides; every
+    // field of `proc_bsdinfo` is a plain integer or byte array.
+    let (n, info) = unsafe {
+        let n = libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            info.as_mut_ptr().cast(),
+            size,
+        );
+        (n, (n == size).then(|| info.assume_init()))
+    };
+    if n <= 0 {
+        return Err(BsdInfoError::Failed(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ));
+    }
+    info.ok_or(BsdInfoError::Short(n))
+}
