@@ -382,7 +382,7 @@ fn known_to_ccd_only(session_id: &str, meta: &crate::holders::spec::HolderMeta) 
 }
 
 /// A permission dialog in a line: `<tool> <detail>`.
-pub fn permission_text(p: &ccd_holder::PermissionInfo) -> String {
+pub fn permission_text(p: &ccd_protocol::holder::PermissionInfo) -> String {
     let tool = crate::holders::permission_tool(p);
     match p.detail.as_deref().filter(|d| !d.is_empty()) {
         Some(d) => format!("{tool} {d}"),

@@ -1,7 +1,7 @@
 //! `session.respond`: answering the tool permission prompt a held session
 //! shows, on a person's request.
 //!
-//! Nothing is pressed blind: the walk ([`ccd_holder::walk::respond`]) reads
+//! Nothing is pressed blind: the walk ([`ccd_walk::respond`]) reads
 //! the screen first — no permission dialog, or another one than the caller
 //! named (`prompt`), and nothing is typed — finds the option by its label,
 //! moves the pointer one arrow at a time, each move seen on the screen
@@ -22,10 +22,10 @@ use crate::session_ops::drive::{
 };
 use crate::session_ops::resolve::held;
 use ccd_claude::typing;
-use ccd_holder::walk::{RespondTiming, RespondWalk};
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{RespondChoice, RespondParams, RespondResult};
 use ccd_protocol::RpcError;
+use ccd_walk::{RespondTiming, RespondWalk};
 
 /// `session.respond` (see the module doc).
 pub async fn respond(ctx: &ConnCtx, p: RespondParams) -> Result<RespondResult, RpcError> {

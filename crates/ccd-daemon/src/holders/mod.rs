@@ -194,7 +194,7 @@ pub fn lifecycle_of(i: &InfoResult) -> Lifecycle {
 
 /// What a permission dialog asks for, in a word or two: its heading, else
 /// its kind.
-pub fn permission_tool(p: &ccd_holder::PermissionInfo) -> String {
+pub fn permission_tool(p: &ccd_protocol::holder::PermissionInfo) -> String {
     p.heading
         .clone()
         .filter(|h| !h.is_empty())
@@ -203,7 +203,7 @@ pub fn permission_tool(p: &ccd_holder::PermissionInfo) -> String {
 
 /// The prompt id of a permission dialog a holder reports (the one
 /// `session.respond` checks the screen against).
-pub fn permission_prompt_id(p: &ccd_holder::PermissionInfo) -> String {
+pub fn permission_prompt_id(p: &ccd_protocol::holder::PermissionInfo) -> String {
     ccd_screen::prompt_id(
         &p.kind,
         p.heading.as_deref(),
@@ -214,8 +214,8 @@ pub fn permission_prompt_id(p: &ccd_holder::PermissionInfo) -> String {
 
 /// A human sentence for an attention reason (the events say it; so do
 /// `session.new` and the listing).
-pub fn attention_text(r: &ccd_holder::AttentionReason) -> String {
-    use ccd_holder::AttentionReason as A;
+pub fn attention_text(r: &ccd_protocol::holder::AttentionReason) -> String {
+    use ccd_protocol::holder::AttentionReason as A;
     match r {
         A::ApiKeyDialog => "Claude Code asks whether to use the API key in the environment (ccd never answers this)".into(),
         A::TrustDialog => "the folder-trust dialog is waiting (auto-trust is off)".into(),

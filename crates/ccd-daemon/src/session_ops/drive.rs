@@ -1,16 +1,16 @@
 //! Driving a held session's screen: reading it as text, typing bytes,
 //! and the walks that act on it only as far as the screen confirms
-//! (`ccd_holder::walk`) — submitting a prompt ([`submit`]: `session.send`)
+//! (`ccd_walk`) — submitting a prompt ([`submit`]: `session.send`)
 //! and, for a holder too old to walk one itself, running any walk from
 //! here over `holder.screen` and `holder.input` ([`over_rpc`]).
 
 use crate::holders::rpc::{call_once, HolderConn};
 use crate::holders::HolderEntry;
 use ccd_claude::typing;
-use ccd_holder::walk::{self, Seen, Step, SubmitTiming, SubmitWalk, WalkError, PROMPT_BACK_WAIT};
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::session::{RefusedReason, ScreenFormat, TextRefused, TextTooLong};
 use ccd_protocol::RpcError;
+use ccd_walk::{self as walk, Seen, Step, SubmitTiming, SubmitWalk, WalkError, PROMPT_BACK_WAIT};
 use std::time::{Duration, Instant};
 
 /// How long a holder may take to walk a dialog and answer (its walk's
@@ -21,7 +21,9 @@ pub(crate) const WALK_TIMEOUT: Duration = Duration::from_secs(28);
 const POLL: Duration = Duration::from_millis(30);
 
 /// The holder's screen as text, with its verdict.
-pub(crate) async fn text_screen(entry: &HolderEntry) -> Result<ccd_holder::ScreenResult, RpcError> {
+pub(crate) async fn text_screen(
+    entry: &HolderEntry,
+) -> Result<ccd_protocol::holder::ScreenResult, RpcError> {
     call_once::<h::Screen>(
         &entry.socket,
         &h::ScreenParams {
@@ -85,7 +87,7 @@ pub(crate) fn typed_for(
 
 /// Types `text` into `entry`'s prompt and submits it, only at the prompt
 /// (`session.send`). Each step is confirmed on the screen, never assumed
-/// ([`ccd_holder::walk::submit`]). A holder of protocol
+/// ([`ccd_walk::submit`]). A holder of protocol
 /// [`h::WALK_VERSION`] walks it itself (`holder.submit`, one call); an
 /// older one is walked from here over `holder.screen` and `holder.input`.
 pub async fn submit(
@@ -139,6 +141,7 @@ pub async fn over_rpc(
             application_cursor: s.modes.application_cursor,
             bracketed_paste: s.modes.bracketed_paste,
             prompt_since: None,
+            changed_at: None,
         };
         match step(&seen).map_err(|e| e.into_rpc(sid, &s.rows))? {
             Step::Send(bytes) => type_bytes(entry, &bytes).await?,

@@ -17,21 +17,17 @@
 //!
 //! # The trust step
 //!
-//! 1. wait until the dialog has been unchanged for `trust_stable`;
-//! 2. ask the classifier for the way to the trust option; ambiguous → attention;
-//! 3. if the pointer is not on it, press ONE arrow key, then wait until the
-//!    screen changed and settled (or a timeout, the key may have been lost),
-//!    re-classify and go to 3 (bounded by `max_attempts`);
-//! 4. only when a settled screen shows the pointer on the trust option, press
-//!    Enter; then wait for the dialog to go away (a verified Enter is retried
-//!    if the dialog stays, within the same bound).
-//!
-//! Enter is never pressed on an option that was not verified, on a settled
-//! screen, to be the trust option.
+//! Walked by [`ccd_walk::TrustWalk`], the walk core beside the permission
+//! prompt's and the submit's (the same [`Seen`]/[`Step`]/[`WalkError`]),
+//! stepped here on each observation before ready: with the dialog on the
+//! screen when auto-trust is on, and without it (the walk learns it went).
+//! Its keys become [`Action::Send`]; a walk that stopped is the session's
+//! `needs_attention` while the dialog stays ([`WalkError::attention`]).
 
 use std::time::{Duration, Instant};
 
-use ccd_screen::{ScreenState, TrustDialog, TrustPath};
+use ccd_screen::ScreenState;
+use ccd_walk::{Seen, Step, TrustTiming, TrustWalk, WalkError};
 use serde::Serialize;
 
 use crate::exit::ExitInfo;
@@ -69,17 +65,28 @@ pub struct CoreConfig {
 impl CoreConfig {
     /// Defaults derived from the trust stability time.
     pub fn new(auto_trust: bool, trust_stable: Duration) -> Self {
+        let t = TrustTiming::new(trust_stable);
         Self {
             auto_trust,
-            trust_stable,
-            settle: (trust_stable / 3)
-                .clamp(Duration::from_millis(100), Duration::from_millis(300)),
-            key_timeout: Duration::from_millis(800),
-            enter_timeout: Duration::from_secs(3),
-            max_attempts: 4,
+            trust_stable: t.trust_stable,
+            settle: t.settle,
+            key_timeout: t.key_timeout,
+            enter_timeout: t.enter_timeout,
+            max_attempts: t.max_attempts,
             blocking_grace: Duration::from_secs(3),
             ready_settle: Duration::from_millis(700),
             ready_fallback: Duration::from_secs(5),
+        }
+    }
+
+    /// The trust walk's times and bounds.
+    pub fn trust_timing(&self) -> TrustTiming {
+        TrustTiming {
+            trust_stable: self.trust_stable,
+            settle: self.settle,
+            key_timeout: self.key_timeout,
+            enter_timeout: self.enter_timeout,
+            max_attempts: self.max_attempts,
         }
     }
 }
@@ -134,27 +141,13 @@ pub enum Action {
     Attention(Option<AttentionReason>),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TrustStep {
-    /// Waiting for the dialog to be stable.
-    WaitStable,
-    /// An arrow was sent at this instant.
-    AwaitMove(Instant),
-    /// Enter was sent at this instant.
-    AwaitGone(Instant),
-    /// The dialog went away after our Enter (or was answered by someone).
-    Done,
-    /// Gave up; attention raised.
-    GaveUp,
-}
-
 /// The state machine.
 #[derive(Debug, Clone)]
 pub struct Lifecycle {
     cfg: CoreConfig,
     state: State,
-    trust: TrustStep,
-    attempts: u32,
+    trust: TrustWalk,
+    /// Why the trust walk stopped, while the dialog stays.
     trust_problem: Option<AttentionReason>,
     attention: Option<AttentionReason>,
     unknown_since: Option<Instant>,
@@ -167,15 +160,14 @@ impl Lifecycle {
     /// A session that was just spawned.
     pub fn new(cfg: CoreConfig) -> Self {
         Self {
-            cfg,
             state: State::Starting,
-            trust: TrustStep::WaitStable,
-            attempts: 0,
+            trust: TrustWalk::new(cfg.trust_timing()),
             trust_problem: None,
             attention: None,
             unknown_since: None,
             session_id: None,
             registry_since: None,
+            cfg,
         }
     }
 
@@ -247,24 +239,22 @@ impl Lifecycle {
                 if !at_prompt {
                     tracing::warn!(verdict = ?obs.verdict, "the registry entry is live but no prompt is recognized on screen; ready anyway");
                 }
-                if self.trust != TrustStep::WaitStable {
-                    self.trust = TrustStep::Done;
-                }
                 self.go(State::Ready, None, &mut out);
             }
         }
 
         let before_ready = matches!(self.state, State::Starting | State::Trust);
         if before_ready {
-            if let ScreenState::TrustDialog(d) = obs.verdict {
+            if let ScreenState::TrustDialog(_) = obs.verdict {
                 if self.state == State::Starting {
                     self.go(State::Trust, None, &mut out);
                 }
                 if self.cfg.auto_trust {
-                    self.trust_step(d, obs, &mut out);
+                    self.walk_trust(obs, &mut out);
                 }
             } else {
-                self.dialog_absent(obs);
+                // The walk learns the dialog went.
+                self.walk_trust(obs, &mut out);
             }
         }
 
@@ -319,119 +309,38 @@ impl Lifecycle {
         }
     }
 
-    /// The trust dialog is not on screen (any more).
-    fn dialog_absent(&mut self, _obs: &Observation<'_>) {
-        match self.trust {
-            TrustStep::AwaitGone(_) | TrustStep::AwaitMove(_) | TrustStep::GaveUp => {
-                tracing::info!(step = ?self.trust, "trust dialog gone");
-                self.trust = TrustStep::Done;
-                self.trust_problem = None;
-            }
-            TrustStep::WaitStable | TrustStep::Done => {}
-        }
-    }
-
-    fn give_up(&mut self, reason: AttentionReason) {
-        tracing::warn!(reason = ?reason, attempts = self.attempts, "trust step gave up");
-        self.trust = TrustStep::GaveUp;
-        self.trust_problem = Some(reason);
-    }
-
-    fn trust_step(&mut self, d: &TrustDialog, obs: &Observation<'_>, out: &mut Vec<Action>) {
-        let stable_for = obs.now.saturating_duration_since(obs.changed_at);
-        tracing::debug!(
-            step = ?self.trust,
-            selected = ?d.selected,
-            trust_index = ?d.trust_index,
-            to_trust = ?d.to_trust,
-            stable_ms = stable_for.as_millis() as u64,
-            attempts = self.attempts,
-            "trust dialog verdict"
-        );
-        match self.trust {
-            TrustStep::GaveUp => {}
-            // Dialog back after it went away: start over (bounded by attempts).
-            TrustStep::WaitStable | TrustStep::Done => {
-                if stable_for >= self.cfg.trust_stable {
-                    self.decide(d, obs, out);
-                } else {
-                    self.trust = TrustStep::WaitStable;
-                }
-            }
-            TrustStep::AwaitMove(sent) => {
-                let changed_since = obs.changed_at > sent;
-                let settled = stable_for >= self.cfg.settle;
-                let lost = !changed_since
-                    && obs.now.saturating_duration_since(sent) >= self.cfg.key_timeout;
-                if (changed_since && settled) || lost {
-                    self.decide(d, obs, out);
-                } else if obs.now.saturating_duration_since(sent) >= self.cfg.key_timeout * 10 {
-                    self.give_up(AttentionReason::TrustUnverified {
-                        detail: "the screen never settled after a key".into(),
-                    });
-                }
-            }
-            TrustStep::AwaitGone(sent) => {
-                let waited = obs.now.saturating_duration_since(sent);
-                if waited >= self.cfg.enter_timeout && stable_for >= self.cfg.settle {
-                    // Still there: Enter was lost. Retry only if verified again.
-                    self.decide(d, obs, out);
-                }
-            }
-        }
-    }
-
-    /// Read the settled dialog and press at most one key.
-    fn decide(&mut self, d: &TrustDialog, obs: &Observation<'_>, out: &mut Vec<Action>) {
-        if self.attempts >= self.cfg.max_attempts {
-            self.give_up(AttentionReason::TrustUnverified {
-                detail: format!(
-                    "selection not verified on the trust option after {} key presses",
-                    self.attempts
-                ),
-            });
-            return;
-        }
-        let keys = match &d.to_trust {
-            TrustPath::Keys(k) => *k,
-            TrustPath::Ambiguous(a) => {
-                self.give_up(AttentionReason::TrustAmbiguous {
-                    detail: format!("{a:?}"),
-                });
-                return;
-            }
+    /// One step of the trust walk on this observation.
+    fn walk_trust(&mut self, obs: &Observation<'_>, out: &mut Vec<Action>) {
+        let seen = Seen {
+            now: obs.now,
+            verdict: obs.verdict,
+            application_cursor: obs.application_cursor,
+            bracketed_paste: false,
+            prompt_since: None,
+            changed_at: Some(obs.changed_at),
         };
-        self.attempts += 1;
-        if d.trust_selected() {
-            tracing::info!(
-                option = d
-                    .trust_index
-                    .and_then(|i| d.options.get(i))
-                    .map(|o| o.label.as_str()),
-                attempt = self.attempts,
-                "trust option verified selected; sending Enter"
-            );
-            out.push(Action::Send {
-                bytes: b"\r".to_vec(),
-                purpose: KeyPurpose::TrustConfirm,
-            });
-            self.trust = TrustStep::AwaitGone(obs.now);
-        } else {
-            let bytes = keys.key.bytes(obs.application_cursor).to_vec();
-            tracing::info!(
-                key = ?keys.key,
-                remaining = keys.count,
-                selected = ?d.selected,
-                trust_index = ?d.trust_index,
-                attempt = self.attempts,
-                "sending one navigation key towards the trust option"
-            );
-            out.push(Action::Send {
-                bytes,
-                purpose: KeyPurpose::TrustNavigate,
-            });
-            self.trust = TrustStep::AwaitMove(obs.now);
+        match self.trust.step(&seen) {
+            Ok(step) => {
+                self.trust_problem = None;
+                if let Step::Send(bytes) = step {
+                    let purpose = if bytes == b"\r" {
+                        KeyPurpose::TrustConfirm
+                    } else {
+                        KeyPurpose::TrustNavigate
+                    };
+                    out.push(Action::Send { bytes, purpose });
+                }
+            }
+            Err(e) => self.trust_problem = e.attention().or_else(|| Some(unverified(&e))),
         }
+    }
+}
+
+/// A stop of the trust walk that names no attention of its own (none
+/// does today) is shown as an unverified trust option.
+fn unverified(e: &WalkError) -> AttentionReason {
+    AttentionReason::TrustUnverified {
+        detail: e.to_string(),
     }
 }
 
@@ -558,14 +467,6 @@ mod tests {
         assert!(a.contains(&Action::SessionId("sid-1".into())));
         assert_eq!(r.lc.state(), State::Ready);
         assert_eq!(r.lc.attention(), None);
-    }
-
-    #[test]
-    fn old_variant_enters_at_once_when_already_on_trust() {
-        let mut r = Run::new(cfg());
-        let v = trust_screen(&[" ❯ 1. Yes, I trust this folder", "   2. No, exit"]);
-        assert!(sends(&r.at(500, 0, &v)).is_empty());
-        assert_eq!(sends(&r.at(1000, 0, &v)), vec![b"\r".to_vec()]);
     }
 
     #[test]

@@ -114,6 +114,7 @@ fn drive_looks(
             application_cursor: l.application_cursor,
             bracketed_paste: l.bracketed_paste,
             prompt_since: prompt_since(session, &l.verdict),
+            changed_at: None,
         };
         match step(&seen)? {
             Step::Send(bytes) => session.send_walk_input(bytes).map_err(Stop::Session)?,

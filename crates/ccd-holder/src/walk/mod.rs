@@ -1,86 +1,9 @@
-//! Walking a dialog on a person's request: answering the permission prompt
-//! ([`respond::RespondWalk`], `holder.respond`) and submitting a prompt
-//! ([`submit::SubmitWalk`], `holder.submit`), with the trust step's
-//! discipline: nothing is pressed blind, each key's effect is seen on the
-//! screen before the next, Enter only on a verified option.
-//!
-//! The walks are sans IO, like the lifecycle core: each [`Seen`] (the
-//! verdict on the screen, the time, when the prompt first showed) goes in,
-//! a [`Step`] comes out (keys to type, a time to look again at the latest,
-//! done) or a [`WalkError`]. Two drivers run them:
-//!
-//! - in the holder ([`driver`], holder protocol [`WALK_VERSION`]): on the
-//!   connection's thread, reading the screen model itself and waking on new
-//!   output, knowing when the prompt appeared — one call from the daemon;
-//! - in the daemon, for a holder of an older protocol (which outlives an
-//!   upgrade): over `holder.screen` and `holder.input`, polling, knowing
-//!   only when it first saw the prompt.
-//!
-//! [`WALK_VERSION`]: ccd_protocol::holder::WALK_VERSION
+//! Walking a dialog on a person's request: the walks' sans-IO cores live in
+//! the `ccd-walk` crate (re-exported here, so `ccd_holder::walk::*` names
+//! them too); [`driver`] is the holder's driver of `holder.respond` and
+//! `holder.submit`. The trust step's driver is the lifecycle thread
+//! ([`crate::lifecycle`]).
 
 pub mod driver;
-mod error;
-pub mod respond;
-pub mod submit;
 
-use std::time::Instant;
-
-use ccd_screen::ScreenState;
-
-pub use error::WalkError;
-pub use respond::{Answered, RespondTiming, RespondWalk};
-pub use submit::{SubmitTiming, SubmitWalk, Submitted};
-
-/// One look at the session.
-#[derive(Debug, Clone, Copy)]
-pub struct Seen<'a> {
-    /// Now.
-    pub now: Instant,
-    /// The classifier's verdict on the screen as parsed now.
-    pub verdict: &'a ScreenState,
-    /// DECCKM: arrows are sent as `ESC O x`.
-    pub application_cursor: bool,
-    /// Bracketed paste is on: typed text goes inside paste markers.
-    pub bracketed_paste: bool,
-    /// When the permission prompt on the screen first showed, if the
-    /// driver knows (the holder does; the daemon knows only when it first
-    /// saw it, which the walk takes when this is `None`).
-    pub prompt_since: Option<Instant>,
-}
-
-/// What the driver does next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    /// Type these bytes, then look again.
-    Send(Vec<u8>),
-    /// Look again on new output, at this instant at the latest.
-    Wait(Instant),
-    /// The walk is over; its outcome is ready.
-    Done,
-}
-
-/// The draft in the input box, `None` when the input prompt is not showing.
-pub fn draft_of(verdict: &ScreenState) -> Option<&str> {
-    match verdict {
-        ScreenState::Ready(p) => Some(&p.input),
-        _ => None,
-    }
-}
-
-/// How long a refusal's message waits for the input prompt to come back.
-pub const PROMPT_BACK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The step of a wait for the input prompt (a refused tool brings it back
-/// before its message is submitted), given up at `until`.
-pub fn prompt_back(seen: &Seen, until: Instant) -> Result<Step, WalkError> {
-    if matches!(seen.verdict, ScreenState::Ready(_)) {
-        Ok(Step::Done)
-    } else if seen.now >= until {
-        Err(WalkError::NotBack {
-            waited_secs: PROMPT_BACK_WAIT.as_secs(),
-            shows: seen.verdict.shows(),
-        })
-    } else {
-        Ok(Step::Wait(until))
-    }
-}
+pub use ccd_walk::*;

@@ -382,6 +382,7 @@ mod tests {
             application_cursor: false,
             bracketed_paste: true,
             prompt_since: since,
+            changed_at: None,
         }
     }
 

@@ -231,6 +231,7 @@ mod tests {
             application_cursor: false,
             bracketed_paste: true,
             prompt_since: None,
+            changed_at: None,
         }
     }
 

@@ -1,8 +1,11 @@
 //! Why a walk stopped, and what the client that asked for it gets: the same
 //! codes, messages and `data` whichever driver ran the walk (the holder's
-//! or the daemon's for an older holder).
+//! or the daemon's for an older holder). The trust step's stops are no
+//! client's answer: the lifecycle shows them as the session's
+//! `needs_attention` ([`WalkError::attention`]).
 
 use ccd_protocol::error_data::{NotAtPromptData, PromptNotShownData};
+use ccd_protocol::holder::AttentionReason;
 use ccd_protocol::methods::session::RespondChoice;
 use ccd_protocol::{ErrorCode, RpcError};
 
@@ -92,6 +95,21 @@ pub enum WalkError {
         /// What the screen shows.
         shows: &'static str,
     },
+    /// The trust step: the classifier cannot tell the way to the trust
+    /// option; nothing was typed since.
+    #[error("the trust dialog is ambiguous: {detail}")]
+    TrustAmbiguous {
+        /// What the classifier could not tell.
+        detail: String,
+    },
+    /// The trust step: the pointer was not verified on the trust option
+    /// within the bound of key presses, or the screen never settled after
+    /// a key; Enter was not pressed on an unverified option.
+    #[error("the trust option was not verified: {detail}")]
+    TrustUnverified {
+        /// Why.
+        detail: String,
+    },
 }
 
 /// The word a screen showing a permission prompt gets in a walk's errors
@@ -122,6 +140,20 @@ fn not_at_prompt(message: String, sid: &str, shows: &str, rows: &[String]) -> Rp
 }
 
 impl WalkError {
+    /// What a person must look at when the trust step stopped (`None` for
+    /// the stops of the walks a client asked for, which the client gets).
+    pub fn attention(&self) -> Option<AttentionReason> {
+        match self {
+            WalkError::TrustAmbiguous { detail } => Some(AttentionReason::TrustAmbiguous {
+                detail: detail.clone(),
+            }),
+            WalkError::TrustUnverified { detail } => Some(AttentionReason::TrustUnverified {
+                detail: detail.clone(),
+            }),
+            _ => None,
+        }
+    }
+
     /// What the client gets for session `sid`, whose screen's rows are
     /// `rows` now (the `data` of a `not_at_prompt`).
     pub fn into_rpc(self, sid: &str, rows: &[String]) -> RpcError {
@@ -196,6 +228,9 @@ impl WalkError {
                 shows,
                 rows,
             ),
+            e @ (WalkError::TrustAmbiguous { .. } | WalkError::TrustUnverified { .. }) => {
+                RpcError::internal(format!("session {sid}: {e}"))
+            }
         }
     }
 }
