@@ -169,6 +169,11 @@ pub enum Command {
     /// Print the current screen of a session ccd holds.
     #[command(after_help = "Examples:\n  ccd screen 9cc17429\n  ccd screen api --ansi")]
     Screen(ScreenArgs),
+    /// Serve every session to a browser (a phone too): see, answer, type.
+    #[command(
+        after_help = "Examples:\n  ccd web                      # http://127.0.0.1:7878, prints the login URL and a QR code\n  ccd web --read-only\n  ccd web --revoke             # end every logged-in browser\n  ccd web --listen 0.0.0.0:7878 --tls-cert cert.pem --tls-key key.pem\n  ccd web --behind-proxy https://box.tailnet.ts.net   # behind tailscale serve\n\nFrom a phone: ssh -L 7878:127.0.0.1:7878 this-machine, or a TLS proxy such as tailscale serve; never open the port to the internet."
+    )]
+    Web(WebArgs),
     /// Run the daemon in the foreground, or control it.
     #[command(
         after_help = "Examples:\n  ccd daemon            # foreground (systemd, launchd, debugging)\n  ccd daemon status\n  ccd daemon stop"
@@ -433,4 +438,31 @@ mod tests {
             }
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// Where to listen (default: the config's web_listen, else
+    /// 127.0.0.1:7878). Beyond loopback, TLS or --behind-proxy is required.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Serve a page that can look but not act.
+    #[arg(long)]
+    pub read_only: bool,
+    /// End every session cookie (of a running server too) and exit.
+    #[arg(long)]
+    pub revoke: bool,
+    /// TLS certificate chain, PEM (default: the config's web_tls_cert).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key, PEM (default: the config's web_tls_key).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The https:// origin of a TLS-terminating proxy in front (e.g.
+    /// `tailscale serve`).
+    #[arg(long, value_name = "URL")]
+    pub behind_proxy: Option<String>,
+    /// Print the login URL (and its QR code) and exit.
+    #[arg(long)]
+    pub print_url: bool,
 }

@@ -24,6 +24,11 @@
 //! ui_notify = "bell"
 //! # `ccd ui`: the machines it shows by default (one list, a HOST column).
 //! # ui_hosts = ["local", "devbox"]
+//! # `ccd web`: where it listens, and its TLS files (needed beyond loopback
+//! # unless --behind-proxy).
+//! # web_listen = "127.0.0.1:7878"
+//! # web_tls_cert = "/etc/ccd/cert.pem"
+//! # web_tls_key = "/etc/ccd/key.pem"
 //! # Other machines, for `--host NAME` (ssh://[user@]host[:port]).
 //! # remote_ccd = "~/.cargo/bin/ccd"     # the ccd run there (default `ccd`)
 //! # ssh_command = ["ssh", "-F", "/path/ssh_config"]  # default ["ssh"]
@@ -84,6 +89,14 @@ pub struct Settings {
     /// names any: `local`, `[hosts]` names, `ssh://` URLs.
     #[serde(default)]
     pub ui_hosts: Option<Vec<String>>,
+    /// `ccd web`: where it listens (default 127.0.0.1:7878).
+    #[serde(default)]
+    pub web_listen: Option<String>,
+    /// `ccd web`: TLS certificate chain and key (PEM files).
+    #[serde(default)]
+    pub web_tls_cert: Option<PathBuf>,
+    #[serde(default)]
+    pub web_tls_key: Option<PathBuf>,
 }
 
 /// One entry of `[hosts]`: a URL, or a URL with its own remote_ccd.

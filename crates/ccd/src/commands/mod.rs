@@ -18,6 +18,7 @@ mod respond;
 mod screen;
 mod send;
 mod trim;
+mod web;
 
 use crate::cli::{Cli, Command, GlobalArgs};
 use ccd_protocol::methods::session::RespondChoice;
@@ -50,6 +51,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             dial_stdio::run(&cli.global)
         }
         Command::Ui { .. } => anyhow::bail!("the dashboard is started by `main`"),
+        Command::Web(args) => web::run(&cli.global, &args),
         mut other => {
             crate::logging::init_client();
             // `HOST:session` names the host with the id when no --host did.
@@ -103,7 +105,11 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Kill(args) => kill::run(&cli.global, &args),
                 Command::Screen(args) => screen::run(&cli.global, &args),
                 Command::Trim(args) => trim::run(&cli.global, &args),
-                Command::Daemon(_) | Command::Holder | Command::DialStdio | Command::Ui { .. } => {
+                Command::Daemon(_)
+                | Command::Holder
+                | Command::DialStdio
+                | Command::Ui { .. }
+                | Command::Web(_) => {
                     unreachable!("handled above")
                 }
             }

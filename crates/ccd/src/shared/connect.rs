@@ -54,7 +54,7 @@ pub fn connect_local(global: &GlobalArgs) -> anyhow::Result<Client> {
 
 /// This machine's socket directory, and how to start its daemon with this
 /// invocation's options.
-fn local_daemon(global: &GlobalArgs) -> anyhow::Result<(SocketDir, DaemonCommand)> {
+pub fn local_daemon(global: &GlobalArgs) -> anyhow::Result<(SocketDir, DaemonCommand)> {
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
     let mut args: Vec<std::ffi::OsString> = vec!["daemon".into(), "--background".into()];
     args.push("--socket-dir".into());

@@ -1,0 +1,2 @@
+// The page of ccd web (placeholder).
+"use strict";

@@ -1,0 +1,595 @@
+//! The routes: the token login, the page and its assets, the session list,
+//! and the actions (each one daemon call, with the daemon's own guards:
+//! the prompt id of `session.respond`, the text rules of `session.send`).
+//!
+//! [`State`] is shared by every connection (an `Arc`); it holds no lock
+//! across an await. The background tasks ([`start_background`]): the
+//! daemon's event thread and the list task, which re-lists the sessions
+//! after events (coalesced) and publishes the JSON in `list` for every
+//! WebSocket.
+
+use crate::auth::{Cookies, Failures};
+use crate::daemon::{Daemon, Prompts};
+use crate::guard::{self, json_error};
+use crate::limits;
+use crate::server::{Peer, Plan};
+use crate::sessions;
+use crate::token::{self, TokenFile};
+use axum::extract::{DefaultBodyLimit, Path, Query};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use ccd_client::ClientError;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Semaphore};
+
+const INDEX_HTML: &str = include_str!("../assets/index.html");
+const APP_JS: &str = include_str!("../assets/app.js");
+const APP_CSS: &str = include_str!("../assets/app.css");
+
+/// What every request shares.
+pub struct State {
+    pub hosts: Vec<String>,
+    pub origins: Vec<String>,
+    pub read_only: bool,
+    pub secure_cookie: bool,
+    pub tokens: TokenFile,
+    pub cookies: Cookies,
+    pub failures: Failures,
+    pub daemon: Daemon,
+    pub prompts: Prompts,
+    /// Bumped after every daemon event (the event thread writes it).
+    pub changed: watch::Sender<u64>,
+    /// The latest list, as the JSON `/api/sessions` answers (the list task
+    /// writes it; WebSockets read it).
+    pub list: watch::Sender<Arc<String>>,
+    /// Slots of [`limits::WEBSOCKETS`].
+    pub websockets: Arc<Semaphore>,
+}
+
+impl State {
+    pub fn new(
+        plan: &Plan,
+        bound: SocketAddr,
+        tls: bool,
+        tokens: TokenFile,
+        daemon: Daemon,
+    ) -> Self {
+        let _ = tls;
+        Self {
+            hosts: plan.hosts(bound),
+            origins: plan.origins(bound),
+            read_only: plan.read_only,
+            secure_cookie: plan.secure_cookie(),
+            tokens,
+            cookies: Cookies::default(),
+            failures: Failures::default(),
+            daemon,
+            prompts: Prompts::default(),
+            changed: watch::channel(0).0,
+            list: watch::channel(Arc::new(String::new())).0,
+            websockets: Arc::new(Semaphore::new(limits::WEBSOCKETS)),
+        }
+    }
+
+    /// Whether the request carries a cookie valid now (the token file's
+    /// generation re-read: a `--revoke` takes effect on the next request).
+    pub fn logged_in(&self, h: &HeaderMap) -> bool {
+        let Some(value) = guard::cookie(h) else {
+            return false;
+        };
+        match self.tokens.generation() {
+            Ok(g) => self.cookies.valid(value, g),
+            Err(e) => {
+                tracing::error!(error = %e, "the token file cannot be read: nobody is let in");
+                false
+            }
+        }
+    }
+}
+
+pub fn router(state: Arc<State>) -> Router {
+    let session = Router::new()
+        .route("/respond", post(respond))
+        .route("/send", post(send))
+        .route("/keys", post(keys))
+        .route("/interrupt", post(interrupt))
+        .route("/kill", post(kill))
+        .route("/fork", post(fork))
+        .route("/resume", post(resume));
+    Router::new()
+        .route("/", get(index))
+        .route("/static/app.js", get(app_js))
+        .route("/static/app.css", get(app_css))
+        .route("/api/sessions", get(list))
+        .route("/api/new", post(new_session))
+        .route("/api/complete", get(complete))
+        .nest("/api/session/{sid}", session)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limits::BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::check,
+        ))
+        .layer(axum::middleware::from_fn(guard::headers))
+        .with_state(state)
+}
+
+/// Starts the event thread and the list task.
+pub fn start_background(state: &Arc<State>) {
+    state
+        .daemon
+        .spawn_events(state.changed.clone(), state.prompts.clone());
+    let state = state.clone();
+    tokio::spawn(async move {
+        let mut changed = state.changed.subscribe();
+        loop {
+            if changed.changed().await.is_err() {
+                return;
+            }
+            // Coalesce a burst of events into one listing.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            changed.mark_unchanged();
+            let json = list_json(&state).await;
+            state.list.send_if_modified(|old| {
+                if **old == json {
+                    false
+                } else {
+                    *old = Arc::new(json);
+                    true
+                }
+            });
+        }
+    });
+}
+
+/// The list as `/api/sessions` answers it.
+pub async fn list_json(state: &State) -> String {
+    let (rows, error) = match list_rows(&state.daemon).await {
+        Ok(rows) => (rows, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let prompts = state
+        .prompts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let list = sessions::List {
+        machines: vec![sessions::Machine {
+            name: "local".into(),
+            error,
+        }],
+        sessions: sessions::view("local", &rows, &prompts),
+    };
+    serde_json::to_string(&list).unwrap_or_else(|_| "{}".into())
+}
+
+/// Every row of `sessions.list` (pages of 500, at most
+/// [`limits::LISTED`]).
+async fn list_rows(d: &Daemon) -> Result<Vec<Value>, ClientError> {
+    let mut rows = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        let r = d
+            .call(
+                "sessions.list",
+                json!({"offset": offset, "limit": 500}),
+            )
+            .await?;
+        if let Some(a) = r.get("sessions").and_then(Value::as_array) {
+            rows.extend(a.iter().cloned());
+        }
+        match r.get("next_offset").and_then(Value::as_u64) {
+            Some(n) if n > offset && rows.len() < limits::LISTED => offset = n,
+            _ => break,
+        }
+    }
+    rows.truncate(limits::LISTED);
+    Ok(rows)
+}
+
+fn html(status: StatusCode, body: &'static str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// The page, or the token login (`/?token=`).
+async fn index(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    Extension(Peer(ip)): Extension<Peer>,
+    uri: axum::http::Uri,
+) -> Response {
+    let Some(given) = uri.query().and_then(guard::query_token) else {
+        return html(StatusCode::OK, INDEX_HTML);
+    };
+    let now = Instant::now();
+    if state.failures.blocked(ip, now) {
+        tracing::warn!(%ip, "login refused: too many failed attempts");
+        return html(StatusCode::TOO_MANY_REQUESTS, guard::LOGIN_NEEDED);
+    }
+    let secret = match state.tokens.read() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "the token file cannot be read");
+            return html(StatusCode::INTERNAL_SERVER_ERROR, guard::LOGIN_NEEDED);
+        }
+    };
+    if !token::same_secret(&given.to_ascii_lowercase(), &secret.token) {
+        state.failures.record(ip, now);
+        tracing::warn!(%ip, "login refused: wrong token");
+        return html(StatusCode::UNAUTHORIZED, guard::LOGIN_NEEDED);
+    }
+    let cookie = state.cookies.issue(secret.generation);
+    let secure = if state.secure_cookie { "; Secure" } else { "" };
+    tracing::info!(%ip, "logged in");
+    Response::builder()
+        .status(StatusCode::SEE_OTHER)
+        .header(header::LOCATION, "/")
+        .header(
+            header::SET_COOKIE,
+            format!(
+                "{}={cookie}; HttpOnly; SameSite=Strict; Path=/{secure}",
+                crate::auth::COOKIE
+            ),
+        )
+        .body(axum::body::Body::empty())
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+async fn app_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        APP_JS,
+    )
+        .into_response()
+}
+
+async fn app_css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], APP_CSS).into_response()
+}
+
+async fn not_found() -> Response {
+    json_error(StatusCode::NOT_FOUND, "no such route", "not_found")
+}
+
+async fn list(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        list_json(&state).await,
+    )
+        .into_response()
+}
+
+/// A daemon error as a reply: its words, its code, a fitting status.
+fn daemon_error(e: &ClientError) -> Response {
+    match e.rpc() {
+        Some(r) => {
+            let status = match r.code {
+                -32003 => StatusCode::NOT_FOUND,
+                -32602 | -32004 | -32006 => StatusCode::BAD_REQUEST,
+                -32005 | -32007 | -32008 | -32012 | -32013 => StatusCode::CONFLICT,
+                _ => StatusCode::BAD_GATEWAY,
+            };
+            let body = json!({"error": r.message, "code": r.code, "data": r.data});
+            (status, Json(body)).into_response()
+        }
+        None => json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &e.to_string(),
+            "daemon",
+        ),
+    }
+}
+
+fn ok(mut v: Value) -> Response {
+    if let Some(o) = v.as_object_mut() {
+        o.insert("ok".into(), Value::Bool(true));
+        (StatusCode::OK, Json(v)).into_response()
+    } else {
+        (StatusCode::OK, Json(json!({"ok": true, "result": v}))).into_response()
+    }
+}
+
+/// Calls `method` unless the server is read-only; the reply.
+async fn act(state: &State, method: &'static str, params: Value) -> Response {
+    if state.read_only {
+        return guard::forbidden("this ccd web is read-only (--read-only)");
+    }
+    tracing::info!(method, session = ?params.get("session"), "action");
+    match state.daemon.call(method, params).await {
+        Ok(v) => ok(v),
+        Err(e) => {
+            tracing::info!(method, error = %e, "action refused");
+            daemon_error(&e)
+        }
+    }
+}
+
+type S = axum::extract::State<Arc<State>>;
+
+/// A JSON body, or 400 with why (axum's own rejection text stays out).
+fn body<T>(b: Result<Json<T>, axum::extract::rejection::JsonRejection>) -> Result<T, Response> {
+    b.map(|Json(t)| t).map_err(|e| {
+        let status = e.status();
+        let status = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            status
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        json_error(status, &e.body_text(), "body")
+    })
+}
+
+fn check_sid(sid: &str) -> Result<(), Response> {
+    if sid.is_empty()
+        || sid.len() > 128
+        || !sid
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    {
+        return Err(json_error(
+            StatusCode::BAD_REQUEST,
+            "not a session id",
+            "session",
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RespondBody {
+    prompt_id: String,
+    choice: String,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+async fn respond(
+    axum::extract::State(state): S,
+    Path(sid): Path<String>,
+    b: Result<Json<RespondBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let b = match check_sid(&sid).and_then(|()| body(b)) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if !matches!(b.choice.as_str(), "yes" | "always" | "no") {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "choice is yes, always or no",
+            "choice",
+        );
+    }
+    if b.prompt_id.is_empty() {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "prompt_id names the prompt answered",
+            "prompt_id",
+        );
+    }
+    let mut params = json!({"session": sid, "choice": b.choice, "prompt": b.prompt_id});
+    if let Some(m) = b.message.filter(|m| !m.is_empty()) {
+        params["message"] = Value::String(m);
+    }
+    act(&state, "session.respond", params).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendBody {
+    text: String,
+}
+
+async fn send(
+    axum::extract::State(state): S,
+    Path(sid): Path<String>,
+    b: Result<Json<SendBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let b = match check_sid(&sid).and_then(|()| body(b)) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if b.text.chars().count() > limits::TEXT_CHARS {
+        return json_error(StatusCode::PAYLOAD_TOO_LARGE, "text too long", "text");
+    }
+    act(&state, "session.send", json!({"session": sid, "text": b.text})).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeysBody {
+    #[serde(default)]
+    keys: Option<Vec<String>>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// The bytes a key name stands for (what a terminal sends).
+pub fn key_bytes(name: &str) -> Option<&'static [u8]> {
+    Some(match name {
+        "esc" => b"\x1b",
+        "tab" => b"\t",
+        "shift-tab" => b"\x1b[Z",
+        "up" => b"\x1b[A",
+        "down" => b"\x1b[B",
+        "right" => b"\x1b[C",
+        "left" => b"\x1b[D",
+        "ctrl-c" => b"\x03",
+        "enter" => b"\r",
+        _ => return None,
+    })
+}
+
+/// `text` as a bracketed paste that nothing in it can end: every control
+/// character but the line break goes (ESC included), a tab becomes a
+/// space.
+pub fn paste(text: &str) -> Vec<u8> {
+    let mut out = b"\x1b[200~".to_vec();
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let c = match c {
+            '\t' => ' ',
+            '\r' => continue,
+            '\n' => '\n',
+            c if c.is_control() => continue,
+            // Bidi controls and the other invisible formatting marks.
+            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+                continue
+            }
+            c => c,
+        };
+        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+    out.extend_from_slice(b"\x1b[201~");
+    out
+}
+
+async fn keys(
+    axum::extract::State(state): S,
+    Path(sid): Path<String>,
+    b: Result<Json<KeysBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let b = match check_sid(&sid).and_then(|()| body(b)) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let data = match (b.keys, b.text) {
+        (Some(keys), None) if !keys.is_empty() && keys.len() <= 64 => {
+            let mut data = Vec::new();
+            for k in &keys {
+                match key_bytes(k) {
+                    Some(bytes) => data.extend_from_slice(bytes),
+                    None => {
+                        return json_error(StatusCode::BAD_REQUEST, "unknown key", "keys");
+                    }
+                }
+            }
+            data
+        }
+        (None, Some(text)) if !text.is_empty() && text.chars().count() <= limits::TEXT_CHARS => {
+            paste(&text)
+        }
+        _ => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "give keys (1 to 64 names) or text (1 to 16384 characters)",
+                "keys",
+            )
+        }
+    };
+    let params = json!({"session": sid, "data": ccd_protocol::b64::encode(&data)});
+    act(&state, "session.input", params).await
+}
+
+/// An action with no body (or an empty JSON one).
+async fn bare(
+    state: &State,
+    sid: &str,
+    method: &'static str,
+    extra: Value,
+) -> Response {
+    if let Err(r) = check_sid(sid) {
+        return r;
+    }
+    let mut params = json!({"session": sid});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    act(state, method, params).await
+}
+
+async fn interrupt(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
+    let data = ccd_protocol::b64::encode(b"\x1b");
+    bare(&state, &sid, "session.input", json!({"data": data})).await
+}
+
+async fn kill(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
+    bare(&state, &sid, "session.kill", json!({})).await
+}
+
+async fn fork(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
+    bare(&state, &sid, "session.fork", json!({})).await
+}
+
+/// Resumes a dead session: an interactive attach (which resumes it), left
+/// at once (closing the connection detaches).
+async fn resume(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
+    bare(
+        &state,
+        &sid,
+        "session.attach",
+        json!({"mode": "interactive"}),
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewBody {
+    cwd: String,
+}
+
+async fn new_session(
+    axum::extract::State(state): S,
+    b: Result<Json<NewBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let b = match body(b) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    act(&state, "session.new", json!({"cwd": b.cwd, "wait": true})).await
+}
+
+#[derive(Debug, Deserialize)]
+struct CompleteQuery {
+    #[serde(default)]
+    prefix: String,
+}
+
+async fn complete(
+    axum::extract::State(state): S,
+    q: Result<Query<CompleteQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Ok(Query(q)) = q else {
+        return json_error(StatusCode::BAD_REQUEST, "prefix=…", "prefix");
+    };
+    if q.prefix.len() > 4096 {
+        return json_error(StatusCode::BAD_REQUEST, "prefix too long", "prefix");
+    }
+    match state
+        .daemon
+        .call("dirs.complete", json!({"input": q.prefix}))
+        .await
+    {
+        Ok(v) => ok(v),
+        Err(e) => daemon_error(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paste_cannot_end_itself_or_hold_keys() {
+        let p = paste("a\x1b[201~b\tc\r\nd\u{202e}\x03");
+        assert_eq!(p, b"\x1b[200~a[201~b c\nd\x1b[201~".to_vec());
+    }
+
+    #[test]
+    fn key_names() {
+        assert_eq!(key_bytes("esc"), Some(&b"\x1b"[..]));
+        assert_eq!(key_bytes("shift-tab"), Some(&b"\x1b[Z"[..]));
+        assert_eq!(key_bytes("alt-f4"), None);
+    }
+}

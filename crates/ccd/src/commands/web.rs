@@ -1,0 +1,26 @@
+//! `ccd web`: the options and the config file's `web_*` keys handed to
+//! `ccd_web::run` (the server is the `ccd-web` crate).
+
+use crate::cli::{GlobalArgs, WebArgs};
+use crate::settings::Settings;
+use std::process::ExitCode;
+
+pub fn run(global: &GlobalArgs, args: &WebArgs) -> anyhow::Result<ExitCode> {
+    crate::logging::init_client();
+    let settings = Settings::load(global.config.as_deref())?;
+    let (socket_dir, daemon) = crate::shared::connect::local_daemon(global)?;
+    ccd_web::run(ccd_web::Options {
+        listen: args.listen.clone().or(settings.web_listen),
+        hosts: global.hosts.clone(),
+        read_only: args.read_only,
+        revoke: args.revoke,
+        tls_cert: args.tls_cert.clone().or(settings.web_tls_cert),
+        tls_key: args.tls_key.clone().or(settings.web_tls_key),
+        behind_proxy: args.behind_proxy.clone(),
+        print_url: args.print_url,
+        state_dir: crate::settings::state_dir(),
+        socket_dir,
+        daemon,
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
