@@ -95,6 +95,7 @@ pub mod auth;
 pub mod daemon;
 pub mod guard;
 pub mod limits;
+pub mod render;
 pub mod server;
 pub mod sessions;
 pub mod token;
