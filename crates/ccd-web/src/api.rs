@@ -107,6 +107,7 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/static/app.js", get(app_js))
         .route("/static/app.css", get(app_css))
         .route("/api/sessions", get(list))
+        .route("/api/ws", get(crate::ws::upgrade))
         .route("/api/new", post(new_session))
         .route("/api/complete", get(complete))
         .nest("/api/session/{sid}", session)
@@ -176,10 +177,7 @@ async fn list_rows(d: &Daemon) -> Result<Vec<Value>, ClientError> {
     let mut offset = 0u64;
     loop {
         let r = d
-            .call(
-                "sessions.list",
-                json!({"offset": offset, "limit": 500}),
-            )
+            .call("sessions.list", json!({"offset": offset, "limit": 500}))
             .await?;
         if let Some(a) = r.get("sessions").and_then(Value::as_array) {
             rows.extend(a.iter().cloned());
@@ -282,11 +280,7 @@ fn daemon_error(e: &ClientError) -> Response {
             let body = json!({"error": r.message, "code": r.code, "data": r.data});
             (status, Json(body)).into_response()
         }
-        None => json_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &e.to_string(),
-            "daemon",
-        ),
+        None => json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string(), "daemon"),
     }
 }
 
@@ -402,7 +396,12 @@ async fn send(
     if b.text.chars().count() > limits::TEXT_CHARS {
         return json_error(StatusCode::PAYLOAD_TOO_LARGE, "text too long", "text");
     }
-    act(&state, "session.send", json!({"session": sid, "text": b.text})).await
+    act(
+        &state,
+        "session.send",
+        json!({"session": sid, "text": b.text}),
+    )
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -443,9 +442,7 @@ pub fn paste(text: &str) -> Vec<u8> {
             '\n' => '\n',
             c if c.is_control() => continue,
             // Bidi controls and the other invisible formatting marks.
-            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
-                continue
-            }
+            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => continue,
             c => c,
         };
         out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
@@ -492,12 +489,7 @@ async fn keys(
 }
 
 /// An action with no body (or an empty JSON one).
-async fn bare(
-    state: &State,
-    sid: &str,
-    method: &'static str,
-    extra: Value,
-) -> Response {
+async fn bare(state: &State, sid: &str, method: &'static str, extra: Value) -> Response {
     if let Err(r) = check_sid(sid) {
         return r;
     }

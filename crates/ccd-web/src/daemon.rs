@@ -50,7 +50,11 @@ impl Daemon {
         let d = self.clone();
         tokio::task::spawn_blocking(move || d.connect()?.call_value(method, params))
             .await
-            .unwrap_or_else(|e| Err(ClientError::Protocol(format!("the call's task failed: {e}"))))
+            .unwrap_or_else(|e| {
+                Err(ClientError::Protocol(format!(
+                    "the call's task failed: {e}"
+                )))
+            })
     }
 
     /// Starts the event thread: `changed` is bumped after every event

@@ -99,6 +99,7 @@ pub mod render;
 pub mod server;
 pub mod sessions;
 pub mod token;
+pub mod ws;
 
 use anyhow::Context;
 use ccd_client::{DaemonCommand, SocketDir};

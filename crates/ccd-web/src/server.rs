@@ -67,11 +67,7 @@ impl Plan {
             (None, None) => false,
             _ => return Err(PlanError::HalfTls),
         };
-        let proxy = opts
-            .behind_proxy
-            .as_deref()
-            .map(parse_proxy)
-            .transpose()?;
+        let proxy = opts.behind_proxy.as_deref().map(parse_proxy).transpose()?;
         if !listen.ip().is_loopback() && !tls && proxy.is_none() {
             return Err(PlanError::ClearBeyondLoopback(listen));
         }
@@ -331,9 +327,6 @@ mod tests {
             p.origins(bound),
             vec!["http://127.0.0.1:4000", "http://localhost:4000"]
         );
-        assert_eq!(
-            p.login_url(bound, "ab"),
-            "http://127.0.0.1:4000/?token=ab"
-        );
+        assert_eq!(p.login_url(bound, "ab"), "http://127.0.0.1:4000/?token=ab");
     }
 }

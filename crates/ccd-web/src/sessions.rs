@@ -52,7 +52,10 @@ pub struct List {
 /// The page's rows of one machine's `sessions.list` rows, needs-you first
 /// (the daemon's order kept otherwise).
 pub fn view(machine: &str, rows: &[Value], prompts: &HashMap<String, SeenPrompt>) -> Vec<Session> {
-    let mut out: Vec<Session> = rows.iter().filter_map(|r| one(machine, r, prompts)).collect();
+    let mut out: Vec<Session> = rows
+        .iter()
+        .filter_map(|r| one(machine, r, prompts))
+        .collect();
     // Stable: the daemon's order (most recently active first) within each.
     out.sort_by_key(|s| s.needs.is_none());
     out
@@ -225,7 +228,11 @@ mod tests {
 
     #[test]
     fn a_prompt_not_seen_in_events_still_shows_with_yes_and_no() {
-        let v = view("local", &[held("d", "waiting", Some("p2"))], &HashMap::new());
+        let v = view(
+            "local",
+            &[held("d", "waiting", Some("p2"))],
+            &HashMap::new(),
+        );
         let p = v[0].prompt.as_ref().unwrap();
         assert_eq!(p.id, "p2");
         assert_eq!(p.tool, "Bash command touch x");

@@ -203,11 +203,13 @@ fn check_private(path: &Path, meta: &fs::Metadata) -> Result<(), TokenError> {
 /// 256 random bits as 64 hex digits (the OS's generator, through `rand`).
 pub fn new_secret() -> String {
     let mut bytes = [0u8; 32];
-    rand::rngs::OsRng.try_fill_bytes(&mut bytes).unwrap_or_else(|_| {
-        // OsRng failing is a broken machine; ThreadRng is seeded from it
-        // and reseeds, the next best.
-        rand::rng().fill_bytes(&mut bytes)
-    });
+    rand::rngs::OsRng
+        .try_fill_bytes(&mut bytes)
+        .unwrap_or_else(|_| {
+            // OsRng failing is a broken machine; ThreadRng is seeded from it
+            // and reseeds, the next best.
+            rand::rng().fill_bytes(&mut bytes)
+        });
     hex(&bytes)
 }
 
