@@ -382,6 +382,10 @@ fn watch_session(d: &crate::daemon::Daemon, sid: &str, out: &Outbox, stop: &Atom
                 _ => {}
             }
         }
+        // A page that moved on gets nothing more of this session.
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
         if out.take_need_full() {
             last = None;
             dirty = true;
