@@ -1,0 +1,581 @@
+//! `ccd web` in a real browser: Debian's Chromium, headless, driven through
+//! chromedriver by `fantoccini`, against `ccd web --listen 127.0.0.1:0` on
+//! a sandboxed daemon whose sessions run the fake claude.
+//!
+//! Covered: the token login (the cookie's flags, the token gone from the
+//! address bar), a wrong or missing token refused, the list with held and
+//! outside sessions, a permission prompt appearing without a reload and
+//! approved with one tap, an approve carrying a prompt id that is no longer
+//! shown refused with the daemon's words (the page then shows the new
+//! prompt), deny with a message, a prompt sent, keys typed in attach mode
+//! reaching the session, and a phone's viewport (390×844, touch) in one
+//! column.
+//!
+//! Without Chromium and chromedriver each test fails when `CI` is set and
+//! skips loudly otherwise (`harness::browser_or_skip`).
+
+#[path = "browser/harness.rs"]
+mod harness;
+
+use harness::{browser_or_skip, wait_for, Browser, Device, Sandbox, Web, T};
+use serde_json::{json, Value};
+
+/// Waits for the daemon's model of `sid` to show `needle`.
+fn wait_screen(sb: &Sandbox, sid: &str, needle: &str) -> String {
+    wait_for(T, needle, || {
+        let s = sb.screen(sid);
+        s.contains(needle).then_some(s)
+    })
+}
+
+/// The list item of `sid` exists on the page.
+fn item(sid: &str) -> String {
+    format!("return !!document.querySelector('#sessions .item[data-session=\"{sid}\"]');")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_login_sets_a_strict_cookie_and_leaves_the_token_out_of_the_address_bar() {
+    let Some((chromium, driver)) = browser_or_skip("token_login") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let sid = sb.new_session("login");
+    let web = Web::start(&sb, &[]);
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+
+    // No cookie yet: the page is not served, the API says 401.
+    b.client
+        .goto(&format!("{}/", web.origin))
+        .await
+        .expect("opening /");
+    let shown = b
+        .js(
+            "var l = document.getElementById('view-list'); return !!(l && !l.hidden) || document.body.innerText.indexOf('login') >= 0 && !!document.querySelector('.item');",
+            vec![],
+        )
+        .await;
+    assert_eq!(shown, json!(false), "the list is not shown without a login");
+    b.client
+        .goto(&format!("{}/api/sessions", web.origin))
+        .await
+        .expect("opening /api/sessions");
+    let body = b.js("return document.body.innerText", vec![]).await;
+    let body = body.as_str().unwrap_or_default();
+    assert!(body.contains("\"error\""), "{body}");
+    assert!(
+        !body.contains(&sid),
+        "no session leaks without a login: {body}"
+    );
+
+    // A wrong token and a missing one are refused, with no detail.
+    for url in [
+        format!("{}/?token={}", web.origin, "0".repeat(64)),
+        format!("{}/?token=", web.origin),
+    ] {
+        b.client.goto(&url).await.expect("opening a bad login URL");
+        let text = b.js("return document.body.innerText", vec![]).await;
+        let text = text.as_str().unwrap_or_default().to_string();
+        assert!(!text.contains(&sid), "{text}");
+        assert!(
+            !text.contains(web.token()),
+            "the real token is never shown: {text}"
+        );
+        let cookies = b.client.get_all_cookies().await.expect("cookies");
+        assert!(
+            cookies.iter().all(|c| c.name() != "ccd_web"),
+            "a refused login sets no cookie"
+        );
+    }
+
+    // The right token: redirected to / with the cookie, the token gone.
+    let at = b.login(&web).await;
+    assert_eq!(
+        at,
+        format!("{}/", web.origin),
+        "the address bar after login"
+    );
+    assert!(!at.contains("token"), "{at}");
+    let history = b.js("return window.history.length", vec![]).await;
+    assert!(history.as_u64().is_some(), "{history}");
+    let cookies = b.client.get_all_cookies().await.expect("cookies");
+    let c = cookies
+        .iter()
+        .find(|c| c.name() == "ccd_web")
+        .expect("the session cookie");
+    assert_eq!(c.http_only(), Some(true), "{c:?}");
+    assert_eq!(format!("{:?}", c.same_site()), "Some(Strict)", "{c:?}");
+    assert_eq!(c.value().len(), 64, "a 256-bit id in hex: {c:?}");
+    assert_ne!(c.value(), web.token(), "the cookie is not the token");
+    let js_sees = b.js("return document.cookie", vec![]).await;
+    assert_eq!(
+        js_sees,
+        json!(""),
+        "scripts cannot read the HttpOnly cookie"
+    );
+    b.until("the held session in the list", &item(&sid)).await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_a_prompt_approved_in_one_tap_a_stale_answer_refused_deny_with_a_message_and_a_prompt_sent(
+) {
+    let Some((chromium, driver)) = browser_or_skip("prompt_flow") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let sid = sb.new_session("asks");
+    let outside = sb.outside_session("elsewhere", 7);
+    let web = Web::start(&sb, &[]);
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+    b.login(&web).await;
+
+    // The list: the held session and the one ccd does not hold.
+    b.until("the held session in the list", &item(&sid)).await;
+    b.until("the outside session in the list", &item(&outside))
+        .await;
+    let held = b
+        .js(
+            "return document.querySelector('#sessions .item[data-session=\"' + arguments[0] + '\"]').innerText",
+            vec![json!(sid)],
+        )
+        .await;
+    assert!(held.as_str().unwrap_or_default().contains("asks"), "{held}");
+
+    // Into the session; a marker that a reload would lose.
+    b.tap(&format!("#sessions .item[data-session=\"{sid}\"]"))
+        .await;
+    b.until(
+        "the session view",
+        "return !document.getElementById('view-session').hidden && location.hash.indexOf('#/s/') === 0",
+    )
+    .await;
+    b.js("window.__not_reloaded = 1; return true", vec![]).await;
+    b.until(
+        "the live screen",
+        "return document.getElementById('screen').children.length > 0",
+    )
+    .await;
+
+    // A permission prompt appears without a reload; one tap approves it.
+    sb.ok(&["send", &sid, "perm touch approved.txt"]);
+    b.until(
+        "the prompt's detail",
+        "var p = document.getElementById('prompt'); return !p.hidden && document.getElementById('p-detail').textContent.indexOf('touch approved.txt') >= 0",
+    )
+    .await;
+    let first = b
+        .js(
+            "return document.getElementById('prompt').getAttribute('data-prompt')",
+            vec![],
+        )
+        .await;
+    let first = first.as_str().unwrap_or_default().to_string();
+    assert_eq!(first.len(), 16, "the prompt's id: {first}");
+    b.tap("#p-yes").await;
+    wait_screen(&sb, &sid, "echo: perm touch approved.txt");
+    b.until(
+        "the prompt gone from the page",
+        "return document.getElementById('prompt').hidden",
+    )
+    .await;
+    assert_eq!(
+        b.js("return window.__not_reloaded === 1", vec![]).await,
+        json!(true),
+        "the page was not reloaded"
+    );
+    // The screen on the page follows the session.
+    b.until(
+        "the reply on the page's screen",
+        "return document.getElementById('screen').textContent.indexOf('echo: perm touch approved.txt') >= 0",
+    )
+    .await;
+
+    // A stale page: it still carries the answered prompt's id when the
+    // session shows another. The tap is refused with the daemon's words,
+    // nothing is typed, and the page shows the new prompt.
+    sb.ok(&["send", &sid, "perm rm -rf build"]);
+    b.until(
+        "the second prompt",
+        "return document.getElementById('p-detail').textContent.indexOf('rm -rf build') >= 0",
+    )
+    .await;
+    let second = b
+        .js(
+            "return document.getElementById('prompt').getAttribute('data-prompt')",
+            vec![],
+        )
+        .await;
+    assert_ne!(
+        second.as_str(),
+        Some(first.as_str()),
+        "another prompt, another id"
+    );
+    b.js(
+        "document.getElementById('prompt').setAttribute('data-prompt', arguments[0]); document.getElementById('p-yes').click(); return true",
+        vec![json!(first)],
+    )
+    .await;
+    let notice = b
+        .until(
+            "the refusal",
+            "var n = document.getElementById('notice'); return !n.hidden && n.textContent.indexOf('answered or changed') >= 0 ? n.textContent : ''",
+        )
+        .await;
+    let notice = notice.as_str().unwrap_or_default();
+    assert!(
+        notice.contains(&first),
+        "the daemon's words name the stale prompt: {notice}"
+    );
+    b.until(
+        "the new prompt still shown",
+        "var p = document.getElementById('prompt'); return !p.hidden && document.getElementById('p-detail').textContent.indexOf('rm -rf build') >= 0 && p.getAttribute('data-prompt') === arguments[0]"
+            .replace("arguments[0]", &serde_json::to_string(second.as_str().unwrap_or_default()).unwrap_or_default())
+            .as_str(),
+    )
+    .await;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let s = sb.screen(&sid);
+    assert!(
+        !s.contains("echo: perm rm -rf build"),
+        "nothing was typed:\n{s}"
+    );
+
+    // Deny it with a message: the refusal, then the message is the next
+    // prompt.
+    b.type_into("#p-message", "list the files instead").await;
+    b.tap("#p-no").await;
+    let s = wait_screen(&sb, &sid, "echo: list the files instead");
+    assert!(s.contains("User rejected"), "{s}");
+    assert!(!s.contains("echo: perm rm -rf build"), "{s}");
+
+    // A prompt sent from the text field stays text.
+    b.type_into("#send-text", "say $(hi) *now*").await;
+    b.tap("#send-btn").await;
+    wait_screen(&sb, &sid, "echo: say $(hi) *now*");
+    b.until(
+        "the sent prompt's reply on the page",
+        "return document.getElementById('screen').textContent.indexOf('echo: say $(hi) *now*') >= 0",
+    )
+    .await;
+
+    // The outside session shows its transcript's tail, no attach keys.
+    b.client
+        .goto(&format!("{}/#/s/{outside}", web.origin))
+        .await
+        .expect("the outside session");
+    b.until(
+        "the outside session's view",
+        "return !document.getElementById('view-session').hidden",
+    )
+    .await;
+    let attach_hidden = b
+        .js("return document.getElementById('attach').hidden", vec![])
+        .await;
+    assert_eq!(
+        attach_hidden,
+        json!(true),
+        "no keys for a session ccd does not hold"
+    );
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_typed_in_attach_mode_reach_the_session() {
+    let Some((chromium, driver)) = browser_or_skip("attach_keys") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let sid = sb.new_session("typed");
+    let web = Web::start(&sb, &[]);
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+    b.login(&web).await;
+    b.client
+        .goto(&format!("{}/#/s/{sid}", web.origin))
+        .await
+        .expect("the session");
+    b.until(
+        "the key row",
+        "return !document.getElementById('attach').hidden",
+    )
+    .await;
+
+    // Text goes as a paste (not interpreted); Enter is a key of its own.
+    b.type_into("#type-text", "typed from the page").await;
+    b.tap("#type-btn").await;
+    wait_screen(&sb, &sid, "typed from the page");
+    let s = sb.screen(&sid);
+    assert!(
+        !s.contains("echo: typed from the page"),
+        "not submitted yet:\n{s}"
+    );
+    b.tap("[data-key=\"enter\"]").await;
+    wait_screen(&sb, &sid, "echo: typed from the page");
+
+    // Ctrl-C clears a draft (at the fake claude's prompt): type, Ctrl-C,
+    // type, Enter: only the second text is submitted.
+    b.type_into("#type-text", "draft").await;
+    b.tap("#type-btn").await;
+    wait_screen(&sb, &sid, "draft");
+    b.tap("[data-key=\"ctrl-c\"]").await;
+    b.type_into("#type-text", "second").await;
+    b.tap("#type-btn").await;
+    b.tap("[data-key=\"enter\"]").await;
+    let s = wait_screen(&sb, &sid, "echo: second");
+    assert!(!s.contains("draftsecond"), "Ctrl-C cleared the draft:\n{s}");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_sized_touch_viewport_shows_one_column() {
+    let Some((chromium, driver)) = browser_or_skip("phone") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let sid = sb.new_session("phone");
+    let _other = sb.new_session("phone2");
+    let web = Web::start(&sb, &[]);
+    let b = Browser::start(&chromium, &driver, Device::Phone).await;
+    b.login(&web).await;
+    b.until("the session in the list", &item(&sid)).await;
+
+    let m = b
+        .js(
+            r#"
+            var items = Array.prototype.slice.call(document.querySelectorAll('#sessions .item'));
+            var rects = items.map(function (e) { return e.getBoundingClientRect(); });
+            return {
+              w: window.innerWidth, h: window.innerHeight,
+              touch: navigator.maxTouchPoints > 0 && ('ontouchstart' in window),
+              scroll: document.documentElement.scrollWidth,
+              lefts: rects.map(function (r) { return Math.round(r.left); }),
+              widths: rects.map(function (r) { return Math.round(r.width); }),
+              tops: rects.map(function (r) { return Math.round(r.top); }),
+              heights: rects.map(function (r) { return Math.round(r.height); }),
+              newh: document.getElementById('new-link').getBoundingClientRect().height
+            };"#,
+            vec![],
+        )
+        .await;
+    assert_eq!(m["w"], 390, "{m}");
+    assert_eq!(m["h"], 844, "{m}");
+    assert_eq!(m["touch"], true, "touch emulation: {m}");
+    assert!(
+        m["scroll"].as_u64().unwrap_or(9999) <= 390,
+        "no sideways scroll: {m}"
+    );
+    let lefts = m["lefts"].as_array().cloned().unwrap_or_default();
+    assert!(lefts.len() >= 2, "{m}");
+    assert!(lefts.windows(2).all(|w| w[0] == w[1]), "one column: {m}");
+    let tops: Vec<i64> = m["tops"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default();
+    assert!(tops.windows(2).all(|w| w[0] < w[1]), "stacked: {m}");
+    for w in m["widths"].as_array().cloned().unwrap_or_default() {
+        assert!(w.as_i64().unwrap_or(0) >= 340, "full width: {m}");
+    }
+    for h in m["heights"].as_array().cloned().unwrap_or_default() {
+        assert!(h.as_i64().unwrap_or(0) >= 44, "a touch target: {m}");
+    }
+    assert!(m["newh"].as_f64().unwrap_or(0.0) >= 44.0, "{m}");
+
+    // A session is one screen too: its screen fits the width, every
+    // button is a touch target.
+    b.tap(&format!("#sessions .item[data-session=\"{sid}\"]"))
+        .await;
+    b.until(
+        "the live screen",
+        "return document.getElementById('screen').children.length > 0",
+    )
+    .await;
+    let s = b
+        .js(
+            r#"
+            var btns = Array.prototype.slice.call(document.querySelectorAll('#view-session .btn'))
+              .filter(function (e) { return e.offsetParent !== null; });
+            var wrap = document.getElementById('screen-wrap');
+            return {
+              scroll: document.documentElement.scrollWidth,
+              small: btns.filter(function (e) { var r = e.getBoundingClientRect(); return r.height < 44 || r.width < 44; })
+                         .map(function (e) { return e.textContent; }),
+              count: btns.length,
+              screen: document.getElementById('screen').scrollWidth,
+              wrap: wrap.clientWidth
+            };"#,
+            vec![],
+        )
+        .await;
+    assert!(
+        s["scroll"].as_u64().unwrap_or(9999) <= 390,
+        "no sideways scroll: {s}"
+    );
+    assert!(s["count"].as_u64().unwrap_or(0) >= 10, "{s}");
+    assert_eq!(s["small"], json!([]), "buttons under 44px: {s}");
+    assert!(
+        s["screen"].as_u64().unwrap_or(9999) <= s["wrap"].as_u64().unwrap_or(0) + 1,
+        "the session's columns fit the width: {s}"
+    );
+    b.close().await;
+}
+
+/// `ss`'s byte counters (`bytes_sent`, `bytes_received`) summed over the
+/// established TCP connections whose local port is `port` (the server's
+/// side: what it sent is what the page received).
+fn tcp_bytes(port: u16) -> (u64, u64) {
+    let out = std::process::Command::new("ss")
+        .args([
+            "-tinH",
+            "state",
+            "established",
+            &format!("( sport = :{port} )"),
+        ])
+        .output()
+        .expect("running ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> u64 {
+        text.split_whitespace()
+            .filter_map(|w| w.strip_prefix(name))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .sum()
+    };
+    (field("bytes_sent:"), field("bytes_received:"))
+}
+
+/// The page-load benchmark (issue 52's figures), run by hand:
+/// `cargo test -p ccd-web --release --test browser bench -- --ignored --nocapture`.
+/// 1,000 sessions listed (transcripts as Claude Code writes them, plus one
+/// held session): the time from opening `/` to the 1,000th list item in the
+/// DOM, on loopback; the bytes an idle open page moves in a minute (TCP
+/// counters of the server's side, `ss`); the delay from a key typed into
+/// the held session (`session.input`) to its echo drawn on the page (an
+/// upper bound of PTY output → WebSocket frame: it includes the input's
+/// way in), p50 over 50 keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run by hand with --ignored --nocapture"]
+async fn bench_page_load_idle_bytes_and_screen_latency() {
+    let Some((chromium, driver)) = browser_or_skip("bench") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    for n in 0..1000u64 {
+        let dir = sb.work.join(format!("p{}", n % 50));
+        std::fs::create_dir_all(&dir).expect("a folder");
+        ccd_testkit::gen::transcript(
+            &sb.config,
+            &ccd_testkit::gen::sid(n),
+            dir.to_str().expect("UTF-8"),
+            2,
+        );
+    }
+    let sid = sb.new_session("bench");
+    let web = Web::start(&sb, &[]);
+    let port: u16 = web
+        .origin
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the port");
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+    b.login(&web).await;
+    b.until(
+        "1,000 sessions listed",
+        "return document.querySelectorAll('#sessions .item').length >= 1001",
+    )
+    .await;
+
+    // Page load: a fresh navigation (the cookie kept) to 1,001 items drawn.
+    let mut loads = Vec::new();
+    for _ in 0..5 {
+        b.client.goto("about:blank").await.expect("blank");
+        let t0 = std::time::Instant::now();
+        b.client
+            .goto(&format!("{}/", web.origin))
+            .await
+            .expect("the page");
+        b.until(
+            "the list",
+            "return document.querySelectorAll('#sessions .item').length >= 1001",
+        )
+        .await;
+        loads.push(t0.elapsed());
+    }
+    loads.sort();
+    println!(
+        "page load to 1,001 sessions listed: p50 {:?} (min {:?}, max {:?}) over {}",
+        loads[loads.len() / 2],
+        loads[0],
+        loads[loads.len() - 1],
+        loads.len()
+    );
+
+    // Idle: the list open, nothing changing, for a minute.
+    b.until(
+        "the socket open",
+        "return document.getElementById('conn').getAttribute('data-state') === 'open'",
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let (s0, r0) = tcp_bytes(port);
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    let (s1, r1) = tcp_bytes(port);
+    println!(
+        "idle open page, 60 s: {} bytes to the page, {} bytes from it",
+        s1.saturating_sub(s0),
+        r1.saturating_sub(r0)
+    );
+
+    // Screen latency: a key typed, its echo on the page.
+    b.client
+        .goto(&format!("{}/#/s/{sid}", web.origin))
+        .await
+        .expect("the session");
+    b.until(
+        "the live screen",
+        "return document.getElementById('screen').textContent.length > 0",
+    )
+    .await;
+    let mut lat = Vec::new();
+    let mut c = ccd_client::Client::connect(&ccd_client::SocketDir::new(&sb.sock), "bench/0")
+        .expect("the daemon");
+    let mut typed = String::new();
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+    };
+    for i in 0..50u32 {
+        let ch = char::from(b'a' + u8::try_from(i % 26).unwrap_or(0));
+        typed.push(ch);
+        // The page notes when the text first shows (a MutationObserver,
+        // the page's own clock: the machine's), so no poll adds to it.
+        b.js(
+            "window.__want = arguments[0]; window.__seen = 0; var box = document.getElementById('screen');\
+             if (!window.__obs) { window.__obs = new MutationObserver(function () {\
+               if (!window.__seen && box.textContent.indexOf(window.__want) >= 0) window.__seen = Date.now(); });\
+               window.__obs.observe(box, {childList: true, subtree: true, characterData: true}); }\
+             return true;",
+            vec![json!(typed)],
+        )
+        .await;
+        let t0 = now_ms();
+        c.call_value(
+            "session.input",
+            json!({"session": sid, "data": ccd_protocol::b64::encode(ch.to_string().as_bytes())}),
+        )
+        .expect("session.input");
+        let seen = b.until("the key's echo", "return window.__seen").await;
+        let seen = seen.as_i64().unwrap_or(t0);
+        lat.push(std::time::Duration::from_millis(
+            u64::try_from(seen - t0).unwrap_or(0),
+        ));
+    }
+    lat.sort();
+    println!(
+        "key typed → echo drawn on the page: p50 {:?}, p90 {:?} over {} (ms clock)",
+        lat[lat.len() / 2],
+        lat[lat.len() * 9 / 10],
+        lat.len()
+    );
+    b.close().await;
+}
