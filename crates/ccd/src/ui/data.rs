@@ -15,7 +15,7 @@ use ccd_claude::context::ContextWindows;
 use ccd_claude::transcript::follow::Follower;
 use ccd_claude::transcript::render::render_line;
 use ccd_claude::ClaudeConfigDir;
-use ccd_client::{Caller, Client, ClientError};
+use ccd_client::{Caller, ClientError};
 use ccd_protocol::methods::session::{
     ForkParams, KillParams, KillSignal, ListParams, NewParams, RespondChoice, RespondParams,
     ScreenFormat, ScreenParams, SessionCost, SessionFork, SessionInfo, SessionKill, SessionNew,
@@ -32,9 +32,9 @@ pub const PREVIEW_ITEMS: usize = 60;
 /// (through the summary cache: unchanged transcripts are only stat'ed)
 /// with the sessions `client`'s daemon holds joined in by the daemon's own
 /// rule. Without a client (no daemon), the files alone.
-pub fn listing(
+pub fn listing<C: Caller + Send>(
     global: &GlobalArgs,
-    client: Option<&mut Client>,
+    client: Option<&mut C>,
 ) -> anyhow::Result<Vec<SessionInfo>> {
     let settings = Settings::load(global.config.as_deref())?;
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;

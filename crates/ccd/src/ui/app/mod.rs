@@ -8,14 +8,18 @@
 //! - input: crossterm key/resize events; parks on request while an
 //!   attached session owns the keyboard (see [`InputCtl`]);
 //! - signals: SIGTERM / SIGHUP / SIGINT → a clean exit;
-//! - for this machine (when shown): events (the `events.subscribe`
-//!   connection; on its loss it says the daemon is gone and retries every
-//!   [`RECONNECT`], never starting one), loader (builds the listing from
-//!   the files on request; requests coalesce), worker (previews and
-//!   actions through its own client, one at a time);
-//! - for each other machine (`--host`): its link and the link's reader
-//!   (`remote`): one ssh connection for the dashboard's lifetime carries
-//!   that machine's events, listings, previews and actions.
+//! - every machine's daemon is one [`ccd_client::Link`] (one connection
+//!   carrying its events and every call, with its reader thread);
+//! - for this machine (when shown): the connector (makes its link: the
+//!   first time a daemon may be started; on its loss it says the daemon is
+//!   gone and retries every [`RECONNECT`], never starting one), loader
+//!   (builds the listing from the files on request, with what the daemon
+//!   holds through the link; requests coalesce), worker (previews and
+//!   actions through the link, one at a time) (`threads`);
+//! - for each other machine (`--host`): its link thread (`remote`): one
+//!   ssh connection for the dashboard's lifetime carries that machine's
+//!   events, listings, previews and actions; events reach the main thread
+//!   through `forward`.
 //!
 //! Every message and job names its machine ([`Link`]); the main thread
 //! never waits for a machine: a key only queues a job, so it is answered
@@ -31,12 +35,13 @@
 //! `threads`.
 
 mod attach;
+mod forward;
 mod handle;
 mod jobs;
 mod remote;
 mod threads;
 
-use threads::{spawn_events, spawn_input, spawn_loader, spawn_signals, spawn_worker};
+use threads::{spawn_connector, spawn_input, spawn_loader, spawn_signals, spawn_worker, Here};
 
 use super::view::{Daemon, Preview, View};
 use crate::cli::{DetachKeyArg, GlobalArgs};
@@ -66,9 +71,9 @@ pub const REMOTE_IDLE_SCREEN_REFRESH: Duration = Duration::from_secs(15);
 /// metadata).
 pub const RELOAD_EVERY: Duration = Duration::from_secs(1);
 /// Messages queued for the main thread. While an attached session has
-/// the terminal nothing drains them: the events thread then blocks, the
-/// daemon's per-connection queue fills, it drops events and says
-/// `events.lagged`, and the dashboard reloads when it is back.
+/// the terminal nothing drains them: a machine's link then drops its
+/// events and asks for one listing instead (`forward`), which the
+/// dashboard reads when it is back.
 pub const MAX_QUEUED: usize = 1_024;
 /// How often a lost daemon is looked for.
 pub const RECONNECT: Duration = Duration::from_secs(1);
@@ -318,13 +323,14 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
             Target::Local => {
                 let mut here = global.clone();
                 here.targets = vec![Target::Local];
-                spawn_events(here.clone(), tx.clone());
-                let load = spawn_loader(here.clone(), tx.clone());
-                // The first listing starts at once; another follows the
-                // subscription (what changed between the two comes by
-                // events from then on).
+                let link = Here::new();
+                let load = spawn_loader(here.clone(), tx.clone(), link.clone());
+                spawn_connector(here, tx.clone(), load.clone(), link.clone());
+                // The first listing starts once the connector has looked
+                // for a daemon; another follows the subscription (what
+                // changed between the two comes by events from then on).
                 let _ = load.send(());
-                let jobs = spawn_worker(here, tx.clone(), auto_trust);
+                let jobs = spawn_worker(tx.clone(), auto_trust, link);
                 Link {
                     label,
                     target,

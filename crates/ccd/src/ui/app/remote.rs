@@ -1,44 +1,41 @@
 //! Another machine on the dashboard: one ssh connection (`ccd dial-stdio`
-//! there) for the dashboard's lifetime carries that machine's events, its
-//! listings, previews, costs and actions; lost, it is made again with
-//! back-off ([`BACKOFF_FIRST`] doubling to [`BACKOFF_MAX`]).
+//! there) for the dashboard's lifetime, a [`ccd_client::Link`], carries
+//! that machine's events, its listings, previews, costs and actions; lost,
+//! it is made again with back-off ([`BACKOFF_FIRST`] doubling to
+//! [`BACKOFF_MAX`]).
 //!
-//! Two threads per machine, and who owns what:
-//! - the link owns the connection's writer and the job channel's receiver;
-//!   it connects (subscribe, then list), then runs jobs one at a time, each
-//!   call waiting for its reply on the reply channel with the method's
-//!   deadline (`ccd_client::deadline`). A call past its deadline (a stalled
-//!   network, a stopped ssh) or a failed write ends the connection: both
-//!   directions are shut, so the reader wakes, and ssh is ended with it.
+//! Who owns what:
+//! - the link thread (one per machine) owns the job channel's receiver and
+//!   the link while it is up. It connects (the link started with the
+//!   event sink held, subscribe, then list: the listing goes out, then the
+//!   events held meanwhile, [`super::forward`]), then runs jobs one at a
+//!   time, each call through the link within the method's deadline
+//!   (`ccd_client::deadline`). A call past its deadline (a stalled
+//!   network, a stopped ssh) or a failed write ends the connection
+//!   ([`Link::close`]: the link's reader wakes, ssh is ended with it).
 //!   While the machine is unreachable, jobs are answered at once
 //!   ([`jobs::refuse`]).
-//! - the reader (one per connection) owns the reading half (and with it
-//!   the ssh process): events go to the main loop (never blocking it: a
-//!   full queue drops the event and asks for a listing instead), replies to
-//!   the link (a line over the client's bound as [`Reply::TooLarge`]: the
-//!   call waiting is told its reply was too large, not left to time out);
-//!   at the end of the stream it says so to the link
-//!   ([`Job::Lost`] with the connection's generation, so a late word about
-//!   an old connection is ignored) and drops the reply channel, which ends
-//!   a call waiting on it at once.
+//! - the link's own reader thread routes replies to the call waiting and
+//!   events to the forwarder (never blocking: a full queue drops the event
+//!   and asks for a listing instead); at the end of the stream it fails
+//!   the call waiting and says so to the link thread ([`Job::Lost`] with
+//!   the connection's generation, so a late word about an old connection
+//!   is ignored).
 //!
 //! The main thread only queues jobs here (an unbounded channel): no key
 //! waits for a machine.
 
+use super::forward::Forward;
 use super::jobs::{self, Tails};
 use super::{Job, Msg, RELOAD_EVERY};
 use crate::ui::data;
 use crate::ui::view::Daemon;
-use ccd_client::client::Oversized;
-use ccd_client::deadline::{deadline_for, NotAnswering, CALL_TIMEOUT};
 use ccd_client::ssh::{Remote, StderrSink};
-use ccd_client::{Caller, Client, ClientError};
+use ccd_client::{ClientError, Link};
 use ccd_protocol::methods::daemon::Hello;
-use ccd_protocol::methods::events::{
-    Event as DaemonEvent, EventNotification, EventsSubscribe, SubscribeParams,
-};
-use ccd_protocol::{Incoming, Method, NotificationKind, Response};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
+use ccd_protocol::methods::events::{EventNotification, EventsSubscribe, SubscribeParams};
+use ccd_protocol::{Method, NotificationKind};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -169,44 +166,58 @@ impl LinkThread {
         }
     }
 
-    /// Connects, subscribes, lists, and starts the reader; the machine is
+    /// Connects, starts the link, subscribes and lists; the machine is
     /// then up.
     fn open(&self, generation: u64) -> Result<Conn, ClientError> {
         if let Ok(mut s) = self.said.lock() {
             s.clear();
         }
-        let mut client =
-            ccd_client::ssh::connect(&self.remote, crate::shared::connect::CLIENT_NAME)?;
-        let ssh_pid = client.peer_pid();
+        let client = ccd_client::ssh::connect(&self.remote, crate::shared::connect::CLIENT_NAME)?;
+        let reload = self.jobs.clone();
+        let events = Forward::new(
+            &self.label,
+            self.tx.clone(),
+            Box::new(move || {
+                let _ = reload.send(Job::Reload);
+            }),
+            true,
+        );
+        let lost = self.jobs.clone();
+        let link = Link::builder()
+            .subscribe(EventNotification::NAME, Forward::sink(events.clone()))
+            .on_close(move |why| {
+                let _ = lost.send(Job::Lost {
+                    generation,
+                    why: why.to_string(),
+                });
+            })
+            .start(client)?;
+        let conn = Conn {
+            link,
+            generation,
+            last_list: Instant::now(),
+        };
         // Subscribed first: what changes while the list is read comes as
-        // events, kept in the client's queue until the reader sends them.
-        client.call::<EventsSubscribe>(&SubscribeParams { types: None })?;
-        let rows = data::remote_listing(&mut Keeping(&mut client))?;
-        let (reader, writer, queued) = client.split();
-        writer.set_write_timeout(Some(CALL_TIMEOUT))?;
-        let (replies_tx, replies) = mpsc::channel::<Reply>();
+        // events, held until the list is out.
+        let listed = conn
+            .link
+            .call::<EventsSubscribe>(&SubscribeParams { types: None })
+            .and_then(|_| data::remote_listing(&mut conn.link.clone()));
+        let rows = match listed {
+            Ok(rows) => rows,
+            Err(e) => {
+                conn.close();
+                return Err(e);
+            }
+        };
         if !self.say(Msg::Daemon(self.label.clone(), Daemon::Connected))
             || !self.say(Msg::Rows(self.label.clone(), Ok(rows)))
+            || !Forward::open(&events)
         {
+            conn.close();
             return Err(ClientError::Closed);
         }
-        let reading = Reading {
-            label: self.label.clone(),
-            tx: self.tx.clone(),
-            replies: replies_tx,
-            jobs: self.jobs.clone(),
-            generation,
-            lagging: false,
-        };
-        std::thread::spawn(move || reading.run(reader, queued));
-        Ok(Conn {
-            label: self.label.clone(),
-            writer,
-            replies,
-            generation,
-            ssh_pid,
-            last_list: Instant::now(),
-        })
+        Ok(conn)
     }
 
     /// Runs jobs on `conn` until it is lost or the dashboard is gone.
@@ -229,7 +240,7 @@ impl LinkThread {
                 None => {
                     reload_at = None;
                     conn.last_list = Instant::now();
-                    match data::remote_listing(conn) {
+                    match data::remote_listing(&mut conn.link) {
                         Ok(rows) => {
                             if !self.say(Msg::Rows(self.label.clone(), Ok(rows))) {
                                 return Ended::Quit;
@@ -254,7 +265,7 @@ impl LinkThread {
                     let ran = jobs::run(
                         &self.label,
                         job,
-                        Some(&mut *conn),
+                        Some(&mut conn.link),
                         Tails::Api,
                         self.auto_trust,
                     );
@@ -286,186 +297,25 @@ fn explain_error(e: &ClientError) -> String {
     }
 }
 
-/// A [`Caller`] over a whole client that keeps the notifications arriving
-/// meanwhile (the events of the listing read right after subscribing).
-struct Keeping<'a>(&'a mut Client);
-
-impl Caller for Keeping<'_> {
-    fn ask<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
-        self.0.call::<M>(params)
-    }
-}
-
-/// What the reader passes on to a call waiting.
-enum Reply {
-    Response(Response),
-    /// A line over the client's bound (dropped): the reply awaited, most
-    /// likely (the link makes one call at a time).
-    TooLarge(Oversized),
-}
-
-/// One connection of a link: the writing half and the replies the reader
-/// passes on.
+/// One connection of a machine: its link, and when it was listed last.
 struct Conn {
-    label: String,
-    writer: ccd_client::client::Writer,
-    replies: Receiver<Reply>,
+    link: Link,
     generation: u64,
-    ssh_pid: Option<u32>,
     last_list: Instant,
 }
 
 impl Conn {
-    /// Ends the connection: the reader wakes at the end of the stream and
-    /// ends ssh.
+    /// Ends the connection: the link's reader wakes at the end of the
+    /// stream, fails the call waiting, and ends ssh.
     fn close(&self) {
-        let _ = self.writer.shutdown_both();
-    }
-
-    fn not_answering(&self, during: &str, waited: Duration) -> ClientError {
-        ClientError::NotAnswering(NotAnswering::remote(
-            &self.label,
-            self.ssh_pid,
-            during,
-            waited,
-        ))
-    }
-}
-
-impl Caller for Conn {
-    fn ask<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
-        let within = deadline_for::<M>(params);
-        // What came for a call given up on is not this call's.
-        while self.replies.try_recv().is_ok() {}
-        let id = match self.writer.send_typed::<M>(params) {
-            Err(ClientError::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(self.not_answering(M::NAME, CALL_TIMEOUT))
-            }
-            r => r?,
-        };
-        let until = Instant::now() + within;
-        loop {
-            match self
-                .replies
-                .recv_timeout(until.saturating_duration_since(Instant::now()))
-            {
-                Ok(Reply::Response(r)) if r.id.as_ref() == Some(&id) => {
-                    let v = r.outcome.map_err(ClientError::Rpc)?;
-                    return serde_json::from_value(v)
-                        .map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)));
-                }
-                Ok(Reply::TooLarge(o)) => {
-                    return Err(ClientError::TooLarge {
-                        from: format!("the ccd on {}", self.label),
-                        during: M::NAME.to_string(),
-                        len: o.len,
-                        whole: o.whole,
-                        max: ccd_protocol::MAX_LINE_BYTES,
-                    })
-                }
-                // A reply to a call given up on, or to nothing.
-                Ok(Reply::Response(_)) => {}
-                Err(RecvTimeoutError::Timeout) => return Err(self.not_answering(M::NAME, within)),
-                Err(RecvTimeoutError::Disconnected) => return Err(ClientError::Closed),
-            }
-        }
-    }
-}
-
-/// A connection's reader thread.
-struct Reading {
-    label: String,
-    tx: SyncSender<Msg>,
-    replies: Sender<Reply>,
-    jobs: Sender<Job>,
-    generation: u64,
-    /// Events were dropped (the main thread's queue was full) and a
-    /// listing asked: one listing per spell, however many events.
-    lagging: bool,
-}
-
-impl Reading {
-    fn run(
-        mut self,
-        mut reader: ccd_client::client::Reader,
-        queued: std::collections::VecDeque<ccd_protocol::Notification>,
-    ) {
-        for n in queued {
-            if !self.note(&n) {
-                return;
-            }
-        }
-        let why = loop {
-            match reader.next_or_oversized() {
-                Ok(Err(o)) => {
-                    tracing::warn!(host = %self.label, len = o.len, "a message over the client's bound, dropped");
-                    let _ = self.replies.send(Reply::TooLarge(o));
-                }
-                Ok(Ok(Incoming::Notification(n))) => {
-                    if !self.note(&n) {
-                        return;
-                    }
-                }
-                Ok(Ok(Incoming::Response(r))) => {
-                    let _ = self.replies.send(Reply::Response(r));
-                }
-                Ok(Ok(Incoming::Request(_))) => {}
-                Err(ClientError::Closed) => break "the connection closed".to_string(),
-                Err(e) => break e.to_string(),
-            }
-        };
-        drop(self.replies);
-        let _ = self.jobs.send(Job::Lost {
-            generation: self.generation,
-            why,
-        });
-        // `reader` goes here, and the ssh under it.
-    }
-
-    /// Passes an event on; false when the dashboard is gone.
-    fn note(&mut self, n: &ccd_protocol::Notification) -> bool {
-        if n.method != EventNotification::NAME {
-            return true;
-        }
-        let e = match n.params_as::<DaemonEvent>() {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(host = %self.label, error = %e.message, "skipping an event that does not read");
-                return true;
-            }
-        };
-        match self
-            .tx
-            .try_send(Msg::Event(self.label.clone(), Box::new(e)))
-        {
-            Ok(()) => {
-                self.lagging = false;
-                true
-            }
-            // The main thread is not taking messages (an attached session
-            // has the terminal): this event is dropped and the machine
-            // listed again instead, as after `events.lagged` (once for
-            // the whole spell: the link's job queue stays short).
-            Err(TrySendError::Full(_)) => {
-                if !self.lagging {
-                    self.lagging = true;
-                    let _ = self.jobs.send(Job::Reload);
-                }
-                true
-            }
-            Err(TrySendError::Disconnected(_)) => false,
-        }
+        self.link.close();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ccd_client::NotAnswering;
 
     /// A `hello` not answered within the dashboard's deadline says why the
     /// dashboard gave up so soon; one cut short by a trickle does not

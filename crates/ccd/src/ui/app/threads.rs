@@ -1,22 +1,32 @@
 //! The threads that feed the main loop, each sending its one kind of
 //! [`Msg`]: input (parked while an attached session has the keyboard),
-//! signals, and this machine's: the daemon's events, the loader of the
-//! listing and the worker (previews, costs and actions on its own
-//! connection). Another machine's are its link's (`remote`).
+//! signals, and this machine's. Another machine's are its link's
+//! (`remote`).
+//!
+//! This machine's daemon is one [`Link`] (while one runs), held in
+//! [`Here`]: the connector makes it (the first time starting a daemon
+//! like every command; after a loss only a daemon that is back is used,
+//! every [`RECONNECT`]), its reader passes the events on
+//! ([`super::forward`]), and the loader (the listing from the files, with
+//! what the daemon holds) and the worker (previews, costs and actions, one
+//! at a time) call through it. Until the connector's first look settles
+//! (a daemon answering, or none), the loader and the worker wait for it;
+//! after that they take the link as it is (none: the files alone, and
+//! "not running").
 
+use super::forward::Forward;
 use super::jobs::{self, Tails};
 use super::{InputCtl, Job, Msg, RECONNECT, RELOAD_EVERY};
 use crate::cli::GlobalArgs;
 use crate::hosts::LOCAL;
 use crate::ui::data;
 use crate::ui::view::Daemon;
-use ccd_client::Client;
-use ccd_protocol::methods::events::{
-    Event as DaemonEvent, EventNotification, EventsSubscribe, SubscribeParams,
-};
+use ccd_client::{Client, ClientError, Link};
+use ccd_protocol::methods::events::{EventNotification, EventsSubscribe, SubscribeParams};
 use ccd_protocol::NotificationKind;
 use ratatui::crossterm::event::{self};
 use std::sync::mpsc::{self, Sender, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 pub(super) fn spawn_input(tx: SyncSender<Msg>, ctl: InputCtl) {
@@ -54,100 +64,173 @@ pub(super) fn spawn_signals(tx: SyncSender<Msg>) -> Option<signal_hook::iterator
     Some(handle)
 }
 
-/// The events connection: the first one may start a daemon (like every
-/// command); after a loss, only a daemon that is back is used.
-pub(super) fn spawn_events(global: GlobalArgs, tx: SyncSender<Msg>) {
+/// This machine's link, as the connector last left it.
+enum HereState {
+    /// The connector's first look is not over.
+    Looking,
+    Up(Link),
+    /// No daemon (or none that answers) now.
+    Down,
+}
+
+/// This machine's link, shared by the connector (who sets it) and the
+/// loader and worker (who call through it).
+#[derive(Clone)]
+pub(super) struct Here(Arc<(Mutex<HereState>, Condvar)>);
+
+impl Here {
+    pub(super) fn new() -> Self {
+        Here(Arc::new((Mutex::new(HereState::Looking), Condvar::new())))
+    }
+
+    fn set(&self, state: HereState) {
+        let (m, cv) = &*self.0;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = state;
+        cv.notify_all();
+    }
+
+    /// The link once the connector's first look is over (`None`: no
+    /// daemon now).
+    fn link(&self) -> Option<Link> {
+        let (m, cv) = &*self.0;
+        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: the first look's connect has its own deadline.
+        let until = Instant::now() + LOOK_AT_MOST;
+        while matches!(*g, HereState::Looking) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            g = match cv.wait_timeout(g, left) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        match &*g {
+            HereState::Up(l) => Some(l.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The longest the loader or worker waits for the connector's first look.
+const LOOK_AT_MOST: Duration = Duration::from_secs(30);
+
+/// The connector of this machine's link: the first look takes a daemon
+/// already running, else starts one (like every command); after a loss,
+/// only a daemon that is back is used.
+pub(super) fn spawn_connector(
+    global: GlobalArgs,
+    tx: SyncSender<Msg>,
+    load: Sender<()>,
+    here: Here,
+) {
     std::thread::spawn(move || {
         let mut first = true;
-        let mut said_gone = false;
         loop {
             let client = if first {
                 first = false;
-                crate::shared::connect::connect(&global)
-                    .map(Some)
-                    .map_err(|e| e.to_string())
+                match crate::shared::connect::connect_existing(&global) {
+                    Ok(Some(c)) => Ok(c),
+                    Ok(None) => {
+                        // Nothing to wait for: the files alone until the
+                        // daemon started here answers.
+                        here.set(HereState::Down);
+                        crate::shared::connect::connect(&global).map_err(|e| e.to_string())
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+                .map(Some)
             } else {
                 crate::shared::connect::connect_existing(&global).map_err(|e| e.to_string())
             };
             let why = match client {
-                Ok(Some(mut c)) => match subscribe_and_forward(&mut c, &tx) {
-                    Ok(()) => return, // the dashboard is gone
-                    Err(e) => e,
+                Ok(Some(c)) => match serve_here(c, &tx, &load, &here) {
+                    Some(why) => why,
+                    None => return, // the dashboard is gone
                 },
                 Ok(None) => "no daemon running".to_string(),
                 Err(e) => e,
             };
-            if !said_gone || !why.is_empty() {
-                said_gone = true;
-                if tx
-                    .send(Msg::Daemon(LOCAL.into(), Daemon::Gone(why)))
-                    .is_err()
-                {
-                    return;
-                }
+            here.set(HereState::Down);
+            if tx
+                .send(Msg::Daemon(LOCAL.into(), Daemon::Gone(why)))
+                .is_err()
+            {
+                return;
             }
             std::thread::sleep(RECONNECT);
         }
     });
 }
 
-/// Subscribes and forwards events until the connection fails (`Err`:
-/// why) or the dashboard stops listening (`Ok`).
-fn subscribe_and_forward(c: &mut Client, tx: &SyncSender<Msg>) -> Result<(), String> {
-    c.call::<EventsSubscribe>(&SubscribeParams { types: None })
-        .map_err(|e| e.to_string())?;
+/// Runs `client` as this machine's link (events to the main loop, calls
+/// for the loader and the worker) until it closes: why; `None` when the
+/// dashboard is gone.
+fn serve_here(c: Client, tx: &SyncSender<Msg>, load: &Sender<()>, here: &Here) -> Option<String> {
+    let reload = load.clone();
+    let events = Forward::new(
+        LOCAL,
+        tx.clone(),
+        Box::new(move || {
+            let _ = reload.send(());
+        }),
+        false,
+    );
+    let (closed_tx, closed) = mpsc::channel::<String>();
+    let link = Link::builder()
+        .subscribe(EventNotification::NAME, Forward::sink(events))
+        .on_close(move |why| {
+            let _ = closed_tx.send(why.to_string());
+        })
+        .start(c);
+    let link = match link {
+        Ok(l) => l,
+        Err(e) => return Some(lost(&e)),
+    };
+    if let Err(e) = link.call::<EventsSubscribe>(&SubscribeParams { types: None }) {
+        link.close();
+        return Some(lost(&e));
+    }
+    here.set(HereState::Up(link.clone()));
     if tx
         .send(Msg::Daemon(LOCAL.into(), Daemon::Connected))
         .is_err()
     {
-        return Ok(());
+        return None;
     }
-    loop {
-        let n = match c.next_notification(None) {
-            Ok(Some(n)) => n,
-            Ok(None) => continue,
-            Err(e) => {
-                return Err(match e {
-                    ccd_client::ClientError::Io(_) | ccd_client::ClientError::Closed => {
-                        "connection closed".to_string()
-                    }
-                    other => other.to_string(),
-                })
-            }
-        };
-        if n.method != EventNotification::NAME {
-            continue;
+    let why = closed.recv().unwrap_or_default();
+    here.set(HereState::Down);
+    Some(match why.as_str() {
+        "the connection closed" => "connection closed".to_string(),
+        w if w.starts_with("connection to the ccd daemon") => "connection closed".to_string(),
+        w => w.to_string(),
+    })
+}
+
+/// Why this machine's connection was lost, as the dashboard says it.
+fn lost(e: &ClientError) -> String {
+    match e {
+        ClientError::Io(_) | ClientError::Closed | ClientError::LinkClosed { .. } => {
+            "connection closed".to_string()
         }
-        match n.params_as::<DaemonEvent>() {
-            Ok(e) => {
-                if tx.send(Msg::Event(LOCAL.into(), Box::new(e))).is_err() {
-                    return Ok(());
-                }
-            }
-            Err(e) => tracing::warn!(error = %e.message, "skipping an event that does not read"),
-        }
+        other => other.to_string(),
     }
 }
 
 /// Builds the listing on request; requests made while one is built are
 /// served by one more build.
-pub(super) fn spawn_loader(global: GlobalArgs, tx: SyncSender<Msg>) -> Sender<()> {
+pub(super) fn spawn_loader(global: GlobalArgs, tx: SyncSender<Msg>, here: Here) -> Sender<()> {
     let (req, rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
-        let mut client: Option<Client> = None;
         while rx.recv().is_ok() {
             let started = Instant::now();
             while rx.try_recv().is_ok() {}
-            if client.is_none() {
-                client = crate::shared::connect::connect_existing(&global)
-                    .ok()
-                    .flatten();
-            }
-            let mut r = data::listing(&global, client.as_mut());
-            if r.is_err() && client.is_some() {
+            let mut link = here.link();
+            let mut r = data::listing(&global, link.as_mut());
+            if r.is_err() && link.is_some() {
                 // The daemon went away mid-call: the files alone.
-                client = None;
-                r = data::listing(&global, None);
+                r = data::listing::<Link>(&global, None);
             }
             let rows = Msg::Rows(LOCAL.into(), r.map_err(|e| format!("{e:#}")));
             if tx.send(rows).is_err() {
@@ -161,24 +244,17 @@ pub(super) fn spawn_loader(global: GlobalArgs, tx: SyncSender<Msg>) -> Sender<()
     req
 }
 
-pub(super) fn spawn_worker(
-    global: GlobalArgs,
-    tx: SyncSender<Msg>,
-    auto_trust: bool,
-) -> Sender<Job> {
+/// The worker: this machine's jobs, one at a time, through its link.
+pub(super) fn spawn_worker(tx: SyncSender<Msg>, auto_trust: bool, here: Here) -> Sender<Job> {
     let (jobs, rx) = mpsc::channel::<Job>();
     std::thread::spawn(move || {
-        let mut client: Option<Client> = None;
         for job in rx {
-            if client.is_none() {
-                client = crate::shared::connect::connect_existing(&global)
-                    .ok()
-                    .flatten();
-            }
-            let ran = jobs::run(LOCAL, job, client.as_mut(), Tails::Files, auto_trust);
-            if ran.lost.is_some() {
-                // Reconnect for the next job.
-                client = None;
+            let mut link = here.link();
+            let ran = jobs::run(LOCAL, job, link.as_mut(), Tails::Files, auto_trust);
+            if let Some(why) = ran.lost {
+                // The link's reader sees a connection that ended; a call
+                // past its deadline leaves it for the next job.
+                tracing::debug!(%why, "a call to this machine's daemon failed");
             }
             if let Some(msg) = ran.msg {
                 if tx.send(msg).is_err() {
