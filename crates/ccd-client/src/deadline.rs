@@ -27,7 +27,7 @@
 //! first bytes and [`crate::ssh::HELLO_REST`] for the rest.
 //!
 //! While waiting, the peer's process state is looked at every
-//! [`STOPPED_CHECK`] (1 s): a stopped process ([`ccd_sched::is_stopped`])
+//! [`STOPPED_CHECK`] (1 s): a stopped process ([`ccd_os::process::is_stopped`])
 //! is reported at once, even during a long call. Once a stream is
 //! attached nothing times out: a silent session is normal.
 
@@ -226,9 +226,9 @@ fn format_secs(d: Duration) -> String {
     }
 }
 
-/// True when `pid` is stopped ([`ccd_sched::is_stopped`]).
+/// True when `pid` is stopped ([`ccd_os::process::is_stopped`]).
 pub fn is_stopped(pid: u32) -> bool {
-    ccd_sched::is_stopped(pid)
+    ccd_os::process::is_stopped(pid)
 }
 
 /// The pid of the process at the other end of `stream`: whoever listened
@@ -236,26 +236,6 @@ pub fn is_stopped(pid: u32) -> bool {
 /// where the system does not say).
 pub fn peer_pid(stream: &UnixStream) -> Option<u32> {
     ccd_socket_dir::peer::credentials(stream).ok()?.pid
-}
-
-/// A Unix stream socket, non-blocking and close-on-exec: in one call on
-/// Linux; on other systems (macOS has no `SOCK_NONBLOCK`/`SOCK_CLOEXEC`)
-/// set right after `socket`. A child started from another thread in
-/// between would inherit it; the client starts its children (the daemon,
-/// `ssh`) on the thread that then connects, before it does.
-fn stream_socket() -> std::io::Result<OwnedFd> {
-    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
-    #[cfg(target_os = "linux")]
-    let flags = SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC;
-    #[cfg(not(target_os = "linux"))]
-    let flags = SockFlag::empty();
-    let fd = socket(AddressFamily::Unix, SockType::Stream, flags, None)?;
-    if !cfg!(target_os = "linux") {
-        use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-        fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-        fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-    }
-    Ok(fd)
 }
 
 /// Connects to the socket at `path`, giving up after `timeout` (a listener
@@ -266,7 +246,11 @@ pub fn connect(path: &Path, timeout: Duration) -> std::io::Result<UnixStream> {
     let addr = UnixAddr::new(path).map_err(std::io::Error::from)?;
     let deadline = Instant::now() + timeout;
     loop {
-        let fd: OwnedFd = stream_socket()?;
+        // Non-blocking and close-on-exec (`ccd_os::socket`: in one call on
+        // Linux, `fcntl` right after on macOS; the client starts its
+        // children, the daemon and `ssh`, on the thread that then connects,
+        // before it does).
+        let fd: OwnedFd = ccd_os::socket::nonblocking_stream_socket()?;
         match connect(fd.as_raw_fd(), &addr) {
             Ok(()) => {
                 let s = UnixStream::from(fd);
@@ -321,16 +305,6 @@ fn poll_in(fd: BorrowedFd<'_>, ms: i32) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_new_stream_socket_is_non_blocking_and_close_on_exec() {
-        use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-        let fd = stream_socket().unwrap();
-        let fl = OFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFL).unwrap());
-        assert!(fl.contains(OFlag::O_NONBLOCK));
-        let fdf = FdFlag::from_bits_truncate(fcntl(&fd, FcntlArg::F_GETFD).unwrap());
-        assert!(fdf.contains(FdFlag::FD_CLOEXEC));
-    }
 
     #[test]
     fn the_peer_of_a_listener_in_this_process_is_this_process() {

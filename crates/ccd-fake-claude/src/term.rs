@@ -2,7 +2,7 @@
 //! size, and unbuffered writes to it.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::sys::termios::{
     self, ControlFlags, InputFlags, LocalFlags, SetArg, SpecialCharacterIndices, Termios,
@@ -53,19 +53,9 @@ pub fn size() -> (u16, u16) {
 }
 
 /// (rows, cols) of the terminal `fd` is open on; None when it is not a
-/// terminal (or says 0 rows or columns).
-#[allow(unsafe_code)] // reason: TIOCGWINSZ has no wrapper in nix 0.30 or std
+/// terminal (or says 0 rows or columns): `ccd_os::term_size`.
 fn winsize(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one winsize into `ws`, which we own, and
-    // reads nothing else; `fd` is open for the call (borrowed).
-    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) };
-    (rc == 0 && ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
+    ccd_os::term_size::size_of(fd).map(|(cols, rows)| (rows, cols))
 }
 
 /// Writes all of `bytes` to stdout without buffering. An error means the terminal is gone.

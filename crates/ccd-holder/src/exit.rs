@@ -12,56 +12,10 @@ use portable_pty::Child;
 /// How the child ended (a holder-protocol type).
 pub use ccd_protocol::holder::ExitInfo;
 
-/// Block until `pid` has exited, without reaping it. Returns false if this
-/// cannot be waited for this way (then reaping is the wait).
-pub fn wait_exited_no_reap(pid: u32) -> bool {
-    loop {
-        match waitid_exited_no_reap(pid) {
-            Ok(()) => return true,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(err) => {
-                tracing::debug!(pid, error = %err, "waitid(WNOWAIT) failed");
-                return false;
-            }
-        }
-    }
-}
-
-/// One `waitid(P_PID, pid, WEXITED | WNOWAIT)`.
-#[cfg(not(target_os = "macos"))]
-fn waitid_exited_no_reap(pid: u32) -> std::io::Result<()> {
-    use nix::sys::wait::{waitid, Id, WaitPidFlag};
-    let pid = libc::pid_t::try_from(pid)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "pid out of range"))?;
-    waitid(
-        Id::Pid(nix::unistd::Pid::from_raw(pid)),
-        WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
-    )?;
-    Ok(())
-}
-
-/// One `waitid(P_PID, pid, WEXITED | WNOWAIT)` (nix has no `waitid` for
-/// macOS).
-#[cfg(target_os = "macos")]
-#[allow(unsafe_code)] // reason: nix 0.30 has no waitid on macOS, nor std
-fn waitid_exited_no_reap(pid: u32) -> std::io::Result<()> {
-    let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
-    // SAFETY: waitid writes at most one siginfo_t into `info`, a zeroed
-    // buffer of that size we own (and never read); no other pointer.
-    let rc = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid,
-            info.as_mut_ptr(),
-            libc::WEXITED | libc::WNOWAIT,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
+/// Block until `pid` has exited, without reaping it
+/// (`waitid(WEXITED | WNOWAIT)`, in `ccd_os::exit_watch`). Returns false
+/// if this cannot be waited for this way (then reaping is the wait).
+pub use ccd_os::exit_watch::wait_exited_no_reap;
 
 /// Reap the child and read its status.
 pub fn reap(child: Box<dyn Child + Send + Sync>) -> ExitInfo {

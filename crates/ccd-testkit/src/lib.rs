@@ -7,9 +7,9 @@
 //! ([`procs`]), and per-thread context-switch counts (`threads`, Linux).
 //! Used by tests and benchmarks only.
 
-// Unsafe code only where an item allows it, with its reason
-// (docs/architecture.md, "Unsafe code").
-#![deny(unsafe_code)]
+// No unsafe code here, and none may be added (docs/architecture.md,
+// "Unsafe code"): the kernel calls are `ccd-os`'s.
+#![forbid(unsafe_code)]
 
 pub mod bins;
 pub mod fixtures;

@@ -3,8 +3,8 @@
 //! line, environment, working directory, owner and open descriptors.
 //!
 //! Linux reads `/proc` (what the tests read before this module existed);
-//! macOS asks the kernel through `sysinfo` (`proc_pidinfo`, `sysctl`) and,
-//! for descriptors, `proc_pidinfo(PROC_PIDLISTFDS)`. A process that cannot
+//! macOS asks the kernel through `sysinfo` (`proc_pidinfo`, `sysctl`);
+//! the stat line, existence and descriptor counts are `ccd_os::process`'s. A process that cannot
 //! be read (gone, or another user's) gives the empty answer, as an
 //! unreadable `/proc` file did.
 
@@ -26,7 +26,7 @@ pub fn exists(pid: u32) -> bool {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        ccd_sched::run_state::exists(pid)
+        ccd_os::process::exists(pid)
     }
 }
 
@@ -39,12 +39,13 @@ pub fn gone(pid: u32) -> bool {
 pub fn stat(pid: u32) -> Option<Stat> {
     #[cfg(target_os = "linux")]
     {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let (_, rest) = stat.rsplit_once(')')?;
-        let mut f = rest.split_whitespace();
-        let state = f.next()?.chars().next().unwrap_or('?');
-        let ppid = f.next()?.parse().ok()?;
-        Some(Stat { ppid, state })
+        let stat = ccd_os::process::read_stat(pid).ok()?;
+        let f = ccd_os::process::stat::Fields::parse(&stat)?;
+        let state = f.state().map_or('?', char::from);
+        Some(Stat {
+            ppid: f.ppid()?,
+            state,
+        })
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -187,24 +188,15 @@ pub fn rss_kb(pid: u32) -> u64 {
     }
 }
 
-/// How many descriptors `pid` has open (0: gone or unreadable).
+/// How many descriptors `pid` has open (0: gone or unreadable):
+/// `ccd_os::process::fd_count`.
 pub fn fd_count(pid: u32) -> usize {
-    #[cfg(target_os = "linux")]
-    {
-        std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|d| d.count())
-            .unwrap_or(0)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        mac::fd_count(pid)
-    }
+    ccd_os::process::fd_count(pid)
 }
 
 #[cfg(not(target_os = "linux"))]
 mod mac {
-    //! The macOS side: `sysinfo` for the process table, `proc_pidinfo`
-    //! for descriptors.
+    //! The macOS side: `sysinfo` for the process table.
 
     use super::Stat;
     use sysinfo::{Pid, Process, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System};
@@ -245,31 +237,6 @@ mod mac {
             out.push(0);
         }
         out
-    }
-
-    /// `proc_pidinfo(PROC_PIDLISTFDS)`: asked once for the size of the
-    /// table, then for the table; each entry is one open descriptor.
-    #[allow(unsafe_code)] // reason: proc_pidinfo has no wrapper in nix, std or sysinfo
-    pub(super) fn fd_count(pid: u32) -> usize {
-        let Ok(pid) = libc::c_int::try_from(pid) else {
-            return 0;
-        };
-        let entry = std::mem::size_of::<libc::proc_fdinfo>();
-        let mut buf: Vec<libc::proc_fdinfo> = Vec::new();
-        // SAFETY: the first call passes a null buffer of size 0, which asks
-        // only for the size needed; the second passes `buf`'s capacity,
-        // `size` bytes, of which the kernel writes at most that many (they
-        // are never read: only their count is used).
-        let got = unsafe {
-            let need = libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0);
-            let Ok(need) = usize::try_from(need) else {
-                return 0;
-            };
-            buf.reserve_exact(need / entry + 1);
-            let size = libc::c_int::try_from(buf.capacity() * entry).unwrap_or(0);
-            libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, buf.as_mut_ptr().cast(), size)
-        };
-        usize::try_from(got).map_or(0, |n| n / entry)
     }
 }
 

@@ -113,19 +113,15 @@ impl Source for Table {
 
 /// The figures of a `/proc/<pid>/stat` line: parent (field 4), user and
 /// system time (14, 15, in clock ticks), start time (22, ticks since
-/// boot), resident pages (24). The command name (field 2) may hold spaces
-/// and parentheses: the fields are counted from its last `)`.
+/// boot), resident pages (24), read by `ccd_os::process::stat` (which
+/// counts the fields after the command name's last `)`).
 pub fn parse_stat(text: &str, ticks_per_s: u64, page_bytes: u64) -> Option<ProcStat> {
-    let (_, rest) = text.rsplit_once(')')?;
-    let f: Vec<&str> = rest.split_whitespace().take(22).collect();
-    // Field n is f[n - 3].
-    let num = |n: usize| f.get(n - 3).and_then(|v| v.parse::<u64>().ok());
-    let ticks = num(14)?.saturating_add(num(15)?);
+    let f = ccd_os::process::stat::Fields::parse(text)?;
     Some(ProcStat {
-        ppid: u32::try_from(num(4)?).ok()?,
-        start: num(22)?,
-        cpu_ms: ticks.saturating_mul(1000) / ticks_per_s.max(1),
-        rss_bytes: num(24)?.saturating_mul(page_bytes),
+        ppid: f.ppid()?,
+        start: f.start_ticks()?,
+        cpu_ms: f.cpu_ticks()?.saturating_mul(1000) / ticks_per_s.max(1),
+        rss_bytes: f.rss_pages()?.saturating_mul(page_bytes),
     })
 }
 

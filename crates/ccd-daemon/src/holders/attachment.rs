@@ -127,7 +127,7 @@ pub async fn connect_sending(
     use nix::sys::socket::{connect, UnixAddr};
     use std::io::Write;
     use std::os::fd::AsRawFd;
-    let fd = nonblocking_stream_socket()?;
+    let fd = ccd_os::socket::nonblocking_stream_socket()?;
     let addr = UnixAddr::new(path)?;
     let stream = match connect(fd.as_raw_fd(), &addr) {
         Ok(()) => std::os::unix::net::UnixStream::from(fd),
@@ -227,37 +227,6 @@ pub async fn read_first_line(stream: &tokio::net::UnixStream) -> std::io::Result
     }
     line.pop();
     Ok(Some(line))
-}
-
-/// A new Unix stream socket, non-blocking and close-on-exec: both flags
-/// set by `socket(2)` itself on Linux.
-#[cfg(target_os = "linux")]
-fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
-    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
-    Ok(socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        None,
-    )?)
-}
-
-/// A new Unix stream socket, non-blocking and close-on-exec: macOS's
-/// `socket(2)` takes no such flags, so `fcntl(2)` sets them right after
-/// (as the standard library does for its sockets there).
-#[cfg(not(target_os = "linux"))]
-fn nonblocking_stream_socket() -> std::io::Result<std::os::fd::OwnedFd> {
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
-    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
-    let fd = socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::empty(),
-        None,
-    )?;
-    fcntl(&fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
-    Ok(fd)
 }
 
 #[cfg(test)]

@@ -144,17 +144,12 @@ pub(super) fn threads(_pid: u32) -> Option<u64> {
     None
 }
 
-/// `pid`'s thread count (field 20 of its stat), if it can be told.
+/// `pid`'s thread count (field 20 of its stat, `ccd_os::process`), if
+/// it can be told.
 #[cfg(target_os = "linux")]
 pub(super) fn threads(pid: u32) -> Option<u64> {
-    let stat = proc_file(&format!("/proc/{pid}/stat"))?;
-    // Counted after the command's closing paren.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(17)?
-        .parse()
-        .ok()
+    let stat = ccd_os::process::read_stat(pid).ok()?;
+    ccd_os::process::stat::Fields::parse(&stat)?.threads()
 }
 
 /// What a tick does with an entry.

@@ -29,3 +29,11 @@ pub(super) fn is_stopped(pid: u32) -> bool {
         .and_then(|f| f.state())
         .is_some_and(|s| s == b'T' || s == b't')
 }
+
+/// How many descriptors `pid` has open (0: gone or unreadable): the
+/// entries of `/proc/<pid>/fd`.
+pub fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}

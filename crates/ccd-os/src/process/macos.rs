@@ -52,3 +52,30 @@ pub fn bsd_info(pid: u32) -> Result<libc::proc_bsdinfo, BsdInfoError> {
     }
     info.ok_or(BsdInfoError::Short(n))
 }
+
+/// How many descriptors `pid` has open (0: gone or unreadable):
+/// `proc_pidinfo(PROC_PIDLISTFDS)`, asked once for the size of the table,
+/// then for the table; each entry is one open descriptor.
+pub fn fd_count(pid: u32) -> usize {
+    let Ok(pid) = libc::c_int::try_from(pid) else {
+        return 0;
+    };
+    let entry = std::mem::size_of::<libc::proc_fdinfo>();
+    let mut buf: Vec<libc::proc_fdinfo> = Vec::new();
+    #[allow(unsafe_code)] // reason: proc_pidinfo has no wrapper in nix, rustix, std or sysinfo
+    //
+    // SAFETY: the first call passes a null buffer of size 0, which asks
+    // only for the size needed; the second passes `buf`'s capacity,
+    // `size` bytes, of which the kernel writes at most that many (they
+    // are never read: only their count is used).
+    let got = unsafe {
+        let need = libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0);
+        let Ok(need) = usize::try_from(need) else {
+            return 0;
+        };
+        buf.reserve_exact(need / entry + 1);
+        let size = libc::c_int::try_from(buf.capacity() * entry).unwrap_or(0);
+        libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, buf.as_mut_ptr().cast(), size)
+    };
+    usize::try_from(got).map_or(0, |n| n / entry)
+}

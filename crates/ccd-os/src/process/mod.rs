@@ -13,6 +13,10 @@
 //!   start second); `pbi_status == SSTOP` is stopped.
 //! - Elsewhere nothing is known: not stopped.
 //!
+//! How many descriptors a process has open ([`fd_count`]: `/proc/<pid>/fd`
+//! on Linux, `proc_pidinfo(PROC_PIDLISTFDS)` on macOS) is asked by the
+//! tests and benchmarks (`ccd-testkit`).
+//!
 //! A process that is gone or cannot be read is not stopped.
 
 pub mod stat;
@@ -22,14 +26,14 @@ mod linux;
 #[cfg(target_os = "linux")]
 use linux as imp;
 #[cfg(target_os = "linux")]
-pub use linux::{read_stat, read_stat_of};
+pub use linux::{fd_count, read_stat, read_stat_of};
 
 #[cfg(target_os = "macos")]
 mod macos;
 #[cfg(target_os = "macos")]
 use macos as imp;
 #[cfg(target_os = "macos")]
-pub use macos::{bsd_info, BsdInfoError, SSTOP, SZOMB};
+pub use macos::{bsd_info, fd_count, BsdInfoError, SSTOP, SZOMB};
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod imp {
@@ -79,6 +83,13 @@ mod tests {
         assert!(exists(1), "init: another user's process");
         assert!(!exists(u32::MAX));
         assert!(!exists(0), "not a process: our group");
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn this_process_has_its_standard_descriptors_open_and_no_process_none() {
+        assert!(fd_count(std::process::id()) >= 3);
+        assert_eq!(fd_count(u32::MAX), 0);
     }
 
     #[test]

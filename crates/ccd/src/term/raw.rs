@@ -2,7 +2,7 @@
 
 use nix::sys::termios::{self, SetArg, Termios};
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Mutex;
 
 /// Undoes every mode an attached session may have set: mouse reporting,
@@ -69,17 +69,7 @@ pub fn size() -> Option<(u16, u16)> {
 }
 
 /// The size (cols, rows) of the terminal `fd` is open on; None when it is
-/// not a terminal (or says 0 columns or rows).
-#[allow(unsafe_code)] // reason: TIOCGWINSZ has no wrapper in nix 0.30 or std
+/// not a terminal (or says 0 columns or rows): `ccd_os::term_size`.
 pub fn size_of(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
-    let mut ws = nix::libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one winsize into `ws`, which we own, and
-    // reads nothing else; `fd` is open for the call (borrowed).
-    let r = unsafe { nix::libc::ioctl(fd.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut ws) };
-    (r == 0 && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
+    ccd_os::term_size::size_of(fd)
 }
