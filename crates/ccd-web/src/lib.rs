@@ -69,8 +69,10 @@
 //!   loop); `{"t":"screen","session":sid,"cols":C,"rows":R,
 //!   "cursor":{"row","col","visible"},"full":bool,"lines":{"<rowindex>":[run,…],…}}`
 //!   where a run is `{"s":"text","fg":"#rrggbb"|null,"bg":…,"b":bool,
-//!   "i":bool,"u":bool,"r":bool}` and only changed rows are sent after a
-//!   full frame (`full: true`: every row); `{"t":"tail","session":sid,
+//!   "i":bool,"u":bool,"r":bool}` (plus `"d":true` for dim and `"w":true`
+//!   for one wide character taking two cells, each only when set; a row's
+//!   trailing unstyled blanks are left out: [`render`]) and only changed
+//!   rows are sent after a full frame (`full: true`: every row); `{"t":"tail","session":sid,
 //!   "items":[{kind,text,timestamp}]}` (the last 60 items, whole) for
 //!   sessions ccd does not hold; `{"t":"error","message":…}`. Page →
 //!   server: `{"t":"watch","session":sid}` / `{"t":"unwatch"}`.
