@@ -183,10 +183,11 @@ impl<W> Router<W> {
             .collect()
     }
 
-    /// Ends `id`'s wait now as expired (its peer was seen stopped).
-    pub fn expire_now(&mut self, id: &Id, now: Instant) -> Option<(W, String, Outcome)> {
+    /// Ends `id`'s wait now as expired (its peer was seen stopped): told
+    /// as its whole deadline, as [`Client::call`] tells it.
+    pub fn expire_now(&mut self, id: &Id) -> Option<(W, String, Outcome)> {
         let p = self.pending.remove(id)?;
-        let waited = now.saturating_duration_since(p.started);
+        let waited = p.until.saturating_duration_since(p.started);
         Some((p.waiter, p.method, Outcome::Expired { waited }))
     }
 
@@ -333,12 +334,13 @@ impl Link {
         within: Duration,
     ) -> Result<Value, ClientError> {
         let (tx, rx) = mpsc::sync_channel::<Outcome>(1);
+        let started = Instant::now();
+        let until = started + within;
         let id = {
             let mut writer = lock(&self.shared.writer);
             let id = writer.peek_id();
-            let now = Instant::now();
             if let Err((_, why)) =
-                lock(&self.shared.router).register(id.clone(), method, now, now + within, tx)
+                lock(&self.shared.router).register(id.clone(), method, started, until, tx)
             {
                 return Err(self.shared.closed_error(method, &why));
             }
@@ -364,7 +366,9 @@ impl Link {
             }
         };
         let outcome = loop {
-            match rx.recv_timeout(deadline::STOPPED_CHECK) {
+            // Woken at the deadline, and every STOPPED_CHECK before it.
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left.min(deadline::STOPPED_CHECK)) {
                 Ok(o) => break o,
                 Err(RecvTimeoutError::Disconnected) => {
                     break Outcome::Closed("the link is gone".into())
@@ -372,7 +376,7 @@ impl Link {
                 Err(RecvTimeoutError::Timeout) => {
                     let now = Instant::now();
                     if self.shared.peer.stopped() {
-                        if let Some((w, _, o)) = lock(&self.shared.router).expire_now(&id, now) {
+                        if let Some((w, _, o)) = lock(&self.shared.router).expire_now(&id) {
                             let _ = w.try_send(o);
                         }
                     }
@@ -732,6 +736,82 @@ mod tests {
         assert!(link.closed().is_some());
         let again = link.call::<DaemonStatus>(&Empty {}).expect_err("refused");
         assert!(matches!(again, ClientError::LinkClosed { .. }), "{again:?}");
+        peer.join().expect("peer");
+    }
+
+    /// Over a real connection: a call past its deadline is not answering
+    /// (its deadline told, not how long the thread slept), the reply
+    /// that comes after is dropped, and the next call gets its own.
+    #[test]
+    fn a_late_reply_over_a_link_is_dropped_after_the_deadline() {
+        use crate::socket_dir::SocketDir;
+        use ccd_protocol::methods::daemon::DaemonStatus;
+        use std::io::{BufRead, Write};
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::net::UnixListener;
+
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = SocketDir::new(tmp.path().join("sock"));
+        dir.create_private().expect("socket dir");
+        let listener = UnixListener::bind(dir.socket()).expect("bind");
+        std::fs::set_permissions(dir.socket(), std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        let status = |id: i64, pid: u32| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"daemon_version":"9","protocol":1,"pid":{pid},"started_at":0,"socket":"s","sessions":0,"clients":1}}}}"#
+            )
+        };
+        let (late_tx, late) = mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let (s, _) = listener.accept().expect("accept");
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut r = std::io::BufReader::new(s.try_clone().expect("clone"));
+            let mut w = s;
+            let mut line = String::new();
+            r.read_line(&mut line).expect("hello");
+            writeln!(
+                w,
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"daemon_version":"9","protocol":1,"server":"ccd"}}}}"#
+            )
+            .expect("write");
+            let mut next_id = || {
+                line.clear();
+                r.read_line(&mut line).expect("a call");
+                let v: Value = serde_json::from_str(&line).expect("json");
+                v["id"].as_i64().expect("id")
+            };
+            let first = next_id();
+            // Answered only once the caller gave up.
+            late.recv_timeout(Duration::from_secs(10))
+                .expect("given up");
+            writeln!(w, "{}", status(first, 1)).expect("write");
+            let second = next_id();
+            writeln!(w, "{}", status(second, 2)).expect("write");
+        });
+        let link = Link::start(Client::connect(&dir, "test/0").expect("connect")).expect("link");
+        let within = Duration::from_millis(300);
+        let started = Instant::now();
+        let e = link
+            .call_value_within(DaemonStatus::NAME, serde_json::json!({}), within)
+            .expect_err("no reply in time");
+        assert!(started.elapsed() >= within, "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        let n = e.not_answering().expect("not answering");
+        assert_eq!((n.during.as_str(), n.waited), (DaemonStatus::NAME, within));
+        late_tx.send(()).expect("peer");
+        let v = link
+            .call_value_within(
+                DaemonStatus::NAME,
+                serde_json::json!({}),
+                Duration::from_secs(5),
+            )
+            .expect("the second call's own reply");
+        assert_eq!(v["pid"], 2, "{v}");
         peer.join().expect("peer");
     }
 }
