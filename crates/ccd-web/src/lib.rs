@@ -11,6 +11,8 @@
 //! - [`guard`]: what every request passes: `Host`, `Origin`, the cookie,
 //!   the security headers on every response;
 //! - [`server`]: the accept loop (connection bound, TLS, header timeout);
+//! - [`tls`]: the TLS acceptor (Linux: rustls with ring; macOS: refused
+//!   for now, see there);
 //! - [`api`]: the routes (login, page, `/api/sessions`, actions);
 //! - [`daemon`]: calls to the daemon (blocking `ccd-client` calls on
 //!   tokio's blocking pool) and the event thread that drives list pushes;
@@ -37,7 +39,8 @@
 //! # The contract between the server and the page
 //! - Stack: axum 0.8 on tokio (served through hyper's http1 connection
 //!   with upgrades), WebSocket via axum's `ws` feature; TLS with rustls
-//!   (tokio-rustls, ring) for non-loopback listening. All static assets
+//!   (tokio-rustls, ring; Linux only for now, see [`tls`]) for
+//!   non-loopback listening. All static assets
 //!   (`index.html`, `app.js`, `app.css`, no third-party script, no CDN)
 //!   are embedded with `include_str!` from `crates/ccd-web/assets/`.
 //! - `GET /?token=<hex>` → on a valid token: `303 See Other` to `/` with
@@ -100,6 +103,7 @@ pub mod limits;
 pub mod render;
 pub mod server;
 pub mod sessions;
+pub mod tls;
 pub mod token;
 pub mod ws;
 
@@ -157,7 +161,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         return Ok(());
     }
     let tls = match (&opts.tls_cert, &opts.tls_key) {
-        (Some(c), Some(k)) => Some(server::tls_acceptor(c, k)?),
+        (Some(c), Some(k)) => Some(tls::acceptor(c, k)?),
         _ => None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -12,11 +12,9 @@
 //! of [`limits::WEBSOCKETS`] instead (`ws`).
 
 use crate::limits;
-use anyhow::{bail, Context};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
@@ -159,41 +157,11 @@ fn parse_proxy(text: &str) -> Result<ProxyOrigin, PlanError> {
     })
 }
 
-/// A rustls acceptor from PEM files (the certificate chain, the key).
-pub fn tls_acceptor(cert: &Path, key: &Path) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
-    use tokio_rustls::rustls;
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("reading the TLS certificate {}", cert.display()))?
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("reading the TLS certificate {}", cert.display()))?;
-    if certs.is_empty() {
-        bail!("{}: no certificate in it", cert.display());
-    }
-    let key = PrivateKeyDer::from_pem_file(key)
-        .with_context(|| format!("reading the TLS key {}", key.display()))?;
-    // ring, not aws-lc-rs: no C toolchain of the target is needed to
-    // build (or lint) for macOS from Linux. Its defaults lack the
-    // post-quantum key exchange (hence deprecated); X25519 and the NIST
-    // curves remain.
-    #[allow(deprecated)]
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .context("the TLS certificate and key do not make a server identity")?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-}
-
 /// Accepts and serves connections until the process ends.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<crate::tls::Acceptor>,
 ) {
     let slots = Arc::new(Semaphore::new(limits::CONNECTIONS));
     loop {
@@ -229,7 +197,11 @@ pub async fn serve(
             };
             let served = match tls {
                 Some(acceptor) => {
-                    match tokio::time::timeout(limits::TLS_HANDSHAKE, acceptor.accept(stream)).await
+                    match tokio::time::timeout(
+                        limits::TLS_HANDSHAKE,
+                        crate::tls::accept(&acceptor, stream),
+                    )
+                    .await
                     {
                         Ok(Ok(s)) => {
                             http.serve_connection(TokioIo::new(s), svc)
@@ -262,6 +234,7 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn opts(listen: &str) -> crate::Options {
         crate::Options {

@@ -1,0 +1,45 @@
+//! Linux: rustls through tokio-rustls, ring as the crypto provider.
+
+use anyhow::{bail, Context};
+use std::path::Path;
+use std::sync::Arc;
+
+pub type Acceptor = tokio_rustls::TlsAcceptor;
+
+/// A rustls acceptor from PEM files (the certificate chain, the key).
+pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<Acceptor> {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("reading the TLS certificate {}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading the TLS certificate {}", cert.display()))?;
+    if certs.is_empty() {
+        bail!("{}: no certificate in it", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("reading the TLS key {}", key.display()))?;
+    // ring, not aws-lc-rs: no C toolchain of the target is needed to
+    // build (or lint) for macOS from Linux. Its defaults lack the
+    // post-quantum key exchange (hence deprecated); X25519 and the NIST
+    // curves remain.
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("the TLS certificate and key do not make a server identity")?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The TLS handshake of one connection.
+pub async fn accept(
+    a: &Acceptor,
+    stream: tokio::net::TcpStream,
+) -> std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
+    a.accept(stream).await
+}
