@@ -35,6 +35,7 @@
 use crate::startup;
 use crate::state::{Daemon, DaemonOptions};
 use ccd_holder::accept::{classify_accept_error, AcceptAction, Backoff};
+use ccd_protocol::error_data::CapRefusedData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -249,10 +250,9 @@ fn refuse_over_cap(stream: &tokio::net::UnixStream, max_clients: usize, before: 
             _ => break,
         }
     }
-    let e = ccd_protocol::RpcError::internal(format!(
+    let e = CapRefusedData::connections(max_clients).into_error(format!(
         "the ccd daemon serves at most {max_clients} connections at once; try again later"
-    ))
-    .with_data(serde_json::json!({"reason": "too_many_connections", "limit": max_clients}));
+    ));
     if let Ok(line) = ccd_protocol::encode(&ccd_protocol::Response::error(None, e)) {
         let _ = stream.try_write(&line);
     }

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::methods::session::SessionState;
+use crate::RpcError;
 
 /// `data` of `session_live_elsewhere` (-32005): the process that holds
 /// the session outside ccd.
@@ -190,10 +191,65 @@ pub struct TrimRefusedData {
     pub types: Vec<crate::methods::session::TrimCount>,
 }
 
+open_enum! {
+    /// `data.reason` of a refusal over a cap ([`CapRefusedData`]).
+    pub enum CapReason {
+        /// Too many connections at once.
+        TooManyConnections = "too_many_connections";
+        /// A reason a later peer adds, kept as sent.
+        Other(String),
+    }
+}
+
+/// `data` of a refusal over a connection cap (`internal_error`, -32603,
+/// the message saying which cap and what to do): the daemon's cap on its
+/// connections (a reply with `id: null`, then the socket closes), a
+/// holder's on its connections or on those besides the daemon's, and a
+/// direct stream the holder did not take (`session.attach`'s error, which
+/// adds `session` and `holder`). A client matches on this, not on the
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapRefusedData {
+    /// Why ([`CapReason::TooManyConnections`]).
+    pub reason: CapReason,
+    /// The cap that was reached.
+    pub limit: u64,
+    /// A refused direct stream: its session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// A refused direct stream: the holder that refused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+}
+
+impl CapRefusedData {
+    /// Too many connections: at most `limit` are served.
+    pub fn connections(limit: usize) -> Self {
+        CapRefusedData {
+            reason: CapReason::TooManyConnections,
+            limit: u64::try_from(limit).unwrap_or(u64::MAX),
+            session: None,
+            holder: None,
+        }
+    }
+
+    /// The `internal_error` refusal with `message` and this as its `data`.
+    pub fn into_error(self, message: impl Into<String>) -> RpcError {
+        let data = serde_json::to_value(&self).unwrap_or(serde_json::Value::Null);
+        RpcError::internal(message).with_data(data)
+    }
+
+    /// `e`'s data when `e` is a refusal over a connection cap.
+    pub fn of_refusal(e: &RpcError) -> Option<CapRefusedData> {
+        e.data_as::<CapRefusedData>()
+            .filter(|d| d.reason == CapReason::TooManyConnections)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ErrorCode, RpcError};
+    use crate::ErrorCode;
     use serde_json::json;
 
     #[test]

@@ -12,7 +12,9 @@
 //! - [`methods`]: typed params/results, one module per concern;
 //! - [`stream`]: how terminal output travels (`session.output`,
 //!   `session.resync`, `session.exited`);
-//! - [`transport`]: where the socket lives.
+//! - [`transport`]: where the socket lives;
+//! - `open_enum`: the macro that declares a wire vocabulary a later peer
+//!   may extend (named values and `Other(String)`, kept byte for byte).
 //!
 //! The full contract, with an example for every method, is
 //! `docs/protocol.md`. This crate is pure and synchronous: the daemon and
@@ -20,6 +22,10 @@
 
 // No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
 #![forbid(unsafe_code)]
+
+// First: the macro is used by the modules below.
+#[macro_use]
+mod open_enum;
 
 pub mod b64;
 pub mod error_code;

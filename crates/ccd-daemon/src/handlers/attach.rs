@@ -27,6 +27,7 @@ use crate::holders::rpc::{stopped, HolderConn, HolderError, CALL_TIMEOUT};
 use crate::holders::HolderEntry;
 use crate::session_ops::resolve::{held, resolve_for_attach};
 use crate::session_ops::resume::{fresh_instead, live_elsewhere, resume};
+use ccd_protocol::error_data::CapRefusedData;
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, DetachResult, InputParams, InputResult, ResizeParams,
@@ -372,14 +373,9 @@ async fn hello_reply(
             .map(|r| Some(r.protocol))
             .map_err(|e| decode(format!("{}: {e}", h::Hello::NAME))),
         Err(e) if e.code == ErrorCode::MethodNotFound.code() => Ok(None),
-        Err(e) if refusal_reason(&e) == Some("too_many_connections") => Err(refused(holder, e)),
+        Err(e) if CapRefusedData::of_refusal(&e).is_some() => Err(refused(holder, e)),
         Err(e) => Err(holder.rpc_error(HolderError::Rpc(e))),
     }
-}
-
-/// The `data.reason` of a holder's error.
-fn refusal_reason(e: &RpcError) -> Option<&str> {
-    e.data.as_ref()?.get("reason")?.as_str()
 }
 
 /// A direct stream the holder did not take (`e`, its refusal): the

@@ -544,8 +544,8 @@ impl HolderTable {
             ev.held = Some(false);
             ev.holder = Some(e.id.clone());
             ev.pid = e.info.as_ref().map(|i| i.child_pid);
-            ev.status = Some(Lifecycle::Discarded.to_string());
-            ev.previous = Some(e.lifecycle().to_string());
+            ev.status = Some(Lifecycle::Discarded);
+            ev.previous = Some(e.lifecycle());
             ev.reason = Some("another process runs this session; ccd stopped its own copy".into());
             self.events.publish(ev);
         }

@@ -172,8 +172,9 @@ impl HolderEntry {
         let (Some(info), Some(_)) = (&self.info, self.refreshed_at) else {
             return true;
         };
-        let settled =
-            info.state.as_str() == "ready" && info.needs_attention.is_none() && info.exit.is_none();
+        let settled = info.state == ccd_protocol::holder::State::Ready
+            && info.needs_attention.is_none()
+            && info.exit.is_none();
         self.dirty || !settled || now.duration_since(self.changed_at) < QUIET_REFRESH
     }
 

@@ -94,8 +94,8 @@ impl HolderTable {
         let mut e = Event::new(EventKind::Lifecycle, session.clone(), now_ms());
         e.pid = Some(info.child_pid);
         e.held = Some(true);
-        e.status = Some(new.to_string());
-        e.previous = old.map(|o| o.to_string());
+        e.status = Some(new.clone());
+        e.previous = old;
         self.events.publish(e);
         if new == Lifecycle::NeedsAttention {
             let mut a = Event::new(EventKind::Attention, session, now_ms());
@@ -170,7 +170,7 @@ impl HolderTable {
             e.exit_code = finished.exit.as_ref().and_then(|x| x.code);
             e.exit_signal = finished.exit.as_ref().and_then(|x| x.signal);
             e.reason = finished.failure.clone();
-            e.status = Some(finished.state.to_string());
+            e.status = Some(finished.state.clone());
             self.events.publish(e);
         }
         if let Ok(mut m) = self.live.lock() {
@@ -194,7 +194,7 @@ impl HolderTable {
         let threads = entry.holder_pid().and_then(pacing::threads);
         match self.ask_info(&entry).await {
             Ok(info) => {
-                let done = info.exit.is_some() || info.state.as_str() == "failed";
+                let done = info.exit.is_some() || info.state == h::State::Failed;
                 // What this reply replaced, when it is newer than what the
                 // table holds (concurrent refreshes may answer out of order).
                 let mut replaced: Option<Option<InfoResult>> = None;

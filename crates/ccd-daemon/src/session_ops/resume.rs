@@ -18,7 +18,7 @@ use ccd_protocol::error_data::{
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::attach::FreshStart;
 use ccd_protocol::methods::session::{
-    Lifecycle, Progress, SessionInfo, SessionProgress, SessionState,
+    Lifecycle, Progress, ResumeStep, SessionInfo, SessionProgress, SessionState,
 };
 use ccd_protocol::methods::TermSize;
 use ccd_protocol::{ErrorCode, RpcError};
@@ -182,13 +182,13 @@ const STOP_COPY_GRACE_MS: u64 = 2000;
 /// `session.progress` of a resume step (see [`SessionProgress`]).
 ///
 /// [`SessionProgress`]: ccd_protocol::methods::session::SessionProgress
-async fn resume_step(ctx: &ConnCtx, step: ResumeStep<'_>, detail: StepDetail) {
+async fn resume_step(ctx: &ConnCtx, step: StepReport<'_>, detail: StepDetail) {
     let p = Progress {
         holder: step.holder.to_string(),
         session: Some(step.session.to_string()),
         lifecycle: step.lifecycle.clone(),
         reason: None,
-        step: Some(step.step.to_string()),
+        step: Some(step.step),
         cwd: detail.cwd,
         pid: detail.pid,
     };
@@ -196,11 +196,11 @@ async fn resume_step(ctx: &ConnCtx, step: ResumeStep<'_>, detail: StepDetail) {
 }
 
 /// Which resume step [`resume_step`] reports.
-struct ResumeStep<'a> {
+struct StepReport<'a> {
     holder: &'a str,
     session: &'a str,
     lifecycle: Lifecycle,
-    step: &'a str,
+    step: ResumeStep,
 }
 
 /// What a resume step adds ([`Progress`]'s `cwd` and `pid`).
@@ -238,7 +238,7 @@ pub async fn resume(
     };
     let hid = meta.id.clone();
     tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
-    let step = |lifecycle, step| ResumeStep {
+    let step = |lifecycle, step| StepReport {
         holder: &hid,
         session: sid,
         lifecycle,
@@ -246,7 +246,7 @@ pub async fn resume(
     };
     resume_step(
         ctx,
-        step(Lifecycle::Starting, "resuming"),
+        step(Lifecycle::Starting, ResumeStep::Resuming),
         StepDetail {
             cwd: Some(cwd.to_string_lossy().into_owned()),
             pid: None,
@@ -298,7 +298,7 @@ pub async fn resume(
     }
     resume_step(
         ctx,
-        step(lifecycle.clone(), "settling"),
+        step(lifecycle.clone(), ResumeStep::Settling),
         StepDetail::default(),
     )
     .await;
@@ -355,11 +355,11 @@ async fn refuse_late(
         holder = hid,
         "another process resumed the same session meanwhile; stopping ours"
     );
-    let step = ResumeStep {
+    let step = StepReport {
         holder: hid,
         session: sid,
         lifecycle: lifecycle.clone(),
-        step: "stopping",
+        step: ResumeStep::Stopping,
     };
     let detail = StepDetail {
         cwd: None,

@@ -33,6 +33,7 @@ use ccd_claude::liveness::{self, Liveness};
 use ccd_claude::registry;
 use ccd_claude::ClaudeConfigDir;
 use ccd_protocol::methods::events::{Event, EventKind, LiveWriter};
+use ccd_protocol::methods::session::Lifecycle;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -56,7 +57,7 @@ const SETTLE: Duration = Duration::from_millis(15);
 struct Seen {
     session: String,
     cwd: Option<String>,
-    status: Option<String>,
+    status: Option<Lifecycle>,
     waiting_for: Option<String>,
     liveness: Liveness,
     /// The holder that runs this process, if ccd does.
@@ -112,7 +113,7 @@ fn scan(
                 Seen {
                     session: e.session_id,
                     cwd: e.cwd,
-                    status: e.status,
+                    status: e.status.map(Lifecycle::from),
                     waiting_for: e.waiting_for,
                     liveness: l,
                     holder,
@@ -334,7 +335,7 @@ fn wants_attention(s: &Seen) -> bool {
         .waiting_for
         .as_deref()
         .is_some_and(|w| w.to_ascii_lowercase().contains("permission"));
-    s.status.as_deref() == Some("waiting") && !(s.holder.is_some() && permission)
+    s.status == Some(Lifecycle::Waiting) && !(s.holder.is_some() && permission)
 }
 
 fn attention(s: &Seen, pid: u32, at: i64) -> Event {
@@ -480,8 +481,8 @@ pub async fn run(
             .iter()
             .filter(|e| {
                 e.kind == EventKind::Status
-                    && e.previous.as_deref() == Some("busy")
-                    && e.status.as_deref() != Some("busy")
+                    && e.previous == Some(Lifecycle::Busy)
+                    && e.status != Some(Lifecycle::Busy)
             })
             .filter_map(|e| e.session.clone())
             .collect();

@@ -56,7 +56,7 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         changed_at: Instant::now(),
         verdict: ScreenState::Loading,
     };
-    session.record_transition(State::Starting.as_str(), None);
+    session.record_transition(State::Starting.into(), None);
     loop {
         if session.stopping() {
             return;

@@ -31,6 +31,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ccd_protocol::error_data::CapRefusedData;
 
 use super::slots::{admit, Admission, DaemonLock};
 use crate::accept::{classify_accept_error, AcceptAction, Backoff};
@@ -188,8 +189,7 @@ fn refusal_line(why: Admission) -> Vec<u8> {
             MAX_CONNECTIONS,
         ),
     };
-    let e = ccd_protocol::RpcError::internal(message)
-        .with_data(serde_json::json!({"reason": "too_many_connections", "limit": limit}));
+    let e = CapRefusedData::connections(limit).into_error(message);
     ccd_protocol::encode(&ccd_protocol::Response::error(None, e)).unwrap_or_default()
 }
 
@@ -197,14 +197,10 @@ fn refusal_line(why: Admission) -> Vec<u8> {
 /// daemon's are taken ([`super::slots::admit_direct`]): the reason and
 /// limit of [`refusal_line`]'s.
 pub fn direct_refusal() -> ccd_protocol::RpcError {
-    ccd_protocol::RpcError::internal(format!(
+    CapRefusedData::connections(MAX_OTHER_CONNECTIONS).into_error(format!(
         "the holder serves at most {MAX_OTHER_CONNECTIONS} connections besides the daemon's, \
          direct streams included; close one and try again"
     ))
-    .with_data(serde_json::json!({
-        "reason": "too_many_connections",
-        "limit": MAX_OTHER_CONNECTIONS,
-    }))
 }
 
 /// Bind the holder socket at `path` with mode 0600. An existing socket is

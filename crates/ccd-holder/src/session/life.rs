@@ -4,6 +4,7 @@
 //! when), the welcome banner.
 
 use super::*;
+use ccd_protocol::holder::TransitionState;
 
 impl Session {
     /// `holder.info`.
@@ -109,7 +110,7 @@ impl Session {
     }
 
     /// Record a lifecycle transition with the screen at that moment.
-    pub(crate) fn record_transition(&self, state: &str, detail: Option<String>) {
+    pub(crate) fn record_transition(&self, state: TransitionState, detail: Option<String>) {
         let screen = self.screen_text();
         let mut g = self.lock();
         let t = &mut g.life.transitions;
@@ -118,9 +119,9 @@ impl Session {
         }
         // Also in the holder's log, so a detection that went wrong can be
         // diagnosed after the holder is gone.
-        tracing::info!(state, detail = ?detail, screen = %screen.trim_end(), "lifecycle transition: screen at this moment");
+        tracing::info!(state = state.as_str(), detail = ?detail, screen = %screen.trim_end(), "lifecycle transition: screen at this moment");
         t.push_back(Transition {
-            state: state.to_owned(),
+            state,
             at: unix_ms(),
             detail,
             screen,
@@ -136,7 +137,7 @@ impl Session {
                 g.life.failure = detail.clone();
             }
         }
-        self.record_transition(state.as_str(), detail);
+        self.record_transition(state.into(), detail);
         self.notify();
     }
 
@@ -153,9 +154,9 @@ impl Session {
             });
         }
         let name = if detail.is_some() {
-            "needs_attention"
+            TransitionState::NeedsAttention
         } else {
-            "attention_cleared"
+            TransitionState::AttentionCleared
         };
         self.record_transition(name, detail);
     }

@@ -498,12 +498,38 @@ pub struct Attention {
     pub since: i64,
 }
 
+open_enum! {
+    /// What a [`Transition`] records: a [`State`] entered, or attention
+    /// raised or cleared.
+    pub enum TransitionState {
+        Starting = "starting",
+        Trust = "trust",
+        Ready = "ready",
+        Exited = "exited",
+        Failed = "failed",
+        NeedsAttention = "needs_attention",
+        AttentionCleared = "attention_cleared";
+        /// A value a later holder records, kept as sent.
+        Other(String),
+    }
+}
+
+impl From<State> for TransitionState {
+    fn from(s: State) -> Self {
+        match s {
+            State::Starting => TransitionState::Starting,
+            State::Trust => TransitionState::Trust,
+            State::Ready => TransitionState::Ready,
+            State::Exited => TransitionState::Exited,
+            State::Failed => TransitionState::Failed,
+        }
+    }
+}
+
 /// One recorded state change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transition {
-    /// `starting`, `trust`, `ready`, `exited`, `failed`, `needs_attention`,
-    /// `attention_cleared`.
-    pub state: String,
+    pub state: TransitionState,
     /// Unix ms.
     pub at: i64,
     /// Detail (failure reason, attention reason).

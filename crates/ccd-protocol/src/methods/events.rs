@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::session::{Lifecycle, SessionState};
 use super::{Method, NotificationKind};
 
 /// `events.subscribe`: start receiving `event` notifications on this
@@ -46,7 +47,7 @@ pub struct LiveWriter {
     pub session: String,
     pub pid: u32,
     /// `live` or `unknown`.
-    pub state: String,
+    pub state: WriterState,
     /// The holder, when ccd runs this process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
@@ -60,97 +61,69 @@ impl NotificationKind for EventNotification {
     type Params = Event;
 }
 
-/// An event's `type` (see [`Event`]), on the wire as its name
-/// (`session.appeared`, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum EventKind {
-    Appeared,
-    Disappeared,
-    IdChanged,
-    Writers,
-    Status,
-    Attention,
-    AttentionCleared,
-    Lifecycle,
-    Context,
-    Exited,
-    Reaped,
-    Lagged,
-    /// A type added by a later daemon, kept as named (a client shows or
-    /// skips it; this daemon never sends one).
-    Other(String),
+open_enum! {
+    /// An event's `type` (see [`Event`]), on the wire as its name
+    /// (`session.appeared`, ...).
+    pub enum EventKind {
+        Appeared = "session.appeared",
+        Disappeared = "session.disappeared",
+        IdChanged = "session.id_changed",
+        Writers = "session.writers",
+        Status = "session.status",
+        Attention = "session.attention",
+        AttentionCleared = "session.attention_cleared",
+        Lifecycle = "session.lifecycle",
+        Context = "session.context",
+        Exited = "session.exited",
+        Reaped = "session.reaped",
+        Lagged = "events.lagged";
+        /// A type added by a later daemon, kept as named (a client shows or
+        /// skips it; this daemon never sends one).
+        Other(String),
+    }
 }
 
 impl EventKind {
     /// Every kind this protocol version sends.
-    pub const ALL: &'static [EventKind] = &[
-        EventKind::Appeared,
-        EventKind::Disappeared,
-        EventKind::IdChanged,
-        EventKind::Writers,
-        EventKind::Status,
-        EventKind::Attention,
-        EventKind::AttentionCleared,
-        EventKind::Lifecycle,
-        EventKind::Context,
-        EventKind::Exited,
-        EventKind::Reaped,
-        EventKind::Lagged,
-    ];
+    pub const ALL: &'static [EventKind] = EventKind::KNOWN;
+}
 
-    /// The wire name.
-    pub fn as_str(&self) -> &str {
+open_enum! {
+    /// Whether a process that may write a session runs (`state` of
+    /// [`LiveWriter`] and of [`Event`]): the public [`SessionState`]'s
+    /// names, with a later daemon's value kept as sent.
+    pub enum WriterState {
+        /// The process runs (its start time matches the registry's).
+        Live = "live",
+        /// Its liveness cannot be verified; treated as live.
+        Unknown = "unknown",
+        /// It no longer runs.
+        Dead = "dead";
+        /// A value added by a later daemon, kept as sent.
+        Other(String),
+    }
+}
+
+impl From<SessionState> for WriterState {
+    fn from(s: SessionState) -> Self {
+        match s {
+            SessionState::Live => WriterState::Live,
+            SessionState::Unknown => WriterState::Unknown,
+            SessionState::Dead => WriterState::Dead,
+            SessionState::Other => WriterState::Other("other".into()),
+        }
+    }
+}
+
+impl WriterState {
+    /// The same state as a [`SessionState`] (a later value: `Other`).
+    pub fn session_state(&self) -> SessionState {
         match self {
-            EventKind::Appeared => "session.appeared",
-            EventKind::Disappeared => "session.disappeared",
-            EventKind::IdChanged => "session.id_changed",
-            EventKind::Writers => "session.writers",
-            EventKind::Status => "session.status",
-            EventKind::Attention => "session.attention",
-            EventKind::AttentionCleared => "session.attention_cleared",
-            EventKind::Lifecycle => "session.lifecycle",
-            EventKind::Context => "session.context",
-            EventKind::Exited => "session.exited",
-            EventKind::Reaped => "session.reaped",
-            EventKind::Lagged => "events.lagged",
-            EventKind::Other(s) => s,
+            WriterState::Live => SessionState::Live,
+            WriterState::Unknown => SessionState::Unknown,
+            WriterState::Dead => SessionState::Dead,
+            WriterState::Other(_) => SessionState::Other,
         }
-    }
-}
-
-impl From<String> for EventKind {
-    fn from(s: String) -> Self {
-        match s.as_str() {
-            "session.appeared" => EventKind::Appeared,
-            "session.disappeared" => EventKind::Disappeared,
-            "session.id_changed" => EventKind::IdChanged,
-            "session.writers" => EventKind::Writers,
-            "session.status" => EventKind::Status,
-            "session.attention" => EventKind::Attention,
-            "session.attention_cleared" => EventKind::AttentionCleared,
-            "session.lifecycle" => EventKind::Lifecycle,
-            "session.context" => EventKind::Context,
-            "session.exited" => EventKind::Exited,
-            "session.reaped" => EventKind::Reaped,
-            "events.lagged" => EventKind::Lagged,
-            _ => EventKind::Other(s),
-        }
-    }
-}
-
-impl From<EventKind> for String {
-    fn from(k: EventKind) -> String {
-        match k {
-            EventKind::Other(s) => s,
-            k => k.as_str().to_string(),
-        }
-    }
-}
-
-impl std::fmt::Display for EventKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -197,7 +170,7 @@ pub struct Event {
     pub cwd: Option<String>,
     /// `live` / `unknown` / `dead`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<WriterState>,
     /// Whether ccd holds the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<bool>,
@@ -213,11 +186,15 @@ pub struct Event {
     /// `session.writers`: every process writing the session now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<Vec<u32>>,
-    /// New status or lifecycle.
+    /// New status (`session.status`: Claude Code's `idle`, `busy`,
+    /// `waiting`, or whatever it wrote) or lifecycle (`session.lifecycle`);
+    /// also on `session.appeared` and `session.id_changed`. One vocabulary,
+    /// [`Lifecycle`]'s, holds both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<Lifecycle>,
+    /// What `status` was before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous: Option<String>,
+    pub previous: Option<Lifecycle>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<String>,
     /// Why attention is needed (`session.attention`).

@@ -27,7 +27,7 @@ use ccd_protocol::methods::attach::{
     AttachMode, AttachParams, AttachResult, InputParams, ResizeParams, SessionAttach, SessionInput,
     SessionResize,
 };
-use ccd_protocol::methods::session::{Progress, SessionProgress};
+use ccd_protocol::methods::session::{Progress, ResumeStep, SessionProgress};
 use ccd_protocol::methods::{Method, NotificationKind, TermSize};
 use ccd_protocol::stream::RESYNC_PREFIX;
 use ccd_protocol::stream::{
@@ -295,12 +295,12 @@ fn progress_line(n: &Notification) -> Option<String> {
     let p: Progress = n.params_as().ok()?;
     let sid = p.session.as_deref().unwrap_or("?");
     let short = sid.get(..8).unwrap_or(sid);
-    match p.step.as_deref()? {
-        "resuming" => Some(format!(
+    match p.step? {
+        ResumeStep::Resuming => Some(format!(
             "ccd: resuming {short} in {}…",
             p.cwd.as_deref().unwrap_or("its original directory")
         )),
-        "stopping" => Some(format!(
+        ResumeStep::Stopping => Some(format!(
             "ccd: another process (pid {}) started {short} meanwhile; stopping ccd's copy…",
             p.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into())
         )),

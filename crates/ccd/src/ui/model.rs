@@ -344,18 +344,18 @@ impl Model {
         }
         match e.kind {
             EventKind::Status => {
-                row.info.status = e.status.as_deref().map(parse_status);
+                row.info.status = e.status.as_ref().map(activity_of);
                 row.info.waiting_for = e.waiting_for.clone();
             }
             EventKind::Lifecycle => {
-                if let (Some(c), Some(s)) = (row.info.ccd.as_mut(), e.status.as_deref()) {
-                    c.lifecycle = Lifecycle::from(s);
+                if let (Some(c), Some(s)) = (row.info.ccd.as_mut(), e.status.as_ref()) {
+                    c.lifecycle = s.clone();
                     if !matches!(c.lifecycle, Lifecycle::Waiting | Lifecycle::NeedsAttention) {
                         c.permission = None;
                         c.permission_prompt = None;
                     }
                 }
-                if matches!(e.status.as_deref(), Some("exited" | "failed")) {
+                if matches!(e.status, Some(Lifecycle::Exited | Lifecycle::Failed)) {
                     out.reload = true;
                 }
             }
@@ -480,11 +480,11 @@ fn touch(row: &mut Row, t: OffsetDateTime) {
     }
 }
 
-fn parse_status(s: &str) -> ActivityStatus {
+fn activity_of(s: &Lifecycle) -> ActivityStatus {
     match s {
-        "idle" => ActivityStatus::Idle,
-        "busy" => ActivityStatus::Busy,
-        "waiting" => ActivityStatus::Waiting,
+        Lifecycle::Idle => ActivityStatus::Idle,
+        Lifecycle::Busy => ActivityStatus::Busy,
+        Lifecycle::Waiting => ActivityStatus::Waiting,
         _ => ActivityStatus::Other,
     }
 }

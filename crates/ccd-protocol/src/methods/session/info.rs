@@ -65,49 +65,30 @@ pub struct WriterInfo {
     pub version: Option<String>,
 }
 
-/// What ccd knows of a session it holds in a PTY.
-/// ccd's lifecycle of a session it holds, on the wire as its name
-/// (`starting`, `trust`, `ready`; then Claude Code's status `idle`, `busy`,
-/// `waiting` once ready; `needs-attention`; and how it ended: `exited`,
-/// `failed`, `reaped`, `discarded`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum Lifecycle {
-    Starting,
-    Trust,
-    Ready,
-    Idle,
-    Busy,
-    Waiting,
-    NeedsAttention,
-    Exited,
-    Failed,
-    Reaped,
-    Discarded,
-    /// A name this version does not know (a later daemon's state, or a
-    /// status Claude Code added), kept as named.
-    Other(String),
+open_enum! {
+    /// ccd's lifecycle of a session it holds, on the wire as its name
+    /// (`starting`, `trust`, `ready`; then Claude Code's status `idle`,
+    /// `busy`, `waiting` once ready; `needs-attention`; and how it ended:
+    /// `exited`, `failed`, `reaped`, `discarded`).
+    pub enum Lifecycle {
+        Starting = "starting",
+        Trust = "trust",
+        Ready = "ready",
+        Idle = "idle",
+        Busy = "busy",
+        Waiting = "waiting",
+        NeedsAttention = "needs-attention",
+        Exited = "exited",
+        Failed = "failed",
+        Reaped = "reaped",
+        Discarded = "discarded";
+        /// A name this version does not know (a later daemon's state, or a
+        /// status Claude Code added), kept as named.
+        Other(String),
+    }
 }
 
 impl Lifecycle {
-    /// The wire name.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Lifecycle::Starting => "starting",
-            Lifecycle::Trust => "trust",
-            Lifecycle::Ready => "ready",
-            Lifecycle::Idle => "idle",
-            Lifecycle::Busy => "busy",
-            Lifecycle::Waiting => "waiting",
-            Lifecycle::NeedsAttention => "needs-attention",
-            Lifecycle::Exited => "exited",
-            Lifecycle::Failed => "failed",
-            Lifecycle::Reaped => "reaped",
-            Lifecycle::Discarded => "discarded",
-            Lifecycle::Other(s) => s,
-        }
-    }
-
     /// The session's process has ended (`exited`, `failed`, `reaped`,
     /// `discarded`).
     pub fn ended(&self) -> bool {
@@ -118,46 +99,7 @@ impl Lifecycle {
     }
 }
 
-impl From<String> for Lifecycle {
-    fn from(s: String) -> Self {
-        match s.as_str() {
-            "starting" => Lifecycle::Starting,
-            "trust" => Lifecycle::Trust,
-            "ready" => Lifecycle::Ready,
-            "idle" => Lifecycle::Idle,
-            "busy" => Lifecycle::Busy,
-            "waiting" => Lifecycle::Waiting,
-            "needs-attention" => Lifecycle::NeedsAttention,
-            "exited" => Lifecycle::Exited,
-            "failed" => Lifecycle::Failed,
-            "reaped" => Lifecycle::Reaped,
-            "discarded" => Lifecycle::Discarded,
-            _ => Lifecycle::Other(s),
-        }
-    }
-}
-
-impl From<&str> for Lifecycle {
-    fn from(s: &str) -> Self {
-        Lifecycle::from(s.to_string())
-    }
-}
-
-impl From<Lifecycle> for String {
-    fn from(l: Lifecycle) -> String {
-        match l {
-            Lifecycle::Other(s) => s,
-            l => l.as_str().to_string(),
-        }
-    }
-}
-
-impl std::fmt::Display for Lifecycle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
+/// What ccd knows of a session it holds in a PTY.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OwnedInfo {
     /// The holder process's id (stable while the session runs).

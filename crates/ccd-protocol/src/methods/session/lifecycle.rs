@@ -207,17 +207,30 @@ pub struct Progress {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// A step of a resume (`session.attach` of a dead session) beyond the
-    /// lifecycle: `resuming` (in `cwd`), `settling` (ready; making sure it
-    /// stays up), `stopping` (another process, `pid`, started the same
-    /// session meanwhile: ccd stops its own copy and will refuse).
+    /// lifecycle ([`ResumeStep`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<String>,
+    pub step: Option<ResumeStep>,
     /// With `step` `resuming`: the session's original cwd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// With `step` `stopping`: the other process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+}
+
+open_enum! {
+    /// A step of a resume beyond the lifecycle ([`Progress::step`]).
+    pub enum ResumeStep {
+        /// Starting `claude --resume` in the session's original cwd (`cwd`).
+        Resuming = "resuming",
+        /// Ready; making sure it stays up.
+        Settling = "settling",
+        /// Another process (`pid`) started the same session meanwhile: ccd
+        /// stops its own copy and will refuse.
+        Stopping = "stopping";
+        /// A step added by a later daemon, kept as sent.
+        Other(String),
+    }
 }
 
 /// `session.pin`: exempt a session ccd holds from idle reaping (or undo).
