@@ -8,7 +8,7 @@
 //! built for, in the shape tokio gives its `ucred`:
 //! `#[cfg(target_os = "linux")] mod linux;`, `#[cfg(target_os = "macos")]
 //! mod macos;`. A mechanism both systems reach through the same call
-//! (terminal size, rlimits) is one file. The business crates (the daemon,
+//! (terminal size, rlimits, a child's own session) is one file. The business crates (the daemon,
 //! the holder, the client, the CLI, the cost probe, liveness) call these
 //! and hold no `target_os` of their own for them; `docs/platforms.md`
 //! says, per mechanism, where it lives, how each side is verified and
@@ -23,6 +23,8 @@
 //! | [`rlimit`] | the descriptor limit raised |
 //! | [`term_size`] | a terminal's columns and rows |
 //! | [`fdpass`] | descriptors passed over a Unix socket (`SCM_RIGHTS`) |
+//! | [`sched`] | scheduling class: short slice, batch / QoS class, the autogroup's nice value |
+//! | [`session`] | a child started in a session of its own (`setsid` in `pre_exec`) |
 //!
 //! Nothing here blocks but where a function says so
 //! ([`exit_watch::wait_exited_no_reap`]); nothing holds state across calls.
@@ -36,5 +38,7 @@ pub mod fdpass;
 pub mod peer;
 pub mod process;
 pub mod rlimit;
+pub mod sched;
+pub mod session;
 pub mod socket;
 pub mod term_size;

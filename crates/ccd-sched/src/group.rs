@@ -150,45 +150,26 @@ impl Core {
     }
 }
 
-#[cfg(target_os = "linux")]
-const AUTOGROUP: &str = "/proc/self/autogroup";
-
 /// The group's nice value if this process may change it (see
 /// [`FloodGroup::own`]).
-#[cfg(target_os = "linux")]
 fn own_base() -> Option<i32> {
     let leads = nix::unistd::getsid(None).is_ok_and(|sid| sid == nix::unistd::getpid());
     if !leads {
         tracing::debug!("not a session leader: the scheduling group is not this process's alone");
         return None;
     }
-    let text = std::fs::read_to_string(AUTOGROUP)
+    let nice = ccd_os::sched::read_group_nice()
         .map_err(|e| tracing::debug!(error = %e, "no autogroup"))
         .ok()?;
-    let nice = parse_nice(&text)?;
     (nice < BULK_NICE).then_some(nice)
 }
 
-#[cfg(not(target_os = "linux"))]
-fn own_base() -> Option<i32> {
-    None
-}
+/// The nice value in `/proc/<pid>/autogroup` ("/autogroup-12 nice 0"):
+/// `ccd_os::sched::parse_nice`.
+pub use ccd_os::sched::parse_nice;
 
-/// The nice value in `/proc/<pid>/autogroup` ("/autogroup-12 nice 0").
-pub fn parse_nice(text: &str) -> Option<i32> {
-    let mut words = text.split_whitespace();
-    words.find(|w| *w == "nice")?;
-    words.next()?.parse().ok()
-}
-
-#[cfg(target_os = "linux")]
 fn write_nice(nice: i32) -> io::Result<()> {
-    std::fs::write(AUTOGROUP, nice.to_string())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn write_nice(_: i32) -> io::Result<()> {
-    Err(io::ErrorKind::Unsupported.into())
+    ccd_os::sched::write_group_nice(nice)
 }
 
 #[cfg(test)]
@@ -278,14 +259,6 @@ mod tests {
         assert_eq!(f.asked, [BULK_NICE]);
     }
 
-    #[test]
-    fn the_nice_value_is_read_from_the_proc_line() {
-        assert_eq!(parse_nice("/autogroup-25084 nice 0\n"), Some(0));
-        assert_eq!(parse_nice("/autogroup-7 nice -5\n"), Some(-5));
-        assert_eq!(parse_nice("/autogroup-7 nice\n"), None);
-        assert_eq!(parse_nice(""), None);
-    }
-
     /// Marks the re-executed child of the test below.
     #[cfg(target_os = "linux")]
     const CHILD: &str = "CCD_SCHED_GROUP_TEST_CHILD";
@@ -310,11 +283,7 @@ mod tests {
     fn a_session_leader_weighs_its_own_group_down_while_flooding() {
         const NAME: &str =
             "group::tests::a_session_leader_weighs_its_own_group_down_while_flooding";
-        let read = || {
-            std::fs::read_to_string(AUTOGROUP)
-                .ok()
-                .and_then(|t| parse_nice(&t))
-        };
+        let read = || ccd_os::sched::read_group_nice().ok();
         if std::env::var_os(CHILD).is_none() {
             assert!(
                 !FloodGroup::own().enabled(),

@@ -1,7 +1,9 @@
 //! ccd-sched: scheduling hints for the threads on the keystroke → echo path.
 //!
-//! A leaf crate (libc, nix and tracing only): the CLI's terminal client,
-//! the daemon's runtime workers and the holder's threads all call it.
+//! What to ask for and when; the calls themselves (`sched_setattr`, the
+//! QoS class, the autogroup's file) are `ccd_os::sched`'s, re-exported
+//! ([`short_slice`], [`bulk`]). The CLI's terminal client, the daemon's
+//! runtime workers and the holder's threads all call it.
 //!
 //! A keystroke crosses several threads (terminal client, daemon, holder
 //! connection, PTY writer, then PTY reader, pump, daemon, client). Each one
@@ -31,7 +33,7 @@
 //! mark the holders share; with nobody typing elsewhere the weight would
 //! only slow the flood's own relay).
 //!
-//! On macOS (see [`qos`]) bulk work runs at a lower quality-of-service
+//! On macOS (see `ccd_os::sched`) bulk work runs at a lower quality-of-service
 //! class (`QOS_CLASS_UTILITY`) and gets its class back when it is
 //! interactive again; there is no short slice to ask for, and no
 //! autogroup ([`FloodGroup`] never changes anything there).
@@ -39,107 +41,23 @@
 //! Best effort: older kernels ignore the field; other systems have no such
 //! call. Failures are logged at debug level and otherwise ignored.
 //!
-//! [`session`] starts a child in a session of its own (the daemon, a
-//! holder): the one `pre_exec` of the workspace's programs.
+//! [`session`] (`ccd_os::session`) starts a child in a session of its own
+//! (the daemon, a holder): the one `pre_exec` of the workspace's programs.
 
-// Unsafe code only where an item allows it, with its reason
-// (docs/architecture.md, "Unsafe code").
-#![deny(unsafe_code)]
+// No unsafe code here, and none may be added (docs/architecture.md,
+// "Unsafe code"): the kernel calls are `ccd-os`'s.
+#![forbid(unsafe_code)]
 
 pub mod group;
-pub mod qos;
 pub mod run_state;
-pub mod session;
 pub mod typing;
 
+pub use ccd_os::sched::{bulk, short_slice};
+/// A child in a session of its own: `ccd_os::session`, re-exported.
+pub use ccd_os::session;
 pub use group::FloodGroup;
 pub use run_state::is_stopped;
 pub use typing::{Typing, TypingLook};
-
-/// The slice asked for, in nanoseconds (the kernel's minimum is 0.1 ms).
-#[cfg(target_os = "linux")]
-const SHORT_SLICE_NS: u64 = 100_000;
-
-/// `struct sched_attr` (VER1, 56 bytes), as `sched_setattr(2)` takes it.
-#[cfg(target_os = "linux")]
-#[repr(C)]
-#[derive(Default)]
-struct SchedAttr {
-    size: u32,
-    policy: u32,
-    flags: u64,
-    nice: i32,
-    priority: u32,
-    runtime: u64,
-    deadline: u64,
-    period: u64,
-    util_min: u32,
-    util_max: u32,
-}
-
-/// Ask for a short scheduler slice for the calling thread (see the module
-/// doc). Keeps the thread's policy (normal) and nice value.
-#[cfg(target_os = "linux")]
-pub fn short_slice() {
-    set_policy(libc::SCHED_OTHER, SHORT_SLICE_NS);
-}
-
-/// `policy` (normal or batch, both unprivileged) and slice `runtime` (0:
-/// the default) for the calling thread, keeping its nice value.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)] // reason: sched_setattr has no wrapper in nix or std, nor getpriority in nix
-fn set_policy(policy: libc::c_int, runtime: u64) {
-    // SAFETY: getpriority/sched_setattr on the calling thread (tid 0), with
-    // a struct we own whose size field matches its layout; errno is the
-    // calling thread's own (cleared so a -1 from getpriority is told apart).
-    unsafe {
-        *libc::__errno_location() = 0;
-        let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
-        if nice == -1 && *libc::__errno_location() != 0 {
-            return;
-        }
-        let attr = SchedAttr {
-            size: std::mem::size_of::<SchedAttr>() as u32,
-            policy: policy as u32,
-            nice,
-            runtime,
-            ..SchedAttr::default()
-        };
-        let r = libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0);
-        if r != 0 {
-            tracing::debug!(error = %std::io::Error::last_os_error(), policy, runtime, "scheduling hint refused");
-        }
-    }
-}
-
-/// Mark the calling thread as bulk work: `SCHED_BATCH` with the default
-/// slice, so it never preempts a woken thread (see the module doc). Used for
-/// the parser, and by [`Adaptive`] for relays while their session floods.
-#[cfg(target_os = "linux")]
-pub fn bulk() {
-    set_policy(libc::SCHED_BATCH, 0);
-}
-
-/// macOS: undoes [`bulk`] (the thread's QoS class back to what it was;
-/// see [`qos`]); no change on a thread that is not bulk.
-#[cfg(target_os = "macos")]
-pub fn short_slice() {
-    qos::interactive();
-}
-
-/// macOS: the thread at `QOS_CLASS_UTILITY` (see [`qos`]).
-#[cfg(target_os = "macos")]
-pub fn bulk() {
-    qos::bulk();
-}
-
-/// No such hint on other systems.
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub fn short_slice() {}
-
-/// No such hint on other systems.
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub fn bulk() {}
 
 /// A relay moving at least this much per wakeup is moving a flood.
 const BULK_BYTES: usize = 2048;
@@ -209,17 +127,6 @@ mod tests {
     }
 
     #[test]
-    fn the_call_keeps_the_policy_and_nice_value() {
-        std::thread::spawn(|| {
-            let before = policy_and_nice();
-            super::short_slice();
-            assert_eq!(before, policy_and_nice());
-        })
-        .join()
-        .expect("thread");
-    }
-
-    #[test]
     fn a_flooding_relay_turns_bulk_and_back() {
         std::thread::spawn(|| {
             let nice = || policy_and_nice().1;
@@ -228,7 +135,8 @@ mod tests {
             // thread as it is: the hint is best effort.
             super::bulk();
             let batch_allowed = policy() == libc::SCHED_BATCH;
-            super::set_policy(libc::SCHED_OTHER, 0);
+            // Back to the normal policy.
+            super::short_slice();
             let mut a = super::Adaptive::start();
             for _ in 0..super::BULK_AFTER - 1 {
                 a.moved(64 * 1024);

@@ -1,10 +1,12 @@
 //! A child started in a session of its own (`setsid` between `fork` and
 //! `exec`): the daemon, started by a client, and each holder, started by
 //! the daemon. Neither the starter's death nor its terminal's signals
-//! reach it, and on Linux its session is its own autogroup ([`crate::group`]).
+//! reach it, and on Linux its session is its own autogroup
+//! ([`crate::sched::write_group_nice`]).
 //!
 //! `std` has `process_group` (`setpgid`) but no `setsid`, so this is a
-//! `pre_exec` hook: the workspace's programs have this one.
+//! `pre_exec` hook: the workspace's programs have this one. Linux and
+//! macOS share it (POSIX `setsid`, `umask`); one side, no submodules.
 
 use std::process::Command;
 
