@@ -21,11 +21,12 @@ use thiserror::Error;
 
 use crate::config::{KillSignal, Size};
 use crate::fanout::AttachMode;
+use ccd_protocol::holder::HolderMethod;
 use ccd_protocol::holder::{
     self as h, AttachParams, AttachResult, CollectParams, CollectResult, InfoResult, InputParams,
     KillParams, ScreenFormat, ScreenParams, ScreenResult,
 };
-use ccd_protocol::methods::{Empty, Method};
+use ccd_protocol::methods::Empty;
 
 /// Default timeout of every read.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -150,7 +151,7 @@ impl HolderClient {
     }
 
     /// Call `M` and decode its result.
-    pub fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
+    pub fn call<M: HolderMethod>(&mut self, params: &M::Params) -> Result<M::Result, ClientError> {
         let params = serde_json::to_value(params)
             .map_err(|e| ClientError::Protocol(format!("{}: {e}", M::NAME)))?;
         let v = self.call_value(M::NAME, Some(params))?;

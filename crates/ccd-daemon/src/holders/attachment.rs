@@ -15,8 +15,8 @@ use super::rpc::{HolderConn, HolderError};
 use super::HolderEntry;
 use crate::conn_slots::{Slots, TaskGuard};
 use crate::out_queue::OutSender;
+use ccd_protocol::holder::HolderMethod;
 use ccd_protocol::methods::attach::AttachMode;
-use ccd_protocol::methods::Method;
 use ccd_protocol::{Id, RpcError};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -96,7 +96,7 @@ pub fn attachment_of(attachments: &Slots<Attachment>, session: &str) -> Option<A
 impl AttachedTo {
     /// Sends `M` on the attachment's holder connection; its reply is
     /// dropped by the relay.
-    pub async fn send<M: Method>(&self, params: &M::Params) -> Result<(), RpcError> {
+    pub async fn send<M: HolderMethod>(&self, params: &M::Params) -> Result<(), RpcError> {
         let failed = |e: HolderError| e.into_rpc(&self.session, &self.holder);
         let params = super::rpc::to_params(params).map_err(failed)?;
         let req = ccd_protocol::Request::new(Id::Number(0), M::NAME, Some(params));

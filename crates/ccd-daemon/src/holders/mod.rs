@@ -29,10 +29,10 @@ pub mod rpc;
 pub mod spawn;
 pub mod spec;
 
+use ccd_protocol::holder::HolderMethod;
 use ccd_protocol::holder::{self as h, ExitInfo, InfoResult};
 use ccd_protocol::methods::events::EventKind;
 use ccd_protocol::methods::session::Lifecycle;
-use ccd_protocol::methods::Method;
 use rpc::{HolderConn, HolderError};
 use serde_json::json;
 use spec::HolderMeta;
@@ -313,7 +313,7 @@ impl HolderTable {
     /// `input_conns`), opening it when there is none. A kept connection
     /// found closed is replaced once; the whole call, queueing included,
     /// takes at most [`rpc::CALL_TIMEOUT`].
-    pub async fn call_serialized<M: Method>(
+    pub async fn call_serialized<M: HolderMethod>(
         &self,
         entry: &HolderEntry,
         params: &M::Params,

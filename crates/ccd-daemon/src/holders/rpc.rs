@@ -5,8 +5,8 @@
 //! that caused it ([`HolderError::into_rpc`]: a holder's own error keeps
 //! its code, message and data; a holder gone or silent gets a clear one).
 
+use ccd_protocol::holder::HolderMethod;
 use ccd_protocol::holder::{self as h, PRE_VERSIONING};
-use ccd_protocol::methods::Method;
 use ccd_protocol::{parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Request, RpcError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -248,13 +248,16 @@ impl HolderConn {
     }
 
     /// Calls `M` and decodes its result.
-    pub async fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, HolderError> {
+    pub async fn call<M: HolderMethod>(
+        &mut self,
+        params: &M::Params,
+    ) -> Result<M::Result, HolderError> {
         self.call_as::<M, M::Result>(params).await
     }
 
     /// Calls `M` and decodes its result as `R` (a lenient view of a
     /// result, e.g. `serde_json::Value`).
-    pub async fn call_as<M: Method, R: DeserializeOwned>(
+    pub async fn call_as<M: HolderMethod, R: DeserializeOwned>(
         &mut self,
         params: &M::Params,
     ) -> Result<R, HolderError> {
@@ -264,7 +267,7 @@ impl HolderConn {
     /// Calls `M`, giving the holder `timeout` to answer (a walk of a
     /// dialog takes longer than a control call), and decodes its result
     /// as `R`.
-    pub async fn call_within<M: Method, R: DeserializeOwned>(
+    pub async fn call_within<M: HolderMethod, R: DeserializeOwned>(
         &mut self,
         params: &M::Params,
         timeout: Duration,
@@ -308,7 +311,7 @@ pub fn to_params<P: Serialize>(params: &P) -> Result<Value, HolderError> {
 
 /// One call of `M` on a fresh connection (no hello: a connection without
 /// one speaks the holder's oldest version, all a one-off call needs).
-pub async fn call_once<M: Method>(
+pub async fn call_once<M: HolderMethod>(
     socket: &Path,
     params: &M::Params,
 ) -> Result<M::Result, HolderError> {

@@ -50,6 +50,7 @@ use crate::lifecycle::State;
 use crate::line_socket::{self, notification_line, LineSocket, OutputLine};
 use crate::session::{Session, SessionError};
 use crate::terminal::{self, TtyIn, TtyOut, Wake};
+use ccd_protocol::holder::HolderMethodId;
 use ccd_protocol::holder::{
     self as h, canonical, AttachParams, AttachResult, CollectParams, CollectResult, Done,
     HelloParams, HelloResult, InputParams, KillParams, KillResult, ReleaseReason, ReleasedParams,
@@ -221,11 +222,7 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream, open: &dyn Fn() -> usi
                     reader.get_mut().hello_by = None;
                 }
                 match incoming {
-                    Ok(Incoming::Request(req)) if canonical(&req.method) == h::Terminal::NAME => {
-                        let passed = std::mem::take(&mut reader.get_mut().passed);
-                        conn.terminal(req, passed)
-                    }
-                    Ok(Incoming::Request(req)) => conn.dispatch(req),
+                    Ok(Incoming::Request(req)) => conn.dispatch(req, &mut reader.get_mut().passed),
                     Ok(Incoming::Notification(n)) => {
                         conn.on_notification(n);
                         None
@@ -353,34 +350,48 @@ impl Conn<'_> {
     }
 
     /// Answer one request; `None` when the handler wrote its own reply.
-    fn dispatch(&mut self, req: Request) -> Option<Response> {
+    /// `passed`: the descriptors that came on the connection (taken by a
+    /// `holder.terminal`). Every method of the table
+    /// ([`HolderMethodId`]) has its arm here.
+    fn dispatch(&mut self, req: Request, passed: &mut Vec<OwnedFd>) -> Option<Response> {
         let id = req.id.clone().unwrap_or(Id::Number(0));
         tracing::debug!(method = %req.method, "request");
-        let outcome = match canonical(&req.method) {
-            h::Hello::NAME => parse_params::<HelloParams>(req.params).and_then(|p| self.hello(p)),
-            h::Info::NAME => ok(&self.session.info()),
-            h::Screen::NAME => parse_params::<ScreenParams>(req.params)
+        let Some(method) = HolderMethodId::from_name(canonical(&req.method)) else {
+            let e = RpcError::method_not_found(canonical(&req.method));
+            return Some(Response::error(Some(id), e));
+        };
+        let outcome = match method {
+            HolderMethodId::Hello => {
+                parse_params::<HelloParams>(req.params).and_then(|p| self.hello(p))
+            }
+            HolderMethodId::Info => ok(&self.session.info()),
+            HolderMethodId::Screen => parse_params::<ScreenParams>(req.params)
                 .and_then(|p| ok(&self.session.screen(p.format))),
-            h::Attach::NAME => {
+            HolderMethodId::Terminal => return self.terminal(req, std::mem::take(passed)),
+            HolderMethodId::Attach => {
                 match parse_params::<AttachParams>(req.params).and_then(|p| self.attach(&id, p)) {
                     Ok(()) => return None,
                     Err(e) => Err(e),
                 }
             }
-            h::Detach::NAME => {
+            HolderMethodId::Detach => {
                 self.release_terminal(None);
                 if let Some(q) = self.attached.take() {
                     q.close();
                 }
                 ok(&Done { ok: true })
             }
-            h::Input::NAME => parse_params::<InputParams>(req.params).and_then(|p| self.input(p)),
-            h::Resize::NAME => parse_params::<Size>(req.params).and_then(|p| self.resize(p)),
-            h::Kill::NAME => parse_params::<KillParams>(req.params).and_then(|p| self.kill(p)),
-            h::Collect::NAME => {
+            HolderMethodId::Input => {
+                parse_params::<InputParams>(req.params).and_then(|p| self.input(p))
+            }
+            HolderMethodId::Resize => parse_params::<Size>(req.params).and_then(|p| self.resize(p)),
+            HolderMethodId::Kill => {
+                parse_params::<KillParams>(req.params).and_then(|p| self.kill(p))
+            }
+            HolderMethodId::Collect => {
                 parse_params::<CollectParams>(req.params).and_then(|p| self.collect(p))
             }
-            h::Respond::NAME if self.protocol >= h::WALK_VERSION => {
+            HolderMethodId::Respond if self.protocol >= h::WALK_VERSION => {
                 parse_params::<h::RespondParams>(req.params).and_then(|p| {
                     self.refuse_observer()?;
                     ok(&crate::walk::driver::respond(
@@ -390,7 +401,7 @@ impl Conn<'_> {
                     )?)
                 })
             }
-            h::Submit::NAME if self.protocol >= h::WALK_VERSION => {
+            HolderMethodId::Submit if self.protocol >= h::WALK_VERSION => {
                 parse_params::<h::SubmitParams>(req.params).and_then(|p| {
                     self.refuse_observer()?;
                     ok(&crate::walk::driver::submit(
@@ -400,7 +411,11 @@ impl Conn<'_> {
                     )?)
                 })
             }
-            other => Err(RpcError::method_not_found(other)),
+            // Not on a connection that negotiated less: as an older holder
+            // would answer.
+            HolderMethodId::Respond | HolderMethodId::Submit => {
+                Err(RpcError::method_not_found(method.name()))
+            }
         };
         Some(match outcome {
             Ok(v) => Response::success(id, v),

@@ -25,6 +25,8 @@
 //! [`screen`]: the screen model's types a holder reports (terminal modes,
 //! the classifier's verdict). [`spec`]: how the daemon starts a holder ([`spec::HolderSpec`] on its
 //! stdin) and what it keeps beside the holder's socket ([`spec::HolderMeta`]).
+//! [`table`]: the list of the methods, once ([`HolderMethodId`],
+//! [`HolderMethod`], [`ALL_HOLDER_METHODS`]), and [`canonical`].
 //!
 //! This module is plain data: the holder (`ccd-holder`) serves it, the
 //! daemon calls it; neither's I/O lives here.
@@ -41,8 +43,10 @@ pub use crate::methods::TermSize;
 
 pub mod screen;
 pub mod spec;
+pub mod table;
 
 pub use screen::{ScreenState, TerminalModes};
+pub use table::{canonical, HolderMethod, HolderMethodId, ALL_HOLDER_METHODS};
 
 /// The holder protocol version this crate describes.
 pub const HOLDER_PROTOCOL_VERSION: u32 = 3;
@@ -352,35 +356,6 @@ pub struct SubmitResult {
     pub submitted: Option<bool>,
     /// Characters of the text not typed (escape sequences and controls).
     pub removed: u64,
-}
-
-/// Every holder method of this version.
-pub const ALL_HOLDER_METHODS: &[&str] = &[
-    Hello::NAME,
-    Info::NAME,
-    Screen::NAME,
-    Attach::NAME,
-    Detach::NAME,
-    Input::NAME,
-    Resize::NAME,
-    Kill::NAME,
-    Collect::NAME,
-    Terminal::NAME,
-    Respond::NAME,
-    Submit::NAME,
-];
-
-/// The method a name stands for: on a direct stream (see
-/// `docs/protocol.md`) a client uses the public names, which are these
-/// four `holder.*` methods; every other name is itself.
-pub fn canonical(method: &str) -> &str {
-    match method {
-        "session.attach" => Attach::NAME,
-        "session.detach" => Detach::NAME,
-        "session.input" => Input::NAME,
-        "session.resize" => Resize::NAME,
-        other => other,
-    }
 }
 
 /// How the child ended.
