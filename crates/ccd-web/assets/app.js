@@ -478,19 +478,24 @@
       if (seq !== completeSeq) return;
       var ul = $("completions");
       clear(ul);
-      var list = (r.body && (r.body.dirs || r.body.completions || r.body.items)) || [];
-      list.slice(0, 20).forEach(function (d) {
-        var path = typeof d === "string" ? d : d && d.path;
-        if (!path) return;
+      // dirs.complete: several matches are `choices` (full paths, each
+      // ending in /); one is `input` itself, completed.
+      var b = r.body || {};
+      var list = Array.isArray(b.choices) ? b.choices.slice() : [];
+      if (!list.length && typeof b.input === "string" && b.input !== prefix && /\/$/.test(b.input)) {
+        list.push(b.input);
+      }
+      list.slice(0, 50).forEach(function (path) {
+        if (typeof path !== "string" || !path) return;
         var li = el("li");
-        var b = el("button", "btn", path);
-        b.type = "button";
-        b.addEventListener("click", function () {
-          $("new-cwd").value = path.replace(/\/?$/, "/");
+        var btn = el("button", "btn", path);
+        btn.type = "button";
+        btn.addEventListener("click", function () {
+          $("new-cwd").value = path;
           $("new-cwd").focus();
           complete();
         });
-        li.appendChild(b);
+        li.appendChild(btn);
         ul.appendChild(li);
       });
     });
@@ -606,6 +611,7 @@
     watch();
     if (h === "#/new" && !state.readOnly) {
       show("new");
+      if (!$("new-cwd").value) $("new-cwd").value = "~/";
       complete();
       return;
     }

@@ -8,8 +8,9 @@
 //! approved with one tap, an approve carrying a prompt id that is no longer
 //! shown refused with the daemon's words (the page then shows the new
 //! prompt), deny with a message, a prompt sent, keys typed in attach mode
-//! reaching the session, and a phone's viewport (390×844, touch) in one
-//! column.
+//! reaching the session, `ccd web --revoke` ending the page's cookie, a new
+//! session in a folder found by completion, a kill that asks first, and a
+//! phone's viewport (390×844, touch) in one column.
 //!
 //! Without Chromium and chromedriver each test fails when `CI` is set and
 //! skips loudly otherwise (`harness::browser_or_skip`).
@@ -322,6 +323,117 @@ async fn keys_typed_in_attach_mode_reach_the_session() {
     b.tap("[data-key=\"enter\"]").await;
     let s = wait_screen(&sb, &sid, "echo: second");
     assert!(!s.contains("draftsecond"), "Ctrl-C cleared the draft:\n{s}");
+
+    // `ccd web --revoke` while it serves: the page's next call is refused,
+    // nothing is typed, and the page asks for a login.
+    sb.ok(&["web", "--revoke"]);
+    b.type_into("#type-text", "after the revoke").await;
+    b.tap("#type-btn").await;
+    b.until(
+        "the sign-in view",
+        "return !document.getElementById('view-login').hidden && document.getElementById('view-session').hidden",
+    )
+    .await;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let s = sb.screen(&sid);
+    assert!(
+        !s.contains("after the revoke"),
+        "a revoked cookie typed:\n{s}"
+    );
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_session_from_a_completed_folder_then_killed_after_asking() {
+    let Some((chromium, driver)) = browser_or_skip("new_and_kill") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let _first = sb.new_session("first");
+    let folder = sb.work.join("newproject");
+    std::fs::create_dir_all(folder.join("sub")).expect("a folder");
+    let web = Web::start(&sb, &[]);
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+    b.login(&web).await;
+
+    // The folder field completes through the daemon (`dirs.complete`).
+    b.tap("#new-link").await;
+    b.until(
+        "the new-session view",
+        "return !document.getElementById('view-new').hidden",
+    )
+    .await;
+    b.js(
+        "var f = document.getElementById('new-cwd'); f.value = ''; return true",
+        vec![],
+    )
+    .await;
+    let typed = format!("{}/newp", sb.work.display());
+    b.type_into("#new-cwd", &typed).await;
+    let want = format!("{}/", folder.display());
+    let sel = serde_json::to_string(&want).unwrap_or_default();
+    b.until(
+        "the completion",
+        &format!(
+            "return Array.prototype.some.call(document.querySelectorAll('#completions .btn'), function (e) {{ return e.textContent === {sel}; }})"
+        ),
+    )
+    .await;
+    b.tap("#completions .btn").await;
+    let field = b
+        .js("return document.getElementById('new-cwd').value", vec![])
+        .await;
+    assert_eq!(field, json!(want), "the completion taken");
+    b.tap("#new-btn").await;
+    let hash = b
+        .until(
+            "the new session's view",
+            "return location.hash.indexOf('#/s/') === 0 && !document.getElementById('view-session').hidden ? location.hash : ''",
+        )
+        .await;
+    let sid = hash
+        .as_str()
+        .and_then(|h| h.strip_prefix("#/s/"))
+        .map(str::to_string)
+        .expect("a session id in the address");
+    wait_for(T, "the new session's screen", || {
+        let o = sb.cmd(&["screen", &sid]).output().ok()?;
+        o.status.success().then_some(())
+    });
+    let row = b
+        .until(
+            "the new session in the list, in its folder",
+            &format!(
+                "var e = document.querySelector('#sessions .item[data-session=\"{sid}\"]'); return e ? e.innerText : ''"
+            ),
+        )
+        .await;
+    assert!(
+        row.as_str().unwrap_or_default().contains("newproject"),
+        "{row}"
+    );
+
+    // Kill asks first: the first tap only asks, Cancel keeps it.
+    b.tap("#a-kill").await;
+    b.until(
+        "the question",
+        "return !document.getElementById('kill-confirm').hidden",
+    )
+    .await;
+    b.tap("#kill-no").await;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        sb.cmd(&["screen", &sid])
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "a cancelled kill kills nothing"
+    );
+    b.tap("#a-kill").await;
+    b.tap("#kill-yes").await;
+    wait_for(T, "the session killed", || {
+        let o = sb.cmd(&["screen", &sid]).output().ok()?;
+        (!o.status.success()).then_some(())
+    });
     b.close().await;
 }
 
