@@ -60,12 +60,11 @@ impl<W: std::io::Write> std::io::Write for Sanitized<W> {
     }
 }
 
-/// The holder log cap: `CCD_HOLDER_LOG_CAP` bytes (tests), else
+/// The holder log cap: `CCD_HOLDER_LOG_CAP` bytes (a test hook), else
 /// [`ccd_daemon::logfiles::HOLDER_LOG_CAP`].
 fn holder_log_cap() -> u64 {
-    std::env::var("CCD_HOLDER_LOG_CAP")
-        .ok()
-        .and_then(|v| v.parse().ok())
+    ccd_test_hooks::Hook::HolderLogCap
+        .parse()
         .unwrap_or(ccd_daemon::logfiles::HOLDER_LOG_CAP)
 }
 

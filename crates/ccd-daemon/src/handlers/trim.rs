@@ -23,10 +23,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Test hook: with `CCD_TEST_TRIM_PAUSE_DIR` set, a trim creates
-/// `<dir>/paused` (and `<dir>/paused.<session id>`) between its two passes and waits (at most 30 s) for
-/// `<dir>/go`, so a test can race a writer deterministically.
-const PAUSE_ENV: &str = "CCD_TEST_TRIM_PAUSE_DIR";
+/// Test hook: with `CCD_TEST_TRIM_PAUSE_DIR` set (and `ccd-test-hooks`'
+/// feature on), a trim creates `<dir>/paused` (and
+/// `<dir>/paused.<session id>`) between its two passes and waits (at most
+/// 30 s) for `<dir>/go`, so a test can race a writer deterministically.
+const PAUSE: ccd_test_hooks::Hook = ccd_test_hooks::Hook::TrimPauseDir;
 
 /// Most trims running at once (each reads its transcript twice and writes
 /// a copy: disk-bound; more would only share the disk). Further requests
@@ -105,7 +106,7 @@ fn to_rpc(sid: &str, transcript: &Path, e: TrimError) -> RpcError {
 }
 
 fn pause_for_tests(sid: &str) {
-    let Some(dir) = std::env::var_os(PAUSE_ENV).map(PathBuf::from) else {
+    let Some(dir) = PAUSE.read().map(PathBuf::from) else {
         return;
     };
     let _ = std::fs::write(dir.join(format!("paused.{sid}")), b"");

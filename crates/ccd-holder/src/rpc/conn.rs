@@ -110,14 +110,14 @@ fn session_error(e: SessionError) -> RpcError {
 
 /// The highest holder protocol version this holder agrees to: the
 /// crate's, or less when `CCD_HOLDER_PROTOCOL_MAX` says so — a test hook
-/// that makes a current holder behave as one started by an older ccd
-/// (the daemon then serves it by the older path).
+/// (read only with `ccd-test-hooks`' feature) that makes a current holder
+/// behave as one started by an older ccd (the daemon then serves it by the
+/// older path).
 fn protocol_cap() -> u32 {
     static CAP: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *CAP.get_or_init(|| {
-        std::env::var("CCD_HOLDER_PROTOCOL_MAX")
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
+        ccd_test_hooks::Hook::HolderProtocolMax
+            .parse::<u32>()
             .map_or(h::HOLDER_PROTOCOL_VERSION, |v| {
                 v.clamp(h::MIN_HOLDER_PROTOCOL_VERSION, h::HOLDER_PROTOCOL_VERSION)
             })

@@ -9,6 +9,7 @@ use ccd_claude::ClaudeConfigDir;
 use ccd_client::SocketDir;
 use ccd_protocol::methods::daemon::{DaemonStatus, DaemonStop, DaemonStopParams};
 use ccd_protocol::methods::Empty;
+use ccd_test_hooks::Hook;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -43,10 +44,6 @@ pub fn claude_bin(global: &GlobalArgs, settings: &Settings) -> PathBuf {
         .or_else(|| settings.claude_bin.clone())
         .or_else(|| find_on_path("claude"))
         .unwrap_or_else(|| PathBuf::from("claude"))
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
 /// `memory_budget` from the config (`"8GiB"`, `"12 GB"`), or
@@ -102,30 +99,27 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
         holder_exe: std::env::current_exe().context("locating the ccd executable")?,
         state_dir: state,
         context_windows: ContextWindows::new(settings.context_windows.clone()),
-        trust_stable_ms: std::env::var("CCD_TRUST_STABLE_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1000),
+        trust_stable_ms: Hook::TrustStableMs.parse().unwrap_or(1000),
         auto_trust_default: settings.auto_trust.unwrap_or(true),
-        // CCD_REAP_IDLE_SECS overrides the config (tests, debugging).
-        reap_idle: std::env::var("CCD_REAP_IDLE_SECS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
+        // CCD_REAP_IDLE_SECS overrides the config (a test hook).
+        reap_idle: Hook::ReapIdleSecs
+            .parse()
             .map(std::time::Duration::from_secs)
             .or(reap_idle),
         memory_budget: memory_budget(&settings)?,
-        // CCD_REAP_MIN_IDLE_SECS overrides the config (tests, debugging).
-        reap_min_idle: env_u64("CCD_REAP_MIN_IDLE_SECS")
+        // CCD_REAP_MIN_IDLE_SECS overrides the config (a test hook).
+        reap_min_idle: Hook::ReapMinIdleSecs
+            .parse()
             .map(std::time::Duration::from_secs)
             .unwrap_or(reap_min_idle),
         // CCD_COST_INTERVAL_MS: tests sample costs more often.
-        cost_interval: env_u64("CCD_COST_INTERVAL_MS")
+        cost_interval: Hook::CostIntervalMs
+            .parse()
             .map(std::time::Duration::from_millis)
             .unwrap_or(ccd_daemon::cost::DEFAULT_INTERVAL),
         // CCD_RESUME_SETTLE_MS: tests widen the window a resume is checked in.
-        resume_settle: std::env::var("CCD_RESUME_SETTLE_MS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
+        resume_settle: Hook::ResumeSettleMs
+            .parse()
             .map(std::time::Duration::from_millis)
             .unwrap_or(ccd_daemon::RESUME_SETTLE),
     };

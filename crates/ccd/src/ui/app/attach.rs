@@ -5,7 +5,7 @@
 //! or forever on a stalled network): the dashboard stays up and answers
 //! keys meanwhile (Esc gives up), and steps aside once connected.
 
-use super::{leave_terminal, App, Msg, Term, ATTACH_DELAY_ENV};
+use super::{leave_terminal, App, Msg, Term};
 use crate::hosts::Target;
 use crate::term::{attach_loop, AttachExtra, Mode as AttachMode, Outcome};
 use crate::ui::model::RowKey;
@@ -121,10 +121,8 @@ impl App {
         // detach key (Ctrl-\ is QUIT) or Ctrl-C pressed then must stay a
         // key, not kill the dashboard. Signal keys are off for the spell.
         let cooked = without_signal_keys();
-        if let Some(ms) = std::env::var(ATTACH_DELAY_ENV)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
+        // A test hook: a key pressed in that spell.
+        if let Some(ms) = ccd_test_hooks::Hook::UiAttachDelayMs.parse::<u64>() {
             std::thread::sleep(Duration::from_millis(ms.min(10_000)));
         }
         // Another machine's session is attached over its own ssh (the

@@ -3,8 +3,8 @@
 //! in each mode.
 
 use super::{
-    leave_terminal, App, Done, Job, Msg, Notify, Term, PANIC_ENV, REMOTE_IDLE_SCREEN_REFRESH,
-    SCREEN_REFRESH, STARTED, TICK,
+    leave_terminal, App, Done, Job, Msg, Notify, Term, REMOTE_IDLE_SCREEN_REFRESH, SCREEN_REFRESH,
+    STARTED, TICK,
 };
 use crate::hosts::LOCAL;
 use crate::term::Mode as AttachMode;
@@ -33,8 +33,8 @@ impl App {
             if dirty {
                 term.draw(|f| render::draw(f, view))?;
                 dirty = false;
-                if !view.loading && std::env::var(PANIC_ENV).is_ok_and(|v| v == "1") {
-                    panic!("{PANIC_ENV} is set");
+                if !view.loading && ccd_test_hooks::Hook::UiPanic.is_on() {
+                    panic!("{} is set", ccd_test_hooks::Hook::UiPanic.name());
                 }
                 // The first frame that shows every machine (each listed,
                 // or said unreachable).

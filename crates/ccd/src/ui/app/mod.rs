@@ -82,18 +82,6 @@ pub const RECONNECT: Duration = Duration::from_secs(1);
 /// first-frame figure.
 pub static STARTED: OnceLock<Instant> = OnceLock::new();
 
-/// Set to `1`: exit after the first frame that shows the list, printing
-/// how long it took from process start (`ccd-bench ui` uses it).
-pub const FIRST_FRAME_ENV: &str = "CCD_UI_EXIT_AFTER_FIRST_FRAME";
-
-/// Milliseconds to wait between leaving the dashboard's screen and
-/// attaching (tests: a key pressed in that spell).
-pub const ATTACH_DELAY_ENV: &str = "CCD_UI_TEST_ATTACH_DELAY_MS";
-
-/// Set to `1`: panic after the first frame that shows the list (the test
-/// of the panic path: the terminal must come back).
-pub const PANIC_ENV: &str = "CCD_UI_PANIC_FOR_TEST";
-
 /// A message to the main thread; the `String`s first in a variant are
 /// the machine's label.
 enum Msg {
@@ -306,7 +294,8 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         .clone()
         .or(settings.detach_key.clone())
         .unwrap_or_else(|| "ctrl-\\".into());
-    let first_frame_only = std::env::var(FIRST_FRAME_ENV).is_ok_and(|v| v == "1");
+    // Test hooks (ccd_test_hooks): `ccd-bench ui` times the first frame.
+    let first_frame_only = ccd_test_hooks::Hook::UiExitAfterFirstFrame.is_on();
     let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::env::var("TERM").map_or(true, |t| t != "dumb");
     let home = std::env::var("HOME").ok();
