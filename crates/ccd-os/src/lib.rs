@@ -22,6 +22,7 @@
 //! | [`exit_watch`] | a process's end without polling (pidfd, kqueue); a child's exit without reaping it |
 //! | [`rlimit`] | the descriptor limit raised |
 //! | [`term_size`] | a terminal's columns and rows |
+//! | [`tty`] | the terminal hand-off: a passed terminal reopened, its client's hang-up |
 //! | [`fdpass`] | descriptors passed over a Unix socket (`SCM_RIGHTS`) |
 //! | [`sched`] | scheduling class: short slice, batch / QoS class, the autogroup's nice value |
 //! | [`session`] | a child started in a session of its own (`setsid` in `pre_exec`) |
@@ -42,3 +43,4 @@ pub mod sched;
 pub mod session;
 pub mod socket;
 pub mod term_size;
+pub mod tty;

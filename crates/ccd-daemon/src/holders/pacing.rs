@@ -72,8 +72,7 @@ pub(super) enum Probe {
     /// Not looked for yet.
     #[default]
     Unknown,
-    /// The PTY reader's thread id (Linux only).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    /// The PTY reader's thread id (Linux only: `ccd_os::process`).
     Reader(u32),
     /// Not found (another holder version, no `/proc`): asked every
     /// period.
@@ -81,75 +80,26 @@ pub(super) enum Probe {
 }
 
 /// `comm` of the holder's PTY reader thread (15 bytes of its name).
-#[cfg(target_os = "linux")]
 const READER_COMM: &str = "holder-pty-read";
 
 impl Probe {
-    /// The PTY reader thread of holder `pid`: never found outside Linux
-    /// (see the module doc).
-    #[cfg(not(target_os = "linux"))]
-    pub(super) fn find(_pid: u32) -> Self {
-        Self::Blind
-    }
-
-    /// The PTY reader thread of holder `pid`.
-    #[cfg(target_os = "linux")]
+    /// The PTY reader thread of holder `pid` (`ccd_os::process::thread_named`:
+    /// never found outside Linux, see the module doc).
     pub(super) fn find(pid: u32) -> Self {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return Self::Blind;
-        };
-        tasks
-            .filter_map(Result::ok)
-            .filter_map(|t| t.file_name().to_str()?.parse::<u32>().ok())
-            .find(|tid| {
-                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-                    .is_ok_and(|c| c.trim_end() == READER_COMM)
-            })
-            .map_or(Self::Blind, Self::Reader)
+        ccd_os::process::thread_named(pid, READER_COMM).map_or(Self::Blind, Self::Reader)
     }
 }
 
-/// A small `/proc` file whole: one read into room for it, and the one
-/// that says it ended (`fs::read_to_string` stats it, then reads it in
-/// growing pieces: procfs reports no size).
-#[cfg(target_os = "linux")]
-fn proc_file(path: &str) -> Option<String> {
-    use std::io::Read;
-    let mut s = String::with_capacity(1024);
-    std::fs::File::open(path)
-        .ok()?
-        .read_to_string(&mut s)
-        .ok()?;
-    Some(s)
-}
-
-/// Bytes thread `tid` of `pid` has read (`rchar`), if it can be told.
-#[cfg(target_os = "linux")]
+/// Bytes thread `tid` of `pid` has read (`rchar`), if it can be told
+/// (`ccd_os::process`: Linux only).
 pub(super) fn bytes_read(pid: u32, tid: u32) -> Option<u64> {
-    let io = proc_file(&format!("/proc/{pid}/task/{tid}/io"))?;
-    io.lines()
-        .find_map(|l| l.strip_prefix("rchar:"))
-        .and_then(|v| v.trim().parse().ok())
+    ccd_os::process::thread_bytes_read(pid, tid)
 }
 
-/// Nothing can be told outside Linux (see the module doc).
-#[cfg(not(target_os = "linux"))]
-pub(super) fn bytes_read(_pid: u32, _tid: u32) -> Option<u64> {
-    None
-}
-
-/// Nothing can be told outside Linux (see the module doc).
-#[cfg(not(target_os = "linux"))]
-pub(super) fn threads(_pid: u32) -> Option<u64> {
-    None
-}
-
-/// `pid`'s thread count (field 20 of its stat, `ccd_os::process`), if
-/// it can be told.
-#[cfg(target_os = "linux")]
+/// `pid`'s thread count (field 20 of its stat), if it can be told
+/// (`ccd_os::process`: Linux only).
 pub(super) fn threads(pid: u32) -> Option<u64> {
-    let stat = ccd_os::process::read_stat(pid).ok()?;
-    ccd_os::process::stat::Fields::parse(&stat)?.threads()
+    ccd_os::process::thread_count(pid)
 }
 
 /// What a tick does with an entry.

@@ -14,6 +14,32 @@ pub fn read_stat_of(pid: u32, tid: u32) -> std::io::Result<String> {
     read_small(&format!("/proc/{pid}/task/{tid}/stat"))
 }
 
+/// The id of `pid`'s first thread whose `comm` (its name's first 15
+/// bytes) is `comm`: `/proc/<pid>/task/*/comm`.
+pub fn thread_named(pid: u32, comm: &str) -> Option<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| t.file_name().to_str()?.parse::<u32>().ok())
+        .find(|tid| {
+            read_small(&format!("/proc/{pid}/task/{tid}/comm")).is_ok_and(|c| c.trim_end() == comm)
+        })
+}
+
+/// Bytes thread `tid` of `pid` has read (`rchar` of its `io`).
+pub fn thread_bytes_read(pid: u32, tid: u32) -> Option<u64> {
+    let io = read_small(&format!("/proc/{pid}/task/{tid}/io")).ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// `pid`'s thread count (field 20 of its stat).
+pub fn thread_count(pid: u32) -> Option<u64> {
+    let stat = read_stat(pid).ok()?;
+    Fields::parse(&stat)?.threads()
+}
+
 fn read_small(path: &str) -> std::io::Result<String> {
     use std::io::Read;
     let mut s = String::with_capacity(1024);

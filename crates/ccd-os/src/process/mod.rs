@@ -13,6 +13,11 @@
 //!   start second); `pbi_status == SSTOP` is stopped.
 //! - Elsewhere nothing is known: not stopped.
 //!
+//! A thread of another process found by name, the bytes it has read and
+//! a process's thread count ([`thread_named`], [`thread_bytes_read`],
+//! [`thread_count`]: `/proc` on Linux, `None` elsewhere) are the daemon's
+//! "did this holder do anything" probe.
+//!
 //! How many descriptors a process has open ([`fd_count`]: `/proc/<pid>/fd`
 //! on Linux, `proc_pidinfo(PROC_PIDLISTFDS)` on macOS) is asked by the
 //! tests and benchmarks (`ccd-testkit`).
@@ -26,7 +31,7 @@ mod linux;
 #[cfg(target_os = "linux")]
 use linux as imp;
 #[cfg(target_os = "linux")]
-pub use linux::{fd_count, read_stat, read_stat_of};
+pub use linux::{fd_count, read_stat, read_stat_of, thread_bytes_read, thread_count, thread_named};
 
 #[cfg(target_os = "macos")]
 mod macos;
@@ -40,6 +45,25 @@ mod imp {
     pub fn is_stopped(_pid: u32) -> bool {
         false
     }
+}
+
+/// Outside Linux no thread of another process is looked at by name, its
+/// reads or its count (`/proc` only): `None`.
+#[cfg(not(target_os = "linux"))]
+pub fn thread_named(_pid: u32, _comm: &str) -> Option<u32> {
+    None
+}
+
+/// See [`thread_named`]: `None` outside Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn thread_bytes_read(_pid: u32, _tid: u32) -> Option<u64> {
+    None
+}
+
+/// See [`thread_named`]: `None` outside Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn thread_count(_pid: u32) -> Option<u64> {
+    None
 }
 
 /// True when `pid` is stopped (or, on Linux, stopped by tracing).
