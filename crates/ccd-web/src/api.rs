@@ -36,6 +36,9 @@ const APP_CSS: &str = include_str!("../assets/app.css");
 pub struct State {
     pub hosts: Vec<String>,
     pub origins: Vec<String>,
+    /// With TLS: the certificate's names are this server's too (on the
+    /// bound port).
+    pub tls: Option<(crate::tls::Acceptor, u16)>,
     pub read_only: bool,
     pub secure_cookie: bool,
     pub tokens: TokenFile,
@@ -56,14 +59,14 @@ impl State {
     pub fn new(
         plan: &Plan,
         bound: SocketAddr,
-        tls: bool,
+        tls: Option<crate::tls::Acceptor>,
         tokens: TokenFile,
         daemon: Daemon,
     ) -> Self {
-        let _ = tls;
         Self {
             hosts: plan.hosts(bound),
             origins: plan.origins(bound),
+            tls: tls.map(|a| (a, bound.port())),
             read_only: plan.read_only,
             secure_cookie: plan.secure_cookie(),
             tokens,
@@ -75,6 +78,33 @@ impl State {
             list: watch::channel(Arc::new(String::new())).0,
             websockets: Arc::new(Semaphore::new(limits::WEBSOCKETS)),
         }
+    }
+
+    /// Whether `host` (a `Host` value) names this server.
+    pub fn is_own_host(&self, host: &str) -> bool {
+        if self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(host)) {
+            return true;
+        }
+        let Some((tls, port)) = &self.tls else {
+            return false;
+        };
+        host.rsplit_once(':')
+            .is_some_and(|(name, p)| p.parse::<u16>().is_ok_and(|p| p == *port) && tls.names(name))
+    }
+
+    /// Whether `origin` (an `Origin` value) is a page of this server.
+    pub fn is_own_origin(&self, origin: &str) -> bool {
+        if self
+            .origins
+            .iter()
+            .any(|ok| ok.eq_ignore_ascii_case(origin))
+        {
+            return true;
+        }
+        self.tls.is_some()
+            && origin
+                .strip_prefix("https://")
+                .is_some_and(|h| self.is_own_host(h))
     }
 
     /// Whether the request carries a cookie valid now (the token file's

@@ -52,8 +52,7 @@ pub async fn check(
     let api = path.starts_with("/api/");
     let h = req.headers();
     let host = h.get(header::HOST).and_then(|v| v.to_str().ok());
-    let Some(host) = host.filter(|v| state.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(v)))
-    else {
+    let Some(host) = host.filter(|v| state.is_own_host(v)) else {
         tracing::info!(path, host = ?h.get(header::HOST), "refused: Host is not this server");
         return forbidden("Host does not name this server");
     };
@@ -61,7 +60,7 @@ pub async fn check(
     let upgrade = is_upgrade(h);
     if (req.method() != Method::GET && req.method() != Method::HEAD) || upgrade {
         let origin = h.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-        if !origin.is_some_and(|o| state.origins.iter().any(|ok| ok.eq_ignore_ascii_case(o))) {
+        if !origin.is_some_and(|o| state.is_own_origin(o)) {
             tracing::info!(path, origin = ?h.get(header::ORIGIN), upgrade, "refused: Origin is not this page's");
             return forbidden("Origin is not this page's own");
         }

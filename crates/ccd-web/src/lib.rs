@@ -50,7 +50,8 @@
 //!   rate-limited (5 failed attempts per client IP per minute, then 429).
 //! - Every other route needs the cookie (401 JSON `{"error":"…"}` for
 //!   `/api/*`, the login-needed page for `/` and `/static/*`). Every request
-//!   checks `Host` (the listen address/port, `localhost:<port>`, or the
+//!   checks `Host` (the listen address/port, `localhost:<port>`, a name
+//!   the TLS certificate is valid for on the bound port, or the
 //!   `--behind-proxy` origin's host) and, for anything that is not
 //!   GET/HEAD and for the WebSocket upgrade, `Origin` (the page's own
 //!   origin). Refused: 403 with a one-line reason. Every response carries
@@ -122,8 +123,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 pub struct Options {
     /// `--listen ADDR:PORT` (else `web_listen`, else [`DEFAULT_LISTEN`]).
     pub listen: Option<String>,
-    /// `--host` (repeatable): machines besides this one (not served yet:
-    /// only `local` is).
+    /// `--host` (repeatable): only `local` is served for now; another
+    /// machine is refused at start (the config's `ui_hosts` is not read).
     pub hosts: Vec<String>,
     pub read_only: bool,
     /// End every session cookie and exit.
@@ -176,7 +177,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             .with_context(|| format!("listening on {}", plan.listen))?;
         let bound: SocketAddr = listener.local_addr()?;
         let daemon = daemon::Daemon::new(opts.socket_dir.clone(), opts.daemon.clone());
-        let state = Arc::new(api::State::new(&plan, bound, tls.is_some(), tokens, daemon));
+        let state = Arc::new(api::State::new(&plan, bound, tls.clone(), tokens, daemon));
         println!("ccd web listening on {bound}");
         print_url(&plan.login_url(bound, &secret.token));
         tracing::info!(%bound, read_only = plan.read_only, tls = tls.is_some(), "ccd web serving");

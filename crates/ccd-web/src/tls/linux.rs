@@ -4,7 +4,36 @@ use anyhow::{bail, Context};
 use std::path::Path;
 use std::sync::Arc;
 
-pub type Acceptor = tokio_rustls::TlsAcceptor;
+/// The server's TLS identity: the acceptor, and the certificate's leaf
+/// (whose names are this server's too, for the `Host` check).
+#[derive(Clone)]
+pub struct Acceptor {
+    inner: tokio_rustls::TlsAcceptor,
+    leaf: tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+}
+
+impl std::fmt::Debug for Acceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Acceptor")
+    }
+}
+
+impl Acceptor {
+    /// Whether the certificate is valid for `name` (a DNS name or an IP
+    /// address, as a browser would check it).
+    pub fn names(&self, name: &str) -> bool {
+        use tokio_rustls::rustls::pki_types::ServerName;
+        let name = name
+            .strip_prefix('[')
+            .and_then(|n| n.strip_suffix(']'))
+            .unwrap_or(name);
+        let Ok(server) = ServerName::try_from(name) else {
+            return false;
+        };
+        webpki::EndEntityCert::try_from(&self.leaf)
+            .is_ok_and(|c| c.verify_is_valid_for_subject_name(&server).is_ok())
+    }
+}
 
 /// A rustls acceptor from PEM files (the certificate chain, the key).
 pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<Acceptor> {
@@ -18,6 +47,7 @@ pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<Acceptor> {
     if certs.is_empty() {
         bail!("{}: no certificate in it", cert.display());
     }
+    let leaf = certs[0].clone();
     let key = PrivateKeyDer::from_pem_file(key)
         .with_context(|| format!("reading the TLS key {}", key.display()))?;
     // ring, not aws-lc-rs: no C toolchain of the target is needed to
@@ -33,7 +63,10 @@ pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<Acceptor> {
         .with_single_cert(certs, key)
         .context("the TLS certificate and key do not make a server identity")?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+    Ok(Acceptor {
+        inner: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        leaf,
+    })
 }
 
 /// The TLS handshake of one connection.
@@ -41,5 +74,5 @@ pub async fn accept(
     a: &Acceptor,
     stream: tokio::net::TcpStream,
 ) -> std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
-    a.accept(stream).await
+    a.inner.accept(stream).await
 }

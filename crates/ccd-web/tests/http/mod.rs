@@ -172,7 +172,10 @@ impl Drop for Web {
 
 impl Web {
     pub fn start(sb: &Sandbox, extra: &[&str]) -> Self {
-        let mut args = vec!["web", "--listen", "127.0.0.1:0"];
+        let mut args = vec!["web"];
+        if !extra.contains(&"--listen") {
+            args.extend_from_slice(&["--listen", "127.0.0.1:0"]);
+        }
         args.extend_from_slice(extra);
         let log = std::fs::File::create(sb.root.join("web.log")).unwrap();
         let mut child = sb
@@ -184,16 +187,30 @@ impl Web {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().expect("a first line").unwrap();
-        let addr = first
+        let first = lines.next().and_then(Result::ok).unwrap_or_else(|| {
+            panic!(
+                "no first line; log:\n{}",
+                std::fs::read_to_string(sb.root.join("web.log")).unwrap_or_default()
+            )
+        });
+        let listen = first
             .strip_prefix("ccd web listening on ")
             .unwrap_or_else(|| panic!("first line: {first}"))
             .trim()
             .to_string();
+        // Listening on every address: reached through loopback.
+        let addr = match listen.strip_prefix("0.0.0.0:") {
+            Some(port) => format!("127.0.0.1:{port}"),
+            None => listen.clone(),
+        };
         let url = lines.next().expect("the URL line").unwrap();
-        assert_eq!(
-            url.split("/?token=").next(),
-            Some(format!("http://{addr}").as_str()),
+        let scheme = if url.starts_with("https://") {
+            "https"
+        } else {
+            "http"
+        };
+        assert!(
+            url.starts_with(&format!("{scheme}://{listen}/?token=")),
             "{url}"
         );
         let token = url.split("token=").nth(1).unwrap().trim().to_string();
