@@ -7,14 +7,14 @@
 //! treat as live (never resume what might be running).
 //!
 //! The operating system is reached only through [`ProcessProbe`], so tests
-//! can inject a fake one.
+//! can inject a fake one. The system's probe ([`system_probe`], `system`)
+//! asks `ccd_os::process` for a pid's start and the machine's pid space,
+//! and writes them as the CLI writes `procStart` and `pidDomain` on that
+//! system: Linux's start in clock ticks since boot as a number, macOS's
+//! start second in the `ps -o lstart=` form ([`lstart`]).
 
-#[cfg(target_os = "linux")]
-mod linux;
 pub mod lstart;
-// Compiled on every Unix: its conversions are tested on Linux too.
-#[cfg(unix)]
-mod macos;
+mod system;
 
 use crate::registry::RegistryEntry;
 use serde::Serialize;
@@ -123,18 +123,7 @@ pub fn check(entry: &RegistryEntry, probe: &dyn ProcessProbe) -> Verdict {
 
 /// The probe for the platform ccd runs on.
 pub fn system_probe() -> Box<dyn ProcessProbe + Send + Sync> {
-    #[cfg(target_os = "linux")]
-    {
-        Box::new(linux::ProcProbe::new())
-    }
-    #[cfg(target_os = "macos")]
-    {
-        Box::new(macos::KernelProbe)
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        Box::new(UnsupportedProbe)
-    }
+    Box::new(system::SystemProbe::new())
 }
 
 /// The start stamp of a running process, in the platform's `procStart` form
@@ -147,40 +136,10 @@ pub fn current_proc_start(pid: u32) -> Option<String> {
 }
 
 /// The parent pid of a running process, where the platform tells it
-/// cheaply (Linux: `/proc`; macOS: `proc_pidinfo`); `None` elsewhere, or
-/// when `pid` is gone.
+/// cheaply (Linux: `/proc`; macOS: `proc_pidinfo`; `ccd_os::process`);
+/// `None` elsewhere, or when `pid` is gone.
 pub fn parent_pid(pid: u32) -> Option<u32> {
-    #[cfg(target_os = "linux")]
-    {
-        linux::parent_pid(pid)
-    }
-    #[cfg(target_os = "macos")]
-    {
-        macos::parent_pid(pid)
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        let _ = pid;
-        None
-    }
-}
-
-/// A platform where liveness cannot be verified (Windows today): everything
-/// is unknown, hence treated as live.
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-struct UnsupportedProbe;
-
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-impl ProcessProbe for UnsupportedProbe {
-    fn process(&self, _pid: u32) -> ProcessState {
-        ProcessState::Unverifiable("liveness is not supported on this platform".into())
-    }
-    fn pid_domain(&self) -> Option<String> {
-        None
-    }
-    fn same_start(&self, _: &str, _: &str) -> Option<bool> {
-        None
-    }
+    ccd_os::process::parent_of(pid)
 }
 
 #[cfg(test)]

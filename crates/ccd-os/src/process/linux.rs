@@ -1,6 +1,7 @@
 //! Linux: `/proc/<pid>/stat`, read whole in one read and parsed by
 //! [`super::stat`].
 
+use super::start::{PidSpace, Start, StartForm, StartState};
 use super::stat::Fields;
 
 /// `/proc/<pid>/stat` whole: one read into room for it (procfs reports
@@ -62,4 +63,58 @@ pub fn fd_count(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|d| d.count())
         .unwrap_or(0)
+}
+
+/// The form [`start_of`] answers in.
+pub const START_FORM: StartForm = StartForm::BootTicks;
+
+/// The start of `pid` (`/proc/<pid>/stat` field 22); a zombie is gone.
+pub fn start_of(pid: u32) -> StartState {
+    if pid == 0 {
+        return StartState::Gone;
+    }
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(bytes) => {
+            let f = Fields::parse_bytes(&bytes);
+            match (
+                f.as_ref().and_then(|f| f.state()),
+                f.as_ref().and_then(|f| f.start_ticks()),
+            ) {
+                (Some(b'Z' | b'X'), Some(_)) => StartState::Gone,
+                (Some(_), Some(ticks)) => StartState::Running(Start::BootTicks(ticks)),
+                _ => StartState::Unverifiable(format!("unparsable /proc/{pid}/stat")),
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::path::Path::new("/proc/self/stat").exists() {
+                StartState::Gone
+            } else {
+                StartState::Unverifiable("/proc is not mounted".into())
+            }
+        }
+        // ESRCH: the process exited while we read.
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => StartState::Gone,
+        Err(e) => StartState::Unverifiable(format!("/proc/{pid}/stat: {e}")),
+    }
+}
+
+/// The parent of a running process (`None`: gone, or unreadable).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    Fields::parse_bytes(&bytes)?.ppid()
+}
+
+/// The machine id (`/etc/machine-id`, else dbus's) and this process's pid
+/// namespace (`/proc/self/ns/pid`'s link text).
+pub fn pid_space() -> Option<PidSpace> {
+    let machine_id = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())?;
+    let ns = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    Some(PidSpace::Linux {
+        machine_id,
+        namespace: ns.to_string_lossy().into_owned(),
+    })
 }

@@ -7,7 +7,7 @@
 /// `SSTOP` of `<sys/proc.h>`: "process debugging or suspension".
 pub const SSTOP: u32 = 4;
 /// `SZOMB` of `<sys/proc.h>`: a zombie (it has exited).
-pub const SZOMB: u32 = 5;
+pub const SZOMB: u32 = super::BSD_SZOMB;
 
 pub(super) fn is_stopped(pid: u32) -> bool {
     bsd_info(pid).is_ok_and(|info| info.pbi_status == SSTOP)
@@ -78,4 +78,35 @@ pub fn fd_count(pid: u32) -> usize {
         libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, buf.as_mut_ptr().cast(), size)
     };
     usize::try_from(got).map_or(0, |n| n / entry)
+}
+
+/// The form [`start_of`] answers in.
+pub const START_FORM: super::StartForm = super::StartForm::UnixSeconds;
+
+/// What the kernel says of `pid`, as [`super::BsdInfo`].
+fn info(pid: u32) -> super::BsdInfo {
+    match bsd_info(pid) {
+        Ok(info) => super::BsdInfo::Found {
+            status: info.pbi_status,
+            start_secs: info.pbi_start_tvsec,
+            ppid: info.pbi_ppid,
+        },
+        Err(BsdInfoError::Failed(errno)) => super::BsdInfo::Failed(errno),
+        Err(BsdInfoError::Short(n)) => super::BsdInfo::Short(n),
+    }
+}
+
+/// The start of `pid` (`pbi_start_tvsec`); a zombie is gone.
+pub fn start_of(pid: u32) -> super::StartState {
+    info(pid).start_state()
+}
+
+/// The parent of a running process (`None`: gone, a zombie, or no parent).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    info(pid).parent()
+}
+
+/// One pid space per machine.
+pub fn pid_space() -> Option<super::PidSpace> {
+    Some(super::PidSpace::Darwin)
 }

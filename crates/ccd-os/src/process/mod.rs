@@ -23,27 +23,57 @@
 //! tests and benchmarks (`ccd-testkit`).
 //!
 //! A process that is gone or cannot be read is not stopped.
+//!
+//! A process's start and parent ([`start_of`], [`parent_of`]) and the
+//! machine's pid space ([`pid_space`]) are what liveness compares a
+//! registry entry with ([`start`]).
 
+pub mod start;
 pub mod stat;
+
+pub use start::{BsdInfo, PidSpace, Start, StartForm, StartState, BSD_SZOMB};
 
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 use linux as imp;
 #[cfg(target_os = "linux")]
-pub use linux::{fd_count, read_stat, read_stat_of, thread_bytes_read, thread_count, thread_named};
+pub use linux::{
+    fd_count, parent_of, pid_space, read_stat, read_stat_of, start_of, thread_bytes_read,
+    thread_count, thread_named, START_FORM,
+};
 
 #[cfg(target_os = "macos")]
 mod macos;
 #[cfg(target_os = "macos")]
 use macos as imp;
 #[cfg(target_os = "macos")]
-pub use macos::{bsd_info, fd_count, BsdInfoError, SSTOP, SZOMB};
+pub use macos::{
+    bsd_info, fd_count, parent_of, pid_space, start_of, BsdInfoError, SSTOP, START_FORM, SZOMB,
+};
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod imp {
     pub fn is_stopped(_pid: u32) -> bool {
         false
+    }
+}
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub use other::{parent_of, pid_space, start_of, START_FORM};
+
+/// Other systems: no start time, parent or pid space.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+mod other {
+    use super::{PidSpace, StartForm, StartState};
+    pub const START_FORM: StartForm = StartForm::None;
+    pub fn start_of(_pid: u32) -> StartState {
+        StartState::Unverifiable("liveness is not supported on this platform".into())
+    }
+    pub fn parent_of(_pid: u32) -> Option<u32> {
+        None
+    }
+    pub fn pid_space() -> Option<PidSpace> {
+        None
     }
 }
 
@@ -114,6 +144,24 @@ mod tests {
     fn this_process_has_its_standard_descriptors_open_and_no_process_none() {
         assert!(fd_count(std::process::id()) >= 3);
         assert_eq!(fd_count(u32::MAX), 0);
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn this_process_runs_since_its_start_and_its_parent_is_ours() {
+        let me = std::process::id();
+        let StartState::Running(start) = start_of(me) else {
+            panic!("this process not running");
+        };
+        assert_eq!(start_of(me), StartState::Running(start), "the same start");
+        match (start, START_FORM) {
+            (Start::BootTicks(_), StartForm::BootTicks)
+            | (Start::UnixSeconds(_), StartForm::UnixSeconds) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(parent_of(me), Some(std::os::unix::process::parent_id()));
+        assert_eq!(start_of(u32::MAX), StartState::Gone);
+        assert!(pid_space().is_some());
     }
 
     #[test]
