@@ -151,6 +151,13 @@ async fn the_list_a_prompt_approved_in_one_tap_a_stale_answer_refused_deny_with_
     )
     .await;
     b.js("window.__not_reloaded = 1; return true", vec![]).await;
+    // Everything the page does from here runs under the CSP: any
+    // violation (an inline style or script, a foreign URL) is noted.
+    b.js(
+        "window.__csp = []; document.addEventListener('securitypolicyviolation', function (e) { window.__csp.push(e.violatedDirective + ' ' + e.blockedURI); }); return true",
+        vec![],
+    )
+    .await;
     b.until(
         "the live screen",
         "return document.getElementById('screen').children.length > 0",
@@ -256,6 +263,23 @@ async fn the_list_a_prompt_approved_in_one_tap_a_stale_answer_refused_deny_with_
     b.until(
         "the sent prompt's reply on the page",
         "return document.getElementById('screen').textContent.indexOf('echo: say $(hi) *now*') >= 0",
+    )
+    .await;
+
+    assert_eq!(
+        b.js("return window.__csp", vec![]).await,
+        json!([]),
+        "CSP violations while the page drew screens and prompts"
+    );
+    // The check can fail: a style attribute in markup is one.
+    b.js(
+        "var d = document.createElement('div'); d.innerHTML = '<b style=\"color:red\">x</b>'; document.body.appendChild(d); return true",
+        vec![],
+    )
+    .await;
+    b.until(
+        "the control's violation noted",
+        "return window.__csp.length > 0",
     )
     .await;
 
@@ -630,8 +654,9 @@ async fn bench_page_load_idle_bytes_and_screen_latency() {
     let (s0, r0) = tcp_bytes(port);
     tokio::time::sleep(std::time::Duration::from_secs(60)).await;
     let (s1, r1) = tcp_bytes(port);
+    assert!(s1 > 0, "ss saw the page's connections (port {port})");
     println!(
-        "idle open page, 60 s: {} bytes to the page, {} bytes from it",
+        "idle open page, 60 s: {} bytes to the page, {} bytes from it (the connections' totals: {s1} sent, {r1} received)",
         s1.saturating_sub(s0),
         r1.saturating_sub(r0)
     );
