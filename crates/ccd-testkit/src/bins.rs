@@ -1,5 +1,6 @@
-//! The workspace's own binaries (the fake claude, the mock API), found
-//! beside the running test's executable and built there when missing.
+//! The workspace's own binaries (the fake claude, the mock API, ccd),
+//! found beside the running test's executable and built there when
+//! missing; ccd with its `test-hooks` feature, as `cargo test` builds it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -44,6 +45,11 @@ pub fn workspace_bin(package: &str, name: &str, rebuild: bool) -> PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-q", "-p", package]);
+        if package == "ccd" {
+            // As `cargo test` builds it for ccd's own tests: reading the
+            // test hooks (ccd-test-hooks), which a plain build ignores.
+            cmd.args(["--features", "test-hooks"]);
+        }
         if let Some(target) = target_dir(&dir) {
             cmd.env("CARGO_TARGET_DIR", target);
         }
