@@ -35,67 +35,8 @@ pub fn passwd_home(user: Option<&str>) -> Option<PathBuf> {
     passwd::home(user)
 }
 
-/// The passwd database, per system.
-pub mod passwd {
-    use std::path::PathBuf;
-
-    /// The most of `/etc/passwd` read for one lookup (a user past it is
-    /// not found): 4 MiB, some 50,000 users.
-    pub const MAX_PASSWD_BYTES: u64 = 4 << 20;
-
-    /// Linux: `/etc/passwd` itself. ccd's Linux binaries are static, and
-    /// glibc's `getpwnam`/`getpwuid` in a static binary load the NSS
-    /// modules with `dlopen`, which crashes a static PIE (SIGSEGV); so a
-    /// user known only to a directory service (LDAP, sssd) is not found.
-    #[cfg(target_os = "linux")]
-    pub fn home(user: Option<&str>) -> Option<PathBuf> {
-        let file = std::fs::File::open("/etc/passwd").ok()?;
-        find(file, user, nix::unistd::getuid().as_raw())
-    }
-
-    /// macOS: the system's `getpwnam`/`getpwuid` (Directory Services; the
-    /// binaries are not static there).
-    #[cfg(target_os = "macos")]
-    pub fn home(user: Option<&str>) -> Option<PathBuf> {
-        let found = match user {
-            None => nix::unistd::User::from_uid(nix::unistd::getuid()),
-            Some(name) => nix::unistd::User::from_name(name),
-        };
-        found.ok().flatten().map(|u| u.dir)
-    }
-
-    /// Elsewhere: no lookup (`~` is `$HOME` only).
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    pub fn home(_user: Option<&str>) -> Option<PathBuf> {
-        None
-    }
-
-    /// The home (6th field) of the entry named `user`, or with uid `uid`
-    /// when `user` is `None`, in passwd-format text (`name:pw:uid:gid:
-    /// gecos:dir:shell` a line); at most [`MAX_PASSWD_BYTES`] are read.
-    pub fn find(text: impl std::io::Read, user: Option<&str>, uid: u32) -> Option<PathBuf> {
-        use std::io::BufRead;
-        use std::os::unix::ffi::OsStringExt;
-        let uid = uid.to_string();
-        let reader = std::io::BufReader::new(text.take(MAX_PASSWD_BYTES));
-        for entry in reader.split(b'\n') {
-            let entry = entry.ok()?;
-            let fields: Vec<&[u8]> = entry.split(|b| *b == b':').collect();
-            let (Some(name), Some(id), Some(dir)) = (fields.first(), fields.get(2), fields.get(5))
-            else {
-                continue;
-            };
-            let hit = match user {
-                Some(u) => *name == u.as_bytes(),
-                None => *id == uid.as_bytes(),
-            };
-            if hit && !dir.is_empty() {
-                return Some(PathBuf::from(std::ffi::OsString::from_vec(dir.to_vec())));
-            }
-        }
-        None
-    }
-}
+/// The passwd database, per system: `ccd_os::user`.
+pub use ccd_os::user as passwd;
 
 /// A leading `~` split into the user it names (empty: the own user) and
 /// the rest (empty or from the first `/`); `None` without a `~`.

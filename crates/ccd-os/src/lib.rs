@@ -23,6 +23,7 @@
 //! | [`rlimit`] | the descriptor limit raised |
 //! | [`term_size`] | a terminal's columns and rows |
 //! | [`tty`] | the terminal hand-off: a passed terminal reopened, its client's hang-up |
+//! | [`user`] | a user's home directory from the passwd database |
 //! | [`fdpass`] | descriptors passed over a Unix socket (`SCM_RIGHTS`) |
 //! | [`sched`] | scheduling class: short slice, batch / QoS class, the autogroup's nice value |
 //! | [`session`] | a child started in a session of its own (`setsid` in `pre_exec`) |
@@ -44,3 +45,4 @@ pub mod session;
 pub mod socket;
 pub mod term_size;
 pub mod tty;
+pub mod user;
