@@ -110,9 +110,11 @@ impl State {
     /// Whether the request carries a cookie valid now (the token file's
     /// generation re-read: a `--revoke` takes effect on the next request).
     pub fn logged_in(&self, h: &HeaderMap) -> bool {
-        let Some(value) = guard::cookie(h) else {
-            return false;
-        };
+        guard::cookie(h).is_some_and(|value| self.cookie_valid(value))
+    }
+
+    /// Whether `value` is a cookie valid now.
+    pub fn cookie_valid(&self, value: &str) -> bool {
         match self.tokens.generation() {
             Ok(g) => self.cookies.valid(value, g),
             Err(e) => {

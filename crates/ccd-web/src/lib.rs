@@ -78,7 +78,8 @@
 //!   trailing unstyled blanks are left out: [`render`]) and only changed
 //!   rows are sent after a full frame (`full: true`: every row); `{"t":"tail","session":sid,
 //!   "items":[{kind,text,timestamp}]}` (the last 60 items, whole) for
-//!   sessions ccd does not hold; `{"t":"error","message":…}`. Page →
+//!   sessions ccd does not hold; `{"t":"error","message":…}` (`"logged
+//!   out"` and the socket closed once its cookie is revoked). Page →
 //!   server: `{"t":"watch","session":sid}` / `{"t":"unwatch"}`.
 //! - Actions, all `POST` with JSON bodies (at most 64 KiB), cookie +
 //!   Origin checked, 403 in `--read-only`:

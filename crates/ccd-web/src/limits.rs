@@ -13,6 +13,9 @@ pub const WEBSOCKETS: usize = 16;
 pub const WS_QUEUE_BYTES: usize = 1 << 20;
 /// A JSON request body (actions).
 pub const BODY_BYTES: usize = 64 * 1024;
+/// How often an open WebSocket re-checks its cookie (a `--revoke` ends
+/// it within this).
+pub const WS_COOKIE_RECHECK: Duration = Duration::from_secs(2);
 /// A message from the page on the WebSocket.
 pub const WS_MESSAGE_BYTES: usize = 4096;
 /// Sessions one WebSocket watches at once (a new `watch` replaces it).

@@ -6,8 +6,9 @@
 //! - The socket task ([`serve`]) owns the receiving half: it reads the
 //!   page's `watch`/`unwatch` (each at most [`limits::WS_MESSAGE_BYTES`]),
 //!   follows the list (`State::list`, a `watch`: latest wins), and starts
-//!   and stops the watcher. It holds one slot of [`limits::WEBSOCKETS`]
-//!   until it ends.
+//!   and stops the watcher, and re-checks its cookie every
+//!   [`limits::WS_COOKIE_RECHECK`] (revoked: it ends). It holds one slot of
+//!   [`limits::WEBSOCKETS`] until it ends.
 //! - The writer task owns the sending half and drains the socket's
 //!   [`Outbox`]: every message goes through it, bounded by
 //!   [`limits::WS_QUEUE_BYTES`]. Past the bound the queued screen frames
@@ -117,8 +118,14 @@ impl Outbox {
 /// `GET /api/ws`: upgrades within [`limits::WEBSOCKETS`] (503 past it).
 pub async fn upgrade(
     axum::extract::State(state): axum::extract::State<Arc<State>>,
+    headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // The guard let it in with this cookie; the socket lives while it is
+    // valid (a `--revoke` ends it too).
+    let cookie = crate::guard::cookie(&headers)
+        .unwrap_or_default()
+        .to_string();
     let Ok(slot) = state.websockets.clone().try_acquire_owned() else {
         tracing::warn!(
             limit = limits::WEBSOCKETS,
@@ -132,7 +139,7 @@ pub async fn upgrade(
     };
     ws.max_message_size(limits::WS_MESSAGE_BYTES)
         .max_frame_size(limits::WS_MESSAGE_BYTES)
-        .on_upgrade(move |socket| serve(state, socket, slot))
+        .on_upgrade(move |socket| serve(state, socket, slot, cookie))
 }
 
 /// The list JSON as a `{"t":"sessions", …}` message.
@@ -158,8 +165,12 @@ impl Drop for Watching {
     }
 }
 
-async fn serve(state: Arc<State>, socket: WebSocket, slot: OwnedSemaphorePermit) {
+async fn serve(state: Arc<State>, socket: WebSocket, slot: OwnedSemaphorePermit, cookie: String) {
     let _slot = slot;
+    // Whether the cookie still holds is checked every few seconds: a
+    // socket never outlives a `--revoke` by more than that.
+    let mut recheck = tokio::time::interval(limits::WS_COOKIE_RECHECK);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (mut sink, mut stream) = socket.split();
     let out = Arc::new(Outbox::default());
     let writer = {
@@ -234,6 +245,13 @@ async fn serve(state: Arc<State>, socket: WebSocket, slot: OwnedSemaphorePermit)
                 out.push(Kind::Other, sessions_message(&now));
             }
             () = out.lagged.notified() => break,
+            _ = recheck.tick() => {
+                if !state.cookie_valid(&cookie) {
+                    tracing::info!("a page's cookie was revoked: its socket is closed");
+                    out.push(Kind::Other, error_message("logged out"));
+                    break;
+                }
+            }
         }
         if out.is_closed() {
             break;

@@ -222,10 +222,20 @@ fn revoke_ends_the_cookies_of_a_running_server() {
     let web = Web::start(&sb, &[]);
     let cookie = web.login();
     assert_eq!(web.get(&cookie, "/api/sessions").status, 200);
+    let mut ws = web.ws(&cookie);
+    assert_eq!(ws.next()["t"], "sessions");
     let out = sb.ok(&["web", "--revoke"]);
     assert!(out.contains("ended"), "{out}");
     assert_eq!(web.get(&cookie, "/api/sessions").status, 401);
     assert_eq!(web.get(&cookie, "/").status, 401);
+    // An open page's socket is told and closed (within the re-check).
+    let e = ws.until("the logout", |m| m["t"] == "error");
+    assert_eq!(e["message"], "logged out");
+    let closed = http::wait_for(http::T, "the socket closed", || match ws.0.read() {
+        Ok(tungstenite::Message::Close(_)) | Err(_) => Some(true),
+        Ok(_) => None,
+    });
+    assert!(closed);
     // The token still logs in; the new cookie works.
     let again = web.login();
     assert_eq!(web.get(&again, "/api/sessions").status, 200);
@@ -288,4 +298,54 @@ fn beyond_loopback_without_tls_is_refused_and_a_readable_token_file_too() {
         String::from_utf8_lossy(&o.stderr).contains("refusing"),
         "{o:?}"
     );
+}
+
+#[test]
+fn behind_a_proxy_its_host_and_https_origin_are_the_pages() {
+    let sb = Sandbox::new();
+    let proxy = "https://box.example.ts.net";
+    let web = Web::start(&sb, &["--behind-proxy", proxy]);
+    let host = [("Host", "box.example.ts.net")];
+    let r = request(
+        &web.addr,
+        "GET",
+        &format!("/?token={}", web.token),
+        &host,
+        None,
+    );
+    assert_eq!(r.status, 303, "{r:?}");
+    let set = r.header("set-cookie").unwrap();
+    assert!(
+        set.split(';').any(|p| p.trim() == "Secure"),
+        "https to the browser: {set}"
+    );
+    let cookie = cookie_of(&r).unwrap();
+    let c = format!("ccd_web={cookie}");
+    let post = |origin: &str| {
+        request(
+            &web.addr,
+            "POST",
+            "/api/session/0000/send",
+            &[
+                ("Host", "box.example.ts.net"),
+                ("Cookie", &c),
+                ("Origin", origin),
+                ("Content-Type", "application/json"),
+            ],
+            Some(r#"{"text":"x"}"#),
+        )
+    };
+    assert_ne!(post(proxy).status, 403);
+    assert_eq!(post("http://box.example.ts.net").status, 403);
+    assert_eq!(post("https://other.example.ts.net").status, 403);
+    let r = request(
+        &web.addr,
+        "GET",
+        "/api/sessions",
+        &[("Host", "other.example.ts.net"), ("Cookie", &c)],
+        None,
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    // The loopback address still names it (the proxy may pass its own Host).
+    assert_eq!(web.get(&cookie, "/api/sessions").status, 200);
 }
