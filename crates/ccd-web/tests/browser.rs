@@ -8,7 +8,9 @@
 //! approved with one tap, an approve carrying a prompt id that is no longer
 //! shown refused with the daemon's words (the page then shows the new
 //! prompt), deny with a message, a prompt sent, keys typed in attach mode
-//! reaching the session, `ccd web --revoke` ending the page's cookie, a new
+//! reaching the session, another origin's page (same site, so the cookie
+//! goes along) refused the WebSocket, the list and a post, a rebound host
+//! name refused, `ccd web --revoke` ending the page's cookie, a new
 //! session in a folder found by completion, a kill that asks first, and a
 //! phone's viewport (390×844, touch) in one column.
 //!
@@ -18,7 +20,7 @@
 #[path = "browser/harness.rs"]
 mod harness;
 
-use harness::{browser_or_skip, wait_for, Browser, Device, Sandbox, Web, T};
+use harness::{browser_or_skip, foreign_page, wait_for, Browser, Device, Sandbox, Web, T};
 use serde_json::{json, Value};
 
 /// Waits for the daemon's model of `sid` to show `needle`.
@@ -458,6 +460,90 @@ async fn a_new_session_from_a_completed_folder_then_killed_after_asking() {
         let o = sb.cmd(&["screen", &sid]).output().ok()?;
         (!o.status.success()).then_some(())
     });
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_origins_page_and_a_rebound_host_get_nothing() {
+    let Some((chromium, driver)) = browser_or_skip("foreign") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let sid = sb.new_session("target");
+    let web = Web::start(&sb, &[]);
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+    b.login(&web).await;
+    b.until("the list", &item(&sid)).await;
+
+    // A page of another origin on the same site (127.0.0.1, another port):
+    // the browser sends the cookie with its requests, the server must
+    // refuse them by their Origin. It opens the WebSocket, reads the list,
+    // and posts a prompt.
+    let w = &web.origin;
+    let ws = w.replacen("http://", "ws://", 1);
+    let html = format!(
+        r#"<!doctype html><script>
+window.result = {{ws: "pending", read: "pending", post: "pending"}};
+var s = new WebSocket("{ws}/api/ws");
+s.onopen = function () {{ result.ws = "open"; }};
+s.onmessage = function (e) {{ result.ws = "message " + String(e.data).slice(0, 80); }};
+s.onclose = function (e) {{ if (result.ws === "pending") result.ws = "closed " + e.code; }};
+fetch("{w}/api/sessions", {{credentials: "include"}})
+  .then(function (r) {{ return r.text(); }})
+  .then(function (t) {{ result.read = "read " + t.slice(0, 80); }}, function () {{ result.read = "blocked"; }});
+fetch("{w}/api/session/{sid}/send", {{method: "POST", mode: "no-cors", credentials: "include",
+  headers: {{"Content-Type": "text/plain"}}, body: JSON.stringify({{text: "from another site"}})}})
+  .then(function () {{ result.post = "done"; }}, function () {{ result.post = "error"; }});
+</script>"#
+    );
+    let foreign = foreign_page(html);
+    b.client
+        .goto(&format!("{foreign}/"))
+        .await
+        .expect("the foreign page");
+    let r = b
+        .until(
+            "the foreign page's attempts to settle",
+            "var r = window.result; return r && r.ws !== 'pending' && r.read !== 'pending' && r.post !== 'pending' ? r : null",
+        )
+        .await;
+    let ws_result = r["ws"].as_str().unwrap_or_default();
+    assert!(
+        ws_result.starts_with("closed"),
+        "the WebSocket upgrade was refused: {r}"
+    );
+    assert_eq!(
+        r["read"], "blocked",
+        "the list is not readable cross-origin: {r}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let s = sb.screen(&sid);
+    assert!(
+        !s.contains("from another site"),
+        "a cross-origin post typed:\n{s}"
+    );
+
+    // DNS rebinding: a name that resolves to 127.0.0.1 is not this
+    // server's name; the token login and the page are refused, no cookie.
+    let port = w.rsplit(':').next().unwrap_or_default();
+    for path in [format!("/?token={}", web.token()), "/".to_string()] {
+        b.client
+            .goto(&format!("http://rebind.test:{port}{path}"))
+            .await
+            .expect("the rebound name");
+        let text = b.js("return document.body.innerText", vec![]).await;
+        let text = text.as_str().unwrap_or_default();
+        assert!(
+            text.to_ascii_lowercase().contains("host"),
+            "refused for its Host: {text}"
+        );
+        assert!(!text.contains(&sid), "{text}");
+        let cookies = b.client.get_all_cookies().await.expect("cookies");
+        assert!(
+            cookies.iter().all(|c| c.name() != "ccd_web"),
+            "no cookie for the rebound name: {cookies:?}"
+        );
+    }
     b.close().await;
 }
 

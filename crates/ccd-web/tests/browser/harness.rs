@@ -332,6 +332,9 @@ impl Browser {
             "--disable-component-update".into(),
             "--disable-sync".into(),
             "--disable-dev-shm-usage".into(),
+            // A name that resolves to loopback, as a rebinding attacker's
+            // would: requests to it carry `Host: rebind.test:<port>`.
+            "--host-resolver-rules=MAP rebind.test 127.0.0.1".into(),
             format!("--user-data-dir={}", profile.path().display()),
         ];
         let mut opts = json!({ "binary": chromium.display().to_string() });
@@ -456,4 +459,33 @@ impl Browser {
     pub async fn close(self) {
         let _ = self.client.close().await;
     }
+}
+
+/// Another site's page on another loopback port (the same *site* as the
+/// server, 127.0.0.1, so the SameSite=Strict cookie goes along with its
+/// requests; only the Origin check stands in the way): serves `html` to
+/// every request, on a thread that lives as long as the test. Its origin.
+pub fn foreign_page(html: String) -> String {
+    use std::io::{Read, Write};
+    let l = TcpListener::bind("127.0.0.1:0").expect("a port for the foreign page");
+    let origin = format!("http://{}", l.local_addr().expect("its address"));
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let mut head = Vec::new();
+            let mut b = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&b[..n]),
+                }
+            }
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{html}",
+                html.len()
+            );
+        }
+    });
+    origin
 }
