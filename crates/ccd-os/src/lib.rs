@@ -25,6 +25,7 @@
 //! | [`tty`] | the terminal hand-off: a passed terminal reopened, its client's hang-up |
 //! | [`user`] | a user's home directory from the passwd database |
 //! | [`fdpass`] | descriptors passed over a Unix socket (`SCM_RIGHTS`) |
+//! | [`heap`] | freed heap handed back to the system (glibc's `malloc_trim`) |
 //! | [`sched`] | scheduling class: short slice, batch / QoS class, the autogroup's nice value |
 //! | [`session`] | a child started in a session of its own (`setsid` in `pre_exec`) |
 //!
@@ -37,6 +38,7 @@
 
 pub mod exit_watch;
 pub mod fdpass;
+pub mod heap;
 pub mod peer;
 pub mod process;
 pub mod rlimit;

@@ -274,16 +274,11 @@ pub fn plan(path: &Path, opts: &TrimOptions, spill_dir: &Path) -> Result<TrimRep
 
 /// Hands the memory a trim freed back to the system (glibc keeps freed
 /// heap in its arenas, the blocking thread's among them, so a long-lived
-/// daemon would otherwise keep a trim's peak). Called at the end of
-/// [`trim`] and [`plan`]; a no-op elsewhere.
-#[allow(unsafe_code)] // reason: malloc_trim (glibc's) has no wrapper in nix or std
+/// daemon would otherwise keep a trim's peak): `ccd_os::heap`. Called at
+/// the end of [`trim`] and [`plan`]; a no-op where the allocator has no
+/// such call.
 pub fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointer and only walks glibc's own
-    // arenas, under their locks; 0 keeps no pad.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    ccd_os::heap::release_freed();
 }
 
 #[cfg(test)]
