@@ -10,7 +10,8 @@
 //! prompt), deny with a message, a prompt sent, keys typed in attach mode
 //! reaching the session, another origin's page (same site, so the cookie
 //! goes along) refused the WebSocket, the list and a post, a rebound host
-//! name refused, `ccd web --revoke` ending the page's cookie, a new
+//! name refused, a `--read-only` page that shows the screen but has its
+//! send refused, `ccd web --revoke` ending the page's cookie, a new
 //! session in a folder found by completion, a kill that asks first, and a
 //! phone's viewport (390×844, touch) in one column.
 //!
@@ -544,6 +545,67 @@ fetch("{w}/api/session/{sid}/send", {{method: "POST", mode: "no-cors", credentia
             "no cookie for the rebound name: {cookies:?}"
         );
     }
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_page_looks_but_cannot_act() {
+    let Some((chromium, driver)) = browser_or_skip("read_only") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let sid = sb.new_session("looked-at");
+    let web = Web::start(&sb, &["--read-only"]);
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+    b.login(&web).await;
+    b.until("the list", &item(&sid)).await;
+    b.client
+        .goto(&format!("{}/#/s/{sid}", web.origin))
+        .await
+        .expect("the session");
+    // It looks: the live screen is drawn.
+    b.until(
+        "the live screen",
+        "return document.getElementById('screen').textContent.length > 0",
+    )
+    .await;
+    // It cannot act: a page told it is read-only (`read_only` in the
+    // list) shows no send field; else a send is refused with the server's
+    // reason, shown.
+    let hidden = b
+        .js(
+            "return document.getElementById('send-form').hidden && document.getElementById('attach').hidden",
+            vec![],
+        )
+        .await;
+    if hidden != json!(true) {
+        b.type_into("#send-text", "typed while read-only").await;
+        b.tap("#send-btn").await;
+        let notice = b
+            .until(
+                "the refusal",
+                "var n = document.getElementById('notice'); return n.hidden ? '' : n.textContent",
+            )
+            .await;
+        assert!(
+            notice.as_str().unwrap_or_default().contains("read-only"),
+            "{notice}"
+        );
+    }
+    // Whatever the page shows, the server refuses: a send from the page's
+    // own script is 403.
+    let r = b
+        .client
+        .execute_async(
+            "var done = arguments[arguments.length - 1]; fetch('/api/session/' + arguments[0] + '/send', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({text: 'typed while read-only'})}).then(function (r) { done(r.status); }, function () { done(0); });",
+            vec![json!(sid)],
+        )
+        .await
+        .expect("a fetch from the page");
+    assert_eq!(r, json!(403), "a read-only server refuses actions");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let s = sb.screen(&sid);
+    assert!(!s.contains("typed while read-only"), "{s}");
     b.close().await;
 }
 
