@@ -325,13 +325,20 @@ fn ok(mut v: Value) -> Response {
     }
 }
 
-/// Calls `method` unless the server is read-only; the reply.
+/// Calls `method` unless the server is read-only; the reply. An attach
+/// (a resume) goes on a connection of its own, which ends the attachment
+/// when it closes.
 async fn act(state: &State, method: &'static str, params: Value) -> Response {
     if state.read_only {
         return guard::forbidden("this ccd web is read-only (--read-only)");
     }
     tracing::info!(method, session = ?params.get("session"), "action");
-    match state.daemon.call(method, params).await {
+    let reply = if method == "session.attach" {
+        state.daemon.call_alone(method, params).await
+    } else {
+        state.daemon.call(method, params).await
+    };
+    match reply {
         Ok(v) => ok(v),
         Err(e) => {
             tracing::info!(method, error = %e, "action refused");

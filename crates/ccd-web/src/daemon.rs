@@ -1,13 +1,20 @@
-//! Talking to this machine's daemon through `ccd-client`'s blocking
-//! client: one short connection per call, run on tokio's blocking pool
-//! ([`Daemon::call`]), each bounded by the method's deadline in
-//! `ccd-client`; and the event thread ([`Daemon::spawn_events`]), a plain
-//! thread that owns one subscribed connection, remembers the permission
-//! prompts the events describe, and bumps a `watch` counter on every event
-//! (the list task reads it: pushes are driven by events, not by polling).
-//! It reconnects after a second when the daemon goes away.
+//! Talking to this machine's daemon through `ccd-client`.
+//!
+//! - Calls share one [`Link`] ([`Daemon::call`]): one connection carrying
+//!   concurrent calls by id, each bounded by its method's deadline, made
+//!   (the daemon started when none answers) on the first call and made
+//!   again after it closed. A call blocks a thread of tokio's blocking
+//!   pool while it waits; the link's reader is a thread of its own.
+//! - A call that attaches (a resume) gets a connection of its own
+//!   ([`Daemon::call_alone`]), closed with the call: the attachment ends
+//!   with it, and its output never reaches the shared link.
+//! - The event thread ([`Daemon::spawn_events`]) is a plain thread that
+//!   owns one subscribed connection, remembers the permission prompts the
+//!   events describe, and bumps a `watch` counter on every event (the
+//!   list task reads it: pushes are driven by events, not by polling). It
+//!   reconnects after a second when the daemon goes away.
 
-use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, SocketDir};
+use ccd_client::{connect_or_start, Client, ClientError, DaemonCommand, Link, SocketDir};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,15 +36,40 @@ pub struct SeenPrompt {
 /// Permission prompts seen in events, by session id (the newest each).
 pub type Prompts = Arc<Mutex<HashMap<String, SeenPrompt>>>;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Daemon {
     dir: SocketDir,
     cmd: DaemonCommand,
+    /// The calls' link, while it is open (held only to clone it or to make
+    /// a new one).
+    link: Arc<Mutex<Option<Link>>>,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon").field("dir", &self.dir).finish()
+    }
 }
 
 impl Daemon {
     pub fn new(dir: SocketDir, cmd: DaemonCommand) -> Self {
-        Self { dir, cmd }
+        Self {
+            dir,
+            cmd,
+            link: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// The open link, or a new one.
+    fn link(&self) -> Result<Link, ClientError> {
+        let mut g = self.link.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = g.as_ref().filter(|l| l.closed().is_none()) {
+            return Ok(l.clone());
+        }
+        let l = Link::start(self.connect()?)?;
+        tracing::debug!("a new link to the daemon");
+        *g = Some(l.clone());
+        Ok(l)
     }
 
     /// A connection (the daemon started when none answers).
@@ -45,8 +77,28 @@ impl Daemon {
         connect_or_start(&self.dir, &self.cmd, CLIENT_NAME)
     }
 
-    /// Calls `method` on a connection of its own, off the async threads.
+    /// Calls `method` on the shared link, off the async threads.
     pub async fn call(&self, method: &'static str, params: Value) -> Result<Value, ClientError> {
+        let d = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let within = ccd_client::deadline::deadline_of(method, &params);
+            d.link()?.call_value_within(method, params, within)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ClientError::Protocol(format!(
+                "the call's task failed: {e}"
+            )))
+        })
+    }
+
+    /// Calls `method` on a connection of its own, closed after the reply
+    /// (an attachment it makes ends with it).
+    pub async fn call_alone(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<Value, ClientError> {
         let d = self.clone();
         tokio::task::spawn_blocking(move || d.connect()?.call_value(method, params))
             .await

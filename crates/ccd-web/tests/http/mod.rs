@@ -390,7 +390,8 @@ pub fn parse(raw: &[u8]) -> Resp {
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+        // No response (a connection closed unanswered): 0.
+        .unwrap_or(0);
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
