@@ -86,14 +86,17 @@ pub fn prepare_state_dir(dir: &Path) -> std::io::Result<DirState> {
 }
 
 /// True for the names of ccd's logs: `ccd.<date>.log`, `holder-<id>.log`
-/// and `holder-<id>.log.1`.
+/// and `holder-<id>.log.1` (and their `.next`, which a holder that died
+/// mid-move can leave).
 fn is_log_name(name: &str) -> bool {
     (name.starts_with("ccd.") && name.ends_with(".log")) || holder_id(name).is_some()
 }
 
-/// The holder id of `holder-<id>.log` or `holder-<id>.log.1`.
+/// The holder id of `holder-<id>.log` or `holder-<id>.log.1`, or of
+/// either's `.next` (a log being moved: see [`CappedLog`]).
 fn holder_id(name: &str) -> Option<&str> {
     let rest = name.strip_prefix("holder-")?;
+    let rest = rest.strip_suffix(".next").unwrap_or(rest);
     rest.strip_suffix(".log")
         .or_else(|| rest.strip_suffix(".log.1"))
 }
@@ -192,7 +195,11 @@ pub fn prune_holder_logs(
 
 /// A holder's log file: created 0600, appended, and moved to `<path>.1`
 /// (replacing the previous one) when a write would take it past `cap`.
-/// A flood of screen dumps costs at most twice `cap` of disk.
+/// A flood of screen dumps costs at most twice `cap` of disk. `path`
+/// never goes missing while it moves (see [`CappedLog::rotate`]).
+///
+/// Owned by one thread (the holder's non-blocking log writer): every
+/// write, and the move, happens there; it blocks only on the disk.
 pub struct CappedLog {
     path: PathBuf,
     file: Option<File>,
@@ -219,18 +226,66 @@ impl CappedLog {
         PathBuf::from(p)
     }
 
+    /// `<path>.next`: a temporary name beside `path`.
+    fn beside(path: &Path) -> PathBuf {
+        let mut p = path.as_os_str().to_owned();
+        p.push(".next");
+        PathBuf::from(p)
+    }
+
+    /// Moves the full log to `<path>.1` and starts a new one, without a
+    /// moment where `path` is missing or past the cap (a reader following
+    /// the log by name, `tail -F`, always finds it): the new log is written
+    /// under `<path>.next`, the full one also named `<path>.1` (a hard link
+    /// renamed over the previous `.1`), then the new one renamed over
+    /// `path`. Each step is atomic; on an error the full log keeps its name
+    /// and the caller drops the line. (Where the file system has no hard
+    /// links the full log moves, and `path` is missing for a moment.)
     fn rotate(&mut self) -> std::io::Result<()> {
-        self.file = None;
-        std::fs::rename(&self.path, Self::previous(&self.path))?;
-        let mut f = open_private(&self.path)?;
-        let note = format!(
-            "(log continued: earlier lines are in {})\n",
-            Self::previous(&self.path).display()
-        );
-        f.write_all(note.as_bytes())?;
-        self.len = note.len() as u64;
+        let prev = Self::previous(&self.path);
+        let next = Self::beside(&self.path);
+        let note = format!("(log continued: earlier lines are in {})\n", prev.display());
+        remove_if_there(&next)?;
+        let mut f = open_private(&next)?;
+        let moved = f
+            .write_all(note.as_bytes())
+            .and_then(|()| self.keep_as_previous(&prev))
+            .and_then(|()| std::fs::rename(&next, &self.path));
+        if let Err(e) = moved {
+            let _ = std::fs::remove_file(&next);
+            if !self.path.exists() {
+                // Moved (without hard links) but the new log could not
+                // take its name: start one there.
+                self.file = open_private(&self.path).ok();
+                self.len = 0;
+            }
+            return Err(e);
+        }
         self.file = Some(f);
+        self.len = note.len() as u64;
         Ok(())
+    }
+
+    /// Gives the full log the name `prev` too (replacing the file there)
+    /// while it keeps its own. On a file system without hard links it
+    /// moves instead, and `path` is missing until the new log takes it.
+    fn keep_as_previous(&self, prev: &Path) -> std::io::Result<()> {
+        let tmp = Self::beside(prev);
+        remove_if_there(&tmp)?;
+        match std::fs::hard_link(&self.path, &tmp) {
+            Ok(()) => std::fs::rename(&tmp, prev).inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            }),
+            Err(_) => std::fs::rename(&self.path, prev),
+        }
+    }
+}
+
+/// Removes `path`, if there is one.
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -333,6 +388,48 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_always_finds_the_log_under_its_cap_while_it_moves_aside() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("holder-h1.log");
+        let cap = 200;
+        let mut log = CappedLog::open(&p, cap).unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // A reader following the file by name (as `tail -F` does).
+        let reader = {
+            let (p, done) = (p.clone(), done.clone());
+            std::thread::spawn(move || {
+                let (mut looks, mut missing, mut over) = (0u64, 0u64, 0u64);
+                while !done.load(Ordering::Relaxed) {
+                    looks += 1;
+                    match std::fs::metadata(&p) {
+                        Ok(m) if m.len() > cap => over += 1,
+                        Ok(_) => {}
+                        Err(_) => missing += 1,
+                    }
+                }
+                (looks, missing, over)
+            })
+        };
+        let line = [b'x'; 99];
+        for _ in 0..1000 {
+            log.write_all(&line).unwrap();
+            log.write_all(b"\n").unwrap();
+        }
+        done.store(true, Ordering::Relaxed);
+        let (looks, missing, over) = reader.join().unwrap();
+        assert!(looks > 0);
+        assert_eq!((missing, over), (0, 0), "in {looks} looks");
+        // Nothing left behind but the log and the previous one.
+        let mut left: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["holder-h1.log", "holder-h1.log.1"]);
+        assert_eq!(mode(&CappedLog::previous(&p)), 0o600);
+    }
+
+    #[test]
     fn pruning_keeps_live_and_newest() {
         let t = tempfile::tempdir().unwrap();
         let now = SystemTime::now();
@@ -346,6 +443,9 @@ mod tests {
             touch(&format!("holder-h{i}.log"), day * i);
         }
         touch("holder-h9.log.1", day * 9);
+        // What a holder that died moving its log leaves goes with it.
+        touch("holder-h9.log.next", day * 9);
+        touch("holder-h9.log.1.next", day * 9);
         touch("holder-live.log", day * 100);
         touch("ccd.2020-01-01.log", day * 100);
         let live: HashSet<String> = ["live".to_string()].into();
