@@ -240,3 +240,76 @@ fn send_keys_and_the_watched_screen() {
     let e = ws.until("an error", |m| m["t"] == "error");
     assert_eq!(e["message"], "unknown message");
 }
+
+#[test]
+fn new_in_a_completed_folder_fork_kill_and_resume() {
+    let sb = Sandbox::new();
+    let web = Web::start(&sb, &[]);
+    let cookie = web.login();
+    let dir = sb.work.join("newproj");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The folder field's completion (the daemon's dirs.complete).
+    let typed = format!("{}/newp", sb.work.display());
+    let r = web.get(&cookie, &format!("/api/complete?prefix={typed}"));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["input"], format!("{}/", dir.display()), "{r:?}");
+
+    // New: a held session there, ready.
+    let r = web.post(&cookie, "/api/new", &json!({"cwd": dir}).to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    let sid = r.json()["session"].as_str().unwrap().to_string();
+    let r = web.post(
+        &cookie,
+        &format!("/api/session/{sid}/send"),
+        &json!({"text": "a turn to fork"}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    wait_for(T, "the turn", || {
+        screen_has(&sb, &sid, "echo: a turn to fork")
+    });
+    let r = web.post(
+        &cookie,
+        "/api/new",
+        &json!({"cwd": "relative/dir"}).to_string(),
+    );
+    assert_eq!(r.status, 400, "a relative folder: {r:?}");
+
+    // Fork: another held session.
+    let r = web.post(&cookie, &format!("/api/session/{sid}/fork"), "{}");
+    assert_eq!(r.status, 200, "{r:?}");
+    wait_for(T, "the fork listed", || {
+        let list = web.sessions(&cookie);
+        (list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["held"] == true)
+            .count()
+            >= 2)
+            .then_some(())
+    });
+
+    // Kill, then resume: held again.
+    let r = web.post(&cookie, &format!("/api/session/{sid}/kill"), "{}");
+    assert_eq!(r.status, 200, "{r:?}");
+    wait_for(T, "dead", || {
+        (row(&web.sessions(&cookie), &sid)?["state"] == "dead").then_some(())
+    });
+    let r = web.post(&cookie, &format!("/api/session/{sid}/resume"), "{}");
+    assert_eq!(r.status, 200, "{r:?}");
+    wait_for(T, "held again", || {
+        (row(&web.sessions(&cookie), &sid)?["held"] == true).then_some(())
+    });
+    // The resume's attachment ended with its connection: nobody attached.
+    let info = wait_for(T, "the attachment gone", || {
+        let o = sb.run(&["ls", "--json"]);
+        let rows: Value = serde_json::from_slice(&o.stdout).ok()?;
+        let r = rows
+            .as_array()?
+            .iter()
+            .find(|r| r["session_id"] == sid.as_str())?
+            .clone();
+        (r["ccd"]["attached"] == 0).then_some(r)
+    });
+    assert_eq!(info["state"], "live", "{info}");
+}
