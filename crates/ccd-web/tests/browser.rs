@@ -13,7 +13,9 @@
 //! name refused, a `--read-only` page that shows the screen but has its
 //! send refused, `ccd web --revoke` ending the page's cookie, a new
 //! session in a folder found by completion, a kill that asks first, and a
-//! phone's viewport (390×844, touch) in one column.
+//! phone's viewport (390×844, touch) in one column; and on the real CLI
+//! (both pinned versions, against `ccd-mock-api`) a Bash permission prompt
+//! approved from the page and the command run.
 //!
 //! Without Chromium and chromedriver each test fails when `CI` is set and
 //! skips loudly otherwise (`harness::browser_or_skip`).
@@ -21,7 +23,10 @@
 #[path = "browser/harness.rs"]
 mod harness;
 
-use harness::{browser_or_skip, foreign_page, wait_for, Browser, Device, Sandbox, Web, T};
+use harness::{
+    browser_or_skip, foreign_page, real_claude_or_skip, real_sandbox, real_versions, wait_for,
+    Browser, Device, MockApi, Sandbox, Web, T,
+};
 use serde_json::{json, Value};
 
 /// Waits for the daemon's model of `sid` to show `needle`.
@@ -607,6 +612,66 @@ async fn a_read_only_page_looks_but_cannot_act() {
     let s = sb.screen(&sid);
     assert!(!s.contains("typed while read-only"), "{s}");
     b.close().await;
+}
+
+/// The real CLI, both pinned versions: its Bash permission prompt shows on
+/// the page and one tap on Approve runs the command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_cli_a_permission_prompt_approved_from_the_page_runs_the_command() {
+    let Some((chromium, driver)) = browser_or_skip("real_cli") else {
+        return;
+    };
+    for version in real_versions() {
+        let Some(claude) = real_claude_or_skip(&version) else {
+            continue;
+        };
+        let mock = MockApi::start();
+        let sb = real_sandbox(&mock, &claude, &version);
+        let dir = sb.work.join("asked");
+        std::fs::create_dir_all(&dir).expect("a folder");
+        // 2.1.332's default mode asks nothing; 2.1.1xx asks by default.
+        let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap_or_default()];
+        if !version.starts_with("2.1.1") {
+            args.extend(["--", "--permission-mode", "manual"]);
+        }
+        let sid = sb.ok(&args).trim().to_string();
+        let web = Web::start(&sb, &[]);
+        let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+        b.login(&web).await;
+        b.client
+            .goto(&format!("{}/#/s/{sid}", web.origin))
+            .await
+            .expect("the session");
+        b.until(
+            "the live screen",
+            "return document.getElementById('screen').textContent.length > 0",
+        )
+        .await;
+        sb.ok(&["send", &sid, "TOOL:echo approved > approved.txt"]);
+        let tool = b
+            .until(
+                &format!("[{version}] the prompt on the page"),
+                "var p = document.getElementById('prompt'); return !p.hidden && document.getElementById('p-detail').textContent.indexOf('echo approved > approved.txt') >= 0 ? document.getElementById('p-tool').textContent : ''",
+            )
+            .await;
+        assert_eq!(tool, json!("Bash command"), "[{version}]");
+        assert!(
+            !dir.join("approved.txt").exists(),
+            "[{version}] not before the tap"
+        );
+        b.tap("#p-yes").await;
+        wait_for(T, "approved.txt", || {
+            std::fs::read_to_string(dir.join("approved.txt"))
+                .ok()
+                .filter(|t| t.contains("approved"))
+        });
+        b.until(
+            &format!("[{version}] the prompt gone from the page"),
+            "return document.getElementById('prompt').hidden",
+        )
+        .await;
+        b.close().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -49,6 +49,7 @@ pub fn wait_for<X>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<
 
 pub struct Sandbox {
     _tmp: tempfile::TempDir,
+    pub home: PathBuf,
     pub config: PathBuf,
     pub sock: PathBuf,
     pub work: PathBuf,
@@ -57,6 +58,11 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Self {
+        Self::with_env(&[])
+    }
+
+    /// `extra` is set for the daemon (and so for every session it starts).
+    pub fn with_env(extra: &[(String, String)]) -> Self {
         let tmp = tempfile::Builder::new()
             .prefix("ccd-w")
             .tempdir()
@@ -70,7 +76,7 @@ impl Sandbox {
         for d in [&home, &work] {
             std::fs::create_dir_all(d).expect("sandbox folders");
         }
-        let env = vec![
+        let mut env: Vec<(String, String)> = vec![
             ("HOME".into(), home.display().to_string()),
             ("CLAUDE_CONFIG_DIR".into(), config.display().to_string()),
             ("CCD_SOCKET_DIR".into(), sock.display().to_string()),
@@ -84,8 +90,10 @@ impl Sandbox {
             ("TMPDIR".into(), root.display().to_string()),
             ("CCD_LOG".into(), "debug".into()),
         ];
+        env.extend(extra.iter().cloned());
         Self {
             _tmp: tmp,
+            home,
             config,
             sock,
             work,
@@ -488,4 +496,128 @@ pub fn foreign_page(html: String) -> String {
         }
     });
     origin
+}
+
+/// The real Claude Code CLI `version` (`tests/real-cli/install.sh`, a cache
+/// outside the repository), or `None` with a loud message when it cannot
+/// be had here; under `CI` that is a failure.
+pub fn real_claude_or_skip(version: &str) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("bash")
+        .arg(root.join("tests/real-cli/install.sh"))
+        .arg(version)
+        .stdin(Stdio::null())
+        .output();
+    let found = out.as_ref().ok().and_then(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{version} ")))
+            .map(|p| PathBuf::from(p.trim()))
+            .filter(|p| p.exists())
+    });
+    if found.is_none() {
+        let why = match &out {
+            Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the real Claude Code CLI {version} could not be installed (CI is set): {why}"
+        );
+        eprintln!("\n!!! SKIPPED: the real Claude Code CLI {version} is not available: {why}\n");
+    }
+    found
+}
+
+/// The pinned real CLI versions (`tests/real-cli/versions`).
+pub fn real_versions() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::read_to_string(root.join("tests/real-cli/versions"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// `ccd-mock-api` on a loopback port (the API the real CLI talks to,
+/// offline); ended by pid on drop, and by itself if this test dies (its
+/// stdin is our pipe).
+pub struct MockApi {
+    _proc: Proc,
+    pub port: u16,
+    _scratch: tempfile::TempDir,
+}
+
+impl MockApi {
+    pub fn start() -> Self {
+        let bin = ccd_testkit::bins::workspace_bin("ccd-mock-api", "ccd-mock-api", true);
+        let scratch = tempfile::Builder::new()
+            .prefix("ccd-mock")
+            .tempdir()
+            .expect("a scratch dir");
+        let mut child = Command::new(bin)
+            .args(["--port", "0", "--exit-on-stdin-eof", "--log"])
+            .arg(scratch.path().join("mock-api.log"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting ccd-mock-api");
+        let stdout = child.stdout.take().expect("its stdout");
+        let proc = Proc(child);
+        let mut first = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("the mock's address");
+        let port = first
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("ccd-mock-api said {first:?}"));
+        Self {
+            _proc: proc,
+            port,
+            _scratch: scratch,
+        }
+    }
+}
+
+/// A dummy key in the shape the CLI wants; its tail is pre-approved.
+const API_KEY: &str = "sk-ant-test-0123456789abcdefghijklmnop";
+
+/// A sandbox whose sessions run the real CLI `claude` against `mock`, with
+/// a `.claude.json` that skips every first-run screen
+/// (docs/claude-cli-compat.md, "Running the real CLI offline").
+pub fn real_sandbox(mock: &MockApi, claude: &Path, version: &str) -> Sandbox {
+    let sb = Sandbox::with_env(&[
+        (
+            "ANTHROPIC_BASE_URL".into(),
+            format!("http://127.0.0.1:{}", mock.port),
+        ),
+        ("ANTHROPIC_API_KEY".into(), API_KEY.into()),
+        ("DISABLE_AUTOUPDATER".into(), "1".into()),
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+            "1".into(),
+        ),
+        ("CCD_CLAUDE_BIN".into(), claude.display().to_string()),
+        ("CCD_TRUST_STABLE_MS".into(), "1000".into()),
+    ]);
+    let tail: String = {
+        let chars: Vec<char> = API_KEY.chars().collect();
+        chars[chars.len() - 20..].iter().collect()
+    };
+    let v = json!({
+        "hasCompletedOnboarding": true,
+        "lastOnboardingVersion": version,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [tail], "rejected": []},
+    });
+    let bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
+    std::fs::create_dir_all(&sb.config).expect("the config dir");
+    std::fs::write(sb.config.join(".claude.json"), &bytes).expect(".claude.json");
+    std::fs::write(sb.home.join(".claude.json"), &bytes).expect("~/.claude.json");
+    sb
 }
