@@ -3,7 +3,7 @@
 //! limit, which is raised to the hard one at start). A connection beyond
 //! the cap gets one error line and is closed; an `accept` that fails for
 //! want of descriptors pauses the loop (50 ms doubling to 1 s) instead of
-//! spinning, logged once per run of failures (`ccd_holder::accept`).
+//! spinning, with at most one warning a minute (`ccd_os::accept`).
 //!
 //! # Shutdown
 //!
@@ -34,7 +34,7 @@
 
 use crate::startup;
 use crate::state::{Daemon, DaemonOptions};
-use ccd_holder::accept::{classify_accept_error, AcceptAction, Backoff};
+use ccd_os::accept::{classify_accept_error, AcceptAction, Backoff};
 use ccd_protocol::error_data::CapRefusedData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

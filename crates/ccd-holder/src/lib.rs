@@ -39,7 +39,6 @@
 //! [`Holder::spawn`] + [`Holder::serve`] (the same in two steps, for tests and
 //! callers that want the spawn error before binding), and [`HolderClient`].
 
-pub mod accept;
 pub mod client;
 pub mod config;
 pub mod exit;

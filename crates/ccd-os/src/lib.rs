@@ -18,6 +18,7 @@
 //! |---|---|
 //! | [`peer`] | peer credentials of a Unix socket connection |
 //! | [`socket`] | a non-blocking, close-on-exec Unix stream socket |
+//! | [`accept`] | which `accept` errors are one connection's, which want a pause (descriptors, memory) and the pause's backoff |
 //! | [`process`] | process stat and run state (`/proc/<pid>/stat`, `proc_bsdinfo`), existence |
 //! | [`exit_watch`] | a process's end without polling (pidfd, kqueue); a child's exit without reaping it |
 //! | [`rlimit`] | the descriptor limit raised |
@@ -36,6 +37,7 @@
 // (docs/architecture.md, "Unsafe code").
 #![deny(unsafe_code)]
 
+pub mod accept;
 pub mod exit_watch;
 pub mod fdpass;
 pub mod heap;

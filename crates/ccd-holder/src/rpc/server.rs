@@ -17,8 +17,8 @@
 //! gets one error line and is closed. One that sends no request within
 //! [`super::conn::HELLO_DEADLINE`] is closed by its thread. An `accept`
 //! that fails for want of descriptors (or memory) pauses the loop, 50 ms
-//! doubling to 1 s, and is logged once per run of failures, not per
-//! failure ([`crate::accept`]). The stop waits at most [`STOP_GRACE`]
+//! doubling to 1 s, and is logged at most once a minute, not per
+//! failure ([`ccd_os::accept`]). The stop waits at most [`STOP_GRACE`]
 //! for the connections to end ([`Registry::stop`]).
 
 use std::collections::HashMap;
@@ -31,10 +31,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ccd_os::accept::{classify_accept_error, AcceptAction, Backoff};
 use ccd_protocol::error_data::CapRefusedData;
 
 use super::slots::{admit, Admission, DaemonLock};
-use crate::accept::{classify_accept_error, AcceptAction, Backoff};
 use crate::session::{Session, IDLE_SAFETY};
 
 pub use super::slots::{DAEMON_RESERVE, MAX_CONNECTIONS, MAX_OTHER_CONNECTIONS};

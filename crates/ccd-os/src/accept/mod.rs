@@ -1,5 +1,6 @@
-//! What to do when `accept` fails, for the holder's and the daemon's accept
-//! loops alike.
+//! Accept errors: what to do when `accept(2)` fails, for the holder's and
+//! the daemon's accept loops alike (moved here from `ccd-holder`, so the
+//! daemon needs no holder code for its accept loop).
 //!
 //! A listener whose `accept` fails with `EMFILE` stays readable: the
 //! connection waits in the backlog. Retrying at once spins (and logs) at
@@ -17,9 +18,24 @@
 //! [`Backoff`] also rations the log: at most one warning a minute, however
 //! the failures come (one long run, or runs broken by single successes
 //! as descriptors come and go); the end of a run is logged at debug level.
+//!
+//! The errno values are the same on both systems but for the ones one
+//! system alone reports through `accept`: Linux's `ENONET` ("machine is
+//! not on the network", a retry; `linux`); macOS has none of its own
+//! (`macos`). Nothing here blocks but [`Backoff`]'s caller, which sleeps
+//! the pause it is given; a `Backoff` belongs to one loop.
 
 use std::io;
 use std::time::{Duration, Instant};
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as imp;
+#[cfg(not(target_os = "linux"))]
+mod macos;
+#[cfg(not(target_os = "linux"))]
+use macos as imp;
 
 /// What an accept loop should do after an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,9 +61,8 @@ pub fn classify_accept_error(e: &io::Error) -> AcceptAction {
             | libc::EOPNOTSUPP
             | libc::ENETUNREACH,
         ) => AcceptAction::Retry,
-        // Linux only ("machine is not on the network").
-        #[cfg(target_os = "linux")]
-        Some(libc::ENONET) => AcceptAction::Retry,
+        // What this system alone reports for one failed connection.
+        Some(n) if imp::RETRY_HERE.contains(&n) => AcceptAction::Retry,
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => AcceptAction::Pause,
         Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK | libc::EFAULT) => AcceptAction::Fatal,
         _ => match e.kind() {
@@ -168,6 +183,15 @@ mod tests {
         assert_eq!(
             classify_accept_error(&io::Error::other("?")),
             AcceptAction::Pause
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn linux_retries_on_enonet() {
+        assert_eq!(
+            classify_accept_error(&os(libc::ENONET)),
+            AcceptAction::Retry
         );
     }
 
