@@ -168,6 +168,12 @@ pub struct Event {
     pub pid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The session's title (Claude Code's summary of the conversation, or
+    /// the name it was given), when the daemon knows one: on
+    /// `session.attention` and `session.exited` (absent from daemons
+    /// before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// `live` / `unknown` / `dead`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<WriterState>,
@@ -240,6 +246,7 @@ impl Event {
             at,
             pid: None,
             cwd: None,
+            title: None,
             state: None,
             held: None,
             holder: None,

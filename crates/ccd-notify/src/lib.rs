@@ -1,0 +1,47 @@
+//! ccd-notify: telling a person that a session needs them (issue 53).
+//!
+//! The shared design (three engineers build on it; change it here first):
+//!
+//! - [`rules`]: the **pure rules engine**, sans IO. [`Rules::new`] takes the
+//!   `[notify]` config ([`NotifyConfig`]) and the machine's name;
+//!   [`Rules::observe`] folds one [`Input`] seen at `now` (unix ms) and
+//!   returns the notifications due; [`Rules::tick`] returns those whose
+//!   quiet delay expired by `now` (and the rate bound's summary). It has no
+//!   clock, no I/O and no task: its owner calls `tick` at
+//!   [`Rules::next_due`]. The rules: the reasons the config lists; one
+//!   notification per prompt id (a dialog seen again is not notified
+//!   again); a quiet delay (`quiet_secs`: not sent if answered or changed
+//!   within it); none for a session whose attached client's terminal is
+//!   focused unless `notify_when_focused` (fed by [`Input::Focus`]; the
+//!   daemon has no focus reports today, so it never feeds one); a rate
+//!   bound (`rate_per_minute`: the excess dropped and counted, one
+//!   [`Reason::Dropped`] summary when the bound allows again);
+//!   `turn_done` only after the session was busy at least
+//!   `turn_done_after_secs`.
+//! - [`input`]: [`Input`], what the rules see, and [`Input::from_event`],
+//!   from the socket's `event` notifications (the daemon's event hub and a
+//!   `ccd notify` subscriber feed the same events, so both run the same
+//!   rules).
+//! - [`notification`]: [`Notification`], the one JSON shape every sink
+//!   gets (`machine, session, title, cwd, reason, tool?, detail?,
+//!   prompt_id?, options?, link?, at`; docs/protocol.md, "Notifications to
+//!   a person").
+//! - [`config`]: the `[notify]` table of ccd's config.
+//! - Sinks, each its own module, each on its own bounded worker (a bounded
+//!   queue, a timeout per send; a sink never blocks its caller): `command`
+//!   and `webhook` (run by the daemon), `desktop` (`desktop/linux.rs`:
+//!   freedesktop through zbus; `desktop/macos.rs`).
+//!
+//! Who runs the rules: the daemon, for every session on its machine
+//! (`ccd-daemon/src/tasks/notify.rs`), and `ccd notify` where the user sits
+//! (subscribed to each `--host`).
+
+pub mod config;
+pub mod input;
+pub mod notification;
+pub mod rules;
+
+pub use config::{NotifyConfig, Reason};
+pub use input::Input;
+pub use notification::Notification;
+pub use rules::Rules;
