@@ -95,6 +95,16 @@ pub enum Command {
         after_help = "Examples:\n  ccd events\n  ccd events --json | jq 'select(.type == \"session.attention\")'"
     )]
     Events(EventsArgs),
+    /// Wait until a session needs you, is idle, or has exited (for scripts).
+    #[command(
+        after_help = "Examples:\n  ccd wait 9cc17429 --until needs-you\n  ccd wait api --until idle --timeout 600 && notify-send \"api is done\"\n  ccd --host devbox wait api --until exited\n\nExit status: 0 the state holds (at once if it already did), 1 an error (no such session, the daemon went away), 2 a usage error, 3 the session ended before reaching it, 124 --timeout passed first."
+    )]
+    Wait(WaitArgs),
+    /// One line on what needs you: sessions waiting for someone, busy, idle, per machine.
+    #[command(
+        after_help = "Examples:\n  ccd status\n  ccd status --format tmux      # set -g status-right '#(ccd status --format tmux)'\n  ccd status --host local --host devbox --format json\n\nNever starts a daemon (prints \"ccd: no daemon\" and exits 1); gives up on a machine after --deadline-ms."
+    )]
+    Status(StatusArgs),
     /// Allow what the tool permission prompt of a session ccd holds asks.
     #[command(
         after_help = "Examples:\n  ccd approve 9cc17429\n  ccd approve api --always          # and do not ask again\n  ccd approve api --prompt 5f1c09a2b7e4d3c8   # only the prompt you saw"
@@ -226,6 +236,63 @@ pub struct EventsArgs {
     /// Only these event types (repeatable), e.g. --type session.attention.
     #[arg(long = "type", value_name = "TYPE")]
     pub types: Vec<String>,
+}
+
+/// The states `ccd wait --until` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UntilState {
+    /// A permission prompt, a question or another dialog waits for a person.
+    NeedsYou,
+    /// At its prompt, running nothing.
+    Idle,
+    /// No process runs it.
+    Exited,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// Session id, unique prefix, or name.
+    pub session: String,
+    /// The state to wait for.
+    #[arg(long, value_enum)]
+    pub until: UntilState,
+    /// Give up after SECS (exit status 124); fractions allowed.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// A number of seconds (`1.5` too), at most a year.
+fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("not a number of seconds: {s}"))?;
+    if !(0.0..=31_536_000.0).contains(&secs) {
+        return Err(format!("{s}: between 0 and 31536000 seconds"));
+    }
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
+}
+
+/// How `ccd status` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum StatusFormat {
+    /// One line of text.
+    #[default]
+    Plain,
+    /// One line with tmux `#[fg=…]` styles, for `status-right`.
+    Tmux,
+    /// One JSON object.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// plain, tmux or json.
+    #[arg(long, value_enum, default_value_t = StatusFormat::Plain)]
+    pub format: StatusFormat,
+    /// How long to wait for the machines in all, in milliseconds; one
+    /// that has not answered by then is shown as `?`.
+    #[arg(long, value_name = "MS", default_value_t = 1500)]
+    pub deadline_ms: u64,
 }
 
 #[derive(Debug, Args)]

@@ -17,7 +17,9 @@ mod observe;
 mod respond;
 mod screen;
 mod send;
+mod status;
 mod trim;
+mod wait;
 mod web;
 
 use crate::cli::{Cli, Command, GlobalArgs};
@@ -62,7 +64,8 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
             cli.global.targets = crate::hosts::resolve(&cli.global)?;
-            if !matches!(other, Command::Ls(_)) {
+            // `ls` and `status` take several machines.
+            if !matches!(other, Command::Ls(_) | Command::Status(_)) {
                 crate::hosts::single(&cli.global)?;
             }
             match other {
@@ -95,6 +98,8 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Pin { session } => send::pin(&cli.global, &session, true),
                 Command::Unpin { session } => send::pin(&cli.global, &session, false),
                 Command::Events(args) => events::run(&cli.global, &args),
+                Command::Wait(args) => wait::run(&cli.global, &args),
+                Command::Status(args) => status::run(&cli.global, &args),
                 Command::Completions { shell } => {
                     use clap::CommandFactory;
                     let mut cmd = Cli::command();
@@ -129,6 +134,7 @@ fn session_mut(cmd: &mut Command) -> Option<&mut String> {
         Command::Kill(a) => Some(&mut a.session),
         Command::Screen(a) => Some(&mut a.session),
         Command::Trim(a) => Some(&mut a.session),
+        Command::Wait(a) => Some(&mut a.session),
         _ => None,
     }
 }

@@ -1,6 +1,8 @@
 //! What the subcommands (`commands/`) and the dashboard (`ui/`) both use,
 //! below both of them (neither imports the other):
 //!
+//! - [`activity`]: what a session is doing (needs you, busy, idle,
+//!   exited), for `ccd wait` and `ccd status`;
 //! - [`connect`]: reaching a machine's daemon (this one's socket, starting
 //!   it or not; another's through ssh) and the client name;
 //! - [`listing`]: the session listing a daemon gives (every page, the held
@@ -11,6 +13,7 @@
 //! - [`terminal`]: what a full-screen command needs of the terminal (that
 //!   there is one, the detach key).
 
+pub mod activity;
 pub mod cells;
 pub mod connect;
 pub mod listing;
