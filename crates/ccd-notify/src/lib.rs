@@ -37,6 +37,7 @@
 //! (subscribed to each `--host`).
 
 pub mod config;
+pub mod desktop;
 pub mod input;
 pub mod notification;
 pub mod rules;
