@@ -1,15 +1,17 @@
-//! Linux: rustls through tokio-rustls, ring as the crypto provider.
+//! Linux: rustls through tokio-rustls, ring as the crypto provider; the
+//! PEM files and the certificate's names through the shared `files.rs`.
 
-use anyhow::{bail, Context};
+use super::files::{self, Names};
+use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The server's TLS identity: the acceptor, and the certificate's leaf
-/// (whose names are this server's too, for the `Host` check).
+/// The server's TLS identity: the acceptor, and the certificate's names
+/// (this server's too, for the `Host` check).
 #[derive(Clone)]
 pub struct Acceptor {
     inner: tokio_rustls::TlsAcceptor,
-    leaf: tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+    names: Names,
 }
 
 impl std::fmt::Debug for Acceptor {
@@ -22,34 +24,15 @@ impl Acceptor {
     /// Whether the certificate is valid for `name` (a DNS name or an IP
     /// address, as a browser would check it).
     pub fn names(&self, name: &str) -> bool {
-        use tokio_rustls::rustls::pki_types::ServerName;
-        let name = name
-            .strip_prefix('[')
-            .and_then(|n| n.strip_suffix(']'))
-            .unwrap_or(name);
-        let Ok(server) = ServerName::try_from(name) else {
-            return false;
-        };
-        webpki::EndEntityCert::try_from(&self.leaf)
-            .is_ok_and(|c| c.verify_is_valid_for_subject_name(&server).is_ok())
+        self.names.contains(name)
     }
 }
 
 /// A rustls acceptor from PEM files (the certificate chain, the key).
 pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<Acceptor> {
     use tokio_rustls::rustls;
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("reading the TLS certificate {}", cert.display()))?
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("reading the TLS certificate {}", cert.display()))?;
-    if certs.is_empty() {
-        bail!("{}: no certificate in it", cert.display());
-    }
-    let leaf = certs[0].clone();
-    let key = PrivateKeyDer::from_pem_file(key)
-        .with_context(|| format!("reading the TLS key {}", key.display()))?;
+    let files::Files { chain, key } = files::read(cert, key)?;
+    let names = Names::new(chain[0].clone());
     // ring, not aws-lc-rs: no C toolchain of the target is needed to
     // build (or lint) for macOS from Linux. Its defaults lack the
     // post-quantum key exchange (hence deprecated); X25519 and the NIST
@@ -60,12 +43,12 @@ pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<Acceptor> {
         .with_safe_default_protocol_versions()
         .context("TLS protocol versions")?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
+        .with_single_cert(chain, key)
         .context("the TLS certificate and key do not make a server identity")?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Acceptor {
         inner: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-        leaf,
+        names,
     })
 }
 
@@ -75,4 +58,30 @@ pub async fn accept(
     stream: tokio::net::TcpStream,
 ) -> std::io::Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
     a.inner.accept(stream).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn web(path: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_is_refused() {
+        let e = acceptor(
+            &web("tests/tls/cert.pem"),
+            &web("src/tls/testdata/rsa.pkcs1.pem"),
+        )
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+        assert!(
+            e.starts_with("the TLS certificate and key do not make a server identity"),
+            "{e}"
+        );
+        let a = acceptor(&web("tests/tls/cert.pem"), &web("tests/tls/key.pem")).unwrap();
+        assert!(a.names("web.example") && !a.names("other.example"));
+    }
 }
