@@ -36,11 +36,14 @@
 //! (`ccd-daemon/src/tasks/notify.rs`), and `ccd notify` where the user sits
 //! (subscribed to each `--host`).
 
+pub mod command;
 pub mod config;
 pub mod desktop;
+pub mod health;
 pub mod input;
 pub mod notification;
 pub mod rules;
+pub mod webhook;
 
 pub use config::{NotifyConfig, Reason};
 pub use input::Input;
