@@ -91,7 +91,10 @@ fn wait_returns_when_the_prompt_shows_at_once_if_it_does_on_timeout_and_when_it_
     assert_eq!(code(&o), 124, "{}", stderr(&o));
     assert!(stderr(&o).contains("--timeout"), "{}", stderr(&o));
     assert!(took >= Duration::from_millis(800), "gave up after {took:?}");
-    assert!(took < Duration::from_secs(10), "gave up only after {took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "gave up only after {took:?}"
+    );
 
     // Answered: idle again.
     let w = waiter(&sb, &[&sid, "--until", "idle", "--timeout", "60"]);
@@ -157,7 +160,10 @@ fn status_counts_what_needs_someone_what_is_busy_and_what_is_idle_in_each_format
         let s = String::from_utf8_lossy(&o.stdout).into_owned();
         (s.trim_end() == "1 needs you · 1 busy · 1 idle").then_some(s)
     });
-    assert!(plain.ends_with('\n') && plain.lines().count() == 1, "{plain:?}");
+    assert!(
+        plain.ends_with('\n') && plain.lines().count() == 1,
+        "{plain:?}"
+    );
     assert!(!plain.contains("#["), "no tmux styles in plain: {plain:?}");
 
     let o = sb.run(&["status", "--format", "tmux"]);
