@@ -38,4 +38,6 @@ pub struct DaemonOptions {
     /// resumed (an exit within it is a failed resume; another process
     /// taking the id within it, a refused one).
     pub resume_settle: std::time::Duration,
+    /// The `[notify]` table (`tasks::notify`).
+    pub notify: ccd_notify::NotifyConfig,
 }

@@ -109,6 +109,21 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
         daemon.holders.clone(),
         daemon.shutdown.subscribe(),
     ));
+    {
+        // Subscribed before the registry watcher starts: the sessions it
+        // finds first are seen with their folders.
+        let cfg = daemon.options.notify.clone();
+        let sinks = crate::tasks::notify::start_sinks(&cfg, &daemon.options.state_dir);
+        if sinks.any() {
+            tokio::spawn(crate::tasks::notify::run(
+                cfg,
+                crate::tasks::notify::machine_name(),
+                sinks,
+                daemon.events.subscribe(),
+                daemon.shutdown.subscribe(),
+            ));
+        }
+    }
     tokio::spawn(crate::tasks::registry_watch::run(
         daemon.holders.clone(),
         daemon.events.clone(),

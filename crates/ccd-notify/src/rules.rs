@@ -6,10 +6,14 @@
 //! The rules, in order:
 //! 1. **Reasons**: only the reasons the config lists.
 //! 2. **One per dialog**: a permission dialog with a prompt id notifies
-//!    once, however often it is seen again (the ids kept are bounded,
-//!    [`PROMPTS_KEPT`]); a dialog without one (the registry's wait of a
-//!    session ccd does not hold), and a question, once until the session
-//!    moves on (its status leaves `waiting`, or the dialog is cleared).
+//!    once, however often it is seen again — cleared and shown again
+//!    included (a repaint, a flicker of the classification) — until the
+//!    session works again (`busy`): the id is made of the dialog's text, so
+//!    the same command asked in a later turn is a new dialog (the ids kept
+//!    are bounded, [`PROMPTS_KEPT`] a session); a dialog without one (the
+//!    registry's wait of a session ccd does not hold), and a question,
+//!    once until the session moves on (its status leaves `waiting`, or the
+//!    dialog is cleared).
 //! 3. **Quiet delay**: a notification waits `quiet_secs`; if meanwhile the
 //!    dialog is cleared or the session moves on (busy again after a turn,
 //!    out of `waiting`), it is dropped unsent.
@@ -24,10 +28,11 @@
 use crate::config::{NotifyConfig, Reason};
 use crate::input::{Activity, Input};
 use crate::notification::Notification;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
-/// Prompt ids remembered for the dedupe (oldest forgotten first).
-pub const PROMPTS_KEPT: usize = 4096;
+/// Prompt ids remembered a session for the dedupe (oldest forgotten
+/// first).
+pub const PROMPTS_KEPT: usize = 64;
 
 /// The rate bound's window.
 const WINDOW_MS: i64 = 60_000;
@@ -43,6 +48,8 @@ struct SessionFacts {
     waiting_told: bool,
     focused: bool,
     second_writer_told: bool,
+    /// Prompt ids notified since the session last worked (oldest first).
+    prompts_told: VecDeque<String>,
 }
 
 #[derive(Debug)]
@@ -57,8 +64,6 @@ pub struct Rules {
     cfg: NotifyConfig,
     machine: String,
     sessions: HashMap<String, SessionFacts>,
-    prompts: HashSet<String>,
-    prompts_order: VecDeque<String>,
     pending: Vec<Pending>,
     /// When each notification of the last minute was sent.
     sent: VecDeque<i64>,
@@ -74,8 +79,6 @@ impl Rules {
             cfg,
             machine: machine.into(),
             sessions: HashMap::new(),
-            prompts: HashSet::new(),
-            prompts_order: VecDeque::new(),
             pending: Vec::new(),
             sent: VecDeque::new(),
             dropped: 0,
@@ -118,6 +121,7 @@ impl Rules {
                         if f.busy_since.is_none() {
                             f.busy_since = Some(now);
                         }
+                        f.prompts_told.clear();
                         self.cancel(&sid, |r| r == Reason::TurnDone);
                     }
                     Activity::Idle => {
@@ -143,8 +147,13 @@ impl Rules {
                 ..
             } => {
                 if let Some(p) = &prompt {
-                    if !self.remember_prompt(p) {
+                    let f = self.sessions.entry(sid.clone()).or_default();
+                    if f.prompts_told.contains(p) {
                         return self.tick(now);
+                    }
+                    f.prompts_told.push_back(p.clone());
+                    if f.prompts_told.len() > PROMPTS_KEPT {
+                        f.prompts_told.pop_front();
                     }
                 } else {
                     let f = self.sessions.entry(sid.clone()).or_default();
@@ -296,20 +305,6 @@ impl Rules {
             return false;
         }
         self.sent.push_back(now);
-        true
-    }
-
-    /// Whether `prompt` is new (and remembers it).
-    fn remember_prompt(&mut self, prompt: &str) -> bool {
-        if !self.prompts.insert(prompt.to_string()) {
-            return false;
-        }
-        self.prompts_order.push_back(prompt.to_string());
-        if self.prompts_order.len() > PROMPTS_KEPT {
-            if let Some(old) = self.prompts_order.pop_front() {
-                self.prompts.remove(&old);
-            }
-        }
         true
     }
 
@@ -524,6 +519,20 @@ mod tests {
         assert!(r.observe(permission(Some("p1")), 4).is_empty());
         // Another dialog is.
         assert_eq!(r.observe(permission(Some("p2")), 5).len(), 1);
+        // The same command asked again after the session worked is a new
+        // dialog (the id is made of its text).
+        r.observe(Input::Cleared { session: S.into() }, 6);
+        r.observe(status(Activity::Busy), 7);
+        assert_eq!(r.observe(permission(Some("p1")), 8).len(), 1);
+        // Another session's dialog with the same text is its own.
+        let other = Input::Permission {
+            session: "other".into(),
+            prompt: Some("p1".into()),
+            tool: None,
+            detail: None,
+            options: None,
+        };
+        assert_eq!(r.observe(other, 9).len(), 1);
     }
 
     #[test]
@@ -708,8 +717,7 @@ mod tests {
         for i in 0..PROMPTS_KEPT + 10 {
             r.observe(permission(Some(&format!("p{i}"))), i as i64);
         }
-        assert_eq!(r.prompts.len(), PROMPTS_KEPT);
-        assert_eq!(r.prompts_order.len(), PROMPTS_KEPT);
+        assert_eq!(r.sessions[S].prompts_told.len(), PROMPTS_KEPT);
     }
 
     #[test]

@@ -29,6 +29,20 @@
 //! # web_listen = "127.0.0.1:7878"
 //! # web_tls_cert = "/etc/ccd/cert.pem"
 //! # web_tls_key = "/etc/ccd/key.pem"
+//! # Notifications when a session needs you (issue 53; the daemon runs
+//! # the rules for every session on its machine, `ccd notify` where you
+//! # sit). Every key is optional; see docs/notify.md.
+//! # [notify]
+//! # reasons = ["permission", "question", "turn_done", "exited", "failed",
+//! #            "second_writer", "reaped", "budget"]   # default: all
+//! # quiet_secs = 5              # not sent if answered within this
+//! # turn_done_after_secs = 60   # a turn must have been busy this long
+//! # rate_per_minute = 12        # the excess is dropped, then summed up once
+//! # command = ["ntfy", "publish", "mytopic"]  # JSON on stdin, CCD_NOTIFY_* env
+//! # webhook = "https://hooks.example/ccd"     # an HTTPS POST of the JSON
+//! # webhook_ca = "/etc/ccd/hook-ca.pem"       # a private CA for the webhook
+//! # send_timeout_secs = 10      # a command is killed, a POST abandoned, after it
+//! # desktop = true
 //! # Other machines, for `--host NAME` (ssh://[user@]host[:port]).
 //! # remote_ccd = "~/.cargo/bin/ccd"     # the ccd run there (default `ccd`)
 //! # ssh_command = ["ssh", "-F", "/path/ssh_config"]  # default ["ssh"]
@@ -97,6 +111,9 @@ pub struct Settings {
     pub web_tls_cert: Option<PathBuf>,
     #[serde(default)]
     pub web_tls_key: Option<PathBuf>,
+    /// Notifications to a person (`[notify]`; `ccd_notify::NotifyConfig`).
+    #[serde(default)]
+    pub notify: ccd_notify::NotifyConfig,
 }
 
 /// One entry of `[hosts]`: a URL, or a URL with its own remote_ccd.
@@ -236,6 +253,23 @@ mod tests {
         assert_eq!(s.memory_budget.as_deref(), Some("8GiB"));
         assert_eq!(s.reap_min_idle_minutes, Some(30));
         assert!(toml::from_str::<Settings>("memory_budge = \"8GiB\"").is_err());
+    }
+
+    #[test]
+    fn the_notify_table_parses_and_refuses_a_typo() {
+        let s: Settings = toml::from_str(
+            "[notify]\ncommand = [\"ntfy\", \"publish\", \"t\"]\nquiet_secs = 0\nreasons = [\"permission\"]\n",
+        )
+        .unwrap();
+        assert_eq!(s.notify.command.as_deref().map(|c| c.len()), Some(3));
+        assert_eq!(s.notify.quiet_secs, 0);
+        assert_eq!(s.notify.reasons, [ccd_notify::Reason::Permission]);
+        assert_eq!(
+            toml::from_str::<Settings>("").unwrap().notify,
+            ccd_notify::NotifyConfig::default()
+        );
+        assert!(toml::from_str::<Settings>("[notify]\nquiet = 1\n").is_err());
+        assert!(toml::from_str::<Settings>("[notify]\nreasons = [\"everything\"]\n").is_err());
     }
 
     #[test]

@@ -11,10 +11,13 @@
 //! - [`cost_sampler`]: refreshes the cost board while sessions are live;
 //! - [`reap`]: stops held sessions at rest by the idle and memory-budget
 //!   rules;
-//! - [`log_prune`]: keeps the state dir's holder logs bounded.
+//! - [`log_prune`]: keeps the state dir's holder logs bounded;
+//! - [`notify`]: the `[notify]` rules over the hub's events, sent to the
+//!   command and webhook sinks.
 
 pub mod cost_sampler;
 pub mod log_prune;
+pub mod notify;
 pub mod reap;
 pub mod refresh_watch;
 pub mod registry_watch;

@@ -122,6 +122,7 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
             .parse()
             .map(std::time::Duration::from_millis)
             .unwrap_or(ccd_daemon::RESUME_SETTLE),
+        notify: settings.notify.clone(),
     };
     ccd_daemon::run(options)?;
     Ok(ExitCode::SUCCESS)
