@@ -105,6 +105,11 @@ pub enum Command {
         after_help = "Examples:\n  ccd status\n  ccd status --format tmux      # set -g status-right '#(ccd status --format tmux)'\n  ccd status --host local --host devbox --format json\n\nNever starts a daemon (prints \"ccd: no daemon\" and exits 1); gives up on a machine after --deadline-ms."
     )]
     Status(StatusArgs),
+    /// Desktop notifications here for the sessions of every machine watched (--host, else ui_hosts), with Approve/Deny/Open.
+    #[command(
+        after_help = "Examples:\n  ccd notify\n  ccd notify --host local --host devbox\n\nRuns until stopped. What notifies is the config's [notify] table (reasons, quiet_secs, rate_per_minute, ...). Approve and Deny answer exactly the prompt notified; a prompt answered meanwhile is refused and says so."
+    )]
+    Notify(NotifyArgs),
     /// Allow what the tool permission prompt of a session ccd holds asks.
     #[command(
         after_help = "Examples:\n  ccd approve 9cc17429\n  ccd approve api --always          # and do not ask again\n  ccd approve api --prompt 5f1c09a2b7e4d3c8   # only the prompt you saw"
@@ -283,6 +288,10 @@ pub enum StatusFormat {
     /// One JSON object.
     Json,
 }
+
+/// `ccd notify` has no options of its own (the machines are `--host`).
+#[derive(Debug, Args)]
+pub struct NotifyArgs {}
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {

@@ -13,6 +13,7 @@ mod holder;
 mod kill;
 pub mod ls;
 mod new;
+mod notify;
 mod observe;
 mod respond;
 mod screen;
@@ -65,7 +66,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             }
             cli.global.targets = crate::hosts::resolve(&cli.global)?;
             // `ls` and `status` take several machines.
-            if !matches!(other, Command::Ls(_) | Command::Status(_)) {
+            if !matches!(other, Command::Ls(_) | Command::Status(_) | Command::Notify(_)) {
                 crate::hosts::single(&cli.global)?;
             }
             match other {
@@ -100,6 +101,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Events(args) => events::run(&cli.global, &args),
                 Command::Wait(args) => wait::run(&cli.global, &args),
                 Command::Status(args) => status::run(&cli.global, &args),
+                Command::Notify(args) => notify::run(&cli.global, &args),
                 Command::Completions { shell } => {
                     use clap::CommandFactory;
                     let mut cmd = Cli::command();
