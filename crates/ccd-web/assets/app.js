@@ -244,7 +244,8 @@
     var ws = state.socket;
     if (!ws || ws.readyState !== 1) return;
     if (state.current && state.watched !== state.current) {
-      ws.send(JSON.stringify({ t: "watch", session: state.current }));
+      var s = findSession(state.current);
+      ws.send(JSON.stringify({ t: "watch", session: state.current, machine: s ? s.machine : undefined }));
       state.watched = state.current;
     } else if (!state.current && state.watched) {
       ws.send(JSON.stringify({ t: "unwatch" }));
@@ -386,9 +387,16 @@
 
   // -- actions
 
+  // A session's routes name its machine (/api/m/<machine>/session/<sid>).
+  function sessionPath(sid) {
+    var s = findSession(sid);
+    var m = s && s.machine ? "/api/m/" + encodeURIComponent(s.machine) : "/api";
+    return m + "/session/" + encodeURIComponent(sid);
+  }
+
   function act(path, body, okText) {
     var sid = state.current;
-    return post("/api/session/" + encodeURIComponent(sid) + "/" + path, body).then(function (r) {
+    return post(sessionPath(sid) + "/" + path, body).then(function (r) {
       if (r.status >= 200 && r.status < 300 && !(r.body && r.body.error)) {
         showNotice($("notice"), okText || null);
         return true;
@@ -407,7 +415,7 @@
     if (choice === "no" && msg) body.message = msg;
     var sid = state.current;
     ["p-yes", "p-always", "p-no"].forEach(function (id) { $(id).disabled = true; });
-    post("/api/session/" + encodeURIComponent(sid) + "/respond", body).then(function (r) {
+    post(sessionPath(sid) + "/respond", body).then(function (r) {
       ["p-yes", "p-always", "p-no"].forEach(function (id) { $(id).disabled = state.readOnly; });
       if (r.status === 409) {
         showNotice($("notice"), "This prompt was answered or changed: " + errorText(r));

@@ -2,14 +2,19 @@
 //! and the actions (each one daemon call, with the daemon's own guards:
 //! the prompt id of `session.respond`, the text rules of `session.send`).
 //!
+//! Every machine served (`--host`, `ui_hosts`) has its routes under
+//! `/api/m/<machine>/…`; the routes without `/m/<machine>` are the first
+//! machine's (`local` unless the host list says otherwise).
+//!
 //! [`State`] is shared by every connection (an `Arc`); it holds no lock
-//! across an await. The background tasks ([`start_background`]): the
-//! daemon's event thread and the list task, which re-lists the sessions
-//! after events (coalesced) and publishes the JSON in `list` for every
-//! WebSocket.
+//! across an await. The background tasks ([`start_background`]): each
+//! machine's keeper thread (its link and events) and list task, which
+//! re-lists that machine's sessions after its events (coalesced), keeps
+//! them as its last listing and publishes the whole list's JSON in `list`
+//! for every WebSocket: a slow machine delays only its own rows.
 
 use crate::auth::{Cookies, Failures};
-use crate::daemon::{Daemon, Prompts};
+use crate::daemon::{CallError, Machine};
 use crate::guard::{self, json_error};
 use crate::limits;
 use crate::server::{Peer, Plan};
@@ -20,9 +25,9 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use ccd_client::ClientError;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,10 +49,9 @@ pub struct State {
     pub tokens: TokenFile,
     pub cookies: Cookies,
     pub failures: Failures,
-    pub daemon: Daemon,
-    pub prompts: Prompts,
-    /// Bumped after every daemon event (the event thread writes it).
-    pub changed: watch::Sender<u64>,
+    /// Every machine served, in the order given (the first is the one
+    /// of the routes without `/m/<machine>`).
+    pub machines: Vec<Arc<Machine>>,
     /// The latest list, as the JSON `/api/sessions` answers (the list task
     /// writes it; WebSockets read it).
     pub list: watch::Sender<Arc<String>>,
@@ -61,7 +65,7 @@ impl State {
         bound: SocketAddr,
         tls: Option<crate::tls::Acceptor>,
         tokens: TokenFile,
-        daemon: Daemon,
+        machines: Vec<Arc<Machine>>,
     ) -> Self {
         Self {
             hosts: plan.hosts(bound),
@@ -72,11 +76,18 @@ impl State {
             tokens,
             cookies: Cookies::default(),
             failures: Failures::default(),
-            daemon,
-            prompts: Prompts::default(),
-            changed: watch::channel(0).0,
+            machines,
             list: watch::channel(Arc::new(String::new())).0,
             websockets: Arc::new(Semaphore::new(limits::WEBSOCKETS)),
+        }
+    }
+
+    /// The machine named `name`, or the first one (`None`: the routes
+    /// without `/m/<machine>`).
+    pub fn machine(&self, name: Option<&str>) -> Option<&Arc<Machine>> {
+        match name {
+            None => self.machines.first(),
+            Some(n) => self.machines.iter().find(|m| m.name == n),
         }
     }
 
@@ -142,6 +153,9 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/ws", get(crate::ws::upgrade))
         .route("/api/new", post(new_session))
         .route("/api/complete", get(complete))
+        .route("/api/m/{machine}/new", post(new_session))
+        .route("/api/m/{machine}/complete", get(complete))
+        .nest("/api/m/{machine}/session/{sid}", session.clone())
         .nest("/api/session/{sid}", session)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES))
@@ -153,58 +167,104 @@ pub fn router(state: Arc<State>) -> Router {
         .with_state(state)
 }
 
-/// Starts the event thread and the list task.
+/// Starts each machine's keeper thread and list task.
 pub fn start_background(state: &Arc<State>) {
-    state
-        .daemon
-        .spawn_events(state.changed.clone(), state.prompts.clone());
-    let state = state.clone();
-    tokio::spawn(async move {
-        let mut changed = state.changed.subscribe();
-        loop {
-            if changed.changed().await.is_err() {
-                return;
-            }
-            // Coalesce a burst of events into one listing.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            changed.mark_unchanged();
-            let json = list_json(&state).await;
-            state.list.send_if_modified(|old| {
-                if **old == json {
-                    false
-                } else {
-                    *old = Arc::new(json);
-                    true
+    for m in &state.machines {
+        m.spawn_keeper();
+        let (state, m) = (state.clone(), m.clone());
+        tokio::spawn(async move {
+            let mut changed = m.changed.subscribe();
+            loop {
+                if changed.changed().await.is_err() {
+                    return;
                 }
-            });
+                // Coalesce a burst of events into one listing.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                changed.mark_unchanged();
+                list_machine(&m).await;
+                publish(&state);
+            }
+        });
+    }
+}
+
+/// Publishes the list made of every machine's last listing (when it
+/// changed).
+fn publish(state: &State) {
+    let json = assemble(state);
+    state.list.send_if_modified(|old| {
+        if **old == json {
+            false
+        } else {
+            *old = Arc::new(json);
+            true
         }
     });
 }
 
-/// The list as `/api/sessions` answers it.
-pub async fn list_json(state: &State) -> String {
-    let (rows, error) = match list_rows(&state.daemon).await {
-        Ok(rows) => (rows, None),
-        Err(e) => (Vec::new(), Some(e.to_string())),
+/// Lists `m`'s sessions now and keeps them as its last listing (an error
+/// keeps the rows listed before, with why).
+async fn list_machine(m: &Arc<Machine>) {
+    let r = list_rows(m).await;
+    let mut g = m.listed.lock().unwrap_or_else(|p| p.into_inner());
+    match r {
+        Ok(rows) => {
+            g.rows = rows;
+            g.error = None;
+        }
+        Err(e) => g.error = Some(e.to_string()),
+    }
+}
+
+/// The list as `/api/sessions` answers it, from every machine's last
+/// listing.
+fn assemble(state: &State) -> String {
+    let mut list = sessions::List {
+        machines: Vec::new(),
+        sessions: Vec::new(),
     };
-    let prompts = state
-        .prompts
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let list = sessions::List {
-        machines: vec![sessions::Machine {
-            name: "local".into(),
-            error,
-        }],
-        sessions: sessions::view("local", &rows, &prompts),
-    };
+    for m in &state.machines {
+        let listed = m.listed.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let prompts = m.prompts.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        list.machines.push(sessions::Machine {
+            name: m.name.clone(),
+            error: listed.error,
+        });
+        list.sessions
+            .extend(sessions::view(&m.name, &listed.rows, &prompts));
+    }
+    // Needs-you first across machines, each machine's order kept.
+    list.sessions.sort_by_key(|s| s.needs.is_none());
     serde_json::to_string(&list).unwrap_or_else(|_| "{}".into())
+}
+
+/// The list as `/api/sessions` answers it: every machine listed now, at
+/// once; another machine that does not answer within
+/// [`limits::REMOTE_LIST_WAIT`] is given by its last listing, with why.
+pub async fn list_json(state: &State) -> String {
+    let fresh = state.machines.iter().map(|m| async move {
+        if !m.is_remote() {
+            list_machine(m).await;
+            return;
+        }
+        if tokio::time::timeout(limits::REMOTE_LIST_WAIT, list_machine(m))
+            .await
+            .is_err()
+        {
+            m.listed.lock().unwrap_or_else(|p| p.into_inner()).error = Some(format!(
+                "{} did not answer within {} s: its last listing is shown",
+                m.name,
+                limits::REMOTE_LIST_WAIT.as_secs()
+            ));
+        }
+    });
+    futures_util::future::join_all(fresh).await;
+    assemble(state)
 }
 
 /// Every row of `sessions.list` (pages of 500, at most
 /// [`limits::LISTED`]).
-async fn list_rows(d: &Daemon) -> Result<Vec<Value>, ClientError> {
+async fn list_rows(d: &Arc<Machine>) -> Result<Vec<Value>, CallError> {
     let mut rows = Vec::new();
     let mut offset = 0u64;
     loop {
@@ -300,7 +360,7 @@ async fn list(axum::extract::State(state): axum::extract::State<Arc<State>>) -> 
 }
 
 /// A daemon error as a reply: its words, its code, a fitting status.
-fn daemon_error(e: &ClientError) -> Response {
+fn daemon_error(e: &CallError) -> Response {
     match e.rpc() {
         Some(r) => {
             let status = match r.code {
@@ -325,26 +385,50 @@ fn ok(mut v: Value) -> Response {
     }
 }
 
-/// Calls `method` unless the server is read-only; the reply. An attach
-/// (a resume) goes on a connection of its own, which ends the attachment
-/// when it closes.
-async fn act(state: &State, method: &'static str, params: Value) -> Response {
+/// Calls `method` on `m` unless the server is read-only; the reply. An
+/// attach (a resume) goes on a connection of its own, which ends the
+/// attachment when it closes.
+async fn act(state: &State, m: &Arc<Machine>, method: &'static str, params: Value) -> Response {
     if state.read_only {
         return guard::forbidden("this ccd web is read-only (--read-only)");
     }
-    tracing::info!(method, session = ?params.get("session"), "action");
+    tracing::info!(host = %m.name, method, session = ?params.get("session"), "action");
     let reply = if method == "session.attach" {
-        state.daemon.call_alone(method, params).await
+        m.call_alone(method, params).await
     } else {
-        state.daemon.call(method, params).await
+        m.call(method, params).await
     };
     match reply {
         Ok(v) => ok(v),
         Err(e) => {
-            tracing::info!(method, error = %e, "action refused");
+            tracing::info!(host = %m.name, method, error = %e, "action refused");
             daemon_error(&e)
         }
     }
+}
+
+/// The route's path parameters: `sid`, and `machine` under `/api/m/…`.
+type Params = Path<HashMap<String, String>>;
+
+/// The machine a route names (the first one without `/m/<machine>`).
+fn machine_of(state: &State, name: Option<&str>) -> Result<Arc<Machine>, Response> {
+    state.machine(name).cloned().ok_or_else(|| {
+        json_error(
+            StatusCode::NOT_FOUND,
+            "this ccd web serves no machine of that name",
+            "machine",
+        )
+    })
+}
+
+/// The machine and the session id a session route names, checked.
+fn target(state: &State, p: &HashMap<String, String>) -> Result<(Arc<Machine>, String), Response> {
+    let sid = p.get("sid").cloned().unwrap_or_default();
+    check_sid(&sid)?;
+    Ok((
+        machine_of(state, p.get("machine").map(String::as_str))?,
+        sid,
+    ))
 }
 
 type S = axum::extract::State<Arc<State>>;
@@ -389,11 +473,11 @@ struct RespondBody {
 
 async fn respond(
     axum::extract::State(state): S,
-    Path(sid): Path<String>,
+    Path(p): Params,
     b: Result<Json<RespondBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let b = match check_sid(&sid).and_then(|()| body(b)) {
-        Ok(b) => b,
+    let ((m, sid), b) = match target(&state, &p).and_then(|t| Ok((t, body(b)?))) {
+        Ok(x) => x,
         Err(r) => return r,
     };
     if !matches!(b.choice.as_str(), "yes" | "always" | "no") {
@@ -414,7 +498,7 @@ async fn respond(
     if let Some(m) = b.message.filter(|m| !m.is_empty()) {
         params["message"] = Value::String(m);
     }
-    act(&state, "session.respond", params).await
+    act(&state, &m, "session.respond", params).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -425,11 +509,11 @@ struct SendBody {
 
 async fn send(
     axum::extract::State(state): S,
-    Path(sid): Path<String>,
+    Path(p): Params,
     b: Result<Json<SendBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let b = match check_sid(&sid).and_then(|()| body(b)) {
-        Ok(b) => b,
+    let ((m, sid), b) = match target(&state, &p).and_then(|t| Ok((t, body(b)?))) {
+        Ok(x) => x,
         Err(r) => return r,
     };
     if b.text.chars().count() > limits::TEXT_CHARS {
@@ -437,6 +521,7 @@ async fn send(
     }
     act(
         &state,
+        &m,
         "session.send",
         json!({"session": sid, "text": b.text}),
     )
@@ -492,11 +577,11 @@ pub fn paste(text: &str) -> Vec<u8> {
 
 async fn keys(
     axum::extract::State(state): S,
-    Path(sid): Path<String>,
+    Path(p): Params,
     b: Result<Json<KeysBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let b = match check_sid(&sid).and_then(|()| body(b)) {
-        Ok(b) => b,
+    let ((m, sid), b) = match target(&state, &p).and_then(|t| Ok((t, body(b)?))) {
+        Ok(x) => x,
         Err(r) => return r,
     };
     let data = match (b.keys, b.text) {
@@ -524,44 +609,44 @@ async fn keys(
         }
     };
     let params = json!({"session": sid, "data": ccd_protocol::b64::encode(&data)});
-    act(&state, "session.input", params).await
+    act(&state, &m, "session.input", params).await
 }
 
 /// An action with no body (or an empty JSON one).
-async fn bare(state: &State, sid: &str, method: &'static str, extra: Value) -> Response {
-    if let Err(r) = check_sid(sid) {
-        return r;
-    }
+async fn bare(
+    state: &State,
+    p: &HashMap<String, String>,
+    method: &'static str,
+    extra: Value,
+) -> Response {
+    let (m, sid) = match target(state, p) {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
     let mut params = json!({"session": sid});
     if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
         p.extend(e.clone());
     }
-    act(state, method, params).await
+    act(state, &m, method, params).await
 }
 
-async fn interrupt(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
+async fn interrupt(axum::extract::State(state): S, Path(p): Params) -> Response {
     let data = ccd_protocol::b64::encode(b"\x1b");
-    bare(&state, &sid, "session.input", json!({"data": data})).await
+    bare(&state, &p, "session.input", json!({"data": data})).await
 }
 
-async fn kill(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
-    bare(&state, &sid, "session.kill", json!({})).await
+async fn kill(axum::extract::State(state): S, Path(p): Params) -> Response {
+    bare(&state, &p, "session.kill", json!({})).await
 }
 
-async fn fork(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
-    bare(&state, &sid, "session.fork", json!({})).await
+async fn fork(axum::extract::State(state): S, Path(p): Params) -> Response {
+    bare(&state, &p, "session.fork", json!({})).await
 }
 
 /// Resumes a dead session: an interactive attach (which resumes it), left
 /// at once (closing the connection detaches).
-async fn resume(axum::extract::State(state): S, Path(sid): Path<String>) -> Response {
-    bare(
-        &state,
-        &sid,
-        "session.attach",
-        json!({"mode": "interactive"}),
-    )
-    .await
+async fn resume(axum::extract::State(state): S, Path(p): Params) -> Response {
+    bare(&state, &p, "session.attach", json!({"mode": "interactive"})).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -572,13 +657,21 @@ struct NewBody {
 
 async fn new_session(
     axum::extract::State(state): S,
+    p: Option<Params>,
     b: Result<Json<NewBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let b = match body(b) {
-        Ok(b) => b,
+    let name = p.as_ref().and_then(|Path(p)| p.get("machine").cloned());
+    let (m, b) = match machine_of(&state, name.as_deref()).and_then(|m| Ok((m, body(b)?))) {
+        Ok(x) => x,
         Err(r) => return r,
     };
-    act(&state, "session.new", json!({"cwd": b.cwd, "wait": true})).await
+    act(
+        &state,
+        &m,
+        "session.new",
+        json!({"cwd": b.cwd, "wait": true}),
+    )
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -589,19 +682,21 @@ struct CompleteQuery {
 
 async fn complete(
     axum::extract::State(state): S,
+    p: Option<Params>,
     q: Result<Query<CompleteQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
+    let name = p.as_ref().and_then(|Path(p)| p.get("machine").cloned());
+    let m = match machine_of(&state, name.as_deref()) {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
     let Ok(Query(q)) = q else {
         return json_error(StatusCode::BAD_REQUEST, "prefix=…", "prefix");
     };
     if q.prefix.len() > 4096 {
         return json_error(StatusCode::BAD_REQUEST, "prefix too long", "prefix");
     }
-    match state
-        .daemon
-        .call("dirs.complete", json!({"input": q.prefix}))
-        .await
-    {
+    match m.call("dirs.complete", json!({"input": q.prefix})).await {
         Ok(v) => ok(v),
         Err(e) => daemon_error(&e),
     }

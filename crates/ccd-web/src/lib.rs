@@ -14,8 +14,10 @@
 //! - [`tls`]: the TLS acceptor (Linux: rustls with ring; macOS: refused
 //!   for now, see there);
 //! - [`api`]: the routes (login, page, `/api/sessions`, actions);
-//! - [`daemon`]: calls to the daemon (blocking `ccd-client` calls on
-//!   tokio's blocking pool) and the event thread that drives list pushes;
+//! - [`daemon`]: each machine served (this one, others through ssh): its
+//!   link (blocking `ccd-client` calls on tokio's blocking pool), the
+//!   keeper thread that keeps it open, and the events that drive list
+//!   pushes;
 //! - [`sessions`]: the daemon's `sessions.list` rows made the page's list
 //!   (pure);
 //! - [`ws`]: the WebSocket: list pushes, the watched session's screen or
@@ -27,10 +29,12 @@
 //! spawns one task per connection (holding a slot of
 //! [`limits::CONNECTIONS`]); a WebSocket, once upgraded, is its own task
 //! (a slot of [`limits::WEBSOCKETS`]) with a writer task that owns the
-//! socket's sink and its bounded queue. The daemon event thread (a plain
-//! thread, blocking on the socket) owns its connection and only bumps a
-//! `watch` counter; the list task owns the latest list JSON (a `watch`
-//! every WebSocket reads). A watched session's observe attachment runs on
+//! socket's sink and its bounded queue. Each machine's link reader (a
+//! plain thread, blocking on the socket or the ssh pipe) only notes
+//! prompts and bumps that machine's `watch` counter; its keeper thread
+//! makes the link again when it closes; its list task keeps the machine's
+//! last listing; the list JSON of every machine is a `watch` every
+//! WebSocket reads. A watched session's observe attachment runs on
 //! a thread of its own that owns the connection and the `Screen`, and
 //! publishes rendered rows through a `watch` (latest wins: a slow page
 //! skips frames, it never queues them). Nothing holds a lock across an
@@ -59,14 +63,22 @@
 //!   `Referrer-Policy: no-referrer`, `Cache-Control: no-store` (see
 //!   [`guard::SECURITY_HEADERS`]); no CORS headers at all.
 //! - `GET /static/app.js`, `/static/app.css`: the cookie is needed too.
-//! - `GET /api/sessions` → `{"machines":[{"name":"local","error":null}],
-//!   "sessions":[…]}`, each session: `machine, id, title, cwd, state,
+//! - Machines: those `ccd ui` shows (`--host`, `$CCD_HOST`, `ui_hosts`,
+//!   else `local`), in that order; another machine is named as in `ccd
+//!   ls` (a `[hosts]` name, else `user@host:port`).
+//! - `GET /api/sessions` → `{"machines":[{"name":"local","error":null},
+//!   {"name":"devbox","error":"devbox is unreachable: …"}],
+//!   "sessions":[…]}` (every machine named, with why it is not listed
+//!   now: an unreachable one has no sessions or its last ones, the others
+//!   are listed; another machine not answering within 3 s is given by its
+//!   last listing), each session: `machine, id, title, cwd, state,
 //!   needs (null | "permission" | "question" | "attention"), context_pct,
 //!   mem_bytes, held (bool), prompt (null | {id, tool, detail,
 //!   options:[{key,label}]})`, from `sessions.list`. `state` is ccd's
 //!   lifecycle for a held session, Claude Code's status (`idle`, `busy`,
 //!   `waiting`) for one running elsewhere, else `dead`. Sorted: needs-you
-//!   first, then as the daemon lists them (most recently active first).
+//!   first, then each machine's in order as its daemon lists them (most
+//!   recently active first).
 //! - `GET /api/ws` (WebSocket, Origin checked, cookie needed). Server →
 //!   page (JSON text frames): `{"t":"sessions", …same as /api/sessions}`
 //!   whenever the list changes (driven by `events.subscribe`, no polling
@@ -80,15 +92,21 @@
 //!   "items":[{kind,text,timestamp}]}` (the last 60 items, whole) for
 //!   sessions ccd does not hold; `{"t":"error","message":…}` (`"logged
 //!   out"` and the socket closed once its cookie is revoked). Page →
-//!   server: `{"t":"watch","session":sid}` / `{"t":"unwatch"}`.
+//!   server: `{"t":"watch","session":sid,"machine":name}` (`machine`
+//!   left out: the first machine; the screen comes from the session's own
+//!   machine) / `{"t":"unwatch"}`.
 //! - Actions, all `POST` with JSON bodies (at most 64 KiB), cookie +
-//!   Origin checked, 403 in `--read-only`:
+//!   Origin checked, 403 in `--read-only`, each under
+//!   `/api/m/<machine>/…` for the named machine (404 `{"code":"machine"}`
+//!   for one not served; 503 with why for one unreachable), or under
+//!   `/api/…` for the first machine (`local` by default):
 //!   `/api/session/<sid>/respond {"prompt_id","choice":"yes"|"always"|"no","message"?}`
 //!   (→ `session.respond`; a stale id gives 409 with the daemon's words),
 //!   `/send {"text"}` (→ `session.send`), `/keys {"keys":[…]}` or
 //!   `{"text"}` (→ `session.input`; text as a bracketed paste),
 //!   `/interrupt` (Esc), `/kill`, `/fork`, `/resume`, `POST /api/new
-//!   {"cwd"}`, `GET /api/complete?prefix=` (→ `dirs.complete`). Replies
+//!   {"cwd"}`, `GET /api/complete?prefix=` (→ `dirs.complete`), e.g.
+//!   `/api/m/devbox/session/<sid>/send`, `/api/m/devbox/new`. Replies
 //!   `{"ok":true,…}` or `{"error":…, "code":…}` with a fitting status.
 //! - stdout: the first line is `ccd web listening on <addr:port>` (the
 //!   bound address, so port 0 can be read), the second the login URL,
@@ -124,9 +142,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 pub struct Options {
     /// `--listen ADDR:PORT` (else `web_listen`, else [`DEFAULT_LISTEN`]).
     pub listen: Option<String>,
-    /// `--host` (repeatable): only `local` is served for now; another
-    /// machine is refused at start (the config's `ui_hosts` is not read).
-    pub hosts: Vec<String>,
+    /// The machines served, in order (the caller applies `ccd ui`'s
+    /// rules: `--host`, `$CCD_HOST`, the config's `ui_hosts`); none: this
+    /// machine alone.
+    pub machines: Vec<daemon::Target>,
     pub read_only: bool,
     /// End every session cookie and exit.
     pub revoke: bool,
@@ -177,8 +196,16 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("listening on {}", plan.listen))?;
         let bound: SocketAddr = listener.local_addr()?;
-        let daemon = daemon::Daemon::new(opts.socket_dir.clone(), opts.daemon.clone());
-        let state = Arc::new(api::State::new(&plan, bound, tls.clone(), tokens, daemon));
+        let targets = if opts.machines.is_empty() {
+            vec![daemon::Target::Local]
+        } else {
+            opts.machines.clone()
+        };
+        let machines = targets
+            .iter()
+            .map(|t| Arc::new(daemon::Machine::of(t, &opts.socket_dir, &opts.daemon)))
+            .collect();
+        let state = Arc::new(api::State::new(&plan, bound, tls.clone(), tokens, machines));
         println!("ccd web listening on {bound}");
         print_url(&plan.login_url(bound, &secret.token));
         tracing::info!(%bound, read_only = plan.read_only, tls = tls.is_some(), "ccd web serving");

@@ -37,3 +37,7 @@ pub const TAIL_ITEMS: usize = 60;
 /// Text sent with `/send` or `/keys` (characters, before the daemon's own
 /// checks).
 pub const TEXT_CHARS: usize = 16 * 1024;
+/// `/api/sessions` waits this long for another machine's fresh listing;
+/// past it, that machine's last listing is given, with why (a stalled
+/// machine never holds the others' list).
+pub const REMOTE_LIST_WAIT: Duration = Duration::from_secs(3);

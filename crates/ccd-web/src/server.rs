@@ -52,15 +52,10 @@ pub enum PlanError {
     BadProxy(String),
     #[error("--tls-cert and --tls-key go together")]
     HalfTls,
-    #[error("ccd web serves this machine only for now: --host {0} is not served (run ccd web on that machine, or use ccd ui --host)")]
-    OtherMachine(String),
 }
 
 impl Plan {
     pub fn from_options(opts: &crate::Options) -> Result<Self, PlanError> {
-        if let Some(h) = opts.hosts.iter().find(|h| h.as_str() != "local") {
-            return Err(PlanError::OtherMachine(h.clone()));
-        }
         let text = opts.listen.as_deref().unwrap_or(crate::DEFAULT_LISTEN);
         let listen: SocketAddr = text
             .parse()
@@ -244,7 +239,7 @@ mod tests {
     fn opts(listen: &str) -> crate::Options {
         crate::Options {
             listen: Some(listen.into()),
-            hosts: vec![],
+            machines: vec![],
             read_only: false,
             revoke: false,
             tls_cert: None,
@@ -279,14 +274,6 @@ mod tests {
         o.tls_key = Some("k".into());
         assert!(Plan::from_options(&o).unwrap().tls);
         assert!(Plan::from_options(&opts("localhost")).is_err());
-        let mut o = opts("127.0.0.1:0");
-        o.hosts = vec!["local".into()];
-        assert!(Plan::from_options(&o).is_ok());
-        o.hosts.push("devbox".into());
-        assert!(matches!(
-            Plan::from_options(&o).unwrap_err(),
-            PlanError::OtherMachine(h) if h == "devbox"
-        ));
     }
 
     #[test]

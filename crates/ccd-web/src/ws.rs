@@ -15,7 +15,8 @@
 //!   are dropped (the watcher then sends a full frame) and, if that is not
 //!   enough, the socket is closed.
 //! - The watcher ([`watch_session`]) is a plain thread that owns one
-//!   daemon connection attached in `observe` mode and the session's
+//!   connection to the watched session's own machine (its socket, or ssh
+//!   for another machine) attached in `observe` mode and the session's
 //!   `Screen`; it blocks on the socket (waking every 250 ms to see whether
 //!   it should stop or owes a full frame), renders with
 //!   [`crate::render::frame`] and pushes frames to the outbox. At most
@@ -213,12 +214,16 @@ async fn serve(state: Arc<State>, socket: WebSocket, slot: OwnedSemaphorePermit,
                     Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
                 };
                 match page_message(text.as_str()) {
-                    Ok(PageMessage::Watch(sid)) => {
+                    Ok(PageMessage::Watch { machine, session: sid }) => {
                         // One watched session per socket: the last one stops.
                         watching = None;
+                        let Some(m) = state.machine(machine.as_deref()).cloned() else {
+                            out.push(Kind::Other, error_message("this ccd web serves no machine of that name"));
+                            continue;
+                        };
                         let stop = Arc::new(AtomicBool::new(false));
                         let spawned = {
-                            let (d, out, stop) = (state.daemon.clone(), out.clone(), stop.clone());
+                            let (d, out, stop) = (m, out.clone(), stop.clone());
                             std::thread::Builder::new()
                                 .name("ccd-web-watch".into())
                                 .spawn(move || watch_session(&d, &sid, &out, &stop))
@@ -268,7 +273,11 @@ async fn serve(state: Arc<State>, socket: WebSocket, slot: OwnedSemaphorePermit,
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum PageMessage {
-    Watch(String),
+    /// A session of `machine` (`None`: the first machine served).
+    Watch {
+        machine: Option<String>,
+        session: String,
+    },
     Unwatch,
 }
 
@@ -289,7 +298,15 @@ pub fn page_message(text: &str) -> Result<PageMessage, &'static str> {
             {
                 return Err("not a session id");
             }
-            Ok(PageMessage::Watch(sid.to_string()))
+            let machine = match v.get("machine") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(m)) if !m.is_empty() && m.len() <= 256 => Some(m.clone()),
+                Some(_) => return Err("not a machine name"),
+            };
+            Ok(PageMessage::Watch {
+                machine,
+                session: sid.to_string(),
+            })
         }
         Some("unwatch") => Ok(PageMessage::Unwatch),
         _ => Err("unknown message"),
@@ -297,8 +314,9 @@ pub fn page_message(text: &str) -> Result<PageMessage, &'static str> {
 }
 
 /// The watcher thread: the session's screen (or tail) into `out` until
-/// `stop` or the session ends.
-fn watch_session(d: &crate::daemon::Daemon, sid: &str, out: &Outbox, stop: &AtomicBool) {
+/// `stop` or the session ends, from a connection of its own to the
+/// session's machine (an observe attachment ends with its connection).
+fn watch_session(d: &crate::daemon::Machine, sid: &str, out: &Outbox, stop: &AtomicBool) {
     let mut c = match d.connect() {
         Ok(c) => c,
         Err(e) => {
@@ -446,8 +464,19 @@ mod tests {
     fn page_messages() {
         assert_eq!(
             page_message(r#"{"t":"watch","session":"ab-12"}"#),
-            Ok(PageMessage::Watch("ab-12".into()))
+            Ok(PageMessage::Watch {
+                machine: None,
+                session: "ab-12".into()
+            })
         );
+        assert_eq!(
+            page_message(r#"{"t":"watch","session":"ab-12","machine":"far"}"#),
+            Ok(PageMessage::Watch {
+                machine: Some("far".into()),
+                session: "ab-12".into()
+            })
+        );
+        assert!(page_message(r#"{"t":"watch","session":"ab","machine":3}"#).is_err());
         assert_eq!(page_message(r#"{"t":"unwatch"}"#), Ok(PageMessage::Unwatch));
         assert!(page_message(r#"{"t":"watch","session":"../x"}"#).is_err());
         assert!(page_message(r#"{"t":"watch"}"#).is_err());

@@ -60,6 +60,18 @@ pub fn resolve(global: &GlobalArgs) -> anyhow::Result<Vec<Target>> {
     resolve_names(global, &given)
 }
 
+/// The machines a front end that shows several (`ccd ui`, `ccd web`)
+/// serves: `--host` (or `$CCD_HOST`), else the config's `ui_hosts`, else
+/// this one.
+pub fn dashboard(global: &GlobalArgs, settings: &Settings) -> anyhow::Result<Vec<Target>> {
+    let named =
+        !global.hosts.is_empty() || std::env::var("CCD_HOST").is_ok_and(|v| !v.trim().is_empty());
+    match &settings.ui_hosts {
+        Some(hosts) if !named && !hosts.is_empty() => resolve_names(global, hosts),
+        _ => resolve(global),
+    }
+}
+
 /// The hosts `given` names (`local`, a URL or a `[hosts]` name each), in
 /// order, each once.
 pub fn resolve_names(global: &GlobalArgs, given: &[String]) -> anyhow::Result<Vec<Target>> {

@@ -1,5 +1,6 @@
-//! `ccd web`: the options and the config file's `web_*` keys handed to
-//! `ccd_web::run` (the server is the `ccd-web` crate).
+//! `ccd web`: the options, the config file's `web_*` keys and the
+//! machines served (`ccd ui`'s rules: `--host`, `$CCD_HOST`, `ui_hosts`)
+//! handed to `ccd_web::run` (the server is the `ccd-web` crate).
 
 use crate::cli::{GlobalArgs, WebArgs};
 use crate::settings::Settings;
@@ -9,9 +10,16 @@ pub fn run(global: &GlobalArgs, args: &WebArgs) -> anyhow::Result<ExitCode> {
     crate::logging::init_client();
     let settings = Settings::load(global.config.as_deref())?;
     let (socket_dir, daemon) = crate::shared::connect::local_daemon(global)?;
+    let machines = crate::hosts::dashboard(global, &settings)?
+        .into_iter()
+        .map(|t| match t {
+            crate::hosts::Target::Local => ccd_web::daemon::Target::Local,
+            crate::hosts::Target::Remote(r) => ccd_web::daemon::Target::Remote(r),
+        })
+        .collect();
     ccd_web::run(ccd_web::Options {
         listen: args.listen.clone().or(settings.web_listen),
-        hosts: global.hosts.clone(),
+        machines,
         read_only: args.read_only,
         revoke: args.revoke,
         tls_cert: args.tls_cert.clone().or(settings.web_tls_cert),

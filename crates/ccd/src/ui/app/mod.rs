@@ -300,7 +300,7 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         && std::env::var("TERM").map_or(true, |t| t != "dumb");
     let home = std::env::var("HOME").ok();
 
-    let targets = dashboard_hosts(global, &settings)?;
+    let targets = crate::hosts::dashboard(global, &settings)?;
     let labels: Vec<String> = targets.iter().map(|t| t.label().to_string()).collect();
 
     let (tx, rx) = mpsc::sync_channel::<Msg>(MAX_QUEUED);
@@ -432,17 +432,6 @@ impl App {
         let mut g = self.global.clone();
         g.targets = vec![self.link(host).map_or(Target::Local, |l| l.target.clone())];
         g
-    }
-}
-
-/// The machines the dashboard shows: `--host` (or `$CCD_HOST`), else the
-/// config's `ui_hosts`, else this one.
-fn dashboard_hosts(global: &GlobalArgs, settings: &Settings) -> anyhow::Result<Vec<Target>> {
-    let named =
-        !global.hosts.is_empty() || std::env::var("CCD_HOST").is_ok_and(|v| !v.trim().is_empty());
-    match &settings.ui_hosts {
-        Some(hosts) if !named && !hosts.is_empty() => crate::hosts::resolve_names(global, hosts),
-        _ => crate::hosts::resolve(global),
     }
 }
 
