@@ -10,8 +10,9 @@
 //!   clock, no I/O and no task: its owner calls `tick` at
 //!   [`Rules::next_due`]. The rules: the reasons the config lists; one
 //!   notification per prompt id (a dialog seen again is not notified
-//!   again); a quiet delay (`quiet_secs`: not sent if answered or changed
-//!   within it); none for a session whose attached client's terminal is
+//!   again until the session works again: the id is the dialog's text, so
+//!   the same command in a later turn is a new dialog); a quiet delay
+//!   (`quiet_secs`: not sent if answered or changed within it); none for a session whose attached client's terminal is
 //!   focused unless `notify_when_focused` (fed by [`Input::Focus`]; the
 //!   daemon has no focus reports today, so it never feeds one); a rate
 //!   bound (`rate_per_minute`: the excess dropped and counted, one
@@ -24,8 +25,7 @@
 //!   rules).
 //! - [`notification`]: [`Notification`], the one JSON shape every sink
 //!   gets (`machine, session, title, cwd, reason, tool?, detail?,
-//!   prompt_id?, options?, link?, at`; docs/protocol.md, "Notifications to
-//!   a person").
+//!   prompt_id?, options?, link?, at`; docs/notify.md).
 //! - [`config`]: the `[notify]` table of ccd's config.
 //! - Sinks, each its own module, each on its own bounded worker (a bounded
 //!   queue, a timeout per send; a sink never blocks its caller): `command`

@@ -5,7 +5,7 @@
 use crate::config::Reason;
 use serde::{Deserialize, Serialize};
 
-/// One notification (docs/protocol.md, "Notifications to a person").
+/// One notification (docs/notify.md, "The notification").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notification {
     /// The machine the session runs on (its host name, or the `--host`

@@ -131,6 +131,10 @@ impl HolderTable {
                 a.pid = Some(info.child_pid);
                 a.held = Some(true);
                 a.holder = Some(meta.id.clone());
+                // What names the session, for a subscriber that did not
+                // see it appear (a notifier started later).
+                a.cwd = Some(meta.cwd.clone());
+                a.title = meta.name.clone();
                 a.reason = Some("permission".into());
                 a.tool = Some(permission_tool(n));
                 a.detail = n.detail.clone();
@@ -166,6 +170,8 @@ impl HolderTable {
             );
             e.held = Some(true);
             e.holder = Some(finished.meta.id.clone());
+            e.cwd = Some(finished.meta.cwd.clone());
+            e.title = finished.meta.name.clone();
             e.pid = finished.child_pid;
             e.exit_code = finished.exit.as_ref().and_then(|x| x.code);
             e.exit_signal = finished.exit.as_ref().and_then(|x| x.signal);

@@ -57,6 +57,14 @@ pub enum WebhookError {
     Tls(String),
 }
 
+impl Connector {
+    /// The TLS client configuration of a sink: the system's roots plus
+    /// `extra_ca`'s (which must hold at least one certificate).
+    pub fn new(extra_ca: Option<&Path>) -> Result<Connector, WebhookError> {
+        platform::connector(extra_ca)
+    }
+}
+
 /// A parsed `https://` URL.
 #[derive(Debug, Clone)]
 pub struct Target {

@@ -62,6 +62,7 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
     checks.extend(trim_backups());
     checks.extend(socket_and_daemon(global));
     checks.push(logs());
+    checks.extend(notify(&settings.notify, &state_dir()));
     if as_json {
         println!("{}", ccd_claude::display::json::to_string_pretty(&checks)?);
     } else {
@@ -442,4 +443,91 @@ fn logs() -> Check {
             )),
         },
     }
+}
+
+/// The `[notify]` table (issue 53): a command that cannot run, a webhook
+/// URL or CA file that cannot be used (errors: nothing is sent through
+/// them), the daemon's last failed send of each sink (from its record in
+/// the state dir), and whether the desktop can be reached (`ccd notify`).
+/// Each problem once, with what to do.
+fn notify(cfg: &ccd_notify::NotifyConfig, state: &std::path::Path) -> Vec<Check> {
+    use ccd_notify::health::read_report;
+    let mut out = Vec::new();
+    let record = |sink: &str| read_report(&state.join(format!("notify-{sink}.json")));
+    let last_send = |sink: &'static str, out: &mut Vec<Check>| {
+        if let Some(r) = record(sink) {
+            if let Some(e) = &r.last_error {
+                out.push(bad(
+                    "notify",
+                    "warn",
+                    format!(
+                        "the daemon's last {sink} send failed: {e} ({} failed, {} sent, {} dropped since it started)",
+                        r.failed, r.sent, r.dropped
+                    ),
+                    format!("check notify.{sink} in the config and the daemon log (ccd daemon logs)"),
+                ));
+            }
+        }
+    };
+    if let Some(argv) = &cfg.command {
+        match ccd_notify::command::resolve(argv) {
+            Ok(exe) => {
+                out.push(ok(
+                    "notify",
+                    format!("command {} is executable", exe.display()),
+                ));
+                last_send("command", &mut out);
+            }
+            Err(e) => out.push(bad(
+                "notify",
+                "error",
+                format!("{e}: no notification is sent through it"),
+                "install it, or give notify.command an absolute path to an executable",
+            )),
+        }
+    }
+    if let Some(url) = &cfg.webhook {
+        let checked = ccd_notify::webhook::parse(url).and_then(|_| {
+            ccd_notify::webhook::Connector::new(cfg.webhook_ca.as_deref()).map(|_| ())
+        });
+        match checked {
+            Ok(()) => {
+                out.push(ok("notify", format!("webhook {url} is an https:// URL")));
+                last_send("webhook", &mut out);
+            }
+            Err(e) => out.push(bad(
+                "notify",
+                "error",
+                format!("{e}: no notification is posted"),
+                "set notify.webhook to an https:// URL (and notify.webhook_ca to a PEM file of CA certificates, if used)",
+            )),
+        }
+    }
+    if cfg.desktop {
+        match ccd_notify::desktop::probe(Duration::from_secs(2)) {
+            Ok(info) => out.push(ok(
+                "notify",
+                format!(
+                    "desktop notifications through {} ({})",
+                    if info.name.is_empty() {
+                        "the notification service"
+                    } else {
+                        &info.name
+                    },
+                    if info.actions {
+                        "with actions"
+                    } else {
+                        "no actions"
+                    }
+                ),
+            )),
+            Err(e) => out.push(bad(
+                "notify",
+                "warn",
+                format!("desktop notifications (ccd notify): {e}"),
+                "run ccd notify inside a desktop session, or set notify.desktop = false",
+            )),
+        }
+    }
+    out
 }

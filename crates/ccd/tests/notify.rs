@@ -1,0 +1,294 @@
+//! Notifications from the daemon (issue 53, `[notify]`): the fake
+//! claude's permission prompt runs the `command` sink with the
+//! notification as JSON on stdin and as `CCD_NOTIFY_*` variables, once per
+//! dialog; a prompt answered within `quiet_secs` sends nothing; the rate
+//! bound drops the excess; a webhook that never answers is abandoned after
+//! its timeout while the daemon keeps serving, and `ccd doctor` says so
+//! once, as it says a missing command and a non-https webhook.
+
+mod common;
+
+use common::{wait_for, Sandbox};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(20);
+
+/// A sandbox whose config has `notify` (a TOML table body) and a command
+/// sink writing each notification's stdin to `<out>/<n>.json` and its
+/// `CCD_NOTIFY_*` environment to `<out>/<n>.env`; the out folder.
+fn sandbox(notify: &str) -> (Sandbox, PathBuf) {
+    let sb = Sandbox::new();
+    let root = sb.tmp.path().canonicalize().unwrap();
+    let out = root.join("notified");
+    std::fs::create_dir_all(&out).unwrap();
+    let script = root.join("notifier.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nn=$(date +%s%N)-$$\nenv | grep '^CCD_NOTIFY_' | sort > {0}/$n.env\ncat > {0}/$n.json.tmp\nmv {0}/$n.json.tmp {0}/$n.json\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = format!(
+        "[notify]\ndesktop = false\ncommand = [\"{}\"]\n{notify}\n",
+        script.display()
+    );
+    std::fs::write(root.join("ccd.toml"), config).unwrap();
+    (sb, out)
+}
+
+/// The notifications the command got so far, oldest first.
+fn notified(out: &Path) -> Vec<(Value, String)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| {
+            let json = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+            let env = std::fs::read_to_string(p.with_extension("env")).unwrap_or_default();
+            (json, env)
+        })
+        .collect()
+}
+
+fn permissions(out: &Path) -> Vec<Value> {
+    notified(out)
+        .into_iter()
+        .map(|(j, _)| j)
+        .filter(|j| j["reason"] == "permission")
+        .collect()
+}
+
+#[test]
+fn a_permission_prompt_runs_the_command_once_with_its_json_and_env() {
+    let (sb, out) = sandbox("quiet_secs = 0\nreasons = [\"permission\"]");
+    let sid = sb.new_session("notified");
+    sb.ok(&["send", &sid, "perm touch notified.txt"]);
+    let n = wait_for(T, "the command's notification", || {
+        notified(&out).into_iter().next()
+    });
+    let (json, env) = n;
+    assert_eq!(json["reason"], "permission", "{json}");
+    assert_eq!(json["session"], sid.as_str(), "{json}");
+    assert_eq!(json["detail"], "touch notified.txt", "{json}");
+    assert_eq!(json["title"], "notified", "the folder's name: {json}");
+    assert!(
+        json["cwd"].as_str().unwrap_or("").ends_with("/notified"),
+        "{json}"
+    );
+    assert!(!json["machine"].as_str().unwrap_or("").is_empty(), "{json}");
+    assert!(json["tool"].as_str().is_some(), "{json}");
+    let prompt = json["prompt_id"].as_str().unwrap_or_default().to_string();
+    assert_eq!(prompt.len(), 16, "{json}");
+    // The same id `sessions.get` shows, so `ccd approve --prompt` takes it.
+    assert!(
+        env.contains(&format!("CCD_NOTIFY_PROMPT_ID={prompt}\n")),
+        "{env}"
+    );
+    assert!(env.contains("CCD_NOTIFY_REASON=permission\n"), "{env}");
+    assert!(
+        env.contains("CCD_NOTIFY_DETAIL=touch notified.txt\n"),
+        "{env}"
+    );
+    assert!(
+        env.contains(&format!("CCD_NOTIFY_SESSION={sid}\n")),
+        "{env}"
+    );
+    // The dialog stays (refreshes see it again): still one notification.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(permissions(&out).len(), 1, "{:?}", notified(&out));
+    // Approved with the notification's prompt id.
+    sb.ok(&["approve", &sid, "--prompt", &prompt]);
+    // Another dialog is notified.
+    wait_for(T, "idle after the approved turn", || {
+        (common::row(&sb, &sid)["status"] == "idle").then_some(())
+    });
+    sb.ok(&["send", &sid, "perm touch second.txt"]);
+    wait_for(T, "the second dialog's notification", || {
+        let p = permissions(&out);
+        (p.len() == 2).then_some(())
+    });
+    assert_eq!(permissions(&out)[1]["detail"], "touch second.txt");
+    let rec: Value = serde_json::from_slice(
+        &std::fs::read(sb.state.join("notify-command.json")).expect("the sink's record"),
+    )
+    .unwrap();
+    assert_eq!(rec["sent"], 2, "{rec}");
+    assert!(rec["last_error"].is_null(), "{rec}");
+}
+
+#[test]
+fn a_prompt_answered_within_the_quiet_delay_is_not_sent() {
+    let (sb, out) = sandbox("quiet_secs = 4\nreasons = [\"permission\"]");
+    let sid = sb.new_session("quiet");
+    sb.ok(&["send", &sid, "perm touch answered.txt"]);
+    // Answered at once (well within 4 s).
+    wait_for(T, "the prompt", || {
+        let info = common::row(&sb, &sid);
+        (info["status"] == "waiting" || sb.ok(&["screen", &sid]).contains("Do you want"))
+            .then_some(())
+    });
+    sb.ok(&["approve", &sid]);
+    let answered = Instant::now();
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(
+        permissions(&out).is_empty(),
+        "answered {:?} ago, yet notified: {:?}",
+        answered.elapsed(),
+        notified(&out)
+    );
+    // Not answered: sent when the delay ends, not before.
+    wait_for(T, "idle after the approved turn", || {
+        (common::row(&sb, &sid)["status"] == "idle").then_some(())
+    });
+    sb.ok(&["send", &sid, "perm touch unanswered.txt"]);
+    let asked = Instant::now();
+    wait_for(T, "the unanswered prompt's notification", || {
+        (permissions(&out).len() == 1).then_some(())
+    });
+    assert!(
+        asked.elapsed() >= Duration::from_secs(3),
+        "sent after {:?}, before the quiet delay",
+        asked.elapsed()
+    );
+    assert_eq!(permissions(&out)[0]["detail"], "touch unanswered.txt");
+}
+
+#[test]
+fn the_rate_bound_drops_the_excess() {
+    let (sb, out) = sandbox("quiet_secs = 0\nrate_per_minute = 1\nreasons = [\"permission\"]");
+    let a = sb.new_session("rate-a");
+    let b = sb.new_session("rate-b");
+    sb.ok(&["send", &a, "perm touch a.txt"]);
+    wait_for(T, "the first notification", || {
+        (permissions(&out).len() == 1).then_some(())
+    });
+    sb.ok(&["send", &b, "perm touch b.txt"]);
+    let logs = sb.logs_with(&["rate bound"]);
+    assert!(logs.contains("rate bound"), "{logs}");
+    std::thread::sleep(Duration::from_secs(1));
+    let p = permissions(&out);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0]["session"], a.as_str());
+}
+
+#[test]
+fn a_webhook_that_never_answers_is_abandoned_and_the_daemon_keeps_serving() {
+    // A listener that accepts and never says a word (the TLS handshake
+    // hangs).
+    let hang = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hang.local_addr().unwrap().port();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let held = held.clone();
+        std::thread::spawn(move || {
+            for s in hang.incoming().flatten() {
+                held.lock().unwrap().push(s);
+            }
+        });
+    }
+    let (sb, out) = sandbox(&format!(
+        "quiet_secs = 0\nreasons = [\"permission\"]\nsend_timeout_secs = 1\nwebhook = \"https://127.0.0.1:{port}/hook\""
+    ));
+    let sid = sb.new_session("hook");
+    sb.ok(&["send", &sid, "perm touch hook.txt"]);
+    // The command sink is not held up by the webhook's.
+    wait_for(T, "the command's notification", || {
+        (permissions(&out).len() == 1).then_some(())
+    });
+    // The daemon answers at once while the webhook hangs.
+    let t = Instant::now();
+    sb.ok(&["ls"]);
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "ls took {:?}",
+        t.elapsed()
+    );
+    // Three attempts of 1 s with 0.5 s and 1 s between: failed, said.
+    let rec = wait_for(T, "the webhook's failure in its record", || {
+        let r: Value =
+            serde_json::from_slice(&std::fs::read(sb.state.join("notify-webhook.json")).ok()?)
+                .ok()?;
+        (r["failed"] == 1).then_some(r)
+    });
+    let err = rec["last_error"].as_str().unwrap_or_default();
+    assert!(err.contains("no answer within 1 s"), "{rec}");
+    assert!(
+        held.lock().unwrap().len() >= 3,
+        "retried: {} connections",
+        held.lock().unwrap().len()
+    );
+    let logs = sb.logs_with(&["notify: send failed"]);
+    assert_eq!(
+        logs.matches("notify: send failed").count(),
+        1,
+        "said once:\n{logs}"
+    );
+    // ccd doctor says it once.
+    let doctor: Value = serde_json::from_str(&sb.ok(&["doctor", "--json"])).unwrap();
+    let notify: Vec<&Value> = doctor
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["check"] == "notify")
+        .collect();
+    let failed: Vec<_> = notify
+        .iter()
+        .filter(|c| {
+            c["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("last webhook send failed")
+        })
+        .collect();
+    assert_eq!(failed.len(), 1, "{notify:?}");
+    assert_eq!(failed[0]["status"], "warn");
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no answer within"),
+        "{notify:?}"
+    );
+}
+
+#[test]
+fn doctor_names_a_missing_command_and_a_webhook_that_is_not_https() {
+    let sb = Sandbox::new();
+    let root = sb.tmp.path().canonicalize().unwrap();
+    std::fs::write(
+        root.join("ccd.toml"),
+        "[notify]\ndesktop = false\ncommand = [\"no-such-notifier-ccd\"]\nwebhook = \"http://hooks.example/x\"\n",
+    )
+    .unwrap();
+    let o = sb.run(&["doctor", "--json"]);
+    assert!(!o.status.success(), "a bad notify config is an error");
+    let doctor: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notify: Vec<&Value> = doctor
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["check"] == "notify")
+        .collect();
+    assert_eq!(notify.len(), 2, "{notify:?}");
+    assert!(notify.iter().all(|c| c["status"] == "error"), "{notify:?}");
+    let text = format!("{notify:?}");
+    assert!(
+        text.contains("no-such-notifier-ccd not found on PATH"),
+        "{text}"
+    );
+    assert!(text.contains("is not https://"), "{text}");
+    // The daemon still starts and serves sessions.
+    let sid = sb.new_session("still");
+    assert!(!sid.is_empty());
+}
