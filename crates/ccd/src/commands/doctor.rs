@@ -521,11 +521,21 @@ fn notify(cfg: &ccd_notify::NotifyConfig, state: &std::path::Path) -> Vec<Check>
                     }
                 ),
             )),
+            // No session bus at all is how a server without a desktop is
+            // (the person is told where they sit, by `ccd notify`): said,
+            // not warned. A bus without a working notification service is
+            // a desktop that will not show them.
+            Err(e @ ccd_notify::desktop::DesktopError::NoBus(_)) => out.push(ok(
+                "notify",
+                format!(
+                    "no desktop here ({e}): desktop notifications come from `ccd notify` where you sit"
+                ),
+            )),
             Err(e) => out.push(bad(
                 "notify",
                 "warn",
                 format!("desktop notifications (ccd notify): {e}"),
-                "run ccd notify inside a desktop session, or set notify.desktop = false",
+                "start a notification service (e.g. dunst) in this desktop session, or set notify.desktop = false",
             )),
         }
     }
