@@ -147,6 +147,10 @@ fn wait_follows_a_session_running_outside_ccd() {
 fn status_counts_what_needs_someone_what_is_busy_and_what_is_idle_in_each_format() {
     // Turns of 8 s: a busy session stays busy while it is counted.
     let sb = Sandbox::with_env(&[("FAKE_CLAUDE_TURN_MS", "8000")]);
+    // One outside ccd too (counted from Claude Code's registry), its
+    // first turn over before the counts are read.
+    let outside = sb.project("outside");
+    let _ext = common::external::external(&sb, &outside);
     let asking = sb.new_session("asking");
     let working = sb.new_session("working");
     let _resting = sb.new_session("resting");
@@ -158,7 +162,7 @@ fn status_counts_what_needs_someone_what_is_busy_and_what_is_idle_in_each_format
     let plain = wait_for(T, "one of each in `ccd status`", || {
         let o = sb.run(&["status"]);
         let s = String::from_utf8_lossy(&o.stdout).into_owned();
-        (s.trim_end() == "1 needs you · 1 busy · 1 idle").then_some(s)
+        (s.trim_end() == "1 needs you · 1 busy · 2 idle").then_some(s)
     });
     assert!(
         plain.ends_with('\n') && plain.lines().count() == 1,
@@ -170,7 +174,7 @@ fn status_counts_what_needs_someone_what_is_busy_and_what_is_idle_in_each_format
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim_end(),
-        "#[fg=red,bold]1 needs you#[default] · #[fg=yellow]1 busy#[default] · 1 idle"
+        "#[fg=red,bold]1 needs you#[default] · #[fg=yellow]1 busy#[default] · 2 idle"
     );
 
     let o = sb.run(&["status", "--format", "json"]);
@@ -178,11 +182,12 @@ fn status_counts_what_needs_someone_what_is_busy_and_what_is_idle_in_each_format
     let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     assert_eq!(
         (&v["needs_you"], &v["busy"], &v["idle"]),
-        (&Value::from(1), &Value::from(1), &Value::from(1)),
+        (&Value::from(1), &Value::from(1), &Value::from(2)),
         "{v}"
     );
     assert_eq!(v["machines"][0]["host"], "local", "{v}");
     assert_eq!(v["machines"][0]["needs_you"], 1, "{v}");
+    assert_eq!(v["waiting"].as_array().map(Vec::len), Some(1), "{v}");
     assert_eq!(v["waiting"][0]["session"], asking.as_str(), "{v}");
     let why = v["waiting"][0]["why"].as_str().unwrap_or_default();
     assert!(why.contains("touch counted.txt"), "{v}");

@@ -4,8 +4,14 @@
 //! Claude Code's own `statusLine` command, or a script.
 //!
 //! Each machine (`--host`, several; this one by default) is asked on a
-//! thread of its own — `sessions.list` of its running sessions, without
-//! costs — and judged by [`crate::shared::activity`]. The whole command
+//! thread of its own and each running session judged by
+//! [`crate::shared::activity`]. This machine: the sessions ccd holds from
+//! its daemon's own table (`sessions.list` `held_only`, no file scan) and
+//! the others from Claude Code's registry (`<config>/sessions/*.json`,
+//! each entry's process checked), read here — a full `sessions.list`
+//! would have the daemon look at every transcript (50 ms of its CPU per
+//! call with 10,000 of them, every second under tmux). Another machine:
+//! its running sessions (`sessions.list` `live_only`). The whole command
 //! waits at most `--deadline-ms` for them: a machine that has not answered
 //! by then shows as `?` and the line prints anyway (a thread still waiting
 //! is left behind as the process exits), so a status line never hangs.
@@ -103,7 +109,7 @@ pub fn run(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
             })?;
     }
     drop(tx);
-    let mut answers: Vec<Result<Vec<SessionInfo>, Answer>> = vec![Err(Answer::Late); targets.len()];
+    let mut answers: Vec<Result<Vec<Seen>, Answer>> = vec![Err(Answer::Late); targets.len()];
     while let Some(left) = until.checked_duration_since(Instant::now()) {
         match rx.recv_timeout(left) {
             Ok((i, a)) => answers[i] = a,
@@ -115,13 +121,13 @@ pub fn run(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     for (t, a) in targets.iter().zip(answers) {
         let host = t.label().to_string();
         let answer = match a {
-            Ok(rows) => {
+            Ok(seen) => {
                 let mut c = Counts::default();
-                for r in &rows {
-                    let a = activity::of(r);
-                    c.add(a);
-                    if a == Activity::NeedsYou {
-                        waiting.push(waiting_of(&host, r));
+                for s in seen {
+                    c.add(s.activity);
+                    if let Some(mut w) = s.waiting {
+                        w.host = host.clone();
+                        waiting.push(w);
                     }
                 }
                 Answer::Counted(c)
@@ -160,39 +166,110 @@ pub fn run(global: &GlobalArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// One running session: what it is doing and, when it needs someone,
+/// who and why.
+#[derive(Clone)]
+struct Seen {
+    activity: Activity,
+    waiting: Option<Waiting>,
+}
+
+impl Seen {
+    fn of_info(r: &SessionInfo) -> Seen {
+        let activity = activity::of(r);
+        Seen {
+            activity,
+            waiting: (activity == Activity::NeedsYou).then(|| waiting_of(r)),
+        }
+    }
+}
+
 /// One machine's running sessions: this one's daemon only if it runs;
 /// another's through ssh in BatchMode (nobody could answer a question).
-fn ask(global: &GlobalArgs, t: &Target) -> Result<Vec<SessionInfo>, Answer> {
-    let params = ListParams {
-        live_only: true,
-        no_cost: true,
-        ..Default::default()
-    };
+fn ask(global: &GlobalArgs, t: &Target) -> Result<Vec<Seen>, Answer> {
     let failed = |e: ccd_client::ClientError| Answer::Failed(e.to_string());
     match t {
         Target::Local => {
             let mut c = connect_existing_local(global)
                 .map_err(failed)?
                 .ok_or(Answer::NoDaemon)?;
-            list_pages(&mut c, params).map_err(failed)
+            let params = ListParams {
+                held_only: true,
+                no_cost: true,
+                ..Default::default()
+            };
+            let held = list_pages(&mut c, params).map_err(failed)?;
+            let mut seen: Vec<Seen> = held.iter().map(Seen::of_info).collect();
+            seen.extend(outside_ccd(global, &held).map_err(|e| Answer::Failed(format!("{e:#}")))?);
+            Ok(seen)
         }
         Target::Remote(r) => {
             let mut r = r.clone();
             r.batch = true;
             let mut c = ccd_client::ssh::connect(&r, CLIENT_NAME).map_err(failed)?;
-            list_pages(&mut c, params).map_err(failed)
+            let params = ListParams {
+                live_only: true,
+                no_cost: true,
+                ..Default::default()
+            };
+            let rows = list_pages(&mut c, params).map_err(failed)?;
+            Ok(rows.iter().map(Seen::of_info).collect())
         }
     }
 }
 
-fn waiting_of(host: &str, r: &SessionInfo) -> Waiting {
+/// The sessions running on this machine that ccd does not hold: Claude
+/// Code's registry entries whose process may be running (the check the
+/// daemon's registry watcher makes), less the ones of `held` (by pid or
+/// session id), judged by their status.
+fn outside_ccd(global: &GlobalArgs, held: &[SessionInfo]) -> anyhow::Result<Vec<Seen>> {
+    let config = ccd_claude::ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
+    let entries = match ccd_claude::registry::read_all(&config.sessions_dir()) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(anyhow::Error::new(e).context("reading Claude Code's registry")),
+    };
+    let probe = ccd_claude::liveness::system_probe();
+    let held_live: Vec<&SessionInfo> = held
+        .iter()
+        .filter(|h| activity::of(h) != Activity::Exited)
+        .collect();
+    Ok(entries
+        .into_iter()
+        .filter(|e| {
+            !held_live
+                .iter()
+                .any(|h| h.pid == Some(e.pid) || h.session_id == e.session_id)
+        })
+        .filter(|e| {
+            ccd_claude::liveness::check(e, probe.as_ref())
+                .liveness
+                .may_be_running()
+        })
+        .map(|e| {
+            let status = e.status.as_deref().map(activity::status_of);
+            let activity = activity::of_status(status);
+            let waiting = (activity == Activity::NeedsYou).then(|| Waiting {
+                host: String::new(),
+                session: e.session_id.clone(),
+                name: e.name.clone(),
+                title: None,
+                cwd: e.cwd.clone(),
+                why: e.waiting_for.clone(),
+            });
+            Seen { activity, waiting }
+        })
+        .collect())
+}
+
+fn waiting_of(r: &SessionInfo) -> Waiting {
     let why = r
         .ccd
         .as_ref()
         .and_then(|c| c.permission.clone().or_else(|| c.attention.clone()))
         .or_else(|| r.waiting_for.clone());
     Waiting {
-        host: host.to_string(),
+        host: String::new(),
         session: r.session_id.clone(),
         name: r.name.clone(),
         title: r.title.clone(),

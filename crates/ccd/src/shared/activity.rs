@@ -53,7 +53,17 @@ pub fn of(info: &SessionInfo) -> Activity {
     }
 }
 
+/// Claude Code's status as the registry writes it (`idle`, `busy`,
+/// `waiting`; another word: `Other`).
+pub fn status_of(word: &str) -> ActivityStatus {
+    serde_json::from_value(serde_json::Value::from(word)).unwrap_or(ActivityStatus::Other)
+}
+
 /// A running session ccd does not hold, by Claude Code's own status.
+pub fn of_status(status: Option<ActivityStatus>) -> Activity {
+    by_status(status)
+}
+
 fn by_status(status: Option<ActivityStatus>) -> Activity {
     match status {
         Some(ActivityStatus::Waiting) => Activity::NeedsYou,
@@ -141,5 +151,7 @@ mod tests {
             assert_eq!(of(&i), want, "unknown liveness, {status}");
         }
         assert_eq!(of(&info(json!({}))), Activity::Other);
+        assert_eq!(of_status(Some(status_of("waiting"))), Activity::NeedsYou);
+        assert_eq!(status_of("compacting"), ActivityStatus::Other);
     }
 }
