@@ -292,3 +292,63 @@ fn doctor_names_a_missing_command_and_a_webhook_that_is_not_https() {
     let sid = sb.new_session("still");
     assert!(!sid.is_empty());
 }
+
+#[test]
+fn doctor_warns_of_a_session_bus_without_a_notification_service() {
+    // A private bus of our own (no service activation: nothing answers
+    // for org.freedesktop.Notifications). Skipped without dbus-daemon.
+    let Ok(dbus) = which("dbus-daemon") else {
+        eprintln!("SKIP: no dbus-daemon");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "dbus-daemon is needed in CI"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bus = dir.path().join("bus");
+    let conf = dir.path().join("bus.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n<busconfig><type>session</type><listen>unix:path={}</listen><auth>EXTERNAL</auth><policy context=\"default\"><allow send_destination=\"*\" eavesdrop=\"true\"/><allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n",
+            bus.display()
+        ),
+    )
+    .unwrap();
+    let mut daemon = std::process::Command::new(dbus)
+        .arg(format!("--config-file={}", conf.display()))
+        .arg("--nofork")
+        .spawn()
+        .unwrap();
+    wait_for(T, "the bus socket", || bus.exists().then_some(()));
+    let address = format!("unix:path={}", bus.display());
+    let sb = Sandbox::with_env(&[("DBUS_SESSION_BUS_ADDRESS", address.as_str())]);
+    let o = sb.run(&["doctor", "--json"]);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let doctor: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notify: Vec<&Value> = doctor
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["check"] == "notify")
+        .collect();
+    assert_eq!(notify.len(), 1, "{notify:?}");
+    assert_eq!(notify[0]["status"], "warn", "{notify:?}");
+    assert!(
+        notify[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no desktop notification server"),
+        "{notify:?}"
+    );
+}
+
+fn which(name: &str) -> Result<PathBuf, ()> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or(())
+}
