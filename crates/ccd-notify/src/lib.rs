@@ -33,8 +33,15 @@
 //!   freedesktop through zbus; `desktop/macos.rs`).
 //!
 //! Who runs the rules: the daemon, for every session on its machine
-//! (`ccd-daemon/src/tasks/notify.rs`), and `ccd notify` where the user sits
-//! (subscribed to each `--host`).
+//! (`ccd-daemon/src/tasks/notify.rs`), sending to the `command` and
+//! `webhook` sinks; and `ccd notify` where the user sits (subscribed to
+//! each `--host`, this machine by default), sending to the `desktop` sink.
+//! A change from the first design: the daemon does not run the desktop
+//! sink itself. It is often started outside the person's desktop session
+//! (by an ssh login, a service manager), where no session bus is
+//! reachable, and where it is reachable a `ccd notify` on the same
+//! machine would show every prompt twice; so the desktop is `ccd
+//! notify`'s alone.
 
 pub mod command;
 pub mod config;
