@@ -1561,3 +1561,71 @@ fn real_cli_a_session_the_memory_budget_stopped_resumes_with_its_conversation() 
         h.join().expect("a version failed (see the panic above)");
     }
 }
+
+/// The daemon's `[notify]` command sink on a real permission prompt: the
+/// notification names the tool and the command, and its prompt id
+/// approves that prompt (`ccd approve --prompt`), which runs the command.
+fn notify_version(version: &str) {
+    let Some((mock, sb)) = real::setup(version, MockUsage::SMALL) else {
+        return;
+    };
+    let root = sb.tmp.path().canonicalize().unwrap();
+    let out = root.join("notified");
+    std::fs::create_dir_all(&out).unwrap();
+    let script = root.join("notifier.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat > {0}/n.json.tmp && mv {0}/n.json.tmp {0}/n.json\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        root.join("ccd.toml"),
+        format!(
+            "[notify]\ndesktop = false\nquiet_secs = 0\nreasons = [\"permission\"]\ncommand = [\"{}\"]\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let dir = sb.project("notified");
+    let sid = asking_session(&sb, &dir, version);
+    sb.ok(&["send", &sid, "TOOL:echo notified > notified.txt"]);
+    let n: Value = wait_for(T, "the notification", || {
+        serde_json::from_slice(&std::fs::read(out.join("n.json")).ok()?).ok()
+    });
+    assert_eq!(n["reason"], "permission", "[{version}] {n}");
+    assert_eq!(n["session"], sid.as_str(), "[{version}] {n}");
+    assert_eq!(n["tool"], "Bash command", "[{version}] {n}");
+    assert!(
+        n["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("echo notified > notified.txt")),
+        "[{version}] {n}"
+    );
+    let prompt = n["prompt_id"].as_str().unwrap_or_default().to_string();
+    assert_eq!(prompt.len(), 16, "[{version}] {n}");
+    let o = sb.run(&["approve", &sid, "--prompt", &prompt]);
+    assert!(
+        o.status.success(),
+        "[{version}] ccd approve: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        evidence(&sb, &mock, Some(&sid))
+    );
+    wait_for(T, "notified.txt", || {
+        std::fs::read_to_string(dir.join("notified.txt"))
+            .ok()
+            .filter(|t| t.trim() == "notified")
+    });
+    sb.ok(&["kill", &sid]);
+}
+
+#[test]
+fn real_cli_a_permission_prompt_is_notified_with_its_command() {
+    for v in real::versions() {
+        notify_version(&v);
+    }
+}
