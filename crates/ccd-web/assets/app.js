@@ -221,6 +221,9 @@
     $("a-resume").hidden = ro || !dead;
     $("a-fork").hidden = ro;
     ["p-yes", "p-always", "p-no", "p-message"].forEach(function (id) { $(id).disabled = ro; });
+    // A read-only page shows the prompt but no way to answer it.
+    ["p-yes", "p-no", "p-message"].forEach(function (id) { $(id).hidden = ro; });
+    if (ro) $("p-always").hidden = true;
   }
 
   function openSession(sid) {

@@ -220,6 +220,7 @@ async fn list_machine(m: &Arc<Machine>) {
 /// listing.
 fn assemble(state: &State) -> String {
     let mut list = sessions::List {
+        read_only: state.read_only,
         machines: Vec::new(),
         sessions: Vec::new(),
     };

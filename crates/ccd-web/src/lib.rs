@@ -11,8 +11,8 @@
 //! - [`guard`]: what every request passes: `Host`, `Origin`, the cookie,
 //!   the security headers on every response;
 //! - [`server`]: the accept loop (connection bound, TLS, header timeout);
-//! - [`tls`]: the TLS acceptor (Linux: rustls with ring; macOS: refused
-//!   for now, see there);
+//! - [`tls`]: the TLS acceptor (Linux: rustls with ring; macOS: the
+//!   system's own, Security.framework through native-tls; see there);
 //! - [`api`]: the routes (login, page, `/api/sessions`, actions);
 //! - [`daemon`]: each machine served (this one, others through ssh): its
 //!   link (blocking `ccd-client` calls on tokio's blocking pool), the
@@ -42,9 +42,9 @@
 //!
 //! # The contract between the server and the page
 //! - Stack: axum 0.8 on tokio (served through hyper's http1 connection
-//!   with upgrades), WebSocket via axum's `ws` feature; TLS with rustls
-//!   (tokio-rustls, ring; Linux only for now, see [`tls`]) for
-//!   non-loopback listening. All static assets
+//!   with upgrades), WebSocket via axum's `ws` feature; TLS for
+//!   non-loopback listening (Linux: rustls through tokio-rustls, ring;
+//!   macOS: Security.framework through tokio-native-tls; see [`tls`]). All static assets
 //!   (`index.html`, `app.js`, `app.css`, no third-party script, no CDN)
 //!   are embedded with `include_str!` from `crates/ccd-web/assets/`.
 //! - `GET /?token=<hex>` → on a valid token: `303 See Other` to `/` with
@@ -66,7 +66,8 @@
 //! - Machines: those `ccd ui` shows (`--host`, `$CCD_HOST`, `ui_hosts`,
 //!   else `local`), in that order; another machine is named as in `ccd
 //!   ls` (a `[hosts]` name, else `user@host:port`).
-//! - `GET /api/sessions` → `{"machines":[{"name":"local","error":null},
+//! - `GET /api/sessions` → `{"read_only":false,
+//!   "machines":[{"name":"local","error":null},
 //!   {"name":"devbox","error":"devbox is unreachable: …"}],
 //!   "sessions":[…]}` (every machine named, with why it is not listed
 //!   now: an unreachable one has no sessions or its last ones, the others

@@ -45,6 +45,9 @@ pub struct PromptOption {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct List {
+    /// `--read-only`: the page looks but does not act (it shows no action
+    /// button; the server refuses actions anyway).
+    pub read_only: bool,
     pub machines: Vec<Machine>,
     pub sessions: Vec<Session>,
 }

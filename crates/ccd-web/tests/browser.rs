@@ -574,29 +574,36 @@ async fn a_read_only_page_looks_but_cannot_act() {
         "return document.getElementById('screen').textContent.length > 0",
     )
     .await;
-    // It cannot act: a page told it is read-only (`read_only` in the
-    // list) shows no send field; else a send is refused with the server's
-    // reason, shown.
-    let hidden = b
+    // It cannot act, and shows it: the server tells the page it is
+    // read-only (`read_only` in the list), and the page shows a
+    // permission prompt but no button, field or form to act with.
+    sb.ok(&["send", &sid, "perm touch looked.txt"]);
+    b.until(
+        "the prompt shown",
+        "var p = document.getElementById('prompt'); return !p.hidden && document.getElementById('p-detail').textContent.indexOf('touch looked.txt') >= 0",
+    )
+    .await;
+    let shown = b
         .js(
-            "return document.getElementById('send-form').hidden && document.getElementById('attach').hidden",
+            "return Array.prototype.filter.call(document.querySelectorAll('#view-session button, #view-session input, #view-session form'), function (e) { return e.getClientRects().length > 0; }).map(function (e) { return e.id || e.textContent; })",
             vec![],
         )
         .await;
-    if hidden != json!(true) {
-        b.type_into("#send-text", "typed while read-only").await;
-        b.tap("#send-btn").await;
-        let notice = b
-            .until(
-                "the refusal",
-                "var n = document.getElementById('notice'); return n.hidden ? '' : n.textContent",
-            )
-            .await;
-        assert!(
-            notice.as_str().unwrap_or_default().contains("read-only"),
-            "{notice}"
-        );
-    }
+    assert_eq!(shown, json!([]), "action controls shown read-only");
+    b.client
+        .goto(&format!("{}/#/", web.origin))
+        .await
+        .expect("the list");
+    b.until("the list again", &item(&sid)).await;
+    assert_eq!(
+        b.js(
+            "return document.getElementById('new-link').getClientRects().length",
+            vec![]
+        )
+        .await,
+        json!(0),
+        "no New session link read-only"
+    );
     // Whatever the page shows, the server refuses: a send from the page's
     // own script is 403.
     let r = b

@@ -42,6 +42,7 @@ fn the_token_logs_in_with_a_strict_cookie_and_leaves_the_address_bar() {
     let list = web.sessions(&cookie);
     assert_eq!(list["machines"][0]["name"], "local", "{list}");
     assert!(list["machines"][0]["error"].is_null(), "{list}");
+    assert_eq!(list["read_only"], false, "{list}");
     assert!(list["sessions"].is_array(), "{list}");
     // Another login gets another cookie; both work.
     let second = web.login();
@@ -247,7 +248,10 @@ fn read_only_looks_but_does_not_act() {
     let sb = Sandbox::new();
     let web = Web::start(&sb, &["--read-only"]);
     let cookie = web.login();
-    assert_eq!(web.get(&cookie, "/api/sessions").status, 200);
+    let list = web.get(&cookie, "/api/sessions");
+    assert_eq!(list.status, 200);
+    // The page is told, so it shows no action (tests/browser.rs).
+    assert!(list.body.contains("\"read_only\":true"), "{}", list.body);
     for (path, body) in [
         ("/api/session/0000/send", r#"{"text":"x"}"#),
         (

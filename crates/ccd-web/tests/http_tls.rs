@@ -1,5 +1,7 @@
-//! `ccd web` over TLS (Linux: rustls with ring; macOS refuses
-//! `--tls-cert`, docs/platforms.md): listening on every address is
+//! `ccd web` over TLS (Linux: rustls with ring; macOS uses the system's
+//! own through native-tls, compiled and linted but never run there, so
+//! these tests, whose client is rustls, run on Linux only:
+//! docs/platforms.md): listening on every address is
 //! allowed with a certificate, the cookie is `Secure`, the certificate's
 //! names are this server's `Host` and `https://` origin (others refused),
 //! and plain HTTP gets no page.
