@@ -352,3 +352,38 @@ fn which(name: &str) -> Result<PathBuf, ()> {
         .find(|p| p.is_file())
         .ok_or(())
 }
+
+#[test]
+fn a_finished_turn_and_an_ended_session_are_notified() {
+    let (sb, out) = sandbox("quiet_secs = 0\nturn_done_after_secs = 0\nreasons = [\"turn_done\", \"exited\", \"failed\"]");
+    let sid = sb.new_session("turns");
+    sb.ok(&["send", &sid, "a turn"]);
+    let n = wait_for(T, "the turn_done notification", || {
+        notified(&out)
+            .into_iter()
+            .map(|(j, _)| j)
+            .find(|j| j["reason"] == "turn_done")
+    });
+    assert_eq!(n["session"], sid.as_str(), "{n}");
+    assert_eq!(n["title"], "turns", "{n}");
+    sb.ok(&["kill", &sid]);
+    let n = wait_for(T, "the end's notification", || {
+        notified(&out)
+            .into_iter()
+            .map(|(j, _)| j)
+            .find(|j| j["reason"] == "exited" || j["reason"] == "failed")
+    });
+    assert_eq!(n["session"], sid.as_str(), "{n}");
+    // Killed by a person: an exit, not a failure.
+    assert_eq!(n["reason"], "exited", "{n}");
+    assert!(n["cwd"].as_str().unwrap_or("").ends_with("/turns"), "{n}");
+    // Only what the config lists: no permission, no question.
+    assert!(
+        notified(&out)
+            .iter()
+            .all(|(j, _)| ["turn_done", "exited", "failed"]
+                .contains(&j["reason"].as_str().unwrap_or(""))),
+        "{:?}",
+        notified(&out)
+    );
+}
