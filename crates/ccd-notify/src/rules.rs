@@ -337,11 +337,13 @@ impl Rules {
                     .map(|n| n.to_string_lossy().into_owned())
             })
             .unwrap_or_else(|| session.chars().take(8).collect());
+        // The web page's own route of a session (`#/s/<sid>`, see
+        // ccd-web's app.js); no token: the page asks for its login.
         let link = self
             .cfg
             .web_public_url
             .as_deref()
-            .map(|u| format!("{}/#session={session}", u.trim_end_matches('/')));
+            .map(|u| format!("{}/#/s/{session}", u.trim_end_matches('/')));
         Notification {
             machine: self.machine.clone(),
             session: session.to_string(),
@@ -732,7 +734,7 @@ mod tests {
         let n = r.observe(permission(Some("p1")), 1);
         assert_eq!(
             n[0].link.as_deref(),
-            Some(format!("https://ccd.example/#session={S}").as_str())
+            Some(format!("https://ccd.example/#/s/{S}").as_str())
         );
     }
 }
