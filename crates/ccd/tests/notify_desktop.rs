@@ -185,8 +185,13 @@ impl Desk {
     /// Picks the action labelled `label` from dunst's context menu, as a
     /// person would.
     fn invoke(&self, label: &str) {
+        std::fs::write(self.dir.join("menu.log"), "").unwrap();
         std::fs::write(self.dir.join("pick"), label).unwrap();
         assert!(self.dunstctl(&["context"]), "dunstctl context failed");
+        // dunst runs its menu on a thread of its own: wait for it.
+        wait_for(T, "dunst's context menu", || {
+            (!self.menu().is_empty()).then_some(())
+        });
     }
 
     /// Waits for a shown notification whose line holds every `needle`.
@@ -214,12 +219,21 @@ impl Drop for Notifier {
 }
 
 fn notifier(sb: &Sandbox, desk: &Desk) -> Notifier {
+    notifier_with(sb, desk, &[("TERMINAL", "")], &[])
+}
+
+/// [`notifier`] with more environment and arguments.
+fn notifier_with(sb: &Sandbox, desk: &Desk, env: &[(&str, &str)], args: &[&str]) -> Notifier {
     let err = desk.dir.join("notify.err");
-    let child = sb
-        .cmd(&["notify"])
+    let mut argv = args.to_vec();
+    argv.push("notify");
+    let mut cmd = sb.cmd(&argv);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd
         .env("DBUS_SESSION_BUS_ADDRESS", &desk.bus)
         .env("DISPLAY", &desk.display)
-        .env("TERMINAL", "")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
@@ -327,5 +341,119 @@ fn an_action_on_a_prompt_answered_meanwhile_is_refused_and_says_so() {
     assert!(!sb
         .ok(&["screen", &sid])
         .contains("echo: perm touch first.txt"));
+    drop(n);
+}
+
+#[test]
+fn open_runs_attach_in_the_terminal() {
+    let Some(desk) = desk_or_skip() else { return };
+    let sb = sandbox(&desk);
+    let sid = sb.new_session("opened");
+    // A "terminal" that records what it was asked to run.
+    let args = desk.dir.join("terminal.args");
+    let term = desk.dir.join("term.sh");
+    std::fs::write(
+        &term,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n", args.display()),
+    )
+    .unwrap();
+    let mut perm = std::fs::metadata(&term).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&term, perm).unwrap();
+    let n = notifier_with(&sb, &desk, &[("TERMINAL", term.to_str().unwrap())], &[]);
+    sb.ok(&["send", &sid, "perm touch opened.txt"]);
+    desk.wait_shown(&["opened asks for permission"]);
+    desk.invoke("Open");
+    let got = wait_for(T, "the terminal started", || {
+        std::fs::read_to_string(&args)
+            .ok()
+            .filter(|s| !s.is_empty())
+    });
+    let got: Vec<&str> = got.lines().collect();
+    assert_eq!(got[0], "-e", "{got:?}");
+    assert!(got[1].ends_with("ccd"), "{got:?}");
+    assert_eq!(&got[got.len() - 2..], ["attach", sid.as_str()], "{got:?}");
+    drop(n);
+}
+
+/// A stand-in for ssh (whatever its options and host) running `far`'s
+/// `ccd dial-stdio` in `far`'s environment (as `ui_hosts.rs` does).
+fn stand_in_ssh(near: &Sandbox, far: &Sandbox) -> PathBuf {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let path = near.tmp.path().join("fake-ssh");
+    let mut script = "#!/bin/sh\nexec env -u XDG_RUNTIME_DIR".to_string();
+    for (k, v) in &far.env {
+        script.push_str(&format!(" {k}={}", quote(v)));
+    }
+    script.push_str(&format!(
+        " {} dial-stdio\n",
+        quote(common::ccd_bin().to_str().unwrap())
+    ));
+    std::fs::write(&path, script).unwrap();
+    let mut perm = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&path, perm).unwrap();
+    path
+}
+
+#[test]
+fn a_prompt_on_another_machine_is_notified_and_answered_there_and_a_cut_link_comes_back() {
+    let Some(desk) = desk_or_skip() else { return };
+    let near = sandbox(&desk);
+    let far = sandbox(&desk);
+    let sid = far.new_session("faraway");
+    let ssh = stand_in_ssh(&near, &far);
+    let n = notifier_with(
+        &near,
+        &desk,
+        &[("CCD_SSH_COMMAND", ssh.to_str().unwrap())],
+        &["--host", "local", "--host", "ssh://far"],
+    );
+    let deadline = std::time::Instant::now() + T;
+    while n.stderr().matches(": connected").count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "both machines connected: {}",
+            n.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    far.ok(&["send", &sid, "perm touch far.txt"]);
+    let line = desk.wait_shown(&["faraway asks for permission", "touch far.txt"]);
+    assert!(line.contains(" on far"), "the machine named: {line}");
+    desk.invoke("Approve");
+    wait_screen(&far, &sid, "echo: perm touch far.txt");
+
+    // The link cut (its ssh killed): said once, connected again, and a
+    // new prompt there notified.
+    let dial: Vec<u32> = ccd_testkit::procs::children(n.child.id())
+        .into_iter()
+        .filter(|&(p, _)| {
+            String::from_utf8_lossy(&ccd_testkit::procs::cmdline(p)).contains("dial-stdio")
+        })
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(dial.len(), 1, "one link to far: {dial:?}");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(dial[0]).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    wait_for(T, "far connected again", || {
+        (n.stderr().matches("far: connected").count() >= 2).then_some(())
+    });
+    let err = n.stderr();
+    assert_eq!(err.matches("far: connection lost").count(), 1, "{err}");
+    far.ok(&["send", &sid, "perm touch again.txt"]);
+    let deadline = std::time::Instant::now() + T;
+    while !desk.shown().contains("touch again.txt") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the prompt after the cut notified: {}\n{}",
+            desk.shown(),
+            n.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     drop(n);
 }

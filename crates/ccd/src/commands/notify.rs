@@ -8,7 +8,8 @@
 //! naming the prompt id: a stale one is refused, and the sink says so).
 //!
 //! Threads, and who owns what: one thread per machine owns its
-//! connection: it connects (never starting a daemon), subscribes, lists
+//! connection: it connects (only the first attempt starts this machine's
+//! daemon when none runs, as `ccd events` does), subscribes, lists
 //! the live sessions once (their folders and titles), and waits for the
 //! link to close; then it reconnects with backoff ([`BACKOFF_MAX`] at
 //! most), saying once that the machine dropped and once that it is back.
@@ -66,6 +67,7 @@ pub fn run(global: &GlobalArgs, _args: &NotifyArgs) -> anyhow::Result<ExitCode> 
     let sink = Desktop::start(
         Arc::new(Answers {
             links: links.clone(),
+            exe: this_exe(),
             global: global.clone(),
             targets: machines
                 .iter()
@@ -146,8 +148,11 @@ fn show(sink: &Desktop, n: Notification) {
 fn watch(name: &str, global: &GlobalArgs, tx: &SyncSender<Msg>, links: &Links) {
     let mut backoff = BACKOFF_MIN;
     let mut down: Option<String> = None;
+    let mut first = true;
     loop {
-        match serve(name, global, tx, links) {
+        let served = serve(name, first, global, tx, links);
+        first = false;
+        match served {
             Ok(why) => {
                 // It was up: a new drop is said, and retried soon.
                 backoff = BACKOFF_MIN;
@@ -180,16 +185,24 @@ fn watch(name: &str, global: &GlobalArgs, tx: &SyncSender<Msg>, links: &Links) {
     }
 }
 
-/// One connection to `name`: `Ok(why it closed)` after it was up, `Err`
-/// when it could not be made.
+/// One connection to `name` (the `first` may start this machine's
+/// daemon): `Ok(why it closed)` after it was up, `Err` when it could not
+/// be made.
 fn serve(
     name: &str,
+    first: bool,
     global: &GlobalArgs,
     tx: &SyncSender<Msg>,
     links: &Links,
 ) -> anyhow::Result<String> {
-    let client = crate::shared::connect::connect_existing(global)?
-        .ok_or_else(|| anyhow::anyhow!("no daemon running"))?;
+    // The first connection starts this machine's daemon when none runs
+    // (as `ccd events`); later ones leave a stopped daemon stopped.
+    let client = if first {
+        crate::shared::connect::connect(global)?
+    } else {
+        crate::shared::connect::connect_existing(global)?
+            .ok_or_else(|| anyhow::anyhow!("no daemon running"))?
+    };
     let (closed_tx, closed) = mpsc::channel::<String>();
     let events_tx = tx.clone();
     let machine = name.to_string();
@@ -249,6 +262,8 @@ fn serve(
 /// `ccd attach` on the machine.
 struct Answers {
     links: Links,
+    /// This ccd, for `attach` (read at start).
+    exe: String,
     global: GlobalArgs,
     targets: HashMap<String, Target>,
 }
@@ -281,10 +296,7 @@ impl Actions for Answers {
     }
 
     fn attach_argv(&self, n: &Notification) -> Vec<String> {
-        let exe = std::env::current_exe()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "ccd".into());
-        let mut v = vec![exe];
+        let mut v = vec![self.exe.clone()];
         if let Some(dir) = &self.global.socket_dir {
             v.push("--socket-dir".into());
             v.push(dir.to_string_lossy().into_owned());
@@ -296,6 +308,18 @@ impl Actions for Answers {
         v.push("attach".into());
         v.push(n.session.clone());
         v
+    }
+}
+
+/// This ccd's path; a binary replaced since it started (Linux says
+/// "<path> (deleted)") is the new one at the same path.
+fn this_exe() -> String {
+    let exe = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "ccd".into());
+    match exe.strip_suffix(" (deleted)") {
+        Some(p) => p.to_string(),
+        None => exe,
     }
 }
 
