@@ -19,7 +19,12 @@ const T: Duration = Duration::from_secs(20);
 /// sink writing each notification's stdin to `<out>/<n>.json` and its
 /// `CCD_NOTIFY_*` environment to `<out>/<n>.env`; the out folder.
 fn sandbox(notify: &str) -> (Sandbox, PathBuf) {
-    let sb = Sandbox::new();
+    sandbox_with_env(notify, &[])
+}
+
+/// [`sandbox`] with `env` set for the daemon.
+fn sandbox_with_env(notify: &str, env: &[(&str, &str)]) -> (Sandbox, PathBuf) {
+    let sb = Sandbox::with_env(env);
     let root = sb.tmp.path().canonicalize().unwrap();
     let out = root.join("notified");
     std::fs::create_dir_all(&out).unwrap();
@@ -386,4 +391,19 @@ fn a_finished_turn_and_an_ended_session_are_notified() {
         "{:?}",
         notified(&out)
     );
+}
+
+#[test]
+fn a_reaped_session_is_notified_with_its_folder() {
+    let (sb, out) = sandbox_with_env(
+        "quiet_secs = 0\nreasons = [\"reaped\", \"budget\"]",
+        &[("CCD_REAP_IDLE_SECS", "2"), ("FAKE_CLAUDE_TURN_MS", "300")],
+    );
+    let sid = sb.new_session_with_a_turn("reaped");
+    let n = wait_for(T, "the reaped notification", || {
+        notified(&out).into_iter().map(|(j, _)| j).next()
+    });
+    assert_eq!(n["reason"], "reaped", "idle, not the budget: {n}");
+    assert_eq!(n["session"], sid.as_str(), "{n}");
+    assert!(n["cwd"].as_str().unwrap_or("").ends_with("/reaped"), "{n}");
 }
