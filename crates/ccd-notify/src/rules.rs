@@ -217,13 +217,20 @@ impl Rules {
             }
             Input::Gone { .. } => {
                 self.cancel(&sid, Reason::answerable);
-                // Keep what names it (an exit notification may be pending),
-                // forget what it was doing.
-                if let Some(f) = self.sessions.get_mut(&sid) {
-                    f.busy_since = None;
-                    f.waiting_told = false;
-                    f.second_writer_told = false;
-                    f.focused = false;
+                // Forgotten (the facts of sessions long gone would pile up
+                // in a daemon that runs for weeks), unless a notification
+                // of it is pending: then what names it stays, what it was
+                // doing goes. A later event names it again (`exited` and
+                // `reaped` carry the folder).
+                if self.pending.iter().any(|p| p.n.session == sid) {
+                    if let Some(f) = self.sessions.get_mut(&sid) {
+                        f.busy_since = None;
+                        f.waiting_told = false;
+                        f.second_writer_told = false;
+                        f.focused = false;
+                    }
+                } else {
+                    self.sessions.remove(&sid);
                 }
             }
             Input::Focus { focused, .. } => {
@@ -710,7 +717,11 @@ mod tests {
             1_000,
         );
         r.observe(Input::Gone { session: S.into() }, 1_500);
-        assert_eq!(reasons(&r.tick(10_000)), [Reason::Exited]);
+        let n = r.tick(10_000);
+        assert_eq!(reasons(&n), [Reason::Exited]);
+        // Nothing pending any more: gone again, it is forgotten.
+        r.observe(Input::Gone { session: S.into() }, 11_000);
+        assert!(r.sessions.is_empty());
     }
 
     #[test]
