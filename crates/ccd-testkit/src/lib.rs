@@ -4,7 +4,9 @@
 //! binaries ([`bins`]), facts about other processes — exists, ended,
 //! parent and state, command line, environment, cwd, owner, memory,
 //! descriptors — read from `/proc` on Linux and from the kernel on macOS
-//! ([`procs`]), and per-thread context-switch counts (`threads`, Linux).
+//! ([`procs`]), per-thread context-switch counts (`threads`, Linux), and
+//! with the `browser` feature a headless Chromium driven over WebDriver
+//! (`browser`, for `ccd web`'s tests).
 //! Used by tests and benchmarks only.
 
 // No unsafe code here, and none may be added (docs/architecture.md,
@@ -12,6 +14,8 @@
 #![forbid(unsafe_code)]
 
 pub mod bins;
+#[cfg(feature = "browser")]
+pub mod browser;
 pub mod fixtures;
 pub mod gen;
 pub mod procs;

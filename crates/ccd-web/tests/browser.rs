@@ -97,7 +97,7 @@ async fn token_login_sets_a_strict_cookie_and_leaves_the_token_out_of_the_addres
     }
 
     // The right token: redirected to / with the cookie, the token gone.
-    let at = b.login(&web).await;
+    let at = b.login(&web.login_url).await;
     assert_eq!(
         at,
         format!("{}/", web.origin),
@@ -136,7 +136,7 @@ async fn the_list_a_prompt_approved_in_one_tap_a_stale_answer_refused_deny_with_
     let outside = sb.outside_session("elsewhere", 7);
     let web = Web::start(&sb, &[]);
     let b = Browser::start(&chromium, &driver, Device::Desktop).await;
-    b.login(&web).await;
+    b.login(&web.login_url).await;
 
     // The list: the held session and the one ccd does not hold.
     b.until("the held session in the list", &item(&sid)).await;
@@ -321,7 +321,7 @@ async fn keys_typed_in_attach_mode_reach_the_session() {
     let sid = sb.new_session("typed");
     let web = Web::start(&sb, &[]);
     let b = Browser::start(&chromium, &driver, Device::Desktop).await;
-    b.login(&web).await;
+    b.login(&web.login_url).await;
     b.client
         .goto(&format!("{}/#/s/{sid}", web.origin))
         .await
@@ -386,7 +386,7 @@ async fn a_new_session_from_a_completed_folder_then_killed_after_asking() {
     std::fs::create_dir_all(folder.join("sub")).expect("a folder");
     let web = Web::start(&sb, &[]);
     let b = Browser::start(&chromium, &driver, Device::Desktop).await;
-    b.login(&web).await;
+    b.login(&web.login_url).await;
 
     // The folder field completes through the daemon (`dirs.complete`).
     b.tap("#new-link").await;
@@ -478,7 +478,7 @@ async fn another_origins_page_and_a_rebound_host_get_nothing() {
     let sid = sb.new_session("target");
     let web = Web::start(&sb, &[]);
     let b = Browser::start(&chromium, &driver, Device::Desktop).await;
-    b.login(&web).await;
+    b.login(&web.login_url).await;
     b.until("the list", &item(&sid)).await;
 
     // A page of another origin on the same site (127.0.0.1, another port):
@@ -562,7 +562,7 @@ async fn a_read_only_page_looks_but_cannot_act() {
     let sid = sb.new_session("looked-at");
     let web = Web::start(&sb, &["--read-only"]);
     let b = Browser::start(&chromium, &driver, Device::Desktop).await;
-    b.login(&web).await;
+    b.login(&web.login_url).await;
     b.until("the list", &item(&sid)).await;
     b.client
         .goto(&format!("{}/#/s/{sid}", web.origin))
@@ -644,7 +644,7 @@ async fn real_cli_a_permission_prompt_approved_from_the_page_runs_the_command() 
         let sid = sb.ok(&args).trim().to_string();
         let web = Web::start(&sb, &[]);
         let b = Browser::start(&chromium, &driver, Device::Desktop).await;
-        b.login(&web).await;
+        b.login(&web.login_url).await;
         b.client
             .goto(&format!("{}/#/s/{sid}", web.origin))
             .await
@@ -691,7 +691,7 @@ async fn a_phone_sized_touch_viewport_shows_one_column() {
     let _other = sb.new_session("phone2");
     let web = Web::start(&sb, &[]);
     let b = Browser::start(&chromium, &driver, Device::Phone).await;
-    b.login(&web).await;
+    b.login(&web.login_url).await;
     b.until("the session in the list", &item(&sid)).await;
 
     let m = b
@@ -832,7 +832,7 @@ async fn bench_page_load_idle_bytes_and_screen_latency() {
         .and_then(|p| p.parse().ok())
         .expect("the port");
     let b = Browser::start(&chromium, &driver, Device::Desktop).await;
-    b.login(&web).await;
+    b.login(&web.login_url).await;
     b.until(
         "1,000 sessions listed",
         "return document.querySelectorAll('#sessions .item').length >= 1001",
