@@ -457,3 +457,41 @@ fn a_prompt_on_another_machine_is_notified_and_answered_there_and_a_cut_link_com
     }
     drop(n);
 }
+
+/// The real CLI (both pinned versions, offline against `ccd-mock-api`):
+/// its Bash permission prompt is notified with the command, and Approve
+/// on the notification runs it.
+#[test]
+fn real_cli_a_bash_prompt_is_notified_with_its_command_and_approved_from_the_notification() {
+    use common::real::{self, MockUsage};
+    let Some(desk) = desk_or_skip() else { return };
+    for version in real::versions() {
+        let Some((_mock, mut sb)) = real::setup(&version, MockUsage::SMALL) else {
+            continue;
+        };
+        // Its daemon reaches no session bus (set before it starts).
+        let none = format!("unix:path={}", desk.dir.join("no-bus").display());
+        sb.env.push(("DBUS_SESSION_BUS_ADDRESS".into(), none));
+        let dir = sb.project("asked");
+        let mut args = vec!["new", "--detach", "--cwd", dir.to_str().unwrap(), "--"];
+        if !version.starts_with("2.1.1") {
+            args.extend(["--permission-mode", "manual"]);
+        }
+        let sid = sb.ok(&args).trim().to_string();
+        let n = notifier(&sb, &desk);
+        sb.ok(&["send", &sid, "TOOL:echo approved > approved.txt"]);
+        let line = desk.wait_shown(&["asked asks for permission", "echo approved > approved.txt"]);
+        assert!(line.contains("Bash"), "[{version}] the tool: {line}");
+        desk.invoke("Approve");
+        let made = dir.join("approved.txt");
+        wait_for(Duration::from_secs(60), "approved.txt", || {
+            std::fs::read_to_string(&made)
+                .ok()
+                .filter(|t| t.trim() == "approved")
+        });
+        drop(n);
+        assert!(desk.dunstctl(&["close-all"]));
+        std::fs::write(desk.dir.join("shown.log"), "").unwrap();
+        eprintln!("[{version}] a real prompt approved from its notification");
+    }
+}
