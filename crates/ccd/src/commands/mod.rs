@@ -66,7 +66,10 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             }
             cli.global.targets = crate::hosts::resolve(&cli.global)?;
             // `ls` and `status` take several machines.
-            if !matches!(other, Command::Ls(_) | Command::Status(_) | Command::Notify(_)) {
+            if !matches!(
+                other,
+                Command::Ls(_) | Command::Status(_) | Command::Notify(_)
+            ) {
                 crate::hosts::single(&cli.global)?;
             }
             match other {
