@@ -331,7 +331,10 @@ fn an_action_on_a_prompt_answered_meanwhile_is_refused_and_says_so() {
     .unwrap();
     assert!(desk.dunstctl(&["context"]));
     let refusal = desk.wait_shown(&["stale: not approved"]);
-    assert!(refusal.contains("prompt"), "says why: {refusal}");
+    assert!(
+        refusal.contains("answered meanwhile") && refusal.contains("nothing was typed"),
+        "says why: {refusal}"
+    );
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         sb.ok(&["screen", &sid]),
@@ -494,4 +497,24 @@ fn real_cli_a_bash_prompt_is_notified_with_its_command_and_approved_from_the_not
         std::fs::write(desk.dir.join("shown.log"), "").unwrap();
         eprintln!("[{version}] a real prompt approved from its notification");
     }
+}
+
+#[test]
+fn without_a_session_bus_ccd_notify_says_so_and_exits() {
+    // No desktop needed: the bus named is a path where nothing listens.
+    let sb = Sandbox::new();
+    let none = format!("unix:path={}", sb.tmp.path().join("no-bus").display());
+    let started = std::time::Instant::now();
+    let out = sb
+        .cmd(&["notify"])
+        .env("DBUS_SESSION_BUS_ADDRESS", &none)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no desktop to notify on") && err.contains("no D-Bus session bus"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10), "said at once");
 }
