@@ -18,7 +18,9 @@
 //!   and (a holder capped at protocol 2) by the daemon, next to `ccd
 //!   screen`, with the holder connections each costs (`respond.rs`);
 //! - with `--only ssh`: the echo `ccd --host ssh://… attach` adds over
-//!   loopback ssh beside a local `ccd attach` (`ssh.rs`).
+//!   loopback ssh beside a local `ccd attach` (`ssh.rs`);
+//! - with `--only web`: a held session's PTY output to a `ccd web` page's
+//!   WebSocket frame beside `ccd attach`'s echo of it (`web.rs`).
 //!
 //! Every process gets a temp HOME, CLAUDE_CONFIG_DIR, TMPDIR and ccd
 //! socket/state dirs; everything started is stopped by pid (tmux by
@@ -36,6 +38,7 @@ mod ssh;
 pub mod stream;
 mod term;
 mod tmux;
+mod web;
 
 use std::path::{Path, PathBuf};
 use stream::Kind;
@@ -99,7 +102,8 @@ pub struct Args {
     pub cost_unrelated: usize,
     /// Only these parts (comma separated: flood, echo, attach, respond, memory, cost, idle; and
     /// ssh, never run by default: echo of `ccd attach` over loopback ssh,
-    /// with a private sshd the run starts).
+    /// with a private sshd the run starts; and web, never run by default:
+    /// the echo through `ccd web`'s WebSocket beside `ccd attach`'s).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Skip these contenders (comma separated: raw, tmux, dtach, ccd-api, ccd-attach).
@@ -379,6 +383,12 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         match ssh::echo(&cx) {
             Ok(e) => rep.ssh_echo = Some(e),
             Err(e) => rep.echo.push(ssh::failed(&e)),
+        }
+    }
+    if a.only.iter().any(|o| o == "web") {
+        match web::echo(&cx) {
+            Ok(e) => rep.web_echo = Some(e),
+            Err(e) => rep.notes.push(format!("web: {e:#}")),
         }
     }
     if part("memory") || part("idle") || part("cost") {

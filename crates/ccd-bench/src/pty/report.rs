@@ -176,6 +176,8 @@ pub struct Report {
     pub idle: Option<super::idle::Idle>,
     /// `ccd attach` locally and over loopback ssh (`--only ssh`).
     pub ssh_echo: Option<super::ssh::SshEcho>,
+    /// `ccd attach` and a `ccd web` page's WebSocket (`--only web`).
+    pub web_echo: Option<super::web::WebEcho>,
     pub notes: Vec<String>,
     pub targets: serde_json::Value,
 }
@@ -209,6 +211,7 @@ impl Report {
             respond: None,
             idle: None,
             ssh_echo: None,
+            web_echo: None,
             notes,
             targets: serde_json::json!({
                 "tui_ratio_to_raw_min": 0.85,
@@ -516,6 +519,15 @@ impl Report {
             );
             for e in &a.errors {
                 let _ = writeln!(o, "  error: {e}");
+            }
+        }
+        if let Some(e) = &self.web_echo {
+            let _ = writeln!(o, "screen update to a ccd web page, ms (p50 / p90 / p99)");
+            let f = |l: &Latency| format!("{:.3} / {:.3} / {:.3}", l.p50_ms, l.p90_ms, l.p99_ms);
+            let _ = writeln!(o, "  ccd attach: key -> echo         {:>28}", f(&e.attach));
+            let _ = writeln!(o, "  ccd web: key -> WebSocket frame {:>28}", f(&e.web));
+            if e.web.timeouts > 0 {
+                let _ = writeln!(o, "  ccd web timeouts: {}", e.web.timeouts);
             }
         }
         if let Some(e) = &self.ssh_echo {
