@@ -518,3 +518,34 @@ fn without_a_session_bus_ccd_notify_says_so_and_exits() {
     );
     assert!(started.elapsed() < Duration::from_secs(10), "said at once");
 }
+
+#[test]
+fn the_notify_table_of_the_config_decides_what_is_shown() {
+    let Some(desk) = desk_or_skip() else { return };
+    let sb = sandbox(&desk);
+    // Exits only, at once (no quiet delay).
+    let config = sb
+        .env
+        .iter()
+        .find(|(k, _)| k == "CCD_CONFIG")
+        .unwrap()
+        .1
+        .clone();
+    std::fs::write(
+        &config,
+        "[notify]\nreasons = [\"exited\"]\nquiet_secs = 0\n",
+    )
+    .unwrap();
+    let sid = sb.new_session("configured");
+    let n = notifier(&sb, &desk);
+    sb.ok(&["send", &sid, "perm touch never.txt"]);
+    wait_screen(&sb, &sid, "touch never.txt");
+    sb.ok(&["kill", &sid]);
+    desk.wait_shown(&["configured exited"]);
+    assert!(
+        !desk.shown().contains("asks for permission"),
+        "permission is not among the reasons: {}",
+        desk.shown()
+    );
+    drop(n);
+}

@@ -26,7 +26,7 @@ use crate::hosts::Target;
 use anyhow::Context;
 use ccd_client::Link;
 use ccd_notify::desktop::{self, Actions, Choice, Desktop, DesktopOptions};
-use ccd_notify::{Input, Notification, NotifyConfig, Rules};
+use ccd_notify::{Input, Notification, Rules};
 use ccd_protocol::methods::events::{Event, EventNotification, EventsSubscribe, SubscribeParams};
 use ccd_protocol::methods::session::{
     ListParams, RespondChoice, RespondParams, SessionRespond, SessionsList,
@@ -59,7 +59,7 @@ type Links = Arc<Mutex<HashMap<String, Link>>>;
 pub fn run(global: &GlobalArgs, _args: &NotifyArgs) -> anyhow::Result<ExitCode> {
     let settings = crate::settings::Settings::load(global.config.as_deref())?;
     let targets = hosts(global, &settings)?;
-    let cfg = config(global)?;
+    let cfg = settings.notify.clone();
     let info = desktop::probe(PROBE).context("ccd notify has no desktop to notify on")?;
     let links: Links = Arc::default();
     let machines: Vec<(String, Target)> =
@@ -347,51 +347,9 @@ fn hosts(global: &GlobalArgs, settings: &crate::settings::Settings) -> anyhow::R
     }
 }
 
-/// The config file's `[notify]` table (defaults when absent).
-fn config(global: &GlobalArgs) -> anyhow::Result<NotifyConfig> {
-    let path = match global.config.clone() {
-        Some(p) => p,
-        None => match crate::settings::Settings::default_path() {
-            Some(p) => p,
-            None => return Ok(NotifyConfig::default()),
-        },
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(NotifyConfig::default()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
-    notify_table(&text).with_context(|| format!("{}: [notify]", path.display()))
-}
-
-/// The `[notify]` table of a config file's text.
-fn notify_table(text: &str) -> anyhow::Result<NotifyConfig> {
-    #[derive(serde::Deserialize)]
-    struct File {
-        #[serde(default)]
-        notify: Option<NotifyConfig>,
-    }
-    let f: File = toml::from_str(text)?;
-    Ok(f.notify.unwrap_or_default())
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_notify_table_is_read_and_other_keys_left_alone() {
-        let c = notify_table("ui_notify = \"bell\"\n[notify]\nquiet_secs = 0\n").unwrap();
-        assert_eq!(c.quiet_secs, 0);
-        assert_eq!(notify_table("").unwrap(), NotifyConfig::default());
-        let e = notify_table("[notify]\nquiet = 1\n").unwrap_err();
-        assert!(format!("{e:#}").contains("quiet"), "{e:#}");
-    }
 }
