@@ -45,6 +45,9 @@ enum Cmd {
     /// ccd's terminal path next to a raw PTY, tmux and dtach: flood
     /// throughput, keystroke echo, attach time, memory.
     Pty(pty::Args),
+    /// `ccd web`: a held session's PTY output to a page's WebSocket frame,
+    /// beside `ccd attach`'s echo (`pty --only web`; `pty`'s options).
+    Web(pty::Args),
     /// In-memory parse speed of the screen model, part by part.
     Parse(parse::Args),
     /// Trim a generated real-shaped transcript (default 1 GB): time, MB/s,
@@ -73,6 +76,10 @@ fn main() -> anyhow::Result<()> {
         Cmd::Ls(a) => ls::run(&a),
         Cmd::Events(a) => events::run(&a),
         Cmd::Pty(a) => pty::run(&a),
+        Cmd::Web(mut a) => {
+            a.only = vec!["web".into()];
+            pty::run(&a)
+        }
         Cmd::Parse(a) => parse::run(&a),
         Cmd::Trim(a) => trim::run(&a),
         Cmd::TrimChild(a) => trim::child(&a),
