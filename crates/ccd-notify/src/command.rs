@@ -10,7 +10,7 @@
 //! too). A command that is missing, cannot run, exits non-zero or times out
 //! is a failure in [`Health`] (said once in the log).
 
-use crate::health::Health;
+use crate::health::{Health, Queue};
 use crate::notification::Notification;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -73,27 +73,24 @@ fn is_executable(p: &std::path::Path) -> bool {
 /// worker once the queue is drained.
 #[derive(Debug, Clone)]
 pub struct CommandSink {
-    tx: mpsc::Sender<Notification>,
-    health: Health,
+    queue: Queue,
 }
 
 impl CommandSink {
     /// Starts the worker on the current tokio runtime.
     pub fn spawn(argv: Vec<String>, timeout: Duration, health: Health) -> Self {
-        let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(worker(argv, timeout, rx, health.clone()));
-        Self { tx, health }
+        let (queue, rx) = Queue::new(QUEUE, health.clone());
+        tokio::spawn(worker(argv, timeout, rx, health));
+        Self { queue }
     }
 
     /// Queues `n` (never waits; a full queue drops it and counts it).
     pub fn send(&self, n: Notification) {
-        if self.tx.try_send(n).is_err() {
-            self.health.dropped();
-        }
+        self.queue.send(n);
     }
 
     pub fn health(&self) -> &Health {
-        &self.health
+        self.queue.health()
     }
 }
 

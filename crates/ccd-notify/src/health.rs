@@ -6,10 +6,44 @@
 //! A failure is logged once (`warn`) when it starts or its words change,
 //! not at every send; a send that works again after failures is logged
 //! once (`info`).
+//!
+//! [`Queue`]: the front of a daemon sink (`command`, `webhook`): a bounded
+//! queue into the sink's worker, whose sends never wait (a full queue
+//! drops the notification and counts it in the [`Health`]).
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+use crate::notification::Notification;
+
+/// A sink's bounded queue into its worker, and its [`Health`] (see the
+/// module doc). Cloning it shares both.
+#[derive(Debug, Clone)]
+pub struct Queue {
+    tx: mpsc::Sender<Notification>,
+    health: Health,
+}
+
+impl Queue {
+    /// A queue of at most `bound` waiting; the worker reads the receiver.
+    pub fn new(bound: usize, health: Health) -> (Self, mpsc::Receiver<Notification>) {
+        let (tx, rx) = mpsc::channel(bound);
+        (Self { tx, health }, rx)
+    }
+
+    /// Queues `n` (never waits; a full queue drops it and counts it).
+    pub fn send(&self, n: Notification) {
+        if self.tx.try_send(n).is_err() {
+            self.health.dropped();
+        }
+    }
+
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+}
 
 /// A sink's record (the file `ccd doctor` reads).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

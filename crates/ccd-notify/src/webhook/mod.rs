@@ -28,7 +28,7 @@ use macos as platform;
 
 pub use platform::Connector;
 
-use crate::health::Health;
+use crate::health::{Health, Queue};
 use crate::notification::Notification;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -93,8 +93,7 @@ pub fn parse(url: &str) -> Result<Target, WebhookError> {
 /// A running webhook sink (see the module doc).
 #[derive(Debug, Clone)]
 pub struct WebhookSink {
-    tx: mpsc::Sender<Notification>,
-    health: Health,
+    queue: Queue,
 }
 
 impl WebhookSink {
@@ -108,20 +107,18 @@ impl WebhookSink {
     ) -> Result<Self, WebhookError> {
         let target = parse(url)?;
         let connector = platform::connector(ca)?;
-        let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(worker(target, connector, timeout, rx, health.clone()));
-        Ok(Self { tx, health })
+        let (queue, rx) = Queue::new(QUEUE, health.clone());
+        tokio::spawn(worker(target, connector, timeout, rx, health));
+        Ok(Self { queue })
     }
 
     /// Queues `n` (never waits; a full queue drops it and counts it).
     pub fn send(&self, n: Notification) {
-        if self.tx.try_send(n).is_err() {
-            self.health.dropped();
-        }
+        self.queue.send(n);
     }
 
     pub fn health(&self) -> &Health {
-        &self.health
+        self.queue.health()
     }
 }
 
