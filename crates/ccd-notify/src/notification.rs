@@ -98,25 +98,29 @@ impl Notification {
     }
 }
 
+/// A Bash permission prompt on `box` (the unit tests' one notification,
+/// here and in the desktop sink's).
+#[cfg(test)]
+pub(crate) fn sample_prompt() -> Notification {
+    Notification {
+        machine: "box".into(),
+        session: "9b1d4c2e-7a3f".into(),
+        title: "proj".into(),
+        cwd: Some("/home/me/proj".into()),
+        reason: Reason::Permission,
+        tool: Some("Bash command".into()),
+        detail: Some("rm -rf build".into()),
+        prompt_id: Some("5f1c".into()),
+        options: Some(vec!["Yes".into(), "No".into()]),
+        link: None,
+        at: 1_795_977_306_010,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::sample_prompt as prompt;
     use super::*;
-
-    fn prompt() -> Notification {
-        Notification {
-            machine: "box".into(),
-            session: "9b1d4c2e-7a3f".into(),
-            title: "proj".into(),
-            cwd: Some("/home/me/proj".into()),
-            reason: Reason::Permission,
-            tool: Some("Bash command".into()),
-            detail: Some("rm -rf build".into()),
-            prompt_id: Some("5f1c".into()),
-            options: Some(vec!["Yes".into(), "No".into()]),
-            link: None,
-            at: 1_795_977_306_010,
-        }
-    }
 
     #[test]
     fn its_json_is_the_documented_shape() {

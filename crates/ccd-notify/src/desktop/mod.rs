@@ -429,22 +429,7 @@ fn spawn_detached(argv: &[String]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn prompt() -> Notification {
-        Notification {
-            machine: "box".into(),
-            session: "9b1d4c2e-7a3f".into(),
-            title: "proj".into(),
-            cwd: Some("/home/me/proj".into()),
-            reason: Reason::Permission,
-            tool: Some("Bash command".into()),
-            detail: Some("rm -rf build".into()),
-            prompt_id: Some("5f1c".into()),
-            options: Some(vec!["Yes".into(), "No".into()]),
-            link: None,
-            at: 1,
-        }
-    }
+    use crate::notification::sample_prompt as prompt;
 
     #[test]
     fn a_prompt_names_the_session_the_tool_the_command_and_the_machine() {
