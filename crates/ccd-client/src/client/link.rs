@@ -517,6 +517,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::tests::{listening, status_reply};
 
     fn reply(id: i64, v: Value) -> Response {
         serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": v}))
@@ -640,24 +641,11 @@ mod tests {
     /// refuses the next call at once.
     #[test]
     fn a_link_carries_concurrent_calls_and_fails_them_when_closed() {
-        use crate::socket_dir::SocketDir;
         use ccd_protocol::methods::daemon::DaemonStatus;
         use ccd_protocol::methods::Empty;
         use std::io::{BufRead, Write};
-        use std::os::unix::fs::PermissionsExt;
-        use std::os::unix::net::UnixListener;
 
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = SocketDir::new(tmp.path().join("sock"));
-        dir.create_private().expect("socket dir");
-        let listener = UnixListener::bind(dir.socket()).expect("bind");
-        std::fs::set_permissions(dir.socket(), std::fs::Permissions::from_mode(0o600))
-            .expect("chmod");
-        let status = |id: i64, pid: u32| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"daemon_version":"9","protocol":1,"pid":{pid},"started_at":0,"socket":"s","sessions":0,"clients":1}}}}"#
-            )
-        };
+        let (_tmp, dir, listener) = listening();
         let peer = std::thread::spawn(move || {
             let (s, _) = listener.accept().expect("accept");
             s.set_read_timeout(Some(Duration::from_secs(10)))
@@ -679,13 +667,13 @@ mod tests {
                 ids.push(v["id"].as_i64().expect("id"));
             }
             // Answered in the reverse order, a notification between.
-            writeln!(w, "{}", status(ids[1], 200 + ids[1] as u32)).expect("write");
+            writeln!(w, "{}", status_reply(ids[1], 200 + ids[1] as u32)).expect("write");
             writeln!(
                 w,
                 r#"{{"jsonrpc":"2.0","method":"events.event","params":{{"n":1}}}}"#
             )
             .expect("write");
-            writeln!(w, "{}", status(ids[0], 200 + ids[0] as u32)).expect("write");
+            writeln!(w, "{}", status_reply(ids[0], 200 + ids[0] as u32)).expect("write");
             // A third call, never answered: the peer hangs up.
             line.clear();
             r.read_line(&mut line).expect("a third call");
@@ -744,23 +732,10 @@ mod tests {
     /// that comes after is dropped, and the next call gets its own.
     #[test]
     fn a_late_reply_over_a_link_is_dropped_after_the_deadline() {
-        use crate::socket_dir::SocketDir;
         use ccd_protocol::methods::daemon::DaemonStatus;
         use std::io::{BufRead, Write};
-        use std::os::unix::fs::PermissionsExt;
-        use std::os::unix::net::UnixListener;
 
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = SocketDir::new(tmp.path().join("sock"));
-        dir.create_private().expect("socket dir");
-        let listener = UnixListener::bind(dir.socket()).expect("bind");
-        std::fs::set_permissions(dir.socket(), std::fs::Permissions::from_mode(0o600))
-            .expect("chmod");
-        let status = |id: i64, pid: u32| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"daemon_version":"9","protocol":1,"pid":{pid},"started_at":0,"socket":"s","sessions":0,"clients":1}}}}"#
-            )
-        };
+        let (_tmp, dir, listener) = listening();
         let (late_tx, late) = mpsc::channel::<()>();
         let peer = std::thread::spawn(move || {
             let (s, _) = listener.accept().expect("accept");
@@ -785,9 +760,9 @@ mod tests {
             // Answered only once the caller gave up.
             late.recv_timeout(Duration::from_secs(10))
                 .expect("given up");
-            writeln!(w, "{}", status(first, 1)).expect("write");
+            writeln!(w, "{}", status_reply(first, 1)).expect("write");
             let second = next_id();
-            writeln!(w, "{}", status(second, 2)).expect("write");
+            writeln!(w, "{}", status_reply(second, 2)).expect("write");
         });
         let link = Link::start(Client::connect(&dir, "test/0").expect("connect")).expect("link");
         let within = Duration::from_millis(300);

@@ -288,7 +288,7 @@ mod tests {
     use std::os::unix::net::UnixListener;
 
     /// A private socket directory with a listener in it.
-    fn listening() -> (tempfile::TempDir, SocketDir, UnixListener) {
+    pub(super) fn listening() -> (tempfile::TempDir, SocketDir, UnixListener) {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = SocketDir::new(tmp.path().join("sock"));
         dir.create_private().expect("socket dir");
@@ -330,8 +330,8 @@ mod tests {
             .collect()
     }
 
-    /// A `daemon.status` reply to `id` naming `pid`.
-    fn status_reply(id: u64, pid: u32) -> String {
+    /// A `daemon.status` reply to `id` naming `pid` (also link.rs's tests').
+    pub(super) fn status_reply(id: impl std::fmt::Display, pid: u32) -> String {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"result":{{"daemon_version":"9","protocol":1,"pid":{pid},"started_at":0,"socket":"s","sessions":0,"clients":1}}}}"#
         )
