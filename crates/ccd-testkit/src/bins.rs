@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// The target profile folder the running test binary lives in
 /// (`<target>/debug`, from `<target>/debug/deps/<test>`).
@@ -58,6 +59,23 @@ pub fn workspace_bin(package: &str, name: &str, rebuild: bool) -> PathBuf {
     }
     assert!(path.exists(), "{name} not found at {}", path.display());
     path
+}
+
+/// The fake claude (`ccd-fake-claude`'s `fake-claude`), built on first use
+/// when missing; looked up once per test binary.
+pub fn fake_claude() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| workspace_bin("ccd-fake-claude", "fake-claude", false))
+        .clone()
+}
+
+/// ccd, as `cargo test` builds it, for other packages' tests: rebuilt
+/// once per test binary (`cargo test -p X` neither builds it nor notices
+/// it is stale; a no-op when up to date).
+pub fn ccd() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| workspace_bin("ccd", "ccd", true))
+        .clone()
 }
 
 #[cfg(test)]

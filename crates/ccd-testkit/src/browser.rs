@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::wait::wait_for;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
@@ -25,18 +26,6 @@ impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// Polls `f` every 50 ms until it gives `Some` (or panics after `timeout`).
-fn wait_for<X>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<X>) -> X {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(x) = f() {
-            return x;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

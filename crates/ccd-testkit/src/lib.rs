@@ -6,7 +6,8 @@
 //! descriptors — read from `/proc` on Linux and from the kernel on macOS
 //! ([`procs`]), per-thread context-switch counts (`threads`, Linux), and
 //! with the `browser` feature a headless Chromium driven over WebDriver
-//! (`browser`, for `ccd web`'s tests).
+//! (`browser`, for `ccd web`'s tests); [`wait`]: polling a condition
+//! with a deadline.
 //! Used by tests and benchmarks only.
 
 // No unsafe code here, and none may be added (docs/architecture.md,
@@ -22,3 +23,4 @@ pub mod procs;
 // Read from `/proc`: Linux only (tests that count wakeups are too).
 #[cfg(target_os = "linux")]
 pub mod threads;
+pub mod wait;

@@ -14,37 +14,13 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use ccd_testkit::browser::{browser_or_skip, Browser, Device, T};
 use serde_json::json;
 
-pub fn ccd_bin() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    // `cargo test -p ccd-web` neither builds the `ccd` binary nor notices
-    // it is stale: build it (a no-op when up to date).
-    PATH.get_or_init(|| ccd_testkit::bins::workspace_bin("ccd", "ccd", true))
-        .clone()
-}
-
-pub fn fake_claude() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| ccd_testkit::bins::workspace_bin("ccd-fake-claude", "fake-claude", false))
-        .clone()
-}
-
-/// Polls `f` every 50 ms until it gives `Some` (or panics after `timeout`).
-pub fn wait_for<X>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<X>) -> X {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(x) = f() {
-            return x;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+pub use ccd_testkit::bins::{ccd as ccd_bin, fake_claude};
+pub use ccd_testkit::wait::wait_for;
 
 pub struct Sandbox {
     _tmp: tempfile::TempDir,

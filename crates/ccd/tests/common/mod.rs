@@ -14,19 +14,17 @@ pub mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub fn ccd_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ccd"))
 }
 
-/// The fake claude, built on first use when `cargo test -p ccd` alone ran.
-pub fn fake_claude() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| ccd_testkit::bins::workspace_bin("ccd-fake-claude", "fake-claude", false))
-        .clone()
-}
+#[allow(unused_imports)]
+pub use ccd_testkit::bins::fake_claude;
+// Not every test file that includes this module waits.
+#[allow(unused_imports)]
+pub use ccd_testkit::wait::wait_for;
 
 pub struct Sandbox {
     pub tmp: tempfile::TempDir,
@@ -340,18 +338,6 @@ pub fn python3_or_skip() -> bool {
         eprintln!("SKIPPED: no python3");
     }
     ok
-}
-
-/// Polls `f` until it returns `Some`, or panics after `timeout`.
-pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The next `event` notification's params on a subscribed client, waiting
