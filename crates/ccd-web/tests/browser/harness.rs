@@ -19,7 +19,7 @@ use std::time::Duration;
 pub use ccd_testkit::browser::{browser_or_skip, Browser, Device, T};
 use serde_json::json;
 
-pub use ccd_testkit::bins::{ccd as ccd_bin, fake_claude};
+pub use ccd_testkit::bins::ccd as ccd_bin;
 pub use ccd_testkit::wait::wait_for;
 
 pub struct Sandbox {
@@ -38,33 +38,16 @@ impl Sandbox {
 
     /// `extra` is set for the daemon (and so for every session it starts).
     pub fn with_env(extra: &[(String, String)]) -> Self {
-        let tmp = tempfile::Builder::new()
-            .prefix("ccd-w")
-            .tempdir()
-            .expect("a temp dir");
-        let root = std::fs::canonicalize(tmp.path()).expect("the temp dir's path");
-        let home = root.join("home");
-        let config = home.join(".claude");
-        let sock = root.join("sock");
-        let state = root.join("state");
-        let work = root.join("work");
-        for d in [&home, &work] {
-            std::fs::create_dir_all(d).expect("sandbox folders");
-        }
-        let mut env: Vec<(String, String)> = vec![
-            ("HOME".into(), home.display().to_string()),
-            ("CLAUDE_CONFIG_DIR".into(), config.display().to_string()),
-            ("CCD_SOCKET_DIR".into(), sock.display().to_string()),
-            ("CCD_STATE_DIR".into(), state.display().to_string()),
-            ("CCD_CLAUDE_BIN".into(), fake_claude().display().to_string()),
-            (
-                "CCD_CONFIG".into(),
-                root.join("ccd.toml").display().to_string(),
-            ),
-            ("CCD_TRUST_STABLE_MS".into(), "300".into()),
-            ("TMPDIR".into(), root.display().to_string()),
-            ("CCD_LOG".into(), "debug".into()),
-        ];
+        let dirs = ccd_testkit::sandbox::Dirs::new("ccd-w");
+        let mut env = dirs.env();
+        let ccd_testkit::sandbox::Dirs {
+            tmp,
+            home,
+            config,
+            sock,
+            work,
+            ..
+        } = dirs;
         env.extend(extra.iter().cloned());
         Self {
             _tmp: tmp,
@@ -77,14 +60,7 @@ impl Sandbox {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(ccd_bin());
-        c.args(args)
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("CCD_CLAUDE_BIN");
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c
+        ccd_testkit::sandbox::command(&ccd_bin(), args, &self.env)
     }
 
     /// Runs `ccd args…`, requires success; its stdout.

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 pub const T: Duration = Duration::from_secs(20);
 
-pub use ccd_testkit::bins::{ccd as ccd_bin, fake_claude};
+pub use ccd_testkit::bins::ccd as ccd_bin;
 // Not every test file that includes this module waits.
 #[allow(unused_imports)]
 pub use ccd_testkit::wait::wait_for;
@@ -37,32 +37,16 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Self {
-        let tmp = tempfile::Builder::new().prefix("ccd-h").tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let home = root.join("home");
-        let sock = root.join("sock");
-        let state = root.join("state");
-        let work = root.join("work");
-        for d in [&home, &work] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        let env = vec![
-            ("HOME".into(), home.display().to_string()),
-            (
-                "CLAUDE_CONFIG_DIR".into(),
-                home.join(".claude").display().to_string(),
-            ),
-            ("CCD_SOCKET_DIR".into(), sock.display().to_string()),
-            ("CCD_STATE_DIR".into(), state.display().to_string()),
-            ("CCD_CLAUDE_BIN".into(), fake_claude().display().to_string()),
-            (
-                "CCD_CONFIG".into(),
-                root.join("ccd.toml").display().to_string(),
-            ),
-            ("CCD_TRUST_STABLE_MS".into(), "300".into()),
-            ("TMPDIR".into(), root.display().to_string()),
-            ("CCD_LOG".into(), "debug".into()),
-        ];
+        let dirs = ccd_testkit::sandbox::Dirs::new("ccd-h");
+        let env = dirs.env();
+        let ccd_testkit::sandbox::Dirs {
+            tmp,
+            root,
+            sock,
+            state,
+            work,
+            ..
+        } = dirs;
         Self {
             _tmp: tmp,
             root,
@@ -74,14 +58,7 @@ impl Sandbox {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(ccd_bin());
-        c.args(args)
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("CCD_CLAUDE_BIN");
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c
+        ccd_testkit::sandbox::command(&ccd_bin(), args, &self.env)
     }
 
     pub fn run(&self, args: &[&str]) -> Output {

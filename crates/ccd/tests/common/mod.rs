@@ -43,30 +43,17 @@ impl Sandbox {
 
     /// `extra` is set for the daemon (and so for every session it starts).
     pub fn with_env(extra: &[(&str, &str)]) -> Self {
-        let tmp = tempfile::Builder::new().prefix("ccd-t").tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let home = root.join("home");
-        let config = home.join(".claude");
-        let sock = root.join("sock");
-        let state = root.join("state");
-        let work = root.join("work");
-        for d in [&home, &work] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        let mut env: Vec<(String, String)> = vec![
-            ("HOME".into(), home.display().to_string()),
-            ("CLAUDE_CONFIG_DIR".into(), config.display().to_string()),
-            ("CCD_SOCKET_DIR".into(), sock.display().to_string()),
-            ("CCD_STATE_DIR".into(), state.display().to_string()),
-            ("CCD_CLAUDE_BIN".into(), fake_claude().display().to_string()),
-            (
-                "CCD_CONFIG".into(),
-                root.join("ccd.toml").display().to_string(),
-            ),
-            ("CCD_TRUST_STABLE_MS".into(), "300".into()),
-            ("TMPDIR".into(), root.display().to_string()),
-            ("CCD_LOG".into(), "debug".into()),
-        ];
+        let dirs = ccd_testkit::sandbox::Dirs::new("ccd-t");
+        let mut env = dirs.env();
+        let ccd_testkit::sandbox::Dirs {
+            tmp,
+            root: _,
+            home,
+            config,
+            sock,
+            state,
+            work,
+        } = dirs;
         for (k, v) in extra {
             env.push((k.to_string(), v.to_string()));
         }
@@ -82,14 +69,7 @@ impl Sandbox {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(ccd_bin());
-        c.args(args)
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("CCD_CLAUDE_BIN");
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c
+        ccd_testkit::sandbox::command(&ccd_bin(), args, &self.env)
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
