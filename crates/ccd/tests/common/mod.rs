@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod desk;
 pub mod external;
 pub mod nvim;
 pub mod pty;
