@@ -19,27 +19,6 @@ fn json_rows(out: &str) -> Vec<Value> {
         .unwrap()
 }
 
-/// `ccd --host <host> new --detach --cwd <dir there>`; the session id.
-fn remote_new(host: &SshHost, sb: &Sandbox, name: &str) -> String {
-    let dir = host.project(name);
-    let url = host.url();
-    let o = sb.run(&[
-        "--host",
-        &url,
-        "new",
-        "--detach",
-        "--cwd",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(
-        o.status.success(),
-        "remote new failed: {}\nsshd log:\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        host.sshd_log()
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 #[test]
 fn new_ls_send_and_screen_on_another_machine() {
     let Some(host) = sshd_or_skip() else { return };
@@ -47,7 +26,7 @@ fn new_ls_send_and_screen_on_another_machine() {
     let url = host.url();
     let label = url.trim_start_matches("ssh://").to_string();
     let here = sb.new_session("here");
-    let there = remote_new(&host, &sb, "there");
+    let there = host.new_session(&sb, "there");
     assert_eq!(there.len(), 36, "{there}");
 
     // The remote session lives under the throwaway user's own ~/.claude.
@@ -297,7 +276,7 @@ fn attach_on_another_machine_types_resizes_detaches_and_survives_a_cut() {
     let Some(host) = sshd_or_skip() else { return };
     let sb = host.sandbox();
     let url = host.url();
-    let sid = remote_new(&host, &sb, "attached");
+    let sid = host.new_session(&sb, "attached");
     let short = &sid[..8];
 
     let mut a = PtyRun::start(&sb, &["--host", &url, "attach", short], None);
@@ -377,7 +356,7 @@ fn events_approve_deny_fork_observe_and_kill_on_another_machine() {
     let Some(host) = sshd_or_skip() else { return };
     let sb = host.sandbox();
     let url = host.url();
-    let sid = remote_new(&host, &sb, "verbs");
+    let sid = host.new_session(&sb, "verbs");
 
     // `ccd events` streams the remote daemon's events.
     let mut events = sb
@@ -489,7 +468,7 @@ fn the_neovim_plugin_lists_a_remote_host() {
     };
     let Some(host) = sshd_or_skip() else { return };
     let sb = host.sandbox();
-    let sid = remote_new(&host, &sb, "nvim");
+    let sid = host.new_session(&sb, "nvim");
     let spec = common::nvim::plugin().join("tests/remote_spec.lua");
     let mut cmd = common::nvim::headless(&nvim, &sb, &spec);
     cmd.env("CCD_TEST_HOST", host.url())
@@ -735,7 +714,7 @@ fn the_dashboard_shows_both_machines_over_real_ssh() {
     let mut sb = host.sandbox();
     let url = host.url();
     let here = sb.new_session("here");
-    let there = remote_new(&host, &sb, "there");
+    let there = host.new_session(&sb, "there");
     let args = ["ui", "--host", "local", "--host", url.as_str()];
     let has = |p: &str, sid: &str| list_rows(p).iter().any(|r| r.contains(&sid[..8]));
 

@@ -44,22 +44,7 @@ async fn a_prompt_on_a_machine_behind_a_real_sshd_answered_from_the_browser() {
     let Some(host) = sshd_or_skip() else { return };
     let sb = host.sandbox();
     let url = host.url();
-    let dir = host.project("browserthere");
-    let o = sb.run(&[
-        "--host",
-        &url,
-        "new",
-        "--detach",
-        "--cwd",
-        dir.to_str().expect("UTF-8"),
-    ]);
-    assert!(
-        o.status.success(),
-        "remote new failed: {}\nsshd log:\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        host.sshd_log()
-    );
-    let there = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let there = host.new_session(&sb, "browserthere");
     let here = sb.new_session("browserhere");
 
     let log = std::fs::File::create(sb.tmp.path().join("web.log")).expect("a log");

@@ -69,22 +69,7 @@ fn web_lists_and_acts_on_a_machine_behind_a_real_sshd() {
     let Some(host) = sshd_or_skip() else { return };
     let sb = host.sandbox();
     let url = host.url();
-    let dir = host.project("webthere");
-    let o = sb.run(&[
-        "--host",
-        &url,
-        "new",
-        "--detach",
-        "--cwd",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(
-        o.status.success(),
-        "remote new failed: {}\nsshd log:\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        host.sshd_log()
-    );
-    let there = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let there = host.new_session(&sb, "webthere");
     let here = sb.new_session("webhere");
 
     let log = std::fs::File::create(sb.tmp.path().join("web.log")).unwrap();

@@ -270,6 +270,28 @@ impl SshHost {
         p
     }
 
+    /// `ccd --host <this> new --detach --cwd <project(name)>` from `sb`
+    /// (required to work, with sshd's log if not); the session id.
+    pub fn new_session(&self, sb: &Sandbox, name: &str) -> String {
+        let dir = self.project(name);
+        let url = self.url();
+        let o = sb.run(&[
+            "--host",
+            &url,
+            "new",
+            "--detach",
+            "--cwd",
+            dir.to_str().expect("a UTF-8 path"),
+        ]);
+        assert!(
+            o.status.success(),
+            "remote new failed: {}\nsshd log:\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            self.sshd_log()
+        );
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
     /// The pids of every process of the throwaway user.
     pub fn user_pids(&self) -> Vec<i32> {
         ccd_testkit::procs::pids()
