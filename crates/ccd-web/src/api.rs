@@ -170,10 +170,15 @@ pub fn router(state: Arc<State>) -> Router {
 /// Starts each machine's keeper thread and list task.
 pub fn start_background(state: &Arc<State>) {
     for m in &state.machines {
+        // Subscribed before the keeper starts: the keeper ends at once when
+        // nobody reads `changed`, and a bump before the subscription would
+        // be missed. Marked changed so each machine is listed once at the
+        // start, not only after its first event.
+        let mut changed = m.changed.subscribe();
+        changed.mark_changed();
         m.spawn_keeper();
         let (state, m) = (state.clone(), m.clone());
         tokio::spawn(async move {
-            let mut changed = m.changed.subscribe();
             loop {
                 if changed.changed().await.is_err() {
                     return;
@@ -189,10 +194,12 @@ pub fn start_background(state: &Arc<State>) {
 }
 
 /// Publishes the list made of every machine's last listing (when it
-/// changed).
+/// changed). Assembled under the list's write lock: two machines' tasks
+/// publishing at once cannot store an older assembly over a newer one
+/// (which dropped the other machine's fresh rows until its next event).
 fn publish(state: &State) {
-    let json = assemble(state);
     state.list.send_if_modified(|old| {
+        let json = assemble(state);
         if **old == json {
             false
         } else {

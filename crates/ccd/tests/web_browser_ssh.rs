@@ -36,6 +36,38 @@ fn item(sid: &str) -> String {
     format!("return !!document.querySelector('#sessions .item[data-session=\"{sid}\"]');")
 }
 
+/// Waits (as `Browser::until` does) for the list item of `sid`; on a
+/// timeout the panic says what `/api/sessions` answers now and `ccd web`'s
+/// log, so a failure on CI explains itself.
+async fn listed(b: &Browser, what: &str, sid: &str, web_log: &std::path::Path) {
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        if b.js(&item(sid), vec![]).await == json!(true) {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let page = b
+        .js(
+            "return document.body ? document.body.innerText : ''",
+            vec![],
+        )
+        .await;
+    let api = b
+        .js(
+            "var x = new XMLHttpRequest(); x.open('GET', '/api/sessions', false); x.send(); return x.status + ' ' + x.responseText;",
+            vec![],
+        )
+        .await;
+    let log = std::fs::read_to_string(web_log).unwrap_or_else(|e| format!("(no log: {e})"));
+    panic!(
+        "timed out waiting for {what} ({sid}); the page shows:\n{page}\n/api/sessions now: {api}\nccd web's log:\n{log}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_on_a_machine_behind_a_real_sshd_answered_from_the_browser() {
     let Some((chromium, driver)) = browser_or_skip("web_browser_ssh") else {
@@ -58,6 +90,7 @@ async fn a_prompt_on_a_machine_behind_a_real_sshd_answered_from_the_browser() {
             "--host",
             "local",
         ])
+        .env("CCD_LOG", "info,ccd_web=debug")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log)
@@ -83,8 +116,9 @@ async fn a_prompt_on_a_machine_behind_a_real_sshd_answered_from_the_browser() {
 
     // Both machines' sessions listed, each with its machine named.
     let label = url.trim_start_matches("ssh://").to_string();
-    b.until("this machine's session", &item(&here)).await;
-    b.until("the ssh machine's session", &item(&there)).await;
+    let web_log = sb.tmp.path().join("web.log");
+    listed(&b, "this machine's session", &here, &web_log).await;
+    listed(&b, "the ssh machine's session", &there, &web_log).await;
     let text_of = |sid: &str| {
         format!(
             "return document.querySelector('#sessions .item[data-session=\"{sid}\"]').innerText"
