@@ -8,8 +8,9 @@
 //!
 //! [`State`] is shared by every connection (an `Arc`); it holds no lock
 //! across an await. The background tasks ([`start_background`]): each
-//! machine's keeper thread (its link and events) and list task, which
-//! re-lists that machine's sessions after its events (coalesced), keeps
+//! machine's keeper thread (its link and events) and list task (subscribed
+//! before the keeper starts), which lists that machine's sessions at the
+//! start and again after its events (coalesced), keeps
 //! them as its last listing and publishes the whole list's JSON in `list`
 //! for every WebSocket: a slow machine delays only its own rows.
 
@@ -718,6 +719,64 @@ mod tests {
     fn a_paste_cannot_end_itself_or_hold_keys() {
         let p = paste("a\x1b[201~b\tc\r\nd\u{202e}\x03");
         assert_eq!(p, b"\x1b[200~a[201~b c\nd\x1b[201~".to_vec());
+    }
+
+    /// Each machine's list task is subscribed to its `changed` before the
+    /// keeper starts (the keeper ends at once when nobody reads it, and
+    /// the machine was then never listed until a page asked), and lists it
+    /// once at the start, without waiting for an event.
+    #[tokio::test]
+    async fn each_machine_is_listed_at_the_start_with_its_keeper_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = crate::Options {
+            listen: Some("127.0.0.1:0".into()),
+            machines: vec![],
+            read_only: false,
+            revoke: false,
+            tls_cert: None,
+            tls_key: None,
+            behind_proxy: None,
+            print_url: false,
+            state_dir: dir.path().into(),
+            socket_dir: ccd_client::SocketDir::resolve(Some(dir.path())),
+            daemon: ccd_client::DaemonCommand {
+                program: "/bin/false".into(),
+                args: vec![],
+            },
+        };
+        let plan = Plan::from_options(&opts).unwrap();
+        let far = ccd_client::ssh::Remote {
+            target: "ssh://far".parse().unwrap(),
+            label: "far".into(),
+            // A "ssh" that fails at once, as an unreachable host does.
+            ssh: vec!["/bin/false".into()],
+            remote_ccd: "ccd".into(),
+            stderr: ccd_client::ssh::StderrSink::Inherit,
+            batch: false,
+        };
+        let m = Arc::new(Machine::remote(&far));
+        let state = Arc::new(State::new(
+            &plan,
+            "127.0.0.1:1".parse().unwrap(),
+            None,
+            TokenFile::in_dir(dir.path()),
+            vec![m.clone()],
+        ));
+        let mut list = state.list.subscribe();
+        start_background(&state);
+        // On this current-thread runtime no task has run yet.
+        assert_eq!(
+            m.changed.receiver_count(),
+            1,
+            "subscribed before the keeper"
+        );
+        tokio::time::timeout(Duration::from_secs(10), list.changed())
+            .await
+            .expect("listed at the start")
+            .unwrap();
+        let v: Value = serde_json::from_str(&list.borrow()).unwrap();
+        assert_eq!(v["machines"][0]["name"], "far", "{v}");
+        assert!(v["machines"][0]["error"].is_string(), "{v}");
     }
 
     #[test]
