@@ -29,6 +29,7 @@
 //! | [`heap`] | freed heap handed back to the system (glibc's `malloc_trim`) |
 //! | [`sched`] | scheduling class: short slice, batch / QoS class, the autogroup's nice value |
 //! | [`session`] | a child started in a session of its own (`setsid` in `pre_exec`) |
+//! | [`boot`] | which boot of the machine this is (Linux `boot_id`, macOS `kern.boottime`) |
 //!
 //! Nothing here blocks but where a function says so
 //! ([`exit_watch::wait_exited_no_reap`]); nothing holds state across calls.
@@ -38,6 +39,7 @@
 #![deny(unsafe_code)]
 
 pub mod accept;
+pub mod boot;
 pub mod exit_watch;
 pub mod fdpass;
 pub mod heap;

@@ -1,6 +1,7 @@
 //! The environment variables that exist only for tests and benchmarks
 //! ([`Hook`]): shorter timers, a holder that plays an older one, a pause
-//! in the middle of a trim, a dashboard that exits after its first frame.
+//! in the middle of a trim, a dashboard that exits after its first frame,
+//! a machine that rebooted.
 //! Each is read through [`Hook::read`], which reads the environment only
 //! when this crate's `test-hooks` feature is on ([`ENABLED`]); without it
 //! every hook is absent, whatever the environment says, so a ccd built
@@ -60,11 +61,15 @@ pub enum Hook {
     /// `CCD_UI_PANIC_FOR_TEST=1`: `ccd ui` panics after its first frame
     /// that shows the list (the terminal must come back).
     UiPanic,
+    /// `CCD_TEST_BOOT_ID`: the daemon takes this as the machine's boot id
+    /// instead of the system's (`ccd_os::boot`): a new value simulates a
+    /// reboot.
+    BootId,
 }
 
 impl Hook {
     /// Every hook.
-    pub const ALL: [Hook; 11] = [
+    pub const ALL: [Hook; 12] = [
         Hook::TrustStableMs,
         Hook::ReapIdleSecs,
         Hook::ReapMinIdleSecs,
@@ -76,6 +81,7 @@ impl Hook {
         Hook::UiExitAfterFirstFrame,
         Hook::UiAttachDelayMs,
         Hook::UiPanic,
+        Hook::BootId,
     ];
 
     /// The environment variable.
@@ -92,6 +98,7 @@ impl Hook {
             Hook::UiExitAfterFirstFrame => "CCD_UI_EXIT_AFTER_FIRST_FRAME",
             Hook::UiAttachDelayMs => "CCD_UI_TEST_ATTACH_DELAY_MS",
             Hook::UiPanic => "CCD_UI_PANIC_FOR_TEST",
+            Hook::BootId => "CCD_TEST_BOOT_ID",
         }
     }
 
