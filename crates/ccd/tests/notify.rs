@@ -4,7 +4,8 @@
 //! dialog; a prompt answered within `quiet_secs` sends nothing; the rate
 //! bound drops the excess; a webhook that never answers is abandoned after
 //! its timeout while the daemon keeps serving, and `ccd doctor` says so
-//! once, as it says a missing command and a non-https webhook.
+//! once, as it says a missing command and a non-https webhook; docs/notify.md's
+//! Apprise example, run as written, posts to a local HTTP receiver.
 
 mod common;
 
@@ -406,4 +407,130 @@ fn a_reaped_session_is_notified_with_its_folder() {
     assert_eq!(n["reason"], "reaped", "idle, not the budget: {n}");
     assert_eq!(n["session"], sid.as_str(), "{n}");
     assert!(n["cwd"].as_str().unwrap_or("").ends_with("/reaped"), "{n}");
+}
+
+/// The Apprise to use: `$CCD_APPRISE` (`.ci/run` sets it from
+/// `tests/apprise/install.sh`); `None` with a message when unset, a
+/// failure under CI.
+fn apprise_or_skip() -> Option<PathBuf> {
+    const HINT: &str = "install it with `tests/apprise/install.sh` (a venv with PyPI's apprise, \
+                        pinned; it prints the apprise to use) and set CCD_APPRISE to that path";
+    let found = std::env::var_os("CCD_APPRISE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_file());
+    match found {
+        Some(p) => Some(p),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("CI needs Apprise for the command sink's test: CCD_APPRISE is unset or not a file; {HINT}")
+        }
+        None => {
+            eprintln!("SKIPPED the Apprise test: CCD_APPRISE is unset; {HINT}");
+            None
+        }
+    }
+}
+
+/// A local HTTP receiver: every request's first line and body, answered
+/// `200`.
+fn http_receiver() -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>,
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = got.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let mut r = BufReader::new(s);
+            let mut first = String::new();
+            if r.read_line(&mut first).is_err() {
+                continue;
+            }
+            let mut len = 0usize;
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':') {
+                    if k.eq_ignore_ascii_case("content-length") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0u8; len];
+            let _ = r.read_exact(&mut body);
+            let mut s = r.into_inner();
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            keep.lock().unwrap().push((first.trim().to_string(), body));
+        }
+    });
+    (port, got)
+}
+
+/// docs/notify.md's Apprise line, run as written by the daemon's command
+/// sink (only `apprise` made the pinned one's path and the ntfy URL a
+/// local receiver's `json://`): the receiver gets the title and the body
+/// naming the session, the machine, the reason and the command.
+#[test]
+fn the_documented_apprise_command_posts_the_notification() {
+    let Some(apprise) = apprise_or_skip() else {
+        return;
+    };
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/notify.md"))
+        .unwrap();
+    let line = doc
+        .lines()
+        .find(|l| l.starts_with("command = [\"sh\", \"-c\", \"apprise "))
+        .expect("docs/notify.md has the Apprise example");
+    // A TOML array of basic strings reads as JSON.
+    let mut argv: Vec<String> =
+        serde_json::from_str(line.trim_start_matches("command = ")).unwrap();
+    let (port, got) = http_receiver();
+    let script = argv[2].strip_prefix("apprise ").unwrap().replace(
+        "ntfys://ntfy.sh/my-topic",
+        &format!("json://127.0.0.1:{port}/ccd"),
+    );
+    assert!(
+        script.contains(&format!("json://127.0.0.1:{port}/ccd")),
+        "{script}"
+    );
+    argv[2] = format!("\"$CCD_TEST_APPRISE\" {script}");
+
+    let sb = Sandbox::with_env(&[("CCD_TEST_APPRISE", apprise.to_str().unwrap())]);
+    let root = sb.tmp.path().canonicalize().unwrap();
+    let toml_argv = serde_json::to_string(&argv).unwrap();
+    std::fs::write(
+        root.join("ccd.toml"),
+        format!("[notify]\ndesktop = false\nquiet_secs = 0\nreasons = [\"permission\"]\nsend_timeout_secs = 30\ncommand = {toml_argv}\n"),
+    )
+    .unwrap();
+    let sid = sb.new_session("apprised");
+    sb.ok(&["send", &sid, "perm touch apprised.txt"]);
+    let (first, body) = wait_for(Duration::from_secs(40), "Apprise's POST", || {
+        got.lock().unwrap().first().cloned()
+    });
+    assert_eq!(first, "POST /ccd HTTP/1.1", "{first}");
+    let v: Value = serde_json::from_slice(&body).expect("Apprise's JSON body");
+    let title = v["title"].as_str().unwrap_or_default();
+    let message = v["message"].as_str().unwrap_or_default();
+    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
+    assert_eq!(title, format!("apprised on {host}: permission"), "{v}");
+    assert_eq!(
+        message,
+        format!("apprised on {host}: permission: Bash command: touch apprised.txt"),
+        "{v}"
+    );
+    // Apprise exited 0: the sink counts it sent.
+    let rec = wait_for(T, "the command sink's record of the send", || {
+        let r: Value =
+            serde_json::from_slice(&std::fs::read(sb.state.join("notify-command.json")).ok()?)
+                .ok()?;
+        (r["sent"] == 1).then_some(r)
+    });
+    assert!(rec["last_error"].is_null(), "{rec}");
 }
