@@ -108,8 +108,13 @@ pub struct NotifyConfig {
     /// Notify about a session whose attached client's terminal is focused.
     pub notify_when_focused: bool,
     /// Where `ccd web` is reachable from the person's devices: a
-    /// notification then carries a link to the session's page.
+    /// notification then carries a link to the session's page, and one
+    /// about a permission prompt a link that can answer that prompt once
+    /// (`crate::link`).
     pub web_public_url: Option<String>,
+    /// How long a prompt link answers its prompt (seconds; at most
+    /// [`crate::link::MAX_TTL_SECS`]).
+    pub web_link_secs: u64,
 }
 
 impl Default for NotifyConfig {
@@ -126,6 +131,7 @@ impl Default for NotifyConfig {
             rate_per_minute: 12,
             notify_when_focused: false,
             web_public_url: None,
+            web_link_secs: crate::link::DEFAULT_TTL_SECS,
         }
     }
 }

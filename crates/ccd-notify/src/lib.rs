@@ -27,6 +27,10 @@
 //!   gets (`machine, session, title, cwd, reason, tool?, detail?,
 //!   prompt_id?, options?, link?, at`; docs/notify.md).
 //! - [`config`]: the `[notify]` table of ccd's config.
+//! - [`link`]: prompt links (`web_public_url`): a token bound to one
+//!   prompt, single use, short-lived, that `ccd web` checks; put on a
+//!   notification by its sender ([`link::Minter`]), not by the rules (it
+//!   needs a key file and randomness).
 //! - Sinks, each its own module, each on its own bounded worker (a bounded
 //!   queue, a timeout per send; a sink never blocks its caller): `command`
 //!   and `webhook` (run by the daemon), `desktop` (`desktop/linux.rs`:
@@ -48,6 +52,7 @@ pub mod config;
 pub mod desktop;
 pub mod health;
 pub mod input;
+pub mod link;
 pub mod notification;
 pub mod rules;
 pub mod webhook;
