@@ -26,6 +26,19 @@
 #                     typed, Enter, the permission dialog.
 #                                                      ends: [prompt, typed, dialog]
 #   ready             trusted folder: the idle prompt.  ends: [prompt]
+#   mode-cycle        trusted folder, no flag: the prompt, then Shift-Tab
+#                     (ESC [ Z) six times, the footer's permission mode
+#                     after each.                      ends: [prompt, each key…]
+#   mode-cycle-bypass the same started with --dangerously-skip-permissions
+#                     (the warning accepted beforehand in the seed:
+#                     bypassPermissionsModeAccepted), bypass in the cycle.
+#   mode-flag-<mode>  trusted folder, `--permission-mode <mode>` for each of
+#                     default acceptEdits plan auto bypassPermissions dontAsk
+#                     manual: the prompt, the bypass warning, or the CLI's
+#                     refusal and exit.                ends: [what showed]
+#
+# Run as root (a container), the CLI refuses bypass mode unless IS_SANDBOX=1
+# is set: the two bypass scenarios set it.
 #
 # Every step waits until the screen has been quiet for a while (2.5 s for a
 # dialog or the prompt, 1 s after a key; a write that shows at most two
@@ -77,8 +90,15 @@ import fcntl, json, os, pty, re, select, shutil, signal, struct, subprocess
 import random, string, sys, termios, time, uuid
 
 claude, outdir, mock, *wanted = sys.argv[1:]
+# The values tried with `--permission-mode` (`mode-flag-<value>`): every
+# choice either pinned version's --help lists.
+MODE_FLAGS = ["default", "acceptEdits", "plan", "auto", "bypassPermissions", "dontAsk",
+              "manual"]
 ALL = ["trust-dialog", "api-key-dialog", "resume-not-found", "permission-bash",
-       "permission-write", "ready"]
+       "permission-write", "ready", "mode-cycle", "mode-cycle-bypass",
+       *[f"mode-flag-{m}" for m in MODE_FLAGS]]
+# Shift-Tab presses in the mode-cycle scenarios: more than any cycle's length.
+CYCLE_PRESSES = 6
 for w in wanted:
     if w not in ALL:
         sys.exit(f"record.sh: unknown scenario {w!r} (known: {' '.join(ALL)})")
@@ -86,7 +106,7 @@ scenarios = [s for s in ALL if not wanted or s in wanted]
 
 ROWS, COLS = 40, 120
 API_KEY = "sk-ant-test-0123456789abcdefghijklmnop"
-KEYS = {"down": b"\x1b[B", "up": b"\x1b[A", "enter": b"\r"}
+KEYS = {"down": b"\x1b[B", "up": b"\x1b[A", "enter": b"\r", "shift-tab": b"\x1b[Z"}
 # The sandboxes live in $TMPDIR (as /tmp/ccd-record-XXXXXX/proj), so that
 # the folder on screen looks the same in every recording.
 root = os.environ.get("TMPDIR") or "/tmp"
@@ -124,10 +144,12 @@ def cli_env(base, mock_url):
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
 
-def seed(base, version, proj, trusted, key_approved=True):
+def seed(base, version, proj, trusted, key_approved=True, bypass_accepted=False):
     v = {"hasCompletedOnboarding": True, "lastOnboardingVersion": version, "theme": "dark",
          "customApiKeyResponses": {"approved": [API_KEY[-20:]] if key_approved else [],
                                    "rejected": []}}
+    if bypass_accepted:
+        v["bypassPermissionsModeAccepted"] = True
     if trusted:
         v["projects"] = {proj: {"hasTrustDialogAccepted": True, "allowedTools": []}}
     for p in (f"{base}/home/.claude/.claude.json", f"{base}/home/.claude.json"):
@@ -267,7 +289,16 @@ def record(name, version, mock_url):
     env = cli_env(base, mock_url)
     args, keys, ends = [], [], []
     trusted = name not in ("trust-dialog", "resume-not-found")
-    seed(base, version, proj, trusted, key_approved=name != "api-key-dialog")
+    seed(base, version, proj, trusted, key_approved=name != "api-key-dialog",
+         bypass_accepted=name == "mode-cycle-bypass")
+    if name == "mode-cycle-bypass":
+        args = ["--dangerously-skip-permissions"]
+    if name in ("mode-cycle-bypass", "mode-flag-bypassPermissions"):
+        # Run as root (a container), the CLI refuses bypass mode unless told
+        # it is in a sandbox: it is.
+        env["IS_SANDBOX"] = "1"
+    if name.startswith("mode-flag-"):
+        args = ["--permission-mode", name[len("mode-flag-"):]]
     if name == "resume-not-found":
         args = ["--resume", str(uuid.uuid4())]
     if name.startswith("permission-"):
@@ -303,6 +334,19 @@ def record(name, version, mock_url):
             ends.append(len(cli.data))
         elif name == "ready":
             cli.pump(2.5, 40, lambda w: "❯" in w, "prompt")
+            ends.append(len(cli.data))
+        elif name.startswith("mode-cycle"):
+            cli.pump(2.5, 40, lambda w: "❯" in w, "prompt")
+            ends.append(len(cli.data))
+            for _ in range(CYCLE_PRESSES):
+                cli.send("shift-tab")
+                keys.append("shift-tab")
+                cli.pump(1.0, 10)
+                ends.append(len(cli.data))
+        elif name.startswith("mode-flag-"):
+            # The prompt, a dialog (also drawn with a pointer), or an error
+            # and the CLI's exit (kept).
+            cli.pump(2.5, 40, lambda w: "❯" in w, "prompt, dialog or exit")
             ends.append(len(cli.data))
         else:
             prompt = ("TOOL:echo hi > out.txt" if name == "permission-bash"

@@ -19,8 +19,8 @@ pub mod text;
 
 pub use classify::{
     classify_screen, classify_text, option_for, prompt_id, Answer, ApiKeyDialog, PermissionDialog,
-    PermissionDialogExt, PermissionKind, PermissionOption, ReadyPrompt, ScreenState, StartError,
-    StartErrorKind, TrustAmbiguity, TrustDialog, TrustOption, TrustPath,
+    PermissionDialogExt, PermissionKind, PermissionMode, PermissionOption, ReadyPrompt,
+    ScreenState, StartError, StartErrorKind, TrustAmbiguity, TrustDialog, TrustOption, TrustPath,
 };
 pub use keys::{KeyMoves, NavKey};
 pub use modes::{KittyKeyboard, ModeScanner, MouseEncoding, MouseMode, TerminalModes};

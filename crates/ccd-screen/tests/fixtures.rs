@@ -639,3 +639,149 @@ fn trust_dialog_verdicts_at_every_split() {
         assert!(matches!(ready, ScreenState::Ready(_)), "{name}: {ready:?}");
     }
 }
+
+/// The permission mode the footer shows on `rec.data[..end]`, fed whole
+/// and `size` bytes at a time for every size 1..=64: the same each time.
+fn mode_at_every_split(rec: &Recording, end: usize) -> Option<ccd_screen::PermissionMode> {
+    use ccd_screen::classify::mode;
+    let whole = mode::detect(&screen_at(rec, end).text());
+    for size in 1..=64 {
+        let s = feed_in_chunks_until(rec, end, size);
+        assert_eq!(
+            mode::detect(&s.text()),
+            whole,
+            "{} @ {end} split {size}",
+            rec.name
+        );
+    }
+    whole
+}
+
+#[test]
+fn shift_tab_cycles_the_permission_modes_the_footer_names_on_both_versions() {
+    use ccd_screen::PermissionMode::{
+        AcceptEdits, Auto, BypassPermissions as Bypass, Default, Plan,
+    };
+    for (name, modes) in [
+        // 2.1.1xx starts in default; auto is in its cycle.
+        (
+            "mode-cycle-2.1.173",
+            [Default, AcceptEdits, Plan, Auto, Default, AcceptEdits, Plan],
+        ),
+        // 2.1.332 starts in auto; its default is "manual mode".
+        (
+            "mode-cycle-2.1.332",
+            [Auto, Default, AcceptEdits, Plan, Auto, Default, AcceptEdits],
+        ),
+        // Started with --dangerously-skip-permissions: bypass joins the cycle.
+        (
+            "mode-cycle-bypass-2.1.173",
+            [Bypass, Auto, Default, AcceptEdits, Plan, Bypass, Auto],
+        ),
+        (
+            "mode-cycle-bypass-2.1.332",
+            [Bypass, Auto, Default, AcceptEdits, Plan, Bypass, Auto],
+        ),
+    ] {
+        let rec = load(name);
+        let m = meta(name);
+        let keys = m["keys"].as_array().unwrap();
+        assert_eq!(keys.len(), modes.len() - 1, "{name}: one Shift-Tab a step");
+        assert!(keys.iter().all(|k| k == "shift-tab"), "{name}: {keys:?}");
+        let seen: Vec<_> = rec
+            .chunk_ends
+            .iter()
+            .map(|&end| mode_at_every_split(&rec, end))
+            .collect();
+        assert_eq!(seen, modes.map(Some), "{name}");
+    }
+}
+
+#[test]
+fn each_permission_mode_flag_shows_its_mode_or_why_not_on_both_versions() {
+    use ccd_screen::PermissionMode as M;
+    for (flag, on_173, on_332) in [
+        ("default", Some(M::Default), Some(M::Default)),
+        ("acceptEdits", Some(M::AcceptEdits), Some(M::AcceptEdits)),
+        ("plan", Some(M::Plan), Some(M::Plan)),
+        ("auto", Some(M::Auto), Some(M::Auto)),
+        ("dontAsk", Some(M::DontAsk), Some(M::DontAsk)),
+        // The bypass warning first (no prompt, no mode); 2.1.173 refuses
+        // `manual` and exits.
+        ("bypassPermissions", None, None),
+        ("manual", None, Some(M::Default)),
+    ] {
+        for (v, want) in [("2.1.173", &on_173), ("2.1.332", &on_332)] {
+            let name = format!("mode-flag-{flag}-{v}");
+            let rec = load(&name);
+            assert_eq!(
+                meta(&name)["args"],
+                serde_json::json!(["--permission-mode", flag]),
+                "{name}"
+            );
+            assert_eq!(&mode_at_every_split(&rec, rec.data.len()), want, "{name}");
+            if want.is_some() {
+                assert!(
+                    matches!(
+                        classify_screen(&screen_at(&rec, rec.data.len())),
+                        ScreenState::Ready(_)
+                    ),
+                    "{name}"
+                );
+            }
+        }
+    }
+    let text = |name: &str| {
+        let rec = load(name);
+        screen_at(&rec, rec.data.len()).contents()
+    };
+    assert!(text("mode-flag-manual-2.1.173").contains("argument 'manual' is invalid"));
+    for v in ["2.1.173", "2.1.332"] {
+        assert!(
+            text(&format!("mode-flag-bypassPermissions-{v}"))
+                .contains("WARNING: Claude Code running in Bypass Permissions mode"),
+            "{v}"
+        );
+    }
+}
+
+/// Every settled screen of every recording (each step's end) names its
+/// mode or none, never `unknown`; a screen that is not the input prompt
+/// (a dialog, an error, a frame half drawn) never names one. (Between
+/// two writes of one 2.1.1xx frame the footer can read as anything: a
+/// reader takes the next, settled, read.)
+#[test]
+fn no_recording_shows_a_mode_ccd_cannot_name_and_dialogs_show_none() {
+    use ccd_screen::classify::mode;
+    for rec in all_recordings() {
+        let mut settled: Vec<usize> = rec.chunk_ends.clone();
+        settled.push(rec.data.len());
+        for &end in &settled {
+            let m = mode::detect(&screen_at(&rec, end).text());
+            assert_ne!(
+                m,
+                Some(ccd_screen::PermissionMode::Unknown),
+                "{} @ {end}",
+                rec.name
+            );
+        }
+        for end in (0..rec.data.len()).step_by(13).chain(settled) {
+            let s = screen_at(&rec, end);
+            if !matches!(classify_screen(&s), ScreenState::Ready(_)) {
+                assert_eq!(mode::detect(&s.text()), None, "{} @ {end}", rec.name);
+            }
+        }
+    }
+    // The prompt of a fresh start: each version's own default.
+    for (name, want) in [
+        ("ready-2.1.173", ccd_screen::PermissionMode::Default),
+        ("ready-2.1.332", ccd_screen::PermissionMode::Auto),
+    ] {
+        let rec = load(name);
+        assert_eq!(
+            mode_at_every_split(&rec, rec.data.len()),
+            Some(want),
+            "{name}"
+        );
+    }
+}

@@ -429,6 +429,50 @@ pub struct ReadyPrompt {
     pub hint: Option<String>,
 }
 
+open_enum! {
+    /// A session's permission mode as Claude Code names it on its command
+    /// line (`--permission-mode <mode>`), read off the footer under the
+    /// input box (`ccd_screen::classify::mode`). `unknown`: the footer
+    /// shows a mode indicator whose words ccd does not know (never guessed
+    /// as a known one); a value a later ccd names reads as `Other`.
+    pub enum PermissionMode {
+        /// No indicator with `? for shortcuts` (2.1.1xx), `⏸ manual mode
+        /// on` (2.1.332, which also takes `--permission-mode default`).
+        Default = "default",
+        /// `⏵⏵ accept edits on`.
+        AcceptEdits = "acceptEdits",
+        /// `⏸ plan mode on`.
+        Plan = "plan",
+        /// `⏵⏵ auto mode on`.
+        Auto = "auto",
+        /// `⏵⏵ bypass permissions on`.
+        BypassPermissions = "bypassPermissions",
+        /// `⏵⏵ don't ask on`.
+        DontAsk = "dontAsk",
+        /// A mode indicator ccd cannot name.
+        Unknown = "unknown";
+        /// A name a later ccd sends.
+        Other(String),
+    }
+}
+
+impl PermissionMode {
+    /// The value to give `claude --permission-mode` to start in this
+    /// mode: the names both pinned CLI versions accept; `None` for
+    /// `unknown` and names this version does not know.
+    pub fn flag_value(&self) -> Option<&'static str> {
+        match self {
+            PermissionMode::Default => Some("default"),
+            PermissionMode::AcceptEdits => Some("acceptEdits"),
+            PermissionMode::Plan => Some("plan"),
+            PermissionMode::Auto => Some("auto"),
+            PermissionMode::BypassPermissions => Some("bypassPermissions"),
+            PermissionMode::DontAsk => Some("dontAsk"),
+            PermissionMode::Unknown | PermissionMode::Other(_) => None,
+        }
+    }
+}
+
 /// One option of the trust dialog.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrustOption {
@@ -518,5 +562,21 @@ mod tests {
         let wire = serde_json::to_value(&ready).expect("serializes");
         assert_eq!(wire["state"], "ready");
         assert_eq!(ready.shows(), "prompt");
+    }
+
+    #[test]
+    fn a_permission_mode_is_its_cli_name_and_only_known_names_are_flag_values() {
+        for m in PermissionMode::KNOWN {
+            let wire = serde_json::to_value(m).expect("serializes");
+            assert_eq!(wire, m.as_str());
+            if *m == PermissionMode::Unknown {
+                assert_eq!(m.flag_value(), None);
+            } else {
+                assert_eq!(m.flag_value(), Some(m.as_str()));
+            }
+        }
+        let later: PermissionMode = serde_json::from_str("\"rocket\"").expect("reads");
+        assert_eq!(later, PermissionMode::Other("rocket".into()));
+        assert_eq!(later.flag_value(), None);
     }
 }

@@ -9,6 +9,8 @@
 //! - [`errors`]: start/resume errors (unknown session id, id in use, prompt too
 //!   long, folder not trusted);
 //! - [`ready`]: the idle input prompt;
+//! - [`mode`]: the permission mode its footer shows (read beside the
+//!   verdict, not part of it);
 //! - [`blocking`]: generic "something is waiting for the user" hints.
 //!
 //! [`classify_screen`] composes them into one small [`ScreenState`]. Text comes
@@ -24,6 +26,7 @@ pub mod banner;
 pub mod blocking;
 pub mod errors;
 pub mod menu;
+pub mod mode;
 pub mod permission;
 pub mod ready;
 pub mod trust;
@@ -33,6 +36,7 @@ use crate::text::ScreenText;
 
 pub use api_key::ApiKeyDialog;
 pub use errors::{StartError, StartErrorKind};
+pub use mode::PermissionMode;
 pub use permission::{
     option_for, prompt_id, Answer, PermissionDialog, PermissionDialogExt, PermissionKind,
     PermissionOption,
