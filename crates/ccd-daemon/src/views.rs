@@ -120,6 +120,7 @@ pub fn owned_info(e: &HolderEntry) -> OwnedInfo {
             .and_then(|i| i.permission.as_ref())
             .map(crate::holders::permission_prompt_id),
         stated_context_window: e.info.as_ref().and_then(|i| i.context_window),
+        permission_mode: e.info.as_ref().and_then(|i| i.permission_mode.clone()),
         attached: e.info.as_ref().map(|i| i.clients.len() as u32).unwrap_or(0),
         exit_code: e
             .info
@@ -322,6 +323,7 @@ pub fn finished_info(f: &Finished) -> OwnedInfo {
         permission: None,
         permission_prompt: None,
         stated_context_window: None,
+        permission_mode: None,
         attached: 0,
         exit_code: f.exit.as_ref().and_then(|x| x.code),
         pinned: f.meta.pinned,
@@ -456,6 +458,7 @@ mod tests {
             permission: None,
             permission_prompt: None,
             stated_context_window: None,
+            permission_mode: None,
             attached: 0,
             exit_code: None,
             pinned: false,

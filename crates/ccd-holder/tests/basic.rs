@@ -366,3 +366,48 @@ fn a_client_that_never_reads_its_replies_does_not_hold_the_stop() {
     }
     drop(stuck);
 }
+
+/// The permission mode under the input box is read as the screen changes
+/// (`holder.info`'s `permission_mode`): a Shift-Tab's new footer replaces
+/// it; a screen without a footer (a dialog, a blank footer) keeps the last
+/// one read; an indicator ccd cannot name is `unknown`, never a guess.
+#[test]
+fn the_permission_mode_follows_the_footer_and_is_kept_while_none_shows() {
+    use ccd_screen::PermissionMode;
+    let rule = "─".repeat(40);
+    let frame = |footer: &str| {
+        format!("printf '\\033[2J\\033[H{rule}\\r\\n❯ \\r\\n{rule}\\r\\n  {footer}'; read x; ")
+    };
+    let script = [
+        frame("? for shortcuts · ← for agents"),
+        frame("⏵⏵ accept edits on (shift+tab to cycle) · ← for agents"),
+        "printf '\\033[2J\\033[H Bash command\\r\\n\\r\\n Do you want to proceed?\\r\\n ❯ 1. Yes\\r\\n   2. No'; read x; ".to_string(),
+        frame(""),
+        frame("⏵⏵ yolo on (shift+tab to cycle)"),
+    ]
+    .concat();
+    let env = Env::new();
+    let (serve, mut c) = start(env.sh(&script));
+    let mode = |c: &mut ccd_holder::HolderClient| c.info().unwrap().permission_mode;
+    common::wait_info(&mut c, T, "default", |i| {
+        i.permission_mode == Some(PermissionMode::Default)
+    });
+    c.input(b"\r").unwrap();
+    common::wait_info(&mut c, T, "accept edits", |i| {
+        i.permission_mode == Some(PermissionMode::AcceptEdits)
+    });
+    // A dialog, then a prompt whose footer is blank: nothing read, kept.
+    for shows in ["Do you want to proceed?", "❯"] {
+        c.input(b"\r").unwrap();
+        wait_screen(&mut c, T, shows);
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(mode(&mut c), Some(PermissionMode::AcceptEdits), "{shows}");
+    }
+    c.input(b"\r").unwrap();
+    common::wait_info(&mut c, T, "unknown", |i| {
+        i.permission_mode == Some(PermissionMode::Unknown)
+    });
+    c.input(b"\r").unwrap();
+    c.collect(T).unwrap();
+    serve.join().unwrap().unwrap();
+}

@@ -1,6 +1,8 @@
 //! The lifecycle thread: every tick, observe the session (screen verdict,
 //! when the screen text last changed, the registry entry of the child, the
-//! exit status), step the [`Lifecycle`] core and apply its actions.
+//! exit status), step the [`Lifecycle`] core and apply its actions; record
+//! what the screen shows beside the verdict (the permission dialog, the
+//! welcome banner, the permission mode under the input box).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -76,6 +78,8 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         let mut permission = None;
         // The welcome banner, read once while it shows (it scrolls away).
         let mut banner = None;
+        // The permission mode the footer shows (None: it shows none now).
+        let mut mode = None;
         let want_banner = !session.has_banner();
         let app_cursor = {
             let m = session.model();
@@ -100,6 +104,17 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
                         _ => None,
                     });
                 }
+                // The permission mode under the input box, once the model
+                // has parsed all output read so far (a frame read half
+                // painted is read again, whole, at the next step).
+                if let ScreenState::Ready(r) = &verdict {
+                    if m.parsed >= stream_at {
+                        mode = r
+                            .hint
+                            .as_deref()
+                            .and_then(ccd_screen::classify::mode::from_footer);
+                    }
+                }
                 seen.verdict = verdict;
             }
             m.screen.application_cursor()
@@ -110,6 +125,7 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         if let Some(b) = banner {
             session.set_banner(b);
         }
+        session.set_permission_mode(mode);
         let sid = if matches!(lc.state(), State::Starting | State::Trust) && exit.is_none() {
             registry_session(&session.fixed.registry_path, probe.as_ref())
         } else {

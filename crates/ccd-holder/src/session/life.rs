@@ -1,7 +1,7 @@
 //! The session's lifecycle record: `holder.info`, the registry entry of
 //! the child followed as the conversation it writes changes, recorded
 //! transitions, attention, the permission prompt on screen (and since
-//! when), the welcome banner.
+//! when), the welcome banner, the permission mode the footer shows.
 
 use super::*;
 use ccd_protocol::holder::TransitionState;
@@ -25,6 +25,7 @@ impl Session {
             permission: g.life.permission.clone(),
             model: g.life.banner.as_ref().and_then(|b| b.model.clone()),
             context_window: g.life.banner.as_ref().and_then(|b| b.context_window),
+            permission_mode: g.life.permission_mode.clone(),
             status,
             exit: g.exit.clone(),
             started_at: self.fixed.started_at,
@@ -201,6 +202,19 @@ impl Session {
         if g.life.banner.is_none() {
             tracing::info!(model = ?b.model, context_window = ?b.context_window, "welcome banner");
             g.life.banner = Some(b);
+        }
+    }
+
+    /// Record the permission mode the footer shows now (`None`: it shows
+    /// none, the last one read stays).
+    pub(crate) fn set_permission_mode(&self, mode: Option<ccd_screen::PermissionMode>) {
+        let Some(mode) = mode else { return };
+        let mut g = self.lock();
+        if g.life.permission_mode.as_ref() != Some(&mode) {
+            tracing::info!(permission_mode = mode.as_str(), was = ?g.life.permission_mode.as_ref().map(|m| m.as_str()), "permission mode on the footer");
+            g.life.permission_mode = Some(mode);
+            drop(g);
+            self.notify();
         }
     }
 

@@ -212,6 +212,9 @@ pub(crate) struct LifeRecord {
     pub transitions: VecDeque<Transition>,
     /// What the welcome banner said (read once, while it shows).
     pub banner: Option<ccd_screen::classify::banner::Banner>,
+    /// The permission mode the footer showed last (kept while it shows
+    /// none).
+    pub permission_mode: Option<ccd_screen::PermissionMode>,
 }
 
 pub(crate) struct Inner {
@@ -398,6 +401,7 @@ impl Session {
                     earlier_ids: VecDeque::new(),
                     transitions: VecDeque::new(),
                     banner: None,
+                    permission_mode: None,
                 },
                 collected: false,
             }),

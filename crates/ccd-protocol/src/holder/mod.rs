@@ -619,6 +619,11 @@ pub struct InfoResult {
     /// ("(1M context)"); absent when it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The permission mode the footer under the input box showed last
+    /// (Shift-Tab changes included; kept while the footer shows none, as
+    /// under a dialog); absent until read, and from older holders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<screen::PermissionMode>,
     /// Connections the holder has accepted so far, the one asking
     /// included (absent from older holders): what a caller's work cost in
     /// connections is the difference of two readings, less one.

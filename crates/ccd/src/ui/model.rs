@@ -533,6 +533,7 @@ pub mod tests {
                 permission: None,
                 permission_prompt: None,
                 stated_context_window: None,
+                permission_mode: None,
                 attached: 0,
                 exit_code: None,
                 pinned: false,

@@ -8,6 +8,10 @@ use crate::ErrorCode;
 
 use crate::methods::{Method, SessionRef};
 
+/// The permission mode vocabulary (`OwnedInfo::permission_mode`), the
+/// holder's (`holder.info`) type.
+pub use crate::holder::screen::PermissionMode;
+
 /// Liveness of a session, verified against the process table at the moment
 /// of the request (Claude Code's registry entry's pid runs with the start
 /// time the entry records).
@@ -123,6 +127,12 @@ pub struct OwnedInfo {
     /// "screen"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stated_context_window: Option<u64>,
+    /// The permission mode its footer showed last (`default`,
+    /// `acceptEdits`, `plan`, `auto`, `bypassPermissions`, `dontAsk`,
+    /// Claude Code's names for `--permission-mode`; `unknown` for a mode
+    /// ccd cannot name), Shift-Tab changes included; absent until read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<PermissionMode>,
     /// Clients attached now.
     #[serde(default)]
     pub attached: u32,
