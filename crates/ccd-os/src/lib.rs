@@ -1,6 +1,6 @@
 //! ccd-os: the one home of ccd's OS mechanisms.
 //!
-//! A leaf crate (libc, nix, rustix and tracing): every call ccd makes to
+//! A leaf crate (libc, nix, rustix, tracing, thiserror and plist): every call ccd makes to
 //! the kernel that differs between systems, or that needs `unsafe`, is
 //! here, one module per mechanism. Each module's `mod.rs` holds the
 //! portable API and what is platform independent (parsers, bookkeeping,
@@ -29,6 +29,7 @@
 //! | [`heap`] | freed heap handed back to the system (glibc's `malloc_trim`) |
 //! | [`sched`] | scheduling class: short slice, batch / QoS class, the autogroup's nice value |
 //! | [`session`] | a child started in a session of its own (`setsid` in `pre_exec`) |
+//! | [`service`] | the daemon started at login: the systemd user unit and launchd agent written, `systemctl --user` / `launchctl` |
 //! | [`boot`] | which boot of the machine this is (Linux `boot_id`, macOS `kern.boottime`) |
 //!
 //! Nothing here blocks but where a function says so
@@ -47,6 +48,7 @@ pub mod peer;
 pub mod process;
 pub mod rlimit;
 pub mod sched;
+pub mod service;
 pub mod session;
 pub mod socket;
 pub mod term_size;
