@@ -194,6 +194,12 @@ pub enum Command {
         after_help = "Examples:\n  ccd daemon            # foreground (systemd, launchd, debugging)\n  ccd daemon status\n  ccd daemon stop"
     )]
     Daemon(DaemonArgs),
+    /// Start the daemon at login (a systemd user unit, a launchd agent), or
+    /// stop doing so, or say whether it does.
+    #[command(
+        after_help = "Examples:\n  ccd service install            # write, enable and start it\n  ccd service install --dry-run  # print the file, write nothing\n  ccd service status\n  ccd service uninstall          # held sessions keep running\n\nExit status: install 0 enabled (and started), 3 the file written but no user service manager answered (the commands to run are printed); status 0 installed, 3 not installed; 1 an error."
+    )]
+    Service(ServiceArgs),
     /// Bridge stdin/stdout to the daemon's socket, starting the daemon if
     /// needed: what `--host` runs on the remote machine through ssh.
     #[command(name = "dial-stdio")]
@@ -439,6 +445,34 @@ pub struct DaemonArgs {
     /// Started by a client: log to the file only.
     #[arg(long, hide = true)]
     pub background: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write the service file (this ccd, `daemon`, the global options and
+    /// PATH, CLAUDE_CONFIG_DIR and CCD_* from here), enable it and start it.
+    Install {
+        /// Replace a service file that differs from the one ccd would write.
+        #[arg(long)]
+        force: bool,
+        /// Print the file and where it would go; write nothing.
+        #[arg(long, alias = "print")]
+        dry_run: bool,
+    },
+    /// Stop the service's daemon (held sessions keep running), disable it
+    /// and remove its file.
+    Uninstall,
+    /// Installed? Enabled, running, which binary (still there?).
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

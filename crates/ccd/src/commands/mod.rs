@@ -18,6 +18,7 @@ mod observe;
 mod respond;
 mod screen;
 mod send;
+mod service;
 mod status;
 mod trim;
 mod wait;
@@ -47,6 +48,11 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 this_machine_only(&cli.global, "ccd daemon")?;
             }
             daemon::run(&cli.global, &args)
+        }
+        Command::Service(args) => {
+            crate::logging::init_client();
+            this_machine_only(&cli.global, "ccd service")?;
+            service::run(&cli.global, &args)
         }
         Command::DialStdio => {
             crate::logging::init_client();
@@ -118,6 +124,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Daemon(_)
                 | Command::Holder
                 | Command::DialStdio
+                | Command::Service(_)
                 | Command::Ui { .. }
                 | Command::Web(_) => {
                     unreachable!("handled above")
