@@ -35,6 +35,9 @@ pub struct Settings {
     /// How long each chunk of input waits before its keys act (a CLI slow
     /// to take keys: the screen lags what was typed). Default none.
     pub key_lag: Duration,
+    /// How long after the registry says `waiting` a permission dialog is
+    /// drawn (the real CLI: ~0.1 s). Default none.
+    pub dialog_lag: Duration,
     pub version: String,
     pub model: String,
     pub usage_input: u64,
@@ -90,6 +93,7 @@ impl Settings {
             turn: env_ms("FAKE_CLAUDE_TURN_MS").unwrap_or(Duration::from_millis(300)),
             busy_after: env_ms("FAKE_CLAUDE_BUSY_AFTER_MS").unwrap_or(Duration::from_millis(200)),
             key_lag: env_ms("FAKE_CLAUDE_KEY_LAG_MS").unwrap_or(Duration::ZERO),
+            dialog_lag: env_ms("FAKE_CLAUDE_DIALOG_LAG_MS").unwrap_or(Duration::ZERO),
             version: version(),
             model: std::env::var("FAKE_CLAUDE_MODEL")
                 .ok()

@@ -97,7 +97,7 @@ pub enum Command {
     Events(EventsArgs),
     /// Wait until a session needs you, is idle, or has exited (for scripts).
     #[command(
-        after_help = "Examples:\n  ccd wait 9cc17429 --until needs-you\n  ccd wait api --until idle --timeout 600 && notify-send \"api is done\"\n  ccd --host devbox wait api --until exited\n\nExit status: 0 the state holds (at once if it already did), 1 an error (no such session, the daemon went away), 2 a usage error, 3 the session ended before reaching it, 124 --timeout passed first."
+        after_help = "Examples:\n  ccd wait 9cc17429 --until needs-you\n  ccd wait api --until idle --timeout 600 && notify-send \"api is done\"\n  ccd --host devbox wait api --until exited\n\nPrints on return: the state and the session's full id, and for needs-you `prompt <id> <tool and command>` (a session ccd holds: the prompt's id is known, for `ccd approve --prompt`) or the reason.\n\nExit status: 0 the state holds (at once if it already did), 1 an error (no such session, the daemon went away), 2 a usage error, 3 the session ended before reaching it, 124 --timeout passed first."
     )]
     Wait(WaitArgs),
     /// One line on what needs you: sessions waiting for someone, busy, idle, per machine.

@@ -126,6 +126,80 @@ fn wait_returns_when_the_prompt_shows_at_once_if_it_does_on_timeout_and_when_it_
     assert_eq!(code(&o), 1, "{}", stderr(&o));
 }
 
+/// `ccd wait`'s stdout, once it exits.
+fn finished_out(mut child: Child, within: Duration) -> (i32, String, String) {
+    let deadline = Instant::now() + within;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("ccd wait still running after {within:?}: {}", stderr(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    (
+        code(&out),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr(&out),
+    )
+}
+
+#[test]
+fn needs_you_returns_with_the_prompt_id_when_the_dialog_is_drawn_after_the_registry_says_waiting() {
+    // The registry says `waiting` 1.5 s before the dialog is drawn (the
+    // real CLI: ~0.1 s): the wait returns once the prompt id is known, and
+    // approving that id right after works.
+    let sb = Sandbox::with_env(&[("FAKE_CLAUDE_DIALOG_LAG_MS", "1500")]);
+    let sid = sb.new_session("lagged");
+    let w = waiter(&sb, &[&sid, "--until", "needs-you", "--timeout", "60"]);
+    std::thread::sleep(Duration::from_millis(500));
+    sb.ok(&["send", &sid, "perm touch lagged.txt"]);
+    let (status, out, err) = finished_out(w, T);
+    assert_eq!(status, 0, "{err}");
+    let row = common::row(&sb, &sid);
+    let prompt = row["ccd"]["permission_prompt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("returned before the prompt id was known: {out:?} {row}"))
+        .to_string();
+    let words: Vec<&str> = out.trim_end().split(' ').collect();
+    assert_eq!(
+        words[..4],
+        ["needs-you", sid.as_str(), "prompt", prompt.as_str()],
+        "{out:?}"
+    );
+    assert!(out.trim_end().ends_with("touch lagged.txt"), "{out:?}");
+    assert_eq!(out.lines().count(), 1, "{out:?}");
+    sb.ok(&["approve", &sid, "--prompt", &prompt]);
+    let o = sb.run(&["wait", &sid, "--until", "idle", "--timeout", "20"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("idle {sid}\n"));
+}
+
+#[test]
+fn needs_you_returns_without_a_prompt_id_after_the_grace_when_the_dialog_never_shows() {
+    // Drawn 20 s after the registry says `waiting`: past the 3 s the wait
+    // gives the screen (DETAIL_GRACE), it returns without the id, says so.
+    let sb = Sandbox::with_env(&[("FAKE_CLAUDE_DIALOG_LAG_MS", "20000")]);
+    let sid = sb.new_session("undrawn");
+    let w = waiter(&sb, &[&sid, "--until", "needs-you", "--timeout", "60"]);
+    std::thread::sleep(Duration::from_millis(500));
+    sb.ok(&["send", &sid, "perm touch undrawn.txt"]);
+    let waiting = wait_for(T, "the registry's waiting", || {
+        (common::row(&sb, &sid)["status"] == "waiting").then(Instant::now)
+    });
+    let (status, out, err) = finished_out(w, T);
+    let took = waiting.elapsed();
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(10),
+        "returned {took:?} after the registry said waiting"
+    );
+    assert_eq!(out, format!("needs-you {sid} permission prompt\n"), "{err}");
+    assert!(err.contains("no prompt id"), "{err}");
+    assert!(common::row(&sb, &sid)["ccd"]["permission_prompt"].is_null());
+}
+
 #[test]
 fn wait_follows_a_session_running_outside_ccd() {
     let sb = Sandbox::new();

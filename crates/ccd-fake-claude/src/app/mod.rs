@@ -63,8 +63,11 @@ struct Turn {
     busy_at: Instant,
     done_at: Instant,
     busy: bool,
-    /// A "perm ..." prompt: a permission dialog opens at `done_at`.
+    /// A "perm ..." prompt: the registry says `waiting` at `done_at`, the
+    /// permission dialog opens `dialog_lag` later.
     permission: bool,
+    /// The registry says `waiting` (the dialog may not be drawn yet).
+    waiting_told: bool,
     asked: bool,
 }
 
@@ -247,7 +250,11 @@ impl App {
                 consider(turn.busy_at);
             }
             if !turn.asked {
-                consider(turn.done_at);
+                consider(if turn.waiting_told {
+                    turn.done_at + self.s.dialog_lag
+                } else {
+                    turn.done_at
+                });
             }
         }
         d
@@ -266,11 +273,23 @@ impl App {
         };
         if !turn.asked && now >= turn.done_at {
             if turn.permission {
-                turn.asked = true;
-                let menu = dialogs::permission_menu(command_of(&turn.text), &self.view.cwd);
-                self.phase = Phase::Permission { menu };
-                self.set_status(Status::WaitingPermission);
-                self.redraw();
+                // The registry first, then the dialog (at once unless
+                // `FAKE_CLAUDE_DIALOG_LAG_MS`).
+                let tell = !turn.waiting_told;
+                turn.waiting_told = true;
+                let draw = now >= turn.done_at + self.s.dialog_lag;
+                if draw {
+                    turn.asked = true;
+                }
+                let menu =
+                    draw.then(|| dialogs::permission_menu(command_of(&turn.text), &self.view.cwd));
+                if tell {
+                    self.set_status(Status::WaitingPermission);
+                }
+                if let Some(menu) = menu {
+                    self.phase = Phase::Permission { menu };
+                    self.redraw();
+                }
             } else {
                 let reply = format!("echo: {}", turn.text);
                 self.finish_turn(Some(reply), None);

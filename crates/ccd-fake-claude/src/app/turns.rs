@@ -55,6 +55,7 @@ impl App {
             busy_at: now + self.s.busy_after,
             done_at: now + self.s.turn,
             busy: false,
+            waiting_told: false,
             asked: false,
         });
         self.redraw();
