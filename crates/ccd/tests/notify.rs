@@ -431,12 +431,12 @@ fn apprise_or_skip() -> Option<PathBuf> {
     }
 }
 
+/// The requests a receiver got: each one's first line and body.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A local HTTP receiver: every request's first line and body, answered
 /// `200`.
-fn http_receiver() -> (
-    u16,
-    std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>,
-) {
+fn http_receiver() -> (u16, Received) {
     use std::io::{BufRead, BufReader, Read, Write};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
