@@ -294,7 +294,12 @@ fn own_cgroups() -> Vec<PathBuf> {
 
 impl UserManager {
     fn start(w: &World) -> Result<Self, String> {
-        let name = format!("ccd-service-test-{}", std::process::id());
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!(
+            "ccd-service-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         let mut cgroups = Vec::new();
         for parent in own_cgroups() {
             let dir = parent.join(&name);
@@ -406,6 +411,7 @@ fn systemctl(w: &World, args: &[&str]) -> Output {
         .arg("--user")
         .args(args)
         .env("HOME", &w.sb.home)
+        .env("XDG_CONFIG_HOME", &w.cfg)
         .env("XDG_RUNTIME_DIR", &w.runtime)
         .env_remove("DBUS_SESSION_BUS_ADDRESS")
         .output()
@@ -432,6 +438,26 @@ fn environ(pid: u32) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A user manager for `w`; `None` (the test skipped, said on stderr)
+/// where none can run, a failure under `$CI`.
+fn user_manager_or_skip(w: &World) -> Option<UserManager> {
+    if let Some(why) = user_manager_unavailable() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set and a systemd user manager cannot run here: {why}");
+        }
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(UserManager::start(w).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The daemon answering on the world's socket.
+fn daemon_pid(w: &World) -> Option<u32> {
+    let o = w.run(&["daemon", "status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+    v["pid"].as_u64().map(|p| p as u32)
+}
+
 /// The point of `KillMode=process`: under a real systemd user manager,
 /// `systemctl --user restart ccd` restarts the daemon and leaves the held
 /// sessions' holders running, and the new daemon adopts them; `ccd service
@@ -440,23 +466,16 @@ fn environ(pid: u32) -> Vec<(String, String)> {
 #[test]
 fn under_a_real_user_manager_a_restart_keeps_the_held_sessions() {
     let w = World::new();
-    if let Some(why) = user_manager_unavailable() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set and a systemd user manager cannot run here: {why}");
-        }
-        eprintln!("skipped: {why}");
+    let Some(_manager) = user_manager_or_skip(&w) else {
         return;
-    }
-    let _manager = UserManager::start(&w).unwrap_or_else(|e| panic!("{e}"));
+    };
     let o = w.run(&["service", "install"]);
     let said = out(&o);
     assert_eq!(o.status.code(), Some(0), "{said}");
     assert!(said.contains("enabled and started"), "{said}");
-    let status = |w: &World| -> Option<u32> {
-        let o = w.run(&["daemon", "status", "--json"]);
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
-        v["pid"].as_u64().map(|p| p as u32)
-    };
+    let o = systemctl(&w, &["is-enabled", "ccd.service"]);
+    assert!(o.status.success(), "{}", out(&o));
+    let status = daemon_pid;
     let first = common::wait_for(
         std::time::Duration::from_secs(20),
         "the service's daemon",
@@ -531,4 +550,74 @@ fn under_a_real_user_manager_a_restart_keeps_the_held_sessions() {
     );
     let o = systemctl(&w, &["is-enabled", "ccd.service"]);
     assert!(!o.status.success(), "{}", out(&o));
+}
+
+/// A daemon already running outside the service (started by a command,
+/// with a held session): `install` enables the unit for the next login,
+/// leaves that daemon alone and says how to switch; `ccd daemon stop` and
+/// `systemctl --user start ccd` then switch, and the service's daemon
+/// adopts the session.
+#[test]
+fn a_daemon_running_outside_the_service_is_left_and_the_switch_keeps_its_sessions() {
+    let w = World::new();
+    let Some(_manager) = user_manager_or_skip(&w) else {
+        return;
+    };
+    let p = w.sb.project("before");
+    let o = w.run(&["new", "--detach", "--cwd", p.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", out(&o));
+    let sid = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    let outside = daemon_pid(&w).expect("the daemon the command started");
+    let holders = w.sb.holder_pids();
+    assert_eq!(holders.len(), 1);
+
+    let o = w.run(&["service", "install"]);
+    let said = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "started outside the service runs now (pid {outside})"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("ccd daemon stop") && said.contains("systemctl --user start ccd.service")
+    );
+    let enabled = systemctl(&w, &["is-enabled", "ccd.service"]);
+    assert!(enabled.status.success(), "{}", out(&enabled));
+    assert_eq!(
+        main_pid(&w),
+        None,
+        "the unit started beside a running daemon"
+    );
+    assert_eq!(daemon_pid(&w), Some(outside));
+    let o = w.run(&["service", "status"]);
+    assert!(
+        out(&o).contains(&format!(
+            "daemon: pid {outside}, started outside the service"
+        )),
+        "{}",
+        out(&o)
+    );
+
+    let o = w.run(&["daemon", "stop"]);
+    assert!(o.status.success(), "{}", out(&o));
+    let o = systemctl(&w, &["start", "ccd.service"]);
+    assert!(o.status.success(), "{}", out(&o));
+    let service = common::wait_for(
+        std::time::Duration::from_secs(20),
+        "the service's daemon",
+        || {
+            let pid = daemon_pid(&w)?;
+            (Some(pid) == main_pid(&w)).then_some(pid)
+        },
+    );
+    assert_ne!(service, outside);
+    common::wait_for(
+        std::time::Duration::from_secs(10),
+        "the session adopted",
+        || (w.sb.holder_pids() == holders).then_some(()),
+    );
+    let o = w.run(&["screen", &sid]);
+    assert!(o.status.success(), "{}", out(&o));
 }
