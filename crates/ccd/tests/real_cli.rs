@@ -1301,13 +1301,22 @@ fn real_cli_background_work_is_pending_until_it_settles() {
 }
 
 /// The scenarios `tests/real-cli/record.sh` records, in its order.
-const RECORDED: [&str; 6] = [
+const RECORDED: [&str; 15] = [
     "trust-dialog",
     "api-key-dialog",
     "resume-not-found",
     "permission-bash",
     "permission-write",
     "ready",
+    "mode-cycle",
+    "mode-cycle-bypass",
+    "mode-flag-default",
+    "mode-flag-acceptEdits",
+    "mode-flag-plan",
+    "mode-flag-auto",
+    "mode-flag-bypassPermissions",
+    "mode-flag-dontAsk",
+    "mode-flag-manual",
 ];
 
 /// `/tmp/ccd-record-XXXXXX` with its random tail blanked: the recorder's
@@ -1334,7 +1343,8 @@ fn normalize_temp_folder(s: &str) -> String {
 /// `chunk_end` and at the end of the stream, reduced to what a recording is
 /// for (the verdict's kind; a dialog's options, selection, kind and detail;
 /// an error's kind), with the temp folder and the random session id
-/// normalized; plus the keys sent and the CLI's arguments.
+/// normalized; plus the keys sent and the CLI's arguments, and at each
+/// step the permission mode the footer shows.
 fn classified(dir: &std::path::Path, name: &str) -> Result<Vec<String>, String> {
     let bin = dir.join(format!("{name}.bin"));
     let data = std::fs::read(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
@@ -1376,6 +1386,7 @@ fn classified(dir: &std::path::Path, name: &str) -> Result<Vec<String>, String> 
         screen.process(&data[..end.min(data.len())]);
         let mut v = serde_json::to_value(ccd_screen::classify_screen(&screen))
             .map_err(|e| e.to_string())?;
+        let mode = ccd_screen::classify::mode::detect(&screen.text());
         if let Some(o) = v.as_object_mut() {
             match o.get("state").and_then(Value::as_str) {
                 // Where the prompt sits and its hint line (banner, tips,
@@ -1386,7 +1397,7 @@ fn classified(dir: &std::path::Path, name: &str) -> Result<Vec<String>, String> 
                 _ => {}
             }
         }
-        out.push(unrandom(format!("step {step}: {v}")));
+        out.push(unrandom(format!("step {step}: {v} mode {mode:?}")));
     }
     Ok(out)
 }
@@ -1627,5 +1638,206 @@ fn notify_version(version: &str) {
 fn real_cli_a_permission_prompt_is_notified_with_its_command() {
     for v in real::versions() {
         notify_version(&v);
+    }
+}
+
+/// Every process the sandbox's sessions run in, ccd's and Claude Code's:
+/// the daemon and the holders (by their environment, which names the
+/// sandbox's socket dir) and each held `claude` with what runs under it.
+fn sandbox_processes(sb: &Sandbox, claudes: &[u32]) -> Vec<u32> {
+    let needle = format!("CCD_SOCKET_DIR={}", sb.sock.display());
+    let me = std::process::id();
+    let mut pids: Vec<u32> = ccd_testkit::procs::pids()
+        .into_iter()
+        .filter(|&p| p != me && ccd_testkit::procs::has_env(p, &needle))
+        .collect();
+    let mut todo = claudes.to_vec();
+    while let Some(p) = todo.pop() {
+        if !pids.contains(&p) {
+            pids.push(p);
+        }
+        todo.extend(ccd_testkit::procs::children(p).into_iter().map(|(c, _)| c));
+    }
+    pids
+}
+
+/// The simulated reboot (issue 54): every ccd and claude process of the
+/// sandbox SIGKILLed by pid, the socket and runtime dir removed, and a new
+/// boot id (`CCD_TEST_BOOT_ID`); Claude Code's config dir (transcripts,
+/// registry entries naming dead pids) and ccd's state dir stay, as on a
+/// disk.
+fn simulated_reboot(sb: &mut Sandbox, claudes: &[u32], boot: &str) {
+    let pids = sandbox_processes(sb, claudes);
+    assert!(
+        claudes.iter().all(|c| pids.contains(c)) && pids.len() > claudes.len(),
+        "the daemon, the holders and the claudes: {pids:?}"
+    );
+    for &p in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(p as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    wait_for(Duration::from_secs(10), "every process gone", || {
+        pids.iter()
+            .all(|&p| ccd_testkit::procs::gone(p))
+            .then_some(())
+    });
+    let _ = std::fs::remove_dir_all(&sb.sock);
+    sb.env.retain(|(k, _)| k != "CCD_TEST_BOOT_ID");
+    sb.env.push(("CCD_TEST_BOOT_ID".into(), boot.into()));
+}
+
+/// The footer's mode indicator words on the session's screen, if any.
+fn footer_mode(sb: &Sandbox, sid: &str) -> Option<&'static str> {
+    let rows = sb.model_rows(sid).join("\n");
+    mode_words(&rows).into_iter().next()
+}
+
+/// Issue 54 on the real CLI: a session with a conversation, its mode
+/// moved to "accept edits" by Shift-Tab (shown by `ccd ls --json`), then
+/// the simulated reboot and `ccd restore`: it is back in its folder on its
+/// own conversation, started in that mode (`--permission-mode acceptEdits`,
+/// the footer shows it), and the first request the mock receives after
+/// the restore carries the earlier turn.
+fn restore_version(version: &str) {
+    let Some(claude) = real::claude_or_skip(version) else {
+        return;
+    };
+    let started = Instant::now();
+    let mock = MockApi::start_logging_bodies(MockUsage::SMALL);
+    let mut sb = real::sandbox(&mock, &claude, version);
+    sb.env
+        .push(("CCD_TEST_BOOT_ID".into(), format!("boot-1-{version}")));
+    let dir = sb.project("restored proj");
+    let sid = sb
+        .ok(&["new", "--detach", "--cwd", dir.to_str().unwrap()])
+        .trim()
+        .to_string();
+    sb.ok(&["send", &sid, "remember the word marmalade"]);
+    wait_reply(&sb, &sid, "ACK: remember the word marmalade", version);
+
+    // Shift-Tab until the footer shows accept edits: one press from
+    // 2.1.173's default, two from 2.1.332's auto (through manual).
+    for _ in 0..6 {
+        let before = footer_mode(&sb, &sid);
+        if before == Some("accept edits on") {
+            break;
+        }
+        sb.type_keys(&sid, b"\x1b[Z");
+        wait_for(T, "the footer to change", || {
+            (footer_mode(&sb, &sid) != before).then_some(())
+        });
+    }
+    assert_eq!(
+        footer_mode(&sb, &sid),
+        Some("accept edits on"),
+        "[{version}]\n{}",
+        evidence(&sb, &mock, Some(&sid))
+    );
+    let row = wait_for(T, "ccd ls --json showing acceptEdits", || {
+        ls_json(&sb).into_iter().find(|r| {
+            r["session_id"] == sid.as_str() && r["ccd"]["permission_mode"] == "acceptEdits"
+        })
+    });
+    let claude_pid = row["pid"].as_u64().expect("a live pid") as u32;
+    // The restore record has it (it follows the footer).
+    wait_for(T, "the restore record with the mode", || {
+        let text = std::fs::read_to_string(sb.state.join("held.json")).unwrap_or_default();
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        v["held"]
+            .as_array()?
+            .iter()
+            .any(|e| e["session"] == sid.as_str() && e["permission_mode"] == "acceptEdits")
+            .then_some(())
+    });
+
+    simulated_reboot(&mut sb, &[claude_pid], &format!("boot-2-{version}"));
+    // The daemon starts (as at login) and lists it as lost.
+    let _ = sb.client_or_start();
+    let r = wait_for(T, "the session listed as lost", || {
+        let r = common::row(&sb, &sid);
+        (r["ccd"]["lifecycle"] == "lost").then_some(r)
+    });
+    assert_eq!(r["state"], "dead", "[{version}] {r}");
+
+    let from = mock.requests().len();
+    let out = sb.run(&["restore", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "[{version}] ccd restore --json: {e}: {}{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            sb.logs()
+        )
+    });
+    assert!(
+        out.status.success(),
+        "[{version}] {report:#}\n{}",
+        sb.logs()
+    );
+    assert!(
+        report["restored"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["session"] == sid.as_str())),
+        "[{version}] {report:#}"
+    );
+    // Back on its conversation, in its folder, in accept edits.
+    let r = wait_for(T, "the restored session live", || {
+        let r = common::row(&sb, &sid);
+        (r["state"] == "live" && r["pid"].is_u64()).then_some(r)
+    });
+    let pid = r["pid"].as_u64().expect("a pid") as u32;
+    let argv: Vec<String> = ccd_testkit::procs::cmdline(pid)
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let has = |a: &str, b: &str| argv.windows(2).any(|w| w[0] == a && w[1] == b);
+    assert!(
+        has("--resume", &sid) && has("--permission-mode", "acceptEdits"),
+        "[{version}] {argv:?}"
+    );
+    assert_eq!(
+        std::fs::canonicalize(ccd_testkit::procs::cwd(pid).expect("its cwd")).unwrap(),
+        std::fs::canonicalize(&dir).unwrap(),
+        "[{version}]"
+    );
+    wait_for(T, "the footer in accept edits again", || {
+        (footer_mode(&sb, &sid) == Some("accept edits on")).then_some(())
+    });
+    wait_for(T, "ccd ls --json showing acceptEdits again", || {
+        (common::row(&sb, &sid)["ccd"]["permission_mode"] == "acceptEdits").then_some(())
+    });
+
+    sb.ok(&["send", &sid, "what was the word"]);
+    wait_reply(&sb, &sid, "ACK: what was the word", version);
+    let first = mock.requests()[from..]
+        .iter()
+        .find(|r| r["kind"] == "messages-stream")
+        .cloned()
+        .unwrap_or_default();
+    let body = first["full_body"]["messages"].to_string();
+    assert!(
+        body.contains("remember the word marmalade")
+            && body.contains("ACK: remember the word marmalade")
+            && body.contains("what was the word"),
+        "[{version}] the first request after the restore lacks the earlier turn: {body}\n{}",
+        mock.summary()
+    );
+    sb.ok(&["kill", &sid]);
+    eprintln!(
+        "[{version}] reboot and restore in accept edits ok in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn real_cli_a_reboot_and_ccd_restore_bring_back_the_conversation_in_its_permission_mode() {
+    let handles: Vec<_> = real::versions()
+        .into_iter()
+        .map(|v| std::thread::spawn(move || restore_version(&v)))
+        .collect();
+    for h in handles {
+        h.join().expect("a version failed (see the panic above)");
     }
 }
