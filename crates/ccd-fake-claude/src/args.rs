@@ -8,6 +8,12 @@ pub struct Args {
     pub resume: Option<String>,
     pub fork_session: bool,
     pub session_id: Option<String>,
+    /// `--permission-mode <mode>`.
+    pub permission_mode: Option<String>,
+    /// `--model <model>`: the model id it writes and shows.
+    pub model: Option<String>,
+    /// `--dangerously-skip-permissions`.
+    pub skip_permissions: bool,
 }
 
 impl Args {
@@ -20,11 +26,18 @@ impl Args {
                 "--resume" | "-r" => out.resume = it.next(),
                 "--fork-session" => out.fork_session = true,
                 "--session-id" => out.session_id = it.next(),
+                "--permission-mode" => out.permission_mode = it.next(),
+                "--model" => out.model = it.next(),
+                "--dangerously-skip-permissions" => out.skip_permissions = true,
                 _ => {
                     if let Some(v) = a.strip_prefix("--resume=") {
                         out.resume = Some(v.to_string());
                     } else if let Some(v) = a.strip_prefix("--session-id=") {
                         out.session_id = Some(v.to_string());
+                    } else if let Some(v) = a.strip_prefix("--permission-mode=") {
+                        out.permission_mode = Some(v.to_string());
+                    } else if let Some(v) = a.strip_prefix("--model=") {
+                        out.model = Some(v.to_string());
                     }
                 }
             }
@@ -49,5 +62,14 @@ mod tests {
         assert!(!a.version);
         assert_eq!(parse(&["--session-id=u"]).session_id.as_deref(), Some("u"));
         assert!(parse(&["--version"]).version);
+        let m = parse(&[
+            "--permission-mode",
+            "plan",
+            "--model=sonnet",
+            "--dangerously-skip-permissions",
+        ]);
+        assert_eq!(m.permission_mode.as_deref(), Some("plan"));
+        assert_eq!(m.model.as_deref(), Some("sonnet"));
+        assert!(m.skip_permissions);
     }
 }

@@ -13,6 +13,8 @@ pub enum Key {
     Right,
     Esc,
     Tab,
+    /// Shift-Tab (`ESC [ Z`).
+    BackTab,
     CtrlC,
     CtrlD,
     Paste(String),
@@ -170,6 +172,7 @@ fn decode_csi(b: &[u8]) -> Step {
                 (p, b'B') if !p.starts_with(b"?") => Some(Key::Down),
                 (p, b'C') if !p.starts_with(b"?") => Some(Key::Right),
                 (p, b'D') if !p.starts_with(b"?") => Some(Key::Left),
+                (b"", b'Z') => Some(Key::BackTab),
                 (b"13", b'u') => Some(Key::Enter),
                 (b"27", b'u') => Some(Key::Esc),
                 (b"127", b'u') => Some(Key::Backspace),

@@ -8,6 +8,7 @@
 mod app;
 mod args;
 mod input;
+mod mode;
 mod registry;
 mod session;
 mod settings;
@@ -27,13 +28,17 @@ fn main() {
         println!("{} (Claude Code)", settings::version());
         return;
     }
-    let settings = match Settings::from_env() {
+    let mut settings = match Settings::from_env() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fake-claude: {e}");
             std::process::exit(1);
         }
     };
+    if let Some(m) = &args.model {
+        // `--model` beats FAKE_CLAUDE_MODEL, as the flag beats the config.
+        settings.model = m.clone();
+    }
     let code = match app::run(settings, args) {
         Ok(code) => code,
         Err(e) => {

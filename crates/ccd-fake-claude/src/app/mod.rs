@@ -111,6 +111,11 @@ pub fn run(s: Settings, args: Args) -> io::Result<i32> {
         version: s.version.clone(),
         model_name: s.model_display_name(),
         cwd: cwd.to_string_lossy().into_owned(),
+        mode: crate::mode::Mode::initial(
+            args.permission_mode.as_deref(),
+            args.skip_permissions,
+            s.ui,
+        ),
     };
     let crash_at = s.crash_after.map(|d| Instant::now() + d);
     let mut app = App {
@@ -414,6 +419,12 @@ impl App {
                 self.redraw_input();
             }
             Key::Enter => return self.submit(),
+            Key::BackTab => {
+                let bypass = self.args.skip_permissions
+                    || self.args.permission_mode.as_deref() == Some("bypassPermissions");
+                self.view.mode = self.view.mode.next(bypass);
+                self.redraw();
+            }
             Key::Esc if self.turn.is_some() => {
                 self.finish_turn(None, Some("Interrupted · What should Claude do instead?"));
             }

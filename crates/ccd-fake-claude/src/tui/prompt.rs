@@ -18,6 +18,8 @@ pub struct MainView {
     pub version: String,
     pub model_name: String,
     pub cwd: String,
+    /// The permission mode the footer shows (Shift-Tab cycles it).
+    pub mode: crate::mode::Mode,
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -221,12 +223,23 @@ impl MainView {
                 Variant::V2_1_173 => vec![],
             }
         };
-        let hint: Line = match self.variant {
-            Variant::V2_1_332 => vec![
-                Span::new(3, "⏵⏵ auto mode on").fg(color::YELLOW),
-                Span::new(18, " (shift+tab to cycle) · ← for agents").fg(color::GREY),
-            ],
-            Variant::V2_1_173 => vec![
+        let hint: Line = match self.mode.indicator(self.variant) {
+            Some(ind) => {
+                let after = 3 + ind.chars().count() as u16;
+                let mut l = vec![
+                    Span::new(3, ind).fg(color::YELLOW),
+                    Span::new(after, self.mode.after_indicator()).fg(color::GREY),
+                ];
+                if self.variant == Variant::V2_1_173 {
+                    let end = after + self.mode.after_indicator().chars().count() as u16 + 2;
+                    l.push(
+                        Span::new(cols.saturating_sub(17).max(end), "● high · /effort")
+                            .fg(color::GREY),
+                    );
+                }
+                l
+            }
+            None => vec![
                 Span::new(3, "? for shortcuts · ← for agents").fg(color::GREY),
                 Span::new(cols.saturating_sub(17).max(34), "● high · /effort").fg(color::GREY),
             ],
