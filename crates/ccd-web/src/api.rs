@@ -50,6 +50,10 @@ pub struct State {
     pub tokens: TokenFile,
     pub cookies: Cookies,
     pub failures: Failures,
+    /// The prompt links' key (`<state dir>/web-link-key`, beside the
+    /// token file; re-read at each use) and their used nonces.
+    pub link_keys: ccd_notify::link::KeyFile,
+    pub used_links: crate::link::UsedLinks,
     /// Every machine served, in the order given (the first is the one
     /// of the routes without `/m/<machine>`).
     pub machines: Vec<Arc<Machine>>,
@@ -68,7 +72,14 @@ impl State {
         tokens: TokenFile,
         machines: Vec<Arc<Machine>>,
     ) -> Self {
+        let state_dir = tokens
+            .path()
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
         Self {
+            link_keys: ccd_notify::link::KeyFile::in_dir(&state_dir),
+            used_links: crate::link::UsedLinks::default(),
             hosts: plan.hosts(bound),
             origins: plan.origins(bound),
             tls: tls.map(|a| (a, bound.port())),
@@ -150,6 +161,10 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/", get(index))
         .route("/static/app.js", get(app_js))
         .route("/static/app.css", get(app_css))
+        .route("/p", get(crate::link::page))
+        .route("/static/link.js", get(crate::link::link_js))
+        .route("/api/link/view", post(crate::link::view))
+        .route("/api/link/respond", post(crate::link::respond))
         .route("/api/sessions", get(list))
         .route("/api/ws", get(crate::ws::upgrade))
         .route("/api/new", post(new_session))
@@ -369,7 +384,7 @@ async fn list(axum::extract::State(state): axum::extract::State<Arc<State>>) -> 
 }
 
 /// A daemon error as a reply: its words, its code, a fitting status.
-fn daemon_error(e: &CallError) -> Response {
+pub(crate) fn daemon_error(e: &CallError) -> Response {
     match e.rpc() {
         Some(r) => {
             let status = match r.code {
@@ -385,7 +400,7 @@ fn daemon_error(e: &CallError) -> Response {
     }
 }
 
-fn ok(mut v: Value) -> Response {
+pub(crate) fn ok(mut v: Value) -> Response {
     if let Some(o) = v.as_object_mut() {
         o.insert("ok".into(), Value::Bool(true));
         (StatusCode::OK, Json(v)).into_response()
@@ -443,7 +458,9 @@ fn target(state: &State, p: &HashMap<String, String>) -> Result<(Arc<Machine>, S
 type S = axum::extract::State<Arc<State>>;
 
 /// A JSON body, or 400 with why (axum's own rejection text stays out).
-fn body<T>(b: Result<Json<T>, axum::extract::rejection::JsonRejection>) -> Result<T, Response> {
+pub(crate) fn body<T>(
+    b: Result<Json<T>, axum::extract::rejection::JsonRejection>,
+) -> Result<T, Response> {
     b.map(|Json(t)| t).map_err(|e| {
         let status = e.status();
         let status = if status == StatusCode::PAYLOAD_TOO_LARGE {

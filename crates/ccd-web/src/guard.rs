@@ -2,8 +2,10 @@
 //! the security headers are put on every response (refusals included);
 //! `Host` must name this server (DNS rebinding); `Origin` must be the
 //! page's own for anything but GET/HEAD and for a WebSocket upgrade
-//! (cross-site requests); and, but for the token login (`GET /?token=`),
-//! the session cookie must be valid for the token file's generation now.
+//! (cross-site requests); and, but for the token login (`GET /?token=`)
+//! and a prompt link's routes ([`crate::link::OPEN_ROUTES`], which check
+//! the link's own token instead), the session cookie must be valid for the
+//! token file's generation now.
 //!
 //! Pure request checks on the shared [`State`](crate::api::State); the
 //! only I/O is the token file's `stat` (and a small read when it changed).
@@ -66,7 +68,8 @@ pub async fn check(
         }
     }
     let login = path == "/" && req.uri().query().is_some_and(|q| query_token(q).is_some());
-    if !login && !state.logged_in(h) {
+    let link = crate::link::OPEN_ROUTES.contains(&path.as_str());
+    if !login && !link && !state.logged_in(h) {
         return if api {
             json_error(StatusCode::UNAUTHORIZED, "log in first", "login")
         } else {

@@ -14,6 +14,8 @@
 //! - [`tls`]: the TLS acceptor (Linux: rustls with ring; macOS: the
 //!   system's own, Security.framework through native-tls; see there);
 //! - [`api`]: the routes (login, page, `/api/sessions`, actions);
+//! - [`link`]: prompt links (a notification's `/p#<token>`: one prompt,
+//!   answered once, without a login);
 //! - [`daemon`]: each machine served (this one, others through ssh): its
 //!   link (blocking `ccd-client` calls on tokio's blocking pool), the
 //!   keeper thread that keeps it open, and the events that drive list
@@ -109,6 +111,17 @@
 //!   {"cwd"}`, `GET /api/complete?prefix=` (→ `dirs.complete`), e.g.
 //!   `/api/m/devbox/session/<sid>/send`, `/api/m/devbox/new`. Replies
 //!   `{"ok":true,…}` or `{"error":…, "code":…}` with a fitting status.
+//! - Prompt links ([`link`]), without a cookie, `Host` and `Origin`
+//!   checked: `GET /p` (the page; the token is its URL's fragment),
+//!   `GET /static/link.js`, `POST /api/link/view {"token"}` → `{"ok":true,
+//!   "machine","session","title","cwd","prompt":{id,tool,detail,
+//!   options:[{key,label}]},"expires_at"}` (yes and no only; 409
+//!   `{"code":"stale"}` once the session shows another prompt or none),
+//!   `POST /api/link/respond {"token","choice":"yes"|"no"}` (→
+//!   `session.respond` with the token's prompt id; 410 `{"code":"used"}`
+//!   the second time). A bad token is 401 `{"code":"link"}` (counted as a
+//!   failed login), an expired one 410 `{"code":"expired"}`, one naming a
+//!   machine not served 404 `{"code":"machine"}`.
 //! - stdout: the first line is `ccd web listening on <addr:port>` (the
 //!   bound address, so port 0 can be read), the second the login URL,
 //!   then its QR code.
@@ -121,6 +134,7 @@ pub mod auth;
 pub mod daemon;
 pub mod guard;
 pub mod limits;
+pub mod link;
 pub mod render;
 pub mod server;
 pub mod sessions;
@@ -170,8 +184,9 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let tokens = token::TokenFile::in_dir(&opts.state_dir);
     if opts.revoke {
         let generation = tokens.revoke()?;
+        ccd_notify::link::KeyFile::in_dir(&opts.state_dir).rotate()?;
         println!(
-            "ccd web: every session cookie is ended (generation {generation}); log in again with the token URL"
+            "ccd web: every session cookie and every notification's prompt link is ended (generation {generation}); log in again with the token URL"
         );
         return Ok(());
     }

@@ -41,3 +41,7 @@ pub const TEXT_CHARS: usize = 16 * 1024;
 /// past it, that machine's last listing is given, with why (a stalled
 /// machine never holds the others' list).
 pub const REMOTE_LIST_WAIT: Duration = Duration::from_secs(3);
+/// Used prompt-link nonces remembered (each until its link expires); past
+/// this the one expiring first is forgotten and links expiring no later
+/// than it are refused (crate::link).
+pub const USED_LINKS: usize = 1024;

@@ -15,7 +15,9 @@
 //! session in a folder found by completion, a kill that asks first, and a
 //! phone's viewport (390×844, touch) in one column; and on the real CLI
 //! (both pinned versions, against `ccd-mock-api`) a Bash permission prompt
-//! approved from the page and the command run.
+//! approved from the page and the command run; a notification's prompt
+//! link opened on a phone without a login, its prompt approved with one
+//! tap, and the link spent.
 //!
 //! Without Chromium and chromedriver each test fails when `CI` is set and
 //! skips loudly otherwise (`harness::browser_or_skip`).
@@ -618,6 +620,108 @@ async fn a_read_only_page_looks_but_cannot_act() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let s = sb.screen(&sid);
     assert!(!s.contains("typed while read-only"), "{s}");
+    b.close().await;
+}
+
+/// A notification's prompt link (`/p#<token>`, made with the state dir's
+/// link key as the daemon makes it) on a phone, with no login: the prompt
+/// shown (textContent only, under the CSP), one tap approves it, and the
+/// link opened again does not show it any more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_link_opens_its_prompt_without_a_login_and_approves_it_once() {
+    let Some((chromium, driver)) = browser_or_skip("prompt_link") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let sid = sb.new_session("linked");
+    let web = Web::start(&sb, &[]);
+    sb.ok(&["send", &sid, "perm touch <b>linked</b>.txt"]);
+    let prompt = wait_for(T, "the prompt's id", || {
+        let v: Value = serde_json::from_str(&sb.ok(&["ls", "--json"])).ok()?;
+        v.as_array()?
+            .iter()
+            .find(|s| s["session_id"] == sid.as_str())?["ccd"]["permission_prompt"]
+            .as_str()
+            .map(String::from)
+    });
+    let key = ccd_notify::link::KeyFile::in_dir(&sb.state)
+        .load_or_create()
+        .unwrap();
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + 60_000;
+    let token = key.mint(&ccd_notify::link::Claims {
+        v: 1,
+        m: "local".into(),
+        s: sid.clone(),
+        p: prompt,
+        exp,
+        n: ccd_notify::link::nonce(),
+    });
+    let b = Browser::start(&chromium, &driver, Device::Phone).await;
+    b.client
+        .goto(&format!("{}/p#{token}", web.origin))
+        .await
+        .expect("opening the link");
+    b.js(
+        "window.__csp = []; document.addEventListener('securitypolicyviolation', function (e) { window.__csp.push(e.violatedDirective); }); return true",
+        vec![],
+    )
+    .await;
+    b.until(
+        "the prompt shown",
+        "return !document.getElementById('prompt').hidden && document.getElementById('p-detail').textContent.indexOf('touch <b>linked</b>.txt') >= 0",
+    )
+    .await;
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('#p-detail b').length",
+            vec![]
+        )
+        .await,
+        json!(0),
+        "text, never markup"
+    );
+    let meta = b
+        .js(
+            "return document.getElementById('l-meta').textContent",
+            vec![],
+        )
+        .await;
+    assert!(
+        meta.as_str().unwrap_or_default().contains("linked"),
+        "the session's folder: {meta}"
+    );
+    b.tap("#p-yes").await;
+    b.until(
+        "approved",
+        "return document.getElementById('notice').textContent === 'Approved.'",
+    )
+    .await;
+    wait_screen(&sb, &sid, "echo: perm touch <b>linked</b>.txt");
+    assert_eq!(
+        b.js("return location.hash", vec![]).await,
+        json!(""),
+        "the spent token left the address bar"
+    );
+    assert_eq!(b.js("return window.__csp", vec![]).await, json!([]));
+    // Opened again: the prompt is gone, and the page says so.
+    b.client
+        .goto(&format!("{}/p#{token}", web.origin))
+        .await
+        .expect("opening the link again");
+    b.until(
+        "refused",
+        "return document.getElementById('notice').textContent.indexOf('answered or went') >= 0",
+    )
+    .await;
+    assert_eq!(
+        b.js("return document.getElementById('prompt').hidden", vec![])
+            .await,
+        json!(true)
+    );
     b.close().await;
 }
 

@@ -19,6 +19,7 @@
 
 use ccd_notify::command::CommandSink;
 use ccd_notify::health::Health;
+use ccd_notify::link::Minter;
 use ccd_notify::webhook::WebhookSink;
 use ccd_notify::{Input, Notification, NotifyConfig, Rules};
 use ccd_protocol::methods::events::Event;
@@ -31,6 +32,10 @@ use tokio::sync::{broadcast, watch};
 pub struct Sinks {
     command: Option<CommandSink>,
     webhook: Option<WebhookSink>,
+    /// With `web_public_url`: a prompt's notification carries a link that
+    /// answers it once on this machine's `ccd web` (`ccd_notify::link`),
+    /// minted here, as it is sent.
+    link: Option<Minter>,
 }
 
 impl Sinks {
@@ -40,6 +45,17 @@ impl Sinks {
     }
 
     fn send(&self, n: &Notification) {
+        let linked;
+        let n = match &self.link {
+            Some(m) if n.prompt_id.is_some() => {
+                let mut with = n.clone();
+                // `ccd web` names this machine `local`.
+                m.apply(&mut with, LOCAL, crate::events::now_ms());
+                linked = with;
+                &linked
+            }
+            _ => n,
+        };
         if let Some(c) = &self.command {
             c.send(n.clone());
         }
@@ -48,6 +64,9 @@ impl Sinks {
         }
     }
 }
+
+/// The name `ccd web` gives this machine (a prompt link names it).
+const LOCAL: &str = "local";
 
 /// Where a sink's record is kept (`ccd doctor` reads it).
 pub fn record_file(state_dir: &Path, sink: &str) -> PathBuf {
@@ -60,7 +79,10 @@ pub fn record_file(state_dir: &Path, sink: &str) -> PathBuf {
 /// removed.
 pub fn start_sinks(cfg: &NotifyConfig, state_dir: &Path) -> Sinks {
     let timeout = Duration::from_secs(cfg.send_timeout_secs.max(1));
-    let mut sinks = Sinks::default();
+    let mut sinks = Sinks {
+        link: Minter::new(cfg, state_dir),
+        ..Sinks::default()
+    };
     let command_file = record_file(state_dir, "command");
     match &cfg.command {
         Some(argv) => {

@@ -27,6 +27,8 @@ pub struct Sandbox {
     pub home: PathBuf,
     pub config: PathBuf,
     pub sock: PathBuf,
+    /// ccd's state dir (the token file, the prompt links' key).
+    pub state: PathBuf,
     pub work: PathBuf,
     pub env: Vec<(String, String)>,
 }
@@ -45,6 +47,7 @@ impl Sandbox {
             home,
             config,
             sock,
+            state,
             work,
             ..
         } = dirs;
@@ -54,6 +57,7 @@ impl Sandbox {
             home,
             config,
             sock,
+            state,
             work,
             env,
         }

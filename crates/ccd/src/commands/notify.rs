@@ -20,6 +20,12 @@
 //! time. The current links sit in a map shared with the desktop's action
 //! thread, which calls `session.respond` on them (that call may block up
 //! to its deadline; nothing else waits for it).
+//!
+//! With `web_public_url`, a prompt's notification carries a link that
+//! answers it once on `ccd web` ([`ccd_notify::link`]), minted here (where
+//! `ccd web` runs, its key in this machine's state dir) and naming the
+//! machine as `ccd web` does (`local`, a `--host` name): so a prompt on
+//! another machine opens on this `ccd web`'s route for it.
 
 use crate::cli::{GlobalArgs, NotifyArgs};
 use crate::hosts::Target;
@@ -89,6 +95,13 @@ pub fn run(global: &GlobalArgs, _args: &NotifyArgs) -> anyhow::Result<ExitCode> 
         ccd_claude::display::line(&info.name),
         if info.actions { ", with actions" } else { "" }
     );
+    let linker = Linker {
+        minter: ccd_notify::link::Minter::new(&cfg, &crate::settings::state_dir()),
+        routes: machines
+            .iter()
+            .map(|(m, t)| (m.clone(), t.label().to_string()))
+            .collect(),
+    };
     let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
     let mut rules: HashMap<String, Rules> = HashMap::new();
     for (name, target) in machines {
@@ -101,14 +114,14 @@ pub fn run(global: &GlobalArgs, _args: &NotifyArgs) -> anyhow::Result<ExitCode> 
             .spawn(move || watch(&name, &g, &tx, &links))?;
     }
     drop(tx);
-    fold(rx, &mut rules, &sink);
+    fold(rx, &mut rules, &sink, &linker);
     Ok(ExitCode::SUCCESS)
 }
 
 /// The main thread: folds each machine's inputs into its rules and hands
 /// what is due to the sink, ticking at the rules' next due time. Returns
 /// when every machine's thread ended (never, in practice).
-fn fold(rx: Receiver<Msg>, rules: &mut HashMap<String, Rules>, sink: &Desktop) {
+fn fold(rx: Receiver<Msg>, rules: &mut HashMap<String, Rules>, sink: &Desktop, linker: &Linker) {
     loop {
         let now = now_ms();
         let next = rules.values().filter_map(|r| r.next_due()).min();
@@ -122,7 +135,7 @@ fn fold(rx: Receiver<Msg>, rules: &mut HashMap<String, Rules>, sink: &Desktop) {
                 };
                 for input in inputs {
                     for n in r.observe(input, now_ms()) {
-                        show(sink, n);
+                        show(sink, n, linker);
                     }
                 }
             }
@@ -132,13 +145,31 @@ fn fold(rx: Receiver<Msg>, rules: &mut HashMap<String, Rules>, sink: &Desktop) {
         let now = now_ms();
         for r in rules.values_mut() {
             for n in r.tick(now) {
-                show(sink, n);
+                show(sink, n, linker);
             }
         }
     }
 }
 
-fn show(sink: &Desktop, n: Notification) {
+/// Prompt links: the minter (`web_public_url` set), and the name `ccd
+/// web` gives each machine, by the name its notifications carry.
+struct Linker {
+    minter: Option<ccd_notify::link::Minter>,
+    routes: HashMap<String, String>,
+}
+
+impl Linker {
+    /// Puts a prompt link on `n` (when it names a prompt and
+    /// `web_public_url` is set), naming its machine as `ccd web` does.
+    fn apply(&self, n: &mut Notification, now: i64) {
+        if let (Some(m), Some(route)) = (&self.minter, self.routes.get(&n.machine)) {
+            m.apply(n, route, now);
+        }
+    }
+}
+
+fn show(sink: &Desktop, mut n: Notification, linker: &Linker) {
+    linker.apply(&mut n, now_ms());
     tracing::info!(machine = %n.machine, session = %n.session, reason = %n.reason, prompt = ?n.prompt_id, "notifying");
     sink.send(n);
 }
@@ -352,4 +383,59 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A prompt on another machine gets a link naming that machine as
+    /// `ccd web --host` does (its label), minted with this machine's key;
+    /// no link without `web_public_url`.
+    #[test]
+    fn a_prompt_link_names_the_machine_as_ccd_web_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = || Notification {
+            machine: "devbox".into(),
+            session: "9b1d4c2e".into(),
+            title: "proj".into(),
+            cwd: None,
+            reason: ccd_notify::Reason::Permission,
+            tool: Some("Bash command".into()),
+            detail: Some("ls".into()),
+            prompt_id: Some("5f1c".into()),
+            options: None,
+            link: None,
+            at: 0,
+        };
+        let routes: HashMap<String, String> =
+            [("devbox".to_string(), "me@devbox:2222".to_string())].into();
+        let cfg = ccd_notify::NotifyConfig {
+            web_public_url: Some("https://ccd.example".into()),
+            ..ccd_notify::NotifyConfig::default()
+        };
+        let linker = Linker {
+            minter: ccd_notify::link::Minter::new(&cfg, dir.path()),
+            routes: routes.clone(),
+        };
+        let mut n = prompt();
+        linker.apply(&mut n, 1_000);
+        let link = n.link.expect("a link");
+        let token = link.strip_prefix("https://ccd.example/p#").expect(&link);
+        let key = ccd_notify::link::KeyFile::in_dir(dir.path())
+            .read()
+            .unwrap();
+        let c = key.verify(token, 1_000).unwrap();
+        assert_eq!(
+            (c.m.as_str(), c.s.as_str(), c.p.as_str()),
+            ("me@devbox:2222", "9b1d4c2e", "5f1c")
+        );
+        let off = Linker {
+            minter: ccd_notify::link::Minter::new(&ccd_notify::NotifyConfig::default(), dir.path()),
+            routes,
+        };
+        let mut n = prompt();
+        off.apply(&mut n, 1_000);
+        assert_eq!(n.link, None);
+    }
 }
