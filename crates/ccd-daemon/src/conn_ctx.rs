@@ -1,6 +1,7 @@
 //! What a request handler can see of its connection ([`ConnCtx`]): the
 //! daemon, the connection's bounded out queue, its attachments, transcript
-//! followers and event subscription (released by drop), the signals tied
+//! followers, event subscription and terminal focus (released by drop:
+//! a connection that ends counts as not focused), the signals tied
 //! to its replies, and whether its client hung up. Made by the connection
 //! loop (`connection`), handed to the router and through it to every
 //! handler and session operation.
@@ -29,6 +30,9 @@ pub struct ConnCtx {
     pub followers: Slots<TaskGuard>,
     /// The task forwarding events to this connection, once subscribed.
     pub subscription: Mutex<Option<TaskGuard>>,
+    /// The session this connection's terminal has the focus of
+    /// (`session.focus`); taken back when the context drops.
+    pub focus: Mutex<crate::events::focus::ConnFocus>,
     /// Fired once the reply to a request (by id) is queued: streams a
     /// request starts wait for it, so the reply precedes their output.
     replied: Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>,
@@ -44,6 +48,7 @@ impl ConnCtx {
     /// The context of a new connection of `daemon` whose lines go to `out`.
     pub fn new(daemon: Arc<Daemon>, out: OutSender) -> Self {
         Self {
+            focus: Mutex::new(crate::events::focus::ConnFocus::new(daemon.events.clone())),
             daemon,
             out,
             handshaken: AtomicBool::new(false),

@@ -52,7 +52,7 @@
 use crate::conn_ctx::ConnCtx;
 use crate::out_queue::{self, OUT_BUDGET};
 use crate::state::Daemon;
-use ccd_protocol::methods::attach::{SessionInput, SessionResize};
+use ccd_protocol::methods::attach::{SessionFocus, SessionInput, SessionResize};
 use ccd_protocol::methods::daemon::Hello;
 use ccd_protocol::{
     parse_incoming, ErrorCode, Id, Incoming, LineDecoder, Method, Response, RpcError,
@@ -213,9 +213,10 @@ async fn on_line(ctx: &Arc<ConnCtx>, text: &str, permit: tokio::sync::OwnedSemap
     let req = match parse_incoming(text) {
         Ok(Incoming::Request(r)) => r,
         Ok(Incoming::Notification(n)) => {
-            // Client notifications: input and resize may come this way (no
-            // reply, less traffic); anything else is ignored.
-            let allowed = [SessionInput::NAME, SessionResize::NAME].contains(&n.method.as_str());
+            // Client notifications: input, resize and focus may come this
+            // way (no reply, less traffic); anything else is ignored.
+            let allowed = [SessionInput::NAME, SessionResize::NAME, SessionFocus::NAME]
+                .contains(&n.method.as_str());
             if ctx.handshaken() && allowed {
                 let _ = crate::router::dispatch(ctx.clone(), None, &n.method, n.params).await;
             }

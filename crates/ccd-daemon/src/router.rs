@@ -70,6 +70,9 @@ pub async fn dispatch(
         MethodId::SessionResize => {
             typed::<a::SessionResize, _>(params, |p| attach::resize(ctx, p)).await
         }
+        MethodId::SessionFocus => {
+            typed::<a::SessionFocus, _>(params, |p| async { attach::focus(ctx, p) }).await
+        }
         MethodId::SessionSend => {
             typed::<s::SessionSend, _>(params, |p| lifecycle::send(ctx, p)).await
         }

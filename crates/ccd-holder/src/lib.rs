@@ -43,6 +43,7 @@ pub mod client;
 pub mod config;
 pub mod exit;
 pub mod fanout;
+pub mod focus;
 pub mod keys;
 pub mod lifecycle;
 pub mod line_socket;

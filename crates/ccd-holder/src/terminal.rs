@@ -22,6 +22,18 @@
 //! a writer waiting for a terminal that does not drain wakes at least
 //! every [`STUCK_POLL`] and gives up when the release flag is set or the
 //! client hung up, so releasing never waits on the terminal.
+//!
+//! # Focus reports
+//!
+//! A client that asked for them (`holder.terminal` with `focus`) has
+//! turned its terminal's focus reports on: [`TtyIn`] finds them in the
+//! keys ([`crate::focus::FocusFilter`]), leaves them in only while the
+//! program turned focus reporting on itself, and keeps the last change
+//! for the connection to tell the client ([`TtyIn::take_focus`]). The
+//! output is not looked at: a program that turns focus reporting off
+//! (`?1004l`; Claude Code 2.1.332 does around its trust dialog) turns the
+//! terminal's off too, until it turns it on again, and the last focus
+//! told stands meanwhile.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -31,6 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::focus::FocusFilter;
 use crate::keys::{DetachFilter, DetachKey, Filtered};
 
 /// How often a writer blocked on a terminal that does not drain looks at
@@ -160,30 +173,70 @@ pub enum Wake {
 pub struct TtyIn {
     file: File,
     filter: DetachFilter,
+    /// Focus reports looked for (the client asked).
+    focus: Option<FocusFilter>,
+    /// The last focus change read and not yet taken.
+    focus_change: Option<bool>,
 }
 
 impl TtyIn {
-    /// `file` from [`reopen`].
-    pub fn new(file: File, key: DetachKey) -> Self {
+    /// `file` from [`reopen`]; `focus`: the client turned focus reports
+    /// on (see the module doc).
+    pub fn new(file: File, key: DetachKey, focus: bool) -> Self {
         Self {
             file,
             filter: DetachFilter::new(key),
+            focus: focus.then(FocusFilter::new),
+            focus_change: None,
+        }
+    }
+
+    /// The last focus change read since the last call (true: in).
+    pub fn take_focus(&mut self) -> Option<bool> {
+        self.focus_change.take()
+    }
+
+    /// Keys after the focus filter, through the detach filter.
+    fn detach_filtered(&mut self, keys: &[u8], now: Instant) -> Option<Wake> {
+        match self.filter.feed(keys, now) {
+            Filtered::Send(b) if b.is_empty() => None,
+            Filtered::Send(b) => Some(Wake::Keys(b)),
+            Filtered::Detach(b) => Some(Wake::Detach(b)),
         }
     }
 
     /// Waits for the socket or the terminal. The socket comes first: when
-    /// both are ready, no key is read (module invariant).
-    pub fn wait(&mut self, socket: BorrowedFd<'_>) -> std::io::Result<Wake> {
+    /// both are ready, no key is read (module invariant). `program_focus`
+    /// says whether the program turned focus reporting on (its reports are
+    /// then left in the keys).
+    pub fn wait(
+        &mut self,
+        socket: BorrowedFd<'_>,
+        program_focus: &dyn Fn() -> bool,
+    ) -> std::io::Result<Wake> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         loop {
             let now = Instant::now();
             if self.filter.expired(now) {
                 return Ok(Wake::Detach(Vec::new()));
             }
-            // Only a half-typed detach has a deadline.
-            let timeout = self
-                .filter
-                .wait_hint(now)
+            if let Some(f) = self.focus.as_mut().filter(|f| f.expired(now)) {
+                // The beginning of a report that never ended: keys.
+                let held = f.flush();
+                if let Some(w) = self.detach_filtered(&held, now) {
+                    return Ok(w);
+                }
+                continue;
+            }
+            // Only a half-typed detach or report has a deadline.
+            let hint = match (
+                self.filter.wait_hint(now),
+                self.focus.as_ref().and_then(|f| f.wait_hint(now)),
+            ) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let timeout = hint
                 .map(|d| i32::try_from(d.as_millis() + 1).unwrap_or(i32::MAX))
                 .and_then(|ms| PollTimeout::try_from(ms).ok())
                 .unwrap_or(PollTimeout::NONE);
@@ -208,11 +261,24 @@ impl TtyIn {
             match self.file.read(&mut buf) {
                 Ok(0) => return Ok(Wake::Hangup),
                 Ok(n) => {
-                    return Ok(match self.filter.feed(&buf[..n], Instant::now()) {
-                        Filtered::Send(b) if b.is_empty() => continue,
-                        Filtered::Send(b) => Wake::Keys(b),
-                        Filtered::Detach(b) => Wake::Detach(b),
-                    })
+                    let now = Instant::now();
+                    let keys = match self.focus.as_mut() {
+                        Some(f) => {
+                            let seen = f.feed(&buf[..n], now, program_focus());
+                            if seen.focused.is_some() {
+                                self.focus_change = seen.focused;
+                            }
+                            seen.keys
+                        }
+                        None => buf[..n].to_vec(),
+                    };
+                    match self.detach_filtered(&keys, now) {
+                        Some(w) => return Ok(w),
+                        // Nothing for the session; a focus change is
+                        // told now.
+                        None if self.focus_change.is_some() => return Ok(Wake::Keys(Vec::new())),
+                        None => continue,
+                    }
                 }
                 Err(e)
                     if matches!(

@@ -140,9 +140,15 @@ impl Conn {
     }
 
     fn hand_over(&mut self, term: &Term, drawn: u64) -> Value {
+        self.hand_over_with(term, drawn, false)
+    }
+
+    /// [`Conn::hand_over`], asking for focus reports (`focus`).
+    fn hand_over_with(&mut self, term: &Term, drawn: u64, focus: bool) -> Value {
         let params = TerminalParams {
             drawn,
             detach_key: 0x1c,
+            focus,
         };
         self.send_passing(
             json!({"jsonrpc": "2.0", "id": 2, "method": "holder.terminal", "params": params}),
@@ -195,6 +201,53 @@ fn a_handed_terminal_gets_the_output_and_gives_the_keys_until_the_detach_key() {
     // And the session is still served.
     let screen = c.screen(ccd_holder::ScreenFormat::Text).unwrap().text;
     assert!(!screen.contains("after"), "{screen}");
+}
+
+/// The next `holder.focus` on `conn` (skipping other lines): `focused`.
+fn next_focus(conn: &mut Conn) -> bool {
+    loop {
+        let v = conn.next();
+        if v["method"] == "holder.focus" {
+            return v["params"]["focused"].as_bool().unwrap();
+        }
+    }
+}
+
+#[test]
+fn focus_reports_are_told_to_the_client_and_reach_the_program_only_when_it_asked() {
+    let env = Env::new();
+    // A program that did not turn focus reporting on: a report, split
+    // across two reads, is told to the client and is no key for it.
+    let (_serve, _c, mut term, mut conn, seq) = attached(&env, echo_shell(&env));
+    conn.hand_over_with(&term, seq, true);
+    term.type_keys(b"a\x1b[");
+    std::thread::sleep(Duration::from_millis(5));
+    term.type_keys(b"Ib\r");
+    assert!(next_focus(&mut conn));
+    term.wait_output("got:ab\r");
+    // Inside a bracketed paste it is pasted text, not a report.
+    term.type_keys(b"\x1b[200~p\x1b[Oq\x1b[201~\r");
+    term.wait_output("q\x1b[201~");
+    term.type_keys(b"\x1b[O");
+    assert!(!next_focus(&mut conn), "the paste's report was told");
+
+    // A program that turned it on (`?1004h`) gets the reports as keys,
+    // and the client is told all the same.
+    let env = Env::new();
+    let cfg = env
+        .sh("printf '\\033[?1004h'; printf ready; while IFS= read -r x; do echo \"got:$x\"; done");
+    let (_serve, _c, mut term, mut conn, seq) = attached(&env, cfg);
+    conn.hand_over_with(&term, seq, true);
+    term.type_keys(b"x\x1b[Oy\r");
+    assert!(!next_focus(&mut conn));
+    term.wait_output("got:x\x1b[Oy");
+
+    // A client that did not ask: reports are keys, nothing is told.
+    let env = Env::new();
+    let (_serve, _c, mut term, mut conn, seq) = attached(&env, echo_shell(&env));
+    conn.hand_over(&term, seq);
+    term.type_keys(b"m\x1b[In\r");
+    term.wait_output("got:m\x1b[In");
 }
 
 #[test]

@@ -59,7 +59,8 @@ pub enum Input {
     /// No process holds the session any more.
     Gone { session: String },
     /// Whether an attached client's terminal has the focus (focus reports,
-    /// `CSI I` / `CSI O`). The daemon does not learn these today.
+    /// `CSI I` / `CSI O`): the `session.focus` event, which the daemon
+    /// publishes from its attached clients' `session.focus`.
     Focus { session: String, focused: bool },
 }
 
@@ -161,6 +162,10 @@ impl Input {
                 budget: e.reason.as_deref() == Some("memory_budget"),
             }),
             EventKind::Disappeared => out.push(Input::Gone { session }),
+            EventKind::Focus => out.push(Input::Focus {
+                session,
+                focused: e.focused.unwrap_or(false),
+            }),
             _ => {}
         }
         out
@@ -173,6 +178,27 @@ mod tests {
 
     fn ev(v: serde_json::Value) -> Event {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_focus_event_is_the_sessions_focus() {
+        let f = ev(serde_json::json!({"type":"session.focus","session":"s","at":1,"focused":true}));
+        assert_eq!(
+            Input::from_event(&f),
+            [Input::Focus {
+                session: "s".into(),
+                focused: true
+            }]
+        );
+        let f =
+            ev(serde_json::json!({"type":"session.focus","session":"s","at":2,"focused":false}));
+        assert_eq!(
+            Input::from_event(&f),
+            [Input::Focus {
+                session: "s".into(),
+                focused: false
+            }]
+        );
     }
 
     #[test]

@@ -13,8 +13,9 @@
 //!   again until the session works again: the id is the dialog's text, so
 //!   the same command in a later turn is a new dialog); a quiet delay
 //!   (`quiet_secs`: not sent if answered or changed within it); none for a session whose attached client's terminal is
-//!   focused unless `notify_when_focused` (fed by [`Input::Focus`]; the
-//!   daemon has no focus reports today, so it never feeds one); a rate
+//!   focused unless `notify_when_focused` (fed by [`Input::Focus`], made
+//!   of the `session.focus` events the daemon publishes from its attached
+//!   clients' terminal focus reports); a rate
 //!   bound (`rate_per_minute`: the excess dropped and counted, one
 //!   [`Reason::Dropped`] summary when the bound allows again);
 //!   `turn_done` only after the session was busy at least

@@ -18,7 +18,9 @@
 //!    dialog is cleared or the session moves on (busy again after a turn,
 //!    out of `waiting`), it is dropped unsent.
 //! 4. **Focus**: none for a session whose attached client's terminal is
-//!    focused, unless `notify_when_focused` (checked when it is due).
+//!    focused, unless `notify_when_focused` (checked when it is due; fed
+//!    by [`Input::Focus`], from the `session.focus` events: the daemon's
+//!    `events::focus`).
 //! 5. **Rate bound**: at most `rate_per_minute` in any 60 s (0: no bound);
 //!    the excess is dropped and counted, and one [`Reason::Dropped`]
 //!    summary is sent when the bound allows again.

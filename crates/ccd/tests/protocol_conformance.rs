@@ -889,7 +889,7 @@ fn target(method: &str, doc_id: &Value) -> Option<Target> {
         ("session.attach", 11) => Target::Dead2,
         ("session.attach", 12) => Target::External,
         ("session.detach", 13) => Target::Dead,
-        ("session.input", 14) | ("session.resize", 15) => Target::Held,
+        ("session.input", 14) | ("session.resize", 15) | ("session.focus", 17) => Target::Held,
         ("session.send", 16) | ("session.pin", 18) => Target::New,
         ("session.respond", 19) | ("session.respond", 20) => Target::New,
         ("session.trim", 22) => Target::Dead3,

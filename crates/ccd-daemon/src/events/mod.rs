@@ -14,10 +14,15 @@
 //! snapshot in the subscribe reply followed by the events gives exactly
 //! the watcher's view at every later moment (the fold `ccd events` and
 //! editors rely on; tested in `crates/ccd/tests/fold.rs`).
+//!
+//! [`focus`]: the clients' terminal focus (`session.focus`) folded into
+//! one fact a session, published as `session.focus` events.
 
 pub mod dir_watch;
 
-use ccd_protocol::methods::events::{Event, LiveWriter};
+pub mod focus;
+
+use ccd_protocol::methods::events::{Event, EventKind, LiveWriter};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
@@ -32,6 +37,15 @@ pub struct EventHub {
     /// the module doc). Held only to copy or replace it and to send on the
     /// broadcast channel (which never blocks).
     view: Arc<Mutex<Vec<LiveWriter>>>,
+    /// How many connections say each session's terminal has the focus
+    /// ([`focus`]); its changes are published under this lock, in order.
+    focus: Arc<Mutex<focus::FocusCounts>>,
+}
+
+impl std::fmt::Debug for EventHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventHub").finish_non_exhaustive()
+    }
 }
 
 impl Default for EventHub {
@@ -39,6 +53,7 @@ impl Default for EventHub {
         Self {
             tx: broadcast::channel(HUB_CAPACITY).0,
             view: Arc::new(Mutex::new(Vec::new())),
+            focus: Arc::default(),
         }
     }
 }
@@ -64,6 +79,31 @@ impl EventHub {
     /// a session.
     pub fn view(&self) -> Vec<LiveWriter> {
         self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// One connection more (`true`) or less says `session`'s terminal has
+    /// the focus: publishes `session.focus` when the session's focus
+    /// changes ([`focus::ConnFocus`] calls it).
+    pub(crate) fn focus_change(&self, session: &str, more: bool) {
+        let mut counts = self.focus.lock().unwrap_or_else(|p| p.into_inner());
+        let changed = if more {
+            counts.add(session)
+        } else {
+            counts.remove(session)
+        };
+        if changed {
+            let mut e = Event::new(EventKind::Focus, Some(session.to_string()), now_ms());
+            e.focused = Some(more);
+            self.publish(e);
+        }
+    }
+
+    /// Whether an attached terminal has `session`'s focus now.
+    pub fn is_focused(&self, session: &str) -> bool {
+        self.focus
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_focused(session)
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {

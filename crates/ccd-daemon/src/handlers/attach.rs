@@ -1,4 +1,6 @@
-//! `session.attach` / `detach` / `input` / `resize`: being inside a session.
+//! `session.attach` / `detach` / `input` / `resize` / `focus`: being
+//! inside a session. (`focus` only records what the client's terminal
+//! says, `events::focus`: the connection may be attached directly.)
 //!
 //! An attachment is one connection from the daemon to the session's holder,
 //! owned by the client connection that attached. Its forwarder task copies
@@ -30,8 +32,8 @@ use crate::session_ops::resume::{fresh_instead, live_elsewhere, resume};
 use ccd_protocol::error_data::CapRefusedData;
 use ccd_protocol::holder as h;
 use ccd_protocol::methods::attach::{
-    AttachMode, AttachParams, AttachResult, DetachResult, InputParams, InputResult, ResizeParams,
-    DIRECT_ATTACH_ID,
+    AttachMode, AttachParams, AttachResult, DetachResult, FocusParams, InputParams, InputResult,
+    ResizeParams, DIRECT_ATTACH_ID,
 };
 use ccd_protocol::methods::session::{SessionInfo, SessionState};
 use ccd_protocol::methods::Method;
@@ -481,6 +483,24 @@ pub async fn resize(ctx: &ConnCtx, p: ResizeParams) -> Result<Empty, RpcError> {
             .await
             .map_err(|e| entry.rpc_error(e))?;
     }
+    Ok(Empty {})
+}
+
+/// Longest session id `session.focus` takes (an id is 36 bytes).
+const FOCUS_SESSION_MAX: usize = 128;
+
+/// `session.focus`: this connection's terminal has (or lost) the focus of
+/// `session` (see `events::focus`).
+pub fn focus(ctx: &ConnCtx, p: FocusParams) -> Result<Empty, RpcError> {
+    if p.session.is_empty() || p.session.len() > FOCUS_SESSION_MAX {
+        return Err(RpcError::invalid_params(format!(
+            "session.focus: the session must be a session id (1 to {FOCUS_SESSION_MAX} bytes)"
+        )));
+    }
+    let mut f = ctx.focus.lock().unwrap_or_else(|p| p.into_inner());
+    f.set(&p.session, p.focused, std::time::Instant::now())
+        .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+    tracing::debug!(session = %p.session, focused = p.focused, "client focus");
     Ok(Empty {})
 }
 

@@ -12,10 +12,10 @@
 //! record (`notify-<sink>.json` in the state dir) is what `ccd doctor`
 //! reads; a failure is said once in the log.
 //!
-//! Not fed today: focus (the daemon does not learn whether an attached
-//! client's terminal is focused: clients would have to forward the focus
-//! reports, `CSI I`/`CSI O`, they read). The desktop sink runs in
-//! `ccd notify`, where the person sits.
+//! Focus comes with the hub's events too: `session.focus`, published by
+//! `events::focus` from the attached clients' `session.focus`, becomes
+//! the rules' `Input::Focus`. The desktop sink runs in `ccd notify`,
+//! where the person sits.
 
 use ccd_notify::command::CommandSink;
 use ccd_notify::health::Health;

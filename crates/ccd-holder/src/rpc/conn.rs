@@ -192,7 +192,12 @@ pub fn handle(session: &Arc<Session>, stream: UnixStream, open: &dyn Fn() -> usi
         // (`ccd attach` writes whole lines).
         if let Some((tty, _)) = conn.terminal.as_mut() {
             if !reader.buffer().contains(&b'\n') {
-                match tty.wait(reader.get_ref().stream.as_fd()) {
+                let program_focus = || session.model().screen.modes().focus_events;
+                let wake = tty.wait(reader.get_ref().stream.as_fd(), &program_focus);
+                if let Some(focused) = tty.take_focus() {
+                    conn.tell_focus(focused);
+                }
+                match wake {
                     Ok(Wake::Socket) => {}
                     Ok(Wake::Keys(keys)) => {
                         conn.terminal_keys(keys);
@@ -669,9 +674,20 @@ impl Conn<'_> {
         }
         drop(w);
         tracing::debug!(client = q.id(), redraw, "terminal handed over");
-        self.terminal = Some((TtyIn::new(input, DetachKey(p.detach_key)), release));
+        self.terminal = Some((TtyIn::new(input, DetachKey(p.detach_key), p.focus), release));
         self.had_terminal = true;
         Ok(())
+    }
+
+    /// Tells the client its terminal's focus changed (`holder.focus`); a
+    /// client that cannot be told hears of it no more (its end comes).
+    fn tell_focus(&mut self, focused: bool) {
+        tracing::debug!(focused, "terminal focus");
+        let notice = notification_line(h::Focus::NAME, &h::FocusParams { focused });
+        let mut w = line_socket::lock(&self.writer);
+        if let Err(e) = notice.and_then(|line| w.write_line(&line)) {
+            tracing::debug!(error = %e, "cannot tell the client its terminal's focus");
+        }
     }
 
     /// Keys read from the handed-over terminal, for the session (an

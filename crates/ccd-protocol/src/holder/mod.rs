@@ -49,7 +49,7 @@ pub use screen::{ScreenState, TerminalModes};
 pub use table::{canonical, HolderMethod, HolderMethodId, ALL_HOLDER_METHODS};
 
 /// The holder protocol version this crate describes.
-pub const HOLDER_PROTOCOL_VERSION: u32 = 3;
+pub const HOLDER_PROTOCOL_VERSION: u32 = 4;
 /// The oldest holder protocol version a holder of this crate speaks (and
 /// the version of a connection that sends no `holder.hello`).
 pub const MIN_HOLDER_PROTOCOL_VERSION: u32 = 1;
@@ -73,6 +73,12 @@ pub const TERMINAL_VERSION: u32 = 2;
 /// and `holder.screen`. A connection that negotiated less gets
 /// `method_not_found` for them, as an older holder would answer.
 pub const WALK_VERSION: u32 = 3;
+
+/// The first version whose holders read focus reports from a handed-off
+/// terminal for the client ([`TerminalParams::focus`], [`Focus`]): an
+/// older holder would pass them to the program as keys, so a client asks
+/// its terminal for them only from this version on.
+pub const FOCUS_VERSION: u32 = 4;
 
 /// The id of the `holder.hello` the daemon sends on a direct stream's
 /// connection, in the same write as the attach (id
@@ -233,6 +239,30 @@ pub struct TerminalParams {
     /// The detach key (a control character): pressed once it ends the
     /// hand-off ([`Released`]); twice in a row it reaches the session once.
     pub detach_key: u8,
+    /// The client turned focus reports on in its terminal (`CSI ? 1004 h`)
+    /// and wants to hear of them ([`Focus`]): the holder takes the reports
+    /// (`ESC [ I`, `ESC [ O`) out of the keys unless the program turned
+    /// focus reporting on itself, and tells the client of each change.
+    /// Since [`FOCUS_VERSION`]; absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub focus: bool,
+}
+
+/// `holder.focus`, a notification to a client that handed its terminal
+/// over with [`TerminalParams::focus`]: the terminal's focus changed (read
+/// from its focus reports). Since [`FOCUS_VERSION`].
+pub struct Focus;
+
+impl crate::methods::NotificationKind for Focus {
+    const NAME: &'static str = "holder.focus";
+    type Params = FocusParams;
+}
+
+/// Params of `holder.focus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusParams {
+    /// True: the terminal has the focus.
+    pub focused: bool,
 }
 
 /// Result of `holder.terminal`.

@@ -1,4 +1,4 @@
-//! Being inside a session: attach/observe, detach, type, resize.
+//! Being inside a session: attach/observe, detach, type, resize, focus.
 //!
 //! After a successful `session.attach` the daemon sends, on the same
 //! connection, one `session.resync` (a full redraw, terminal modes included)
@@ -188,6 +188,37 @@ impl Method for SessionResize {
     type Params = ResizeParams;
     type Result = Empty;
     const ERRORS: &'static [ErrorCode] = held_errors!();
+}
+
+/// `session.focus`: whether this client's terminal has the focus (focus
+/// reports, `ESC [ I` / `ESC [ O`, read from it). A session counts as
+/// focused while at least one connection says so; a connection says it of
+/// one session at a time (a later `focused: true` for another session
+/// replaces it), and its end, or `focused: false`, takes it back. The
+/// notification rules hold back a notification for a focused session
+/// unless `notify_when_focused`. Sent by interactive terminal clients
+/// (`ccd attach`, the dashboard) on every change; a connection's changes
+/// past [`FOCUS_CHANGES_PER_SEC`] a second are refused.
+pub struct SessionFocus;
+
+impl Method for SessionFocus {
+    const NAME: &'static str = "session.focus";
+    type Params = FocusParams;
+    type Result = Empty;
+}
+
+/// At most this many `session.focus` changes a second from one connection
+/// (a burst of as many, then one every `1/N` s); more are refused.
+pub const FOCUS_CHANGES_PER_SEC: u32 = 20;
+
+/// Params of `session.focus`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusParams {
+    /// The full session id the client attached to (the `session` of the
+    /// attach's reply).
+    pub session: String,
+    /// True: the terminal has the focus.
+    pub focused: bool,
 }
 
 /// Params of `session.resize`.

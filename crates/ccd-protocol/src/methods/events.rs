@@ -76,6 +76,7 @@ open_enum! {
         Context = "session.context",
         Exited = "session.exited",
         Reaped = "session.reaped",
+        Focus = "session.focus",
         Lagged = "events.lagged";
         /// A type added by a later daemon, kept as named (a client shows or
         /// skips it; this daemon never sends one).
@@ -153,6 +154,10 @@ impl WriterState {
 ///   were over `memory_budget`) or `idle` (idle longer than
 ///   `reap_idle_minutes`), `freed_bytes` the session's memory when
 ///   stopped;
+/// - `session.focus`: whether an interactive client's terminal attached
+///   to the session has the focus changed (`focused`: at least one has it;
+///   from the clients' `session.focus`, a client that leaves counting as
+///   not focused);
 /// - `events.lagged`: this subscriber fell behind and `missed` events were
 ///   dropped (re-list sessions to resync).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -232,6 +237,9 @@ pub struct Event {
     /// `session.reaped`: the memory the stopped session held, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freed_bytes: Option<u64>,
+    /// `session.focus`: whether an attached terminal has the focus now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focused: Option<bool>,
     /// `events.lagged`: how many events were dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missed: Option<u64>,
@@ -266,6 +274,7 @@ impl Event {
             exit_code: None,
             exit_signal: None,
             freed_bytes: None,
+            focused: None,
             missed: None,
         }
     }

@@ -184,6 +184,7 @@ method_table! {
     SessionDetach => attach::SessionDetach,
     SessionInput => attach::SessionInput,
     SessionResize => attach::SessionResize,
+    SessionFocus => attach::SessionFocus,
     SessionSend => session::SessionSend,
     SessionPin => session::SessionPin,
     SessionRespond => session::SessionRespond,

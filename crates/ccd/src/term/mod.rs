@@ -7,6 +7,9 @@
 //!   and writes the output, and the main thread only waits for the end);
 //! - otherwise the input thread owns stdin (raw mode) and the detach key
 //!   state, and sends keys as `session.input` notifications;
+//! - the focus teller (`focus`) tells the daemon when the terminal gains
+//!   or loses the focus (from the holder's `holder.focus`, or the input
+//!   thread's reading of the reports);
 //! - the signal thread turns SIGWINCH into `session.resize` and SIGTERM /
 //!   SIGHUP / SIGINT into a clean exit.
 //!
@@ -16,6 +19,7 @@
 
 /// The detach key (the holder filters a handed-off terminal with it too).
 pub use ccd_holder::keys;
+mod focus;
 pub mod raw;
 pub mod run;
 

@@ -16,7 +16,11 @@
 //! exit, the holder's release (the detach key), or a signal, after which
 //! it closes its side and waits until the holder has let the terminal go
 //! ([`RELEASE_WAIT`]) before restoring it.
+//!
+//! Focus (interactive only): the daemon is told whether this terminal
+//! has the focus ([`super::focus`] says from where).
 
+use super::focus::{self, FocusTeller, KeyWatch};
 use super::keys::{DetachFilter, DetachKey, Filtered};
 use super::raw::{self, RawMode};
 use ccd_claude::transcript::render::{render_line, Rendered, RenderedKind};
@@ -158,13 +162,28 @@ pub fn attach_loop(
     }
     out.flush();
     // The daemon connection a direct stream came through, closed once the
-    // first frame is out (closing it wakes the daemon: not before).
-    drop(daemon);
+    // first frame is out (closing it wakes the daemon: not before), unless
+    // it tells the daemon of this terminal's focus.
+    let focus = focus::teller(mode == Mode::Interactive, daemon, &writer, &sid);
+    let wants_handoff = outcome.is_none() && direct && handoff_wanted(attached.holder_protocol);
+    let focus_reports = wants_handoff && focus::reports_wanted(&focus, attached.holder_protocol);
+    if focus_reports {
+        // Asked before the holder reads the keys: a report comes to it.
+        out.put(focus::REPORTS_ON);
+        out.flush();
+    }
+    out.focus = focus.clone();
 
-    let handed = outcome.is_none()
-        && direct
-        && handoff_wanted(attached.holder_protocol)
-        && hand_off(&mut reader, &writer, &mut out, key, &mut outcome).unwrap_or_else(|e| {
+    let handed = wants_handoff
+        && hand_off(
+            &mut reader,
+            &writer,
+            &mut out,
+            key,
+            focus_reports,
+            &mut outcome,
+        )
+        .unwrap_or_else(|e| {
             // The connection failed under the hand-off: the holder is gone.
             tracing::debug!(error = %e, "the terminal hand-off failed");
             out.flush();
@@ -174,7 +193,14 @@ pub fn attach_loop(
     let input = if handed {
         None
     } else {
-        spawn_input(writer.clone(), why.clone(), sid.clone(), mode, key)
+        spawn_input(
+            writer.clone(),
+            why.clone(),
+            sid.clone(),
+            mode,
+            key,
+            focus.clone(),
+        )
     };
     let signals = spawn_signals(writer.clone(), why.clone(), sid.clone(), mode, handed);
     let outcome = match outcome {
@@ -321,6 +347,8 @@ struct Terminal {
     /// The writing thread's scheduling: interactive, or bulk while the
     /// session floods.
     sched: ccd_sched::Adaptive,
+    /// Who tells the daemon of a focus change the holder reports.
+    focus: Option<Arc<FocusTeller>>,
 }
 
 /// A drawn position no stream has: the holder redraws on a hand-off.
@@ -337,6 +365,7 @@ impl Terminal {
             pending: Vec::with_capacity(TERM_BATCH),
             drawn: UNKNOWN_POSITION,
             sched: ccd_sched::Adaptive::start(),
+            focus: None,
         })
     }
 
@@ -446,6 +475,8 @@ fn show(out: &mut Terminal, n: &Notification) -> Option<Outcome> {
         // The holder let a handed-off terminal go: the detach key (or the
         // terminal hung up).
         h::Released::NAME => Some(Outcome::Detached),
+        // The handed-off terminal's focus changed.
+        h::Focus::NAME => focus::from_holder(out.focus.as_deref(), n),
         SessionTranscript::NAME => {
             let width = raw::size().map(|(c, _)| c as usize).unwrap_or(100);
             let items = n
@@ -490,7 +521,7 @@ pub(crate) fn rendered(item: TranscriptItem) -> Option<Rendered> {
 
 /// Sends `params` of method `M` without awaiting a reply; false when the
 /// connection is gone.
-fn send<M: Method>(writer: &Mutex<Writer>, params: &M::Params) -> bool {
+pub(super) fn send<M: Method>(writer: &Mutex<Writer>, params: &M::Params) -> bool {
     let Ok(mut w) = writer.lock() else {
         return false;
     };
@@ -542,11 +573,13 @@ fn hand_off(
     writer: &Mutex<Writer>,
     out: &mut Terminal,
     key: DetachKey,
+    focus: bool,
     outcome: &mut Option<Outcome>,
 ) -> Result<bool, ClientError> {
     let params = TerminalParams {
         drawn: out.drawn,
         detach_key: key.0,
+        focus,
     };
     let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
     let id = {
@@ -616,11 +649,13 @@ fn spawn_input(
     sid: String,
     mode: Mode,
     key: DetachKey,
+    focus: Option<Arc<FocusTeller>>,
 ) -> Option<Input> {
     let (wake_r, wake_w) = nix::unistd::pipe().ok()?;
     let thread = std::thread::spawn(move || {
         ccd_sched::short_slice();
         let mut filter = DetachFilter::new(key);
+        let mut reports = KeyWatch::new(focus);
         let mut buf = [0u8; 8192];
         loop {
             let now = Instant::now();
@@ -646,6 +681,7 @@ fn spawn_input(
                     return;
                 }
             };
+            reports.read(&buf[..n]);
             let (send_now, detach) = match filter.feed(&buf[..n], Instant::now()) {
                 Filtered::Send(b) => (b, false),
                 Filtered::Detach(b) => (b, true),
