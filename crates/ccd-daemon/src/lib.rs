@@ -17,7 +17,10 @@
 //!   session) and the async client that talks to them;
 //! - [`tasks`] holds the long-running background tasks (refreshing and
 //!   reaping the holders, the registry watch, the cost sampler, log
-//!   pruning), started by [`server`] over the services below them.
+//!   pruning, the restore record), started by [`server`] over the services
+//!   below them;
+//! - [`restore`] keeps the restore record (what ccd holds, in the state
+//!   dir) and tells, at start, the sessions a reboot lost.
 //!
 //! The modules are layered (`docs/architecture.md`, "The daemon's
 //! modules"): a module imports only from layers below it, so no import
@@ -44,6 +47,7 @@ pub mod logfiles;
 pub mod options;
 pub mod out_queue;
 pub mod reactor;
+pub mod restore;
 pub mod router;
 pub mod server;
 pub mod session_ops;

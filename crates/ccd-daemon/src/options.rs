@@ -40,4 +40,35 @@ pub struct DaemonOptions {
     pub resume_settle: std::time::Duration,
     /// The `[notify]` table (`tasks::notify`).
     pub notify: ccd_notify::NotifyConfig,
+    /// The config's `restore`: what a start does with lost sessions.
+    pub restore: RestoreMode,
+    /// The config's `restore_at_once`: how many lost sessions are resumed
+    /// at once (`restore::DEFAULT_AT_ONCE`, at most `restore::MAX_AT_ONCE`).
+    pub restore_at_once: usize,
+}
+
+/// The config's `restore`: what a daemon start does with lost sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestoreMode {
+    /// Listed as `lost`; `ccd restore` brings them back.
+    #[default]
+    Ask,
+    /// Brought back at daemon start.
+    Auto,
+    /// Forgotten.
+    Off,
+}
+
+impl std::str::FromStr for RestoreMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ask" => Ok(Self::Ask),
+            "auto" => Ok(Self::Auto),
+            "off" => Ok(Self::Off),
+            other => Err(format!(
+                "restore = {other:?}: write \"ask\", \"auto\" or \"off\""
+            )),
+        }
+    }
 }

@@ -42,6 +42,9 @@ pub async fn dispatch(
         MethodId::SessionsCosts => {
             typed::<s::SessionsCosts, _>(params, |p| sessions::costs(ctx, p)).await
         }
+        MethodId::SessionsRestore => {
+            typed::<s::SessionsRestore, _>(params, |p| sessions::restore(ctx, p)).await
+        }
         MethodId::SessionsGet => {
             typed::<s::SessionsGet, _>(params, |p| sessions::get(ctx, p)).await
         }

@@ -87,6 +87,40 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     );
     let adopted = daemon.holders.adopt_all().await;
     tracing::info!(adopted, "holders adopted");
+    // The restore record: which sessions a reboot (or every holder gone)
+    // lost, listed as `lost` until restored; kept in step from now on.
+    {
+        let ids: std::collections::HashSet<String> = daemon
+            .holders
+            .snapshot()
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        let at = daemon.restore.start(&ids);
+        let lost = daemon.restore.lost();
+        tracing::info!(lost = lost.len(), newly = at.newly_lost.len(), rebooted = at.rebooted, mode = ?daemon.restore.mode, "restore record read");
+        daemon
+            .holders
+            .list_lost(lost.iter().map(crate::restore::lost_finished).collect());
+        tokio::spawn(crate::tasks::record::run(
+            daemon.holders.clone(),
+            daemon.restore.clone(),
+            daemon.shutdown.subscribe(),
+        ));
+        if daemon.restore.mode == crate::restore::RestoreMode::Auto && !lost.is_empty() {
+            let d = daemon.clone();
+            tokio::spawn(async move {
+                match crate::session_ops::restore::restore(d, &[]).await {
+                    Ok(r) => tracing::info!(
+                        restored = r.restored.len(),
+                        failed = r.failed.len(),
+                        "restore = \"auto\": done"
+                    ),
+                    Err(error) => tracing::warn!(%error, "restore = \"auto\" failed"),
+                }
+            });
+        }
+    }
     // The temporary files of trims killed before their rename (as large as
     // their transcripts, in Claude Code's projects folder): removed once,
     // off the reactor (`ccd_claude::trim::leftover`).

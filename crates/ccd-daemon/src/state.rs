@@ -40,6 +40,8 @@ pub struct Daemon {
     pub events: EventHub,
     /// What each live session costs, as last sampled.
     pub costs: Arc<CostBoard>,
+    /// The restore record (what ccd holds, durably) and lost sessions.
+    pub restore: Arc<crate::restore::Restore>,
 }
 
 impl Daemon {
@@ -49,7 +51,13 @@ impl Daemon {
             options.socket_dir.holders_dir(),
             events.clone(),
         ));
+        let restore = Arc::new(crate::restore::Restore::open(
+            options.state_dir.clone(),
+            options.restore,
+            options.restore_at_once,
+        ));
         Self {
+            restore,
             options,
             started_at: SystemTime::now(),
             holders,

@@ -175,6 +175,19 @@ pub enum Command {
     /// End a session ccd holds (SIGTERM, then SIGKILL after a grace period).
     #[command(after_help = "Examples:\n  ccd kill 9cc17429\n  ccd kill api --signal hup")]
     Kill(KillArgs),
+    /// Bring back the sessions ccd held when the machine went down (listed
+    /// as `lost` by `ccd ls`): each resumed in its folder, on its own
+    /// conversation, with its model, permission mode, flags, name and pin.
+    #[command(
+        after_help = "Examples:\n  ccd restore              # every lost session\n  ccd restore 9cc17429 api\n  ccd restore --json\n\nA session whose folder or transcript is gone is reported and forgotten, never\nreplaced by a fresh one. Config: restore = \"ask\" (default), \"auto\" (at daemon\nstart) or \"off\"; restore_at_once = 4 (resumes at a time)."
+    )]
+    Restore {
+        /// Lost sessions (id, unique prefix or name); all when none.
+        sessions: Vec<String>,
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Shrink a dead session's transcript without changing what Claude sees
     /// on resume (the original is kept; `--undo` puts it back).
     #[command(

@@ -19,6 +19,12 @@
 //! # A session must have been idle this long before the budget may stop it
 //! # (default 10; at most 525600, a year).
 //! reap_min_idle_minutes = 10
+//! # Sessions ccd held when the machine went down (a reboot): "ask"
+//! # (default: `ccd ls` shows them as lost, `ccd restore` brings them
+//! # back), "auto" (brought back when the daemon starts) or "off".
+//! restore = "ask"
+//! # How many of them are resumed at once (default 4, at most 64).
+//! restore_at_once = 4
 //! # `ccd ui`: how a session that starts waiting is announced, once per
 //! # prompt: off (default), bell, osc9 or osc777 (desktop notifications).
 //! ui_notify = "bell"
@@ -114,6 +120,13 @@ pub struct Settings {
     /// Notifications to a person (`[notify]`; `ccd_notify::NotifyConfig`).
     #[serde(default)]
     pub notify: ccd_notify::NotifyConfig,
+    /// What a daemon start does with sessions lost when the machine went
+    /// down: `ask` (default: listed as lost, `ccd restore`), `auto`, `off`.
+    #[serde(default)]
+    pub restore: Option<String>,
+    /// How many lost sessions are resumed at once (default 4, at most 64).
+    #[serde(default)]
+    pub restore_at_once: Option<usize>,
 }
 
 /// One entry of `[hosts]`: a URL, or a URL with its own remote_ccd.

@@ -1,5 +1,6 @@
 //! `sessions.list`, `sessions.costs`, `sessions.get` (what a client names
-//! is resolved by `session_ops::resolve`).
+//! is resolved by `session_ops::resolve`), `sessions.restore` (the work is
+//! `session_ops::restore`).
 
 use crate::conn_ctx::ConnCtx;
 use crate::holders::HolderEntry;
@@ -105,4 +106,13 @@ pub async fn get(ctx: &ConnCtx, p: SessionRef) -> Result<SessionInfo, RpcError> 
     }
     crate::cost::fill(&ctx.daemon.costs, std::slice::from_mut(&mut info)).await;
     Ok(info)
+}
+
+/// `sessions.restore`: the lost sessions named (all when none) resumed
+/// as they were; one report.
+pub async fn restore(
+    ctx: &ConnCtx,
+    p: ccd_protocol::methods::session::RestoreParams,
+) -> Result<ccd_protocol::methods::session::RestoreResult, RpcError> {
+    crate::session_ops::restore::restore(ctx.daemon.clone(), &p.sessions).await
 }

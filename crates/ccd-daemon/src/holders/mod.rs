@@ -251,6 +251,10 @@ pub struct Finished {
 
 const FINISHED_KEPT: usize = 200;
 
+/// The failure of a session whose holder process died (no exit
+/// collected): the restore record keeps such a session (`restore`).
+pub const HOLDER_DIED: &str = "the holder process died";
+
 /// The most direct streams the daemon opens to one holder at once (each
 /// from its connect until the holder answered its hello): 2 of the 8
 /// connections a holder keeps for the daemon, beside its two kept ones,
@@ -292,6 +296,10 @@ pub struct HolderTable {
     /// Wakes the refresh watch task when an entry is flagged or added
     /// ([`pacing`]).
     wake: tokio::sync::Notify,
+    /// Wakes the restore record's task (`tasks::record`) when a holder
+    /// is added, pinned, renamed or leaves the table, or its session
+    /// changes conversation.
+    pub changed: tokio::sync::Notify,
 }
 
 impl HolderTable {
@@ -306,6 +314,7 @@ impl HolderTable {
             input_conns: Mutex::new(HashMap::new()),
             direct_opens: Mutex::new(HashMap::new()),
             wake: tokio::sync::Notify::new(),
+            changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -491,6 +500,7 @@ impl HolderTable {
             m.insert(entry.id.clone(), entry);
         }
         self.wake();
+        self.changed.notify_one();
         Ok(())
     }
 
@@ -510,8 +520,31 @@ impl HolderTable {
             e.meta.pinned = pinned;
             e.meta.clone()
         };
+        self.changed.notify_one();
         let bytes = serde_json::to_vec(&meta).map_err(std::io::Error::other)?;
         std::fs::write(self.meta_path(id), bytes)
+    }
+
+    /// Lists sessions lost when the machine went down (the restore
+    /// record's), as finished records in state `lost`, until restored
+    /// ([`Self::unlist_lost`]).
+    pub fn list_lost(&self, lost: Vec<Finished>) {
+        if let Ok(mut f) = self.finished.lock() {
+            for l in lost {
+                f.retain(|x| !(x.state == Lifecycle::Lost && x.session_id == l.session_id));
+                f.push_back(l);
+            }
+            while f.len() > FINISHED_KEPT {
+                f.pop_front();
+            }
+        }
+    }
+
+    /// Takes lost session `sid` off the list (restored, or forgotten).
+    pub fn unlist_lost(&self, sid: &str) {
+        if let Ok(mut f) = self.finished.lock() {
+            f.retain(|x| !(x.state == Lifecycle::Lost && x.session_id.as_deref() == Some(sid)));
+        }
     }
 
     /// Drops a holder that never came up.
@@ -556,6 +589,7 @@ impl HolderTable {
             f.retain(|f| f.meta.id != id);
         }
         self.remove_records(id);
+        self.changed.notify_one();
     }
 
     /// Flags the holders whose child is one of `pids` for a refresh on the

@@ -85,6 +85,13 @@ impl HolderTable {
             // session, so this step is not published.
             return;
         }
+        if old.is_none_or(|o| {
+            o.session_id != info.session_id || o.permission_mode != info.permission_mode
+        }) {
+            // A new conversation or permission mode (or the first info):
+            // the restore record follows it.
+            self.changed.notify_one();
+        }
         self.publish_permission(meta, old, info, session.clone());
         let new = lifecycle_of(info);
         let old = old.map(lifecycle_of);
@@ -183,6 +190,7 @@ impl HolderTable {
             m.remove(id);
         }
         self.remove_records(id);
+        self.changed.notify_one();
         if let Ok(mut f) = self.finished.lock() {
             f.push_back(finished);
             while f.len() > FINISHED_KEPT {
@@ -269,7 +277,7 @@ impl HolderTable {
                             meta: entry.meta.clone(),
                             exit: None,
                             state: Lifecycle::Failed,
-                            failure: Some("the holder process died".into()),
+                            failure: Some(super::HOLDER_DIED.into()),
                             screen: String::new(),
                         },
                     );

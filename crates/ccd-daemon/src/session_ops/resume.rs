@@ -1,5 +1,6 @@
 //! Resuming a dead session (`claude --resume <id>` in its original cwd,
-//! under a new holder: [`resume`]) and what it needs ([`resumable`]); the
+//! under a new holder: [`resume`]; a session lost when the machine went
+//! down with the flags the restore record kept) and what it needs ([`resumable`]); the
 //! refusals when another process holds the session, before the resume or
 //! while it settles; and, when the client consents, a fresh session in the
 //! same cwd after a failed resume ([`fresh_instead`]).
@@ -225,19 +226,29 @@ pub async fn resume(
         let (now, since) = w.as_info(info);
         return Err(live_elsewhere_since(&now, since));
     }
+    // A session lost when the machine went down comes back as it was:
+    // its recorded flags, name and pin (the restore record's).
+    let lost = ctx.daemon.restore.lost_entry(sid);
+    let args = match &lost {
+        Some(e) => crate::restore::record::resume_args(e),
+        None => vec!["--resume".into(), sid.into()],
+    };
     let meta = HolderMeta {
         id: new_holder_id(),
         session_id: Some(sid.to_string()),
-        name: info.name.clone(),
+        name: lost
+            .as_ref()
+            .and_then(|e| e.name.clone())
+            .or_else(|| info.name.clone()),
         cwd: cwd.to_string_lossy().into_owned(),
         origin: Origin::Resume,
         forked_from: None,
         created_at: now_ms(),
-        pinned: false,
+        pinned: lost.as_ref().is_some_and(|e| e.pinned),
         holder_pid: None,
     };
     let hid = meta.id.clone();
-    tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, "resuming");
+    tracing::info!(session = sid, cwd = %cwd.display(), transcript = %transcript, transcript_bytes, ?args, restoring = lost.is_some(), "resuming");
     let step = |lifecycle, step| StepReport {
         holder: &hid,
         session: sid,
@@ -277,7 +288,7 @@ pub async fn resume(
     let r = match start(
         ctx,
         meta,
-        vec!["--resume".into(), sid.into()],
+        args,
         cwd.clone(),
         size,
         ctx.daemon.options.auto_trust_default,
@@ -331,10 +342,17 @@ pub async fn resume(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    ctx.daemon
+    let entry = ctx
+        .daemon
         .holders
         .get(&hid)
-        .ok_or_else(|| failed("the session ended at once".into(), None))
+        .ok_or_else(|| failed("the session ended at once".into(), None))?;
+    if lost.is_some() {
+        // Held again: no longer listed as lost (the record follows).
+        ctx.daemon.holders.unlist_lost(sid);
+        ctx.daemon.holders.changed.notify_one();
+    }
+    Ok(entry)
 }
 
 /// Another process started the session ccd was resuming: ccd's copy

@@ -13,11 +13,14 @@
 //!   rules;
 //! - [`log_prune`]: keeps the state dir's holder logs bounded;
 //! - [`notify`]: the `[notify]` rules over the hub's events, sent to the
-//!   command and webhook sinks.
+//!   command and webhook sinks;
+//! - [`record`]: keeps the restore record (`crate::restore`) in step with
+//!   the holder table.
 
 pub mod cost_sampler;
 pub mod log_prune;
 pub mod notify;
 pub mod reap;
+pub mod record;
 pub mod refresh_watch;
 pub mod registry_watch;

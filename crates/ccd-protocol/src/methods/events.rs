@@ -77,6 +77,8 @@ open_enum! {
         Exited = "session.exited",
         Reaped = "session.reaped",
         Focus = "session.focus",
+        Restored = "session.restored",
+        RestoreReport = "sessions.restore_report",
         Lagged = "events.lagged";
         /// A type added by a later daemon, kept as named (a client shows or
         /// skips it; this daemon never sends one).
@@ -158,6 +160,11 @@ impl WriterState {
 ///   to the session has the focus changed (`focused`: at least one has it;
 ///   from the clients' `session.focus`, a client that leaves counting as
 ///   not focused);
+/// - `session.restored`: a lost session brought back (`held: true`,
+///   `holder`) or not (`held: false`, `status: lost`, `reason`), by
+///   `sessions.restore` or `restore = "auto"`;
+/// - `sessions.restore_report`: a restore ended (no `session`): `reason`
+///   `N restored, M not restored`, `missed` M;
 /// - `events.lagged`: this subscriber fell behind and `missed` events were
 ///   dropped (re-list sessions to resync).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

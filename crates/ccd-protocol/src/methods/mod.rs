@@ -175,6 +175,7 @@ method_table! {
     SessionsList => session::SessionsList,
     SessionsGet => session::SessionsGet,
     SessionsCosts => session::SessionsCosts,
+    SessionsRestore => session::SessionsRestore,
     SessionNew => session::SessionNew,
     SessionFork => session::SessionFork,
     SessionKill => session::SessionKill,

@@ -123,6 +123,8 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
             .map(std::time::Duration::from_millis)
             .unwrap_or(ccd_daemon::RESUME_SETTLE),
         notify: settings.notify.clone(),
+        restore: restore_mode(&settings)?,
+        restore_at_once: restore_at_once(&settings)?,
     };
     ccd_daemon::run(options)?;
     Ok(ExitCode::SUCCESS)
@@ -191,4 +193,22 @@ fn stop(global: &GlobalArgs, kill_sessions: bool) -> anyhow::Result<ExitCode> {
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The config's `restore` (`ask` when absent).
+fn restore_mode(settings: &Settings) -> anyhow::Result<ccd_daemon::restore::RestoreMode> {
+    match settings.restore.as_deref() {
+        None => Ok(Default::default()),
+        Some(v) => v.parse().map_err(|e: String| anyhow::anyhow!("{e}")),
+    }
+}
+
+/// The config's `restore_at_once` (1..=`MAX_AT_ONCE`).
+fn restore_at_once(settings: &Settings) -> anyhow::Result<usize> {
+    use ccd_daemon::restore::{DEFAULT_AT_ONCE, MAX_AT_ONCE};
+    match settings.restore_at_once {
+        None => Ok(DEFAULT_AT_ONCE),
+        Some(n) if (1..=MAX_AT_ONCE).contains(&n) => Ok(n),
+        Some(n) => anyhow::bail!("restore_at_once = {n} in the config: write 1 to {MAX_AT_ONCE}"),
+    }
 }

@@ -62,6 +62,7 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
     checks.extend(trim_backups());
     checks.extend(socket_and_daemon(global));
     checks.push(logs());
+    checks.extend(restore_record(&state_dir()));
     checks.extend(notify(&settings.notify, &state_dir()));
     if as_json {
         println!("{}", ccd_claude::display::json::to_string_pretty(&checks)?);
@@ -443,6 +444,58 @@ fn logs() -> Check {
             )),
         },
     }
+}
+
+/// The restore record (`held.json` in the state dir, issue 54): whether it
+/// parses, how many sessions it holds and how many are lost (waiting for
+/// `ccd restore`), and an unreadable one the daemon moved aside.
+fn restore_record(state: &std::path::Path) -> Vec<Check> {
+    use ccd_protocol::methods::session::HeldRecord;
+    let mut out = Vec::new();
+    let path = state.join("held.json");
+    match std::fs::read(&path) {
+        Err(_) => out.push(ok("restore", "no restore record yet (no session held)")),
+        Ok(bytes) => match serde_json::from_slice::<HeldRecord>(&bytes) {
+            Ok(r) if r.lost.is_empty() => out.push(ok(
+                "restore",
+                format!("the restore record holds {} session(s)", r.held.len()),
+            )),
+            Ok(r) => out.push(bad(
+                "restore",
+                "warn",
+                format!(
+                    "{} session(s) were lost when the machine went down",
+                    r.lost.len()
+                ),
+                "ccd restore (or restore = \"auto\" in the config)",
+            )),
+            Err(e) => out.push(Check {
+                check: "restore",
+                status: "error",
+                message: format!("the restore record does not parse: {e}"),
+                file: Some(path.clone()),
+                fix: Some(
+                    "restart the daemon: it moves the record aside and starts a new one".into(),
+                ),
+            }),
+        },
+    }
+    let moved = state.join("held.json.bad");
+    if moved.exists() {
+        out.push(Check {
+            check: "restore",
+            status: "warn",
+            message:
+                "an unreadable restore record was moved aside (its sessions were not restored)"
+                    .into(),
+            file: Some(moved),
+            fix: Some(
+                "read it for the sessions it named (ccd attach <id> resumes one), then delete it"
+                    .into(),
+            ),
+        });
+    }
+    out
 }
 
 /// The `[notify]` table (issue 53): a command that cannot run, a webhook

@@ -16,6 +16,7 @@ mod new;
 mod notify;
 mod observe;
 mod respond;
+mod restore;
 mod screen;
 mod send;
 mod service;
@@ -119,6 +120,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 Command::New(args) => new::run(&cli.global, &args),
                 Command::Kill(args) => kill::run(&cli.global, &args),
+                Command::Restore { sessions, json } => restore::run(&cli.global, &sessions, json),
                 Command::Screen(args) => screen::run(&cli.global, &args),
                 Command::Trim(args) => trim::run(&cli.global, &args),
                 Command::Daemon(_)

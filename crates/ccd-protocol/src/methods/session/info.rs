@@ -73,7 +73,8 @@ open_enum! {
     /// ccd's lifecycle of a session it holds, on the wire as its name
     /// (`starting`, `trust`, `ready`; then Claude Code's status `idle`,
     /// `busy`, `waiting` once ready; `needs-attention`; and how it ended:
-    /// `exited`, `failed`, `reaped`, `discarded`).
+    /// `exited`, `failed`, `reaped`, `discarded`; `lost`: held when the
+    /// machine went down, restorable with `sessions.restore`).
     pub enum Lifecycle {
         Starting = "starting",
         Trust = "trust",
@@ -85,7 +86,8 @@ open_enum! {
         Exited = "exited",
         Failed = "failed",
         Reaped = "reaped",
-        Discarded = "discarded";
+        Discarded = "discarded",
+        Lost = "lost";
         /// A name this version does not know (a later daemon's state, or a
         /// status Claude Code added), kept as named.
         Other(String),
@@ -94,11 +96,15 @@ open_enum! {
 
 impl Lifecycle {
     /// The session's process has ended (`exited`, `failed`, `reaped`,
-    /// `discarded`).
+    /// `discarded`, `lost`).
     pub fn ended(&self) -> bool {
         matches!(
             self,
-            Lifecycle::Exited | Lifecycle::Failed | Lifecycle::Reaped | Lifecycle::Discarded
+            Lifecycle::Exited
+                | Lifecycle::Failed
+                | Lifecycle::Reaped
+                | Lifecycle::Discarded
+                | Lifecycle::Lost
         )
     }
 }

@@ -12,7 +12,8 @@
 //! - `tail`: `session.tail` (the conversation's last items);
 //! - `input`: `session.send` and `session.respond` (typing into a
 //!   session);
-//! - `trim`: `session.trim`.
+//! - `trim`: `session.trim`;
+//! - `restore`: `sessions.restore` and the restore record.
 //!
 //! Session state is computed from Claude Code's registry at the moment of
 //! each request, never from a cache, so two calls may disagree.
@@ -20,6 +21,7 @@
 mod info;
 mod input;
 mod lifecycle;
+mod restore;
 mod screen;
 mod tail;
 mod trim;
@@ -27,6 +29,7 @@ mod trim;
 pub use info::*;
 pub use input::*;
 pub use lifecycle::*;
+pub use restore::*;
 pub use screen::*;
 pub use tail::*;
 pub use trim::*;
