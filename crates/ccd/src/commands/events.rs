@@ -104,6 +104,10 @@ fn human(e: &Event) -> String {
             _ => e.reason.clone().unwrap_or_default(),
         },
         EventKind::Lagged => format!("{} events missed", json(&e.missed)),
+        EventKind::Focus if e.focused == Some(true) => {
+            "a terminal attached to it has the focus".into()
+        }
+        EventKind::Focus => "no attached terminal has the focus".into(),
         _ => String::new(),
     };
     let at = time::OffsetDateTime::from_unix_timestamp(e.at / 1000)
@@ -194,6 +198,15 @@ mod tests {
             "{}",
             human(&e)
         );
+    }
+
+    #[test]
+    fn a_focus_event_says_whether_a_terminal_has_the_focus() {
+        let mut e = Event::new(EventKind::Focus, Some("3c5e7a9b-1d2f".into()), 0);
+        e.focused = Some(true);
+        assert!(human(&e).ends_with("a terminal attached to it has the focus"));
+        e.focused = Some(false);
+        assert!(human(&e).ends_with("no attached terminal has the focus"));
     }
 
     #[test]
