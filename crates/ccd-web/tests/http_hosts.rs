@@ -14,33 +14,9 @@
 
 mod http;
 
-use http::{ccd_bin, wait_for, Sandbox, Web, T};
+use http::{stand_in_ssh, wait_for, Sandbox, Web, T};
 use serde_json::{json, Value};
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
-
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// The stand-in for ssh (see the header); `near`'s `$CCD_SSH_COMMAND`.
-fn stand_in_ssh(near: &mut Sandbox, far: &Sandbox) {
-    let path = near.root.join("fake-ssh");
-    let mut script = String::from(
-        "#!/bin/sh\nfor a; do\n  case \"$a\" in\n    nowhere) echo 'ssh: Could not resolve hostname nowhere: Name or service not known' >&2; exit 255;;\n    stall) exec sleep 600;;\n  esac\ndone\nexec env -u XDG_RUNTIME_DIR",
-    );
-    for (k, v) in &far.env {
-        script.push_str(&format!(" {k}={}", quote(v)));
-    }
-    script.push_str(&format!(
-        " {} dial-stdio\n",
-        quote(ccd_bin().to_str().unwrap())
-    ));
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    near.env
-        .push(("CCD_SSH_COMMAND".into(), path.display().to_string()));
-}
 
 fn row<'a>(list: &'a Value, sid: &str) -> Option<&'a Value> {
     list["sessions"].as_array()?.iter().find(|s| s["id"] == sid)

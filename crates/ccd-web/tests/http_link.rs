@@ -5,8 +5,9 @@
 //! expired, altered or forged token, one made before `ccd web --revoke`,
 //! one for a machine not served, and the token used for anything else
 //! (another prompt of the session, another route, "always", a message)
-//! are refused. The used-nonce bound is pushed past in `link.rs`'s unit
-//! tests.
+//! are refused; a link naming another machine served (`--host`, through a
+//! stand-in ssh) answers that machine's prompt. The used-nonce bound is
+//! pushed past in `link.rs`'s unit tests.
 
 mod http;
 
@@ -330,4 +331,55 @@ fn expired_altered_forged_revoked_and_foreign_links_are_refused() {
     }
     let r = view(&web, &after);
     assert_eq!(r.status, 429, "{r:?}");
+}
+
+/// A link naming another machine `ccd web` serves (as `ccd notify` mints
+/// it for a `--host` machine) shows and answers that machine's prompt; the
+/// same session named on this machine is not found there.
+#[test]
+fn a_link_naming_another_machine_answers_its_prompt_there() {
+    let far = Sandbox::new();
+    let mut near = Sandbox::new();
+    http::stand_in_ssh(&mut near, &far);
+    let there = far.new_session("farproj");
+    std::fs::write(
+        near.root.join("ccd.toml"),
+        "ui_hosts = [\"local\", \"ssh://far\"]\n",
+    )
+    .unwrap();
+    let web = Web::start(&near, &[]);
+    let cookie = web.login();
+    let r = wait_for(T, "the far machine reached", || {
+        let r = web.post(
+            &cookie,
+            &format!("/api/m/far/session/{there}/send"),
+            &json!({"text": "perm touch far.txt"}).to_string(),
+        );
+        (r.status == 200).then_some(r)
+    });
+    assert_eq!(r.json()["ok"], true, "{r:?}");
+    let prompt = wait_for(T, "the far prompt listed", || {
+        let list = web.sessions(&cookie);
+        list["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["id"] == there.as_str())?["prompt"]["id"]
+            .as_str()
+            .map(String::from)
+    });
+    // Named on this machine: not there.
+    let wrong = mint(&near, "local", &there, &prompt, now_ms() + 60_000);
+    assert_eq!(view(&web, &wrong).status, 404);
+    let token = mint(&near, "far", &there, &prompt, now_ms() + 60_000);
+    let r = view(&web, &token);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["machine"], "far", "{r:?}");
+    assert_eq!(r.json()["prompt"]["detail"], "touch far.txt", "{r:?}");
+    let r = answer(&web, &token, "yes");
+    assert_eq!(r.status, 200, "{r:?}");
+    wait_for(T, "the far turn approved", || {
+        far.screen(&there)
+            .contains("echo: perm touch far.txt")
+            .then_some(())
+    });
 }

@@ -3,7 +3,8 @@
 //! daemon `ccd web --listen 127.0.0.1:0` starts, and a plain HTTP/1.1
 //! client over a `TcpStream` that sends exactly the headers a test gives
 //! (forged `Host` and `Origin` included), plus a WebSocket client
-//! (`tungstenite`).
+//! (`tungstenite`), and a stand-in for ssh reaching a second sandbox
+//! ([`stand_in_ssh`]).
 //!
 //! Every process is this test's own, ended by its handle when it drops
 //! (`ccd web` by its pid; the daemon and its sessions by `ccd daemon stop
@@ -405,4 +406,32 @@ pub fn upgrade_status(addr: &str, headers: &[(&str, &str)]) -> Resp {
         }
     }
     parse(&raw)
+}
+
+/// `s` quoted for a POSIX shell.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// A stand-in for ssh, `near`'s `$CCD_SSH_COMMAND`: runs `far`'s `ccd
+/// dial-stdio` for any host but `nowhere` (fails as ssh does: exit 255,
+/// its words on stderr) and `stall` (hangs, a network that never
+/// answers).
+pub fn stand_in_ssh(near: &mut Sandbox, far: &Sandbox) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = near.root.join("fake-ssh");
+    let mut script = String::from(
+        "#!/bin/sh\nfor a; do\n  case \"$a\" in\n    nowhere) echo 'ssh: Could not resolve hostname nowhere: Name or service not known' >&2; exit 255;;\n    stall) exec sleep 600;;\n  esac\ndone\nexec env -u XDG_RUNTIME_DIR",
+    );
+    for (k, v) in &far.env {
+        script.push_str(&format!(" {k}={}", quote(v)));
+    }
+    script.push_str(&format!(
+        " {} dial-stdio\n",
+        quote(ccd_bin().to_str().unwrap())
+    ));
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    near.env
+        .push(("CCD_SSH_COMMAND".into(), path.display().to_string()));
 }
