@@ -1,0 +1,26 @@
+//! Search inside Claude Code transcripts (issue 55).
+//!
+//! - [`extract`]: what is searchable in a transcript record (sans-IO): user
+//!   prompts, assistant text, tool calls, titles and summaries, each with
+//!   its role, time and byte offset; never JSON keys, ids, images or tool
+//!   output.
+//! - [`incremental`]: reading a transcript's complete lines and later only
+//!   what was appended ([`incremental::ReadMark`], [`incremental::Lines`]),
+//!   shared with the other followers of a transcript's growth.
+//! - [`query`]: words, phrases and regexes; the normalization; snippets;
+//!   the ranking.
+//! - [`scan`]: searching every transcript by reading them all, on a bounded
+//!   number of threads (search without an index or a daemon).
+//!
+//! A crate of its own, not a module of ccd-claude: it will hold the index
+//! (and its dependencies), which nothing else that reads Claude Code's
+//! files needs.
+
+pub mod extract;
+pub mod incremental;
+pub mod query;
+pub mod scan;
+
+pub use extract::{Message, Role};
+pub use query::{Query, QueryError, Snippet};
+pub use scan::{scan, Filters, Hit, ScanStats, Source};
