@@ -368,7 +368,7 @@ fn restore_auto_brings_them_back_at_daemon_start_and_off_forgets_them() {
         most = most.max(starting);
         let live: HashSet<String> = rows
             .iter()
-            .filter(|r| r["state"] != "dead" && r["ccd"]["lifecycle"] != "lost")
+            .filter(|r| matches!(r["ccd"]["lifecycle"].as_str(), Some("idle" | "ready")))
             .filter_map(|r| r["session_id"].as_str().map(String::from))
             .collect();
         want.is_subset(&live).then_some(())
@@ -548,6 +548,16 @@ fn the_record_survives_sigkill_at_any_moment() {
             let _ = v;
             made.insert(k);
         }
+        // And every id the daemon or a holder logged starting (a `ccd new`
+        // killed before its reply printed none).
+        for e in std::fs::read_dir(&sb.state).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("held.json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            made.extend(uuids(&text));
+        }
         let path = sb.state.join("held.json");
         if path.exists() {
             let text = std::fs::read(&path).expect("read");
@@ -563,4 +573,25 @@ fn the_record_survives_sigkill_at_any_moment() {
         }
         let _ = std::fs::remove_dir_all(&sb.sock);
     }
+}
+
+/// The UUIDs (8-4-4-4-12 hex) in `text`.
+fn uuids(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 36 <= b.len() {
+        let w = &b[i..i + 36];
+        let ok = w.iter().enumerate().all(|(j, c)| match j {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        });
+        if ok {
+            out.push(String::from_utf8_lossy(w).into_owned());
+            i += 36;
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
