@@ -9,6 +9,7 @@
 //! target/<host triple>/release/ccd-bench parse         # the screen model's parse speed, part by part
 //! target/<host triple>/release/ccd-bench trim          # trim a generated 1 GB transcript: time, MB/s, peak RSS, cp baseline
 //! target/<host triple>/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
+//! target/<host triple>/release/ccd-bench restore       # after a simulated reboot: daemon start → 50 sessions back; record writes per change
 //! ```
 
 // No unsafe code here, and none may be added (docs/architecture.md, "Unsafe code").
@@ -19,6 +20,7 @@ mod gen_config;
 mod ls;
 mod parse;
 mod pty;
+mod restore;
 mod stats;
 mod trim;
 mod ui;
@@ -62,6 +64,10 @@ enum Cmd {
     /// `ccd ui` over two machines: a key to its redraw while the other
     /// machine's link is healthy, then stalled.
     UiHosts(ui_hosts::Args),
+    /// After a simulated reboot: daemon start to N fake sessions back at
+    /// their prompt (`restore = "auto"`) per `restore_at_once`, and the
+    /// restore record's writes per session change.
+    Restore(restore::Args),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -85,6 +91,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::TrimChild(a) => trim::child(&a),
         Cmd::Ui(a) => ui::run(&a),
         Cmd::UiHosts(a) => ui_hosts::run(&a),
+        Cmd::Restore(a) => restore::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }
