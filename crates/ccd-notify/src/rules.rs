@@ -26,6 +26,13 @@
 //!    summary is sent when the bound allows again.
 //! 6. **turn_done**: a turn that ends (busy → idle) after at least
 //!    `turn_done_after_secs` busy.
+//! 7. **Withdrawal** (for a sink that can take a notification back, the
+//!    desktop; asked for with [`Rules::withdrawing`]): a permission or
+//!    question notification that was sent no longer applies once the
+//!    session works again or rests (`busy`, `idle`: answered, wherever),
+//!    ended, was stopped or is gone; [`Rules::take_withdrawals`] says which
+//!    sessions' to take back. A dialog cleared and shown again (a flicker)
+//!    does not withdraw: only the session's status moving on does.
 
 use crate::config::{NotifyConfig, Reason};
 use crate::input::{Activity, Input};
@@ -52,6 +59,16 @@ struct SessionFacts {
     second_writer_told: bool,
     /// Prompt ids notified since the session last worked (oldest first).
     prompts_told: VecDeque<String>,
+    /// A permission or question notification was sent and still applies.
+    open: bool,
+}
+
+/// A session whose sent permission or question notifications no longer
+/// apply (rule 7): the sink takes them back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Withdrawal {
+    pub machine: String,
+    pub session: String,
 }
 
 #[derive(Debug)]
@@ -71,6 +88,10 @@ pub struct Rules {
     sent: VecDeque<i64>,
     /// Dropped by the rate bound since the last summary.
     dropped: u64,
+    /// Whether withdrawals are kept for [`Rules::take_withdrawals`].
+    withdrawing: bool,
+    /// Sessions whose notifications no longer apply, not taken yet.
+    withdrawals: Vec<Withdrawal>,
 }
 
 impl Rules {
@@ -84,7 +105,39 @@ impl Rules {
             pending: Vec::new(),
             sent: VecDeque::new(),
             dropped: 0,
+            withdrawing: false,
+            withdrawals: Vec::new(),
         }
+    }
+
+    /// These rules also say which sent notifications no longer apply
+    /// (rule 7); the owner takes them with [`Rules::take_withdrawals`]
+    /// after each `observe` and `tick` (each session is in it once at
+    /// most, so it holds at most one entry a session seen).
+    pub fn withdrawing(mut self) -> Self {
+        self.withdrawing = true;
+        self
+    }
+
+    /// The sessions whose permission or question notifications no longer
+    /// apply since the last call (see [`Rules::withdrawing`]).
+    pub fn take_withdrawals(&mut self) -> Vec<Withdrawal> {
+        std::mem::take(&mut self.withdrawals)
+    }
+
+    /// Rule 7: `session`'s sent notifications no longer apply.
+    fn withdraw(&mut self, session: &str) {
+        let Some(f) = self.sessions.get_mut(session) else {
+            return;
+        };
+        if !std::mem::take(&mut f.open) || !self.withdrawing {
+            return;
+        }
+        tracing::debug!(session, "a sent notification no longer applies");
+        self.withdrawals.push(Withdrawal {
+            machine: self.machine.clone(),
+            session: session.to_string(),
+        });
     }
 
     /// The config the rules follow.
@@ -116,6 +169,9 @@ impl Rules {
                 if activity != Activity::Waiting {
                     f.waiting_told = false;
                     self.cancel(&sid, |r| matches!(r, Reason::Permission | Reason::Question));
+                }
+                if matches!(activity, Activity::Busy | Activity::Idle) {
+                    self.withdraw(&sid);
                 }
                 let f = self.sessions.entry(sid.clone()).or_default();
                 match activity {
@@ -188,6 +244,7 @@ impl Rules {
             }
             Input::Ended { failed, detail, .. } => {
                 self.cancel(&sid, Reason::answerable);
+                self.withdraw(&sid);
                 let r = if failed {
                     Reason::Failed
                 } else {
@@ -209,6 +266,7 @@ impl Rules {
             }
             Input::Reaped { budget, .. } => {
                 self.cancel(&sid, Reason::answerable);
+                self.withdraw(&sid);
                 let r = if budget {
                     Reason::Budget
                 } else {
@@ -219,6 +277,7 @@ impl Rules {
             }
             Input::Gone { .. } => {
                 self.cancel(&sid, Reason::answerable);
+                self.withdraw(&sid);
                 // Forgotten (the facts of sessions long gone would pile up
                 // in a daemon that runs for weeks), unless a notification
                 // of it is pending: then what names it stays, what it was
@@ -262,6 +321,11 @@ impl Rules {
                 continue;
             }
             if self.take_slot(now) {
+                if matches!(n.reason, Reason::Permission | Reason::Question) {
+                    if let Some(f) = self.sessions.get_mut(&n.session) {
+                        f.open = true;
+                    }
+                }
                 out.push(n);
             } else {
                 self.dropped += 1;
@@ -724,6 +788,71 @@ mod tests {
         // Nothing pending any more: gone again, it is forgotten.
         r.observe(Input::Gone { session: S.into() }, 11_000);
         assert!(r.sessions.is_empty());
+    }
+
+    #[test]
+    fn a_sent_prompt_is_withdrawn_once_the_session_moves_on_ends_or_goes() {
+        let w = |r: &mut Rules| {
+            r.take_withdrawals()
+                .into_iter()
+                .map(|w| (w.machine, w.session))
+                .collect::<Vec<_>>()
+        };
+        let one = vec![("box".to_string(), S.to_string())];
+        let mut r = Rules::new(cfg(), "box").withdrawing();
+        // Sent, then answered (busy again): withdrawn, once.
+        assert_eq!(r.observe(permission(Some("p1")), 1).len(), 1);
+        r.observe(Input::Cleared { session: S.into() }, 2);
+        assert!(w(&mut r).is_empty(), "a flicker does not withdraw");
+        r.observe(permission(Some("p1")), 3);
+        r.observe(status(Activity::Busy), 4);
+        assert_eq!(w(&mut r), one);
+        r.observe(status(Activity::Idle), 5);
+        assert!(w(&mut r).is_empty(), "once");
+        // A question, then the session ends, is stopped, or goes.
+        for (i, end) in [
+            Input::Ended {
+                session: S.into(),
+                failed: false,
+                detail: None,
+            },
+            Input::Reaped {
+                session: S.into(),
+                budget: false,
+            },
+            Input::Gone { session: S.into() },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let t = 100 * (i as i64 + 1);
+            r.observe(status(Activity::Idle), t);
+            let q = Input::Question {
+                session: S.into(),
+                detail: None,
+            };
+            assert_eq!(r.observe(q, t + 1).len(), 1);
+            assert!(w(&mut r).is_empty(), "still applies");
+            r.observe(end, t + 2);
+            assert_eq!(w(&mut r), one, "case {i}");
+        }
+        // Not sent (answered within the quiet delay): nothing to withdraw.
+        let mut r = Rules::new(
+            NotifyConfig {
+                quiet_secs: 5,
+                ..cfg()
+            },
+            "box",
+        )
+        .withdrawing();
+        assert!(r.observe(permission(Some("p2")), 1).is_empty());
+        r.observe(status(Activity::Busy), 2);
+        assert!(w(&mut r).is_empty());
+        // Rules not asked to withdraw keep nothing.
+        let mut r = Rules::new(cfg(), "box");
+        r.observe(permission(Some("p3")), 1);
+        r.observe(status(Activity::Busy), 2);
+        assert!(r.withdrawals.is_empty());
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! lists them in its context menu, driven by `dunstctl context` through a
 //! `dmenu` script that picks one), Approve on it approves the prompt it
 //! names, and an Approve on a prompt answered meanwhile is refused, which
-//! a follow-up notification says. The desktop and `ccd notify` on it are
-//! `common/desk.rs`'s.
+//! a follow-up notification says; a prompt answered elsewhere (`ccd
+//! approve`), and one whose session ended, is taken off the desktop
+//! (`CloseNotification`), here and from another machine. The desktop and
+//! `ccd notify` on it are `common/desk.rs`'s.
 //!
 //! Without dunst, Xvfb or dbus-daemon the tests fail when `$CI` is set
 //! (`.ci/run` installs them) and are skipped, saying so, otherwise.
@@ -65,11 +67,17 @@ fn an_action_on_a_prompt_answered_meanwhile_is_refused_and_says_so() {
     sb.ok(&["send", &sid, "perm touch first.txt"]);
     desk.wait_shown(&["stale asks for permission", "touch first.txt"]);
     // Answered elsewhere (the terminal), then a second dialog shows: the
-    // notification's prompt id is no longer the one on the screen.
+    // notification's prompt id is no longer the one on the screen. `ccd
+    // notify` is stopped meanwhile, so the first notification is not
+    // taken back before the person picks Approve on it (the race a
+    // withdrawal cannot close: an action already on its way).
+    let notify_pid = nix::unistd::Pid::from_raw(i32::try_from(n.child.id()).unwrap());
+    nix::sys::signal::kill(notify_pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
     sb.ok_stderr(&["deny", &sid]);
     wait_screen(&sb, &sid, "User rejected");
     sb.ok(&["send", &sid, "perm touch second.txt"]);
-    desk.wait_shown(&["stale asks for permission", "touch second.txt"]);
+    wait_screen(&sb, &sid, "Do you want");
+    wait_screen(&sb, &sid, "touch second.txt");
     let before = sb.ok(&["screen", &sid]);
 
     // Approve on the first notification: refused, nothing typed.
@@ -91,7 +99,34 @@ fn an_action_on_a_prompt_answered_meanwhile_is_refused_and_says_so() {
         ),
     )
     .unwrap();
+    // dunst's ActionInvoked is on its way to the stopped `ccd notify`
+    // (seen on the bus) before it runs again.
+    let seen = desk.dir.join("signals.log");
+    let mut monitor = std::process::Command::new("dbus-monitor")
+        .args([
+            "--address",
+            &desk.bus,
+            "type='signal',member='ActionInvoked'",
+        ])
+        .stdout(std::fs::File::create(&seen).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(T, "dbus-monitor listening", || {
+        std::fs::read_to_string(&seen)
+            .ok()
+            .filter(|s| s.contains("NameAcquired"))
+    });
     assert!(desk.dunstctl(&["context"]));
+    wait_for(T, "dunst's ActionInvoked", || {
+        std::fs::read_to_string(&seen)
+            .ok()
+            .filter(|s| s.contains("member=ActionInvoked"))
+    });
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    nix::sys::signal::kill(notify_pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
     let refusal = desk.wait_shown(&["stale: not approved"]);
     assert!(
         refusal.contains("answered meanwhile") && refusal.contains("nothing was typed"),
@@ -106,6 +141,44 @@ fn an_action_on_a_prompt_answered_meanwhile_is_refused_and_says_so() {
     assert!(!sb
         .ok(&["screen", &sid])
         .contains("echo: perm touch first.txt"));
+    desk.wait_shown(&["stale asks for permission", "touch second.txt"]);
+    drop(n);
+}
+
+#[test]
+fn a_prompt_answered_elsewhere_or_whose_session_ended_is_taken_off_the_desktop() {
+    let Some(desk) = desk_or_skip() else { return };
+    let sb = sandbox(&desk);
+    let config = sb
+        .env
+        .iter()
+        .find(|(k, _)| k == "CCD_CONFIG")
+        .unwrap()
+        .1
+        .clone();
+    std::fs::write(
+        &config,
+        "[notify]\nreasons = [\"permission\", \"question\"]\nquiet_secs = 0\n",
+    )
+    .unwrap();
+    let sid = sb.new_session("withdrawn");
+    let n = notifier(&sb, &desk);
+    sb.ok(&["send", &sid, "perm touch answered.txt"]);
+    desk.wait_shown(&["withdrawn asks for permission", "touch answered.txt"]);
+    desk.wait_displayed(1);
+    // Answered with `ccd approve` (session.respond): off the screen, into
+    // dunst's history (closed, not lost).
+    sb.ok(&["approve", &sid]);
+    wait_screen(&sb, &sid, "echo: perm touch answered.txt");
+    desk.wait_displayed(0);
+    assert_eq!(desk.count("history"), Some(1));
+    // The session ends with its dialog open: taken back too.
+    sb.ok(&["send", &sid, "perm touch ended.txt"]);
+    desk.wait_shown(&["withdrawn asks for permission", "touch ended.txt"]);
+    desk.wait_displayed(1);
+    sb.ok(&["kill", &sid]);
+    desk.wait_displayed(0);
+    assert_eq!(desk.count("history"), Some(2));
     drop(n);
 }
 
@@ -220,6 +293,10 @@ fn a_prompt_on_another_machine_is_notified_and_answered_there_and_a_cut_link_com
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Answered on that machine: taken off this desktop.
+    desk.wait_displayed(1);
+    far.ok(&["approve", &sid]);
+    desk.wait_displayed(0);
     drop(n);
 }
 

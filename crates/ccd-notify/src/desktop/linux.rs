@@ -11,8 +11,16 @@
 //! runs the caller's [`Actions`] and shows any follow-up. The shown
 //! notifications are kept by server id ([`SHOWN`] at most, oldest
 //! forgotten first) until closed.
+//!
+//! A withdrawal ([`Job::Withdraw`]) closes the session's permission and
+//! question notifications still shown (`CloseNotification`, each once,
+//! bounded by the method timeout; one the server no longer has is not a
+//! failure). They stay remembered until the server's `NotificationClosed`
+//! says they went, so an action picked just before (already on its way)
+//! is still run, and refused if stale.
 
-use super::{run_action, Actions, DesktopError, DesktopOptions, ServerInfo, Shared, RETRY};
+use super::{run_action, Actions, DesktopError, DesktopOptions, Job, ServerInfo, Shared, RETRY};
+use crate::config::Reason;
 use crate::Notification;
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{self, Receiver};
@@ -28,16 +36,17 @@ pub const SHOWN: usize = 256;
 /// Actions waiting for the action thread at most (more are dropped).
 const ACTION_QUEUE: usize = 16;
 
-/// The notifications on screen, by the server's id.
+/// The notifications on screen, by the server's id (with whether it was
+/// withdrawn).
 #[derive(Default)]
 struct Shown {
-    by_id: HashMap<u32, Notification>,
+    by_id: HashMap<u32, (Notification, bool)>,
     order: VecDeque<u32>,
 }
 
 impl Shown {
     fn insert(&mut self, id: u32, n: Notification) {
-        if self.by_id.insert(id, n).is_none() {
+        if self.by_id.insert(id, (n, false)).is_none() {
             self.order.push_back(id);
         }
         while self.order.len() > SHOWN {
@@ -47,10 +56,35 @@ impl Shown {
         }
     }
 
+    fn get(&self, id: u32) -> Option<Notification> {
+        self.by_id.get(&id).map(|(n, _)| n.clone())
+    }
+
     fn remove(&mut self, id: u32) -> Option<Notification> {
-        let n = self.by_id.remove(&id)?;
+        let (n, _) = self.by_id.remove(&id)?;
         self.order.retain(|i| *i != id);
         Some(n)
+    }
+
+    /// The ids of `session`'s (on `machine`) permission and question
+    /// notifications not withdrawn yet, now marked withdrawn.
+    fn withdraw(&mut self, machine: &str, session: &str) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .by_id
+            .iter_mut()
+            .filter(|(_, (n, gone))| {
+                !*gone
+                    && n.machine == machine
+                    && n.session == session
+                    && matches!(n.reason, Reason::Permission | Reason::Question)
+            })
+            .map(|(id, (_, gone))| {
+                *gone = true;
+                *id
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
     }
 }
 
@@ -128,8 +162,20 @@ fn show(
         .map_err(no_server)
 }
 
+/// Takes notification `id` off the screen; `false` when the server refused
+/// (it may have closed it already: not a failure of the server).
+fn close(proxy: &Proxy<'_>, id: u32) -> bool {
+    match proxy.call::<_, _, ()>("CloseNotification", &(id,)) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!(id, error = %e, "the server did not close a notification");
+            false
+        }
+    }
+}
+
 pub(super) fn spawn(
-    rx: Receiver<Notification>,
+    rx: Receiver<Job>,
     actions: Arc<dyn Actions>,
     opts: DesktopOptions,
     shared: Arc<Shared>,
@@ -141,16 +187,30 @@ pub(super) fn spawn(
         .map_err(|e| DesktopError::NoServer(format!("cannot start a thread: {e}")))
 }
 
-fn worker(
-    rx: Receiver<Notification>,
-    actions: Arc<dyn Actions>,
-    opts: DesktopOptions,
-    shared: Arc<Shared>,
-) {
+fn worker(rx: Receiver<Job>, actions: Arc<dyn Actions>, opts: DesktopOptions, shared: Arc<Shared>) {
     let shown = Arc::new(Mutex::new(Shown::default()));
     let mut server: Option<Server> = None;
     let mut failed_at: Option<Instant> = None;
-    while let Ok(n) = rx.recv() {
+    while let Ok(job) = rx.recv() {
+        let n = match job {
+            Job::Show(n) => n,
+            Job::Withdraw { machine, session } => {
+                let ids = shown
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .withdraw(&machine, &session);
+                let Some(s) = &server else { continue };
+                for id in ids {
+                    let closed = close(&s.proxy, id);
+                    tracing::info!(id, %session, %machine, closed, "desktop notification withdrawn: it no longer applies");
+                    if !s.info.actions {
+                        // No signal thread forgets it on `NotificationClosed`.
+                        shown.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+                    }
+                }
+                continue;
+            }
+        };
         if server.is_none() {
             if failed_at.is_some_and(|t| t.elapsed() < RETRY) {
                 continue; // said already; dropped until the retry
@@ -228,7 +288,11 @@ fn start_action_threads(
                         let Ok((id, key)) = msg.body().deserialize::<(u32, String)>() else {
                             continue;
                         };
-                        let n = shown_r.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+                        // Kept until the server says it closed: a
+                        // withdrawal still takes it off the screen
+                        // (servers leave a notification up after an
+                        // action; the client closes it).
+                        let n = shown_r.lock().unwrap_or_else(|p| p.into_inner()).get(id);
                         if let Some(n) = n {
                             if tx.try_send((key, n)).is_err() {
                                 tracing::warn!(
@@ -304,5 +368,27 @@ mod tests {
         assert!(s.remove(0).is_none() && s.remove(1).is_none());
         assert!(s.remove(2).is_some());
         assert_eq!(s.order.len(), SHOWN - 1);
+    }
+
+    #[test]
+    fn a_withdrawal_names_the_session_s_prompts_and_questions_once() {
+        let n = crate::notification::sample_prompt();
+        let mut s = Shown::default();
+        s.insert(1, n.clone());
+        let mut other_machine = n.clone();
+        other_machine.machine = "devbox".into();
+        s.insert(2, other_machine);
+        let mut done = n.clone();
+        done.reason = Reason::TurnDone;
+        s.insert(3, done);
+        let mut question = n.clone();
+        question.reason = Reason::Question;
+        s.insert(4, question);
+        assert_eq!(s.withdraw(&n.machine, &n.session), [1, 4]);
+        assert!(s.withdraw(&n.machine, &n.session).is_empty(), "once");
+        // Still known until the server says it closed (an action on its
+        // way is run).
+        assert!(s.remove(1).is_some());
+        assert_eq!(s.withdraw("devbox", &n.session), [2]);
     }
 }

@@ -5,10 +5,13 @@
 //! `display notification` has none ([`Actions`] is unused here).
 //!
 //! The worker thread runs one `osascript` at a time, killed after the
-//! send timeout.
+//! send timeout. A withdrawal is not done: a notification `display
+//! notification` delivered cannot be taken back by `osascript` (only the
+//! app that posted it could, through `UNUserNotificationCenter`), so it
+//! stays in the Notification Center until the person dismisses it
+//! (docs/platforms.md).
 
-use super::{Actions, DesktopError, DesktopOptions, ServerInfo, Shared};
-use crate::Notification;
+use super::{Actions, DesktopError, DesktopOptions, Job, ServerInfo, Shared};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -49,7 +52,7 @@ pub(super) fn probe() -> Result<ServerInfo, DesktopError> {
 }
 
 pub(super) fn spawn(
-    rx: Receiver<Notification>,
+    rx: Receiver<Job>,
     _actions: Arc<dyn Actions>,
     opts: DesktopOptions,
     shared: Arc<Shared>,
@@ -57,7 +60,14 @@ pub(super) fn spawn(
     std::thread::Builder::new()
         .name("ccd-notify-desktop".into())
         .spawn(move || {
-            while let Ok(n) = rx.recv() {
+            while let Ok(job) = rx.recv() {
+                let n = match job {
+                    Job::Show(n) => n,
+                    Job::Withdraw { machine, session } => {
+                        tracing::debug!(%machine, %session, "a notification that no longer applies stays: osascript cannot take it back");
+                        continue;
+                    }
+                };
                 let (summary, body) = super::text(&n);
                 match run(&argv(&opts.app_name, &summary, &body), opts.send_timeout) {
                     Ok(()) => shared.ok(),

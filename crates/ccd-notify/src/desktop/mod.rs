@@ -30,6 +30,14 @@
 //! network; nothing else waits for it). A failure to reach the bus or the
 //! server is logged once (and kept in [`Desktop::last_error`] for `ccd
 //! doctor`), retried at most every [`RETRY`].
+//!
+//! Withdrawal: [`Desktop::withdraw`] (queued like a notification) takes
+//! back a session's permission and question notifications that no longer
+//! apply (the rules' rule 7: answered elsewhere, ended). On Linux the
+//! worker closes each with `CloseNotification` and the id `Notify`
+//! returned; an action the person picked before it was closed is still
+//! run (and refused if stale). macOS's `display notification` cannot take
+//! one back: there it is a no-op (docs/platforms.md).
 
 use crate::config::Reason;
 use crate::Notification;
@@ -114,11 +122,21 @@ impl Default for DesktopOptions {
     }
 }
 
+/// What the worker is handed.
+#[derive(Debug, Clone)]
+pub(crate) enum Job {
+    /// Show it.
+    Show(Notification),
+    /// Take back the permission and question notifications shown for
+    /// `session` of `machine`.
+    Withdraw { machine: String, session: String },
+}
+
 /// A handle on the desktop sink's worker (see the module header). Dropping
 /// every handle ends the worker after the queue drains.
 #[derive(Clone)]
 pub struct Desktop {
-    tx: SyncSender<Notification>,
+    tx: SyncSender<Job>,
     shared: Arc<Shared>,
 }
 
@@ -165,12 +183,30 @@ impl Desktop {
     /// Hands `n` to the worker; `false` when the queue is full (dropped
     /// and counted) or the worker ended.
     pub fn send(&self, n: Notification) -> bool {
-        match self.tx.try_send(n) {
+        self.queue(Job::Show(n))
+    }
+
+    /// Takes back the permission and question notifications shown for
+    /// `session` of `machine` (they no longer apply); queued like
+    /// [`Desktop::send`], `false` when dropped.
+    pub fn withdraw(&self, machine: &str, session: &str) -> bool {
+        self.queue(Job::Withdraw {
+            machine: machine.to_string(),
+            session: session.to_string(),
+        })
+    }
+
+    fn queue(&self, job: Job) -> bool {
+        match self.tx.try_send(job) {
             Ok(()) => true,
-            Err(TrySendError::Full(n)) => {
+            Err(TrySendError::Full(job)) => {
                 let before = self.shared.dropped.fetch_add(1, Ordering::Relaxed);
                 if before == 0 {
-                    tracing::warn!(session = %n.session, "desktop notifications queue full: dropping");
+                    let session = match &job {
+                        Job::Show(n) => n.session.as_str(),
+                        Job::Withdraw { session, .. } => session.as_str(),
+                    };
+                    tracing::warn!(%session, "desktop notifications queue full: dropping");
                 }
                 false
             }
@@ -232,7 +268,7 @@ fn probe_now(_timeout: Duration) -> Result<ServerInfo, DesktopError> {
 
 #[cfg(target_os = "linux")]
 fn spawn_worker(
-    rx: mpsc::Receiver<Notification>,
+    rx: mpsc::Receiver<Job>,
     actions: Arc<dyn Actions>,
     opts: DesktopOptions,
     shared: Arc<Shared>,
@@ -241,7 +277,7 @@ fn spawn_worker(
 }
 #[cfg(target_os = "macos")]
 fn spawn_worker(
-    rx: mpsc::Receiver<Notification>,
+    rx: mpsc::Receiver<Job>,
     actions: Arc<dyn Actions>,
     opts: DesktopOptions,
     shared: Arc<Shared>,
@@ -250,7 +286,7 @@ fn spawn_worker(
 }
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn spawn_worker(
-    _rx: mpsc::Receiver<Notification>,
+    _rx: mpsc::Receiver<Job>,
     _actions: Arc<dyn Actions>,
     _opts: DesktopOptions,
     _shared: Arc<Shared>,

@@ -19,7 +19,11 @@
 //! to touch them: it folds the events and ticks at the rules' next due
 //! time. The current links sit in a map shared with the desktop's action
 //! thread, which calls `session.respond` on them (that call may block up
-//! to its deadline; nothing else waits for it).
+//! to its deadline; nothing else waits for it). A permission or question
+//! notification that no longer applies (the prompt answered elsewhere —
+//! `ccd attach`, the web page, `ccd approve` — or the session ended) is
+//! taken back from the desktop (`Rules::withdrawing`,
+//! `Desktop::withdraw`), on every machine watched alike.
 //!
 //! With `web_public_url`, a prompt's notification carries a link that
 //! answers it once on `ccd web` ([`ccd_notify::link`]), minted here (where
@@ -105,7 +109,12 @@ pub fn run(global: &GlobalArgs, _args: &NotifyArgs) -> anyhow::Result<ExitCode> 
     let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUE);
     let mut rules: HashMap<String, Rules> = HashMap::new();
     for (name, target) in machines {
-        rules.insert(name.clone(), Rules::new(cfg.clone(), name.clone()));
+        // The desktop takes back what no longer applies (answered
+        // elsewhere, ended).
+        rules.insert(
+            name.clone(),
+            Rules::new(cfg.clone(), name.clone()).withdrawing(),
+        );
         let mut g = global.clone();
         g.targets = vec![target];
         let (tx, links) = (tx.clone(), links.clone());
@@ -134,7 +143,12 @@ fn fold(rx: Receiver<Msg>, rules: &mut HashMap<String, Rules>, sink: &Desktop, l
                     continue;
                 };
                 for input in inputs {
-                    for n in r.observe(input, now_ms()) {
+                    let due = r.observe(input, now_ms());
+                    // Taken back before anything new of the session shows.
+                    for w in r.take_withdrawals() {
+                        sink.withdraw(&w.machine, &w.session);
+                    }
+                    for n in due {
                         show(sink, n, linker);
                     }
                 }

@@ -43,10 +43,17 @@ fn on_path(prog: &str) -> bool {
 /// The desktop, or `None` (skipped, said) when a program is missing
 /// outside CI.
 pub fn desk_or_skip() -> Option<Desk> {
-    let missing: Vec<&str> = ["Xvfb", "dbus-daemon", "dunst", "dunstctl", "dbus-send"]
-        .into_iter()
-        .filter(|p| !on_path(p))
-        .collect();
+    let missing: Vec<&str> = [
+        "Xvfb",
+        "dbus-daemon",
+        "dunst",
+        "dunstctl",
+        "dbus-send",
+        "dbus-monitor",
+    ]
+    .into_iter()
+    .filter(|p| !on_path(p))
+    .collect();
     if !missing.is_empty() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -169,6 +176,25 @@ impl Desk {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+    }
+
+    /// `dunstctl count <which>` (`displayed`, `history`, `waiting`).
+    pub fn count(&self, which: &str) -> Option<u32> {
+        let out = Command::new("dunstctl")
+            .args(["count", which])
+            .env("DISPLAY", &self.display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    }
+
+    /// Waits until dunst displays `n` notifications.
+    pub fn wait_displayed(&self, n: u32) {
+        wait_for(T, &format!("{n} notification(s) displayed"), || {
+            (self.count("displayed") == Some(n)).then_some(())
+        });
     }
 
     pub fn shown(&self) -> String {
