@@ -71,6 +71,10 @@ pub enum Command {
         after_help = "Examples:\n  ccd ls\n  ccd ls --live\n  ccd ls --cwd ~/src/project --json | jq '.[0].session_id'"
     )]
     Ls(LsArgs),
+    /// Find conversations by what was said in them: prompts, replies, tool
+    /// calls, titles and summaries, in every transcript on this machine.
+    #[command(after_help = SEARCH_HELP)]
+    Search(SearchArgs),
     /// Get into a session, whatever its state: attach if ccd runs it, resume
     /// it if it is dead, refuse (and say why) if it runs elsewhere.
     #[command(
@@ -338,6 +342,50 @@ pub struct LsArgs {
     /// `cost` in --json): nothing is measured.
     #[arg(long)]
     pub no_cost: bool,
+}
+
+/// `ccd search --help`'s closing text.
+const SEARCH_HELP: &str = "Examples:
+  ccd search auth bug                  # every word, in one message
+  ccd search '\"token refresh\" 401'     # a quoted phrase and a word
+  ccd search --regex 'fix(ed)? .*auth' --role user --since 7d
+  ccd search 認証 --dead --json | jq '.[0].session_id'
+
+Matching: case-insensitive substrings of a normalized form (fullwidth ASCII as ASCII, Unicode lowercase), so words need no spaces around them (CJK).
+Ranking: one line per session, its best message: title 3, prompt or summary 2, reply or tool call 1, ×1.5 when the match is a whole word, plus ln(1 + occurrences); divided by (1 + age in days / 30) of its newest match. Ties: newest first.
+Searched: what people and Claude said and the tools it called (commands, paths, inputs); not tool output, images, or JSON keys and ids. Reads every transcript (no index yet); needs no daemon.";
+
+// Arguments of `ccd search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Words (all must occur in one message) and "quoted phrases"; with
+    /// --regex, one pattern.
+    #[arg(required = true, value_name = "QUERY")]
+    pub query: Vec<String>,
+    /// QUERY is a regular expression (Rust regex syntax, case-insensitive).
+    #[arg(long)]
+    pub regex: bool,
+    /// Only sessions whose cwd is DIR or below it.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Only messages since: 30m, 12h, 7d, 2w, a date (2026-11-01) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only sessions a process may be running (live or unknown).
+    #[arg(long, conflicts_with = "dead")]
+    pub live: bool,
+    /// Only sessions nothing runs (resumable).
+    #[arg(long)]
+    pub dead: bool,
+    /// Only messages of this role: user, assistant, tool, title, summary (repeatable).
+    #[arg(long, value_name = "ROLE")]
+    pub role: Vec<String>,
+    /// At most N sessions (1 to 1000).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub limit: u16,
+    /// One JSON array, for scripts.
+    #[arg(long)]
+    pub json: bool,
 }
 
 // How to leave an attached session.

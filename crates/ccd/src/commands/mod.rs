@@ -18,6 +18,7 @@ mod observe;
 mod respond;
 mod restore;
 mod screen;
+mod search;
 mod send;
 mod service;
 mod status;
@@ -81,6 +82,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             }
             match other {
                 Command::Ls(args) => ls::run(&cli.global, &args),
+                Command::Search(args) => search::run(&cli.global, &args),
                 Command::Attach(args) => attach::run(&cli.global, &args),
                 Command::Fork(args) => fork::run(&cli.global, &args),
                 Command::Observe(args) => observe::run(&cli.global, &args),
