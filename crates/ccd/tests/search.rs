@@ -1,0 +1,164 @@
+//! `ccd search` end to end through the built binary, on generated config
+//! dirs in temp folders (HOME is a temp dir too): state and folder of each
+//! hit from the session index, the filters, --json, --limit's bounds, and
+//! snippets sanitized for the terminal.
+
+use ccd_testkit::gen::{registry_entry, write_registry_entry, TranscriptWriter};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Child, Command, Output};
+
+fn ccd(home: &Path, config: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ccd"))
+        .arg("search")
+        .args(args)
+        .arg("--claude-config-dir")
+        .arg(config)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CCD_CONFIG")
+        .env_remove("CCD_HOST")
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_STATE_HOME", home.join(".state"))
+        .env("CCD_SOCKET_DIR", home.join("sock"))
+        .output()
+        .unwrap()
+}
+
+fn rows(out: &Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn ids(rows: &[Value]) -> Vec<&str> {
+    rows.iter()
+        .map(|r| r["session_id"].as_str().unwrap())
+        .collect()
+}
+
+struct Reaped(Child);
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn hits_carry_state_and_folder_and_filters_apply() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    let mut dead = TranscriptWriter::create(&config, "dead-sess", "/home/dev/api");
+    dead.turn("fix the oauth token refresh", 1000, 10);
+    let mut live = TranscriptWriter::create(&config, "live-sess", "/home/dev/web");
+    live.turn("the OAuth login page", 1000, 10);
+    let child = Reaped(Command::new("sleep").arg("60").spawn().unwrap());
+    let pid = child.0.id();
+    let start = ccd_claude::liveness::current_proc_start(pid).unwrap();
+    write_registry_entry(
+        &config,
+        &registry_entry(pid, "live-sess", "/home/dev/web", &start, None),
+    );
+
+    let all = rows(&ccd(home.path(), &config, &["oauth", "--json"]));
+    let mut got = ids(&all);
+    got.sort();
+    assert_eq!(got, ["dead-sess", "live-sess"]);
+    for r in &all {
+        let (state, folder) = match r["session_id"].as_str().unwrap() {
+            "dead-sess" => ("dead", "/home/dev/api"),
+            _ => ("live", "/home/dev/web"),
+        };
+        assert_eq!(r["state"], state);
+        assert_eq!(r["folder"], folder);
+        assert_eq!(r["host"], "local");
+        assert_eq!(r["role"], "user");
+        assert!(r["snippet"]["matched"]
+            .as_str()
+            .unwrap()
+            .eq_ignore_ascii_case("oauth"));
+    }
+    let live_only = rows(&ccd(home.path(), &config, &["oauth", "--json", "--live"]));
+    assert_eq!(ids(&live_only), ["live-sess"]);
+    let dead_only = rows(&ccd(home.path(), &config, &["oauth", "--json", "--dead"]));
+    assert_eq!(ids(&dead_only), ["dead-sess"]);
+    let api = rows(&ccd(
+        home.path(),
+        &config,
+        &["oauth", "--json", "--cwd", "/home/dev/api"],
+    ));
+    assert_eq!(ids(&api), ["dead-sess"]);
+    let phrase = rows(&ccd(home.path(), &config, &["\"token refresh\"", "--json"]));
+    assert_eq!(ids(&phrase), ["dead-sess"]);
+    let limited = rows(&ccd(
+        home.path(),
+        &config,
+        &["oauth", "--json", "--limit", "1"],
+    ));
+    assert_eq!(limited.len(), 1);
+    // The generator's records are dated November 2026.
+    let recent = ccd(
+        home.path(),
+        &config,
+        &["oauth", "--json", "--since", "2027-01-01"],
+    );
+    assert!(!recent.status.success());
+    // No hit: an empty array, and exit status 1 (as grep).
+    let none = ccd(
+        home.path(),
+        &config,
+        &["oauth", "--json", "--role", "assistant"],
+    );
+    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&none.stdout).trim(), "[]");
+}
+
+#[test]
+fn no_hit_is_exit_1_and_bad_arguments_are_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    TranscriptWriter::create(&config, "s1", "/home/dev/x").turn("hello", 1000, 10);
+    let out = ccd(home.path(), &config, &["nowhere-to-be-found"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session matches"));
+    for bad in [
+        &["hello", "--limit", "0"][..],
+        &["hello", "--limit", "1001"],
+        &["hello", "--role", "robot"],
+        &["hello", "--since", "soon"],
+        &["--regex", "(unclosed"],
+        &["\"unbalanced"],
+    ] {
+        let out = ccd(home.path(), &config, bad);
+        assert!(!out.status.success(), "{bad:?}");
+    }
+}
+
+#[test]
+fn snippets_are_sanitized_and_the_match_marked() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    let mut w = TranscriptWriter::create(&config, "hostile", "/home/dev/\u{1b}]0;owned\u{7}x");
+    w.line(json!({"type":"user","timestamp":"2026-11-20T10:00:00.000Z","cwd":"/home/dev/x",
+        "message":{"role":"user","content":"\u{1b}]52;c;ZXZpbA==\u{7}clear \u{1b}[2J the needle\r\nforged row \u{202e}rtl"}}));
+    let out = ccd(home.path(), &config, &["needle"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\r'));
+    assert!(!text.contains('\u{202e}'));
+    assert!(text.contains("«needle»"), "{text:?}");
+    assert!(text.contains("hostile"));
+}
