@@ -76,10 +76,13 @@ fn one(machine: &str, r: &Value, prompts: &HashMap<String, SeenPrompt>) -> Optio
     let lifecycle = ccd.and_then(|c| str_of(c, "lifecycle"));
     let ended = lifecycle
         .as_deref()
-        .is_some_and(|l| matches!(l, "exited" | "failed" | "reaped" | "discarded"));
+        .is_some_and(|l| matches!(l, "exited" | "failed" | "reaped" | "discarded" | "lost"));
     let held = ccd.is_some() && !ended && state != "dead";
     let shown_state = if held {
         lifecycle.clone().unwrap_or_else(|| "live".into())
+    } else if lifecycle.as_deref() == Some("lost") {
+        // Held when the machine went down: `ccd restore` brings it back.
+        "lost".into()
     } else if state == "dead" {
         "dead".into()
     } else {
@@ -253,6 +256,15 @@ mod tests {
         );
         let v = view("local", &[held("d", "waiting", Some("p2"))], &seen);
         assert_eq!(v[0].prompt.as_ref().unwrap().tool, "Bash command touch x");
+    }
+
+    #[test]
+    fn a_lost_session_shows_as_lost_and_not_held() {
+        let mut r = held("l", "lost", None);
+        r["state"] = json!("dead");
+        let v = view("local", &[r], &HashMap::new());
+        assert!(!v[0].held);
+        assert_eq!(v[0].state, "lost");
     }
 
     #[test]

@@ -99,10 +99,12 @@ impl Row {
 
     /// Whether ccd holds a running process for it.
     pub fn held(&self) -> bool {
-        self.info
-            .ccd
-            .as_ref()
-            .is_some_and(|c| !matches!(c.lifecycle, Lifecycle::Exited | Lifecycle::Failed))
+        self.info.ccd.as_ref().is_some_and(|c| {
+            !matches!(
+                c.lifecycle,
+                Lifecycle::Exited | Lifecycle::Failed | Lifecycle::Lost
+            )
+        })
     }
 
     pub fn attention(&self) -> Attention {
@@ -568,6 +570,14 @@ pub mod tests {
             ],
         );
         m
+    }
+
+    #[test]
+    fn a_lost_session_is_dead_not_held_and_says_lost() {
+        let r = Row::new("local", info("l", "dead", None, Some("lost"), 5));
+        assert!(!r.held(), "lost: no process holds it");
+        assert!(matches!(r.attention(), Attention::Dead));
+        assert!(r.matches("lost"), "its word is found by the filter");
     }
 
     #[test]
