@@ -248,6 +248,13 @@ mod tests {
     }
 
     #[test]
+    fn threads_are_bounded() {
+        assert_eq!(threads_for(0), 1);
+        assert_eq!(threads_for(1), 1);
+        assert!((1..=MAX_THREADS).contains(&threads_for(1_000_000)));
+    }
+
+    #[test]
     fn one_hit_per_session_ranked_with_roles_and_since() {
         let d = tempfile::tempdir().unwrap();
         let now = OffsetDateTime::parse("2026-12-01T00:00:00Z", &Rfc3339).unwrap();
