@@ -8,7 +8,8 @@
 //! tokens a model's context window holds ([`context`]), and how all of it is
 //! merged into one record per session id ([`index`]), and how a dead
 //! session's transcript is trimmed without changing what resume sends
-//! ([`trim`]), and which CLI versions all of that was verified against
+//! ([`trim`]), which conversations Claude Code's retention sweep would
+//! delete next ([`retention`]), and which CLI versions all of that was verified against
 //! ([`cli_versions`]).
 //!
 //! It has no async runtime and performs only blocking file reads (and writes
@@ -30,6 +31,7 @@ pub mod index;
 pub mod liveness;
 pub mod paths;
 pub mod registry;
+pub mod retention;
 pub mod slug;
 pub mod transcript;
 #[cfg(unix)]
