@@ -461,6 +461,23 @@ fn a_garbage_record_is_moved_aside_and_reported_never_fatal() {
             .contains(&sid)
             .then_some(())
     });
+    // `ccd doctor` reports the record moved aside, with what to do.
+    let out = sb.run(&["doctor", "--json"]);
+    let checks: Value = serde_json::from_slice(&out.stdout).expect("doctor's JSON");
+    let restore: Vec<&Value> = checks
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["check"] == "restore")
+        .collect();
+    let moved = |c: &&Value| {
+        c["status"] == "warn" && c["message"].as_str().unwrap_or("").contains("moved aside")
+    };
+    assert!(restore.iter().any(moved), "{checks:#}");
+    assert!(
+        restore.iter().any(|c| c["status"] == "ok"),
+        "the new record reads: {checks:#}"
+    );
 }
 
 /// SIGKILL of the daemon and the holders at random moments while sessions
