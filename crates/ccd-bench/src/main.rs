@@ -9,6 +9,7 @@
 //! target/<host triple>/release/ccd-bench parse         # the screen model's parse speed, part by part
 //! target/<host triple>/release/ccd-bench trim          # trim a generated 1 GB transcript: time, MB/s, peak RSS, cp baseline
 //! target/<host triple>/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
+//! target/<host triple>/release/ccd-bench search        # ccd search vs rg -F -l, 10k transcripts (--scales 1,10: and 100k), page cache warm
 //! target/<host triple>/release/ccd-bench restore       # after a simulated reboot: daemon start → 50 sessions back; record writes per change
 //! ```
 
@@ -21,6 +22,7 @@ mod ls;
 mod parse;
 mod pty;
 mod restore;
+mod search;
 mod stats;
 mod trim;
 mod ui;
@@ -68,6 +70,9 @@ enum Cmd {
     /// their prompt (`restore = "auto"`) per `restore_at_once`, and the
     /// restore record's writes per session change.
     Restore(restore::Args),
+    /// `ccd search` beside `rg -F -l` over the same generated transcripts,
+    /// page cache warm: wall times, their ratio, MB/s.
+    Search(search::Args),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -92,6 +97,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Ui(a) => ui::run(&a),
         Cmd::UiHosts(a) => ui_hosts::run(&a),
         Cmd::Restore(a) => restore::run(&a),
+        Cmd::Search(a) => search::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }
