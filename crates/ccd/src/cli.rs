@@ -75,6 +75,11 @@ pub enum Command {
     /// calls, titles and summaries, in every transcript on this machine.
     #[command(after_help = SEARCH_HELP)]
     Search(SearchArgs),
+    /// What conversations cost in tokens and dollars, read from every
+    /// transcript on this machine (and `--host` machines): totals by day,
+    /// week, month, session, folder or model.
+    #[command(after_help = USAGE_HELP)]
+    Usage(UsageArgs),
     /// Get into a session, whatever its state: attach if ccd runs it, resume
     /// it if it is dead, refuse (and say why) if it runs elsewhere.
     #[command(
@@ -344,6 +349,15 @@ pub struct LsArgs {
     pub no_cost: bool,
 }
 
+/// `ccd usage --help`'s closing text.
+const USAGE_HELP: &str = "Examples:
+  ccd usage                          # tokens and dollars by day
+  ccd usage --by model --since 2026-11-01
+  ccd usage --by session --json | jq '.rows[0]'
+  ccd usage --host local --host build-box --by month
+
+Counted: each assistant message's usage (input, output, cache writes, cache reads) in every transcript under the Claude config folder, subagents' included; a streamed message once (by message and request id, the copy with the most tokens, as ccusage counts). Dollars from the built-in price table (its date in --json) and the config's [prices.\"model-id\"]; a model it does not name is listed as unpriced and adds no dollars. Days are local dates (--utc: UTC); weeks start on Sunday. Only bytes appended since the last run are read (a cache in the state dir). Needs no daemon.";
+
 /// `ccd search --help`'s closing text.
 const SEARCH_HELP: &str = "Examples:
   ccd search auth bug                  # every word, in one message
@@ -354,6 +368,26 @@ const SEARCH_HELP: &str = "Examples:
 Matching: case-insensitive substrings of a normalized form (fullwidth ASCII as ASCII, Unicode lowercase), so words need no spaces around them (CJK).
 Ranking: one line per session, its best message: title 3, prompt or summary 2, reply or tool call 1, ×1.5 when the match is a whole word, plus ln(1 + occurrences); divided by (1 + age in days / 30) of its newest match. Ties: newest first.
 Searched: what people and Claude said and the tools it called (commands, paths, inputs); not tool output, images, or JSON keys and ids. Reads every transcript (no index yet); needs no daemon.";
+
+// Arguments of `ccd usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Rows: day, week, month, session, folder or model.
+    #[arg(long, value_name = "GROUP", default_value = "day", value_parser = ["day", "week", "month", "session", "folder", "model"])]
+    pub by: String,
+    /// From this date on (2026-11-01 or 20261101; local date).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Up to this date, included.
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    /// Dates in UTC rather than this machine's offset.
+    #[arg(long)]
+    pub utc: bool,
+    /// One JSON object, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
 
 // Arguments of `ccd search`.
 #[derive(Debug, Args)]

@@ -58,6 +58,13 @@
 //! # Context window per model id (or id prefix), in tokens.
 //! [context_windows]
 //! "claude-opus-5-5" = 1000000
+//! # Token prices of a model the built-in table lacks (or overrides), US
+//! # dollars per million tokens (`ccd usage`); tier_* optional.
+//! # [prices."claude-opus-5-5"]
+//! # input = 5.0
+//! # output = 25.0
+//! # cache_write = 6.25
+//! # cache_read = 0.5
 //! ```
 
 use anyhow::Context;
@@ -72,6 +79,10 @@ pub struct Settings {
     /// Model id or prefix → context window in tokens.
     #[serde(default)]
     pub context_windows: BTreeMap<String, u64>,
+    /// Model id → its token prices (`ccd usage`, `ccd ls`): added to or
+    /// replacing the built-in table's (crates/ccd-usage/prices.toml).
+    #[serde(default)]
+    pub prices: BTreeMap<String, ccd_usage::Price>,
     #[serde(default)]
     pub claude_bin: Option<PathBuf>,
     #[serde(default)]

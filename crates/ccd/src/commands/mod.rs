@@ -23,6 +23,7 @@ mod send;
 mod service;
 mod status;
 mod trim;
+mod usage;
 mod wait;
 mod web;
 
@@ -73,16 +74,17 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
             cli.global.targets = crate::hosts::resolve(&cli.global)?;
-            // `ls` and `status` take several machines.
+            // `ls`, `status` and `usage` take several machines.
             if !matches!(
                 other,
-                Command::Ls(_) | Command::Status(_) | Command::Notify(_)
+                Command::Ls(_) | Command::Status(_) | Command::Notify(_) | Command::Usage(_)
             ) {
                 crate::hosts::single(&cli.global)?;
             }
             match other {
                 Command::Ls(args) => ls::run(&cli.global, &args),
                 Command::Search(args) => search::run(&cli.global, &args),
+                Command::Usage(args) => usage::run(&cli.global, &args),
                 Command::Attach(args) => attach::run(&cli.global, &args),
                 Command::Fork(args) => fork::run(&cli.global, &args),
                 Command::Observe(args) => observe::run(&cli.global, &args),
