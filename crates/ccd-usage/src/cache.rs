@@ -32,7 +32,7 @@ use std::sync::Mutex;
 pub const CACHE_FILE: &str = "usage-cache.bin";
 
 /// The format version: a cache written with another is rebuilt.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The largest cache file read or written.
 pub const MAX_CACHE_BYTES: u64 = 256 << 20;

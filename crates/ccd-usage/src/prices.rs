@@ -1,9 +1,11 @@
 //! The price of tokens per model: a dated table built in (`prices.toml`,
 //! its source and date in it) that the config can add to or override.
 //!
-//! A model is priced only when the table names it exactly (an
-//! `anthropic/` prefix aside): an unknown model is reported as unpriced,
-//! never guessed from a similar name.
+//! A model is priced only when the table names it: exactly, with an
+//! `anthropic/` prefix, a context-window variant (`[1m]`) or a date
+//! suffix (`-YYYYMMDD`) the table names it without (ccusage reads those
+//! the same way). Any other model is reported as unpriced, never guessed
+//! from a similar name (`claude-opus-4-9` is not `claude-opus-4-8`).
 
 use crate::tally::Tokens;
 use serde::Deserialize;
@@ -20,12 +22,15 @@ pub struct Price {
     pub output: f64,
     pub cache_write: f64,
     pub cache_read: f64,
+    /// 1-hour cache writes (twice the input price where not given).
+    pub cache_write_1h: Option<f64>,
     /// Tokens of one kind in one request above this pay the tier price.
     pub tier_from: Option<u64>,
     pub tier_input: Option<f64>,
     pub tier_output: Option<f64>,
     pub tier_cache_write: Option<f64>,
     pub tier_cache_read: Option<f64>,
+    pub tier_cache_write_1h: Option<f64>,
 }
 
 impl Price {
@@ -42,7 +47,17 @@ impl Price {
         };
         part(t.input, self.input, self.tier_input)
             + part(t.output, self.output, self.tier_output)
-            + part(t.cache_creation, self.cache_write, self.tier_cache_write)
+            + part(
+                t.cache_creation.saturating_sub(t.cache_creation_1h),
+                self.cache_write,
+                self.tier_cache_write,
+            )
+            + part(
+                t.cache_creation_1h,
+                self.cache_write_1h.unwrap_or(2.0 * self.input),
+                self.tier_cache_write_1h
+                    .or(self.tier_input.map(|p| 2.0 * p)),
+            )
             + part(t.cache_read, self.cache_read, self.tier_cache_read)
     }
 }
@@ -108,6 +123,8 @@ impl PriceTable {
                 ("tier_output", p.tier_output),
                 ("tier_cache_write", p.tier_cache_write),
                 ("tier_cache_read", p.tier_cache_read),
+                ("cache_write_1h", p.cache_write_1h),
+                ("tier_cache_write_1h", p.tier_cache_write_1h),
             ] {
                 if let Some(v) = v {
                     if !(v.is_finite() && v >= 0.0) {
@@ -130,7 +147,21 @@ impl PriceTable {
             return Some(p);
         }
         let bare = model.strip_prefix("anthropic/").unwrap_or(model);
-        self.models.get(bare)
+        if let Some(p) = self.models.get(bare) {
+            return Some(p);
+        }
+        // The same model named with its context-window variant
+        // (`claude-opus-4-6[1m]`) or a dated release of a model the table
+        // names undated (`claude-opus-4-8-20260101`), as ccusage reads them.
+        let bare = bare.split_once('[').map_or(bare, |(b, _)| b);
+        if let Some(p) = self.models.get(bare) {
+            return Some(p);
+        }
+        let (stem, tail) = bare.rsplit_once('-')?;
+        if tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_digit()) {
+            return self.models.get(stem);
+        }
+        None
     }
 
     /// What `t` cost with `model`, `None` when it is unpriced.
@@ -155,10 +186,13 @@ mod tests {
         assert!(!t.source.is_empty());
         assert!(t.get("claude-sonnet-4-20250514").is_some());
         assert!(t.get("anthropic/claude-sonnet-4-20250514").is_some());
-        assert!(t.get("claude-opus-4-6-20260101").is_none());
+        assert!(t.get("claude-opus-4-8-20260101").is_some());
+        assert!(t.get("claude-opus-4-6[1m]").is_some());
+        assert!(t.get("claude-opus-4-9").is_none());
+        assert!(t.get("claude-opus-4-9-20260101").is_none());
         // Unknown models are unpriced, never guessed.
         assert!(t.get("claude-opus-5-5").is_none());
-        assert!(t.get("claude-sonnet-4").is_none());
+        assert!(t.get("claude-sonnet-4-7").is_none());
         assert_eq!(t.cost(None, &Tokens::default()), None);
     }
 
@@ -173,9 +207,24 @@ mod tests {
                 input,
                 output,
                 cache_creation,
+                cache_creation_1h: 0,
                 cache_read,
             })
         };
+        // 1-hour writes: twice the input price, tiered likewise (ccusage:
+        // $10.80 for 1M of them with Sonnet 4, $10 with Opus 4.5, $4.25
+        // for 200k 5-minute and 300k 1-hour ones with Opus 4.5).
+        let h = |p: &Price, five: u64, hour: u64| {
+            p.cost(&Tokens {
+                cache_creation: five + hour,
+                cache_creation_1h: hour,
+                ..Tokens::default()
+            })
+        };
+        assert!((h(p, 0, 1_000_000) - 10.8).abs() < 1e-9);
+        let o = t.get("claude-opus-4-5-20251101").unwrap();
+        assert!((h(o, 0, 1_000_000) - 10.0).abs() < 1e-9);
+        assert!((h(o, 200_000, 300_000) - 4.25).abs() < 1e-9);
         assert!((c(1_000_000, 0, 0, 0) - 5.4).abs() < 1e-9);
         assert!((c(0, 1_000_000, 0, 0) - 21.0).abs() < 1e-9);
         assert!((c(0, 0, 1_000_000, 0) - 6.75).abs() < 1e-9);

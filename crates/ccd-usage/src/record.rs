@@ -13,7 +13,11 @@
 //! rejects that ccd still counts: a `": "`-separated record (ccusage only
 //! looks at lines containing `"usage":{`) and a `null` cache count (0
 //! here). A record with a malformed field (a negative or fractional
-//! count, a non-string id) is skipped whole, as ccusage skips it.
+//! count, a non-string id) is skipped whole, as ccusage skips it. Cache
+//! writes: when `usage.cache_creation` (the split by lifetime) is there,
+//! its 5-minute and 1-hour counts are the cache writes, whatever
+//! `cache_creation_input_tokens` says (as ccusage reads them), the 1-hour
+//! ones priced apart.
 
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -63,6 +67,16 @@ struct RawUsage {
     output_tokens: u64,
     cache_creation_input_tokens: Option<u64>,
     cache_read_input_tokens: Option<u64>,
+    cache_creation: Option<RawCacheCreation>,
+}
+
+/// The cache writes by lifetime; when present it is what counts (ccusage
+/// 20.0.24 reads it over `cache_creation_input_tokens`, and prices the
+/// 1-hour writes at their own price).
+#[derive(Deserialize)]
+struct RawCacheCreation {
+    ephemeral_5m_input_tokens: Option<u64>,
+    ephemeral_1h_input_tokens: Option<u64>,
 }
 
 /// The dedup key of a message id and request id (FNV-1a, 64 bits: stable
@@ -101,11 +115,27 @@ pub fn parse(line: &[u8]) -> Option<Usage<'_>> {
             .map(|id| key_of(id, raw.request_id.as_deref())),
         at,
         model: message.model,
-        tokens: Tokens {
-            input: u.input_tokens,
-            output: u.output_tokens,
-            cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
-            cache_read: u.cache_read_input_tokens.unwrap_or(0),
+        tokens: match u.cache_creation {
+            Some(c) => {
+                let hour = c.ephemeral_1h_input_tokens.unwrap_or(0);
+                Tokens {
+                    input: u.input_tokens,
+                    output: u.output_tokens,
+                    cache_creation: c
+                        .ephemeral_5m_input_tokens
+                        .unwrap_or(0)
+                        .saturating_add(hour),
+                    cache_creation_1h: hour,
+                    cache_read: u.cache_read_input_tokens.unwrap_or(0),
+                }
+            }
+            None => Tokens {
+                input: u.input_tokens,
+                output: u.output_tokens,
+                cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
+                cache_creation_1h: 0,
+                cache_read: u.cache_read_input_tokens.unwrap_or(0),
+            },
         },
         cwd: raw.cwd,
     })
@@ -124,7 +154,8 @@ mod tests {
             Tokens {
                 input: 1234,
                 output: 7,
-                cache_creation: 5,
+                cache_creation: 0,
+                cache_creation_1h: 0,
                 cache_read: 6
             }
         );
@@ -154,6 +185,10 @@ mod tests {
         // Spaced separators are read (ccusage skips them).
         let spaced = br#"{"timestamp": "2026-11-29T10:00:00Z", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}}"#;
         assert_eq!(parse(spaced).unwrap().tokens.input, 3);
+        // The split by lifetime wins over the sum, as ccusage reads it.
+        let split = br#"{"timestamp":"2026-11-29T10:00:00Z","message":{"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":9,"cache_creation":{"ephemeral_5m_input_tokens":2,"ephemeral_1h_input_tokens":3}}}}"#;
+        let t = parse(split).unwrap().tokens;
+        assert_eq!((t.cache_creation, t.cache_creation_1h), (5, 3));
         // No request id keys like an empty one; no message id, no key.
         let a = br#"{"timestamp":"2026-11-29T10:00:00Z","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":1}}}"#;
         assert_eq!(parse(a).unwrap().key, Some(key_of("m", Some(""))));

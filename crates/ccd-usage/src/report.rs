@@ -91,6 +91,11 @@ pub fn build(files: &[(&Transcript, &FileUsage)], prices: &PriceTable, q: &Query
         ..Row::default()
     };
     for (fi, m) in dedupe(&usages) {
+        // A message without tokens adds nothing, not even a row (ccusage
+        // lists none for it either).
+        if m.tokens.total() == 0 {
+            continue;
+        }
         let (t, u) = files[fi];
         let Ok(at) = OffsetDateTime::from_unix_timestamp(m.at) else {
             continue;

@@ -19,8 +19,11 @@ use std::collections::HashMap;
 pub struct Tokens {
     pub input: u64,
     pub output: u64,
-    /// Cache creation (writes).
+    /// Cache creation (writes), both lifetimes.
     pub cache_creation: u64,
+    /// Of those, the 1-hour writes (priced apart).
+    #[serde(default)]
+    pub cache_creation_1h: u64,
     pub cache_read: u64,
 }
 
@@ -36,6 +39,7 @@ impl Tokens {
         self.input = self.input.saturating_add(o.input);
         self.output = self.output.saturating_add(o.output);
         self.cache_creation = self.cache_creation.saturating_add(o.cache_creation);
+        self.cache_creation_1h = self.cache_creation_1h.saturating_add(o.cache_creation_1h);
         self.cache_read = self.cache_read.saturating_add(o.cache_read);
     }
 }
