@@ -27,6 +27,10 @@ struct Check {
     file: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
+    /// The conversation a check is about (`retention`: one the sweep
+    /// deletes next).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
 }
 
 fn ok(check: &'static str, message: impl Into<String>) -> Check {
@@ -36,6 +40,7 @@ fn ok(check: &'static str, message: impl Into<String>) -> Check {
         message: message.into(),
         file: None,
         fix: None,
+        session_id: None,
     }
 }
 
@@ -51,6 +56,7 @@ fn bad(
         message: message.into(),
         file: None,
         fix: Some(fix.into()),
+        session_id: None,
     }
 }
 
@@ -60,6 +66,7 @@ pub fn run(global: &GlobalArgs, as_json: bool, sample: usize) -> anyhow::Result<
     checks.extend(formats(global, sample));
     checks.extend(transcripts(global));
     checks.extend(trim_backups());
+    checks.extend(retention(global));
     checks.extend(socket_and_daemon(global));
     checks.push(logs());
     checks.extend(restore_record(&state_dir()));
@@ -194,6 +201,7 @@ fn formats(global: &GlobalArgs, sample: usize) -> Vec<Check> {
             message: f.message,
             file: Some(f.file),
             fix: Some("Claude Code's file format changed: report it with this file's shape, and check for a newer ccd".into()),
+            session_id: None,
         })
         .collect()
 }
@@ -279,9 +287,67 @@ fn transcripts(global: &GlobalArgs) -> Vec<Check> {
                 message,
                 file: Some(f.path.clone()),
                 fix: (status == "warn").then(|| format!("ccd trim {short} --dry-run, then ccd trim {short}")),
+                session_id: None,
             }
         })
         .collect()
+}
+
+/// Claude Code's retention sweep: the setting (warned when at its default
+/// or low) and each conversation the next start of `claude` deletes.
+fn retention(global: &GlobalArgs) -> Vec<Check> {
+    use ccd_claude::retention::{LOW_DAYS, SOON_DAYS};
+    let Ok(config) = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref()) else {
+        return Vec::new();
+    };
+    let settings_file = config.root().join("settings.json");
+    let a = match crate::shared::retention::assess_here(&config) {
+        Ok(a) => a,
+        Err(e) => {
+            return vec![bad(
+                "retention",
+                "warn",
+                e.to_string(),
+                format!("fix {}", settings_file.display()),
+            )]
+        }
+    };
+    let phrase = crate::shared::retention::setting_phrase(&a.setting, config.root());
+    let keep = format!(
+        "set \"cleanupPeriodDays\": 3650 in {} to keep conversations ~10 years",
+        settings_file.display()
+    );
+    let mut out = vec![];
+    let summary = format!(
+        "{phrase}: the next start of claude deletes {} conversation(s), {} more within {SOON_DAYS} days",
+        a.at_risk.len(),
+        a.soon.len()
+    );
+    out.push(if a.setting.is_low() {
+        bad("retention", "warn", summary, keep.clone())
+    } else if a.setting.days.is_none() {
+        ok("retention", phrase)
+    } else {
+        ok(
+            "retention",
+            format!("{summary} (at least {LOW_DAYS} days: not low)"),
+        )
+    });
+    for r in &a.at_risk {
+        let short = crate::shared::cells::short_id(&r.session_id).to_string();
+        out.push(Check {
+            check: "retention",
+            status: "warn",
+            message: format!(
+                "conversation {short}, last written {} days ago, is deleted by the next start of claude",
+                r.age_days
+            ),
+            file: Some(r.path.clone()),
+            fix: Some(keep.clone()),
+            session_id: Some(r.session_id.clone()),
+        });
+    }
+    out
 }
 
 /// The originals `ccd trim` kept (never removed but by `ccd trim --undo`):
@@ -318,6 +384,7 @@ fn trim_backups() -> Vec<Check> {
             "once you no longer need `ccd trim --undo <sid>`: rm -r {}/<sid>",
             dir.display()
         )),
+        session_id: None,
     }]
 }
 
@@ -442,6 +509,7 @@ fn logs() -> Check {
                 "free space or fix permissions in {}",
                 dir.display()
             )),
+            session_id: None,
         },
     }
 }
@@ -477,6 +545,7 @@ fn restore_record(state: &std::path::Path) -> Vec<Check> {
                 fix: Some(
                     "restart the daemon: it moves the record aside and starts a new one".into(),
                 ),
+                session_id: None,
             }),
         },
     }
@@ -493,6 +562,7 @@ fn restore_record(state: &std::path::Path) -> Vec<Check> {
                 "read it for the sessions it named (ccd attach <id> resumes one), then delete it"
                     .into(),
             ),
+            session_id: None,
         });
     }
     out

@@ -122,6 +122,17 @@ pub fn run(global: &GlobalArgs, args: &LsArgs) -> anyhow::Result<ExitCode> {
         if let Some(note) = unverified_note(rows.iter().map(|(_, r)| r)) {
             eprintln!("ccd: {}", display::line(&note));
         }
+        // Claude Code's retention sweep, on this machine: one line, and
+        // only when something is at risk now or within a week.
+        if targets.iter().any(|t| matches!(t, Target::Local)) {
+            if let Ok(config) = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref()) {
+                if let Ok(a) = crate::shared::retention::assess_here(&config) {
+                    if let Some(n) = crate::shared::retention::notice(&a) {
+                        eprintln!("ccd: {}", display::line(&n));
+                    }
+                }
+            }
+        }
     }
     for (label, e) in &unreachable {
         // A remote's own errors start with its name already.

@@ -10,6 +10,8 @@
 //!   the note on unverified Claude Code versions;
 //! - [`cells`]: how a session's fields read in a table cell (short id,
 //!   relative time, `~` for home, sizes, memory, CPU, context share);
+//! - [`retention`]: what Claude Code's retention sweep would delete next
+//!   here (`ccd doctor`, and the one-line notice of `ccd ls` and `ccd ui`);
 //! - [`terminal`]: what a full-screen command needs of the terminal (that
 //!   there is one, the detach key).
 
@@ -17,4 +19,5 @@ pub mod activity;
 pub mod cells;
 pub mod connect;
 pub mod listing;
+pub mod retention;
 pub mod terminal;

@@ -338,6 +338,16 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
     }
     let signals = spawn_signals(tx.clone());
     let to_main = tx.clone();
+    // Claude Code's retention sweep on this machine: said once, on the
+    // message line, when something is at risk now or within a week (as
+    // `ccd ls` says it on stderr).
+    let retention_notice = labels
+        .iter()
+        .any(|l| l == crate::hosts::LOCAL)
+        .then(|| ccd_claude::ClaudeConfigDir::resolve(global.claude_config_dir.as_deref()).ok())
+        .flatten()
+        .and_then(|c| crate::shared::retention::assess_here(&c).ok())
+        .and_then(|a| crate::shared::retention::notice(&a));
 
     let previous = std::panic::take_hook();
     // A panic on any thread ends the dashboard: the terminal comes back
@@ -352,6 +362,7 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
     spawn_input(tx.clone(), input.clone());
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut view = View::new(colour, home, key_name, &labels);
+    view.message = retention_notice;
     let mut app = App {
         global: global.clone(),
         key,
