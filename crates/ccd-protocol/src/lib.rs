@@ -10,6 +10,7 @@
 //! - [`holder`]: the holder protocol (daemon → session holder), versioned
 //!   with its own `holder.hello`, and the holder's startup spec;
 //! - [`methods`]: typed params/results, one module per concern;
+//! - [`search`]: one hit of a content search (`ccd search --json`);
 //! - [`stream`]: how terminal output travels (`session.output`,
 //!   `session.resync`, `session.exited`);
 //! - [`transport`]: where the socket lives;
@@ -35,6 +36,7 @@ pub mod handshake;
 pub mod holder;
 pub mod jsonrpc;
 pub mod methods;
+pub mod search;
 pub mod stream;
 pub mod transport;
 

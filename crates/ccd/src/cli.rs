@@ -72,7 +72,8 @@ pub enum Command {
     )]
     Ls(LsArgs),
     /// Find conversations by what was said in them: prompts, replies, tool
-    /// calls, titles and summaries, in every transcript on this machine.
+    /// calls, titles and summaries, in every transcript on this machine
+    /// (and others with --host).
     #[command(after_help = SEARCH_HELP)]
     Search(SearchArgs),
     /// What conversations cost in tokens and dollars, read from every
@@ -364,10 +365,12 @@ const SEARCH_HELP: &str = "Examples:
   ccd search '\"token refresh\" 401'     # a quoted phrase and a word
   ccd search --regex 'fix(ed)? .*auth' --role user --since 7d
   ccd search 認証 --dead --json | jq '.[0].session_id'
+  ccd search --host local --host devbox auth bug
 
 Matching: case-insensitive substrings of a normalized form (fullwidth ASCII as ASCII, Unicode lowercase), so words need no spaces around them (CJK).
 Ranking: one line per session, its best message: title 3, prompt or summary 2, reply or tool call 1, ×1.5 when the match is a whole word, plus ln(1 + occurrences); divided by (1 + age in days / 30) of its newest match. Ties: newest first.
-Searched: what people and Claude said and the tools it called (commands, paths, inputs); not tool output, images, or JSON keys and ids. Reads every transcript (no index yet); needs no daemon.";
+Searched: what people and Claude said and the tools it called (commands, paths, inputs); not tool output, images, or JSON keys and ids. Reads every transcript (no index yet); needs no daemon.
+--host (several allowed, `local` for this machine): each other machine runs `ccd search --json` over ssh; the rows are merged by score, and a machine that cannot be reached is named (exit 1) while the others answer.";
 
 // Arguments of `ccd usage`.
 #[derive(Debug, Args)]

@@ -162,3 +162,108 @@ fn snippets_are_sanitized_and_the_match_marked() {
     assert!(text.contains("«needle»"), "{text:?}");
     assert!(text.contains("hostile"));
 }
+
+/// A stand-in for ssh: runs the remote command (the words after `--`) as
+/// a local shell would, in `far_home`'s environment; host `gone` refuses.
+fn stand_in_ssh(dir: &Path, far_home: &Path, far_config: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let q = |p: &Path| format!("'{}'", p.to_str().unwrap().replace('\'', "'\\''"));
+    let script = format!(
+        "#!/bin/sh\ncase \" $* \" in *\" gone \"*) echo 'ssh: connect to host gone port 22: Connection refused' >&2; exit 255;; esac\n\
+         while [ \"$1\" != -- ]; do shift; done; shift\n\
+         eval \"exec env HOME={h} CLAUDE_CONFIG_DIR={c} XDG_STATE_HOME={h}/.state XDG_CONFIG_HOME={h}/.config $*\"\n",
+        h = q(far_home),
+        c = q(far_config),
+    );
+    let p = dir.join("fake-ssh");
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn several_machines_merge_and_an_unreachable_one_is_named() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    TranscriptWriter::create(&config, "near-sess", "/home/dev/near").turn(
+        "deploy the canary",
+        1000,
+        10,
+    );
+    let far = tempfile::tempdir().unwrap();
+    let far_config = far.path().join("claude");
+    let mut w = TranscriptWriter::create(&far_config, "far-sess", "/srv/far");
+    w.turn("deploy the canary on the far side", 1000, 10);
+    w.line(json!({"type":"ai-title","aiTitle":"canary \u{1b}]0;owned\u{7}deploy"}));
+    let ssh = stand_in_ssh(home.path(), far.path(), &far_config);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--remote-ccd", env!("CARGO_BIN_EXE_ccd")];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_ccd"))
+            .arg("search")
+            .args(&args)
+            .arg("--claude-config-dir")
+            .arg(&config)
+            .env("HOME", home.path())
+            .env("CCD_SSH_COMMAND", &ssh)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CCD_CONFIG")
+            .env_remove("CCD_HOST")
+            .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            .env("XDG_STATE_HOME", home.path().join(".state"))
+            .env("CCD_SOCKET_DIR", home.path().join("sock"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "--host",
+        "local",
+        "--host",
+        "ssh://far",
+        "--json",
+        "deploy",
+        "canary",
+    ]);
+    let all = rows(&out);
+    let mut got: Vec<(String, String)> = all
+        .iter()
+        .map(|r| {
+            (
+                r["host"].as_str().unwrap().to_string(),
+                r["session_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got.len(), 2, "{all:#?}");
+    assert_eq!(got[1], ("local".to_string(), "near-sess".to_string()));
+    assert_eq!(got[0].1, "far-sess");
+    assert_ne!(got[0].0, "local");
+    // The far title ranks first (a title outweighs a prompt).
+    assert_eq!(all[0]["session_id"], "far-sess");
+    assert_eq!(all[0]["folder"], "/srv/far");
+
+    // An unreachable machine is named; the others still answer.
+    let out = run(&[
+        "--host",
+        "local",
+        "--host",
+        "ssh://far",
+        "--host",
+        "ssh://gone",
+        "canary",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("near-ses"), "{text}");
+    assert!(text.contains("far-sess"), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("host gone") && err.contains("Connection refused"),
+        "{err}"
+    );
+}

@@ -77,7 +77,11 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             // `ls`, `status` and `usage` take several machines.
             if !matches!(
                 other,
-                Command::Ls(_) | Command::Status(_) | Command::Notify(_) | Command::Usage(_)
+                Command::Ls(_)
+                    | Command::Status(_)
+                    | Command::Notify(_)
+                    | Command::Usage(_)
+                    | Command::Search(_)
             ) {
                 crate::hosts::single(&cli.global)?;
             }

@@ -1,30 +1,39 @@
-//! `ccd search`: find sessions by what was said in them, on this machine,
-//! by reading every transcript (ccd-search's scan; no daemon, no index).
+//! `ccd search`: find sessions by what was said in them, on this machine
+//! by reading every transcript (ccd-search's scan; no daemon, no index),
+//! and with `--host` on other machines too.
 //!
 //! The sessions come from the same index `ccd ls` builds (liveness
 //! re-validated against the process table), which gives each hit its
 //! state and folder and applies `--live`/`--dead`/`--cwd` before any
-//! transcript is read. Every text printed goes through
-//! [`ccd_claude::display`]'s sanitizer; the match is marked after that, so a
+//! transcript is read. Another machine runs its own `ccd search --json`
+//! with the same words over ssh (the ssh command line `dial-stdio` uses),
+//! on a thread each while this one scans; its rows are
+//! [`ccd_protocol::search::SearchHit`]s, merged by score, and a machine
+//! that cannot be asked is named on stderr (exit 1) while the others
+//! answer. Every text printed goes through [`ccd_claude::display`]'s
+//! sanitizer, another machine's too; the match is marked after that, so a
 //! transcript cannot forge the marks' escape sequences.
 
 use crate::cli::{GlobalArgs, SearchArgs};
-use crate::hosts::Target;
+use crate::hosts::{Target, LOCAL};
 use crate::settings::Settings;
 use crate::shared::cells::{ago, short_id, tilde};
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
 use ccd_claude::display;
-use ccd_claude::display::width::{clip, pad};
+use ccd_claude::display::width::{clip, pad, width};
 use ccd_claude::index;
 use ccd_claude::liveness::Liveness;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
-use ccd_search::{Filters, Hit, Query, Role, Source};
+use ccd_protocol::methods::session::SessionState;
+use ccd_protocol::search::{SearchHit, SearchSnippet};
+use ccd_search::{Filters, Query, Role, ScanStats, Source};
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::process::ExitCode;
+use std::process::{ExitCode, Stdio};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -32,31 +41,194 @@ use time::OffsetDateTime;
 const FOLDER_COLUMNS: usize = 32;
 
 pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
-    if global.targets.iter().any(|t| !matches!(t, Target::Local)) {
-        anyhow::bail!("ccd search reads this machine's transcripts only for now; run it on the other machine (ssh HOST ccd search ...)");
-    }
-    let now = OffsetDateTime::now_utc();
-    let query = if args.regex {
-        Query::regex(&args.query.join(" "))?
+    let targets: Vec<Target> = if global.targets.is_empty() {
+        vec![Target::Local]
     } else {
-        Query::terms(&args.query.join(" "))?
+        global.targets.clone()
     };
-    let mut roles = Vec::new();
-    for r in &args.role {
-        roles.push(Role::parse(r).with_context(|| {
-            format!(
-                "unknown --role {}: one of user, assistant, tool, title, summary",
-                display::line(r)
+    let show_host = !matches!(targets.as_slice(), [Target::Local]);
+    let now = OffsetDateTime::now_utc();
+    // The query is checked here first, also when only other machines
+    // are asked: a bad one is refused before any ssh starts.
+    let plan = Plan::parse(args, now)?;
+    let asked: Vec<(String, RemoteHits)> = targets
+        .iter()
+        .filter_map(|t| t.remote().cloned())
+        .map(|r| {
+            let words = remote_words(args);
+            (
+                r.label.clone(),
+                std::thread::spawn(move || remote(&r, &words)),
             )
-        })?);
+        })
+        .collect();
+    let mut rows: Vec<SearchHit> = Vec::new();
+    let mut stats = None;
+    if targets.iter().any(|t| matches!(t, Target::Local)) {
+        let (local, st) = local_hits(global, args, &plan, now)?;
+        rows.extend(local);
+        stats = Some(st);
     }
-    let since = args
-        .since
-        .as_deref()
-        .map(|s| parse_since(s, now))
-        .transpose()?;
-    let filters = Filters { roles, since };
+    let mut unreachable = Vec::new();
+    for (label, h) in asked {
+        match h.join() {
+            Ok(Ok(list)) => rows.extend(list.into_iter().map(|mut r| {
+                r.host = label.clone();
+                r
+            })),
+            Ok(Err(e)) => unreachable.push((label, format!("{e:#}"))),
+            Err(_) => unreachable.push((label, "search failed".to_string())),
+        }
+    }
+    // Best first across machines; ties newest first.
+    rows.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| b.timestamp.cmp(&a.timestamp))
+    });
+    rows.truncate(usize::from(args.limit));
 
+    let stdout = std::io::stdout();
+    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    if args.json {
+        display::json::to_writer(&mut out, &rows, std::io::stdout().is_terminal())?;
+        writeln!(out)?;
+    } else if rows.is_empty() {
+        if unreachable.is_empty() {
+            match &stats {
+                Some(st) => eprintln!(
+                    "ccd: no session matches ({} transcripts searched)",
+                    st.files
+                ),
+                None => eprintln!("ccd: no session matches"),
+            }
+        }
+    } else {
+        let home = std::env::var("HOME").ok();
+        let host_w = rows
+            .iter()
+            .map(|r| width(&r.host))
+            .max()
+            .unwrap_or(0)
+            .min(16);
+        for h in &rows {
+            let when = h
+                .timestamp
+                .as_deref()
+                .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+                .map_or_else(|| "-".to_string(), |t| ago(now, t));
+            let state = match h.state {
+                SessionState::Live => "live",
+                SessionState::Dead => "dead",
+                _ => "unknown",
+            };
+            // Another machine's home is not this one's: `~` only here.
+            let folder = h.folder.as_deref().map_or_else(
+                || "-".into(),
+                |c| {
+                    if h.host == LOCAL {
+                        tilde(c, home.as_deref())
+                    } else {
+                        c.to_string()
+                    }
+                },
+            );
+            let folder = pad(
+                &clip(&display::line(&folder), FOLDER_COLUMNS),
+                FOLDER_COLUMNS,
+            );
+            if show_host {
+                write!(
+                    out,
+                    "{}  ",
+                    pad(&clip(&display::line(&h.host), host_w), host_w)
+                )?;
+            }
+            writeln!(
+                out,
+                "{}  {:<7}  {:<8}  {}  {}",
+                display::line(short_id(&h.session_id)),
+                state,
+                when,
+                folder,
+                snippet_line(h, colour),
+            )?;
+        }
+    }
+    out.flush()?;
+    drop(out);
+    if let Some(st) = &stats {
+        if st.unreadable > 0 {
+            eprintln!(
+                "ccd: {} transcripts could not be read (gone or unreadable) and were not searched",
+                st.unreadable
+            );
+        }
+        if st.oversized > 0 {
+            eprintln!(
+                "ccd: {} records longer than {} MiB were not searched",
+                st.oversized,
+                ccd_search::incremental::MAX_RECORD_BYTES >> 20
+            );
+        }
+    }
+    for (label, e) in &unreachable {
+        eprintln!(
+            "ccd: host {}: {} (its sessions are not searched)",
+            display::line(label),
+            display::line(e)
+        );
+    }
+    Ok(if rows.is_empty() || !unreachable.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The query and the per-message filters, parsed once.
+struct Plan {
+    query: Query,
+    filters: Filters,
+}
+
+impl Plan {
+    fn parse(args: &SearchArgs, now: OffsetDateTime) -> anyhow::Result<Plan> {
+        let query = if args.regex {
+            Query::regex(&args.query.join(" "))?
+        } else {
+            Query::terms(&args.query.join(" "))?
+        };
+        let mut roles = Vec::new();
+        for r in &args.role {
+            roles.push(Role::parse(r).with_context(|| {
+                format!(
+                    "unknown --role {}: one of user, assistant, tool, title, summary",
+                    display::line(r)
+                )
+            })?);
+        }
+        let since = args
+            .since
+            .as_deref()
+            .map(|s| parse_since(s, now))
+            .transpose()?;
+        Ok(Plan {
+            query,
+            filters: Filters { roles, since },
+        })
+    }
+}
+
+/// This machine's hits: the session index as `ccd ls` builds it picks
+/// the transcripts (state, folder), the scan reads them.
+fn local_hits(
+    global: &GlobalArgs,
+    args: &SearchArgs,
+    plan: &Plan,
+    now: OffsetDateTime,
+) -> anyhow::Result<(Vec<SearchHit>, ScanStats)> {
     let settings = Settings::load(global.config.as_deref())?;
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
@@ -92,7 +264,13 @@ pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let started = std::time::Instant::now();
-    let (hits, stats) = ccd_search::scan(&sources, &query, &filters, now, usize::from(args.limit));
+    let (hits, stats) = ccd_search::scan(
+        &sources,
+        &plan.query,
+        &plan.filters,
+        now,
+        usize::from(args.limit),
+    );
     tracing::debug!(
         files = stats.files,
         bytes = stats.bytes,
@@ -102,111 +280,107 @@ pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "search scan"
     );
-
-    let stdout = std::io::stdout();
-    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let state_of = |h: &Hit| {
-        sessions
-            .get(h.session_id.as_str())
-            .map_or(Liveness::Dead, |r| r.state)
-    };
-    let cwd_of = |h: &Hit| {
-        sessions
-            .get(h.session_id.as_str())
-            .and_then(|r| r.cwd.clone())
-            .or_else(|| h.cwd.clone())
-    };
-    if args.json {
-        let rows: Vec<JsonHit<'_>> = hits
-            .iter()
-            .map(|h| JsonHit {
-                host: crate::hosts::LOCAL,
-                state: state_of(h),
-                folder: cwd_of(h),
-                hit: h,
-            })
-            .collect();
-        display::json::to_writer(&mut out, &rows, std::io::stdout().is_terminal())?;
-        writeln!(out)?;
-    } else if hits.is_empty() {
-        eprintln!(
-            "ccd: no session matches ({} transcripts searched)",
-            stats.files
-        );
-    } else {
-        let home = std::env::var("HOME").ok();
-        for h in &hits {
-            // A title has no time of its own before the first message:
-            // the session's last activity then.
-            let when = h
-                .timestamp
-                .as_deref()
-                .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
-                .or(h.newest)
-                .or_else(|| {
-                    sessions
-                        .get(h.session_id.as_str())
-                        .and_then(|r| r.last_activity)
-                })
-                .map_or_else(|| "-".to_string(), |t| ago(now, t));
-            let state = match state_of(h) {
-                Liveness::Live => "live",
-                Liveness::Dead => "dead",
-                Liveness::Unknown => "unknown",
+    let rows = hits
+        .into_iter()
+        .map(|h| {
+            let rec = sessions.get(h.session_id.as_str());
+            let state = match rec.map_or(Liveness::Dead, |r| r.state) {
+                Liveness::Live => SessionState::Live,
+                Liveness::Dead => SessionState::Dead,
+                Liveness::Unknown => SessionState::Unknown,
             };
-            let folder = cwd_of(h).map_or_else(|| "-".into(), |c| tilde(&c, home.as_deref()));
-            let folder = pad(
-                &clip(&display::line(&folder), FOLDER_COLUMNS),
-                FOLDER_COLUMNS,
-            );
-            writeln!(
-                out,
-                "{}  {:<7}  {:<8}  {}  {}",
-                short_id(&h.session_id),
+            // A title has no time of its own before the first message:
+            // the session's newest match, else its last activity.
+            let timestamp = h.timestamp.clone().or_else(|| {
+                h.newest
+                    .or_else(|| rec.and_then(|r| r.last_activity))
+                    .and_then(|t| t.format(&Rfc3339).ok())
+            });
+            SearchHit {
+                host: LOCAL.to_string(),
                 state,
-                when,
-                folder,
-                snippet_line(h, colour),
-            )?;
-        }
-    }
-    out.flush()?;
-    drop(out);
-    if stats.unreadable > 0 {
-        eprintln!(
-            "ccd: {} transcripts could not be read (gone or unreadable) and were not searched",
-            stats.unreadable
-        );
-    }
-    if stats.oversized > 0 {
-        eprintln!(
-            "ccd: {} records longer than {} MiB were not searched",
-            stats.oversized,
-            ccd_search::incremental::MAX_RECORD_BYTES >> 20
-        );
-    }
-    Ok(if hits.is_empty() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+                folder: rec.and_then(|r| r.cwd.clone()).or(h.cwd),
+                path: h.path.to_string_lossy().into_owned(),
+                role: h.role.as_str().to_string(),
+                timestamp,
+                offset: h.offset,
+                snippet: SearchSnippet {
+                    before: h.snippet.before,
+                    matched: h.snippet.matched,
+                    after: h.snippet.after,
+                },
+                matches: h.matches as u64,
+                score: h.score,
+                session_id: h.session_id,
+            }
+        })
+        .collect();
+    Ok((rows, stats))
 }
 
-/// A row of `ccd search --json`.
-#[derive(serde::Serialize)]
-struct JsonHit<'a> {
-    host: &'a str,
-    state: Liveness,
-    /// The session's folder (its original cwd).
-    folder: Option<String>,
-    #[serde(flatten)]
-    hit: &'a Hit,
+/// Another machine's hits on their way.
+type RemoteHits = std::thread::JoinHandle<anyhow::Result<Vec<SearchHit>>>;
+
+/// The words of `ccd search` to run on another machine: the same query
+/// and filters, `--json`.
+fn remote_words(args: &SearchArgs) -> Vec<String> {
+    let mut w: Vec<String> = vec!["search".into(), "--json".into()];
+    if args.regex {
+        w.push("--regex".into());
+    }
+    if let Some(c) = &args.cwd {
+        w.push("--cwd".into());
+        w.push(c.to_string_lossy().into_owned());
+    }
+    if let Some(s) = &args.since {
+        w.push("--since".into());
+        w.push(s.clone());
+    }
+    if args.live {
+        w.push("--live".into());
+    }
+    if args.dead {
+        w.push("--dead".into());
+    }
+    for r in &args.role {
+        w.push("--role".into());
+        w.push(r.clone());
+    }
+    w.push("--limit".into());
+    w.push(args.limit.to_string());
+    w.push("--".into());
+    w.extend(args.query.iter().cloned());
+    w
+}
+
+/// Another machine's hits: its `ccd search --json` over ssh (the ssh
+/// command line `dial-stdio` uses). No hit there is `[]` and exit 1.
+fn remote(r: &ccd_client::ssh::Remote, words: &[String]) -> anyhow::Result<Vec<SearchHit>> {
+    let mut line = r.command_line();
+    // The last word is `dial-stdio`: search instead.
+    line.pop();
+    for w in words {
+        line.push(OsString::from(ccd_client::ssh::shell_quote(w)));
+    }
+    let (prog, rest) = line.split_first().context("empty ssh command")?;
+    let out = std::process::Command::new(prog)
+        .args(rest)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", prog.to_string_lossy()))?;
+    match serde_json::from_slice::<Vec<SearchHit>>(&out.stdout) {
+        Ok(hits) => Ok(hits),
+        Err(e) => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err.lines().last().unwrap_or("").trim();
+            anyhow::bail!("{} ({e}): {last}", out.status)
+        }
+    }
 }
 
 /// `role: …before[match]after…`, sanitized to one line; the match in
 /// reverse video on a colour terminal, else between `«` and `»`.
-fn snippet_line(h: &Hit, colour: bool) -> String {
+fn snippet_line(h: &SearchHit, colour: bool) -> String {
     let s = &h.snippet;
     let (open, close) = if colour {
         ("\x1b[7m", "\x1b[27m")
@@ -215,7 +389,7 @@ fn snippet_line(h: &Hit, colour: bool) -> String {
     };
     format!(
         "{}: {}{open}{}{close}{}",
-        h.role.as_str(),
+        display::line(&h.role),
         display::line(&s.before),
         display::line(&s.matched),
         display::line(&s.after),
