@@ -51,11 +51,14 @@ impl Daemon {
             options.socket_dir.holders_dir(),
             events.clone(),
         ));
-        let restore = Arc::new(crate::restore::Restore::open(
-            options.state_dir.clone(),
-            options.restore,
-            options.restore_at_once,
-        ));
+        let restore = Arc::new(
+            crate::restore::Restore::open(
+                options.state_dir.clone(),
+                options.restore,
+                options.restore_at_once,
+            )
+            .with_projects(options.claude_config.projects_dir()),
+        );
         Self {
             restore,
             options,

@@ -6,16 +6,17 @@
 //! written, the config's `restore` mode and bound, the write counter),
 //! fed by the record task (`tasks::record`) from the holder table. Beside
 //! it: [`record`] (the logic, sans IO: entries, the next record, the lost
-//! rule, a restore's arguments) and [`store`] (the file, written
-//! atomically).
+//! rule, a restore's arguments), [`model`] (a `/model` switch, read from
+//! the transcript) and [`store`] (the file, written atomically).
 
+pub mod model;
 pub mod record;
 pub mod store;
 
 use crate::holders::{HolderEntry, HolderTable};
 use ccd_protocol::methods::session::{HeldRecord, RecordEntry};
 use record::{Gone, Observed};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -60,6 +61,11 @@ pub struct Restore {
     /// At most `at_once` resumes of lost sessions at a time, across
     /// every restore running.
     pub turns: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Claude Code's `projects` dir (the transcripts), where a `/model`
+    /// switch is read; `None`: not read.
+    projects: Option<PathBuf>,
+    /// Each live holder's transcript, followed for a `/model` switch.
+    follows: Mutex<HashMap<String, model::Follow>>,
 }
 
 impl Restore {
@@ -88,6 +94,44 @@ impl Restore {
             writes: AtomicU64::new(0),
             problem: Mutex::new(problem),
             turns: std::sync::Arc::new(tokio::sync::Semaphore::new(at_once)),
+            projects: None,
+            follows: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads `/model` switches from the transcripts under `projects`.
+    pub fn with_projects(mut self, projects: PathBuf) -> Self {
+        self.projects = Some(projects);
+        self
+    }
+
+    /// Each live holder's model switched to inside the TUI, read from the
+    /// new part of its transcript; followers of holders gone are dropped.
+    fn models_seen(&self, live: &mut [Observed]) {
+        let Some(projects) = &self.projects else {
+            return;
+        };
+        let Ok(mut follows) = self.follows.lock() else {
+            return;
+        };
+        follows.retain(|h, _| live.iter().any(|o| &o.holder == h));
+        for o in live.iter_mut() {
+            let Some(sid) = o.session.as_deref() else {
+                continue;
+            };
+            let fresh = !follows.contains_key(&o.holder);
+            let f = follows.entry(o.holder.clone()).or_default();
+            let before = f.switches.model.clone();
+            f.pass(projects, sid, &o.cwd, fresh);
+            if let Some(m) = f
+                .switches
+                .model
+                .as_ref()
+                .filter(|m| before.as_ref() != Some(*m))
+            {
+                tracing::info!(holder = %o.holder, session = %sid, model = %m, "model switched inside the TUI (from its transcript)");
+            }
+            o.model_seen = f.switches.model.clone();
         }
     }
 
@@ -150,7 +194,8 @@ impl Restore {
     /// Brings the record in step with the holder table; writes only when
     /// something changed. Returns whether it wrote.
     pub fn sync(&self, holders: &HolderTable) -> bool {
-        let live: Vec<Observed> = holders.snapshot().iter().map(observe).collect();
+        let mut live: Vec<Observed> = holders.snapshot().iter().map(observe).collect();
+        self.models_seen(&mut live);
         let gone = |id: &str| match holders.finished_for_holder(id) {
             Some(f)
                 if f.exit.is_none()
@@ -219,6 +264,7 @@ pub fn observe(e: &HolderEntry) -> Observed {
             .and_then(|i| i.permission_mode.as_ref())
             .and_then(|m| m.flag_value())
             .map(String::from),
+        model_seen: None,
         name: e.meta.name.clone(),
         pinned: e.meta.pinned,
         origin: origin.into(),

@@ -31,6 +31,9 @@ pub struct Observed {
     pub args: Option<Vec<String>>,
     /// The permission mode read off its screen, when known.
     pub mode_seen: Option<String>,
+    /// The model it switched to inside the TUI (`/model`), read from its
+    /// transcript (`restore::model`), when it did.
+    pub model_seen: Option<String>,
     pub name: Option<String>,
     pub pinned: bool,
     pub origin: String,
@@ -80,7 +83,11 @@ pub fn entry_of(o: &Observed, prev: Option<&RecordEntry>) -> Option<RecordEntry>
         .clone()
         .or_else(|| prev.and_then(|p| p.permission_mode.clone()))
         .or_else(|| mode_of_args(&args));
-    let model = flag_value(&args, "--model").or_else(|| prev.and_then(|p| p.model.clone()));
+    let model = o
+        .model_seen
+        .clone()
+        .or_else(|| prev.and_then(|p| p.model.clone()))
+        .or_else(|| flag_value(&args, "--model"));
     Some(RecordEntry {
         holder: o.holder.clone(),
         session,
@@ -219,15 +226,16 @@ const CONVERSATION_FLAGS: [(&str, bool); 6] = [
 ];
 
 /// `claude`'s arguments to bring `e` back: `--resume <its id>`, the
-/// arguments it was started with minus the ones naming a conversation
-/// and the permission mode, then `--permission-mode <recorded>`.
+/// arguments it was started with minus the ones naming a conversation,
+/// the model and the permission mode, then `--model <recorded>` (a
+/// `/model` switch included) and `--permission-mode <recorded>`.
 pub fn resume_args(e: &RecordEntry) -> Vec<String> {
     let mut out = vec!["--resume".to_string(), e.session.clone()];
     let mut it = e.args.iter();
     while let Some(a) = it.next() {
         let named = CONVERSATION_FLAGS
             .iter()
-            .chain(std::iter::once(&("--permission-mode", true)))
+            .chain([&("--permission-mode", true), &("--model", true)])
             .find(|(f, _)| a == f || a.starts_with(&format!("{f}=")));
         match named {
             Some((f, true)) if a == f => {
@@ -236,6 +244,10 @@ pub fn resume_args(e: &RecordEntry) -> Vec<String> {
             Some(_) => {}
             None => out.push(a.clone()),
         }
+    }
+    if let Some(m) = &e.model {
+        out.push("--model".into());
+        out.push(m.clone());
     }
     if let Some(m) = &e.permission_mode {
         out.push("--permission-mode".into());
@@ -455,6 +467,33 @@ mod tests {
             resume_args(&e),
             ["--resume", "new-id", "--dangerously-skip-permissions"]
         );
+    }
+
+    #[test]
+    fn a_model_switched_inside_replaces_the_start_model_and_is_kept_when_unseen() {
+        let mut o = obs("h1", "s1", &["--model", "opus", "--add-dir", "/d"]);
+        let r = next(
+            &HeldRecord::default(),
+            std::slice::from_ref(&o),
+            ended,
+            None,
+        );
+        assert_eq!(r.held[0].model.as_deref(), Some("opus"));
+        o.model_seen = Some("sonnet".into());
+        let r = next(&r, std::slice::from_ref(&o), ended, None);
+        assert_eq!(r.held[0].model.as_deref(), Some("sonnet"));
+        // A daemon restart adopts it with nothing seen yet: kept.
+        o.model_seen = None;
+        let r = next(&r, &[o], ended, None);
+        let e = &r.held[0];
+        assert_eq!(e.model.as_deref(), Some("sonnet"));
+        assert_eq!(
+            resume_args(e),
+            ["--resume", "s1", "--add-dir", "/d", "--model", "sonnet"]
+        );
+        let mut e = e.clone();
+        e.args = vec!["--model=opus".into()];
+        assert_eq!(resume_args(&e), ["--resume", "s1", "--model", "sonnet"]);
     }
 
     #[test]
