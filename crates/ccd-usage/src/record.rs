@@ -141,6 +141,20 @@ pub fn parse(line: &[u8]) -> Option<Usage<'_>> {
     })
 }
 
+#[derive(Deserialize)]
+struct RawCwd<'a> {
+    #[serde(borrow)]
+    cwd: Option<Cow<'a, str>>,
+}
+
+/// The folder a record names (`cwd`), if any: read only from lines that
+/// contain the key.
+pub fn cwd(line: &[u8]) -> Option<String> {
+    memchr::memmem::find(line, b"\"cwd\"")?;
+    let r: RawCwd<'_> = serde_json::from_slice(line).ok()?;
+    r.cwd.map(Cow::into_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,7 +67,7 @@ pub const MAX_MODELS_PER_FILE: usize = 64;
 pub struct FileUsage {
     pub models: Vec<String>,
     pub messages: Vec<Message>,
-    /// The first folder a record names.
+    /// The first folder a record names (the user's first prompt names it).
     pub cwd: Option<String>,
     #[serde(skip)]
     index: HashMap<u64, usize>,
@@ -79,6 +79,9 @@ pub struct FileUsage {
 impl FileUsage {
     /// Feeds one line (in file order); true when it carried usage.
     pub fn push_line(&mut self, line: &[u8]) -> bool {
+        if self.cwd.is_none() {
+            self.cwd = crate::record::cwd(line);
+        }
         match crate::record::parse(line) {
             Some(u) => {
                 self.push(u);
