@@ -9,7 +9,8 @@
 //! merged into one record per session id ([`index`]), and how a dead
 //! session's transcript is trimmed without changing what resume sends
 //! ([`trim`]), which conversations Claude Code's retention sweep would
-//! delete next ([`retention`]), and which CLI versions all of that was verified against
+//! delete next ([`retention`]), how a dead conversation is moved out of
+//! its reach into ccd's state dir and back ([`archive`]), and which CLI versions all of that was verified against
 //! ([`cli_versions`]).
 //!
 //! It has no async runtime and performs only blocking file reads (and writes
@@ -21,6 +22,8 @@
 // (docs/architecture.md, "Unsafe code").
 #![deny(unsafe_code)]
 
+#[cfg(unix)]
+pub mod archive;
 pub mod cli_versions;
 pub mod config;
 pub mod context;
