@@ -4,6 +4,12 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// How long a prompt link (`crate::link`) answers its prompt, unless
+/// `web_link_secs` says.
+pub const DEFAULT_TTL_SECS: u64 = 15 * 60;
+/// The longest a prompt link may live (`web_link_secs` is cut to it).
+pub const MAX_TTL_SECS: u64 = 24 * 60 * 60;
+
 /// Why a person is told (the `reason` of a [`crate::Notification`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -113,7 +119,7 @@ pub struct NotifyConfig {
     /// (`crate::link`).
     pub web_public_url: Option<String>,
     /// How long a prompt link answers its prompt (seconds; at most
-    /// [`crate::link::MAX_TTL_SECS`]).
+    /// [`MAX_TTL_SECS`]).
     pub web_link_secs: u64,
 }
 
@@ -131,7 +137,7 @@ impl Default for NotifyConfig {
             rate_per_minute: 12,
             notify_when_focused: false,
             web_public_url: None,
-            web_link_secs: crate::link::DEFAULT_TTL_SECS,
+            web_link_secs: DEFAULT_TTL_SECS,
         }
     }
 }

@@ -44,10 +44,9 @@ use std::path::{Path, PathBuf};
 
 /// The key file's name in the state directory.
 pub const KEY_FILE: &str = "web-link-key";
-/// How long a link answers its prompt, unless `web_link_secs` says.
-pub const DEFAULT_TTL_SECS: u64 = 15 * 60;
-/// The longest a link may live (`web_link_secs` is cut to it).
-pub const MAX_TTL_SECS: u64 = 24 * 60 * 60;
+/// A link's life: `web_link_secs`'s default and bound, kept with the
+/// setting.
+pub use crate::config::{DEFAULT_TTL_SECS, MAX_TTL_SECS};
 /// The longest token `ccd web` reads (a real one is ~250 bytes).
 pub const MAX_TOKEN_BYTES: usize = 2048;
 /// What the MAC covers before the claims: a token of another use of the
