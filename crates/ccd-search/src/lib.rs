@@ -11,6 +11,10 @@
 //!   the ranking.
 //! - [`scan`]: searching every transcript by reading them all, on a bounded
 //!   number of threads (search without an index or a daemon).
+//! - [`index`]: trigram postings over message text, updated from each
+//!   file's [`incremental::ReadMark`], candidates verified against the
+//!   files so hits equal the scan's; saved atomically with a format
+//!   version.
 //!
 //! A crate of its own, not a module of ccd-claude: it will hold the index
 //! (and its dependencies), which nothing else that reads Claude Code's
@@ -18,6 +22,7 @@
 
 pub mod extract;
 pub mod incremental;
+pub mod index;
 pub mod query;
 pub mod scan;
 

@@ -148,7 +148,73 @@ struct Best {
     time: Option<OffsetDateTime>,
 }
 
-fn search_file(
+/// One session's matching, fed its messages in file order (each with its
+/// timestamp already resolved): what the scan and the index's
+/// verification share, so both rank and cut snippets the same way.
+#[derive(Default)]
+pub(crate) struct Matcher {
+    best: Option<Best>,
+    matches: usize,
+    occurrences: usize,
+    newest: Option<OffsetDateTime>,
+}
+
+impl Matcher {
+    /// Matches one message (filters applied).
+    pub(crate) fn message(&mut self, m: Message, query: &Query, filters: &Filters) {
+        if !filters.roles.is_empty() && !filters.roles.contains(&m.role) {
+            return;
+        }
+        let Some(found) = query.find(&m.text) else {
+            return;
+        };
+        let time = m.timestamp.as_deref().and_then(parse_time);
+        if let Some(since) = filters.since {
+            if time.is_none_or(|t| t < since) {
+                return;
+            }
+        }
+        self.matches += 1;
+        self.occurrences += found.count;
+        self.newest = self.newest.max(time);
+        let weight = query::message_weight(m.role, &found);
+        if self
+            .best
+            .as_ref()
+            .is_none_or(|b| weight > b.weight || (weight == b.weight && time >= b.time))
+        {
+            self.best = Some(Best {
+                weight,
+                msg: m,
+                found,
+                time,
+            });
+        }
+    }
+
+    /// The session's hit, if any message matched.
+    pub(crate) fn finish(self, src: &Source, now: OffsetDateTime) -> Option<Hit> {
+        let b = self.best?;
+        let age_days = self
+            .newest
+            .map_or(365.0, |t| (now - t).as_seconds_f64() / 86_400.0);
+        Some(Hit {
+            session_id: src.session_id.clone(),
+            path: src.path.clone(),
+            role: b.msg.role,
+            timestamp: b.msg.timestamp.clone(),
+            cwd: b.msg.cwd.clone(),
+            offset: b.msg.offset,
+            snippet: Snippet::of(&b.msg.text, &b.found),
+            matches: self.matches,
+            score: query::score(b.weight, self.occurrences, age_days),
+            newest: self.newest,
+        })
+    }
+}
+
+/// Searches one whole file.
+pub(crate) fn search_file(
     src: &Source,
     query: &Query,
     filters: &Filters,
@@ -158,10 +224,7 @@ fn search_file(
 ) -> Option<Hit> {
     let mut msgs = Vec::new();
     let mut last_ts: Option<String> = None;
-    let mut best: Option<Best> = None;
-    let mut matches = 0usize;
-    let mut occurrences = 0usize;
-    let mut newest: Option<OffsetDateTime> = None;
+    let mut matcher = Matcher::default();
     let read = read_appended(&src.path, None, MAX_RECORD_BYTES, buf, |off, line| {
         msgs.clear();
         extract::messages(line, off, &mut msgs);
@@ -170,33 +233,7 @@ fn search_file(
                 Some(t) => last_ts = Some(t.clone()),
                 None => m.timestamp = last_ts.clone(),
             }
-            if !filters.roles.is_empty() && !filters.roles.contains(&m.role) {
-                continue;
-            }
-            let Some(found) = query.find(&m.text) else {
-                continue;
-            };
-            let time = m.timestamp.as_deref().and_then(parse_time);
-            if let Some(since) = filters.since {
-                if time.is_none_or(|t| t < since) {
-                    continue;
-                }
-            }
-            matches += 1;
-            occurrences += found.count;
-            newest = newest.max(time);
-            let weight = query::message_weight(m.role, &found);
-            if best
-                .as_ref()
-                .is_none_or(|b| weight > b.weight || (weight == b.weight && time >= b.time))
-            {
-                best = Some(Best {
-                    weight,
-                    msg: m,
-                    found,
-                    time,
-                });
-            }
+            matcher.message(m, query, filters);
         }
     });
     match read {
@@ -214,20 +251,7 @@ fn search_file(
             return None;
         }
     }
-    let b = best?;
-    let age_days = newest.map_or(365.0, |t| (now - t).as_seconds_f64() / 86_400.0);
-    Some(Hit {
-        session_id: src.session_id.clone(),
-        path: src.path.clone(),
-        role: b.msg.role,
-        timestamp: b.msg.timestamp.clone(),
-        cwd: b.msg.cwd.clone(),
-        offset: b.msg.offset,
-        snippet: Snippet::of(&b.msg.text, &b.found),
-        matches,
-        score: query::score(b.weight, occurrences, age_days),
-        newest,
-    })
+    matcher.finish(src, now)
 }
 
 #[cfg(test)]

@@ -6,16 +6,22 @@
 //! base64 image data or a tool's output is found by `rg` and never by the
 //! scan; escaped text matches its decoded form.
 //!
+//! Every query also runs through the search index ([`Index::search`]),
+//! before and after its update and through a save and a load: the same
+//! hits as the scan, to the score and snippet.
+//!
 //! Needs ripgrep (`rg`): skipped with a note when it is missing, failed
 //! under `CI=true` (.ci/run installs it).
 
 use ccd_search::incremental::MAX_RECORD_BYTES;
-use ccd_search::{scan, Filters, Query, Role, Source};
+use ccd_search::index::{Candidates, Index, Limits};
+use ccd_search::{scan, Filters, Hit, Query, Role, Source};
 use ccd_testkit::gen::{sid, TranscriptWriter};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use time::OffsetDateTime;
 
 fn rg_available() -> bool {
@@ -54,14 +60,56 @@ fn sources(config: &Path) -> Vec<Source> {
         .collect()
 }
 
+/// The index the recall test keeps up to date between its queries.
+static INDEX: Mutex<Option<Index>> = Mutex::new(None);
+
+/// Everything a hit says (the score to the bit).
+fn key(h: &Hit) -> String {
+    format!(
+        "{} {} {:?} {:?} {:?} {} {:?} {} {}",
+        h.session_id,
+        h.path.display(),
+        h.role,
+        h.timestamp,
+        h.cwd,
+        h.offset,
+        h.snippet,
+        h.matches,
+        h.score.to_bits()
+    )
+}
+
+/// The files the scan finds; the index (before and after its update, and
+/// once through a save and a load) finds the very same hits.
 fn found(srcs: &[Source], q: &Query) -> BTreeSet<PathBuf> {
-    let (hits, _) = scan(
-        srcs,
-        q,
-        &Filters::default(),
-        OffsetDateTime::now_utc(),
-        usize::MAX,
+    let now = OffsetDateTime::now_utc();
+    let (hits, _) = scan(srcs, q, &Filters::default(), now, usize::MAX);
+    let want: Vec<String> = hits.iter().map(key).collect();
+    let mut guard = INDEX.lock().unwrap();
+    let fresh = guard.is_none();
+    let index = guard.get_or_insert_with(|| Index::new(Limits::default()));
+    let (before, _, _) = index.search(srcs, q, &Filters::default(), now, usize::MAX);
+    assert_eq!(
+        before.iter().map(key).collect::<Vec<_>>(),
+        want,
+        "{q:?} (index before its update)"
     );
+    index.update(srcs);
+    if fresh {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("search.idx");
+        index.save(&p).unwrap();
+        *index = Index::load(&p, Limits::default()).unwrap();
+    }
+    let (after, _, st) = index.search(srcs, q, &Filters::default(), now, usize::MAX);
+    assert_eq!(
+        after.iter().map(key).collect::<Vec<_>>(),
+        want,
+        "{q:?} (index)"
+    );
+    if matches!(index.candidates(q), Candidates::Records(_)) {
+        assert_eq!(st.scanned, 0, "{q:?}: answered by the index");
+    }
     hits.into_iter().map(|h| h.path).collect()
 }
 

@@ -1,0 +1,856 @@
+//! The search index: trigram postings over message text, kept up to date
+//! from the transcripts' growth, verified against the files (issue 55).
+//!
+//! **What it holds.** Every transcript record that yields searchable
+//! messages ([`crate::extract`]) is a *record* of the index: its file, byte
+//! offset and length, and (for records without a timestamp of their own,
+//! such as titles) the record whose timestamp it inherits. A *posting
+//! list* maps each byte trigram of the records' messages' text, normalized
+//! by [`query::normalize`] — the very function that normalizes the query
+//! and the text [`Query::find`] matches — to the records holding it, in
+//! ascending order.
+//!
+//! **Searching** ([`Index::search`]). Candidates: for words and phrases,
+//! the records holding every trigram of every term of at least 3 bytes
+//! (normalized; one CJK character is 3 bytes), intersected. A query whose
+//! terms are all shorter, and every `--regex` query, has no trigram to
+//! look up: it falls back to the scan of every file ([`crate::scan`]).
+//! Then *verification*: each candidate record is read from its file by
+//! offset and its messages matched exactly as the scan matches them
+//! (the same [`crate::scan`] matcher, filters, ranking and snippets), so
+//! the index only narrows what is read and the hits equal the scan's.
+//! A file the index does not cover, or has not seen in its current state
+//! (its inode or length differ from its [`ReadMark`]), is scanned whole
+//! instead: a stale index is slower, never wrong.
+//!
+//! **Updating** ([`Index::update`]): each file's [`ReadMark`] says where
+//! to read: only the appended complete lines of a file that grew (a
+//! half-written last line waits for its newline), everything again for a
+//! file replaced or shrunk (a trim) after its records are tombstoned, and
+//! a file no longer listed or gone has its records tombstoned. Tombstoned
+//! records are skipped by every lookup and dropped from the postings when
+//! the index is saved ([`Index::save`] compacts). The whole index is kept
+//! in memory and rewritten atomically on save: simpler than segment files
+//! with merges, and a save costs what a load costs (one sequential write
+//! of the file); segments come when a save's time shows in a profile.
+//!
+//! **On disk** ([`Index::save`], [`Index::load`]): [`MAGIC`], the format
+//! version [`FORMAT`] (little-endian u32), then the body in `postcard`
+//! (files, records, posting lists delta-encoded as varints), written to a
+//! temporary file in the same directory and renamed over the old one.
+//! Another version, or a body that does not decode, is an
+//! [`IndexError`]: the caller rebuilds ([`Index::open_or_new`] does).
+//!
+//! **Bounds.** The postings are at most [`Limits::max_postings`] entries
+//! (default [`MAX_POSTINGS`], 4 bytes each in memory); a file whose
+//! records would pass it is left out of the index (its records dropped,
+//! flagged) and scanned at every search, so exactness never depends on
+//! the bound. An index file over [`MAX_INDEX_FILE_BYTES`] is not loaded.
+
+use crate::extract::{self, Message};
+use crate::incremental::{read_appended, ReadMark, ReadPlan, MAX_RECORD_BYTES};
+use crate::query::{self, Query};
+use crate::scan::{self, search_file, Filters, Hit, Matcher, ScanStats, Source};
+use ccd_claude::transcript::summary_cache::FileStamp;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use time::OffsetDateTime;
+
+/// The first bytes of an index file.
+pub const MAGIC: &[u8; 8] = b"CCDSIDX\n";
+
+/// The on-disk format's version: another one is rebuilt.
+pub const FORMAT: u32 = 1;
+
+/// The most posting entries held (1 GiB of them in memory).
+pub const MAX_POSTINGS: u64 = 256 << 20;
+
+/// The largest index file loaded.
+pub const MAX_INDEX_FILE_BYTES: u64 = 2 << 30;
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("index file of format {found}, this ccd reads {FORMAT}")]
+    Format { found: u32 },
+    #[error("index file is not an index or is damaged: {0}")]
+    Corrupt(String),
+}
+
+/// The index's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_postings: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_postings: MAX_POSTINGS,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FileEntry {
+    path: String,
+    session_id: String,
+    ino: u64,
+    len: u64,
+    offset: u64,
+    /// The last record whose messages carry a timestamp (what a record
+    /// without one inherits), or [`NONE`].
+    last_ts: u32,
+    /// False when the file was left out for the postings bound.
+    indexed: bool,
+    /// False once the file is gone or unlisted (dropped at compaction).
+    live: bool,
+}
+
+impl FileEntry {
+    fn mark(&self) -> ReadMark {
+        ReadMark {
+            ino: self.ino,
+            len: self.len,
+            offset: self.offset,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct RecordEntry {
+    file: u32,
+    offset: u64,
+    len: u32,
+    /// The record whose timestamp this one's messages take, or [`NONE`].
+    ts_from: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    files: Vec<FileEntry>,
+    records: Vec<RecordEntry>,
+    /// (trigram, record ids delta-encoded).
+    postings: Vec<(u32, Vec<u32>)>,
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpdateStats {
+    /// Files read (from their mark or from the start).
+    pub files_read: usize,
+    /// Files read again from the start (replaced, shrunk).
+    pub restarted: usize,
+    /// Files dropped (gone, unlisted).
+    pub dropped: usize,
+    /// Files left out for the postings bound.
+    pub left_out: usize,
+    pub bytes: u64,
+}
+
+/// How a search was answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexSearchStats {
+    /// Candidate records read and verified.
+    pub verified: usize,
+    /// Files scanned whole (not covered, stale, or no trigram to look up).
+    pub scanned: usize,
+}
+
+/// The candidates of a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Candidates {
+    /// No trigram to look up (short terms, a regex): every record.
+    All,
+    /// Live record ids, ascending.
+    Records(Vec<u32>),
+}
+
+/// The trigram index (see the module header).
+#[derive(Debug, Default)]
+pub struct Index {
+    limits: Limits,
+    files: Vec<FileEntry>,
+    by_path: HashMap<String, u32>,
+    /// Each file's records, ascending.
+    file_records: Vec<Vec<u32>>,
+    records: Vec<RecordEntry>,
+    dead: Vec<bool>,
+    postings: HashMap<u32, Vec<u32>>,
+    entries: u64,
+}
+
+fn trigram(w: &[u8]) -> u32 {
+    (u32::from(w[0]) << 16) | (u32::from(w[1]) << 8) | u32::from(w[2])
+}
+
+/// The distinct trigrams of normalized `text`, added to `out`.
+fn trigrams_of(norm: &str, out: &mut Vec<u32>) {
+    out.extend(norm.as_bytes().windows(3).map(trigram));
+}
+
+impl Index {
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    /// Posting entries held (tombstoned records' included until a save).
+    pub fn postings_len(&self) -> u64 {
+        self.entries
+    }
+
+    /// Live records.
+    pub fn records_len(&self) -> usize {
+        self.dead.iter().filter(|d| !**d).count()
+    }
+
+    /// The file's id, a new (empty) entry when it is not known.
+    pub fn file_id(&mut self, path: &str, session_id: &str) -> u32 {
+        if let Some(&id) = self.by_path.get(path) {
+            let f = &mut self.files[id as usize];
+            f.live = true;
+            f.session_id = session_id.to_string();
+            return id;
+        }
+        let id = self.files.len() as u32;
+        self.files.push(FileEntry {
+            path: path.to_string(),
+            session_id: session_id.to_string(),
+            ino: 0,
+            len: 0,
+            offset: 0,
+            last_ts: NONE,
+            indexed: true,
+            live: true,
+        });
+        self.file_records.push(Vec::new());
+        self.by_path.insert(path.to_string(), id);
+        id
+    }
+
+    /// The file's mark (`None` before its first read).
+    pub fn mark(&self, id: u32) -> Option<ReadMark> {
+        let f = self.files.get(id as usize)?;
+        (f.len > 0 || f.ino > 0).then(|| f.mark())
+    }
+
+    /// Records where the file was read up to.
+    pub fn set_mark(&mut self, id: u32, mark: ReadMark) {
+        if let Some(f) = self.files.get_mut(id as usize) {
+            f.ino = mark.ino;
+            f.len = mark.len;
+            f.offset = mark.offset;
+        }
+    }
+
+    /// Tombstones the file's records and forgets its mark (it is read
+    /// from the start next).
+    pub fn reset_file(&mut self, id: u32) {
+        for r in std::mem::take(&mut self.file_records[id as usize]) {
+            self.dead[r as usize] = true;
+        }
+        let f = &mut self.files[id as usize];
+        f.ino = 0;
+        f.len = 0;
+        f.offset = 0;
+        f.last_ts = NONE;
+        f.indexed = true;
+    }
+
+    /// Drops the file: its records tombstoned, the file forgotten.
+    pub fn drop_file(&mut self, id: u32) {
+        self.reset_file(id);
+        let f = &mut self.files[id as usize];
+        f.live = false;
+        let path = f.path.clone();
+        self.by_path.remove(&path);
+    }
+
+    /// Indexes one complete line of file `id` at `offset` (sans IO).
+    /// False when the postings bound left the file out (its records are
+    /// dropped and it is scanned from then on).
+    pub fn add_line(&mut self, id: u32, offset: u64, line: &[u8], msgs: &mut Vec<Message>) -> bool {
+        let f = &self.files[id as usize];
+        if !f.indexed {
+            return false;
+        }
+        msgs.clear();
+        extract::messages(line, offset, msgs);
+        if msgs.is_empty() {
+            return true;
+        }
+        let mut tris = Vec::new();
+        for m in msgs.iter() {
+            trigrams_of(&query::normalize(&m.text), &mut tris);
+        }
+        tris.sort_unstable();
+        tris.dedup();
+        if self.entries + tris.len() as u64 > self.limits.max_postings {
+            tracing::warn!(path = %f.path, bound = self.limits.max_postings, "search index full: transcript left out, scanned instead");
+            self.reset_file(id);
+            self.files[id as usize].indexed = false;
+            return false;
+        }
+        let rec = self.records.len() as u32;
+        let has_ts = msgs.iter().any(|m| m.timestamp.is_some());
+        self.records.push(RecordEntry {
+            file: id,
+            offset,
+            len: line.len() as u32,
+            ts_from: if has_ts { NONE } else { f.last_ts },
+        });
+        self.dead.push(false);
+        self.file_records[id as usize].push(rec);
+        if has_ts {
+            self.files[id as usize].last_ts = rec;
+        }
+        self.entries += tris.len() as u64;
+        for t in tris {
+            self.postings.entry(t).or_default().push(rec);
+        }
+        true
+    }
+
+    /// The records that may match `query` (see the module header).
+    pub fn candidates(&self, query: &Query) -> Candidates {
+        let Query::Terms(terms) = query else {
+            return Candidates::All;
+        };
+        let mut tris = Vec::new();
+        for t in terms {
+            trigrams_of(t, &mut tris);
+        }
+        if tris.is_empty() {
+            return Candidates::All;
+        }
+        tris.sort_unstable();
+        tris.dedup();
+        let mut lists: Vec<&[u32]> = Vec::with_capacity(tris.len());
+        for t in &tris {
+            match self.postings.get(t) {
+                Some(l) => lists.push(l),
+                None => return Candidates::Records(Vec::new()),
+            }
+        }
+        lists.sort_by_key(|l| l.len());
+        let mut out: Vec<u32> = lists[0]
+            .iter()
+            .copied()
+            .filter(|r| !self.dead[*r as usize])
+            .collect();
+        for l in &lists[1..] {
+            if out.is_empty() {
+                break;
+            }
+            out.retain(|r| l.binary_search(r).is_ok());
+        }
+        Candidates::Records(out)
+    }
+
+    /// Brings the index up to date with `sources` (every transcript it
+    /// should cover): reads what each file gained since its mark, reads a
+    /// replaced or shrunk one again, drops the files no longer listed or
+    /// gone.
+    pub fn update(&mut self, sources: &[Source]) -> UpdateStats {
+        let mut stats = UpdateStats::default();
+        let mut listed = vec![false; self.files.len()];
+        let mut buf = Vec::new();
+        let mut msgs = Vec::new();
+        for src in sources {
+            let Some(path) = src.path.to_str() else {
+                continue; // not UTF-8: never indexed, always scanned
+            };
+            let id = self.file_id(path, &src.session_id);
+            if listed.len() <= id as usize {
+                listed.resize(id as usize + 1, false);
+            }
+            listed[id as usize] = true;
+            if !self.files[id as usize].indexed {
+                continue;
+            }
+            let mark = self.mark(id);
+            let restarted = match (mark, std::fs::metadata(&src.path)) {
+                (Some(m), Ok(meta)) => match m.plan(&FileStamp::of(&meta)) {
+                    ReadPlan::Unchanged => continue,
+                    ReadPlan::Restart => true,
+                    ReadPlan::From(_) => false,
+                },
+                (_, Err(_)) => {
+                    self.drop_file(id);
+                    stats.dropped += 1;
+                    continue;
+                }
+                (None, Ok(_)) => false,
+            };
+            if restarted {
+                self.reset_file(id);
+                stats.restarted += 1;
+            }
+            let mark = self.mark(id);
+            let mut full = false;
+            let read = read_appended(
+                &src.path,
+                mark.as_ref(),
+                MAX_RECORD_BYTES,
+                &mut buf,
+                |off, line| {
+                    if !full && !self.add_line(id, off, line, &mut msgs) {
+                        full = true;
+                    }
+                },
+            );
+            match read {
+                Ok(r) if !full => {
+                    self.set_mark(id, r.mark);
+                    stats.files_read += 1;
+                    stats.bytes += r.bytes;
+                }
+                Ok(_) => stats.left_out += 1,
+                Err(e) => {
+                    tracing::debug!(path = %src.path.display(), error = %e, "transcript not indexed");
+                    self.drop_file(id);
+                    stats.dropped += 1;
+                }
+            }
+        }
+        for (id, seen) in listed.iter().enumerate() {
+            if !seen && self.files[id].live {
+                self.drop_file(id as u32);
+                stats.dropped += 1;
+            }
+        }
+        stats
+    }
+
+    /// Searches `sources` as [`scan::scan`] does, with the same hits: the
+    /// candidates of files the index has seen as they are now are
+    /// verified, every other file is scanned whole.
+    pub fn search(
+        &self,
+        sources: &[Source],
+        query: &Query,
+        filters: &Filters,
+        now: OffsetDateTime,
+        limit: usize,
+    ) -> (Vec<Hit>, ScanStats, IndexSearchStats) {
+        let cands = self.candidates(query);
+        let Candidates::Records(cands) = cands else {
+            let (hits, stats) = scan::scan(sources, query, filters, now, limit);
+            let scanned = sources.len();
+            return (
+                hits,
+                stats,
+                IndexSearchStats {
+                    verified: 0,
+                    scanned,
+                },
+            );
+        };
+        let mut per_file: HashMap<u32, Vec<u32>> = HashMap::new();
+        for r in cands {
+            per_file
+                .entry(self.records[r as usize].file)
+                .or_default()
+                .push(r);
+        }
+        let mut hits = Vec::new();
+        let mut stats = ScanStats::default();
+        let mut istats = IndexSearchStats::default();
+        let mut buf = Vec::new();
+        for src in sources {
+            let fresh = src
+                .path
+                .to_str()
+                .and_then(|p| self.by_path.get(p).copied())
+                .filter(|&id| {
+                    let f = &self.files[id as usize];
+                    f.indexed
+                        && std::fs::metadata(&src.path)
+                            .is_ok_and(|m| f.mark().plan(&FileStamp::of(&m)) == ReadPlan::Unchanged)
+                });
+            let hit = match fresh {
+                Some(id) => {
+                    let recs = per_file.get(&id).map_or(&[][..], Vec::as_slice);
+                    istats.verified += recs.len();
+                    self.verify(src, recs, query, filters, now, &mut stats)
+                }
+                None => {
+                    istats.scanned += 1;
+                    search_file(src, query, filters, now, &mut buf, &mut stats)
+                }
+            };
+            hits.extend(hit);
+        }
+        scan::rank(&mut hits);
+        hits.truncate(limit);
+        (hits, stats, istats)
+    }
+
+    /// Reads `recs` (ascending) of `src` by offset and matches them.
+    fn verify(
+        &self,
+        src: &Source,
+        recs: &[u32],
+        query: &Query,
+        filters: &Filters,
+        now: OffsetDateTime,
+        stats: &mut ScanStats,
+    ) -> Option<Hit> {
+        if recs.is_empty() {
+            return None;
+        }
+        let mut file = match std::fs::File::open(&src.path) {
+            Ok(f) => f,
+            Err(e) => {
+                stats.unreadable += 1;
+                tracing::debug!(path = %src.path.display(), error = %e, "transcript not searched");
+                return None;
+            }
+        };
+        stats.files += 1;
+        let mut line = Vec::new();
+        let mut msgs = Vec::new();
+        let mut matcher = Matcher::default();
+        for &r in recs {
+            let rec = self.records[r as usize];
+            if read_at(&mut file, rec.offset, rec.len, &mut line).is_err() {
+                stats.unreadable += 1;
+                return None;
+            }
+            stats.bytes += u64::from(rec.len);
+            msgs.clear();
+            extract::messages(&line, rec.offset, &mut msgs);
+            let mut inherited: Option<Option<String>> = None;
+            for mut m in msgs.drain(..) {
+                if m.timestamp.is_none() {
+                    let ts =
+                        inherited.get_or_insert_with(|| self.timestamp_of(&mut file, rec.ts_from));
+                    m.timestamp = ts.clone();
+                }
+                matcher.message(m, query, filters);
+            }
+        }
+        matcher.finish(src, now)
+    }
+
+    /// The timestamp of record `r` (read from `file`), if any.
+    fn timestamp_of(&self, file: &mut std::fs::File, r: u32) -> Option<String> {
+        let rec = self.records.get(r as usize)?;
+        let mut line = Vec::new();
+        read_at(file, rec.offset, rec.len, &mut line).ok()?;
+        ccd_claude::transcript::record::Record::parse(&line)?.timestamp
+    }
+
+    /// Drops tombstoned records and dropped files, renumbering the rest.
+    pub fn compact(&mut self) {
+        let mut file_map = vec![NONE; self.files.len()];
+        let mut files = Vec::new();
+        for (i, f) in self.files.iter().enumerate() {
+            if f.live {
+                file_map[i] = files.len() as u32;
+                files.push(f.clone());
+            }
+        }
+        let mut rec_map = vec![NONE; self.records.len()];
+        let mut records = Vec::new();
+        for (i, r) in self.records.iter().enumerate() {
+            if !self.dead[i] && file_map[r.file as usize] != NONE {
+                rec_map[i] = records.len() as u32;
+                records.push(*r);
+            }
+        }
+        let remap = |r: u32| if r == NONE { NONE } else { rec_map[r as usize] };
+        for r in &mut records {
+            r.file = file_map[r.file as usize];
+            r.ts_from = remap(r.ts_from);
+        }
+        for f in &mut files {
+            f.last_ts = remap(f.last_ts);
+        }
+        let mut entries = 0;
+        self.postings.retain(|_, l| {
+            l.retain_mut(|r| {
+                *r = rec_map[*r as usize];
+                *r != NONE
+            });
+            entries += l.len() as u64;
+            !l.is_empty()
+        });
+        self.entries = entries;
+        self.files = files;
+        self.records = records;
+        self.rebuild_derived();
+    }
+
+    fn rebuild_derived(&mut self) {
+        self.dead = vec![false; self.records.len()];
+        self.by_path = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.path.clone(), i as u32))
+            .collect();
+        self.file_records = vec![Vec::new(); self.files.len()];
+        for (i, r) in self.records.iter().enumerate() {
+            self.file_records[r.file as usize].push(i as u32);
+        }
+    }
+
+    /// Compacts and writes the index to `path` atomically.
+    pub fn save(&mut self, path: &Path) -> Result<(), IndexError> {
+        self.compact();
+        let mut postings: Vec<(u32, Vec<u32>)> = self
+            .postings
+            .iter()
+            .map(|(t, l)| {
+                let mut prev = 0;
+                let d = l
+                    .iter()
+                    .map(|&r| {
+                        let d = r - prev;
+                        prev = r;
+                        d
+                    })
+                    .collect();
+                (*t, d)
+            })
+            .collect();
+        postings.sort_unstable_by_key(|p| p.0);
+        let stored = Stored {
+            files: self.files.clone(),
+            records: self.records.clone(),
+            postings,
+        };
+        let body = postcard::to_stdvec(&stored).map_err(|e| IndexError::Corrupt(e.to_string()))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(MAGIC)?;
+        tmp.write_all(&FORMAT.to_le_bytes())?;
+        tmp.write_all(&body)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Reads an index written by [`Index::save`].
+    pub fn load(path: &Path, limits: Limits) -> Result<Index, IndexError> {
+        let mut f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        if len > MAX_INDEX_FILE_BYTES {
+            return Err(IndexError::Corrupt(format!(
+                "{len} bytes, over the bound of {MAX_INDEX_FILE_BYTES}"
+            )));
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut bytes)?;
+        decode(&bytes, limits)
+    }
+
+    /// Loads the index at `path`, or a new empty one when there is none,
+    /// it is of another format or damaged (said in the log): the caller's
+    /// next [`Index::update`] rebuilds it.
+    pub fn open_or_new(path: &Path, limits: Limits) -> Index {
+        match Index::load(path, limits) {
+            Ok(i) => i,
+            Err(IndexError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                Index::new(limits)
+            }
+            Err(e) => {
+                tracing::info!(path = %path.display(), error = %e, "search index rebuilt");
+                Index::new(limits)
+            }
+        }
+    }
+}
+
+fn decode(bytes: &[u8], limits: Limits) -> Result<Index, IndexError> {
+    let corrupt = |m: &str| IndexError::Corrupt(m.to_string());
+    let rest = bytes
+        .strip_prefix(&MAGIC[..])
+        .ok_or_else(|| corrupt("no magic"))?;
+    let (v, body) = rest
+        .split_at_checked(4)
+        .ok_or_else(|| corrupt("no version"))?;
+    let found = u32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+    if found != FORMAT {
+        return Err(IndexError::Format { found });
+    }
+    let s: Stored = postcard::from_bytes(body).map_err(|e| IndexError::Corrupt(e.to_string()))?;
+    let nf = s.files.len() as u32;
+    let nr = s.records.len() as u32;
+    let bad_ref = |r: u32| r != NONE && r >= nr;
+    if s.records.iter().any(|r| r.file >= nf || bad_ref(r.ts_from))
+        || s.files.iter().any(|f| bad_ref(f.last_ts))
+    {
+        return Err(corrupt("a reference out of range"));
+    }
+    let mut postings = HashMap::with_capacity(s.postings.len());
+    let mut entries = 0u64;
+    for (t, deltas) in s.postings {
+        let mut prev = 0u32;
+        let mut list = Vec::with_capacity(deltas.len());
+        for (i, d) in deltas.into_iter().enumerate() {
+            let r = prev.checked_add(d).filter(|r| *r < nr && (i == 0 || d > 0));
+            let r = r.ok_or_else(|| corrupt("a posting out of range"))?;
+            list.push(r);
+            prev = r;
+        }
+        entries += list.len() as u64;
+        postings.insert(t, list);
+    }
+    let mut idx = Index {
+        limits,
+        files: s.files,
+        records: s.records,
+        postings,
+        entries,
+        ..Index::default()
+    };
+    idx.rebuild_derived();
+    Ok(idx)
+}
+
+fn read_at(
+    file: &mut std::fs::File,
+    offset: u64,
+    len: u32,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(offset))?;
+    out.resize(len as usize, 0);
+    file.read_exact(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idx_of(lines: &[&str]) -> Index {
+        let mut i = Index::new(Limits::default());
+        let id = i.file_id("/x.jsonl", "s");
+        let mut msgs = Vec::new();
+        let mut off = 0;
+        for l in lines {
+            i.add_line(id, off, l.as_bytes(), &mut msgs);
+            off += l.len() as u64 + 1;
+        }
+        i
+    }
+
+    fn recs(i: &Index, q: &str) -> Vec<u32> {
+        match i.candidates(&Query::terms(q).unwrap()) {
+            Candidates::Records(r) => r,
+            Candidates::All => panic!("{q}: all"),
+        }
+    }
+
+    /// The index normalizes text as the query does: every text a term
+    /// matches by [`Query::find`] is a candidate for it.
+    #[test]
+    fn candidates_cover_every_match_of_the_normalization() {
+        let texts = [
+            "Fixed the AUTH Bug",
+            "昨日は認証バグを直した",
+            "ＡＢＣ３ fullwidth",
+            "xİstanbul",
+            "STRASSE straße",
+            "I ❤ 🦀 and Rust",
+            "tab\there　ideographic space",
+        ];
+        let lines: Vec<String> = texts
+            .iter()
+            .map(|t| serde_json::json!({"type":"user","message":{"content":t}}).to_string())
+            .collect();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let i = idx_of(&refs);
+        for q in [
+            "auth bug",
+            "認証",
+            "abc3",
+            "i̇stan",
+            "straße",
+            "🦀 rust",
+            "here ideo",
+            "\"the auth\"",
+        ] {
+            let query = Query::terms(q).unwrap();
+            let expect: Vec<u32> = texts
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| query.find(t).is_some())
+                .map(|(n, _)| n as u32)
+                .collect();
+            assert!(!expect.is_empty(), "{q}");
+            let got = recs(&i, q);
+            for e in &expect {
+                assert!(got.contains(e), "{q}: {got:?} misses {e}");
+            }
+        }
+        // Trigrams narrow: a word in no message has no candidate.
+        assert!(recs(&i, "nowhere").is_empty());
+        assert_eq!(recs(&i, "auth"), vec![0]);
+        // Short terms and regexes have nothing to look up.
+        assert_eq!(i.candidates(&Query::terms("ab").unwrap()), Candidates::All);
+        assert_eq!(
+            i.candidates(&Query::regex("auth").unwrap()),
+            Candidates::All
+        );
+    }
+
+    #[test]
+    fn the_postings_bound_leaves_a_file_out() {
+        let mut i = Index::new(Limits { max_postings: 40 });
+        let a = i.file_id("/a", "a");
+        let b = i.file_id("/b", "b");
+        let mut msgs = Vec::new();
+        let line = |t: &str| serde_json::json!({"type":"user","message":{"content":t}}).to_string();
+        assert!(i.add_line(
+            a,
+            0,
+            line("abcdefghijklmnopqrstuvwxyz").as_bytes(),
+            &mut msgs
+        ));
+        assert_eq!(i.postings_len(), 24);
+        assert!(!i.add_line(
+            b,
+            0,
+            line("zyxwvutsrqponmlkjihgfedcba").as_bytes(),
+            &mut msgs
+        ));
+        assert!(i.postings_len() <= 40);
+        assert!(!i.files[b as usize].indexed);
+        assert!(!i.add_line(b, 99, line("x").as_bytes(), &mut msgs));
+    }
+
+    #[test]
+    fn damaged_and_other_format_files_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("search.idx");
+        let mut i = idx_of(&[r#"{"type":"user","message":{"content":"hello world"}}"#]);
+        i.save(&p).unwrap();
+        let back = Index::load(&p, Limits::default()).unwrap();
+        assert_eq!(recs(&back, "world"), vec![0]);
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[8..12].copy_from_slice(&(FORMAT + 1).to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
+        assert!(matches!(
+            Index::load(&p, Limits::default()),
+            Err(IndexError::Format { found }) if found == FORMAT + 1
+        ));
+        assert_eq!(Index::open_or_new(&p, Limits::default()).records_len(), 0);
+        std::fs::write(&p, b"CCDSIDX\n\x01\0\0\0\xff\xff").unwrap();
+        assert!(matches!(
+            Index::load(&p, Limits::default()),
+            Err(IndexError::Corrupt(_))
+        ));
+    }
+}
