@@ -177,9 +177,10 @@ fn check_back(sb: &Sandbox, s: &Started) {
     assert!(has(["--model", &s.model]), "{argv:?}");
     assert!(
         has(["--permission-mode", &s.mode]),
-        "{} wants {}: {argv:?}",
+        "{} wants {}: {argv:?}\n{}",
         s.sid,
-        s.mode
+        s.mode,
+        mode_trail(sb)
     );
     assert!(has(["--add-dir", "/tmp"]), "{argv:?}");
     assert!(
@@ -194,6 +195,21 @@ fn check_back(sb: &Sandbox, s: &Started) {
         s.sid
     );
     sb.wait_for_row(&s.sid, footer_of(&s.mode));
+}
+
+/// Every log line that tells how a permission mode was read or typed,
+/// for a failure's message.
+fn mode_trail(sb: &Sandbox) -> String {
+    sb.logs()
+        .lines()
+        .filter(|l| {
+            l.starts_with("== ")
+                || l.contains("permission mode")
+                || l.contains("permission_mode")
+                || l.contains("input")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Folders of every kind the issue names: plain ones, one with a space,
@@ -396,6 +412,78 @@ fn restore_auto_brings_them_back_at_daemon_start_and_off_forgets_them() {
     );
     assert!(sb.ok(&["restore"]).contains("no lost session"));
     assert!(recorded_sessions(&record(&sb), "lost").is_empty());
+}
+
+/// `restore_at_once` bounds the sessions *starting*: a slot is let go
+/// once its session is at its prompt, not after the settle check that
+/// follows. With one slot and an 8 s settle check, the second session
+/// is at its prompt before the first is reported restored (its check
+/// over); holding the slot through the check, the second would not even
+/// start until then.
+#[test]
+fn a_restore_slot_is_let_go_at_the_prompt_not_after_the_settle_check() {
+    let mut sb = Sandbox::with_env(&[("CCD_RESUME_SETTLE_MS", "8000")]);
+    set_env(&mut sb, "CCD_TEST_BOOT_ID", "boot-1");
+    config(&sb, "restore_at_once = 1\n");
+    let dirs = folders(&sb, 2);
+    let started: Vec<Started> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| start(&sb, d, i, "acceptEdits"))
+        .collect();
+    wait_turns(&sb, &started);
+    let want: HashSet<String> = started.iter().map(|s| s.sid.clone()).collect();
+    wait_for(Duration::from_secs(20), "the record", || {
+        (recorded_sessions(&record(&sb), "held") == want).then_some(())
+    });
+    reboot(&mut sb, "boot-2");
+    let _ = sb.client_or_start();
+    let mut ev = sb.client();
+    ev.call_value(
+        "events.subscribe",
+        serde_json::json!({"types": ["session.lifecycle", "session.restored"]}),
+    )
+    .expect("subscribe");
+    let mut restore = sb
+        .cmd(&["restore", "--json"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("ccd restore");
+    let mut ready: HashSet<String> = HashSet::new();
+    let mut order: Vec<String> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while std::time::Instant::now() < deadline {
+        let Some(e) = next_event(&mut ev, Duration::from_secs(5)) else {
+            continue;
+        };
+        let sid = e["session"].as_str().unwrap_or("").to_string();
+        if !want.contains(&sid) {
+            continue;
+        }
+        let kind = e["type"].as_str().unwrap_or("").to_string();
+        let status = e["status"].as_str().unwrap_or("").to_string();
+        order.push(format!("{kind} {sid} {status}"));
+        if kind == "session.restored" {
+            break;
+        }
+        if matches!(status.as_str(), "ready" | "idle") {
+            ready.insert(sid);
+        }
+    }
+    let _ = restore.wait();
+    assert_eq!(
+        ready,
+        want,
+        "both at their prompt before the first settle check ended: {order:#?}\n{}",
+        sb.logs()
+            .lines()
+            .filter(|l| l.contains("restor"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for s in &started {
+        check_back(&sb, s);
+    }
 }
 
 #[test]

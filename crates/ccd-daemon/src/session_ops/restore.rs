@@ -3,14 +3,19 @@
 //! resumed as `session_ops::resume` does, in its folder, with the flags,
 //! name and pin the restore record kept; at most the config's
 //! `restore_at_once` at a time (`Restore::turns`, shared by every restore
-//! running); one report at the end (the reply, and events
+//! running), counted while each is *starting*: a slot is let go once
+//! the session's start settles (at its prompt, or failed), not after
+//! the 1.5 s settle check that follows — what the bound spares the
+//! machine is many `claude`s starting at once, and a session at its
+//! prompt costs only the check's `holder.info` and registry read every
+//! 100 ms; one report at the end (the reply, and events
 //! `session.restored` per session and `sessions.restore_report`).
 //!
 //! A session whose folder or transcript is gone is reported with the
 //! reason and forgotten; it is never replaced by a fresh conversation.
 
 use super::resolve::resolve;
-use super::resume::resume;
+use super::resume::resume_in_slot;
 use crate::conn_ctx::ConnCtx;
 use crate::events::now_ms;
 use crate::state::Daemon;
@@ -99,8 +104,9 @@ pub async fn restore(daemon: Arc<Daemon>, wanted: &[String]) -> Result<RestoreRe
     for e in targets {
         let (ctx, turns) = (ctx.clone(), daemon.restore.turns.clone());
         set.spawn(async move {
-            let _turn = turns.acquire_owned().await;
-            let r = one(&ctx, &e).await;
+            // A closed semaphore (never closed) would mean no bound: go on.
+            let turn = turns.acquire_owned().await.ok();
+            let r = one(&ctx, &e, turn).await;
             (e, r)
         });
     }
@@ -161,7 +167,13 @@ pub async fn restore(daemon: Arc<Daemon>, wanted: &[String]) -> Result<RestoreRe
 }
 
 /// One lost session resumed: its new holder and claude's arguments.
-async fn one(ctx: &Arc<ConnCtx>, e: &RecordEntry) -> Result<(String, Vec<String>), RpcError> {
+/// `turn` (its restore slot) is let go as soon as its start settles
+/// (`resume_in_slot`), not after the settle check.
+async fn one(
+    ctx: &Arc<ConnCtx>,
+    e: &RecordEntry,
+    turn: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<(String, Vec<String>), RpcError> {
     let (info, held) = resolve(&ctx.daemon, &e.session).await?;
     if let Some(h) = held.filter(|h| !h.lifecycle().ended()) {
         // Held again already (an attach or another restore came first).
@@ -171,7 +183,7 @@ async fn one(ctx: &Arc<ConnCtx>, e: &RecordEntry) -> Result<(String, Vec<String>
             .unwrap_or_default();
         return Ok((h.id, args));
     }
-    let entry = resume(ctx, &info, None).await?;
+    let entry = resume_in_slot(ctx, &info, None, turn).await?;
     let args = entry
         .info
         .map(|i| i.argv.into_iter().skip(1).collect())

@@ -219,6 +219,21 @@ pub async fn resume(
     info: &SessionInfo,
     size: Option<TermSize>,
 ) -> Result<HolderEntry, RpcError> {
+    resume_in_slot(ctx, info, size, None).await
+}
+
+/// [`resume`], holding `slot` (a restore's turn, `Restore::turns`) only
+/// while the session is *starting*: it is let go once the start has
+/// settled (at its prompt, or failed), before the settle check. What the
+/// bound spares the machine is many `claude`s starting at once; a
+/// session past its start waits at its prompt, and its settle check is a
+/// `holder.info` and a registry read every 100 ms.
+pub async fn resume_in_slot(
+    ctx: &Arc<ConnCtx>,
+    info: &SessionInfo,
+    size: Option<TermSize>,
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<HolderEntry, RpcError> {
     let sid = info.session_id.as_str();
     let (cwd, transcript) = resumable(info)?;
     let transcript_bytes = std::fs::metadata(&transcript).map(|m| m.len()).unwrap_or(0);
@@ -285,7 +300,7 @@ pub async fn resume(
             transcript_bytes: Some(transcript_bytes),
         })
     };
-    let r = match start(
+    let started = start(
         ctx,
         meta,
         args,
@@ -294,8 +309,14 @@ pub async fn resume(
         ctx.daemon.options.auto_trust_default,
         true,
     )
-    .await
-    {
+    .await;
+    // Started (or failed): no longer one of the starting `claude`s the
+    // restore's bound counts.
+    if slot.is_some() {
+        tracing::debug!(session = sid, holder = %hid, "start settled; restore slot let go");
+    }
+    drop(slot);
+    let r = match started {
         Ok(r) => r,
         Err(e) => {
             let screen = e.data_as::<ScreenData>().and_then(|d| d.screen);
