@@ -204,6 +204,13 @@ pub enum Command {
         after_help = "Examples:\n  ccd trim 9cc17429 --dry-run   # what would go, by record type\n  ccd trim 9cc17429\n  ccd trim 9cc17429 --drop-file-history   # also /rewind checkpoints\n  ccd trim --undo 9cc17429\n\nOnly a dead session is trimmed. Dropped by default: what the real CLI was\nmeasured not to need on resume (request logs, cost state, prompt snapshots,\ndead branches, toolUseResult copies). Originals are kept in\n<state dir>/trim-backups/<session id>/."
     )]
     Trim(TrimArgs),
+    /// Move dead conversations out of Claude Code's folder (out of reach of
+    /// its cleanupPeriodDays sweep) into ccd's state dir, compressed; list
+    /// them; put one back.
+    #[command(
+        after_help = "Examples:\n  ccd archive 9cc17429\n  ccd archive --older-than 25d        # before the default 30-day sweep\n  ccd archive --older-than 25d --trim # trimmed losslessly first\n  ccd archive --list\n  ccd archive --restore 9cc17429      # back where it was, not resumed\n\nMoved: the transcript, its sidecar folder (subagents, tool results) and its\nfile history, to <state dir>/archive/<session id>/. A session that may be\nrunning, or one written during the move, is left in place. ccd attach or\nccd fork of an archived session puts it back first and resumes it in its folder."
+    )]
+    Archive(ArchiveArgs),
     /// Print the current screen of a session ccd holds.
     #[command(after_help = "Examples:\n  ccd screen 9cc17429\n  ccd screen api --ansi")]
     Screen(ScreenArgs),
@@ -522,6 +529,31 @@ pub struct TrimArgs {
     /// Put the original back (the newest backup), byte for byte.
     #[arg(long)]
     pub undo: bool,
+    /// The result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// Session ids or unique prefixes.
+    pub sessions: Vec<String>,
+    /// Also every dead conversation last written longer ago than this
+    /// (e.g. 25d, 36h, 2w).
+    #[arg(long, value_name = "AGE", value_parser = crate::commands::archive_age)]
+    pub older_than: Option<std::time::Duration>,
+    /// Trim each transcript losslessly first (as ccd trim).
+    #[arg(long)]
+    pub trim: bool,
+    /// Only print the ids that would be archived.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// List the archived conversations.
+    #[arg(long, conflicts_with_all = ["sessions", "older_than", "restore"])]
+    pub list: bool,
+    /// Put an archived conversation back where it was (without resuming).
+    #[arg(long, value_name = "SESSION", conflicts_with_all = ["sessions", "older_than"])]
+    pub restore: Option<String>,
     /// The result as JSON.
     #[arg(long)]
     pub json: bool,

@@ -21,6 +21,8 @@ pub fn run(global: &GlobalArgs, args: &AttachArgs) -> anyhow::Result<ExitCode> {
             .or_else(|| settings.as_ref().and_then(|s| s.detach_key.clone())),
     )?;
     require_terminal("ccd attach")?;
+    // An archived conversation goes back where it was first.
+    super::archive::restore_if_archived(global, &args.session)?;
     let fresh = args.fresh_on_failure
         || settings
             .as_ref()

@@ -16,6 +16,7 @@ pub fn run(global: &GlobalArgs, args: &ForkArgs) -> anyhow::Result<ExitCode> {
     if !args.detach {
         require_terminal("ccd fork (without --detach)")?;
     }
+    super::archive::restore_if_archived(global, &args.session)?;
     let mut client = crate::shared::connect::connect(global)?;
     let new = match fork(&mut client, &args.session) {
         Ok(n) => n,

@@ -2,6 +2,7 @@
 //! `ccd ui`, is `main`'s: nothing here imports `ui/`). What they share
 //! with the dashboard is in `shared/`.
 
+mod archive;
 mod attach;
 pub mod attached;
 mod daemon;
@@ -131,6 +132,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 Command::Restore { sessions, json } => restore::run(&cli.global, &sessions, json),
                 Command::Screen(args) => screen::run(&cli.global, &args),
                 Command::Trim(args) => trim::run(&cli.global, &args),
+                Command::Archive(args) => archive::run(&cli.global, &args),
                 Command::Daemon(_)
                 | Command::Holder
                 | Command::DialStdio
@@ -172,4 +174,9 @@ fn this_machine_only(global: &GlobalArgs, what: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `ccd archive --older-than`'s value (`25d`, `36h`, `2w`).
+pub fn archive_age(s: &str) -> Result<std::time::Duration, String> {
+    archive::parse_age(s)
 }

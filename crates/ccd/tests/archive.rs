@@ -1,0 +1,210 @@
+//! `ccd archive` end to end with the fake claude (issue 56 item 5): a dead
+//! conversation moved into the state dir and back byte for byte; `ccd
+//! attach` of an archived one puts it back and resumes it in its own
+//! folder; a live one refused; `--older-than`; a full disk (a 64 KiB tmpfs
+//! as the archive folder) leaves the original in place and says so.
+
+mod common;
+
+use common::external::external;
+use common::pty::PtyRun;
+use common::{ls_json, wait_for, Sandbox};
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+const T: Duration = Duration::from_secs(20);
+
+/// A session the fake ran outside ccd, then killed: dead, with a turn.
+fn dead_session(sb: &Sandbox, name: &str) -> (String, PathBuf, PathBuf) {
+    let dir = sb.project(name);
+    let sid = {
+        let ext = external(sb, &dir);
+        ext.sid.clone()
+    };
+    wait_for(T, "the session to be dead", || {
+        (common::row(sb, &sid)["state"] == "dead").then_some(())
+    });
+    let transcript =
+        ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid).unwrap();
+    (sid, dir, transcript)
+}
+
+fn fails(sb: &Sandbox, args: &[&str]) -> String {
+    let o = sb.run(args);
+    assert!(
+        !o.status.success(),
+        "ccd {args:?} succeeded: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn archive_and_restore_are_byte_equal_and_attach_resumes_in_its_folder() {
+    let sb = Sandbox::new();
+    let (sid, dir, transcript) = dead_session(&sb, "kept");
+    let side = transcript
+        .with_file_name(&sid)
+        .join("subagents/agent-x.jsonl");
+    fs::create_dir_all(side.parent().unwrap()).unwrap();
+    fs::write(&side, "{\"sub\":1}\n").unwrap();
+    let before = fs::read(&transcript).unwrap();
+
+    let said = sb.ok_stderr(&["archive", &sid[..8]]);
+    assert!(said.contains(&format!("archived {sid} (2 files")), "{said}");
+    assert!(!transcript.exists() && !side.exists());
+    assert!(
+        !transcript.with_file_name(&sid).exists(),
+        "sidecar folder left"
+    );
+    let list = sb.ok(&["archive", "--list"]);
+    assert!(
+        list.contains(&sid) && list.contains(dir.to_str().unwrap()),
+        "{list}"
+    );
+    // Not listed as a conversation Claude Code holds any more.
+    assert!(ls_json(&sb).iter().all(|r| r["session_id"] != sid.as_str()));
+
+    // Back without resuming: byte for byte.
+    sb.ok_stderr(&["archive", "--restore", &sid[..8]]);
+    assert_eq!(fs::read(&transcript).unwrap(), before);
+    assert_eq!(fs::read(&side).unwrap(), b"{\"sub\":1}\n");
+    assert_eq!(sb.ok(&["archive", "--list"]), "");
+
+    // Archived again, then attached from elsewhere: put back first, resumed
+    // in its own folder, the conversation as it was.
+    sb.ok_stderr(&["archive", &sid]);
+    let elsewhere = sb.project("elsewhere");
+    let a = PtyRun::start(&sb, &["attach", &sid[..8]], Some(&elsewhere));
+    a.wait_text("hello from outside", T);
+    let rows = ls_json(&sb);
+    let r = rows
+        .iter()
+        .find(|r| r["session_id"] == sid.as_str())
+        .expect("listed again");
+    assert_eq!(r["state"], "live", "{r}");
+    assert_eq!(r["writers"][0]["cwd"], dir.to_str().unwrap(), "{r}");
+    let now = fs::read(&transcript).unwrap();
+    assert!(
+        now.starts_with(&before),
+        "the resumed transcript does not start with the archived bytes"
+    );
+}
+
+#[test]
+fn a_live_session_is_not_archived() {
+    let sb = Sandbox::new();
+    let dir = sb.project("live");
+    let ext = external(&sb, &dir);
+    let transcript =
+        ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &ext.sid).unwrap();
+    let before = fs::read(&transcript).unwrap();
+    let said = fails(&sb, &["archive", &ext.sid]);
+    assert!(said.contains("may be running"), "{said}");
+    assert_eq!(fs::read(&transcript).unwrap(), before);
+    assert_eq!(sb.ok(&["archive", "--list"]), "");
+}
+
+/// A dead conversation's transcript last written `days` ago, of `bytes`
+/// incompressible bytes.
+fn plant(sb: &Sandbox, sid: &str, days: u32, bytes: usize) -> PathBuf {
+    let cwd = sb.project("planted");
+    let dir = sb
+        .config
+        .join("projects")
+        .join(ccd_claude::slug::slug(cwd.to_str().unwrap()));
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{sid}.jsonl"));
+    // xorshift noise, hex: does not compress below half.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: String = (0..bytes / 2)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("{:02x}", x as u8)
+        })
+        .collect();
+    let record = serde_json::json!({
+        "type": "user", "sessionId": sid, "cwd": cwd, "uuid": "u1", "parentUuid": null,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": noise},
+    });
+    fs::write(&path, format!("{record}\n")).unwrap();
+    File::open(&path)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(86_400) * days)
+        .unwrap();
+    path
+}
+
+#[test]
+fn older_than_archives_only_the_old_ones() {
+    let sb = Sandbox::new();
+    let old = plant(&sb, "0000aaaa-0000-4000-8000-000000000040", 40, 1000);
+    let fresh = plant(&sb, "0000bbbb-0000-4000-8000-000000000002", 2, 1000);
+    let dry = sb.ok(&["archive", "--older-than", "25d", "--dry-run"]);
+    assert_eq!(dry.trim(), "0000aaaa-0000-4000-8000-000000000040");
+    assert!(old.exists());
+    sb.ok_stderr(&["archive", "--older-than", "25d"]);
+    assert!(!old.exists() && fresh.exists());
+    // Nothing left at risk: the retention notice is gone from ccd ls.
+    let o = sb.run(&["ls"]);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("deletes"));
+    let bad = fails(&sb, &["archive", "--older-than", "3m"]);
+    assert!(bad.contains("d, h or w"), "{bad}");
+}
+
+/// Mounts a tmpfs of `size` at `at`; false when this machine will not
+/// (not root): the test is skipped then, unless `$CI` is set.
+fn mount_tmpfs(at: &Path, size: &str) -> bool {
+    fs::create_dir_all(at).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(at)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "mounting a tmpfs failed under CI"
+        );
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: cannot mount a tmpfs (not root?)"
+        );
+    }
+    ok
+}
+
+struct Unmount(PathBuf);
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_the_original_in_place_and_says_so() {
+    let sb = Sandbox::new();
+    let root = sb.state.join("archive");
+    if !mount_tmpfs(&root, "64k") {
+        return;
+    }
+    let _unmount = Unmount(root.clone());
+    let sid = "0000cccc-0000-4000-8000-000000000001";
+    let path = plant(&sb, sid, 1, 1 << 20);
+    let before = fs::read(&path).unwrap();
+    let said = fails(&sb, &["archive", sid]);
+    assert!(
+        said.contains("No space left on device") && said.contains("the original is left in place"),
+        "{said}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    let left: Vec<_> = fs::read_dir(&root).unwrap().flatten().collect();
+    assert!(left.is_empty(), "partial archive left: {left:?}");
+}
