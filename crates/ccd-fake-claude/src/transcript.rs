@@ -357,6 +357,17 @@ impl Transcript {
     /// `user` caveat, the `user` command record and a `system` `local_command` record.
     /// Creates the file (with its preamble) if needed.
     pub fn record_local_command(&mut self, command: &str, args: &str) -> io::Result<()> {
+        self.record_local_command_said(command, args, "")
+    }
+
+    /// [`Transcript::record_local_command`] with what the command printed (`/model`'s "Set
+    /// model to …", which ccd reads back).
+    pub fn record_local_command_said(
+        &mut self,
+        command: &str,
+        args: &str,
+        stdout: &str,
+    ) -> io::Result<()> {
         self.start()?;
         let cmd_uuid = uuid_v4();
         let now = rfc3339_now();
@@ -406,7 +417,9 @@ impl Transcript {
             ("subtype", json!("local_command")),
             (
                 "content",
-                json!("<local-command-stdout></local-command-stdout>"),
+                json!(format!(
+                    "<local-command-stdout>{stdout}</local-command-stdout>"
+                )),
             ),
             ("level", json!("info")),
             ("timestamp", json!(rfc3339_now())),
@@ -417,6 +430,11 @@ impl Transcript {
         self.append(&system.line())?;
         self.parent = Some(sys_uuid);
         Ok(())
+    }
+
+    /// The model later replies name (`/model`).
+    pub fn set_model(&mut self, model: &str) {
+        self.meta.model = model.to_string();
     }
 
     /// Records the assistant's reply, with usage figures that grow each turn.

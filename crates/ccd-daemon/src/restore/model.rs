@@ -123,6 +123,22 @@ impl Follow {
     /// the first time, so an existing transcript is read from its end.
     pub fn pass(&mut self, projects: &Path, session: &str, cwd: &str, fresh: bool) {
         if self.session != session {
+            // What the old conversation wrote last (a switch just before
+            // a `/clear`) is read first, found now if it was not yet.
+            let old = self.path.take().or_else(|| {
+                (!self.session.is_empty())
+                    .then(|| {
+                        ccd_claude::transcript::locate::find_by_session_id_in_cwd(
+                            projects,
+                            &self.session,
+                            cwd,
+                        )
+                    })
+                    .flatten()
+            });
+            if let Some(old) = old {
+                let _ = self.read(&old);
+            }
             self.session = session.to_string();
             self.path = None;
             self.offset = 0;
@@ -303,5 +319,18 @@ mod tests {
         // A new conversation (/clear): the model carries over.
         f.pass(dir.path(), "s2", cwd, false);
         assert_eq!(f.switches.model.as_deref(), Some("opus"));
+        // A switch written to a file not found yet, then a /clear before
+        // the next pass: read on the way to the new conversation.
+        std::fs::write(
+            proj.join("s2.jsonl"),
+            format!(
+                "{}\n{}\n",
+                command("haiku"),
+                user("<local-command-stdout>Set model to Haiku</local-command-stdout>")
+            ),
+        )
+        .expect("write");
+        f.pass(dir.path(), "s3", cwd, false);
+        assert_eq!(f.switches.model.as_deref(), Some("haiku"));
     }
 }

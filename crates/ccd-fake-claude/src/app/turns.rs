@@ -1,6 +1,6 @@
 //! What a submitted prompt does: a turn (with its permission dialog and memory held on
-//! purpose), `/clear`, `/resume` (the picker and `/resume <id>`), `flood N`; and the parsing
-//! of those prompts.
+//! purpose), `/clear`, `/resume` (the picker and `/resume <id>`), `/model <name>`, `flood N`;
+//! and the parsing of those prompts.
 
 use super::{App, Flow, Phase, Turn, EXIT_OK};
 
@@ -30,6 +30,12 @@ impl App {
                 return None;
             }
             _ => {}
+        }
+        if let Some(name) = text.strip_prefix("/model ").map(str::trim) {
+            if !name.is_empty() {
+                self.switch_model(name);
+                return None;
+            }
         }
         if let Some(sid) = text.strip_prefix("/resume ").map(str::trim) {
             if !sid.is_empty() {
@@ -75,6 +81,26 @@ impl App {
             let _ = reg.set_session_id(&id);
         }
         self.entries = vec![Entry::User("/clear".to_string())];
+        self.redraw();
+    }
+
+    /// `/model <name>`, as the real CLI (2.1.173 and 2.1.332) in what ccd reads: the
+    /// transcript records the command (`<command-args>name</command-args>`) and its output
+    /// "Set model to … and saved as your default for new sessions", the screen shows that
+    /// line, and later replies carry the new model. (The real CLI asks "Switch model?" first
+    /// when the conversation has history; the fake switches at once.)
+    fn switch_model(&mut self, name: &str) {
+        self.s.model = name.to_string();
+        let said = format!(
+            "Set model to {} and saved as your default for new sessions",
+            self.s.model_display_name()
+        );
+        if let Some(t) = &mut self.transcript {
+            t.set_model(name);
+            let _ = t.record_local_command_said("model", name, &said);
+        }
+        self.entries.push(Entry::User(format!("/model {name}")));
+        self.entries.push(Entry::Note(said));
         self.redraw();
     }
 
