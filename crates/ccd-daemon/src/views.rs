@@ -94,6 +94,7 @@ pub fn record_to_info(r: &SessionRecord) -> SessionInfo {
         superseded_by: None,
         ccd: None,
         cost: None,
+        usage: None,
     }
 }
 
@@ -380,6 +381,7 @@ fn known_to_ccd_only(session_id: &str, meta: &crate::holders::spec::HolderMeta) 
         superseded_by: None,
         ccd: None,
         cost: None,
+        usage: None,
     }
 }
 

@@ -14,10 +14,12 @@
 //! - [`report`]: totals by day, week, month, session, folder or model,
 //!   between two dates.
 //! - [`cache`]: the incremental cache in the state dir (only appended
-//!   bytes are read again), and [`files`]: which files are transcripts.
+//!   bytes are read again), [`files`]: which files are transcripts, and
+//!   [`here`]: both put together for this machine.
 
 pub mod cache;
 pub mod files;
+pub mod here;
 pub mod prices;
 pub mod record;
 pub mod report;

@@ -304,3 +304,73 @@ fn host_merges_machines_and_names_the_unreachable_one() {
     assert_eq!(v["hosts"].as_array().unwrap().len(), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("gone not reached"));
 }
+
+fn ls(w: &World, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ccd"))
+        .arg("ls")
+        .args(args)
+        .env_remove("CCD_HOST")
+        .envs(w.env())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn ls_shows_each_sessions_tokens_and_dollars_unless_no_cost() {
+    let w = world();
+    let out = ls(&w, &["--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |sid: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["session_id"] == sid)
+            .unwrap_or_else(|| panic!("{sid} in {rows}"))
+            .clone()
+    };
+    let a = row("sess-a");
+    assert_eq!(a["usage"]["input_tokens"], 1_000_000);
+    assert_eq!(a["usage"]["output_tokens"], 1_000_000);
+    assert_eq!(a["usage"]["total_tokens"], 2_000_000);
+    assert!((a["usage"]["cost_usd"].as_f64().unwrap() - 26.4).abs() < 1e-9);
+    assert_eq!(a["usage"]["models"], json!([SONNET]));
+    assert!(a["usage"].get("unpriced").is_none());
+    let b = row("sess-b");
+    assert_eq!(b["usage"]["unpriced"], json!(["claude-opus-5-5"]));
+
+    let out = ls(&w, &[]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("TOKENS") && header.contains(" $ "),
+        "{table}"
+    );
+    let line = |sid: &str| table.lines().find(|l| l.contains(sid)).unwrap().to_owned();
+    assert!(
+        line("sess-a").contains("2.0M") && line("sess-a").contains("$26.40"),
+        "{table}"
+    );
+    assert!(
+        line("sess-b").contains("105") && line("sess-b").contains("$0.00+"),
+        "{table}"
+    );
+
+    // --no-cost: neither the columns nor the field, nothing read.
+    let _ = std::fs::remove_file(w.state().join("usage-cache.bin"));
+    let out = ls(&w, &["--no-cost"]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(!table.lines().next().unwrap().contains("TOKENS"), "{table}");
+    let out = ls(&w, &["--json", "--no-cost"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r.get("usage").is_none()));
+    assert!(!w.state().join("usage-cache.bin").exists());
+}

@@ -3,7 +3,9 @@
 use crate::cli::{GlobalArgs, LsArgs};
 use crate::hosts::{Target, LOCAL};
 use crate::settings::Settings;
-use crate::shared::cells::{ago, cpu_cell, ctx_cell, mem_cell, short_id, size_cell, tilde};
+use crate::shared::cells::{
+    ago, cpu_cell, ctx_cell, dollars_cell, mem_cell, short_id, size_cell, tilde, tokens_cell,
+};
 use crate::shared::connect::{connect_existing_local, CLIENT_NAME};
 use crate::shared::listing::{costs_here, held_and_costs, list_pages, put_costs, unverified_note};
 use anyhow::Context;
@@ -17,7 +19,8 @@ use ccd_claude::ClaudeConfigDir;
 use ccd_client::{ClientError, NotAnswering, SocketDir};
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
-    ActivityStatus, ListParams, ListResult, SessionCost, SessionInfo, SessionState, SessionsList,
+    ActivityStatus, ListParams, ListResult, SessionCost, SessionInfo, SessionState, SessionUsage,
+    SessionsList,
 };
 use ccd_protocol::Method;
 use std::collections::HashMap;
@@ -210,7 +213,7 @@ fn list_local(
     let settings = Settings::load(global.config.as_deref())?;
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
-    let windows = ContextWindows::new(settings.context_windows);
+    let windows = ContextWindows::new(settings.context_windows.clone());
     let cache = crate::settings::state_dir();
     // The daemon is asked while the index is built; its answer may not
     // hold the listing up (see `HELD_GRACE`).
@@ -227,7 +230,39 @@ fn list_local(
         (Some(dir), Some(cwd)) => is_within(Path::new(cwd), dir),
         (Some(_), None) => false,
     });
+    if !args.no_cost {
+        put_usage(&settings, &config, &mut rows);
+    }
     Ok((rows, held))
+}
+
+/// Each session's tokens and dollars (its `usage`), read through the
+/// usage cache `ccd usage` keeps in the state dir: only bytes appended
+/// since the last run are read.
+fn put_usage(settings: &Settings, config: &ClaudeConfigDir, rows: &mut [SessionInfo]) {
+    let prices = ccd_usage::PriceTable::with(&settings.prices).unwrap_or_else(|e| {
+        eprintln!(
+            "ccd: {}: the built-in prices are used",
+            display::line(&e.to_string())
+        );
+        ccd_usage::PriceTable::builtin()
+    });
+    let cache = crate::settings::state_dir().join(ccd_usage::cache::CACHE_FILE);
+    let mut by = ccd_usage::here::by_session(config.root(), &cache, &prices);
+    for r in rows {
+        if let Some(u) = by.remove(&r.session_id) {
+            r.usage = Some(SessionUsage {
+                input_tokens: u.tokens.input,
+                output_tokens: u.tokens.output,
+                cache_creation_tokens: u.tokens.cache_creation,
+                cache_read_tokens: u.tokens.cache_read,
+                total_tokens: u.total_tokens,
+                cost_usd: u.cost_usd,
+                models: u.models.into_iter().collect(),
+                unpriced: u.unpriced.into_iter().collect(),
+            });
+        }
+    }
 }
 
 /// Marks the sessions ccd holds, asking a running daemon (never starting
@@ -326,7 +361,7 @@ struct Table {
     colour: bool,
     /// Whether the daemon said which sessions it holds (else CCD is `?`).
     held_known: bool,
-    /// The MEM and CPU columns.
+    /// The MEM, CPU, TOKENS and $ columns.
     with_cost: bool,
 }
 
@@ -365,7 +400,11 @@ fn write_table(
         "ID", "STATE", "STATUS", "CTX"
     )?;
     if with_cost {
-        write!(out, "{:>6}  {:>5}  ", "MEM", "CPU")?;
+        write!(
+            out,
+            "{:>6}  {:>5}  {:>6}  {:>8}  ",
+            "MEM", "CPU", "TOKENS", "$"
+        )?;
     }
     writeln!(
         out,
@@ -434,7 +473,14 @@ fn write_table(
             ctx_cell(r),
         )?;
         if with_cost {
-            write!(out, "{:>6}  {:>5}  ", mem_cell(r), cpu_cell(r))?;
+            write!(
+                out,
+                "{:>6}  {:>5}  {:>6}  {:>8}  ",
+                mem_cell(r),
+                cpu_cell(r),
+                tokens_cell(r),
+                dollars_cell(r)
+            )?;
         }
         writeln!(
             out,

@@ -16,8 +16,8 @@ use crate::settings::Settings;
 use anyhow::Context;
 use ccd_claude::display;
 use ccd_claude::ClaudeConfigDir;
-use ccd_usage::cache::{UsageCache, CACHE_FILE};
-use ccd_usage::report::{self, By, Query, Report, Row};
+use ccd_usage::cache::CACHE_FILE;
+use ccd_usage::report::{By, Query, Report, Row};
 use ccd_usage::PriceTable;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -152,20 +152,8 @@ pub fn run(global: &GlobalArgs, args: &UsageArgs) -> anyhow::Result<ExitCode> {
 /// This machine's report, through the cache.
 fn local(global: &GlobalArgs, prices: &PriceTable, q: &Query) -> anyhow::Result<Report> {
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
-    let files = ccd_usage::files::transcripts(config.root());
     let cache_path = crate::settings::state_dir().join(CACHE_FILE);
-    let mut cache = UsageCache::load(&cache_path);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let r = cache.refresh(&files, threads);
-    tracing::debug!(
-        files = files.len(),
-        unchanged = r.unchanged,
-        appended = r.appended,
-        full = r.full,
-        bytes = r.bytes,
-        failed = r.failed,
-        "usage cache refreshed"
-    );
+    let (report, r) = ccd_usage::here::report(config.root(), &cache_path, prices, q);
     if r.oversized > 0 {
         eprintln!(
             "ccd usage: {} record(s) over {} MiB skipped",
@@ -173,16 +161,7 @@ fn local(global: &GlobalArgs, prices: &PriceTable, q: &Query) -> anyhow::Result<
             ccd_search::incremental::MAX_RECORD_BYTES >> 20
         );
     }
-    if r.full + r.appended > 0 || cache.len() != files.len() {
-        if let Err(e) = cache.save(&cache_path) {
-            tracing::warn!(path = %cache_path.display(), error = %e, "usage cache not written");
-        }
-    }
-    let with: Vec<_> = files
-        .iter()
-        .filter_map(|t| cache.get(&t.path).map(|u| (t, u)))
-        .collect();
-    Ok(report::build(&with, prices, q))
+    Ok(report)
 }
 
 /// Another machine's report: its `ccd usage --json` over ssh.

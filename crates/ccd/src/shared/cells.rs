@@ -79,6 +79,40 @@ pub fn cpu_cell(r: &SessionInfo) -> String {
     }
 }
 
+/// The `TOKENS` cell: the conversation's tokens, all four kinds
+/// (`532`, `48k`, `1.2M`, `3.4G`); `-` when not counted.
+pub fn tokens_cell(r: &SessionInfo) -> String {
+    let Some(u) = r.usage.as_ref() else {
+        return "-".into();
+    };
+    let n = u.total_tokens;
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => format!("{}k", n / 1_000),
+        1_000_000..=9_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        10_000_000..=999_999_999 => format!("{}M", n / 1_000_000),
+        _ => format!("{:.1}G", n as f64 / 1e9),
+    }
+}
+
+/// The `$` cell: the conversation's dollars (`$0.42`, `$1234`), `+`
+/// after them when a model is not priced (a lower bound); `-` when not
+/// counted.
+pub fn dollars_cell(r: &SessionInfo) -> String {
+    let Some(u) = r.usage.as_ref() else {
+        return "-".into();
+    };
+    let mut s = if u.cost_usd >= 1000.0 {
+        format!("${:.0}", u.cost_usd)
+    } else {
+        format!("${:.2}", u.cost_usd)
+    };
+    if !u.unpriced.is_empty() {
+        s.push('+');
+    }
+    s
+}
+
 /// The `CTX` cell: the share of the window in use; `~` marks a share of
 /// an assumed window (ccd's default: the CLI did not state one, and no
 /// config or built-in entry knows the model).

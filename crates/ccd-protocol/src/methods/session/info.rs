@@ -254,6 +254,35 @@ pub struct SessionInfo {
     /// the process cannot be read, or when the list asked for no costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<SessionCost>,
+    /// What the conversation cost in tokens and dollars, read from its
+    /// transcripts (its subagents' included); absent when it has no usage
+    /// yet, when the list asked for no costs, or from a daemon that does
+    /// not count it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<SessionUsage>,
+}
+
+/// A conversation's tokens and dollars (issue 56): each assistant
+/// message's usage counted once, priced with ccd's dated price table and
+/// the config's `[prices]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Cache writes.
+    pub cache_creation_tokens: u64,
+    pub cache_read_tokens: u64,
+    /// The four added.
+    pub total_tokens: u64,
+    /// US dollars for the models the price table names.
+    pub cost_usd: f64,
+    /// Models used.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Models the price table does not name: their tokens add no dollars,
+    /// so `cost_usd` is a lower bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
 }
 
 /// What a live session costs: its `claude` process and every process under

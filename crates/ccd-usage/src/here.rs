@@ -1,0 +1,64 @@
+//! The IO edge: this machine's transcripts read through the cache, and the
+//! report over them. Used by `ccd usage` and by `ccd ls` (each session's
+//! row).
+
+use crate::cache::{Refresh, UsageCache};
+use crate::files::transcripts;
+use crate::prices::PriceTable;
+use crate::report::{build, By, Query, Report, Row};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Every transcript under `config_root`, the cache at `cache_path`
+/// brought up to date (and written back when anything changed), and the
+/// report `q` asks for.
+pub fn report(
+    config_root: &Path,
+    cache_path: &Path,
+    prices: &PriceTable,
+    q: &Query,
+) -> (Report, Refresh) {
+    let files = transcripts(config_root);
+    let mut cache = UsageCache::load(cache_path);
+    let before = cache.len();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let r = cache.refresh(&files, threads);
+    tracing::debug!(
+        files = files.len(),
+        unchanged = r.unchanged,
+        appended = r.appended,
+        full = r.full,
+        bytes = r.bytes,
+        failed = r.failed,
+        "usage cache refreshed"
+    );
+    if r.full + r.appended > 0 || cache.len() != before {
+        if let Err(e) = cache.save(cache_path) {
+            tracing::warn!(path = %cache_path.display(), error = %e, "usage cache not written");
+        }
+    }
+    let with: Vec<_> = files
+        .iter()
+        .filter_map(|t| cache.get(&t.path).map(|u| (t, u)))
+        .collect();
+    (build(&with, prices, q), r)
+}
+
+/// Each session's totals (all dates), by session id.
+pub fn by_session(
+    config_root: &Path,
+    cache_path: &Path,
+    prices: &PriceTable,
+) -> HashMap<String, Row> {
+    let q = Query {
+        by: By::Session,
+        since: None,
+        until: None,
+        offset: time::UtcOffset::UTC,
+    };
+    let (r, _) = report(config_root, cache_path, prices, &q);
+    r.rows
+        .into_iter()
+        .map(|row| (row.key.clone(), row))
+        .collect()
+}
