@@ -440,6 +440,68 @@ fn compact_version(version: &str) {
 
 /// Runs `f` for each pinned version, one thread each; fails with every
 /// version's failure.
+/// `ccd archive` (issue 56): a conversation archived and put back with
+/// `--restore`, and one archived `--trim`med and put back by `ccd attach`,
+/// resume with the same first request as the untouched one.
+fn archive_version(version: &str) {
+    let Some(made) = make(version, "archived") else {
+        return;
+    };
+    made.turn("hello one", "ACK: hello one", version);
+    let written = made.dir.join("kept.txt");
+    made.turn(&format!("WRITE:{}", written.display()), "done", version);
+    made.turn("hello two", "ACK: hello two", version);
+    let (saved, transcript, untouched) = made.end_and_save();
+    let Made { mock, sb, sid, .. } = made;
+    let a = resume_and_capture(&sb, &mock, &sid, version, "untouched", "hello two");
+
+    restore_config(&sb, &saved);
+    let said = sb.ok_stderr(&["archive", &sid]);
+    assert!(
+        !transcript.exists(),
+        "[{version}] still there after: {said}"
+    );
+    sb.ok_stderr(&["archive", "--restore", &sid]);
+    assert_eq!(
+        std::fs::read(&transcript).unwrap(),
+        untouched,
+        "[{version}] archive + restore changed the transcript"
+    );
+    let b = resume_and_capture(
+        &sb,
+        &mock,
+        &sid,
+        version,
+        "archived and restored",
+        "hello two",
+    );
+    same_request(&a, &b, version, &format!("archive said:\n{said}"));
+
+    restore_config(&sb, &saved);
+    let said = sb.ok_stderr(&["archive", "--trim", &sid]);
+    assert!(said.contains("trimmed first"), "[{version}] {said}");
+    assert!(!transcript.exists());
+    // ccd attach puts it back itself.
+    let c = resume_and_capture(
+        &sb,
+        &mock,
+        &sid,
+        version,
+        "archived --trim, attached",
+        "hello two",
+    );
+    same_request(&a, &c, version, &format!("archive --trim said:\n{said}"));
+    eprintln!(
+        "[{version}] archive: resumed request identical after restore and after --trim + attach ({} messages)",
+        a.messages.len()
+    );
+}
+
+#[test]
+fn real_cli_resume_after_archive_sends_the_same_request() {
+    each_version(archive_version);
+}
+
 fn each_version(f: fn(&str)) {
     let handles: Vec<_> = real::versions()
         .into_iter()

@@ -64,7 +64,7 @@ fn ls_notices_conversations_the_sweep_deletes_and_is_quiet_otherwise() {
     let lines: Vec<&str> = now.lines().filter(|l| l.contains("deletes")).collect();
     assert_eq!(
         lines,
-        ["ccd: the next start of claude deletes 2 conversations older than 30 days (1 more within 7 days): ccd doctor lists them"],
+        ["ccd: the next start of claude deletes 2 conversations older than 30 days (1 more within 7 days): ccd doctor lists them; ccd archive --older-than 25d keeps them"],
         "{now}"
     );
     // Scripts read JSON: no notice there.

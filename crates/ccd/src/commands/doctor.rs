@@ -314,8 +314,9 @@ fn retention(global: &GlobalArgs) -> Vec<Check> {
     };
     let phrase = crate::shared::retention::setting_phrase(&a.setting, config.root());
     let keep = format!(
-        "set \"cleanupPeriodDays\": 3650 in {} to keep conversations ~10 years",
-        settings_file.display()
+        "set \"cleanupPeriodDays\": 3650 in {} to keep conversations ~10 years, or ccd archive --older-than {}d",
+        settings_file.display(),
+        a.setting.days.unwrap_or(30).saturating_sub(5).max(1)
     );
     let mut out = vec![];
     let summary = format!(

@@ -72,7 +72,10 @@ pub fn notice(a: &Assessment) -> Option<String> {
             retention::SOON_DAYS
         ),
     };
-    Some(format!("{what}: ccd doctor lists them"))
+    Some(format!(
+        "{what}: ccd doctor lists them; ccd archive --older-than {}d keeps them",
+        days.saturating_sub(5).max(1)
+    ))
 }
 
 #[cfg(test)]
@@ -99,12 +102,12 @@ mod tests {
         a.soon.push(row("b"));
         assert_eq!(
             notice(&a).unwrap(),
-            "1 conversation will be older than cleanupPeriodDays (30) within 7 days: ccd doctor lists them"
+            "1 conversation will be older than cleanupPeriodDays (30) within 7 days: ccd doctor lists them; ccd archive --older-than 25d keeps them"
         );
         a.at_risk = vec![row("a"), row("c")];
         assert_eq!(
             notice(&a).unwrap(),
-            "the next start of claude deletes 2 conversations older than 30 days (1 more within 7 days): ccd doctor lists them"
+            "the next start of claude deletes 2 conversations older than 30 days (1 more within 7 days): ccd doctor lists them; ccd archive --older-than 25d keeps them"
         );
     }
 }
