@@ -64,8 +64,13 @@ pub const MAGIC: &[u8; 8] = b"CCDSIDX\n";
 /// The on-disk format's version: another one is rebuilt.
 pub const FORMAT: u32 = 1;
 
-/// The most posting entries held (1 GiB of them in memory).
+/// The most posting entries held (1 GiB of them in memory), a record
+/// counting as [`RECORD_ENTRIES`] more.
 pub const MAX_POSTINGS: u64 = 256 << 20;
+
+/// What one record weighs against [`MAX_POSTINGS`]: its entry, its
+/// tombstone flag and its place in its file's list are about 32 bytes.
+pub const RECORD_ENTRIES: u64 = 8;
 
 /// The largest index file loaded.
 pub const MAX_INDEX_FILE_BYTES: u64 = 2 << 30;
@@ -85,13 +90,17 @@ pub enum IndexError {
 /// The index's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Posting entries, records counted as [`RECORD_ENTRIES`] each.
     pub max_postings: u64,
+    /// The largest index file loaded.
+    pub max_file_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_postings: MAX_POSTINGS,
+            max_file_bytes: MAX_INDEX_FILE_BYTES,
         }
     }
 }
@@ -293,7 +302,9 @@ impl Index {
         }
         tris.sort_unstable();
         tris.dedup();
-        if self.entries + tris.len() as u64 > self.limits.max_postings {
+        let weight =
+            self.entries + (self.records.len() as u64 + 1) * RECORD_ENTRIES + tris.len() as u64;
+        if weight > self.limits.max_postings {
             tracing::warn!(path = %f.path, bound = self.limits.max_postings, "search index full: transcript left out, scanned instead");
             self.reset_file(id);
             self.files[id as usize].indexed = false;
@@ -480,7 +491,14 @@ impl Index {
                 Some(id) => {
                     let recs = per_file.get(&id).map_or(&[][..], Vec::as_slice);
                     istats.verified += recs.len();
-                    self.verify(src, recs, query, filters, now, &mut stats)
+                    match self.verify(src, recs, query, filters, now, &mut stats) {
+                        Ok(hit) => hit,
+                        // Changed under the query: read it whole.
+                        Err(()) => {
+                            istats.scanned += 1;
+                            search_file(src, query, filters, now, &mut buf, &mut stats)
+                        }
+                    }
                 }
                 None => {
                     istats.scanned += 1;
@@ -494,7 +512,8 @@ impl Index {
         (hits, stats, istats)
     }
 
-    /// Reads `recs` (ascending) of `src` by offset and matches them.
+    /// Reads `recs` (ascending) of `src` by offset and matches them; `Err`
+    /// when the file cannot be read as indexed (changed under the search).
     fn verify(
         &self,
         src: &Source,
@@ -503,16 +522,15 @@ impl Index {
         filters: &Filters,
         now: OffsetDateTime,
         stats: &mut ScanStats,
-    ) -> Option<Hit> {
+    ) -> Result<Option<Hit>, ()> {
         if recs.is_empty() {
-            return None;
+            return Ok(None);
         }
         let mut file = match std::fs::File::open(&src.path) {
             Ok(f) => f,
             Err(e) => {
-                stats.unreadable += 1;
-                tracing::debug!(path = %src.path.display(), error = %e, "transcript not searched");
-                return None;
+                tracing::debug!(path = %src.path.display(), error = %e, "transcript changed under the search");
+                return Err(());
             }
         };
         stats.files += 1;
@@ -522,8 +540,8 @@ impl Index {
         for &r in recs {
             let rec = self.records[r as usize];
             if read_at(&mut file, rec.offset, rec.len, &mut line).is_err() {
-                stats.unreadable += 1;
-                return None;
+                tracing::debug!(path = %src.path.display(), "transcript changed under the search");
+                return Err(());
             }
             stats.bytes += u64::from(rec.len);
             msgs.clear();
@@ -538,7 +556,7 @@ impl Index {
                 matcher.message(m, query, filters);
             }
         }
-        matcher.finish(src, now)
+        Ok(matcher.finish(src, now))
     }
 
     /// The timestamp of record `r` (read from `file`), if any.
@@ -645,9 +663,10 @@ impl Index {
     pub fn load(path: &Path, limits: Limits) -> Result<Index, IndexError> {
         let mut f = std::fs::File::open(path)?;
         let len = f.metadata()?.len();
-        if len > MAX_INDEX_FILE_BYTES {
+        if len > limits.max_file_bytes {
             return Err(IndexError::Corrupt(format!(
-                "{len} bytes, over the bound of {MAX_INDEX_FILE_BYTES}"
+                "{len} bytes, over the bound of {}",
+                limits.max_file_bytes
             )));
         }
         let mut bytes = Vec::with_capacity(len as usize);
@@ -808,7 +827,10 @@ mod tests {
 
     #[test]
     fn the_postings_bound_leaves_a_file_out() {
-        let mut i = Index::new(Limits { max_postings: 40 });
+        let mut i = Index::new(Limits {
+            max_postings: 40,
+            ..Limits::default()
+        });
         let a = i.file_id("/a", "a");
         let b = i.file_id("/b", "b");
         let mut msgs = Vec::new();
@@ -847,6 +869,14 @@ mod tests {
             Err(IndexError::Format { found }) if found == FORMAT + 1
         ));
         assert_eq!(Index::open_or_new(&p, Limits::default()).records_len(), 0);
+        let small = Limits {
+            max_file_bytes: 8,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            Index::load(&p, small),
+            Err(IndexError::Corrupt(_))
+        ));
         std::fs::write(&p, b"CCDSIDX\n\x01\0\0\0\xff\xff").unwrap();
         assert!(matches!(
             Index::load(&p, Limits::default()),
