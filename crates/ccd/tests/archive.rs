@@ -64,8 +64,23 @@ fn archive_and_restore_are_byte_equal_and_attach_resumes_in_its_folder() {
         list.contains(&sid) && list.contains(dir.to_str().unwrap()),
         "{list}"
     );
-    // Not listed as a conversation Claude Code holds any more.
-    assert!(ls_json(&sb).iter().all(|r| r["session_id"] != sid.as_str()));
+    // Listed as archived, in its folder; not with --live.
+    let rows = ls_json(&sb);
+    let r = rows
+        .iter()
+        .find(|r| r["session_id"] == sid.as_str())
+        .expect("ccd ls lists the archived conversation");
+    assert_eq!(r["state"], "archived", "{r}");
+    assert_eq!(r["cwd"], dir.to_str().unwrap(), "{r}");
+    assert_eq!(r["transcript_bytes"], before.len() + 10, "{r}");
+    let table = sb.ok(&["ls"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(&sid[..8]) && l.contains("archived")),
+        "{table}"
+    );
+    assert!(!sb.ok(&["ls", "--live"]).contains(&sid[..8]));
 
     // Back without resuming: byte for byte.
     sb.ok_stderr(&["archive", "--restore", &sid[..8]]);

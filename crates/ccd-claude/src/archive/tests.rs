@@ -270,3 +270,29 @@ fn a_damaged_archive_is_refused_not_restored_short() {
         Err(ArchiveError::Corrupt(..))
     ));
 }
+
+#[test]
+fn past_the_bounds_nothing_is_written() {
+    // MAX_FILES: one more file than allowed in the sidecar folder.
+    let f = fixture(3);
+    let many = f.transcript.with_file_name(SID).join("tool-results");
+    fs::create_dir_all(&many).unwrap();
+    for i in 0..MAX_FILES {
+        fs::write(many.join(format!("{i}.txt")), "").unwrap();
+    }
+    let e = archive(&f.config, &f.root, SID, &dead, false, &no_hook);
+    assert!(matches!(e, Err(ArchiveError::TooLarge { .. })), "{e:?}");
+    assert!(f.transcript.exists() && !f.root.exists());
+    fs::remove_dir_all(&many).unwrap();
+    // MAX_BYTES: a sparse transcript one byte past it (no disk used).
+    File::options()
+        .write(true)
+        .open(&f.transcript)
+        .unwrap()
+        .set_len(MAX_BYTES + 1)
+        .unwrap();
+    let e = archive(&f.config, &f.root, SID, &dead, false, &no_hook);
+    assert!(matches!(e, Err(ArchiveError::TooLarge { .. })), "{e:?}");
+    assert_eq!(fs::metadata(&f.transcript).unwrap().len(), MAX_BYTES + 1);
+    assert!(!f.root.exists());
+}

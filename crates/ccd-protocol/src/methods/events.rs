@@ -113,6 +113,7 @@ impl From<SessionState> for WriterState {
             SessionState::Live => WriterState::Live,
             SessionState::Unknown => WriterState::Unknown,
             SessionState::Dead => WriterState::Dead,
+            SessionState::Archived => WriterState::Other("archived".into()),
             SessionState::Other => WriterState::Other("other".into()),
         }
     }

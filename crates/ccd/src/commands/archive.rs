@@ -232,6 +232,43 @@ fn one(
     })
 }
 
+/// The archived conversations as `ccd ls` rows (state `archived`): the
+/// folder and last write from the manifest, the archive folder as the
+/// transcript, its uncompressed size.
+pub fn archived_rows() -> Vec<ccd_protocol::methods::session::SessionInfo> {
+    use ccd_protocol::methods::session::{SessionInfo, SessionState};
+    let root = archive_root();
+    archive::list(&root)
+        .into_iter()
+        .map(|m| SessionInfo {
+            transcript: Some(root.join(&m.session_id).display().to_string()),
+            transcript_bytes: Some(m.bytes()),
+            session_id: m.session_id,
+            state: SessionState::Archived,
+            pid: None,
+            cwd: m.cwd,
+            status: None,
+            waiting_for: None,
+            kind: None,
+            name: None,
+            version: None,
+            started_at: None,
+            last_activity: m.last_written,
+            title: None,
+            model: None,
+            context_tokens: None,
+            context_percent: None,
+            context_window: None,
+            writers: vec![],
+            several_writers: false,
+            superseded_by: None,
+            ccd: None,
+            cost: None,
+            usage: None,
+        })
+        .collect()
+}
+
 /// Before `ccd attach`/`fork`: when `query` names no conversation in Claude
 /// Code's folder but an archived one, puts it back (and says so).
 pub fn restore_if_archived(global: &GlobalArgs, query: &str) -> anyhow::Result<()> {

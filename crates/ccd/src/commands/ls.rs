@@ -223,8 +223,16 @@ fn list_local(
     let mut rows: Vec<SessionInfo> = idx.sessions.iter().map(record_to_info).collect();
     // Without the daemon's answer the list still prints, then the error.
     let held = merge_held(global, asked, &mut rows, !args.no_cost);
+    // Conversations `ccd archive` moved into the state dir: state `archived`.
+    let known: std::collections::HashSet<String> =
+        rows.iter().map(|r| r.session_id.clone()).collect();
+    rows.extend(
+        super::archive::archived_rows()
+            .into_iter()
+            .filter(|r| !known.contains(&r.session_id)),
+    );
     let cwd_filter = args.cwd.as_deref().map(normalize);
-    rows.retain(|r| !args.live || r.state != SessionState::Dead);
+    rows.retain(|r| !args.live || !matches!(r.state, SessionState::Dead | SessionState::Archived));
     rows.retain(|r| match (&cwd_filter, &r.cwd) {
         (None, _) => true,
         (Some(dir), Some(cwd)) => is_within(Path::new(cwd), dir),
@@ -418,12 +426,13 @@ fn write_table(
         let state = match r.state {
             SessionState::Live => "live",
             SessionState::Dead => "dead",
+            SessionState::Archived => "archived",
             _ => "unknown",
         };
         let (on, off) = match (colour, r.state) {
             (false, _) => ("", ""),
             (true, SessionState::Live) => ("\x1b[32m", "\x1b[0m"),
-            (true, SessionState::Dead) => ("\x1b[2m", "\x1b[0m"),
+            (true, SessionState::Dead | SessionState::Archived) => ("\x1b[2m", "\x1b[0m"),
             (true, _) => ("\x1b[33m", "\x1b[0m"),
         };
         let mut marks = String::new();

@@ -25,6 +25,9 @@ pub enum SessionState {
     Unknown,
     /// No live process holds it; attaching resumes it in its original cwd.
     Dead,
+    /// Moved out of Claude Code's folder by `ccd archive` (listed by `ccd ls`
+    /// from ccd's state dir); attaching puts it back and resumes it.
+    Archived,
     /// A state added by a later daemon; treat like `unknown`.
     #[serde(other)]
     Other,
