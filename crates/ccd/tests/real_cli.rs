@@ -1695,11 +1695,14 @@ fn footer_mode(sb: &Sandbox, sid: &str) -> Option<&'static str> {
 }
 
 /// Issue 54 on the real CLI: a session with a conversation, its mode
-/// moved to "accept edits" by Shift-Tab (shown by `ccd ls --json`), then
-/// the simulated reboot and `ccd restore`: it is back in its folder on its
-/// own conversation, started in that mode (`--permission-mode acceptEdits`,
-/// the footer shows it), and the first request the mock receives after
-/// the restore carries the earlier turn.
+/// moved to "accept edits" by Shift-Tab (shown by `ccd ls --json`) and its
+/// model switched with `/model sonnet` (confirmed in the "Switch model?"
+/// dialog, no turn after it), then the simulated reboot and `ccd restore`:
+/// it is back in its folder on its own conversation, started in that mode
+/// (`--permission-mode acceptEdits`, the footer shows it) and with that
+/// model (`--model sonnet`: the CLI's own resume would take the last
+/// reply's), and the first request the mock receives after the restore
+/// carries the earlier turn and asks for a Sonnet model.
 fn restore_version(version: &str) {
     let Some(claude) = real::claude_or_skip(version) else {
         return;
@@ -1741,14 +1744,32 @@ fn restore_version(version: &str) {
         })
     });
     let claude_pid = row["pid"].as_u64().expect("a live pid") as u32;
-    // The restore record has it (it follows the footer).
-    wait_for(T, "the restore record with the mode", || {
+    // `/model sonnet`: typed, then Enter once the text shows; the CLI asks
+    // first as the conversation has history.
+    sb.type_keys(&sid, b"/model sonnet");
+    sb.wait_for_row(&sid, "/model sonnet");
+    sb.type_keys(&sid, b"\r");
+    wait_for(T, "the switch asked or done", || {
+        let rows = sb.model_rows(&sid).join("\n");
+        (rows.contains("Switch model?") || rows.contains("Set model to")).then_some(())
+    });
+    if sb.model_rows(&sid).join("\n").contains("Switch model?") {
+        sb.type_keys(&sid, b"\r");
+    }
+    sb.wait_for_row(&sid, "Set model to");
+    // The restore record has them (the mode follows the footer, the
+    // model the transcript).
+    wait_for(T, "the restore record with the mode and model", || {
         let text = std::fs::read_to_string(sb.state.join("held.json")).unwrap_or_default();
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         v["held"]
             .as_array()?
             .iter()
-            .any(|e| e["session"] == sid.as_str() && e["permission_mode"] == "acceptEdits")
+            .any(|e| {
+                e["session"] == sid.as_str()
+                    && e["permission_mode"] == "acceptEdits"
+                    && e["model"] == "sonnet"
+            })
             .then_some(())
     });
 
@@ -1794,7 +1815,9 @@ fn restore_version(version: &str) {
         .collect();
     let has = |a: &str, b: &str| argv.windows(2).any(|w| w[0] == a && w[1] == b);
     assert!(
-        has("--resume", &sid) && has("--permission-mode", "acceptEdits"),
+        has("--resume", &sid)
+            && has("--permission-mode", "acceptEdits")
+            && has("--model", "sonnet"),
         "[{version}] {argv:?}"
     );
     assert_eq!(
@@ -1823,6 +1846,11 @@ fn restore_version(version: &str) {
             && body.contains("what was the word"),
         "[{version}] the first request after the restore lacks the earlier turn: {body}\n{}",
         mock.summary()
+    );
+    let model = first["full_body"]["model"].as_str().unwrap_or_default();
+    assert!(
+        model.starts_with("claude-sonnet"),
+        "[{version}] the first request after the restore asks for {model:?}"
     );
     sb.ok(&["kill", &sid]);
     eprintln!(
