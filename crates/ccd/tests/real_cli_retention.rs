@@ -16,7 +16,6 @@
 mod common;
 
 use common::real::{self, MockApi, MockUsage};
-use common::Sandbox;
 use serde_json::Value;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
