@@ -162,12 +162,17 @@ impl Follow {
     }
 
     fn read(&mut self, path: &Path) -> std::io::Result<()> {
+        // A stat first: most passes find the file as it was.
+        let len = std::fs::metadata(path)?.len();
+        if len == self.offset {
+            return Ok(());
+        }
         let mut f = std::fs::File::open(path)?;
-        let len = f.metadata()?.len();
         if len < self.offset {
-            // Rewritten shorter: start over.
+            // Rewritten shorter (a trim): start over.
             self.offset = 0;
             self.carry.clear();
+            self.skipping = false;
         }
         if len == self.offset {
             return Ok(());
