@@ -442,6 +442,43 @@ pub fn archive(
     Ok(manifest)
 }
 
+/// `archive = "auto"`'s margin: conversations are archived this many days
+/// before the sweep's horizon (at 25 days with the default 30).
+pub const AUTO_MARGIN_DAYS: u64 = 5;
+
+/// `archive = "auto"`: archives every conversation (not live by `live`)
+/// last written more than `cleanupPeriodDays - AUTO_MARGIN_DAYS` days ago
+/// (at least 1), read from the user settings. Nothing when the setting is
+/// invalid or unreadable (the CLI then sweeps nothing either). Each id with
+/// its outcome.
+pub fn auto(
+    config: &ClaudeConfigDir,
+    root: &Path,
+    live: &dyn Fn(&str) -> Option<String>,
+    now: SystemTime,
+) -> Vec<(String, Result<Manifest, ArchiveError>)> {
+    let Ok(setting) = crate::retention::read_setting(config, None) else {
+        return vec![];
+    };
+    let Some(days) = setting.days else {
+        return vec![];
+    };
+    let keep = days.saturating_sub(AUTO_MARGIN_DAYS).max(1);
+    let horizon = std::time::Duration::from_secs(keep.saturating_mul(86_400));
+    crate::retention::scan(config)
+        .into_iter()
+        .filter(|f| {
+            now.duration_since(f.modified)
+                .is_ok_and(|age| age > horizon)
+        })
+        .map(|f| {
+            let sid = f.session_id;
+            let r = archive(config, root, &sid, &|| live(&sid), false, &|_| {});
+            (sid, r)
+        })
+        .collect()
+}
+
 /// Removes `dir` and the folders under it that are empty (files left by
 /// a writer since are kept, and so are their folders).
 fn remove_empty_dirs(dir: &Path) {

@@ -45,6 +45,9 @@ pub struct DaemonOptions {
     /// The config's `restore_at_once`: how many lost sessions are resumed
     /// at once (`restore::DEFAULT_AT_ONCE`, at most `restore::MAX_AT_ONCE`).
     pub restore_at_once: usize,
+    /// The config's `archive = "auto"`: archive dead conversations before
+    /// Claude Code's retention sweep reaches them (`tasks::archive`).
+    pub archive_auto: bool,
 }
 
 /// The config's `restore`: what a daemon start does with lost sessions.

@@ -139,6 +139,12 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
         daemon.holders.clone(),
         daemon.options.state_dir.clone(),
     ));
+    if daemon.options.archive_auto {
+        tokio::spawn(crate::tasks::archive::run(
+            daemon.options.claude_config.clone(),
+            daemon.options.state_dir.clone(),
+        ));
+    }
     tokio::spawn(crate::tasks::refresh_watch::run(
         daemon.holders.clone(),
         daemon.shutdown.subscribe(),

@@ -25,6 +25,10 @@
 //! restore = "ask"
 //! # How many of them are resumed at once (default 4, at most 64).
 //! restore_at_once = 4
+//! # Dead conversations archived by the daemon 5 days before Claude
+//! # Code's cleanupPeriodDays sweep deletes them ("auto"), or not ("off",
+//! # default); `ccd archive` does it by hand.
+//! archive = "off"
 //! # `ccd ui`: how a session that starts waiting is announced, once per
 //! # prompt: off (default), bell, osc9 or osc777 (desktop notifications).
 //! ui_notify = "bell"
@@ -138,6 +142,10 @@ pub struct Settings {
     /// How many lost sessions are resumed at once (default 4, at most 64).
     #[serde(default)]
     pub restore_at_once: Option<usize>,
+    /// `"auto"`: the daemon archives dead conversations 5 days before
+    /// Claude Code's retention sweep would delete them; `"off"` (default).
+    #[serde(default)]
+    pub archive: Option<String>,
 }
 
 /// One entry of `[hosts]`: a URL, or a URL with its own remote_ccd.

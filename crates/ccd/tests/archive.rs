@@ -223,3 +223,28 @@ fn a_full_disk_leaves_the_original_in_place_and_says_so() {
     let left: Vec<_> = fs::read_dir(&root).unwrap().flatten().collect();
     assert!(left.is_empty(), "partial archive left: {left:?}");
 }
+
+#[test]
+fn archive_auto_moves_what_the_sweep_would_reach_within_five_days() {
+    let sb = Sandbox::new();
+    let config_file = sb
+        .env
+        .iter()
+        .find(|(k, _)| k == "CCD_CONFIG")
+        .map(|(_, v)| PathBuf::from(v))
+        .unwrap();
+    fs::write(&config_file, "archive = \"auto\"\n").unwrap();
+    let near = plant(&sb, "0000dddd-0000-4000-8000-000000000026", 26, 1000);
+    let fresh = plant(&sb, "0000eeee-0000-4000-8000-000000000020", 20, 1000);
+    let _c = sb.client_or_start();
+    wait_for(T, "the daemon to archive the 26-day-old one", || {
+        (!near.exists()).then_some(())
+    });
+    assert!(fresh.exists(), "inside the margin: kept");
+    let list = sb.ok(&["archive", "--list"]);
+    assert!(
+        list.contains("0000dddd-0000-4000-8000-000000000026"),
+        "{list}"
+    );
+    assert!(sb.logs().contains("archived before the retention sweep"));
+}

@@ -296,3 +296,48 @@ fn past_the_bounds_nothing_is_written() {
     assert_eq!(fs::metadata(&f.transcript).unwrap().len(), MAX_BYTES + 1);
     assert!(!f.root.exists());
 }
+
+#[test]
+fn auto_archives_only_past_the_margin_and_never_the_live() {
+    let f = fixture(3);
+    let old = |days: u64| SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    File::options()
+        .write(true)
+        .open(&f.transcript)
+        .unwrap()
+        .set_modified(old(26))
+        .unwrap();
+    // Live: kept where it is.
+    let r = auto(
+        &f.config,
+        &f.root,
+        &|_| Some("pid 1".into()),
+        SystemTime::now(),
+    );
+    assert!(
+        matches!(r.as_slice(), [(_, Err(ArchiveError::Live(..)))]),
+        "{r:?}"
+    );
+    assert!(f.transcript.exists());
+    // 24 days: inside the margin (30 - 5), kept.
+    File::options()
+        .write(true)
+        .open(&f.transcript)
+        .unwrap()
+        .set_modified(old(24))
+        .unwrap();
+    assert!(auto(&f.config, &f.root, &|_| None, SystemTime::now()).is_empty());
+    // A longer setting moves the horizon: 26 days is kept under 60.
+    fs::write(
+        f.config.root().join("settings.json"),
+        r#"{"cleanupPeriodDays": 60}"#,
+    )
+    .unwrap();
+    let later = SystemTime::now() + std::time::Duration::from_secs(2 * 86_400);
+    assert!(auto(&f.config, &f.root, &|_| None, later).is_empty());
+    // Past it (26 days with the default): archived.
+    fs::remove_file(f.config.root().join("settings.json")).unwrap();
+    let r = auto(&f.config, &f.root, &|_| None, later);
+    assert!(matches!(r.as_slice(), [(s, Ok(_))] if s == SID), "{r:?}");
+    assert!(!f.transcript.exists());
+}

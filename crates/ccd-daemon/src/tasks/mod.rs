@@ -14,9 +14,12 @@
 //! - [`log_prune`]: keeps the state dir's holder logs bounded;
 //! - [`notify`]: the `[notify]` rules over the hub's events, sent to the
 //!   command and webhook sinks;
+//! - [`archive`]: `archive = "auto"`, dead conversations moved out of
+//!   reach of Claude Code's retention sweep before its horizon;
 //! - [`record`]: keeps the restore record (`crate::restore`) in step with
 //!   the holder table.
 
+pub mod archive;
 pub mod cost_sampler;
 pub mod log_prune;
 pub mod notify;

@@ -125,6 +125,13 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
         notify: settings.notify.clone(),
         restore: restore_mode(&settings)?,
         restore_at_once: restore_at_once(&settings)?,
+        archive_auto: match settings.archive.as_deref() {
+            None | Some("off") => false,
+            Some("auto") => true,
+            Some(other) => {
+                anyhow::bail!("archive = {other:?}: write \"auto\" or \"off\"")
+            }
+        },
     };
     ccd_daemon::run(options)?;
     Ok(ExitCode::SUCCESS)
