@@ -10,6 +10,13 @@
 //! rg's fails the benchmark, so a broken search cannot post a fast time.
 //! Printed: min, median and p90 wall time of each whole process, the
 //! ratio of the medians, and the bytes searched per second of `ccd search`.
+//!
+//! Then the index (ccd-search's `index`, in this process; the `ccd search`
+//! runs above have none in their state dir): the first build over the same transcripts (MB/s), its
+//! file's size against theirs, a save and a load, the same phrase through
+//! the index and through the scan (`--runs` each, hits checked equal to
+//! rg's files), one appended MB of new turns taken in by an update, and
+//! the process's peak RSS after it all.
 
 use crate::gen_config;
 use std::collections::BTreeSet;
@@ -37,6 +44,9 @@ pub struct Args {
     pub scales: Vec<u64>,
     #[arg(long, default_value_t = 15)]
     pub runs: usize,
+    /// Skip the index's measurements.
+    #[arg(long)]
+    pub no_index: bool,
     /// Write the figures as JSON here too.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -131,11 +141,25 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         println!(
             "{n} transcripts: ccd search / rg = {ratio:.2} (median); ccd search {mbps:.0} MB/s"
         );
+        let index = if a.no_index {
+            serde_json::Value::Null
+        } else {
+            index_figures(
+                &projects,
+                &home,
+                bytes,
+                &phrase,
+                &want,
+                a.runs,
+                q(&r_times, 0.5),
+            )?
+        };
         results.push(serde_json::json!({
             "transcripts": n, "bytes": bytes, "runs": a.runs,
             "search_ms": {"min": s_times[0], "median": q(&s_times, 0.5), "p90": q(&s_times, 0.9)},
             "rg_ms": {"min": r_times[0], "median": q(&r_times, 0.5), "p90": q(&r_times, 0.9)},
             "ratio_median": ratio, "search_mb_per_s": mbps,
+            "index": index,
         }));
     }
     let _ = std::fs::remove_dir_all(&home);
@@ -143,6 +167,126 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         std::fs::write(p, serde_json::to_vec_pretty(&results)?)?;
     }
     Ok(())
+}
+
+/// The index's figures over `projects` (see the module header).
+fn index_figures(
+    projects: &Path,
+    home: &Path,
+    bytes: u64,
+    phrase: &str,
+    want: &BTreeSet<PathBuf>,
+    runs: usize,
+    rg_median_ms: f64,
+) -> anyhow::Result<serde_json::Value> {
+    use ccd_search::index::{Index, Limits};
+    use ccd_search::{Filters, Query, Source};
+    let mut srcs: Vec<Source> = ccd_claude::transcript::list_all(projects)
+        .into_iter()
+        .map(|f| Source {
+            session_id: f.session_id,
+            path: f.path,
+        })
+        .collect();
+    // A transcript of this benchmark's own, grown by a MB later.
+    let grown = home.join("grown.jsonl");
+    std::fs::write(&grown, b"")?;
+    srcs.push(Source {
+        session_id: "grown".into(),
+        path: grown.clone(),
+    });
+    let mb = bytes as f64 / 1e6;
+    let t0 = Instant::now();
+    let mut index = Index::new(Limits::default());
+    let st = index.update(&srcs);
+    let build = t0.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        st.left_out == 0,
+        "files left out of the index: {}",
+        st.left_out
+    );
+    let path = home.join("search.idx");
+    let t0 = Instant::now();
+    index.save(&path)?;
+    let save = t0.elapsed().as_secs_f64();
+    let size = std::fs::metadata(&path)?.len();
+    let t0 = Instant::now();
+    let mut index = Index::load(&path, Limits::default())?;
+    let load = t0.elapsed().as_secs_f64();
+    let query = Query::terms(&format!("\"{phrase}\""))?;
+    let now = time::OffsetDateTime::now_utc();
+    let filters = Filters::default();
+    let (mut i_times, mut s_times) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let t0 = Instant::now();
+        let (hits, _, ist) = index.search(&srcs, &query, &filters, now, 20);
+        i_times.push(t0.elapsed().as_secs_f64() * 1e3);
+        let got: BTreeSet<PathBuf> = hits.into_iter().map(|h| h.path).collect();
+        anyhow::ensure!(&got == want, "index found {got:?}, rg -F -l {want:?}");
+        anyhow::ensure!(
+            ist.scanned == 0,
+            "index search scanned {} files",
+            ist.scanned
+        );
+        let t0 = Instant::now();
+        let (hits, _) = ccd_search::scan(&srcs, &query, &filters, now, 20);
+        s_times.push(t0.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(hits.len() == want.len(), "scan found {}", hits.len());
+    }
+    i_times.sort_by(f64::total_cmp);
+    s_times.sort_by(f64::total_cmp);
+    let q = |v: &[f64], f| crate::stats::nearest_rank(v, f);
+    // One MB of new turns, then an update.
+    let mut appended = Vec::new();
+    let mut turn = 0;
+    while appended.len() < 1 << 20 {
+        let words: String = (0..100)
+            .map(|w| format!("grownword{} ", turn * 131 + w * 7))
+            .collect();
+        let line = serde_json::json!({"type":"user","timestamp":"2026-12-01T00:00:00Z","message":{"role":"user","content":words}});
+        appended.extend_from_slice(line.to_string().as_bytes());
+        appended.push(b'\n');
+        turn += 1;
+    }
+    std::io::Write::write_all(
+        &mut std::fs::OpenOptions::new().append(true).open(&grown)?,
+        &appended,
+    )?;
+    let t0 = Instant::now();
+    let st = index.update(&srcs);
+    let append = t0.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        st.files_read == 1,
+        "the update read {} files",
+        st.files_read
+    );
+    let rss_mb = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map(|u| u.max_rss() as f64 / 1024.0)
+        .unwrap_or(f64::NAN);
+    println!(
+        "index: build {build:.2} s ({:.0} MB/s), {:.1} MB on disk ({:.1}% of {mb:.0} MB), save {save:.2} s, load {load:.2} s, {} posting entries",
+        mb / build,
+        size as f64 / 1e6,
+        100.0 * size as f64 / bytes as f64,
+        index.postings_len()
+    );
+    println!(
+        "index: query median {:.2} ms (min {:.2}, p90 {:.2}); in-process scan median {:.1} ms; rg -F -l {rg_median_ms:.1} ms; an appended {:.2} MB taken in in {:.1} ms; peak RSS {rss_mb:.0} MB",
+        q(&i_times, 0.5),
+        i_times[0],
+        q(&i_times, 0.9),
+        q(&s_times, 0.5),
+        appended.len() as f64 / 1e6,
+        append * 1e3,
+    );
+    Ok(serde_json::json!({
+        "build_s": build, "build_mb_per_s": mb / build, "file_bytes": size,
+        "save_s": save, "load_s": load, "postings": index.postings_len(),
+        "query_ms": {"min": i_times[0], "median": q(&i_times, 0.5), "p90": q(&i_times, 0.9)},
+        "scan_in_process_ms": q(&s_times, 0.5),
+        "append_bytes": appended.len(), "append_ms": append * 1e3,
+        "peak_rss_mb": rss_mb,
+    }))
 }
 
 /// Reads every transcript once (the page cache warm) and returns their

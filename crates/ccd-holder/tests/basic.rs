@@ -367,6 +367,49 @@ fn a_client_that_never_reads_its_replies_does_not_hold_the_stop() {
     drop(stuck);
 }
 
+/// A footer read between the writes of one frame is not taken (the
+/// module doc of `ccd_screen::classify::mode`, rule 4): accept edits
+/// shown and settled, then a frame showing plan for 130 ms (a footer half
+/// painted over another, as 2.1.1xx can be read without synchronized
+/// output), then accept edits again: `holder.info` never says plan. A
+/// mode that stays is still taken (the last step).
+#[test]
+fn a_permission_mode_shown_for_an_instant_is_never_taken() {
+    use ccd_screen::PermissionMode;
+    let rule = "─".repeat(40);
+    let paint = |footer: &str| {
+        format!("printf '\\033[2J\\033[H{rule}\\r\\n❯ \\r\\n{rule}\\r\\n  {footer}'; ")
+    };
+    let accept = paint("⏵⏵ accept edits on (shift+tab to cycle) · ← for agents");
+    let plan = paint("⏸ plan mode on (shift+tab to cycle) · ← for agents");
+    let script = format!(
+        "{accept}read x; {plan}sleep 0.13; {accept}read x; {plan}sleep 0.13; {accept}read x; {plan}read x"
+    );
+    let env = Env::new();
+    let (serve, mut c) = start(env.sh(&script));
+    common::wait_info(&mut c, T, "accept edits", |i| {
+        i.permission_mode == Some(PermissionMode::AcceptEdits)
+    });
+    for _ in 0..2 {
+        c.input(b"\r").unwrap();
+        // Watched closely while plan flashes and a while after.
+        let until = std::time::Instant::now() + Duration::from_millis(600);
+        while std::time::Instant::now() < until {
+            let m = c.info().unwrap().permission_mode;
+            assert_eq!(m, Some(PermissionMode::AcceptEdits), "plan was taken");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    // Plan shown and left: taken.
+    c.input(b"\r").unwrap();
+    common::wait_info(&mut c, T, "plan", |i| {
+        i.permission_mode == Some(PermissionMode::Plan)
+    });
+    c.input(b"\r").unwrap();
+    c.collect(T).unwrap();
+    serve.join().unwrap().unwrap();
+}
+
 /// The permission mode under the input box is read as the screen changes
 /// (`holder.info`'s `permission_mode`): a Shift-Tab's new footer replaces
 /// it; a screen without a footer (a dialog, a blank footer) keeps the last

@@ -194,7 +194,22 @@ fn check_back(sb: &Sandbox, s: &Started) {
         "{} in its folder",
         s.sid
     );
-    sb.wait_for_row(&s.sid, footer_of(&s.mode));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !sb
+        .model_rows(&s.sid)
+        .iter()
+        .any(|r| r.contains(footer_of(&s.mode)))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} back in {}: its screen {:#?}\n{}",
+            s.sid,
+            s.mode,
+            sb.model_rows(&s.sid),
+            mode_trail(sb)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Every log line that tells how a permission mode was read or typed,

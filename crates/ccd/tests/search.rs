@@ -267,3 +267,76 @@ fn several_machines_merge_and_an_unreachable_one_is_named() {
         "{err}"
     );
 }
+
+/// `ccd search` with a search index in the state dir (built here through
+/// ccd-search, as the daemon will keep it): the index answers for the
+/// files it has seen as they are now (the log says so: no file scanned),
+/// a file grown since is scanned, the hits equal those without an index,
+/// and a damaged index file is passed over.
+#[test]
+fn an_index_in_the_state_dir_is_used_and_never_required() {
+    use ccd_search::index::{Index, Limits};
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    let mut a = TranscriptWriter::create(&config, "sess-a", "/home/dev/api");
+    a.turn("fix the oauth token refresh", 1000, 10);
+    let mut b = TranscriptWriter::create(&config, "sess-b", "/home/dev/web");
+    b.turn("the OAuth login page", 1000, 10);
+    let state = home.path().join("state-with-index");
+    let empty = home.path().join("state-empty");
+    let srcs: Vec<ccd_search::Source> = ccd_claude::transcript::list_all(&config.join("projects"))
+        .into_iter()
+        .map(|f| ccd_search::Source {
+            session_id: f.session_id,
+            path: f.path,
+        })
+        .collect();
+    let mut ix = Index::new(Limits::default());
+    ix.update(&srcs);
+    ix.save(&state.join("search.idx")).unwrap();
+    let run = |state: &Path, q: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ccd"))
+            .args(["search", q, "--json", "--claude-config-dir"])
+            .arg(&config)
+            .env("HOME", home.path())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CCD_CONFIG")
+            .env_remove("CCD_HOST")
+            .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            .env("CCD_STATE_DIR", state)
+            .env("CCD_SOCKET_DIR", home.path().join("sock"))
+            .env("CCD_LOG", "ccd=debug")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let with = run(&state, "oauth");
+    let log = String::from_utf8_lossy(&with.stderr).into_owned();
+    assert!(
+        log.contains("search index used") && log.contains("scanned=0"),
+        "{log}"
+    );
+    // Equal rows (the score aside: its recency moves with the clock).
+    let unscored = |o: &Output| {
+        let mut r = rows(o);
+        r.iter_mut().for_each(|v| {
+            v.as_object_mut().unwrap().remove("score");
+        });
+        r
+    };
+    assert_eq!(unscored(&with), unscored(&run(&empty, "oauth")));
+    assert_eq!(unscored(&with).len(), 2);
+    assert!(!String::from_utf8_lossy(&run(&empty, "oauth").stderr).contains("search index used"));
+
+    // Grown since the index saw it: that file is scanned, its new text found.
+    a.turn("a brand new phrase", 1000, 10);
+    let grown = run(&state, "brand new");
+    assert!(String::from_utf8_lossy(&grown.stderr).contains("scanned=1"));
+    assert_eq!(ids(&rows(&grown)), ["sess-a"]);
+
+    // A damaged index: not used, the scan answers.
+    std::fs::write(state.join("search.idx"), b"not an index").unwrap();
+    let damaged = run(&state, "oauth");
+    assert!(!String::from_utf8_lossy(&damaged.stderr).contains("search index used"));
+    assert_eq!(rows(&damaged).len(), 2);
+}

@@ -2,7 +2,10 @@
 //! when the screen text last changed, the registry entry of the child, the
 //! exit status), step the [`Lifecycle`] core and apply its actions; record
 //! what the screen shows beside the verdict (the permission dialog, the
-//! welcome banner, the permission mode under the input box).
+//! welcome banner, the permission mode under the input box — taken only
+//! from a settled read, `ccd_screen::classify::mode::ModeReader`: the
+//! same on two changed screens in a row, or a screen that stayed as read
+//! for `mode::SETTLE`, never from one read of a frame half painted).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,6 +24,8 @@ struct Seen {
     text: String,
     changed_at: Instant,
     verdict: ScreenState,
+    /// The text changed since the footer's mode was last read.
+    mode_unread: bool,
 }
 
 /// The session id of a live registry entry for `pid` at `path`, if any.
@@ -57,8 +62,10 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         text: String::new(),
         changed_at: Instant::now(),
         verdict: ScreenState::Loading,
+        mode_unread: false,
     };
     session.record_transition(State::Starting.into(), None);
+    let mut modes = ccd_screen::classify::mode::ModeReader::new();
     loop {
         if session.stopping() {
             return;
@@ -78,8 +85,11 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         let mut permission = None;
         // The welcome banner, read once while it shows (it scrolls away).
         let mut banner = None;
-        // The permission mode the footer shows (None: it shows none now).
+        // The permission mode the footer shows, once settled (None: no
+        // new one taken at this step).
         let mut mode = None;
+        // Whether this step read a changed screen's footer.
+        let mut read_mode = false;
         let want_banner = !session.has_banner();
         let app_cursor = {
             let m = session.model();
@@ -88,6 +98,7 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
                 seen.seq = m.parsed;
                 let text = m.screen.contents();
                 if text != seen.text {
+                    seen.mode_unread = true;
                     seen.text = text;
                     seen.changed_at = now;
                     if want_banner {
@@ -105,15 +116,20 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
                     });
                 }
                 // The permission mode under the input box, once the model
-                // has parsed all output read so far (a frame read half
-                // painted is read again, whole, at the next step).
-                if let ScreenState::Ready(r) = &verdict {
-                    if m.parsed >= stream_at {
-                        mode = r
+                // has parsed all output read so far, read on each change
+                // of the text and taken only once settled (a frame read
+                // half painted reads differently at the next change).
+                if seen.mode_unread && m.parsed >= stream_at {
+                    let read = match &verdict {
+                        ScreenState::Ready(r) => r
                             .hint
                             .as_deref()
-                            .and_then(ccd_screen::classify::mode::from_footer);
-                    }
+                            .and_then(ccd_screen::classify::mode::from_footer),
+                        _ => None,
+                    };
+                    mode = modes.read(read, now);
+                    read_mode = true;
+                    seen.mode_unread = false;
                 }
                 seen.verdict = verdict;
             }
@@ -124,6 +140,11 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
         }
         if let Some(b) = banner {
             session.set_banner(b);
+        }
+        if !read_mode && !seen.mode_unread {
+            // The screen stayed as it was read: a mode read there may
+            // have settled.
+            mode = modes.settle(now);
         }
         session.set_permission_mode(mode);
         let sid = if matches!(lc.state(), State::Starting | State::Trust) && exit.is_none() {
@@ -165,7 +186,11 @@ fn run(session: &Session, cfg: CoreConfig, tick: Duration) {
             drop(g);
         }
         if caught_up {
-            session.wait_output(stream_at, IDLE_RECHECK);
+            // A mode waiting to settle is looked at again when due.
+            let wait = modes
+                .due(Instant::now())
+                .map_or(IDLE_RECHECK, |d| d.min(IDLE_RECHECK));
+            session.wait_output(stream_at, wait);
         }
     }
 }

@@ -29,12 +29,22 @@
 //! 3. Anything else (a blank footer, a draft's or a transient notice's
 //!    text): `None`, the footer says nothing of the mode now. A reader
 //!    keeps the mode it read last.
+//! 4. **One read is not enough** ([`ModeReader`]): a mode is taken only
+//!    when read on a *settled* screen — the screen text unchanged for
+//!    [`SETTLE`] after the read — or read the same on two screens in a
+//!    row (two changes of the text, both showing it). 2.1.1xx draws
+//!    without synchronized output, so a read between the writes of one
+//!    frame can see a footer half painted over another; the very next
+//!    change (the rest of the frame) then reads differently, and the
+//!    passing read is dropped. A read that names nothing (rule 3) drops
+//!    a mode waiting to settle and keeps the one taken.
 //!
 //! The footer is the [`ReadyPrompt::hint`](super::ReadyPrompt) line:
 //! under a dialog there is none, and the mode is not read.
 
 use super::ready;
 use crate::text::ScreenText;
+use std::time::{Duration, Instant};
 
 pub use ccd_protocol::holder::screen::PermissionMode;
 
@@ -90,9 +100,144 @@ pub fn detect(text: &ScreenText) -> Option<PermissionMode> {
     ready::detect(text)?.hint.as_deref().and_then(from_footer)
 }
 
+/// How long the screen must stay as it was when a mode was read for that
+/// read alone to be taken (rule 4). A frame's writes follow each other
+/// within milliseconds; a person's Shift-Tab is taken this long after it
+/// shows.
+pub const SETTLE: Duration = Duration::from_millis(150);
+
+/// Takes the permission mode only from settled reads (rule 4 of the
+/// module doc), sans IO: fed each read of a changed screen
+/// ([`Self::read`]) and, when the screen has not changed since, the time
+/// ([`Self::settle`]).
+#[derive(Debug, Default, Clone)]
+pub struct ModeReader {
+    /// The mode taken last.
+    taken: Option<PermissionMode>,
+    /// A mode read once, and when its screen was read.
+    waiting: Option<(PermissionMode, Instant)>,
+}
+
+impl ModeReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The mode taken last (`None` until one has settled).
+    pub fn taken(&self) -> Option<&PermissionMode> {
+        self.taken.as_ref()
+    }
+
+    /// The footer of a screen whose text changed at `at` reads `read`
+    /// ([`from_footer`]'s answer, `None` for no footer). Returns the mode
+    /// taken by this read, if it took a new one.
+    pub fn read(&mut self, read: Option<PermissionMode>, at: Instant) -> Option<PermissionMode> {
+        let Some(mode) = read else {
+            // Nothing of the mode on this screen: what waited did not
+            // settle; what was taken is kept.
+            self.waiting = None;
+            return None;
+        };
+        match self.waiting.take() {
+            // The same on two screens in a row.
+            Some((w, _)) if w == mode => self.take(mode),
+            _ if self.taken.as_ref() == Some(&mode) => None,
+            _ => {
+                self.waiting = Some((mode, at));
+                None
+            }
+        }
+    }
+
+    /// The screen has not changed since the last read, at `now`: a mode
+    /// read there is taken once it has stood for [`SETTLE`].
+    pub fn settle(&mut self, now: Instant) -> Option<PermissionMode> {
+        match &self.waiting {
+            Some((_, at)) if now.saturating_duration_since(*at) >= SETTLE => {
+                let (mode, _) = self.waiting.take()?;
+                self.take(mode)
+            }
+            _ => None,
+        }
+    }
+
+    /// How long until a mode waiting settles (when to call
+    /// [`Self::settle`] if nothing changes meanwhile); `None` when none
+    /// waits.
+    pub fn due(&self, now: Instant) -> Option<Duration> {
+        self.waiting
+            .as_ref()
+            .map(|(_, at)| SETTLE.saturating_sub(now.saturating_duration_since(*at)))
+    }
+
+    fn take(&mut self, mode: PermissionMode) -> Option<PermissionMode> {
+        if self.taken.as_ref() == Some(&mode) {
+            return None;
+        }
+        self.taken = Some(mode.clone());
+        Some(mode)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mode_read_once_is_taken_only_once_its_screen_settles() {
+        let t0 = Instant::now();
+        let mut r = ModeReader::new();
+        // Read once; the screen stays: taken after SETTLE, not before.
+        assert_eq!(r.read(Some(PermissionMode::AcceptEdits), t0), None);
+        assert_eq!(r.settle(t0 + SETTLE / 2), None);
+        assert_eq!(r.due(t0 + SETTLE / 2), Some(SETTLE - SETTLE / 2));
+        assert_eq!(r.settle(t0 + SETTLE), Some(PermissionMode::AcceptEdits));
+        assert_eq!(r.taken(), Some(&PermissionMode::AcceptEdits));
+        assert_eq!(r.due(t0 + SETTLE), None);
+        // The same again: nothing new.
+        assert_eq!(r.read(Some(PermissionMode::AcceptEdits), t0), None);
+        assert_eq!(r.settle(t0 + SETTLE * 3), None);
+    }
+
+    #[test]
+    fn a_footer_read_between_the_writes_of_a_frame_is_never_taken() {
+        // Accept edits taken; a frame half painted reads plan; the rest
+        // of the frame (the next change, 5 ms later) reads accept edits
+        // again: plan never taken, however long the screen then stays.
+        let t0 = Instant::now();
+        let mut r = ModeReader::new();
+        r.read(Some(PermissionMode::AcceptEdits), t0);
+        r.settle(t0 + SETTLE);
+        let t1 = t0 + SETTLE * 2;
+        assert_eq!(r.read(Some(PermissionMode::Plan), t1), None);
+        let t2 = t1 + Duration::from_millis(5);
+        assert_eq!(r.read(Some(PermissionMode::AcceptEdits), t2), None);
+        assert_eq!(r.settle(t2 + SETTLE * 10), None);
+        assert_eq!(r.taken(), Some(&PermissionMode::AcceptEdits));
+        // A half-painted read followed by a screen with no footer (a
+        // dialog): dropped too.
+        r.read(Some(PermissionMode::Plan), t2);
+        assert_eq!(r.read(None, t2 + Duration::from_millis(5)), None);
+        assert_eq!(r.settle(t2 + SETTLE * 10), None);
+        assert_eq!(r.taken(), Some(&PermissionMode::AcceptEdits));
+    }
+
+    #[test]
+    fn a_mode_read_on_two_screens_in_a_row_is_taken_at_once() {
+        // A busy screen (a spinner) never settles: two changes that both
+        // show the new mode are enough.
+        let t0 = Instant::now();
+        let mut r = ModeReader::new();
+        assert_eq!(r.read(Some(PermissionMode::Plan), t0), None);
+        assert_eq!(
+            r.read(Some(PermissionMode::Plan), t0 + Duration::from_millis(1)),
+            Some(PermissionMode::Plan)
+        );
+        // A blank footer keeps it.
+        assert_eq!(r.read(None, t0), None);
+        assert_eq!(r.settle(t0 + SETTLE * 2), None);
+        assert_eq!(r.taken(), Some(&PermissionMode::Plan));
+    }
 
     #[test]
     fn every_footer_recorded_names_its_mode() {

@@ -1,6 +1,10 @@
 //! `ccd search`: find sessions by what was said in them, on this machine
-//! by reading every transcript (ccd-search's scan; no daemon, no index),
-//! and with `--host` on other machines too.
+//! by reading every transcript (ccd-search's scan; no daemon needed), and
+//! with `--host` on other machines too. When the state dir holds a search
+//! index ([`INDEX_FILE`], ccd-search's `index`), it answers for the files
+//! it has seen as they are now and the rest are scanned (same hits); an
+//! index that cannot be read (another format, damaged) is passed over.
+//! Nothing here writes it.
 //!
 //! The sessions come from the same index `ccd ls` builds (liveness
 //! re-validated against the process table), which gives each hit its
@@ -28,6 +32,7 @@ use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
 use ccd_protocol::methods::session::SessionState;
 use ccd_protocol::search::{SearchHit, SearchSnippet};
+use ccd_search::index::{Index as SearchIndex, IndexError, Limits as IndexLimits};
 use ccd_search::{Filters, Query, Role, ScanStats, Source};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -39,6 +44,10 @@ use time::OffsetDateTime;
 
 /// The folder column's width.
 const FOLDER_COLUMNS: usize = 32;
+
+/// The search index's file in the state dir: used when present (and
+/// only for the files it has seen as they are now), never required.
+pub const INDEX_FILE: &str = "search.idx";
 
 pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let targets: Vec<Target> = if global.targets.is_empty() {
@@ -264,13 +273,26 @@ fn local_hits(
         });
     }
     let started = std::time::Instant::now();
-    let (hits, stats) = ccd_search::scan(
-        &sources,
-        &plan.query,
-        &plan.filters,
-        now,
-        usize::from(args.limit),
-    );
+    let limit = usize::from(args.limit);
+    let index_path = crate::settings::state_dir().join(INDEX_FILE);
+    let (hits, stats) = match SearchIndex::load(&index_path, IndexLimits::default()) {
+        Ok(ix) => {
+            let (hits, stats, used) = ix.search(&sources, &plan.query, &plan.filters, now, limit);
+            tracing::debug!(
+                path = %index_path.display(),
+                verified = used.verified,
+                scanned = used.scanned,
+                "search index used"
+            );
+            (hits, stats)
+        }
+        Err(e) => {
+            if !matches!(&e, IndexError::Io(io) if io.kind() == std::io::ErrorKind::NotFound) {
+                tracing::info!(path = %index_path.display(), error = %e, "search index not used: scanning");
+            }
+            ccd_search::scan(&sources, &plan.query, &plan.filters, now, limit)
+        }
+    };
     tracing::debug!(
         files = stats.files,
         bytes = stats.bytes,
