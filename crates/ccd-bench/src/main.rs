@@ -27,6 +27,7 @@ mod stats;
 mod trim;
 mod ui;
 mod ui_hosts;
+mod usage;
 
 use clap::{Parser, Subcommand};
 
@@ -73,6 +74,9 @@ enum Cmd {
     /// `ccd search` beside `rg -F -l` over the same generated transcripts,
     /// page cache warm: wall times, their ratio, MB/s.
     Search(search::Args),
+    /// `ccd usage` beside `ccusage` on the same query over generated
+    /// transcripts (several GB): cold, warm, after appends.
+    Usage(usage::Args),
     /// (internal) Write a seeded stream to the tty.
     #[command(name = "__emit", hide = true)]
     Emit(pty::child::EmitArgs),
@@ -98,6 +102,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::UiHosts(a) => ui_hosts::run(&a),
         Cmd::Restore(a) => restore::run(&a),
         Cmd::Search(a) => search::run(&a),
+        Cmd::Usage(a) => usage::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),
     }
