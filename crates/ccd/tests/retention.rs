@@ -81,7 +81,10 @@ fn ls_notices_conversations_the_sweep_deletes_and_is_quiet_otherwise() {
         at_risk[0].contains("aaaaaaaa") && at_risk[0].contains("45 days ago"),
         "{doctor}"
     );
-    assert!(doctor.contains("Claude Code's default"), "{doctor}");
+    assert!(
+        doctor.contains("[warn] retention  cleanupPeriodDays is 30 (Claude Code's default"),
+        "{doctor}"
+    );
 
     // A long setting in the user settings: quiet, and doctor says it is fine.
     fs::write(

@@ -324,8 +324,15 @@ fn retention(global: &GlobalArgs) -> Vec<Check> {
         a.at_risk.len(),
         a.soon.len()
     );
-    out.push(if a.setting.is_low() {
+    // A default or low setting is a warning once it has something to take
+    // (now or within the week); before that it is said, not flagged.
+    out.push(if a.setting.is_low() && a.worth_a_notice() {
         bad("retention", "warn", summary, keep.clone())
+    } else if a.setting.is_low() {
+        ok(
+            "retention",
+            format!("{summary} (below {LOW_DAYS} days: conversations older than that are deleted)"),
+        )
     } else if a.setting.days.is_none() {
         ok("retention", phrase)
     } else {
