@@ -8,7 +8,7 @@
 //! ([`ccd_search::incremental::ReadMark`]): the same file grown is read
 //! from the mark on; a file replaced (another device or inode, as a trim's
 //! rewrite makes) or shorter is read again from the start; an unchanged one
-//! is not opened. A missing, unreadable, foreign or older-format cache
+//! is not opened (its metadata alone says so). A missing, unreadable, foreign or older-format cache
 //! ([`FORMAT`]) is an empty one: the next run rebuilds it. Files gone are
 //! dropped from it.
 //!
@@ -238,9 +238,16 @@ fn update(path: &Path, entry: Option<Entry>, buf: &mut Vec<u8>, st: &mut Refresh
             return None;
         }
     };
-    let (dev, _) = identity(&meta);
+    let (dev, ino) = identity(&meta);
     // Another device is another file whatever its inode.
     let entry = entry.filter(|e| e.dev == dev);
+    // The same file at the same length: not even opened.
+    if let Some(e) = entry.as_ref() {
+        if e.ino == ino && e.len == meta.len() {
+            st.unchanged += 1;
+            return entry;
+        }
+    }
     let mark = entry.as_ref().map(|e| ReadMark {
         ino: e.ino,
         len: e.len,
