@@ -4,6 +4,12 @@
 //! lost ([`at_start`]), and the arguments a lost session is resumed with
 //! ([`resume_args`]). The file itself is `store`'s; when to write is the
 //! record task's (`tasks::record`).
+//!
+//! The permission mode recorded is the holder's (`holder.info`
+//! `permission_mode`), never one read of the screen: the holder takes a
+//! mode only from a settled read (`ccd_screen::classify::mode`, rule 4:
+//! the same on two changes of the screen in a row, or a screen unchanged
+//! for 150 ms), so a footer read half painted never reaches the record.
 
 use ccd_protocol::methods::session::{HeldRecord, RecordEntry, RECORD_VERSION};
 use std::collections::HashSet;
@@ -29,7 +35,8 @@ pub struct Observed {
     /// The arguments claude runs with (its argv without the program),
     /// once the holder told.
     pub args: Option<Vec<String>>,
-    /// The permission mode read off its screen, when known.
+    /// The permission mode read off its screen (a settled read, the
+    /// holder's), when known.
     pub mode_seen: Option<String>,
     /// The model it switched to inside the TUI (`/model`), read from its
     /// transcript (`restore::model`), when it did.
