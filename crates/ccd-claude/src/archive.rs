@@ -457,7 +457,8 @@ pub fn auto(
     live: &dyn Fn(&str) -> Option<String>,
     now: SystemTime,
 ) -> Vec<(String, Result<Manifest, ArchiveError>)> {
-    let Ok(setting) = crate::retention::read_setting(config, None) else {
+    let managed = ccd_os::claude::managed_settings();
+    let Ok(setting) = crate::retention::read_setting(config, managed.as_deref()) else {
         return vec![];
     };
     let Some(days) = setting.days else {

@@ -31,6 +31,7 @@
 //! | [`session`] | a child started in a session of its own (`setsid` in `pre_exec`) |
 //! | [`service`] | the daemon started at login: the systemd user unit and launchd agent written, `systemctl --user` / `launchctl` |
 //! | [`boot`] | which boot of the machine this is (Linux `boot_id`, macOS `kern.boottime`) |
+//! | [`claude`] | where Claude Code's managed settings file is (`/etc/claude-code`, `/Library/Application Support/ClaudeCode`) |
 //!
 //! Nothing here blocks but where a function says so
 //! ([`exit_watch::wait_exited_no_reap`]); nothing holds state across calls.
@@ -41,6 +42,7 @@
 
 pub mod accept;
 pub mod boot;
+pub mod claude;
 pub mod exit_watch;
 pub mod fdpass;
 pub mod heap;

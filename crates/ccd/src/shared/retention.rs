@@ -1,7 +1,9 @@
 //! The retention guard on this machine: what Claude Code's sweep would
 //! delete at the next start of `claude` ([`ccd_claude::retention`]), for
 //! `ccd doctor` (every conversation named), `ccd ls` and `ccd ui` (one line,
-//! only when something is at risk now or within a week).
+//! only when something is at risk now or within a week). The setting is the
+//! user's, or the managed (policy) file's where one exists
+//! ([`ccd_os::claude::managed_settings`]).
 
 use ccd_claude::retention::{self, Assessment, Setting, Source};
 use ccd_claude::ClaudeConfigDir;
@@ -11,7 +13,8 @@ use std::time::SystemTime;
 /// The assessment for `config` now: its settings, its transcripts' ages,
 /// the ids the registry says may be running left out.
 pub fn assess_here(config: &ClaudeConfigDir) -> Result<Assessment, retention::SettingError> {
-    let setting = retention::read_setting(config, None)?;
+    let managed = ccd_os::claude::managed_settings();
+    let setting = retention::read_setting(config, managed.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
     let live: Vec<String> = ccd_claude::registry::read_all(&config.sessions_dir())
         .unwrap_or_default()
