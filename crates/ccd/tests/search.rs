@@ -269,10 +269,10 @@ fn several_machines_merge_and_an_unreachable_one_is_named() {
 }
 
 /// `ccd search` with a search index in the state dir (built here through
-/// ccd-search, as the daemon will keep it): the index answers for the
-/// files it has seen as they are now (the log says so: no file scanned),
-/// a file grown since is scanned, the hits equal those without an index,
-/// and a damaged index file is passed over.
+/// ccd-search): the index answers for the files it has seen as they are
+/// now (the log says so: no file scanned), the hits equal those of
+/// `--no-index` (which neither uses nor writes it), a file grown since is
+/// taken in, and a damaged index file never costs an answer.
 #[test]
 fn an_index_in_the_state_dir_is_used_and_never_required() {
     use ccd_search::index::{Index, Limits};
@@ -295,8 +295,13 @@ fn an_index_in_the_state_dir_is_used_and_never_required() {
     ix.update(&srcs);
     ix.save(&state.join("search.idx")).unwrap();
     let run = |state: &Path, q: &str| {
+        let mut words = vec!["search", q, "--json"];
+        if state == empty {
+            words.push("--no-index");
+        }
         Command::new(env!("CARGO_BIN_EXE_ccd"))
-            .args(["search", q, "--json", "--claude-config-dir"])
+            .args(words)
+            .arg("--claude-config-dir")
             .arg(&config)
             .env("HOME", home.path())
             .env_remove("CLAUDE_CONFIG_DIR")
@@ -327,16 +332,219 @@ fn an_index_in_the_state_dir_is_used_and_never_required() {
     assert_eq!(unscored(&with), unscored(&run(&empty, "oauth")));
     assert_eq!(unscored(&with).len(), 2);
     assert!(!String::from_utf8_lossy(&run(&empty, "oauth").stderr).contains("search index used"));
+    assert!(
+        !empty.join("search.idx").exists(),
+        "--no-index wrote an index"
+    );
 
-    // Grown since the index saw it: that file is scanned, its new text found.
+    // Grown since the index saw it: taken in, its new text found.
     a.turn("a brand new phrase", 1000, 10);
     let grown = run(&state, "brand new");
-    assert!(String::from_utf8_lossy(&grown.stderr).contains("scanned=1"));
+    assert!(String::from_utf8_lossy(&grown.stderr).contains("scanned=0"));
     assert_eq!(ids(&rows(&grown)), ["sess-a"]);
 
-    // A damaged index: not used, the scan answers.
+    // A damaged index: the search still answers.
     std::fs::write(state.join("search.idx"), b"not an index").unwrap();
     let damaged = run(&state, "oauth");
-    assert!(!String::from_utf8_lossy(&damaged.stderr).contains("search index used"));
     assert_eq!(rows(&damaged).len(), 2);
+}
+
+/// `ccd search` in a given state dir, logging at debug level.
+fn kept(home: &Path, config: &Path, state: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ccd"))
+        .arg("search")
+        .args(args)
+        .arg("--json")
+        .arg("--claude-config-dir")
+        .arg(config)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CCD_CONFIG")
+        .env_remove("CCD_HOST")
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("CCD_STATE_DIR", state)
+        .env("CCD_SOCKET_DIR", home.join("sock"))
+        .env("CCD_LOG", "ccd=debug")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// The `key=value` of the log line holding `msg`, as a number.
+fn logged(out: &Output, msg: &str, key: &str) -> u64 {
+    let log = String::from_utf8_lossy(&out.stderr);
+    let line = log
+        .lines()
+        .find(|l| l.contains(msg))
+        .unwrap_or_else(|| panic!("no {msg:?} in: {log}"));
+    let at = line
+        .find(&format!("{key}="))
+        .unwrap_or_else(|| panic!("no {key} in: {line}"));
+    line[at + key.len() + 1..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn loaded(state: &Path) -> ccd_search::index::Index {
+    ccd_search::index::Index::load(
+        &state.join("search.idx"),
+        ccd_search::index::Limits::default(),
+    )
+    .expect("a loadable index")
+}
+
+/// Issue 55 item 4: the searches keep the index. The first creates
+/// search.idx; a transcript appended to after it is found by the next,
+/// which reads only the appended bytes (the log's `bytes`) and saves a
+/// larger index; a deleted transcript is dropped from it and never
+/// returned; `--rebuild-index` reads everything again.
+#[test]
+fn searches_keep_the_index_from_the_transcripts_growth() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    let state = home.path().join("state");
+    let mut a = TranscriptWriter::create(&config, "sess-a", "/home/dev/api");
+    a.turn("fix the oauth token refresh", 1000, 10);
+    let mut b = TranscriptWriter::create(&config, "sess-b", "/home/dev/web");
+    b.turn("the OAuth login page", 1000, 10);
+    let a_path = ccd_claude::transcript::list_all(&config.join("projects"))
+        .into_iter()
+        .find(|f| f.session_id == "sess-a")
+        .unwrap()
+        .path;
+
+    let first = kept(home.path(), &config, &state, &["oauth"]);
+    assert_eq!(rows(&first).len(), 2);
+    assert!(state.join("search.idx").exists(), "no index kept");
+    assert_eq!(logged(&first, "search index updated", "files_read"), 2);
+    let before = loaded(&state).records_len();
+    assert!(before >= 2);
+
+    // Unchanged: nothing read, nothing saved.
+    let again = kept(home.path(), &config, &state, &["oauth"]);
+    assert_eq!(logged(&again, "search index updated", "files_read"), 0);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("search index saved"));
+
+    let len = std::fs::metadata(&a_path).unwrap().len();
+    a.turn("a brand new phrase about kerberos", 1000, 10);
+    let appended = std::fs::metadata(&a_path).unwrap().len() - len;
+    let grown = kept(home.path(), &config, &state, &["kerberos"]);
+    assert_eq!(ids(&rows(&grown)), ["sess-a"]);
+    assert_eq!(logged(&grown, "search index updated", "files_read"), 1);
+    assert_eq!(logged(&grown, "search index updated", "bytes"), appended);
+    assert_eq!(logged(&grown, "search index used", "scanned"), 0);
+    let after = loaded(&state).records_len();
+    assert!(after > before, "{after} records, {before} before");
+
+    // Deleted: dropped from the index, never returned.
+    let b_path = ccd_claude::transcript::list_all(&config.join("projects"))
+        .into_iter()
+        .find(|f| f.session_id == "sess-b")
+        .unwrap()
+        .path;
+    std::fs::remove_file(&b_path).unwrap();
+    let gone = kept(home.path(), &config, &state, &["oauth"]);
+    assert_eq!(ids(&rows(&gone)), ["sess-a"]);
+    assert_eq!(logged(&gone, "search index updated", "dropped"), 1);
+    let left = loaded(&state).records_len();
+    assert!(left < after);
+
+    // Filters narrow what is searched, never what the index keeps.
+    let filtered = kept(
+        home.path(),
+        &config,
+        &state,
+        &["oauth", "--cwd", "/elsewhere"],
+    );
+    assert!(!filtered.status.success());
+    assert_eq!(logged(&filtered, "search index updated", "dropped"), 0);
+    assert_eq!(loaded(&state).records_len(), left);
+
+    let rebuilt = kept(
+        home.path(),
+        &config,
+        &state,
+        &["kerberos", "--rebuild-index"],
+    );
+    assert_eq!(ids(&rows(&rebuilt)), ["sess-a"]);
+    assert_eq!(logged(&rebuilt, "search index updated", "files_read"), 1);
+    assert_eq!(
+        logged(&rebuilt, "search index updated", "bytes"),
+        std::fs::metadata(&a_path).unwrap().len()
+    );
+}
+
+/// A damaged index file (and one of another format) is replaced by a
+/// rebuilt one, said in the log, and the search still answers.
+#[test]
+fn a_damaged_index_is_replaced_and_the_search_answers() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    let state = home.path().join("state");
+    let mut a = TranscriptWriter::create(&config, "sess-a", "/home/dev/api");
+    a.turn("fix the oauth token refresh", 1000, 10);
+    std::fs::create_dir_all(&state).unwrap();
+    for bad in [&b"not an index"[..], b"CCDSIDX\n\x63\0\0\0rest"] {
+        std::fs::write(state.join("search.idx"), bad).unwrap();
+        let out = kept(home.path(), &config, &state, &["oauth"]);
+        assert_eq!(ids(&rows(&out)), ["sess-a"]);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("search index unreadable: rebuilt"));
+        assert!(loaded(&state).records_len() > 0);
+    }
+}
+
+/// Concurrent searches (one holds the lock, the others answer from the
+/// index as saved) leave a loadable index that covers every transcript,
+/// and all answer the same.
+#[test]
+fn concurrent_searches_leave_a_loadable_index() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude");
+    let state = home.path().join("state");
+    for i in 0..40 {
+        let mut w = TranscriptWriter::create(&config, &format!("sess-{i:02}"), "/home/dev/api");
+        w.turn(&format!("oauth token refresh number {i}"), 20_000, 10);
+    }
+    for round in 0..3 {
+        let runs: Vec<_> = (0..4)
+            .map(|_| {
+                let (h, c, s) = (home.path().to_owned(), config.clone(), state.clone());
+                std::thread::spawn(move || kept(&h, &c, &s, &["oauth", "--limit", "100"]))
+            })
+            .collect();
+        for r in runs {
+            assert_eq!(rows(&r.join().unwrap()).len(), 40 + round);
+        }
+        // As many records as an index built here from every transcript.
+        let srcs: Vec<ccd_search::Source> =
+            ccd_claude::transcript::list_all(&config.join("projects"))
+                .into_iter()
+                .map(|f| ccd_search::Source {
+                    session_id: f.session_id,
+                    path: f.path,
+                })
+                .collect();
+        let mut fresh = ccd_search::index::Index::new(ccd_search::index::Limits::default());
+        fresh.update(&srcs);
+        assert_eq!(loaded(&state).records_len(), fresh.records_len());
+        let mut w = TranscriptWriter::create(&config, &format!("new-{round}"), "/home/dev/web");
+        w.turn("oauth added between rounds", 20_000, 10);
+    }
+
+    // While another holds the lock: answered (the file added since is
+    // scanned), the index left as it was.
+    let lock = std::fs::File::open(state.join("search.idx.lock")).unwrap();
+    let held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let saved = std::fs::read(state.join("search.idx")).unwrap();
+    let busy = kept(home.path(), &config, &state, &["oauth", "--limit", "100"]);
+    assert_eq!(rows(&busy).len(), 43);
+    assert!(String::from_utf8_lossy(&busy.stderr).contains("search index busy"));
+    assert_eq!(logged(&busy, "search index used", "scanned"), 1);
+    assert_eq!(std::fs::read(state.join("search.idx")).unwrap(), saved);
+    drop(held);
+    let free = kept(home.path(), &config, &state, &["oauth", "--limit", "100"]);
+    assert_eq!(logged(&free, "search index updated", "files_read"), 1);
 }

@@ -1,10 +1,19 @@
 //! `ccd search`: find sessions by what was said in them, on this machine
-//! by reading every transcript (ccd-search's scan; no daemon needed), and
-//! with `--host` on other machines too. When the state dir holds a search
-//! index ([`INDEX_FILE`], ccd-search's `index`), it answers for the files
-//! it has seen as they are now and the rest are scanned (same hits); an
-//! index that cannot be read (another format, damaged) is passed over.
-//! Nothing here writes it.
+//! through the search index kept in the state dir ([`INDEX_FILE`],
+//! ccd-search's `index`; no daemon needed), and with `--host` on other
+//! machines too.
+//!
+//! The index is kept by the searches themselves ([`kept_index`]): under an
+//! advisory lock ([`LOCK_FILE`], `flock`), each loads it (or starts empty
+//! when it is absent, of another format or damaged: logged once), brings
+//! it up to date with every transcript of the machine (only the bytes
+//! appended since; a trimmed or replaced file read again, a deleted one
+//! dropped), saves it atomically when that changed anything, and answers
+//! from it. A search that finds the lock held answers from the index as
+//! saved (files changed since are scanned whole: same hits) and saves
+//! nothing. `--rebuild-index` starts from empty (waiting for the lock);
+//! `--no-index` scans every file and leaves the index alone. The index
+//! is never required: when it cannot be kept or read, the scan answers.
 //!
 //! The sessions come from the same index `ccd ls` builds (liveness
 //! re-validated against the process table), which gives each hit its
@@ -45,9 +54,12 @@ use time::OffsetDateTime;
 /// The folder column's width.
 const FOLDER_COLUMNS: usize = 32;
 
-/// The search index's file in the state dir: used when present (and
-/// only for the files it has seen as they are now), never required.
+/// The search index's file in the state dir, kept by every search.
 pub const INDEX_FILE: &str = "search.idx";
+
+/// The advisory lock (`flock`) a search holds while it updates and saves
+/// the index, beside it in the state dir.
+pub const LOCK_FILE: &str = "search.idx.lock";
 
 pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let targets: Vec<Target> = if global.targets.is_empty() {
@@ -251,9 +263,17 @@ fn local_hits(
     .with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let cwd_filter = args.cwd.as_deref().map(normalize);
     let mut sessions: HashMap<&str, &index::SessionRecord> = HashMap::new();
+    // Every transcript (what the index covers) and those searched.
+    let mut all = Vec::new();
     let mut sources = Vec::new();
     for r in &idx.sessions {
+        let Some(path) = &r.transcript else { continue };
+        let src = Source {
+            session_id: r.session_id.clone(),
+            path: path.clone(),
+        };
         if (args.live && r.state == Liveness::Dead) || (args.dead && r.state != Liveness::Dead) {
+            all.push(src);
             continue;
         }
         if let Some(dir) = &cwd_filter {
@@ -262,36 +282,32 @@ fn local_hits(
                 .as_deref()
                 .is_some_and(|c| is_within(Path::new(c), dir))
             {
+                all.push(src);
                 continue;
             }
         }
-        let Some(path) = &r.transcript else { continue };
         sessions.insert(&r.session_id, r);
-        sources.push(Source {
-            session_id: r.session_id.clone(),
-            path: path.clone(),
-        });
+        all.push(src.clone());
+        sources.push(src);
     }
     let started = std::time::Instant::now();
     let limit = usize::from(args.limit);
-    let index_path = crate::settings::state_dir().join(INDEX_FILE);
-    let (hits, stats) = match SearchIndex::load(&index_path, IndexLimits::default()) {
-        Ok(ix) => {
+    let kept = if args.no_index {
+        None
+    } else {
+        kept_index(&crate::settings::state_dir(), &all, args.rebuild_index)
+    };
+    let (hits, stats) = match kept {
+        Some(ix) => {
             let (hits, stats, used) = ix.search(&sources, &plan.query, &plan.filters, now, limit);
             tracing::debug!(
-                path = %index_path.display(),
                 verified = used.verified,
                 scanned = used.scanned,
                 "search index used"
             );
             (hits, stats)
         }
-        Err(e) => {
-            if !matches!(&e, IndexError::Io(io) if io.kind() == std::io::ErrorKind::NotFound) {
-                tracing::info!(path = %index_path.display(), error = %e, "search index not used: scanning");
-            }
-            ccd_search::scan(&sources, &plan.query, &plan.filters, now, limit)
-        }
+        None => ccd_search::scan(&sources, &plan.query, &plan.filters, now, limit),
     };
     tracing::debug!(
         files = stats.files,
@@ -338,6 +354,106 @@ fn local_hits(
         })
         .collect();
     Ok((rows, stats))
+}
+
+/// The search index in `state`, kept up to date with `all` (every
+/// transcript of the machine) and saved when that changed it, under
+/// [`LOCK_FILE`]; with the lock held by another search, the index as
+/// saved (not updated, not saved). `None`: no index to answer from (the
+/// caller scans). `rebuild` starts from empty, waiting for the lock.
+///
+/// A first build always happens inside the search that finds no index:
+/// about 2 s per 400 MB of transcripts (docs/architecture.md, "Search"),
+/// once; every later search reads only what was appended.
+fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<SearchIndex> {
+    use nix::fcntl::{Flock, FlockArg};
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = state.join(INDEX_FILE);
+    let limits = IndexLimits::default();
+    let lock = std::fs::create_dir_all(state).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(state.join(LOCK_FILE))
+    });
+    let how = if rebuild {
+        FlockArg::LockExclusive
+    } else {
+        FlockArg::LockExclusiveNonblock
+    };
+    let held = match lock {
+        Ok(f) => match Flock::lock(f, how) {
+            Ok(l) => Some(l),
+            Err((_, e)) => {
+                tracing::info!(path = %path.display(), error = %e, "search index busy (another search keeps it): answered from it as saved, not updated");
+                None
+            }
+        },
+        Err(e) => {
+            tracing::info!(path = %path.display(), error = %e, "search index lock not opened: not updated");
+            None
+        }
+    };
+    let loaded = if rebuild {
+        tracing::info!(path = %path.display(), "search index rebuilt from scratch (--rebuild-index)");
+        Err(None)
+    } else {
+        SearchIndex::load(&path, limits).map_err(Some)
+    };
+    let Some(_held) = held else {
+        return match loaded {
+            Ok(ix) => Some(ix),
+            Err(e) => {
+                if let Some(e) = e.filter(|e| !is_absent(e)) {
+                    tracing::info!(path = %path.display(), error = %e, "search index not used: scanning");
+                }
+                None
+            }
+        };
+    };
+    let (mut ix, fresh) = match loaded {
+        Ok(ix) => (ix, false),
+        Err(e) => {
+            if let Some(e) = e.filter(|e| !is_absent(e)) {
+                tracing::info!(path = %path.display(), error = %e, "search index unreadable: rebuilt");
+            }
+            (SearchIndex::new(limits), true)
+        }
+    };
+    let started = std::time::Instant::now();
+    let st = ix.update(all);
+    tracing::debug!(
+        files_read = st.files_read,
+        restarted = st.restarted,
+        dropped = st.dropped,
+        left_out = st.left_out,
+        bytes = st.bytes,
+        records = ix.records_len(),
+        fresh,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "search index updated"
+    );
+    if fresh || st != ccd_search::index::UpdateStats::default() {
+        let started = std::time::Instant::now();
+        match ix.save(&path) {
+            Ok(()) => tracing::debug!(
+                path = %path.display(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "search index saved"
+            ),
+            // Answered from memory all the same; the next search retries.
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "search index not saved")
+            }
+        }
+    }
+    Some(ix)
+}
+
+fn is_absent(e: &IndexError) -> bool {
+    matches!(e, IndexError::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Another machine's hits on their way.
