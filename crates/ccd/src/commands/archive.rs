@@ -275,7 +275,10 @@ pub fn restore_if_archived(global: &GlobalArgs, query: &str) -> anyhow::Result<(
     let Ok(config) = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref()) else {
         return Ok(());
     };
-    if resolve(&config, query).is_ok() {
+    // Only when nothing in Claude Code's folder answers to it (an id or
+    // prefix there, even an ambiguous one, is for the daemon to judge).
+    let here = ccd_claude::transcript::list_all(&config.projects_dir());
+    if here.iter().any(|f| f.session_id.starts_with(query)) {
         return Ok(());
     }
     let Ok(m) = resolve_archived(query) else {
