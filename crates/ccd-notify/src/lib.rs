@@ -32,6 +32,8 @@
 //!   prompt, single use, short-lived, that `ccd web` checks; put on a
 //!   notification by its sender ([`link::Minter`]), not by the rules (it
 //!   needs a key file and randomness).
+//! - [`secret_file`]: a small secret in a private (0600, this user's) file
+//!   of the state directory: the link key's, and `ccd web`'s login token's.
 //! - Sinks, each its own module, each on its own bounded worker (a bounded
 //!   queue, a timeout per send; a sink never blocks its caller): `command`
 //!   and `webhook` (run by the daemon), `desktop` (`desktop/linux.rs`:
@@ -56,6 +58,7 @@ pub mod input;
 pub mod link;
 pub mod notification;
 pub mod rules;
+pub mod secret_file;
 pub mod webhook;
 
 pub use config::{NotifyConfig, Reason};

@@ -11,7 +11,8 @@
 //! - The **key** ([`KeyFile`]): 256 random bits in `<state dir>/web-link-key`
 //!   (64 hex digits, created with `O_EXCL` and mode 0600 by whoever needs
 //!   it first: the daemon or `ccd notify` minting, or `ccd web` checking;
-//!   a file group or others may read, or another user owns, is refused).
+//!   a file group or others may read, or another user owns, is refused:
+//!   [`crate::secret_file`], shared with `ccd web`'s login token).
 //!   `ccd web --revoke` writes a new one ([`KeyFile::rotate`]), so every
 //!   link made before is refused. The file is re-read on every mint and
 //!   every check (~70 bytes; links are rare), so a rotation takes effect
@@ -31,16 +32,13 @@
 //! most [`MAX_TOKEN_BYTES`].
 
 use crate::notification::Notification;
+use crate::secret_file::{fill_random, hex, SecretFile, SecretFileError};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
-use rand::TryRngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The key file's name in the state directory.
 pub const KEY_FILE: &str = "web-link-key";
@@ -154,23 +152,6 @@ impl Key {
     }
 }
 
-fn fill_random(buf: &mut [u8]) {
-    if rand::rngs::OsRng.try_fill_bytes(buf).is_err() {
-        // OsRng failing is a broken machine; ThreadRng is seeded from it
-        // and reseeds, the next best.
-        rand::RngCore::fill_bytes(&mut rand::rng(), buf);
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 /// A fresh nonce (128 random bits, hex).
 pub fn nonce() -> String {
     let mut n = [0u8; 16];
@@ -178,114 +159,50 @@ pub fn nonce() -> String {
     hex(&n)
 }
 
-/// What can be wrong with the key file.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    #[error("{path}: mode {mode:o} lets group or others read the ccd web link key; refusing to use it (chmod 600 it, or run ccd web --revoke)")]
-    NotPrivate { path: String, mode: u32 },
-    #[error("{path} is owned by uid {owner}, not by this user (uid {me}); refusing to use it")]
-    NotOwned { path: String, owner: u32, me: u32 },
-    #[error("{path} is not a ccd web link key ({why}); run ccd web --revoke to make a new one")]
-    Malformed { path: String, why: &'static str },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
+/// What can be wrong with the key file (one secret file's errors).
+pub type KeyError = SecretFileError;
 
 /// The link key of one state directory (see the module header).
 #[derive(Debug, Clone)]
 pub struct KeyFile {
-    path: PathBuf,
+    file: SecretFile,
 }
 
 impl KeyFile {
     pub fn in_dir(state_dir: &Path) -> Self {
         Self {
-            path: state_dir.join(KEY_FILE),
+            file: SecretFile::new(
+                state_dir.join(KEY_FILE),
+                "ccd web link key",
+                "run ccd web --revoke to make a new one",
+            ),
         }
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn io(&self, source: std::io::Error) -> KeyError {
-        KeyError::Io {
-            path: self.path.display().to_string(),
-            source,
-        }
-    }
-
-    fn malformed(&self, why: &'static str) -> KeyError {
-        KeyError::Malformed {
-            path: self.path.display().to_string(),
-            why,
-        }
+        self.file.path()
     }
 
     /// The key, made (and its directory, 0700) when there is none.
     pub fn load_or_create(&self) -> Result<Key, KeyError> {
-        if let Some(dir) = self.path.parent() {
-            if !dir.exists() {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|e| self.io(e))?;
-            }
-        }
-        let fresh = Key::random();
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&self.path)
-        {
-            Ok(mut f) => {
-                f.write_all(format!("{}\n", hex(&fresh.0)).as_bytes())
-                    .and_then(|()| f.sync_all())
-                    .map_err(|e| self.io(e))?;
-                tracing::info!(path = %self.path.display(), "created the ccd web link key");
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(self.io(e)),
+        if self.file.create_new(&render(&Key::random()))? {
+            tracing::info!(path = %self.path().display(), "created the ccd web link key");
         }
         self.read()
     }
 
     /// The key as the file says now (checked private).
     pub fn read(&self) -> Result<Key, KeyError> {
-        let meta = fs::metadata(&self.path).map_err(|e| self.io(e))?;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(KeyError::NotPrivate {
-                path: self.path.display().to_string(),
-                mode,
-            });
-        }
-        let me = nix::unistd::geteuid().as_raw();
-        if meta.uid() != me {
-            return Err(KeyError::NotOwned {
-                path: self.path.display().to_string(),
-                owner: meta.uid(),
-                me,
-            });
-        }
-        if meta.len() > 4096 {
-            return Err(self.malformed("too large"));
-        }
-        let text = fs::read_to_string(&self.path).map_err(|e| self.io(e))?;
+        let meta = self.file.check()?;
+        let text = self.file.read_text(&meta)?;
         let line = text.lines().next().unwrap_or_default().trim();
         if line.len() != 64 || !line.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(self.malformed("not 64 hex digits"));
+            return Err(self.file.malformed("not 64 hex digits"));
         }
         let mut k = [0u8; 32];
         for (i, byte) in k.iter_mut().enumerate() {
             *byte = u8::from_str_radix(&line[2 * i..2 * i + 2], 16)
-                .map_err(|_| self.malformed("not 64 hex digits"))?;
+                .map_err(|_| self.file.malformed("not 64 hex digits"))?;
         }
         Ok(Key(k))
     }
@@ -293,30 +210,13 @@ impl KeyFile {
     /// A new key, written beside the file and renamed over it (0600):
     /// every link made with the old one is refused from now on.
     pub fn rotate(&self) -> Result<(), KeyError> {
-        if let Some(dir) = self.path.parent() {
-            if !dir.exists() {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|e| self.io(e))?;
-            }
-        }
-        let tmp = self
-            .path
-            .with_file_name(format!(".{KEY_FILE}.{}.tmp", std::process::id()));
-        let _ = fs::remove_file(&tmp);
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| self.io(e))?;
-        f.write_all(format!("{}\n", hex(&Key::random().0)).as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(|e| self.io(e))?;
-        fs::rename(&tmp, &self.path).map_err(|e| self.io(e))
+        self.file.replace(&render(&Key::random()))
     }
+}
+
+/// The key file's text: 64 hex digits and a newline.
+fn render(key: &Key) -> String {
+    format!("{}\n", hex(&key.0))
 }
 
 /// Puts a prompt link on the notifications that name a prompt (the
@@ -374,6 +274,8 @@ impl Minter {
 mod tests {
     use super::*;
     use crate::notification::sample_prompt;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     fn claims(exp: i64) -> Claims {
         Claims {

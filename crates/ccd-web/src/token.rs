@@ -4,8 +4,9 @@
 //! The file holds two lines: the token (256 random bits, 64 hex digits)
 //! and `generation N`. The token is created once, with `O_EXCL` and mode
 //! 0600; a file that group or others may read (or that another user owns)
-//! is refused, never used. `ccd web --revoke` bumps the generation
-//! (written beside the file and renamed over it, mode 0600): every
+//! is refused, never used (a `ccd_notify::secret_file`, made, checked and
+//! replaced as the prompt-link key is). `ccd web --revoke` bumps the
+//! generation (written beside the file and renamed over it, mode 0600): every
 //! session cookie carries the generation it was issued under, and the
 //! server re-reads the generation before it honours a cookie
 //! ([`TokenFile::generation`]), so a revoke ends every cookie of a server
@@ -15,33 +16,17 @@
 //! check on each request (a `stat` and, when it changed, a read of ~80
 //! bytes).
 
-use rand::{RngCore, TryRngCore};
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use ccd_notify::secret_file::{fill_random, hex, SecretFile, SecretFileError};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
 /// The token file's name in the state directory.
 pub const FILE_NAME: &str = "web-token";
 
-/// What can be wrong with the token file.
-#[derive(Debug, thiserror::Error)]
-pub enum TokenError {
-    #[error("{path}: mode {mode:o} lets group or others read the ccd web token; refusing to use it (chmod 600 it, or remove it and run ccd web --revoke to make a new one)")]
-    NotPrivate { path: String, mode: u32 },
-    #[error("{path} is owned by uid {owner}, not by this user (uid {me}); refusing to use it")]
-    NotOwned { path: String, owner: u32, me: u32 },
-    #[error("{path} is not a ccd web token file ({why}); remove it to make a new one")]
-    Malformed { path: String, why: &'static str },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
+/// What can be wrong with the token file (one secret file's errors).
+pub type TokenError = SecretFileError;
 
 /// The token and the generation, as last read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +39,7 @@ pub struct Contents {
 /// The token file of one state directory.
 #[derive(Debug)]
 pub struct TokenFile {
-    path: PathBuf,
+    file: SecretFile,
     /// (mtime, size, inode) of the last read, and what it said: a request
     /// re-reads only when the file changed.
     cache: Mutex<Option<(Stamp, Contents)>>,
@@ -62,65 +47,43 @@ pub struct TokenFile {
 
 type Stamp = (SystemTime, u64, u64);
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TokenError + '_ {
-    move |source| TokenError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
 impl TokenFile {
     pub fn in_dir(state_dir: &Path) -> Self {
         Self {
-            path: state_dir.join(FILE_NAME),
+            file: SecretFile::new(
+                state_dir.join(FILE_NAME),
+                "ccd web token",
+                "remove it and run ccd web --revoke to make a new one",
+            ),
             cache: Mutex::new(None),
         }
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// Reads the file, creating it (a fresh token, generation 0) when
     /// there is none. The directory is made (0700) when missing.
     pub fn load_or_create(&self) -> Result<Contents, TokenError> {
-        if let Some(dir) = self.path.parent() {
-            if !dir.exists() {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(io(dir))?;
-            }
-        }
         let fresh = Contents {
             token: new_secret(),
             generation: 0,
         };
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&self.path)
-        {
-            Ok(mut f) => {
-                f.write_all(render(&fresh).as_bytes())
-                    .and_then(|()| f.sync_all())
-                    .map_err(io(&self.path))?;
-                tracing::info!(path = %self.path.display(), "created the ccd web token");
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io(&self.path)(e)),
+        if self.file.create_new(&render(&fresh))? {
+            tracing::info!(path = %self.path().display(), "created the ccd web token");
         }
         self.read()
     }
 
     /// Reads the file as it is now (checked private).
     pub fn read(&self) -> Result<Contents, TokenError> {
-        let meta = fs::metadata(&self.path).map_err(io(&self.path))?;
-        check_private(&self.path, &meta)?;
+        let meta = self.file.check()?;
         let stamp = (
-            meta.modified().map_err(io(&self.path))?,
+            meta.modified().map_err(|source| TokenError::Io {
+                path: self.path().display().to_string(),
+                source,
+            })?,
             meta.len(),
             meta.ino(),
         );
@@ -131,12 +94,8 @@ impl TokenFile {
                 }
             }
         }
-        // At most a few hundred bytes are read: a huge file is not ours.
-        if meta.len() > 4096 {
-            return Err(self.malformed("too large"));
-        }
-        let text = fs::read_to_string(&self.path).map_err(io(&self.path))?;
-        let contents = parse(&text).map_err(|why| self.malformed(why))?;
+        let text = self.file.read_text(&meta)?;
+        let contents = parse(&text).map_err(|why| self.file.malformed(why))?;
         if let Ok(mut cache) = self.cache.lock() {
             *cache = Some((stamp, contents.clone()));
         }
@@ -156,70 +115,16 @@ impl TokenFile {
             token: now.token,
             generation: now.generation.saturating_add(1),
         };
-        let tmp = self
-            .path
-            .with_file_name(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-        let _ = fs::remove_file(&tmp);
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io(&tmp))?;
-        f.write_all(render(&next).as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(io(&tmp))?;
-        fs::rename(&tmp, &self.path).map_err(io(&self.path))?;
+        self.file.replace(&render(&next))?;
         Ok(next.generation)
     }
-
-    fn malformed(&self, why: &'static str) -> TokenError {
-        TokenError::Malformed {
-            path: self.path.display().to_string(),
-            why,
-        }
-    }
-}
-
-fn check_private(path: &Path, meta: &fs::Metadata) -> Result<(), TokenError> {
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(TokenError::NotPrivate {
-            path: path.display().to_string(),
-            mode,
-        });
-    }
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(TokenError::NotOwned {
-            path: path.display().to_string(),
-            owner: meta.uid(),
-            me,
-        });
-    }
-    Ok(())
 }
 
 /// 256 random bits as 64 hex digits (the OS's generator, through `rand`).
 pub fn new_secret() -> String {
     let mut bytes = [0u8; 32];
-    rand::rngs::OsRng
-        .try_fill_bytes(&mut bytes)
-        .unwrap_or_else(|_| {
-            // OsRng failing is a broken machine; ThreadRng is seeded from it
-            // and reseeds, the next best.
-            rand::rng().fill_bytes(&mut bytes)
-        });
+    fill_random(&mut bytes);
     hex(&bytes)
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 fn render(c: &Contents) -> String {
@@ -258,6 +163,8 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn created_private_once_and_revoke_bumps_the_generation_only() {
