@@ -3,7 +3,7 @@
 //!
 //! One compact binary file (`postcard`) in the state dir
 //! ([`CACHE_FILE`]), written whole through a temp file and a rename,
-//! owner-only. Each entry is keyed by the file's path and remembers its
+//! owner-only, not synced (a cache lost in a crash is rebuilt). Each entry is keyed by the file's path and remembers its
 //! identity (device, inode) and the length read
 //! ([`ccd_search::incremental::ReadMark`]): the same file grown is read
 //! from the mark on; a file replaced (another device or inode, as a trim's
@@ -165,7 +165,9 @@ impl UsageCache {
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         tmp.write_all(MAGIC)?;
         tmp.write_all(&body)?;
-        tmp.as_file().sync_all()?;
+        // No fsync: the cache is rebuilt from the transcripts whenever it
+        // is missing or unreadable, so a crash costs one cold run, and a
+        // run that appended costs no disk flush.
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
     }
