@@ -18,6 +18,7 @@ mod system;
 
 use crate::registry::RegistryEntry;
 use serde::Serialize;
+use std::path::Path;
 
 /// Liveness of one registry entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -121,6 +122,18 @@ pub fn check(entry: &RegistryEntry, probe: &dyn ProcessProbe) -> Verdict {
     }
 }
 
+/// The entries of the registry in `sessions_dir` whose process may still
+/// be running ([`Liveness::may_be_running`]: live, or not verifiable), by
+/// pid. An unreadable registry gives none: a caller that must count it as
+/// live reads it itself.
+pub fn running_entries(sessions_dir: &Path, probe: &dyn ProcessProbe) -> Vec<RegistryEntry> {
+    crate::registry::read_all(sessions_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| check(e, probe).liveness.may_be_running())
+        .collect()
+}
+
 /// The probe for the platform ccd runs on.
 pub fn system_probe() -> Box<dyn ProcessProbe + Send + Sync> {
     Box::new(system::SystemProbe::new())
@@ -178,6 +191,26 @@ mod tests {
             state: ProcessState::Running { start: s.into() },
             domain: Some("d".into()),
         }
+    }
+
+    #[test]
+    fn running_entries_are_the_ones_that_may_be_running() {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, stamp) in [(11, "5"), (12, "6"), (13, "Thu")] {
+            std::fs::write(
+                dir.path().join(format!("{pid}.json")),
+                format!(r#"{{"pid":{pid},"sessionId":"s{pid}","procStart":"{stamp}"}}"#),
+            )
+            .unwrap();
+        }
+        // 11 matches the running start, 12 is a reused pid, 13's stamp
+        // cannot be compared (unknown: counted as running).
+        let got: Vec<String> = running_entries(dir.path(), &running("5"))
+            .into_iter()
+            .map(|e| e.session_id)
+            .collect();
+        assert_eq!(got, ["s11", "s13"]);
+        assert!(running_entries(&dir.path().join("none"), &running("5")).is_empty());
     }
 
     #[test]

@@ -20,15 +20,9 @@ pub async fn run(config: ClaudeConfigDir, state_dir: PathBuf) {
         let done = tokio::task::spawn_blocking(move || {
             let probe = ccd_claude::liveness::system_probe();
             let live = |sid: &str| {
-                ccd_claude::registry::read_all(&config2.sessions_dir())
-                    .unwrap_or_default()
+                ccd_claude::liveness::running_entries(&config2.sessions_dir(), probe.as_ref())
                     .into_iter()
-                    .filter(|e| e.session_id == sid)
-                    .find(|e| {
-                        ccd_claude::liveness::check(e, probe.as_ref())
-                            .liveness
-                            .may_be_running()
-                    })
+                    .find(|e| e.session_id == sid)
                     .map(|e| format!("pid {}", e.pid))
             };
             ccd_claude::archive::auto(&config2, &root2, &live, SystemTime::now())

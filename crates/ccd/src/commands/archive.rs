@@ -39,15 +39,9 @@ pub fn parse_age(s: &str) -> Result<Duration, String> {
 /// `Some(why)` when a registry entry of `sid` may be running.
 fn live(config: &ClaudeConfigDir, sid: &str) -> Option<String> {
     let probe = ccd_claude::liveness::system_probe();
-    ccd_claude::registry::read_all(&config.sessions_dir())
-        .unwrap_or_default()
+    ccd_claude::liveness::running_entries(&config.sessions_dir(), probe.as_ref())
         .into_iter()
-        .filter(|e| e.session_id == sid)
-        .find(|e| {
-            ccd_claude::liveness::check(e, probe.as_ref())
-                .liveness
-                .may_be_running()
-        })
+        .find(|e| e.session_id == sid)
         .map(|e| format!("pid {} in the registry", e.pid))
 }
 

@@ -225,14 +225,8 @@ fn transcripts(global: &GlobalArgs) -> Vec<Check> {
     let files = ccd_claude::transcript::list_all(&config.projects_dir());
     let probe = ccd_claude::liveness::system_probe();
     let running: std::collections::HashSet<String> =
-        ccd_claude::registry::read_all(&config.sessions_dir())
-            .unwrap_or_default()
+        ccd_claude::liveness::running_entries(&config.sessions_dir(), probe.as_ref())
             .into_iter()
-            .filter(|e| {
-                ccd_claude::liveness::check(e, probe.as_ref())
-                    .liveness
-                    .may_be_running()
-            })
             .map(|e| e.session_id)
             .collect();
     let mut dead: Vec<(u64, &ccd_claude::transcript::TranscriptFile)> = files

@@ -16,16 +16,11 @@ pub fn assess_here(config: &ClaudeConfigDir) -> Result<Assessment, retention::Se
     let managed = ccd_os::claude::managed_settings();
     let setting = retention::read_setting(config, managed.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
-    let live: Vec<String> = ccd_claude::registry::read_all(&config.sessions_dir())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| {
-            ccd_claude::liveness::check(e, probe.as_ref())
-                .liveness
-                .may_be_running()
-        })
-        .map(|e| e.session_id)
-        .collect();
+    let live: Vec<String> =
+        ccd_claude::liveness::running_entries(&config.sessions_dir(), probe.as_ref())
+            .into_iter()
+            .map(|e| e.session_id)
+            .collect();
     let live: Vec<&str> = live.iter().map(String::as_str).collect();
     let files = retention::scan(config);
     Ok(retention::assess(setting, &files, &live, SystemTime::now()))
