@@ -320,8 +320,11 @@ impl HolderTable {
 
     /// Calls `M` on `entry`'s shared input connection (see
     /// `input_conns`), opening it when there is none. A kept connection
-    /// found closed is replaced once; the whole call, queueing included,
-    /// takes at most [`rpc::CALL_TIMEOUT`].
+    /// found closed before the request was written whole is replaced once
+    /// and the request sent on the new one; a request written and then
+    /// met by a closed connection fails, never sent twice (the holder may
+    /// have typed it). The whole call, queueing included, takes at most
+    /// [`rpc::CALL_TIMEOUT`].
     pub async fn call_serialized<M: HolderMethod>(
         &self,
         entry: &HolderEntry,
@@ -345,7 +348,12 @@ impl HolderTable {
                 None => HolderConn::connect_hello(&entry.socket).await?,
             };
             let result = match conn.call::<M>(params).await {
-                Err(HolderError::Io(_) | HolderError::Closed) if reused => {
+                // Sent again only when the request never reached the
+                // holder whole (the kept connection was found closed as it
+                // was written): once written, the holder may have typed it.
+                Err(HolderError::Io(_) | HolderError::Closed)
+                    if reused && !conn.request_written() =>
+                {
                     tracing::debug!(holder = %entry.id, "kept input connection closed; reconnecting");
                     conn = HolderConn::connect_hello(&entry.socket).await?;
                     conn.call::<M>(params).await
@@ -734,5 +742,90 @@ mod tests {
         ]))
         .expect("clients");
         assert!(activity_of(&a) != activity_of(&attached));
+    }
+
+    /// A stand-in holder on `path` that answers `holder.hello` and the
+    /// first `holder.input` of each connection, and reads the second and
+    /// closes the connection without answering (as a holder would that
+    /// typed the keys and then went away). Counts the inputs it read.
+    async fn closing_holder(
+        listener: tokio::net::UnixListener,
+        inputs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        while let Ok((stream, _)) = listener.accept().await {
+            let inputs = inputs.clone();
+            tokio::spawn(async move {
+                let (rd, mut wr) = stream.into_split();
+                let mut lines = BufReader::new(rd).lines();
+                let mut answered = 0;
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                    let result = match v["method"].as_str() {
+                        Some("holder.hello") => json!({
+                            "protocol": h::HOLDER_PROTOCOL_VERSION,
+                            "holder_version": "test",
+                        }),
+                        Some("holder.input") => {
+                            inputs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            answered += 1;
+                            if answered > 1 {
+                                return; // read, acted on, never answered
+                            }
+                            json!({"ok": true})
+                        }
+                        _ => return,
+                    };
+                    let reply = json!({"jsonrpc": "2.0", "id": v["id"], "result": result});
+                    let mut out = serde_json::to_vec(&reply).unwrap_or_default();
+                    out.push(b'\n');
+                    if wr.write_all(&out).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    }
+
+    #[tokio::test]
+    async fn an_input_written_and_met_by_a_closed_connection_is_not_typed_twice() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let socket = dir.path().join("h1.sock");
+        let listener = tokio::net::UnixListener::bind(&socket).expect("bind");
+        let inputs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let server = tokio::spawn(closing_holder(listener, inputs.clone()));
+        let table = HolderTable::new(dir.path().to_path_buf(), crate::events::EventHub::default());
+        let mut e = entry(info("ready", 0));
+        e.socket = socket;
+        let keys = h::InputParams {
+            data: b"\x1b[Z".to_vec(),
+        };
+
+        // The first opens the kept connection and is answered.
+        table
+            .call_serialized::<h::Input>(&e, &keys)
+            .await
+            .expect("the first input is answered");
+        // The second is read by the holder, which then closes the kept
+        // connection unanswered: it fails, and is not sent again on a new
+        // connection (a Shift-Tab typed twice moves the mode twice).
+        let second = table.call_serialized::<h::Input>(&e, &keys).await;
+        assert!(
+            matches!(second, Err(HolderError::Closed | HolderError::Io(_))),
+            "{second:?}"
+        );
+        assert_eq!(
+            inputs.load(std::sync::atomic::Ordering::SeqCst),
+            2,
+            "the input the holder read was sent again"
+        );
+        // The failed connection is not kept: the next input goes through
+        // on a new one.
+        table
+            .call_serialized::<h::Input>(&e, &keys)
+            .await
+            .expect("a new connection after the closed one");
+        assert_eq!(inputs.load(std::sync::atomic::Ordering::SeqCst), 3);
+        server.abort();
     }
 }

@@ -164,6 +164,11 @@ pub struct HolderConn {
     /// The holder's pid (the socket's peer credentials), watched for a
     /// stop while a call waits.
     peer_pid: Option<u32>,
+    /// The last call's request was written whole to the socket, so the
+    /// holder may have acted on it even if no reply came: such a call is
+    /// never sent again (`HolderTable::call_serialized`; a key typed
+    /// twice is not the same key).
+    written: bool,
 }
 
 /// How long a control call may take.
@@ -192,6 +197,7 @@ impl HolderConn {
             next_id: 1,
             protocol: None,
             peer_pid,
+            written: false,
         })
     }
 
@@ -229,8 +235,16 @@ impl HolderConn {
         self.next_id += 1;
         let line = ccd_protocol::encode(&Request::new(id.clone(), method, Some(params)))
             .map_err(|e| HolderError::Decode(e.to_string()))?;
+        self.written = false;
         self.writer.write_all(&line).await?;
+        self.written = true;
         Ok(id)
+    }
+
+    /// Whether the last request was written whole to the socket (the
+    /// holder may have read it), whatever happened after.
+    pub fn request_written(&self) -> bool {
+        self.written
     }
 
     /// Reads until the response to `id`; notifications met are dropped.
