@@ -8,7 +8,8 @@
 //! with the `browser` feature a headless Chromium driven over WebDriver
 //! (`browser`, for `ccd web`'s tests); [`wait`]: polling a condition
 //! with a deadline; [`sandbox`]: a test's temp HOME, Claude config,
-//! socket and state dirs, and the environment pointing ccd there.
+//! socket and state dirs, and the environment pointing ccd there;
+//! [`notify`]: a `[notify]` command sink that keeps what it gets.
 //! Used by tests and benchmarks only.
 
 // No unsafe code here, and none may be added (docs/architecture.md,
@@ -20,6 +21,7 @@ pub mod bins;
 pub mod browser;
 pub mod fixtures;
 pub mod gen;
+pub mod notify;
 pub mod procs;
 pub mod sandbox;
 // Read from `/proc`: Linux only (tests that count wakeups are too).

@@ -12,50 +12,26 @@
 mod http;
 
 use ccd_notify::link::{Claims, KeyFile};
+use ccd_testkit::notify::CommandSink;
 use http::{wait_for, Sandbox, Web, T};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 
-/// A notifier script writing each notification's stdin to `<out>/<n>.json`,
-/// and the sandbox's config: `[notify]` with it and `web_public_url`.
-fn configure(sb: &Sandbox) -> PathBuf {
-    let out = sb.root.join("notified");
-    std::fs::create_dir_all(&out).unwrap();
-    let script = sb.root.join("notifier.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nn=$(date +%s%N)-$$\ncat > {0}/$n.json.tmp\nmv {0}/$n.json.tmp {0}/$n.json\n",
-            out.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(
-        sb.root.join("ccd.toml"),
-        format!(
-            "[notify]\ndesktop = false\nquiet_secs = 0\nreasons = [\"permission\"]\ncommand = [\"{}\"]\nweb_public_url = \"https://phone.example/ccd/\"\n",
-            script.display()
-        ),
-    )
-    .unwrap();
-    out
+/// A command sink keeping each notification, and the sandbox's config:
+/// `[notify]` with it and `web_public_url`.
+fn configure(sb: &Sandbox) -> CommandSink {
+    let sink = CommandSink::new(&sb.root);
+    sink.write_config(
+        &sb.root,
+        "quiet_secs = 0\nreasons = [\"permission\"]\nweb_public_url = \"https://phone.example/ccd/\"",
+    );
+    sink
 }
 
 /// The permission notifications of `sid` so far.
-fn notified(out: &Path, sid: &str) -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .filter_map(|p| serde_json::from_slice::<Value>(&std::fs::read(p).ok()?).ok())
-        .filter(|j| j["reason"] == "permission" && j["session"] == sid)
+fn notified(out: &CommandSink, sid: &str) -> Vec<Value> {
+    out.permissions()
+        .into_iter()
+        .filter(|j| j["session"] == sid)
         .collect()
 }
 
@@ -108,7 +84,7 @@ fn screen_has(sb: &Sandbox, sid: &str, text: &str) -> Option<()> {
 
 /// Sends `text` to `sid` through the page (logged in), and waits for the
 /// notification of its permission prompt; its prompt id and link token.
-fn ask(web: &Web, cookie: &str, out: &Path, sid: &str, text: &str) -> (String, String) {
+fn ask(web: &Web, cookie: &str, out: &CommandSink, sid: &str, text: &str) -> (String, String) {
     let before = notified(out, sid).len();
     let r = web.post(
         cookie,

@@ -9,70 +9,27 @@
 
 mod common;
 
+use ccd_testkit::notify::CommandSink;
 use common::{wait_for, Sandbox};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(20);
 
 /// A sandbox whose config has `notify` (a TOML table body) and a command
-/// sink writing each notification's stdin to `<out>/<n>.json` and its
-/// `CCD_NOTIFY_*` environment to `<out>/<n>.env`; the out folder.
-fn sandbox(notify: &str) -> (Sandbox, PathBuf) {
+/// sink keeping each notification's stdin and `CCD_NOTIFY_*` environment.
+fn sandbox(notify: &str) -> (Sandbox, CommandSink) {
     sandbox_with_env(notify, &[])
 }
 
 /// [`sandbox`] with `env` set for the daemon.
-fn sandbox_with_env(notify: &str, env: &[(&str, &str)]) -> (Sandbox, PathBuf) {
+fn sandbox_with_env(notify: &str, env: &[(&str, &str)]) -> (Sandbox, CommandSink) {
     let sb = Sandbox::with_env(env);
     let root = sb.tmp.path().canonicalize().unwrap();
-    let out = root.join("notified");
-    std::fs::create_dir_all(&out).unwrap();
-    let script = root.join("notifier.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nn=$(date +%s%N)-$$\nenv | grep '^CCD_NOTIFY_' | sort > {0}/$n.env\ncat > {0}/$n.json.tmp\nmv {0}/$n.json.tmp {0}/$n.json\n",
-            out.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let config = format!(
-        "[notify]\ndesktop = false\ncommand = [\"{}\"]\n{notify}\n",
-        script.display()
-    );
-    std::fs::write(root.join("ccd.toml"), config).unwrap();
-    (sb, out)
-}
-
-/// The notifications the command got so far, oldest first.
-fn notified(out: &Path) -> Vec<(Value, String)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|p| {
-            let json = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
-            let env = std::fs::read_to_string(p.with_extension("env")).unwrap_or_default();
-            (json, env)
-        })
-        .collect()
-}
-
-fn permissions(out: &Path) -> Vec<Value> {
-    notified(out)
-        .into_iter()
-        .map(|(j, _)| j)
-        .filter(|j| j["reason"] == "permission")
-        .collect()
+    let sink = CommandSink::new(&root);
+    sink.write_config(&root, notify);
+    (sb, sink)
 }
 
 #[test]
@@ -81,7 +38,7 @@ fn a_permission_prompt_runs_the_command_once_with_its_json_and_env() {
     let sid = sb.new_session("notified");
     sb.ok(&["send", &sid, "perm touch notified.txt"]);
     let n = wait_for(T, "the command's notification", || {
-        notified(&out).into_iter().next()
+        out.received().into_iter().next()
     });
     let (json, env) = n;
     assert_eq!(json["reason"], "permission", "{json}");
@@ -112,7 +69,7 @@ fn a_permission_prompt_runs_the_command_once_with_its_json_and_env() {
     );
     // The dialog stays (refreshes see it again): still one notification.
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(permissions(&out).len(), 1, "{:?}", notified(&out));
+    assert_eq!(out.permissions().len(), 1, "{:?}", out.received());
     // Approved with the notification's prompt id.
     sb.ok(&["approve", &sid, "--prompt", &prompt]);
     // Another dialog is notified.
@@ -121,10 +78,10 @@ fn a_permission_prompt_runs_the_command_once_with_its_json_and_env() {
     });
     sb.ok(&["send", &sid, "perm touch second.txt"]);
     wait_for(T, "the second dialog's notification", || {
-        let p = permissions(&out);
+        let p = out.permissions();
         (p.len() == 2).then_some(())
     });
-    assert_eq!(permissions(&out)[1]["detail"], "touch second.txt");
+    assert_eq!(out.permissions()[1]["detail"], "touch second.txt");
     let rec: Value = serde_json::from_slice(
         &std::fs::read(sb.state.join("notify-command.json")).expect("the sink's record"),
     )
@@ -148,10 +105,10 @@ fn a_prompt_answered_within_the_quiet_delay_is_not_sent() {
     let answered = Instant::now();
     std::thread::sleep(Duration::from_secs(6));
     assert!(
-        permissions(&out).is_empty(),
+        out.permissions().is_empty(),
         "answered {:?} ago, yet notified: {:?}",
         answered.elapsed(),
-        notified(&out)
+        out.received()
     );
     // Not answered: sent when the delay ends, not before.
     wait_for(T, "idle after the approved turn", || {
@@ -160,14 +117,14 @@ fn a_prompt_answered_within_the_quiet_delay_is_not_sent() {
     sb.ok(&["send", &sid, "perm touch unanswered.txt"]);
     let asked = Instant::now();
     wait_for(T, "the unanswered prompt's notification", || {
-        (permissions(&out).len() == 1).then_some(())
+        (out.permissions().len() == 1).then_some(())
     });
     assert!(
         asked.elapsed() >= Duration::from_secs(3),
         "sent after {:?}, before the quiet delay",
         asked.elapsed()
     );
-    assert_eq!(permissions(&out)[0]["detail"], "touch unanswered.txt");
+    assert_eq!(out.permissions()[0]["detail"], "touch unanswered.txt");
 }
 
 #[test]
@@ -177,13 +134,13 @@ fn the_rate_bound_drops_the_excess() {
     let b = sb.new_session("rate-b");
     sb.ok(&["send", &a, "perm touch a.txt"]);
     wait_for(T, "the first notification", || {
-        (permissions(&out).len() == 1).then_some(())
+        (out.permissions().len() == 1).then_some(())
     });
     sb.ok(&["send", &b, "perm touch b.txt"]);
     let logs = sb.logs_with(&["rate bound"]);
     assert!(logs.contains("rate bound"), "{logs}");
     std::thread::sleep(Duration::from_secs(1));
-    let p = permissions(&out);
+    let p = out.permissions();
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!(p[0]["session"], a.as_str());
 }
@@ -210,7 +167,7 @@ fn a_webhook_that_never_answers_is_abandoned_and_the_daemon_keeps_serving() {
     sb.ok(&["send", &sid, "perm touch hook.txt"]);
     // The command sink is not held up by the webhook's.
     wait_for(T, "the command's notification", || {
-        (permissions(&out).len() == 1).then_some(())
+        (out.permissions().len() == 1).then_some(())
     });
     // The daemon answers at once while the webhook hangs.
     let t = Instant::now();
@@ -365,7 +322,7 @@ fn a_finished_turn_and_an_ended_session_are_notified() {
     let sid = sb.new_session("turns");
     sb.ok(&["send", &sid, "a turn"]);
     let n = wait_for(T, "the turn_done notification", || {
-        notified(&out)
+        out.received()
             .into_iter()
             .map(|(j, _)| j)
             .find(|j| j["reason"] == "turn_done")
@@ -374,7 +331,7 @@ fn a_finished_turn_and_an_ended_session_are_notified() {
     assert_eq!(n["title"], "turns", "{n}");
     sb.ok(&["kill", &sid]);
     let n = wait_for(T, "the end's notification", || {
-        notified(&out)
+        out.received()
             .into_iter()
             .map(|(j, _)| j)
             .find(|j| j["reason"] == "exited" || j["reason"] == "failed")
@@ -385,12 +342,12 @@ fn a_finished_turn_and_an_ended_session_are_notified() {
     assert!(n["cwd"].as_str().unwrap_or("").ends_with("/turns"), "{n}");
     // Only what the config lists: no permission, no question.
     assert!(
-        notified(&out)
+        out.received()
             .iter()
             .all(|(j, _)| ["turn_done", "exited", "failed"]
                 .contains(&j["reason"].as_str().unwrap_or(""))),
         "{:?}",
-        notified(&out)
+        out.received()
     );
 }
 
@@ -402,7 +359,7 @@ fn a_reaped_session_is_notified_with_its_folder() {
     );
     let sid = sb.new_session_with_a_turn("reaped");
     let n = wait_for(T, "the reaped notification", || {
-        notified(&out).into_iter().map(|(j, _)| j).next()
+        out.received().into_iter().map(|(j, _)| j).next()
     });
     assert_eq!(n["reason"], "reaped", "idle, not the budget: {n}");
     assert_eq!(n["session"], sid.as_str(), "{n}");

@@ -13,59 +13,27 @@
 
 mod common;
 
+use ccd_testkit::notify::CommandSink;
 use common::pty::PtyRun;
 use common::{holder_info, next_event, wait_for, Sandbox};
-use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(20);
 
-/// A sandbox whose `[notify]` has `notify` and a command sink writing each
-/// notification to `<out>/<n>.json`; the out folder.
-fn sandbox(notify: &str) -> (Sandbox, PathBuf) {
+/// A sandbox whose `[notify]` has `notify`, `permission` its one reason,
+/// and a command sink keeping each notification.
+fn sandbox(notify: &str) -> (Sandbox, CommandSink) {
     sandbox_with_env(notify, &[])
 }
 
 /// [`sandbox`] with `env` set for every ccd process.
-fn sandbox_with_env(notify: &str, env: &[(&str, &str)]) -> (Sandbox, PathBuf) {
+fn sandbox_with_env(notify: &str, env: &[(&str, &str)]) -> (Sandbox, CommandSink) {
     let sb = Sandbox::with_env(env);
     let root = sb.tmp.path().canonicalize().unwrap();
-    let out = root.join("notified");
-    std::fs::create_dir_all(&out).unwrap();
-    let script = root.join("notifier.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nn=$(date +%s%N)-$$\ncat > {0}/$n.json.tmp\nmv {0}/$n.json.tmp {0}/$n.json\n",
-            out.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let config = format!(
-        "[notify]\ndesktop = false\ncommand = [\"{}\"]\nreasons = [\"permission\"]\n{notify}\n",
-        script.display()
-    );
-    std::fs::write(root.join("ccd.toml"), config).unwrap();
-    (sb, out)
-}
-
-/// The permission notifications the command got so far, oldest first.
-fn permissions(out: &Path) -> Vec<Value> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|p| serde_json::from_slice::<Value>(&std::fs::read(p).unwrap()).unwrap())
-        .filter(|j| j["reason"] == "permission")
-        .collect()
+    let sink = CommandSink::new(&root);
+    sink.write_config(&root, &format!("reasons = [\"permission\"]\n{notify}"));
+    (sb, sink)
 }
 
 /// A client subscribed to the daemon's `session.focus` events.
@@ -133,9 +101,9 @@ fn a_focused_terminal_holds_the_prompt_back_and_losing_the_focus_lets_the_next_t
     // Well past the quiet delay: held back, the person is looking.
     std::thread::sleep(Duration::from_secs(3));
     assert!(
-        permissions(&out).is_empty(),
+        out.permissions().is_empty(),
         "notified while focused: {:?}",
-        permissions(&out)
+        out.permissions()
     );
     approve(&sb, &sid);
 
@@ -144,9 +112,9 @@ fn a_focused_terminal_holds_the_prompt_back_and_losing_the_focus_lets_the_next_t
     await_focus(&mut ev, &sid, false);
     sb.ok(&["send", &sid, "perm touch away.txt"]);
     wait_for(T, "the prompt's notification once unfocused", || {
-        (permissions(&out).len() == 1).then_some(())
+        (out.permissions().len() == 1).then_some(())
     });
-    assert_eq!(permissions(&out)[0]["detail"], "touch away.txt");
+    assert_eq!(out.permissions()[0]["detail"], "touch away.txt");
     approve(&sb, &sid);
 
     // Focused again, then detached: a client that leaves is not focused.
@@ -161,9 +129,9 @@ fn a_focused_terminal_holds_the_prompt_back_and_losing_the_focus_lets_the_next_t
     await_focus(&mut ev, &sid, false);
     sb.ok(&["send", &sid, "perm touch left.txt"]);
     wait_for(T, "the prompt's notification once detached", || {
-        (permissions(&out).len() == 2).then_some(())
+        (out.permissions().len() == 2).then_some(())
     });
-    assert_eq!(permissions(&out)[1]["detail"], "touch left.txt");
+    assert_eq!(out.permissions()[1]["detail"], "touch left.txt");
 }
 
 #[test]
@@ -177,9 +145,9 @@ fn notify_when_focused_notifies_a_focused_session() {
     await_focus(&mut ev, &sid, true);
     sb.ok(&["send", &sid, "perm touch anyway.txt"]);
     wait_for(T, "the focused session's notification", || {
-        (permissions(&out).len() == 1).then_some(())
+        (out.permissions().len() == 1).then_some(())
     });
-    assert_eq!(permissions(&out)[0]["detail"], "touch anyway.txt");
+    assert_eq!(out.permissions()[0]["detail"], "touch anyway.txt");
     a.send(b"\x1c");
     assert_eq!(a.wait_exit(T), 0);
 }

@@ -9,6 +9,7 @@
 
 mod common;
 
+use ccd_testkit::notify::CommandSink;
 use common::real::{self, MockApi, MockUsage};
 use common::{ls_json, wait_for, Sandbox};
 use serde_json::{json, Value};
@@ -1581,32 +1582,13 @@ fn notify_version(version: &str) {
         return;
     };
     let root = sb.tmp.path().canonicalize().unwrap();
-    let out = root.join("notified");
-    std::fs::create_dir_all(&out).unwrap();
-    let script = root.join("notifier.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\ncat > {0}/n.json.tmp && mv {0}/n.json.tmp {0}/n.json\n",
-            out.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(
-        root.join("ccd.toml"),
-        format!(
-            "[notify]\ndesktop = false\nquiet_secs = 0\nreasons = [\"permission\"]\ncommand = [\"{}\"]\n",
-            script.display()
-        ),
-    )
-    .unwrap();
+    let out = CommandSink::new(&root);
+    out.write_config(&root, "quiet_secs = 0\nreasons = [\"permission\"]");
     let dir = sb.project("notified");
     let sid = asking_session(&sb, &dir, version);
     sb.ok(&["send", &sid, "TOOL:echo notified > notified.txt"]);
     let n: Value = wait_for(T, "the notification", || {
-        serde_json::from_slice(&std::fs::read(out.join("n.json")).ok()?).ok()
+        out.permissions().into_iter().next()
     });
     assert_eq!(n["reason"], "permission", "[{version}] {n}");
     assert_eq!(n["session"], sid.as_str(), "[{version}] {n}");
