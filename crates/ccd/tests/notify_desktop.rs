@@ -28,6 +28,16 @@ fn wait_screen(sb: &Sandbox, sid: &str, needle: &str) {
     });
 }
 
+/// Writes `text` as the sandbox's config file (`CCD_CONFIG`).
+fn write_config(sb: &Sandbox, text: &str) {
+    let (_, config) = sb
+        .env
+        .iter()
+        .find(|(k, _)| k == "CCD_CONFIG")
+        .expect("the sandbox names its config file");
+    std::fs::write(config, text).unwrap();
+}
+
 #[test]
 fn a_prompt_is_notified_with_its_command_and_approved_from_the_notification() {
     let Some(desk) = desk_or_skip() else { return };
@@ -149,18 +159,10 @@ fn an_action_on_a_prompt_answered_meanwhile_is_refused_and_says_so() {
 fn a_prompt_answered_elsewhere_or_whose_session_ended_is_taken_off_the_desktop() {
     let Some(desk) = desk_or_skip() else { return };
     let sb = sandbox(&desk);
-    let config = sb
-        .env
-        .iter()
-        .find(|(k, _)| k == "CCD_CONFIG")
-        .unwrap()
-        .1
-        .clone();
-    std::fs::write(
-        &config,
+    write_config(
+        &sb,
         "[notify]\nreasons = [\"permission\", \"question\"]\nquiet_secs = 0\n",
-    )
-    .unwrap();
+    );
     let sid = sb.new_session("withdrawn");
     let n = notifier(&sb, &desk);
     sb.ok(&["send", &sid, "perm touch answered.txt"]);
@@ -363,18 +365,7 @@ fn the_notify_table_of_the_config_decides_what_is_shown() {
     let Some(desk) = desk_or_skip() else { return };
     let sb = sandbox(&desk);
     // Exits only, at once (no quiet delay).
-    let config = sb
-        .env
-        .iter()
-        .find(|(k, _)| k == "CCD_CONFIG")
-        .unwrap()
-        .1
-        .clone();
-    std::fs::write(
-        &config,
-        "[notify]\nreasons = [\"exited\"]\nquiet_secs = 0\n",
-    )
-    .unwrap();
+    write_config(&sb, "[notify]\nreasons = [\"exited\"]\nquiet_secs = 0\n");
     let sid = sb.new_session("configured");
     let n = notifier(&sb, &desk);
     sb.ok(&["send", &sid, "perm touch never.txt"]);
