@@ -18,14 +18,7 @@ const T: Duration = Duration::from_secs(20);
 
 /// A session the fake ran outside ccd, then killed: dead, with a turn.
 fn dead_session(sb: &Sandbox, name: &str) -> (String, PathBuf, PathBuf) {
-    let dir = sb.project(name);
-    let sid = {
-        let ext = external(sb, &dir);
-        ext.sid.clone()
-    };
-    wait_for(T, "the session to be dead", || {
-        (common::row(sb, &sid)["state"] == "dead").then_some(())
-    });
+    let (sid, dir) = common::external::dead_session(sb, name);
     let transcript =
         ccd_claude::transcript::find_by_session_id(&sb.config.join("projects"), &sid).unwrap();
     (sid, dir, transcript)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::external::{external, resumed_outside};
+use common::external::{dead_session, external, resumed_outside};
 use common::pty::PtyRun;
 use common::{ls_json, wait_for, Sandbox};
 use serde_json::json;
@@ -307,20 +307,6 @@ fn a_dead_session_is_resumed_in_its_original_cwd_from_anywhere() {
     assert_eq!(r["cwd"], dir.to_str().unwrap());
     let held = r["writers"][0]["cwd"].as_str().unwrap().to_string();
     assert_eq!(held, dir.to_str().unwrap(), "resumed in the original cwd");
-}
-
-/// A session whose processes ended, with its cwd.
-fn dead_session(sb: &Sandbox, name: &str) -> (String, std::path::PathBuf) {
-    let dir = sb.project(name);
-    let sid = {
-        let ext = external(sb, &dir);
-        ext.sid.clone()
-        // dropped: SIGKILL, the registry entry stays behind
-    };
-    wait_for(T, "the session to be dead", || {
-        (common::row(sb, &sid)["state"] == "dead").then_some(())
-    });
-    (sid, dir)
 }
 
 /// Pids of running `ccd __holder` processes of this sandbox.

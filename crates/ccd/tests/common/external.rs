@@ -114,3 +114,14 @@ pub fn external(sb: &Sandbox, dir: &Path) -> External {
         transcript,
     }
 }
+
+/// A session the fake ran outside ccd, then killed (SIGKILL: its registry
+/// entry stays behind), once ccd lists it dead; its id and folder.
+pub fn dead_session(sb: &Sandbox, name: &str) -> (String, PathBuf) {
+    let dir = sb.project(name);
+    let sid = external(sb, &dir).sid.clone();
+    wait_for(T, "the session to be dead", || {
+        (super::row(sb, &sid)["state"] == "dead").then_some(())
+    });
+    (sid, dir)
+}
