@@ -463,6 +463,18 @@ fn daemon_pid(w: &World) -> Option<u32> {
 /// sessions' holders running, and the new daemon adopts them; `ccd service
 /// uninstall` stops the daemon and leaves them too. (With systemd's
 /// default, `control-group`, the restart kills every holder.)
+/// Waits until the daemon serves the holders `holders` again (adopted by
+/// a new daemon), and `sid`'s screen answers.
+fn adopted(w: &World, holders: &[u32], sid: &str) {
+    common::wait_for(
+        std::time::Duration::from_secs(10),
+        "the session adopted",
+        || (w.sb.holder_pids() == holders).then_some(()),
+    );
+    let o = w.run(&["screen", sid]);
+    assert!(o.status.success(), "{}", out(&o));
+}
+
 #[test]
 fn under_a_real_user_manager_a_restart_keeps_the_held_sessions() {
     let w = World::new();
@@ -513,13 +525,7 @@ fn under_a_real_user_manager_a_restart_keeps_the_held_sessions() {
         "the restart killed the holder"
     );
     // Adopted: the new daemon serves the session.
-    common::wait_for(
-        std::time::Duration::from_secs(10),
-        "the session adopted",
-        || (w.sb.holder_pids() == holders).then_some(()),
-    );
-    let o = w.run(&["screen", &sid]);
-    assert!(o.status.success(), "{}", out(&o));
+    adopted(&w, &holders, &sid);
 
     let o = w.run(&["service", "status"]);
     let said = out(&o);
@@ -613,11 +619,5 @@ fn a_daemon_running_outside_the_service_is_left_and_the_switch_keeps_its_session
         },
     );
     assert_ne!(service, outside);
-    common::wait_for(
-        std::time::Duration::from_secs(10),
-        "the session adopted",
-        || (w.sb.holder_pids() == holders).then_some(()),
-    );
-    let o = w.run(&["screen", &sid]);
-    assert!(o.status.success(), "{}", out(&o));
+    adopted(&w, &holders, &sid);
 }
