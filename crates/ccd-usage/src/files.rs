@@ -23,13 +23,16 @@ pub struct Transcript {
 }
 
 /// Every transcript under `<config_root>/projects`, sorted by path.
+///
+/// The order is made as the walk goes: each folder's entries are taken
+/// in name order (a folder's files before the next name's), which is the
+/// order of the paths compared component by component, without sorting
+/// 10,000 paths that way afterwards (a warm `ccd ls` paid ~4% of its time
+/// for it).
 pub fn transcripts(config_root: &Path) -> Vec<Transcript> {
     let projects = config_root.join("projects");
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(&projects) else {
-        return out;
-    };
-    for e in rd.flatten() {
+    for e in sorted_entries(&projects) {
         let Ok(ft) = e.file_type() else { continue };
         if !ft.is_dir() {
             continue;
@@ -37,15 +40,21 @@ pub fn transcripts(config_root: &Path) -> Vec<Transcript> {
         let project = e.file_name().to_string_lossy().into_owned();
         walk(&e.path(), &project, None, 1, &mut out);
     }
-    out.sort();
     out
 }
 
-fn walk(dir: &Path, project: &str, session: Option<&str>, depth: usize, out: &mut Vec<Transcript>) {
+/// A folder's entries in name order (none when it cannot be read).
+fn sorted_entries(dir: &Path) -> Vec<std::fs::DirEntry> {
     let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
-    for e in rd.flatten() {
+    let mut v: Vec<_> = rd.flatten().map(|e| (e.file_name(), e)).collect();
+    v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    v.into_iter().map(|(_, e)| e).collect()
+}
+
+fn walk(dir: &Path, project: &str, session: Option<&str>, depth: usize, out: &mut Vec<Transcript>) {
+    for e in sorted_entries(dir) {
         let Ok(ft) = e.file_type() else { continue };
         let name = e.file_name().to_string_lossy().into_owned();
         if ft.is_dir() {
@@ -100,5 +109,31 @@ mod tests {
         assert!(t
             .iter()
             .any(|t| t.path.ends_with("s1/subagents/agent-x.jsonl")));
+    }
+
+    #[test]
+    fn the_walk_yields_the_paths_in_their_sorted_order() {
+        // Names that sort differently as bytes and as components ('-' and
+        // '.' are below '/'), files beside the folder of the same stem.
+        let d = tempfile::tempdir().unwrap();
+        for p in ["a-b", "a", "a.b", "b"] {
+            let dir = d.path().join("projects").join(p);
+            std::fs::create_dir_all(dir.join("s/subagents")).unwrap();
+            std::fs::create_dir_all(dir.join("s-x")).unwrap();
+            for f in [
+                "s.jsonl",
+                "s-x.jsonl",
+                "s/subagents/agent-1.jsonl",
+                "s-x/z.jsonl",
+                "r.jsonl",
+            ] {
+                std::fs::write(dir.join(f), "").unwrap();
+            }
+        }
+        let t = transcripts(d.path());
+        assert_eq!(t.len(), 20);
+        let mut sorted = t.clone();
+        sorted.sort();
+        assert_eq!(t, sorted);
     }
 }

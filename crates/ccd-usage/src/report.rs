@@ -11,6 +11,7 @@ use crate::files::Transcript;
 use crate::prices::PriceTable;
 use crate::tally::{dedupe, FileUsage, Tokens};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use time::{Date, Duration, OffsetDateTime, UtcOffset};
 
@@ -106,26 +107,36 @@ pub fn build(files: &[(&Transcript, &FileUsage)], prices: &PriceTable, q: &Query
         }
         let model = u.model(m);
         let folder = || u.cwd.clone().unwrap_or_else(|| t.project.clone());
-        let key = match q.by {
-            By::Day => date.to_string(),
+        // By session (what `ccd ls` asks for, over every message) the key
+        // is borrowed: a row already there costs no allocation.
+        let key: Cow<'_, str> = match q.by {
+            By::Day => date.to_string().into(),
             By::Week => {
                 let back = i64::from(date.weekday().number_days_from_sunday());
-                (date - Duration::days(back)).to_string()
+                (date - Duration::days(back)).to_string().into()
             }
-            By::Month => format!("{:04}-{:02}", date.year(), u8::from(date.month())),
-            By::Session => t.session.clone(),
-            By::Folder => folder(),
-            By::Model => model.unwrap_or(NO_MODEL_NAME).to_owned(),
+            By::Month => format!("{:04}-{:02}", date.year(), u8::from(date.month())).into(),
+            By::Session => Cow::Borrowed(t.session.as_str()),
+            By::Folder => folder().into(),
+            By::Model => Cow::Borrowed(model.unwrap_or(NO_MODEL_NAME)),
         };
-        let row = rows.entry(key.clone()).or_insert_with(|| Row {
-            key,
-            first: m.at,
-            last: m.at,
-            folder: (q.by == By::Session).then(folder),
-            ..Row::default()
-        });
+        let row = match rows.get_mut(key.as_ref()) {
+            Some(r) => r,
+            None => {
+                let key = key.into_owned();
+                rows.entry(key.clone()).or_insert_with(|| Row {
+                    key,
+                    first: m.at,
+                    last: m.at,
+                    folder: (q.by == By::Session).then(folder),
+                    ..Row::default()
+                })
+            }
+        };
+        // Priced once for the row and the total.
+        let cost = prices.cost(model, &m.tokens);
         for r in [row, &mut total] {
-            add(r, model, &m.tokens, m.at, prices);
+            add(r, model, &m.tokens, m.at, cost);
         }
     }
     if total.models.is_empty() && total.total_tokens == 0 {
@@ -138,7 +149,7 @@ pub fn build(files: &[(&Transcript, &FileUsage)], prices: &PriceTable, q: &Query
     }
 }
 
-fn add(r: &mut Row, model: Option<&str>, t: &Tokens, at: i64, prices: &PriceTable) {
+fn add(r: &mut Row, model: Option<&str>, t: &Tokens, at: i64, cost: Option<f64>) {
     if r.total_tokens == 0 && r.models.is_empty() && r.unpriced.is_empty() {
         r.first = at;
         r.last = at;
@@ -148,11 +159,16 @@ fn add(r: &mut Row, model: Option<&str>, t: &Tokens, at: i64, prices: &PriceTabl
     r.first = r.first.min(at);
     r.last = r.last.max(at);
     let name = model.unwrap_or(NO_MODEL_NAME);
-    r.models.insert(name.to_owned());
-    match prices.cost(model, t) {
+    // Checked before inserting: a model already named allocates nothing.
+    if !r.models.contains(name) {
+        r.models.insert(name.to_owned());
+    }
+    match cost {
         Some(c) => r.cost_usd += c,
         None => {
-            r.unpriced.insert(name.to_owned());
+            if !r.unpriced.contains(name) {
+                r.unpriced.insert(name.to_owned());
+            }
         }
     }
 }
