@@ -91,6 +91,7 @@ pub fn build(files: &[(&Transcript, &FileUsage)], prices: &PriceTable, q: &Query
         key: "total".into(),
         ..Row::default()
     };
+    let mut last_price: Option<(&str, Option<&crate::prices::Price>)> = None;
     for (fi, m) in dedupe(&usages) {
         // A message without tokens adds nothing, not even a row (ccusage
         // lists none for it either).
@@ -133,8 +134,18 @@ pub fn build(files: &[(&Transcript, &FileUsage)], prices: &PriceTable, q: &Query
                 })
             }
         };
-        // Priced once for the row and the total.
-        let cost = prices.cost(model, &m.tokens);
+        // Priced once for the row and the total, the model's price looked
+        // up again only when the model changes (a file's messages mostly
+        // name one).
+        let price = match (&last_price, model) {
+            (Some((name, p)), Some(mm)) if *name == mm => *p,
+            _ => {
+                let p = model.and_then(|mm| prices.get(mm));
+                last_price = model.map(|mm| (mm, p));
+                p
+            }
+        };
+        let cost = price.map(|p| p.cost(&m.tokens));
         for r in [row, &mut total] {
             add(r, model, &m.tokens, m.at, cost);
         }
