@@ -352,6 +352,6 @@ pub fn real_sandbox(mock: &MockApi, claude: &Path, version: &str) -> Sandbox {
     let bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
     std::fs::create_dir_all(&sb.config).expect("the config dir");
     std::fs::write(sb.config.join(".claude.json"), &bytes).expect(".claude.json");
-    std::fs::write(sb.home.join(".claude.json"), &bytes).expect("~/.claude.json");
+    std::fs::write(sb.home.join(".claude.json"), &bytes).expect("the sandbox HOME's .claude.json");
     sb
 }
