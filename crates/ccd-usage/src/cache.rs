@@ -109,14 +109,14 @@ impl UsageCache {
             Ok(_) => match std::fs::read(path) {
                 Ok(b) => b,
                 Err(e) => {
-                    tracing::debug!(path = %path.display(), error = %e, "usage cache unreadable");
+                    tracing::trace!(path = %path.display(), error = %e, "usage cache unreadable");
                     return Self::default();
                 }
             },
             Err(_) => return Self::default(),
         };
         let Some(body) = bytes.strip_prefix(MAGIC.as_slice()) else {
-            tracing::debug!(path = %path.display(), "not a usage cache, rebuilt");
+            tracing::trace!(path = %path.display(), "not a usage cache, rebuilt");
             return Self::default();
         };
         match postcard::from_bytes::<Stored>(body) {
@@ -124,11 +124,11 @@ impl UsageCache {
                 files: s.files.into_iter().collect(),
             },
             Ok(s) => {
-                tracing::debug!(format = s.format, "usage cache of another format, rebuilt");
+                tracing::trace!(format = s.format, "usage cache of another format, rebuilt");
                 Self::default()
             }
             Err(e) => {
-                tracing::debug!(error = %e, "usage cache undecodable, rebuilt");
+                tracing::trace!(error = %e, "usage cache undecodable, rebuilt");
                 Self::default()
             }
         }
@@ -235,7 +235,7 @@ fn update(path: &Path, entry: Option<Entry>, buf: &mut Vec<u8>, st: &mut Refresh
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) => {
-            tracing::debug!(path = %path.display(), error = %e, "transcript gone or unreadable");
+            tracing::trace!(path = %path.display(), error = %e, "transcript gone or unreadable");
             st.failed += 1;
             return None;
         }
@@ -265,7 +265,7 @@ fn update(path: &Path, entry: Option<Entry>, buf: &mut Vec<u8>, st: &mut Refresh
     let r = match r {
         Ok(r) => r,
         Err(e) => {
-            tracing::debug!(path = %path.display(), error = %e, "transcript unreadable");
+            tracing::trace!(path = %path.display(), error = %e, "transcript unreadable");
             st.failed += 1;
             return None;
         }

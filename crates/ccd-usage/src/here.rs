@@ -23,7 +23,7 @@ pub fn report(
     let before = cache.len();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let r = cache.refresh(&files, threads);
-    tracing::debug!(
+    tracing::trace!(
         files = files.len(),
         unchanged = r.unchanged,
         appended = r.appended,
