@@ -40,7 +40,9 @@ fn the_holder_submits_and_answers_the_prompt_only_on_a_version_3_connection() {
     assert_eq!(code_of(e), ErrorCode::MethodNotFound.code());
 
     let mut w = ccd_holder::HolderClient::connect(&env.socket()).expect("connect");
-    assert_eq!(w.hello().expect("hello"), h::WALK_VERSION);
+    // Hello negotiates the holder's newest version, which has the walks
+    // (version 3 added them; 4, focus reports, kept them).
+    assert_eq!(w.hello().expect("hello"), h::HOLDER_PROTOCOL_VERSION);
     // No prompt on screen: refused, nothing typed.
     let e = w.call::<h::Respond>(&respond).expect_err("no prompt");
     assert_eq!(code_of(e), ErrorCode::PromptNotShown.code());
