@@ -45,6 +45,9 @@ pub async fn dispatch(
         MethodId::SessionsRestore => {
             typed::<s::SessionsRestore, _>(params, |p| sessions::restore(ctx, p)).await
         }
+        MethodId::SessionsSearch => {
+            typed::<s::SessionsSearch, _>(params, |p| sessions::search(ctx, p)).await
+        }
         MethodId::SessionsGet => {
             typed::<s::SessionsGet, _>(params, |p| sessions::get(ctx, p)).await
         }

@@ -176,6 +176,7 @@ method_table! {
     SessionsGet => session::SessionsGet,
     SessionsCosts => session::SessionsCosts,
     SessionsRestore => session::SessionsRestore,
+    SessionsSearch => session::SessionsSearch,
     SessionNew => session::SessionNew,
     SessionFork => session::SessionFork,
     SessionKill => session::SessionKill,

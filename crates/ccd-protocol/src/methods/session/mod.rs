@@ -13,7 +13,8 @@
 //! - `input`: `session.send` and `session.respond` (typing into a
 //!   session);
 //! - `trim`: `session.trim`;
-//! - `restore`: `sessions.restore` and the restore record.
+//! - `restore`: `sessions.restore` and the restore record;
+//! - `search`: `sessions.search` (content search).
 //!
 //! Session state is computed from Claude Code's registry at the moment of
 //! each request, never from a cache, so two calls may disagree.
@@ -23,6 +24,7 @@ mod input;
 mod lifecycle;
 mod restore;
 mod screen;
+mod search;
 mod tail;
 mod trim;
 
@@ -31,6 +33,7 @@ pub use input::*;
 pub use lifecycle::*;
 pub use restore::*;
 pub use screen::*;
+pub use search::*;
 pub use tail::*;
 pub use trim::*;
 
