@@ -1623,53 +1623,6 @@ fn real_cli_a_permission_prompt_is_notified_with_its_command() {
     }
 }
 
-/// Every process the sandbox's sessions run in, ccd's and Claude Code's:
-/// the daemon and the holders (by their environment, which names the
-/// sandbox's socket dir) and each held `claude` with what runs under it.
-fn sandbox_processes(sb: &Sandbox, claudes: &[u32]) -> Vec<u32> {
-    let needle = format!("CCD_SOCKET_DIR={}", sb.sock.display());
-    let me = std::process::id();
-    let mut pids: Vec<u32> = ccd_testkit::procs::pids()
-        .into_iter()
-        .filter(|&p| p != me && ccd_testkit::procs::has_env(p, &needle))
-        .collect();
-    let mut todo = claudes.to_vec();
-    while let Some(p) = todo.pop() {
-        if !pids.contains(&p) {
-            pids.push(p);
-        }
-        todo.extend(ccd_testkit::procs::children(p).into_iter().map(|(c, _)| c));
-    }
-    pids
-}
-
-/// The simulated reboot (issue 54): every ccd and claude process of the
-/// sandbox SIGKILLed by pid, the socket and runtime dir removed, and a new
-/// boot id (`CCD_TEST_BOOT_ID`); Claude Code's config dir (transcripts,
-/// registry entries naming dead pids) and ccd's state dir stay, as on a
-/// disk.
-fn simulated_reboot(sb: &mut Sandbox, claudes: &[u32], boot: &str) {
-    let pids = sandbox_processes(sb, claudes);
-    assert!(
-        claudes.iter().all(|c| pids.contains(c)) && pids.len() > claudes.len(),
-        "the daemon, the holders and the claudes: {pids:?}"
-    );
-    for &p in &pids {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(p as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    wait_for(Duration::from_secs(10), "every process gone", || {
-        pids.iter()
-            .all(|&p| ccd_testkit::procs::gone(p))
-            .then_some(())
-    });
-    let _ = std::fs::remove_dir_all(&sb.sock);
-    sb.env.retain(|(k, _)| k != "CCD_TEST_BOOT_ID");
-    sb.env.push(("CCD_TEST_BOOT_ID".into(), boot.into()));
-}
-
 /// The footer's mode indicator words on the session's screen, if any.
 fn footer_mode(sb: &Sandbox, sid: &str) -> Option<&'static str> {
     let rows = sb.model_rows(sid).join("\n");
@@ -1755,7 +1708,7 @@ fn restore_version(version: &str) {
             .then_some(())
     });
 
-    simulated_reboot(&mut sb, &[claude_pid], &format!("boot-2-{version}"));
+    sb.simulate_reboot(&[claude_pid], &format!("boot-2-{version}"));
     // The daemon starts (as at login) and lists it as lost.
     let _ = sb.client_or_start();
     let r = wait_for(T, "the session listed as lost", || {

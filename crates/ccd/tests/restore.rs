@@ -15,43 +15,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn set_env(sb: &mut Sandbox, key: &str, value: &str) {
-    sb.env.retain(|(k, _)| k != key);
-    sb.env.push((key.into(), value.into()));
-}
-
-/// Every process of this sandbox (the daemon, the holders, the claudes),
-/// by its environment.
-fn sandbox_pids(sb: &Sandbox) -> Vec<u32> {
-    let needle = format!("CCD_SOCKET_DIR={}", sb.sock.display());
-    let me = std::process::id();
-    ccd_testkit::procs::pids()
-        .into_iter()
-        .filter(|&p| p != me && ccd_testkit::procs::has_env(p, &needle))
-        .collect()
-}
-
-/// The simulated reboot (see the module doc), to boot id `boot`.
-fn reboot(sb: &mut Sandbox, boot: &str) {
-    let pids = sandbox_pids(sb);
-    assert!(!pids.is_empty(), "something to kill");
-    for &p in &pids {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(p as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    wait_for(Duration::from_secs(10), "every process gone", || {
-        pids.iter()
-            .all(|&p| ccd_testkit::procs::gone(p))
-            .then_some(())
-    });
-    let _ = std::fs::remove_dir_all(&sb.sock);
-    // Claude Code's own registry entries (in the config dir, which a
-    // reboot keeps) name dead pids now, as after a real reboot.
-    set_env(sb, "CCD_TEST_BOOT_ID", boot);
-}
-
 fn config(sb: &Sandbox, text: &str) {
     let path = sb.tmp.path().join("ccd.toml");
     let path = std::fs::canonicalize(sb.tmp.path())
@@ -251,7 +214,7 @@ const MODES: [&str; 4] = ["default", "acceptEdits", "plan", "bypassPermissions"]
 #[test]
 fn after_a_reboot_ccd_restore_brings_twenty_sessions_back_as_they_were() {
     let mut sb = Sandbox::with_env(&[("CCD_REAP_IDLE_SECS", "6")]);
-    set_env(&mut sb, "CCD_TEST_BOOT_ID", "boot-1");
+    sb.set_env("CCD_TEST_BOOT_ID", "boot-1");
     config(&sb, "restore_at_once = 3\n");
     let dirs = folders(&sb, 20);
     let mut started: Vec<Started> = dirs
@@ -300,7 +263,7 @@ fn after_a_reboot_ccd_restore_brings_twenty_sessions_back_as_they_were() {
     eprintln!("record before the reboot: {:#}", record(&sb));
     // The folder of one is gone after the reboot.
     let gone = started.pop().expect("one");
-    reboot(&mut sb, "boot-2");
+    sb.simulate_reboot(&[], "boot-2");
     std::fs::remove_dir_all(&gone.folder).expect("remove a folder");
 
     let _ = sb.client_or_start();
@@ -363,7 +326,7 @@ fn after_a_reboot_ccd_restore_brings_twenty_sessions_back_as_they_were() {
 #[test]
 fn restore_auto_brings_them_back_at_daemon_start_and_off_forgets_them() {
     let mut sb = Sandbox::new();
-    set_env(&mut sb, "CCD_TEST_BOOT_ID", "boot-1");
+    sb.set_env("CCD_TEST_BOOT_ID", "boot-1");
     config(&sb, "restore = \"auto\"\nrestore_at_once = 2\n");
     let dirs = folders(&sb, 5);
     let started: Vec<Started> = dirs
@@ -376,7 +339,7 @@ fn restore_auto_brings_them_back_at_daemon_start_and_off_forgets_them() {
     wait_for(Duration::from_secs(20), "the record", || {
         (recorded_sessions(&record(&sb), "held") == want).then_some(())
     });
-    reboot(&mut sb, "boot-2");
+    sb.simulate_reboot(&[], "boot-2");
     // The daemon starts (through a client) and restores on its own, at
     // most two at a time.
     let mut c = sb.client_or_start();
@@ -418,7 +381,7 @@ fn restore_auto_brings_them_back_at_daemon_start_and_off_forgets_them() {
         "the record of the restored ones",
         || (recorded_sessions(&record(&sb), "held") == want).then_some(()),
     );
-    reboot(&mut sb, "boot-3");
+    sb.simulate_reboot(&[], "boot-3");
     let _ = sb.client_or_start();
     let rows = ls_json(&sb);
     assert!(
@@ -438,7 +401,7 @@ fn restore_auto_brings_them_back_at_daemon_start_and_off_forgets_them() {
 #[test]
 fn a_restore_slot_is_let_go_at_the_prompt_not_after_the_settle_check() {
     let mut sb = Sandbox::with_env(&[("CCD_RESUME_SETTLE_MS", "8000")]);
-    set_env(&mut sb, "CCD_TEST_BOOT_ID", "boot-1");
+    sb.set_env("CCD_TEST_BOOT_ID", "boot-1");
     config(&sb, "restore_at_once = 1\n");
     let dirs = folders(&sb, 2);
     let started: Vec<Started> = dirs
@@ -451,7 +414,7 @@ fn a_restore_slot_is_let_go_at_the_prompt_not_after_the_settle_check() {
     wait_for(Duration::from_secs(20), "the record", || {
         (recorded_sessions(&record(&sb), "held") == want).then_some(())
     });
-    reboot(&mut sb, "boot-2");
+    sb.simulate_reboot(&[], "boot-2");
     let _ = sb.client_or_start();
     let mut ev = sb.client();
     ev.call_value(
@@ -504,7 +467,7 @@ fn a_restore_slot_is_let_go_at_the_prompt_not_after_the_settle_check() {
 #[test]
 fn a_daemon_restart_is_no_reboot_but_every_holder_gone_is() {
     let mut sb = Sandbox::new();
-    set_env(&mut sb, "CCD_TEST_BOOT_ID", "boot-1");
+    sb.set_env("CCD_TEST_BOOT_ID", "boot-1");
     let dirs = folders(&sb, 2);
     let started: Vec<Started> = dirs
         .iter()
@@ -530,7 +493,7 @@ fn a_daemon_restart_is_no_reboot_but_every_holder_gone_is() {
     assert_eq!(row(&sb, &a)["state"], "live");
     assert!(recorded_sessions(&record(&sb), "lost").is_empty());
     // Every process gone on the same boot (no exit recorded): lost.
-    reboot(&mut sb, "boot-1");
+    sb.simulate_reboot(&[], "boot-1");
     let _ = sb.client_or_start();
     assert_eq!(recorded_sessions(&record(&sb), "lost"), want);
     assert_eq!(row(&sb, &a)["ccd"]["lifecycle"], "lost");
@@ -589,7 +552,7 @@ fn a_garbage_record_is_moved_aside_and_reported_never_fatal() {
 #[test]
 fn the_record_survives_sigkill_at_any_moment() {
     let mut sb = Sandbox::new();
-    set_env(&mut sb, "CCD_TEST_BOOT_ID", "boot-1");
+    sb.set_env("CCD_TEST_BOOT_ID", "boot-1");
     let mut made: HashSet<String> = HashSet::new();
     let mut rng = 0x9e37_79b9_u64;
     let mut next = move || {
@@ -632,7 +595,7 @@ fn the_record_survives_sigkill_at_any_moment() {
             ids
         });
         std::thread::sleep(Duration::from_millis(300 + next() % 2500));
-        for p in sandbox_pids(&sb) {
+        for p in sb.processes(&[]) {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(p as i32),
                 nix::sys::signal::Signal::SIGKILL,

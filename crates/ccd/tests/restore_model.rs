@@ -11,35 +11,6 @@ use common::*;
 use serde_json::Value;
 use std::time::Duration;
 
-fn set_env(sb: &mut Sandbox, key: &str, value: &str) {
-    sb.env.retain(|(k, _)| k != key);
-    sb.env.push((key.into(), value.into()));
-}
-
-/// The simulated reboot, to boot id `boot`.
-fn reboot(sb: &mut Sandbox, boot: &str) {
-    let needle = format!("CCD_SOCKET_DIR={}", sb.sock.display());
-    let me = std::process::id();
-    let pids: Vec<u32> = ccd_testkit::procs::pids()
-        .into_iter()
-        .filter(|&p| p != me && ccd_testkit::procs::has_env(p, &needle))
-        .collect();
-    assert!(!pids.is_empty(), "something to kill");
-    for &p in &pids {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(p as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    wait_for(Duration::from_secs(10), "every process gone", || {
-        pids.iter()
-            .all(|&p| ccd_testkit::procs::gone(p))
-            .then_some(())
-    });
-    let _ = std::fs::remove_dir_all(&sb.sock);
-    set_env(sb, "CCD_TEST_BOOT_ID", boot);
-}
-
 /// The recorded model of each held session in `held.json`.
 fn recorded_model(sb: &Sandbox, sid: &str) -> Option<String> {
     let text = std::fs::read_to_string(sb.state.join("held.json")).ok()?;
@@ -66,7 +37,7 @@ fn argv_of(sb: &Sandbox, sid: &str) -> Vec<String> {
 #[test]
 fn a_model_switched_with_slash_model_is_the_one_restored() {
     let mut sb = Sandbox::new();
-    set_env(&mut sb, "CCD_TEST_BOOT_ID", "boot-1");
+    sb.set_env("CCD_TEST_BOOT_ID", "boot-1");
     let start = |name: &str| {
         let dir = sb.project(name);
         let sid = sb
@@ -130,7 +101,7 @@ fn a_model_switched_with_slash_model_is_the_one_restored() {
     sb.ok(&["send", &cleared, "on the new conversation"]);
     sb.wait_for_row(&cleared, "echo: on the new conversation");
 
-    reboot(&mut sb, "boot-2");
+    sb.simulate_reboot(&[], "boot-2");
     let _ = sb.client_or_start();
     let out = sb.run(&["restore", "--json"]);
     assert!(

@@ -233,6 +233,58 @@ impl Sandbox {
         self.type_keys(sid, format!("flood {bytes}\r").as_bytes());
     }
 
+    /// Sets (or replaces) an environment variable of every later `ccd`
+    /// this sandbox runs.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.into(), value.into()));
+    }
+
+    /// Every process of this sandbox: the daemon and the holders (by
+    /// their environment, which names the sandbox's socket dir) and each
+    /// of `roots` (a `claude` outside that environment: the real CLI)
+    /// with everything that runs under it. Never this test's own process.
+    pub fn processes(&self, roots: &[u32]) -> Vec<u32> {
+        let needle = format!("CCD_SOCKET_DIR={}", self.sock.display());
+        let me = std::process::id();
+        let mut pids: Vec<u32> = ccd_testkit::procs::pids()
+            .into_iter()
+            .filter(|&p| p != me && ccd_testkit::procs::has_env(p, &needle))
+            .collect();
+        let mut todo = roots.to_vec();
+        while let Some(p) = todo.pop() {
+            if !pids.contains(&p) {
+                pids.push(p);
+            }
+            todo.extend(ccd_testkit::procs::children(p).into_iter().map(|(c, _)| c));
+        }
+        pids
+    }
+
+    /// The simulated reboot (issue 54): every process of the sandbox
+    /// ([`Sandbox::processes`] with `roots`) SIGKILLed by pid, the socket
+    /// and runtime dir removed, and a new boot id (`CCD_TEST_BOOT_ID`);
+    /// Claude Code's config dir (transcripts, registry entries naming dead
+    /// pids now, as after a real reboot) and ccd's state dir stay, as on
+    /// a disk.
+    pub fn simulate_reboot(&mut self, roots: &[u32], boot: &str) {
+        let pids = self.processes(roots);
+        assert!(
+            roots.iter().all(|c| pids.contains(c)) && pids.len() > roots.len(),
+            "the daemon, the holders and the claudes: {pids:?}"
+        );
+        for &p in &pids {
+            kill_hard(p);
+        }
+        wait_for(Duration::from_secs(10), "every process gone", || {
+            pids.iter()
+                .all(|&p| ccd_testkit::procs::gone(p))
+                .then_some(())
+        });
+        let _ = std::fs::remove_dir_all(&self.sock);
+        self.set_env("CCD_TEST_BOOT_ID", boot);
+    }
+
     /// The holder processes' pids (from their sockets' peers is not
     /// available; read from the daemon's view).
     pub fn holder_pids(&self) -> Vec<u32> {
@@ -270,20 +322,18 @@ impl Drop for Sandbox {
         let _ = self.run(&["daemon", "stop", "--kill-sessions"]);
         // Last resort: any process still carrying this sandbox's socket dir
         // (a holder nobody could reach) is ended by pid.
-        let needle = format!("CCD_SOCKET_DIR={}", self.sock.display());
-        let me = std::process::id();
-        for pid in ccd_testkit::procs::pids() {
-            if pid == me {
-                continue;
-            }
-            if ccd_testkit::procs::has_env(pid, &needle) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
+        for pid in self.processes(&[]) {
+            kill_hard(pid);
         }
     }
+}
+
+/// SIGKILL to `pid` (one this test started).
+fn kill_hard(pid: u32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
 }
 
 /// What a holder may hold in a flood with one stuck client, from its
