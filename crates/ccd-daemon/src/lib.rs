@@ -17,7 +17,7 @@
 //!   session) and the async client that talks to them;
 //! - [`tasks`] holds the long-running background tasks (refreshing and
 //!   reaping the holders, the registry watch, the cost sampler, log
-//!   pruning, the restore record), started by [`server`] over the services
+//!   pruning, the restore record, the usage reader), started by [`server`] over the services
 //!   below them;
 //! - [`restore`] keeps the restore record (what ccd holds, in the state
 //!   dir) and tells, at start, the sessions a reboot lost.
@@ -54,6 +54,7 @@ pub mod session_ops;
 pub mod startup;
 pub mod state;
 pub mod tasks;
+pub mod usage;
 pub mod views;
 
 pub use options::DaemonOptions;

@@ -48,6 +48,9 @@ pub struct DaemonOptions {
     /// The config's `archive = "auto"`: archive dead conversations before
     /// Claude Code's retention sweep reaches them (`tasks::archive`).
     pub archive_auto: bool,
+    /// The price table (built in, with the config's `[prices]`) the usage
+    /// board prices conversations with (`crate::usage`).
+    pub prices: ccd_usage::PriceTable,
 }
 
 /// The config's `restore`: what a daemon start does with lost sessions.

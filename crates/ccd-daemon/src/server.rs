@@ -145,6 +145,13 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
             daemon.options.state_dir.clone(),
         ));
     }
+    tokio::spawn(crate::tasks::usage_reader::run(
+        daemon.usage.clone(),
+        daemon.options.claude_config.clone(),
+        daemon.options.state_dir.join(ccd_usage::cache::CACHE_FILE),
+        daemon.options.prices.clone(),
+        daemon.shutdown.subscribe(),
+    ));
     tokio::spawn(crate::tasks::refresh_watch::run(
         daemon.holders.clone(),
         daemon.shutdown.subscribe(),

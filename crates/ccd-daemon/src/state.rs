@@ -10,6 +10,7 @@
 use crate::cost::CostBoard;
 use crate::events::EventHub;
 use crate::holders::HolderTable;
+use crate::usage::UsageBoard;
 pub use crate::options::DaemonOptions;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -40,6 +41,8 @@ pub struct Daemon {
     pub events: EventHub,
     /// What each live session costs, as last sampled.
     pub costs: Arc<CostBoard>,
+    /// What each conversation cost in tokens and dollars, as last read.
+    pub usage: Arc<UsageBoard>,
     /// The restore record (what ccd holds, durably) and lost sessions.
     pub restore: Arc<crate::restore::Restore>,
 }
@@ -70,6 +73,7 @@ impl Daemon {
             stopping: Arc::new(AtomicBool::new(false)),
             events,
             costs: Default::default(),
+            usage: Default::default(),
         }
     }
 

@@ -410,6 +410,56 @@ pub fn finished_only_info(f: &Finished) -> Option<SessionInfo> {
     })
 }
 
+/// The conversations `ccd archive` moved under `root` (`<state
+/// dir>/archive`), state `archived`, newest archived first (blocking: reads
+/// each archive's manifest). `ccd ls` and `sessions.list` both list them
+/// after the sessions in Claude Code's folder, leaving out any id listed
+/// there.
+pub fn archived_info(root: &std::path::Path) -> Vec<SessionInfo> {
+    ccd_claude::archive::list(root)
+        .into_iter()
+        .map(|m| SessionInfo {
+            transcript: Some(root.join(&m.session_id).display().to_string()),
+            transcript_bytes: Some(m.bytes()),
+            session_id: m.session_id,
+            state: SessionState::Archived,
+            pid: None,
+            cwd: m.cwd,
+            status: None,
+            waiting_for: None,
+            kind: None,
+            name: None,
+            version: None,
+            started_at: None,
+            last_activity: m.last_written,
+            title: None,
+            model: None,
+            context_tokens: None,
+            context_percent: None,
+            context_window: None,
+            writers: vec![],
+            several_writers: false,
+            superseded_by: None,
+            ccd: None,
+            cost: None,
+            usage: None,
+        })
+        .collect()
+}
+
+/// `rows` with the archived conversations of `archived` added after them,
+/// but for ids `rows` lists already.
+pub fn with_archived(mut rows: Vec<SessionInfo>, archived: Vec<SessionInfo>) -> Vec<SessionInfo> {
+    let known: std::collections::HashSet<&str> =
+        rows.iter().map(|r| r.session_id.as_str()).collect();
+    let extra: Vec<SessionInfo> = archived
+        .into_iter()
+        .filter(|a| !known.contains(a.session_id.as_str()))
+        .collect();
+    rows.extend(extra);
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

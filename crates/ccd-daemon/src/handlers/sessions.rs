@@ -9,7 +9,7 @@ use crate::views;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_protocol::methods::session::{ListParams, ListResult, SessionInfo, SessionState};
 use ccd_protocol::methods::SessionRef;
-use ccd_protocol::RpcError;
+use ccd_protocol::{ErrorCode, RpcError};
 
 use std::path::Path;
 
@@ -40,10 +40,15 @@ pub async fn list(ctx: &ConnCtx, p: ListParams) -> Result<ListResult, RpcError> 
     } else {
         all_sessions(&ctx.daemon).await?
     };
-    let matching: Vec<SessionInfo> = all
+    let mut matching: Vec<SessionInfo> = all.into_iter().map(|(i, _)| i).collect();
+    // Conversations `ccd archive` moved into the state dir (state
+    // `archived`), after the others, as `ccd ls` lists them.
+    if !p.held_only && !p.live_only {
+        matching = views::with_archived(matching, archived(ctx).await);
+    }
+    let matching: Vec<SessionInfo> = matching
         .into_iter()
-        .map(|(i, _)| i)
-        .filter(|i| !p.live_only || i.state != SessionState::Dead)
+        .filter(|i| !p.live_only || !matches!(i.state, SessionState::Dead | SessionState::Archived))
         .filter(|i| match (&cwd, &i.cwd) {
             (None, _) => true,
             (Some(dir), Some(c)) => is_within(Path::new(c), dir),
@@ -61,6 +66,7 @@ pub async fn list(ctx: &ConnCtx, p: ListParams) -> Result<ListResult, RpcError> 
     let mut page = page;
     if !p.no_cost {
         crate::cost::fill(&ctx.daemon.costs, &mut page).await;
+        ctx.daemon.usage.fill(&mut page);
     }
     let end = offset.saturating_add(page.len() as u32);
     Ok(ListResult {
@@ -94,8 +100,39 @@ pub async fn costs(
     Ok(ccd_protocol::methods::session::CostsResult { costs })
 }
 
+/// The archived conversations (`views::archived_info`), read on the
+/// blocking pool.
+async fn archived(ctx: &ConnCtx) -> Vec<SessionInfo> {
+    let root = ctx.daemon.options.state_dir.join(ARCHIVE_DIR);
+    tokio::task::spawn_blocking(move || views::archived_info(&root))
+        .await
+        .unwrap_or_default()
+}
+
+/// The archive's folder in the state dir (`ccd archive`,
+/// `tasks::archive`).
+const ARCHIVE_DIR: &str = "archive";
+
 pub async fn get(ctx: &ConnCtx, p: SessionRef) -> Result<SessionInfo, RpcError> {
-    let (mut info, holder) = resolve(&ctx.daemon, &p.session).await?;
+    let (mut info, holder) = match resolve(&ctx.daemon, &p.session).await {
+        Ok(found) => found,
+        // Not in Claude Code's folder: an archived conversation answers
+        // (its full id, or a prefix only one archived id starts with).
+        Err(e) if e.code == ErrorCode::SessionNotFound.code() => {
+            let q = p.session.trim();
+            let mut hits: Vec<SessionInfo> = archived(ctx)
+                .await
+                .into_iter()
+                .filter(|a| a.session_id.starts_with(q))
+                .collect();
+            match hits.iter().position(|a| a.session_id == q) {
+                Some(i) => (hits.swap_remove(i), None),
+                None if hits.len() == 1 && !q.is_empty() => (hits.remove(0), None),
+                None => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
     // ccd's part (lifecycle, per-client counters) as the holder tells it
     // now, not as the last periodic refresh saw it.
     if let Some(mut h) = holder {
@@ -105,6 +142,7 @@ pub async fn get(ctx: &ConnCtx, p: SessionRef) -> Result<SessionInfo, RpcError> 
         }
     }
     crate::cost::fill(&ctx.daemon.costs, std::slice::from_mut(&mut info)).await;
+    ctx.daemon.usage.fill(std::slice::from_mut(&mut info));
     Ok(info)
 }
 

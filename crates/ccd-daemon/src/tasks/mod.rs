@@ -16,6 +16,8 @@
 //!   command and webhook sinks;
 //! - [`archive`]: `archive = "auto"`, dead conversations moved out of
 //!   reach of Claude Code's retention sweep before its horizon;
+//! - [`usage_reader`]: keeps the usage board (each conversation's tokens
+//!   and dollars) current as transcripts grow;
 //! - [`record`]: keeps the restore record (`crate::restore`) in step with
 //!   the holder table.
 
@@ -27,3 +29,4 @@ pub mod reap;
 pub mod record;
 pub mod refresh_watch;
 pub mod registry_watch;
+pub mod usage_reader;

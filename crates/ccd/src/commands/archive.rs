@@ -230,37 +230,8 @@ fn one(
 /// folder and last write from the manifest, the archive folder as the
 /// transcript, its uncompressed size.
 pub fn archived_rows() -> Vec<ccd_protocol::methods::session::SessionInfo> {
-    use ccd_protocol::methods::session::{SessionInfo, SessionState};
-    let root = archive_root();
-    archive::list(&root)
-        .into_iter()
-        .map(|m| SessionInfo {
-            transcript: Some(root.join(&m.session_id).display().to_string()),
-            transcript_bytes: Some(m.bytes()),
-            session_id: m.session_id,
-            state: SessionState::Archived,
-            pid: None,
-            cwd: m.cwd,
-            status: None,
-            waiting_for: None,
-            kind: None,
-            name: None,
-            version: None,
-            started_at: None,
-            last_activity: m.last_written,
-            title: None,
-            model: None,
-            context_tokens: None,
-            context_percent: None,
-            context_window: None,
-            writers: vec![],
-            several_writers: false,
-            superseded_by: None,
-            ccd: None,
-            cost: None,
-            usage: None,
-        })
-        .collect()
+    // The daemon's `sessions.list` lists them with the same code.
+    ccd_daemon::views::archived_info(&archive_root())
 }
 
 /// Before `ccd attach`/`fork`: when `query` names no conversation in Claude

@@ -91,6 +91,12 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
     let reap_idle = reap_minutes("reap_idle_minutes", settings.reap_idle_minutes)?;
     let reap_min_idle = reap_minutes("reap_min_idle_minutes", settings.reap_min_idle_minutes)?
         .unwrap_or(std::time::Duration::from_secs(10 * 60));
+    // The usage board's prices: the config's `[prices]` over the built-in
+    // table (`ccd ls` and `ccd usage` read the same).
+    let prices = ccd_usage::PriceTable::with(&settings.prices).unwrap_or_else(|error| {
+        tracing::warn!(%error, "the config's [prices] are not used: the built-in prices are");
+        ccd_usage::PriceTable::builtin()
+    });
     let options = ccd_daemon::DaemonOptions {
         socket_dir: SocketDir::resolve(global.socket_dir.as_deref()),
         claude_config,
@@ -132,6 +138,7 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("archive = {other:?}: write \"auto\" or \"off\"")
             }
         },
+        prices,
     };
     ccd_daemon::run(options)?;
     Ok(ExitCode::SUCCESS)

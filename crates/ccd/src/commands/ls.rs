@@ -19,8 +19,7 @@ use ccd_claude::ClaudeConfigDir;
 use ccd_client::{ClientError, NotAnswering, SocketDir};
 use ccd_daemon::views::record_to_info;
 use ccd_protocol::methods::session::{
-    ActivityStatus, ListParams, ListResult, SessionCost, SessionInfo, SessionState, SessionUsage,
-    SessionsList,
+    ActivityStatus, ListParams, ListResult, SessionCost, SessionInfo, SessionState, SessionsList,
 };
 use ccd_protocol::Method;
 use std::collections::HashMap;
@@ -224,13 +223,7 @@ fn list_local(
     // Without the daemon's answer the list still prints, then the error.
     let held = merge_held(global, asked, &mut rows, !args.no_cost);
     // Conversations `ccd archive` moved into the state dir: state `archived`.
-    let known: std::collections::HashSet<String> =
-        rows.iter().map(|r| r.session_id.clone()).collect();
-    rows.extend(
-        super::archive::archived_rows()
-            .into_iter()
-            .filter(|r| !known.contains(&r.session_id)),
-    );
+    let mut rows = ccd_daemon::views::with_archived(rows, super::archive::archived_rows());
     let cwd_filter = args.cwd.as_deref().map(normalize);
     rows.retain(|r| !args.live || !matches!(r.state, SessionState::Dead | SessionState::Archived));
     rows.retain(|r| match (&cwd_filter, &r.cwd) {
@@ -256,19 +249,11 @@ fn put_usage(settings: &Settings, config: &ClaudeConfigDir, rows: &mut [SessionI
         ccd_usage::PriceTable::builtin()
     });
     let cache = crate::settings::state_dir().join(ccd_usage::cache::CACHE_FILE);
-    let mut by = ccd_usage::here::by_session(config.root(), &cache, &prices);
+    // The same totals the daemon's usage board keeps (`ccd_daemon::usage`).
+    let mut by = ccd_daemon::usage::by_session_blocking(config.root(), &cache, &prices);
     for r in rows {
         if let Some(u) = by.remove(&r.session_id) {
-            r.usage = Some(SessionUsage {
-                input_tokens: u.tokens.input,
-                output_tokens: u.tokens.output,
-                cache_creation_tokens: u.tokens.cache_creation,
-                cache_read_tokens: u.tokens.cache_read,
-                total_tokens: u.total_tokens,
-                cost_usd: u.cost_usd,
-                models: u.models.into_iter().collect(),
-                unpriced: u.unpriced.into_iter().collect(),
-            });
+            r.usage = Some(u);
         }
     }
 }

@@ -1,0 +1,200 @@
+//! What each conversation cost in tokens and dollars (issue 56), kept on a
+//! board that `sessions.list` / `sessions.get` read: every session's
+//! totals by session id, as the usage reader (`tasks::usage_reader`) last
+//! found them.
+//!
+//! The reader does the work off the request path: each pass brings the
+//! usage cache in the state dir up to date through
+//! [`ccd_usage::here::by_session`] — the very code `ccd ls` and `ccd usage`
+//! run, reading only the bytes appended since the last pass, on a blocking
+//! thread — and replaces the board's totals. A list only copies from the
+//! board: it never reads a transcript and never waits for a pass; a
+//! session the reader has not seen yet simply has no `usage` yet.
+//!
+//! Pace: a pass at start, then one every [`WATCHED_INTERVAL`] while a
+//! client asked for usage within [`WATCHED`] (a dashboard lists every few
+//! seconds), else every [`SLOW_INTERVAL`]; a client's ask after a quiet
+//! spell wakes the reader at once (but never sooner than
+//! [`WATCHED_INTERVAL`] after the last pass).
+//!
+//! Bounds: the board holds one [`SessionUsage`] a session, at most
+//! [`MAX_SESSIONS`] (the newest-keyed beyond it are left out and the log
+//! says so); a pass holds the usage cache in memory only while it runs
+//! (the cache is bounded by [`ccd_usage::cache::MAX_CACHE_BYTES`]).
+//!
+//! Locks: `totals` only to copy from or swap into, never across a pass or
+//! an `.await`.
+
+use ccd_protocol::methods::session::{SessionInfo, SessionUsage};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The reader's period while a client asked lately.
+pub const WATCHED_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long after a client's last ask the reader keeps
+/// [`WATCHED_INTERVAL`].
+pub const WATCHED: Duration = Duration::from_secs(120);
+
+/// The period when nobody asked lately.
+pub const SLOW_INTERVAL: Duration = Duration::from_secs(300);
+
+/// The most sessions the board keeps totals for.
+pub const MAX_SESSIONS: usize = 200_000;
+
+/// Every session's tokens and dollars, as the last pass found them.
+#[derive(Default)]
+pub struct UsageBoard {
+    totals: Mutex<HashMap<String, SessionUsage>>,
+    /// When a client last asked for usage.
+    asked_at: Mutex<Option<Instant>>,
+    /// Wakes a reader in its slow period when a client asks.
+    asked: tokio::sync::Notify,
+}
+
+impl UsageBoard {
+    /// Fills `usage` in every row of `rows` the board has totals for, and
+    /// notes that a client asked.
+    pub fn fill(&self, rows: &mut [SessionInfo]) {
+        self.asked();
+        let totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        for r in rows {
+            if let Some(u) = totals.get(&r.session_id) {
+                r.usage = Some(u.clone());
+            }
+        }
+    }
+
+    /// The board becomes `by_session` (at most [`MAX_SESSIONS`] of them).
+    pub fn replace(&self, mut by_session: HashMap<String, SessionUsage>) {
+        if by_session.len() > MAX_SESSIONS {
+            let mut keys: Vec<String> = by_session.keys().cloned().collect();
+            keys.sort_unstable();
+            for k in &keys[MAX_SESSIONS..] {
+                by_session.remove(k);
+            }
+            tracing::warn!(
+                sessions = keys.len(),
+                kept = MAX_SESSIONS,
+                "more sessions than the usage board keeps: some show no usage"
+            );
+        }
+        *self.totals.lock().unwrap_or_else(|p| p.into_inner()) = by_session;
+    }
+
+    /// How many sessions the board has totals for.
+    pub fn len(&self) -> usize {
+        self.totals.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A client asks for usage: keeps the reader at
+    /// [`WATCHED_INTERVAL`] for [`WATCHED`], and wakes it if it was slow.
+    pub fn asked(&self) {
+        let now = Instant::now();
+        let before = self
+            .asked_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(now);
+        if before.is_none_or(|b| now.duration_since(b) >= WATCHED) {
+            self.asked.notify_one();
+        }
+    }
+
+    /// Whether a client asked within [`WATCHED`].
+    pub fn watched(&self) -> bool {
+        self.asked_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|t| t.elapsed() < WATCHED)
+    }
+
+    /// Resolves when a client asks after a quiet spell.
+    pub async fn asked_again(&self) {
+        self.asked.notified().await
+    }
+}
+
+/// One report row (a session's totals over all dates) as the wire shows
+/// it; `ccd ls` makes its rows' `usage` with it too.
+pub fn on_the_wire(row: ccd_usage::Row) -> SessionUsage {
+    SessionUsage {
+        input_tokens: row.tokens.input,
+        output_tokens: row.tokens.output,
+        cache_creation_tokens: row.tokens.cache_creation,
+        cache_read_tokens: row.tokens.cache_read,
+        total_tokens: row.total_tokens,
+        cost_usd: row.cost_usd,
+        models: row.models.into_iter().collect(),
+        unpriced: row.unpriced.into_iter().collect(),
+    }
+}
+
+/// Every session's totals under `config_root`, read through the usage
+/// cache at `cache_path` (blocking: the reader calls it on a blocking
+/// thread; `ccd ls` on its own).
+pub fn by_session_blocking(
+    config_root: &std::path::Path,
+    cache_path: &std::path::Path,
+    prices: &ccd_usage::PriceTable,
+) -> HashMap<String, SessionUsage> {
+    ccd_usage::here::by_session(config_root, cache_path, prices)
+        .into_iter()
+        .map(|(sid, row)| (sid, on_the_wire(row)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccd_protocol::methods::session::SessionState;
+
+    fn usage(total: u64) -> SessionUsage {
+        SessionUsage {
+            input_tokens: total,
+            output_tokens: 0,
+            cache_creation_tokens: 0,
+            cache_read_tokens: 0,
+            total_tokens: total,
+            cost_usd: 0.5,
+            models: vec!["m".into()],
+            unpriced: vec![],
+        }
+    }
+
+    fn row(sid: &str) -> SessionInfo {
+        let mut r: SessionInfo = serde_json::from_value(serde_json::json!({
+            "session_id": sid,
+            "state": "dead",
+        }))
+        .unwrap();
+        r.state = SessionState::Dead;
+        r
+    }
+
+    #[test]
+    fn a_list_gets_the_totals_the_board_has_and_nothing_for_the_rest() {
+        let b = UsageBoard::default();
+        b.replace(HashMap::from([("a".to_string(), usage(7))]));
+        let mut rows = vec![row("a"), row("b")];
+        b.fill(&mut rows);
+        assert_eq!(rows[0].usage.as_ref().map(|u| u.total_tokens), Some(7));
+        assert!(rows[1].usage.is_none());
+        assert!(b.watched());
+    }
+
+    #[test]
+    fn the_board_keeps_at_most_its_bound() {
+        let b = UsageBoard::default();
+        let many: HashMap<String, SessionUsage> = (0..MAX_SESSIONS + 3)
+            .map(|i| (format!("{i:08}"), usage(1)))
+            .collect();
+        b.replace(many);
+        assert_eq!(b.len(), MAX_SESSIONS);
+    }
+}
