@@ -166,18 +166,40 @@ pub fn uid(pid: u32) -> Option<u32> {
     }
 }
 
+/// The private memory of `pid` in kB: on Linux its anonymous resident
+/// pages (`RssAnon`: heap, stacks, buffers), without the pages of its
+/// binary and libraries, which are shared with every process running the
+/// same file and grow with the binary, not with what the process holds;
+/// elsewhere the resident set ([`rss_kb`]). 0: gone or unreadable.
+pub fn private_kb(pid: u32) -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        status_kb(pid, "RssAnon:")
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        rss_kb(pid)
+    }
+}
+
+/// A `kB` field of `/proc/<pid>/status` (0: gone or unreadable).
+#[cfg(target_os = "linux")]
+fn status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
 /// The resident set of `pid` in kB (`VmRSS`; 0: gone or unreadable).
 pub fn rss_kb(pid: u32) -> u64 {
     #[cfg(target_os = "linux")]
     {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-            })
-            .unwrap_or(0)
+        status_kb(pid, "VmRSS:")
     }
     #[cfg(not(target_os = "linux"))]
     {
