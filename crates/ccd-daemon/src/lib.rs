@@ -19,6 +19,8 @@
 //!   reaping the holders, the registry watch, the cost sampler, log
 //!   pruning, the restore record, the usage reader), started by [`server`] over the services
 //!   below them;
+//! - [`search`] keeps the search index open for `sessions.search`, with
+//!   the bounds on searches;
 //! - [`restore`] keeps the restore record (what ccd holds, in the state
 //!   dir) and tells, at start, the sessions a reboot lost.
 //!
@@ -49,6 +51,7 @@ pub mod out_queue;
 pub mod reactor;
 pub mod restore;
 pub mod router;
+pub mod search;
 pub mod server;
 pub mod session_ops;
 pub mod startup;

@@ -152,6 +152,13 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
         daemon.options.prices.clone(),
         daemon.shutdown.subscribe(),
     ));
+    tokio::spawn(crate::tasks::search_keeper::run(
+        daemon.search.clone(),
+        daemon.options.claude_config.clone(),
+        daemon.options.context_windows.clone(),
+        daemon.options.state_dir.clone(),
+        daemon.shutdown.subscribe(),
+    ));
     tokio::spawn(crate::tasks::refresh_watch::run(
         daemon.holders.clone(),
         daemon.shutdown.subscribe(),

@@ -10,8 +10,8 @@
 use crate::cost::CostBoard;
 use crate::events::EventHub;
 use crate::holders::HolderTable;
-use crate::usage::UsageBoard;
 pub use crate::options::DaemonOptions;
+use crate::usage::UsageBoard;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -45,6 +45,8 @@ pub struct Daemon {
     pub usage: Arc<UsageBoard>,
     /// The restore record (what ccd holds, durably) and lost sessions.
     pub restore: Arc<crate::restore::Restore>,
+    /// The search index kept open for `sessions.search`, and its slots.
+    pub search: Arc<crate::search::SearchService>,
 }
 
 impl Daemon {
@@ -62,8 +64,10 @@ impl Daemon {
             )
             .with_projects(options.claude_config.projects_dir()),
         );
+        let search = Arc::new(crate::search::SearchService::new(options.state_dir.clone()));
         Self {
             restore,
+            search,
             options,
             started_at: SystemTime::now(),
             holders,

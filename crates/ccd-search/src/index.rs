@@ -477,6 +477,10 @@ impl Index {
         let mut istats = IndexSearchStats::default();
         let mut buf = Vec::new();
         for src in sources {
+            if filters.expired() {
+                stats.timed_out += 1;
+                continue;
+            }
             let fresh = src
                 .path
                 .to_str()

@@ -15,6 +15,9 @@
 //!   file's [`incremental::ReadMark`], candidates verified against the
 //!   files so hits equal the scan's; saved atomically with a format
 //!   version.
+//! - [`service`]: one search of this machine's sessions as `ccd search`
+//!   and the daemon's `sessions.search` answer it (the request parsed, the
+//!   sessions picked, the rows built, the kept index file under its lock).
 //!
 //! A crate of its own, not a module of ccd-claude: it will hold the index
 //! (and its dependencies), which nothing else that reads Claude Code's
@@ -25,6 +28,7 @@ pub mod incremental;
 pub mod index;
 pub mod query;
 pub mod scan;
+pub mod service;
 
 pub use extract::{Message, Role};
 pub use query::{Query, QueryError, Snippet};

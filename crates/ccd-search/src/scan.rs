@@ -42,6 +42,17 @@ pub struct Filters {
     pub roles: Vec<Role>,
     /// Only messages at or after this time.
     pub since: Option<OffsetDateTime>,
+    /// A search's time bound: files not yet read by then are left unread
+    /// (counted in [`ScanStats::timed_out`]), what was found answers.
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl Filters {
+    /// Whether the search's time is up.
+    pub fn expired(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+    }
 }
 
 /// One session that matched.
@@ -76,6 +87,19 @@ pub struct ScanStats {
     pub oversized: u64,
     /// Files that could not be read (gone since they were listed, ...).
     pub unreadable: usize,
+    /// Files left unread because the search's deadline passed.
+    pub timed_out: usize,
+}
+
+impl ScanStats {
+    /// Adds `o`'s counts to these.
+    pub fn add(&mut self, o: &ScanStats) {
+        self.files += o.files;
+        self.bytes += o.bytes;
+        self.oversized += o.oversized;
+        self.unreadable += o.unreadable;
+        self.timed_out += o.timed_out;
+    }
 }
 
 /// How many threads to use for `items` files.
@@ -106,16 +130,17 @@ pub fn scan(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(src) = sources.get(i) else { break };
+                    if filters.expired() {
+                        stats.timed_out += 1;
+                        continue;
+                    }
                     if let Some(h) = search_file(src, query, filters, now, &mut buf, &mut stats) {
                         hits.push(h);
                     }
                 }
                 if let Ok(mut all) = all.lock() {
                     all.0.append(&mut hits);
-                    all.1.files += stats.files;
-                    all.1.bytes += stats.bytes;
-                    all.1.oversized += stats.oversized;
-                    all.1.unreadable += stats.unreadable;
+                    all.1.add(&stats);
                 }
             });
         }
@@ -272,6 +297,30 @@ mod tests {
     }
 
     #[test]
+    fn a_passed_deadline_leaves_the_files_unread() {
+        let d = tempfile::tempdir().unwrap();
+        let now = OffsetDateTime::parse("2026-12-01T00:00:00Z", &Rfc3339).unwrap();
+        let srcs: Vec<Source> = (0..3)
+            .map(|i| {
+                file(
+                    d.path(),
+                    &format!("s{i}"),
+                    &[r#"{"type":"user","message":{"content":"the auth bug"}}"#],
+                )
+            })
+            .collect();
+        let q = Query::terms("auth").unwrap();
+        let (hits, stats) = scan(&srcs, &q, &Filters::default(), now, 10);
+        assert_eq!((hits.len(), stats.timed_out), (3, 0));
+        let past = Filters {
+            deadline: Some(std::time::Instant::now()),
+            ..Filters::default()
+        };
+        let (hits, stats) = scan(&srcs, &q, &past, now, 10);
+        assert_eq!((hits.len(), stats.files, stats.timed_out), (0, 0, 3));
+    }
+
+    #[test]
     fn threads_are_bounded() {
         assert_eq!(threads_for(0), 1);
         assert_eq!(threads_for(1), 1);
@@ -312,7 +361,7 @@ mod tests {
         assert_eq!((hits[0].role, hits[0].matches), (Role::Title, 3));
         let roles = Filters {
             roles: vec![Role::Assistant],
-            since: None,
+            ..Filters::default()
         };
         let (hits, _) = scan(&srcs, &q, &roles, now, 10);
         assert_eq!(hits.len(), 1);
@@ -320,6 +369,7 @@ mod tests {
         let since = Filters {
             roles: vec![],
             since: Some(OffsetDateTime::parse("2026-11-01T00:00:00Z", &Rfc3339).unwrap()),
+            ..Filters::default()
         };
         let (hits, _) = scan(&srcs, &q, &since, now, 10);
         assert_eq!(hits.len(), 1);

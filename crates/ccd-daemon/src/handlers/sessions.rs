@@ -148,13 +148,35 @@ pub async fn get(ctx: &ConnCtx, p: SessionRef) -> Result<SessionInfo, RpcError> 
 
 /// `sessions.restore`: the lost sessions named (all when none) resumed
 /// as they were; one report.
-/// `sessions.search`. Interim (being built for issue 55): refuses until
-/// the daemon's search index lands.
+/// `sessions.search`: the query checked (`invalid_params` with the
+/// reason), a search slot taken (`crate::search`'s bounds), then the
+/// session list built and searched on the blocking pool, from the index
+/// the daemon keeps open (a scan until it is).
 pub async fn search(
-    _ctx: &ConnCtx,
-    _p: ccd_protocol::methods::session::SearchParams,
+    ctx: &ConnCtx,
+    p: ccd_protocol::methods::session::SearchParams,
 ) -> Result<ccd_protocol::methods::session::SearchResult, RpcError> {
-    Err(RpcError::internal("sessions.search: not built yet"))
+    let req = ccd_search::service::Request::parse(&p)
+        .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+    let search = ctx.daemon.search.clone();
+    let slot = search
+        .slot()
+        .await
+        .map_err(|e| RpcError::internal(e.to_string()))?;
+    let (config, windows, state) = (
+        ctx.daemon.options.claude_config.clone(),
+        ctx.daemon.options.context_windows.clone(),
+        ctx.daemon.options.state_dir.clone(),
+    );
+    let s = search.clone();
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        let sessions = crate::search::sessions_blocking(&config, &windows, &state)
+            .map_err(|e| RpcError::internal(format!("reading Claude Code's files: {e}")))?;
+        Ok(s.answer(&req, &sessions, time::OffsetDateTime::now_utc()))
+    })
+    .await
+    .map_err(|e| RpcError::internal(e.to_string()))?
 }
 
 pub async fn restore(

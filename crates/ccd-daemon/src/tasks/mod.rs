@@ -18,6 +18,8 @@
 //!   reach of Claude Code's retention sweep before its horizon;
 //! - [`usage_reader`]: keeps the usage board (each conversation's tokens
 //!   and dollars) current as transcripts grow;
+//! - [`search_keeper`]: opens the search index in the background at
+//!   start and saves it when searches changed it;
 //! - [`record`]: keeps the restore record (`crate::restore`) in step with
 //!   the holder table.
 
@@ -29,4 +31,5 @@ pub mod reap;
 pub mod record;
 pub mod refresh_watch;
 pub mod registry_watch;
+pub mod search_keeper;
 pub mod usage_reader;

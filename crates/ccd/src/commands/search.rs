@@ -1,26 +1,23 @@
 //! `ccd search`: find sessions by what was said in them, on this machine
-//! through the search index kept in the state dir ([`INDEX_FILE`],
-//! ccd-search's `index`; no daemon needed), and with `--host` on other
-//! machines too.
+//! and with `--host` on other machines too.
 //!
-//! The index is kept by the searches themselves ([`kept_index`]): under an
-//! advisory lock ([`LOCK_FILE`], `flock`), each loads it (or starts empty
-//! when it is absent, of another format or damaged: logged once), brings
-//! it up to date with every transcript of the machine (only the bytes
-//! appended since; a trimmed or replaced file read again, a deleted one
-//! dropped), saves it atomically when that changed anything, and answers
-//! from it. A search that finds the lock held answers from the index as
-//! saved (files changed since are scanned whole: same hits) and saves
-//! nothing. `--rebuild-index` starts from empty (waiting for the lock);
-//! `--no-index` scans every file and leaves the index alone. The index
-//! is never required: when it cannot be kept or read, the scan answers.
+//! This machine: when its daemon runs (never started for a search: a
+//! failed `connect` says it does not), `sessions.search` asked of it,
+//! which answers from the search index it keeps open. Without one, the
+//! search runs here as the daemon runs it (`ccd_search::service`, the one
+//! piece both use): the sessions from the same index `ccd ls` builds
+//! (liveness re-validated against the process table), which gives each
+//! hit its state and folder and applies `--live`/`--dead`/`--cwd` before
+//! any transcript is read; the search index kept in the state dir
+//! (`search.idx`, `service::kept_index`: loaded, brought up to date with
+//! only the appended bytes, saved under its `flock`) answers, and when it
+//! cannot be kept or read the scan does. `--rebuild-index` rebuilds that
+//! file here (waiting for the lock) and `--no-index` scans, both without
+//! asking the daemon.
 //!
-//! The sessions come from the same index `ccd ls` builds (liveness
-//! re-validated against the process table), which gives each hit its
-//! state and folder and applies `--live`/`--dead`/`--cwd` before any
-//! transcript is read. Another machine runs its own `ccd search --json`
-//! with the same words over ssh (the ssh command line `dial-stdio` uses),
-//! on a thread each while this one scans; its rows are
+//! Another machine runs its own `ccd search --json` with the same words
+//! over ssh (the ssh command line `dial-stdio` uses), on a thread each
+//! while this one searches; its rows are
 //! [`ccd_protocol::search::SearchHit`]s, merged by score, and a machine
 //! that cannot be asked is named on stderr (exit 1) while the others
 //! answer. Every text printed goes through [`ccd_claude::display`]'s
@@ -31,35 +28,27 @@ use crate::cli::{GlobalArgs, SearchArgs};
 use crate::hosts::{Target, LOCAL};
 use crate::settings::Settings;
 use crate::shared::cells::{ago, short_id, tilde};
+use crate::shared::connect::connect_existing_local;
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
 use ccd_claude::display;
 use ccd_claude::display::width::{clip, pad, width};
 use ccd_claude::index;
-use ccd_claude::liveness::Liveness;
-use ccd_claude::paths::{is_within, normalize};
 use ccd_claude::ClaudeConfigDir;
+use ccd_client::ClientError;
 use ccd_protocol::methods::session::SessionState;
-use ccd_protocol::search::{SearchHit, SearchSnippet};
-use ccd_search::index::{Index as SearchIndex, IndexError, Limits as IndexLimits};
-use ccd_search::{Filters, Query, Role, ScanStats, Source};
-use std::collections::HashMap;
+use ccd_protocol::methods::session::{SearchParams, SearchResult, SearchScope, SessionsSearch};
+use ccd_protocol::search::SearchHit;
+use ccd_search::service::{self, Request};
+use ccd_search::{Role, ScanStats};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// The folder column's width.
 const FOLDER_COLUMNS: usize = 32;
-
-/// The search index's file in the state dir, kept by every search.
-pub const INDEX_FILE: &str = "search.idx";
-
-/// The advisory lock (`flock`) a search holds while it updates and saves
-/// the index, beside it in the state dir.
-pub const LOCK_FILE: &str = "search.idx.lock";
 
 pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let targets: Vec<Target> = if global.targets.is_empty() {
@@ -85,10 +74,12 @@ pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let mut rows: Vec<SearchHit> = Vec::new();
     let mut stats = None;
+    let mut searched = None;
     if targets.iter().any(|t| matches!(t, Target::Local)) {
         let (local, st) = local_hits(global, args, &plan, now)?;
-        rows.extend(local);
-        stats = Some(st);
+        searched = Some(local.sessions);
+        rows.extend(local.hits);
+        stats = st;
     }
     let mut unreachable = Vec::new();
     for (label, h) in asked {
@@ -117,11 +108,8 @@ pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
     } else if rows.is_empty() {
         if unreachable.is_empty() {
-            match &stats {
-                Some(st) => eprintln!(
-                    "ccd: no session matches ({} transcripts searched)",
-                    st.files
-                ),
+            match searched {
+                Some(n) => eprintln!("ccd: no session matches ({n} transcripts searched)"),
                 None => eprintln!("ccd: no session matches"),
             }
         }
@@ -208,252 +196,117 @@ pub fn run(global: &GlobalArgs, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The query and the per-message filters, parsed once.
+/// The search this machine answers: the parameters `sessions.search`
+/// takes (what the daemon is sent) and the same parsed (what a search
+/// without the daemon runs), checked once.
 struct Plan {
-    query: Query,
-    filters: Filters,
+    params: SearchParams,
+    request: Request,
 }
 
 impl Plan {
     fn parse(args: &SearchArgs, now: OffsetDateTime) -> anyhow::Result<Plan> {
-        let query = if args.regex {
-            Query::regex(&args.query.join(" "))?
-        } else {
-            Query::terms(&args.query.join(" "))?
-        };
-        let mut roles = Vec::new();
         for r in &args.role {
-            roles.push(Role::parse(r).with_context(|| {
-                format!(
+            if Role::parse(r).is_none() {
+                anyhow::bail!(
                     "unknown --role {}: one of user, assistant, tool, title, summary",
                     display::line(r)
-                )
-            })?);
+                );
+            }
         }
         let since = args
             .since
             .as_deref()
             .map(|s| parse_since(s, now))
+            .transpose()?
+            .map(|t| t.format(&Rfc3339))
             .transpose()?;
-        Ok(Plan {
-            query,
-            filters: Filters { roles, since },
-        })
+        let params = SearchParams {
+            query: args.query.join(" "),
+            regex: args.regex,
+            cwd: args.cwd.as_ref().map(|c| c.to_string_lossy().into_owned()),
+            since,
+            scope: if args.live {
+                SearchScope::Live
+            } else if args.dead {
+                SearchScope::Dead
+            } else {
+                SearchScope::All
+            },
+            roles: args.role.clone(),
+            limit: u32::from(args.limit),
+        };
+        let request = Request::parse(&params)?;
+        Ok(Plan { params, request })
     }
 }
 
-/// This machine's hits: the session index as `ccd ls` builds it picks
-/// the transcripts (state, folder), the scan reads them.
+/// This machine's hits: asked of the daemon when one runs (never started
+/// for a search; its index is open), else searched here through the
+/// index kept in the state dir (`--no-index`: by scanning), the session
+/// index as `ccd ls` builds it picking the transcripts (state, folder).
+/// The stats are `None` when the daemon answered.
 fn local_hits(
     global: &GlobalArgs,
     args: &SearchArgs,
     plan: &Plan,
     now: OffsetDateTime,
-) -> anyhow::Result<(Vec<SearchHit>, ScanStats)> {
+) -> anyhow::Result<(SearchResult, Option<ScanStats>)> {
+    if !args.no_index && !args.rebuild_index {
+        if let Some(result) = from_daemon(global, &plan.params)? {
+            return Ok((result, None));
+        }
+    }
     let settings = Settings::load(global.config.as_deref())?;
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
     let windows = ContextWindows::new(settings.context_windows);
-    let idx = index::build_cached(
-        &config,
-        probe.as_ref(),
-        &windows,
-        Some(&crate::settings::state_dir()),
-    )
-    .with_context(|| format!("reading sessions under {}", config.root().display()))?;
-    let cwd_filter = args.cwd.as_deref().map(normalize);
-    let mut sessions: HashMap<&str, &index::SessionRecord> = HashMap::new();
-    // Every transcript (what the index covers) and those searched.
-    let mut all = Vec::new();
-    let mut sources = Vec::new();
-    for r in &idx.sessions {
-        let Some(path) = &r.transcript else { continue };
-        let src = Source {
-            session_id: r.session_id.clone(),
-            path: path.clone(),
-        };
-        if (args.live && r.state == Liveness::Dead) || (args.dead && r.state != Liveness::Dead) {
-            all.push(src);
-            continue;
-        }
-        if let Some(dir) = &cwd_filter {
-            if !r
-                .cwd
-                .as_deref()
-                .is_some_and(|c| is_within(Path::new(c), dir))
-            {
-                all.push(src);
-                continue;
-            }
-        }
-        sessions.insert(&r.session_id, r);
-        all.push(src.clone());
-        sources.push(src);
-    }
-    let started = std::time::Instant::now();
-    let limit = usize::from(args.limit);
+    let state = crate::settings::state_dir();
+    let idx = index::build_cached(&config, probe.as_ref(), &windows, Some(&state))
+        .with_context(|| format!("reading sessions under {}", config.root().display()))?;
+    let picked = service::pick(&idx.sessions, &plan.request);
     let kept = if args.no_index {
         None
     } else {
-        kept_index(&crate::settings::state_dir(), &all, args.rebuild_index)
+        service::kept_index(&state, &picked.all, args.rebuild_index)
     };
-    let (hits, stats) = match kept {
-        Some(ix) => {
-            let (hits, stats, used) = ix.search(&sources, &plan.query, &plan.filters, now, limit);
-            tracing::debug!(
-                verified = used.verified,
-                scanned = used.scanned,
-                "search index used"
-            );
-            (hits, stats)
-        }
-        None => ccd_search::scan(&sources, &plan.query, &plan.filters, now, limit),
-    };
-    tracing::debug!(
-        files = stats.files,
-        bytes = stats.bytes,
-        oversized = stats.oversized,
-        unreadable = stats.unreadable,
-        hits = hits.len(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "search scan"
-    );
-    let rows = hits
-        .into_iter()
-        .map(|h| {
-            let rec = sessions.get(h.session_id.as_str());
-            let state = match rec.map_or(Liveness::Dead, |r| r.state) {
-                Liveness::Live => SessionState::Live,
-                Liveness::Dead => SessionState::Dead,
-                Liveness::Unknown => SessionState::Unknown,
-            };
-            // A title has no time of its own before the first message:
-            // the session's newest match, else its last activity.
-            let timestamp = h.timestamp.clone().or_else(|| {
-                h.newest
-                    .or_else(|| rec.and_then(|r| r.last_activity))
-                    .and_then(|t| t.format(&Rfc3339).ok())
-            });
-            SearchHit {
-                host: LOCAL.to_string(),
-                state,
-                folder: rec.and_then(|r| r.cwd.clone()).or(h.cwd),
-                path: h.path.to_string_lossy().into_owned(),
-                role: h.role.as_str().to_string(),
-                timestamp,
-                offset: h.offset,
-                snippet: SearchSnippet {
-                    before: h.snippet.before,
-                    matched: h.snippet.matched,
-                    after: h.snippet.after,
-                },
-                matches: h.matches as u64,
-                score: h.score,
-                session_id: h.session_id,
-            }
-        })
-        .collect();
-    Ok((rows, stats))
+    let answer = service::answer(&plan.request, &picked, kept.as_ref(), now);
+    Ok((answer.result, Some(answer.stats)))
 }
 
-/// The search index in `state`, kept up to date with `all` (every
-/// transcript of the machine) and saved when that changed it, under
-/// [`LOCK_FILE`]; with the lock held by another search, the index as
-/// saved (not updated, not saved). `None`: no index to answer from (the
-/// caller scans). `rebuild` starts from empty, waiting for the lock.
-///
-/// A first build always happens inside the search that finds no index:
-/// about 2 s per 400 MB of transcripts (docs/architecture.md, "Search"),
-/// once; every later search reads only what was appended.
-fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<SearchIndex> {
-    use nix::fcntl::{Flock, FlockArg};
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = state.join(INDEX_FILE);
-    let limits = IndexLimits::default();
-    let lock = std::fs::create_dir_all(state).and_then(|()| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(state.join(LOCK_FILE))
-    });
-    let how = if rebuild {
-        FlockArg::LockExclusive
-    } else {
-        FlockArg::LockExclusiveNonblock
-    };
-    let held = match lock {
-        Ok(f) => match Flock::lock(f, how) {
-            Ok(l) => Some(l),
-            Err((_, e)) => {
-                tracing::info!(path = %path.display(), error = %e, "search index busy (another search keeps it): answered from it as saved, not updated");
-                None
-            }
-        },
+/// `sessions.search` asked of this machine's daemon if one answers on the
+/// socket (`None`: none runs, or it could not be asked: searched here).
+/// A refusal of the query is an error like any other.
+fn from_daemon(global: &GlobalArgs, params: &SearchParams) -> anyhow::Result<Option<SearchResult>> {
+    let mut client = match connect_existing_local(global) {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            tracing::trace!("no daemon: searched here");
+            return Ok(None);
+        }
         Err(e) => {
-            tracing::info!(path = %path.display(), error = %e, "search index lock not opened: not updated");
-            None
+            tracing::trace!(error = %e, "daemon not reached: searched here");
+            return Ok(None);
         }
     };
-    let loaded = if rebuild {
-        tracing::info!(path = %path.display(), "search index rebuilt from scratch (--rebuild-index)");
-        Err(None)
-    } else {
-        SearchIndex::load(&path, limits).map_err(Some)
-    };
-    let Some(_held) = held else {
-        return match loaded {
-            Ok(ix) => Some(ix),
-            Err(e) => {
-                if let Some(e) = e.filter(|e| !is_absent(e)) {
-                    tracing::info!(path = %path.display(), error = %e, "search index not used: scanning");
-                }
-                None
-            }
-        };
-    };
-    let (mut ix, fresh) = match loaded {
-        Ok(ix) => (ix, false),
-        Err(e) => {
-            if let Some(e) = e.filter(|e| !is_absent(e)) {
-                tracing::info!(path = %path.display(), error = %e, "search index unreadable: rebuilt");
-            }
-            (SearchIndex::new(limits), true)
+    match client.call::<SessionsSearch>(params) {
+        Ok(r) => {
+            tracing::trace!(
+                indexed = r.indexed,
+                hits = r.hits.len(),
+                sessions = r.sessions,
+                "search answered by the daemon"
+            );
+            Ok(Some(r))
         }
-    };
-    let started = std::time::Instant::now();
-    let st = ix.update(all);
-    tracing::debug!(
-        files_read = st.files_read,
-        restarted = st.restarted,
-        dropped = st.dropped,
-        left_out = st.left_out,
-        bytes = st.bytes,
-        records = ix.records_len(),
-        fresh,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "search index updated"
-    );
-    if fresh || st != ccd_search::index::UpdateStats::default() {
-        let started = std::time::Instant::now();
-        match ix.save(&path) {
-            Ok(()) => tracing::debug!(
-                path = %path.display(),
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "search index saved"
-            ),
-            // Answered from memory all the same; the next search retries.
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "search index not saved")
-            }
+        Err(ClientError::Rpc(e)) if e.code == ccd_protocol::ErrorCode::InvalidParams.code() => {
+            anyhow::bail!("{}", display::line(&e.message))
+        }
+        Err(e) => {
+            tracing::trace!(error = %e, "daemon search failed: searched here");
+            Ok(None)
         }
     }
-    Some(ix)
-}
-
-fn is_absent(e: &IndexError) -> bool {
-    matches!(e, IndexError::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Another machine's hits on their way.

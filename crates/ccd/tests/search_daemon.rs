@@ -1,0 +1,260 @@
+//! `sessions.search` against a real daemon in a sandbox (issue 55): hits
+//! with their state and folder over the socket, the index the daemon keeps
+//! open following a transcript's growth and deletion, the same rows as
+//! `ccd search --no-index`, a bad regex refused as `invalid_params`,
+//! searches past the concurrency bound waiting their turn, and `ccd
+//! search` answered through the running daemon (never starting one).
+
+mod common;
+
+use ccd_protocol::methods::session::{SearchParams, SearchResult, SearchScope, SessionsSearch};
+use ccd_testkit::gen::{registry_entry, write_registry_entry, TranscriptWriter};
+use common::{wait_for, Sandbox};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(30);
+
+struct Reaped(Child);
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A dead session in `/home/dev/api` and a live one (a `sleep` as its
+/// process) in `/home/dev/web`, both saying "oauth"; the live one's
+/// process.
+fn plant(sb: &Sandbox) -> (TranscriptWriter, Reaped) {
+    let mut dead = TranscriptWriter::create(&sb.config, "dead-sess", "/home/dev/api");
+    dead.turn("fix the oauth token refresh", 1000, 10);
+    let mut live = TranscriptWriter::create(&sb.config, "live-sess", "/home/dev/web");
+    live.turn("the OAuth login page", 1000, 10);
+    let child = Reaped(Command::new("sleep").arg("120").spawn().unwrap());
+    let pid = child.0.id();
+    let start = ccd_claude::liveness::current_proc_start(pid).unwrap();
+    write_registry_entry(
+        &sb.config,
+        &registry_entry(pid, "live-sess", "/home/dev/web", &start, None),
+    );
+    (dead, child)
+}
+
+fn search(c: &mut ccd_client::Client, params: &SearchParams) -> SearchResult {
+    c.call::<SessionsSearch>(params).unwrap()
+}
+
+fn ids(r: &SearchResult) -> Vec<String> {
+    let mut ids: Vec<String> = r.hits.iter().map(|h| h.session_id.clone()).collect();
+    ids.sort();
+    ids
+}
+
+/// Waits until the daemon answers from its index.
+fn indexed(c: &mut ccd_client::Client, query: &str) -> SearchResult {
+    wait_for(T, "the daemon's search index", || {
+        let r = search(c, &SearchParams::new(query));
+        r.indexed.then_some(r)
+    })
+}
+
+#[test]
+fn the_daemon_answers_from_its_index_and_keeps_it_current() {
+    let sb = Sandbox::new();
+    let (mut dead, _live) = plant(&sb);
+    let mut c = sb.client_or_start();
+
+    let r = indexed(&mut c, "oauth");
+    assert_eq!(ids(&r), ["dead-sess", "live-sess"]);
+    for h in &r.hits {
+        let (state, folder) = match h.session_id.as_str() {
+            "dead-sess" => ("dead", "/home/dev/api"),
+            _ => ("live", "/home/dev/web"),
+        };
+        assert_eq!(serde_json::to_value(h.state).unwrap(), state);
+        assert_eq!(h.folder.as_deref(), Some(folder));
+        assert_eq!(h.host, "local");
+    }
+    assert_eq!(r.sessions, 2);
+    assert!(!r.truncated);
+    let mut dead_only = SearchParams::new("oauth");
+    dead_only.scope = SearchScope::Dead;
+    assert_eq!(ids(&search(&mut c, &dead_only)), ["dead-sess"]);
+    let mut limited = SearchParams::new("oauth");
+    limited.limit = 1;
+    let one = search(&mut c, &limited);
+    assert_eq!((one.hits.len(), one.truncated), (1, true));
+
+    // The same rows as a search without the daemon or the index.
+    let local = sb.run(&["search", "--no-index", "--json", "oauth"]);
+    assert!(local.status.success());
+    let mut scanned: Vec<ccd_protocol::search::SearchHit> =
+        serde_json::from_slice(&local.stdout).unwrap();
+    let mut from_daemon = r.hits.clone();
+    scanned.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+    from_daemon.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+    for (a, b) in scanned.iter_mut().zip(&mut from_daemon) {
+        // The score's age part moves with the clock between the two.
+        assert!((a.score - b.score).abs() < 1e-3, "{a:?} {b:?}");
+        a.score = 0.0;
+        b.score = 0.0;
+    }
+    assert_eq!(scanned, from_daemon);
+
+    // Text appended to a transcript is found once the daemon has read it.
+    dead.turn("the zanzibar deployment script", 1000, 10);
+    let grown = wait_for(T, "the appended text", || {
+        let r = search(&mut c, &SearchParams::new("zanzibar deployment"));
+        (!r.hits.is_empty()).then_some(r)
+    });
+    assert_eq!(ids(&grown), ["dead-sess"]);
+    assert!(grown.indexed);
+    assert_eq!(grown.hits[0].snippet.matched.to_lowercase(), "zanzibar");
+    // Found through the index's update (only the appended turn read), not
+    // by a scan of the stale file.
+    let logs = sb.logs_with(&["search index updated"]);
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("search index updated") && l.contains("files_read=1")),
+        "{logs}"
+    );
+
+    // A deleted transcript's hits are gone.
+    std::fs::remove_file(&dead.path).unwrap();
+    let gone = wait_for(T, "the deleted transcript's hits to go", || {
+        let r = search(&mut c, &SearchParams::new("oauth"));
+        (ids(&r) == ["live-sess"]).then_some(r)
+    });
+    assert!(gone.indexed);
+    assert!(search(&mut c, &SearchParams::new("zanzibar"))
+        .hits
+        .is_empty());
+
+    // The daemon saved what it keeps, in the file a daemon-less search reads.
+    drop(c);
+    sb.ok(&["daemon", "stop"]);
+    let saved = ccd_search::index::Index::load(
+        &sb.state.join(ccd_search::service::INDEX_FILE),
+        ccd_search::index::Limits::default(),
+    )
+    .unwrap();
+    assert!(saved.records_len() > 0);
+}
+
+#[test]
+fn a_bad_query_is_invalid_params_with_the_reason() {
+    let sb = Sandbox::new();
+    let _planted = plant(&sb);
+    let mut c = sb.client_or_start();
+    let mut bad = SearchParams::new("(unclosed");
+    bad.regex = true;
+    for (p, says) in [
+        (bad, "regex"),
+        (SearchParams::new("  "), "empty query"),
+        (
+            SearchParams {
+                roles: vec!["robot".into()],
+                ..SearchParams::new("oauth")
+            },
+            "robot",
+        ),
+        (
+            SearchParams {
+                limit: 1001,
+                ..SearchParams::new("oauth")
+            },
+            "limit",
+        ),
+    ] {
+        match c.call::<SessionsSearch>(&p) {
+            Err(ccd_client::ClientError::Rpc(e)) => {
+                assert_eq!(e.code, -32602, "{p:?}: {e:?}");
+                assert!(e.message.contains(says), "{p:?}: {}", e.message);
+            }
+            other => panic!("{p:?}: {other:?}"),
+        }
+    }
+    // The CLI says the daemon's reason.
+    let out = sb.run(&["search", "--regex", "(unclosed"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("regex"));
+}
+
+#[test]
+fn searches_past_the_bound_wait_for_a_slot_and_all_answer() {
+    let sb = Sandbox::new();
+    // Enough to read that searches overlap: a regex is never looked up in
+    // the index, every file is scanned.
+    for i in 0..200 {
+        let mut w = TranscriptWriter::create(&sb.config, &format!("s{i:03}"), "/home/dev/many");
+        for t in 0..5 {
+            w.turn(&format!("step {t} of the migration {i}"), 1000, 4000);
+        }
+    }
+    let _c = sb.client_or_start();
+    let n = 3 * ccd_daemon::search::MAX_SEARCHES + 2;
+    let answers: Vec<SearchResult> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut c = sb.client();
+                    let mut p = SearchParams::new("migration 1[0-9]{2}");
+                    p.regex = true;
+                    p.limit = 1000;
+                    search(&mut c, &p)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for a in &answers {
+        assert_eq!(a.hits.len(), 100);
+        assert_eq!(ids(a), ids(&answers[0]));
+    }
+    let logs = sb.logs_with(&["search waits for a slot"]);
+    assert!(
+        logs.contains("search waits for a slot"),
+        "no search waited: {logs}"
+    );
+}
+
+#[test]
+fn ccd_search_asks_the_running_daemon_and_never_starts_one() {
+    let sb = Sandbox::new();
+    let _planted = plant(&sb);
+    let traced = |args: &[&str]| {
+        let mut cmd = sb.cmd(args);
+        cmd.env("CCD_LOG", "ccd=trace");
+        cmd.output().unwrap()
+    };
+    // No daemon: searched here, none started.
+    let here = traced(&["search", "--json", "oauth"]);
+    assert!(here.status.success());
+    assert!(!String::from_utf8_lossy(&here.stderr).contains("search answered by the daemon"));
+    assert!(sb.daemon_pid().is_none(), "a search started a daemon");
+
+    let mut c = sb.client_or_start();
+    indexed(&mut c, "oauth");
+    let there = traced(&["search", "--json", "oauth"]);
+    assert!(there.status.success());
+    let err = String::from_utf8_lossy(&there.stderr);
+    assert!(
+        err.contains("search answered by the daemon") && err.contains("indexed=true"),
+        "{err}"
+    );
+    let rows = |o: &std::process::Output| {
+        let v: Vec<ccd_protocol::search::SearchHit> = serde_json::from_slice(&o.stdout).unwrap();
+        let mut ids: Vec<String> = v.into_iter().map(|h| h.session_id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(rows(&here), rows(&there));
+    // --no-index and --rebuild-index keep their meaning: searched here.
+    for flag in ["--no-index", "--rebuild-index"] {
+        let o = traced(&["search", "--json", flag, "oauth"]);
+        assert!(o.status.success());
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("search answered by the daemon"));
+        assert_eq!(rows(&o), rows(&here));
+    }
+}
