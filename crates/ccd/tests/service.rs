@@ -606,6 +606,33 @@ fn a_daemon_running_outside_the_service_is_left_and_the_switch_keeps_its_session
         out(&o)
     );
 
+    // Started beside it, the service's daemon stands down (exit 4) and
+    // systemd does not restart it (RestartSec is 2 s: two restarts would
+    // have happened in the 5 s watched), the outside one keeps serving.
+    let o = systemctl(&w, &["start", "ccd.service"]);
+    assert!(o.status.success(), "{}", out(&o));
+    let show = || {
+        let o = systemctl(
+            &w,
+            &[
+                "show",
+                "ccd.service",
+                "--property=ExecMainStatus,NRestarts,ActiveState",
+            ],
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    common::wait_for(
+        std::time::Duration::from_secs(10),
+        "the service's daemon exited 4",
+        || show().contains("ExecMainStatus=4").then_some(()),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let shown = show();
+    assert!(shown.contains("NRestarts=0"), "{shown}");
+    assert!(!shown.contains("ActiveState=active"), "{shown}");
+    assert_eq!(daemon_pid(&w), Some(outside));
+
     let o = w.run(&["daemon", "stop"]);
     assert!(o.status.success(), "{}", out(&o));
     let o = systemctl(&w, &["start", "ccd.service"]);

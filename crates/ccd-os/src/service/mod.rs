@@ -16,6 +16,11 @@
 //!   not in it, and the agent says `AbandonProcessGroup` as well.
 //! - **Restarted on failure only.** `Restart=on-failure` / `KeepAlive`
 //!   `{SuccessfulExit = false}`: `ccd daemon stop` (exit 0) stays stopped.
+//!   A daemon that finds another one serving the socket (one a client
+//!   started outside the service) exits [`EXIT_ANOTHER_DAEMON`], which
+//!   the unit's `RestartPreventExitStatus` keeps systemd from restarting
+//!   (it would otherwise retry into its start limit); launchd has no such
+//!   key and retries at its throttle (10 s) until the other one is gone.
 //! - **What it runs** is a [`Spec`]: the absolute path of the ccd binary,
 //!   its arguments and the environment carried from the install.
 //!
@@ -45,6 +50,10 @@ pub mod manager {
 
 /// The systemd unit's name (`~/.config/systemd/user/ccd.service`).
 pub const SYSTEMD_UNIT: &str = "ccd.service";
+
+/// `ccd daemon`'s exit code when another daemon holds its lock or
+/// answers on its socket.
+pub const EXIT_ANOTHER_DAEMON: u8 = 4;
 
 /// The launchd agent's label (`~/Library/LaunchAgents/<label>.plist`).
 pub const LAUNCHD_LABEL: &str = "dev.ccd.daemon";
@@ -174,6 +183,8 @@ pub fn systemd_unit(spec: &Spec) -> Result<String, ServiceError> {
          ExecStart={exec}\n\
          Restart=on-failure\n\
          RestartSec=2\n\
+         # Another ccd daemon already serves the socket: not restarted.\n\
+         RestartPreventExitStatus={another}\n\
          # The held sessions live in holder processes that outlive the daemon\n\
          # (the next daemon adopts them): stopping or restarting the unit\n\
          # signals the daemon alone, never the rest of its cgroup.\n\
@@ -181,7 +192,8 @@ pub fn systemd_unit(spec: &Spec) -> Result<String, ServiceError> {
          {env}\
          \n\
          [Install]\n\
-         WantedBy=default.target\n"
+         WantedBy=default.target\n",
+        another = EXIT_ANOTHER_DAEMON
     ))
 }
 
@@ -374,6 +386,7 @@ mod tests {
             1
         );
         assert!(settings.contains(&"Restart=on-failure"), "{unit}");
+        assert!(settings.contains(&"RestartPreventExitStatus=4"), "{unit}");
         assert!(settings.contains(&"ExecStart=\"/usr/bin/ccd\" \"daemon\""));
         assert!(settings.contains(&"WantedBy=default.target"));
     }

@@ -140,8 +140,29 @@ fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
         },
         prices,
     };
-    ccd_daemon::run(options)?;
-    Ok(ExitCode::SUCCESS)
+    match ccd_daemon::run(options) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if another_daemon_runs(&e) => {
+            // Said on stderr (a service manager's journal) and in the log;
+            // the exit code tells a service manager not to restart.
+            tracing::warn!(error = %format!("{e:#}"), "another daemon serves this socket; this one stands down");
+            eprintln!("ccd: {}", ccd_claude::display::line(&format!("{e:#}")));
+            Ok(ExitCode::from(ccd_os::service::EXIT_ANOTHER_DAEMON))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `e` says that another daemon holds the lock or answers on the
+/// socket (this one then exits [`ccd_os::service::EXIT_ANOTHER_DAEMON`]).
+fn another_daemon_runs(e: &anyhow::Error) -> bool {
+    use ccd_daemon::startup::StartupError;
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<StartupError>(),
+            Some(StartupError::AlreadyRunning { .. } | StartupError::SocketInUse(_))
+        )
+    })
 }
 
 /// `ccd daemon status --json` when no daemon runs.
