@@ -5,7 +5,9 @@
 //! transcripts, and prices it. Its pieces:
 //!
 //! - [`record`]: one transcript line → the assistant message's usage it
-//!   carries (sans-IO).
+//!   carries (sans-IO), read by [`scan`], a one-pass JSON scan that keeps
+//!   the few fields usage needs and skips the content without building
+//!   it.
 //! - [`tally`]: one file's messages, a streamed message counted once
 //!   ([`tally::FileUsage`]), and the deduplication across files
 //!   ([`tally::dedupe`]) — the rules ccusage 20.0.24 follows, measured.
@@ -23,6 +25,7 @@ pub mod here;
 pub mod prices;
 pub mod record;
 pub mod report;
+pub mod scan;
 pub mod tally;
 
 pub use prices::{Price, PriceTable};

@@ -12,6 +12,7 @@
 
 use crate::record::Usage;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Token counts of one kind each.
@@ -78,11 +79,24 @@ pub struct FileUsage {
 
 impl FileUsage {
     /// Feeds one line (in file order); true when it carried usage.
+    ///
+    /// One scan of the line serves both what it is read for (the folder,
+    /// until one is known, and the usage); a line that names neither (by
+    /// a substring test) is not scanned.
     pub fn push_line(&mut self, line: &[u8]) -> bool {
-        if self.cwd.is_none() {
-            self.cwd = crate::record::cwd(line);
+        use crate::record::{carries_usage, cwd_of, names_cwd, usage_of};
+        let want_cwd = self.cwd.is_none() && names_cwd(line);
+        let want_usage = carries_usage(line);
+        if !want_cwd && !want_usage {
+            return false;
         }
-        match crate::record::parse(line) {
+        let Ok(r) = crate::scan::record(line) else {
+            return false;
+        };
+        if want_cwd {
+            self.cwd = cwd_of(&r).map(Cow::into_owned);
+        }
+        match want_usage.then(|| usage_of(&r)).flatten() {
             Some(u) => {
                 self.push(u);
                 true
