@@ -762,7 +762,7 @@ fn the_dashboard_shows_both_machines_over_real_ssh() {
         (&here, "this machine's row"),
         (&there, "the remote live row"),
     ] {
-        t.keys(&["/"]);
+        t.keys(&["\\"]);
         t.type_text(&sid[..8]);
         t.keys(&["Enter", "Escape"]);
         t.wait_until("the row selected", T, |p| {
@@ -774,7 +774,7 @@ fn the_dashboard_shows_both_machines_over_real_ssh() {
     // A remote prompt, shown and approved from the dashboard.
     sb.ok(&["--host", &url, "send", &there, "perm echo hi"]);
     t.wait("[permission: Bash command echo hi]", T);
-    t.keys(&["/"]);
+    t.keys(&["\\"]);
     t.type_text(&there[..8]);
     t.keys(&["Enter"]);
     t.wait_until("the remote row alone, its screen", T, |p| {

@@ -61,19 +61,19 @@ fn the_dashboard_lists_filters_attaches_detaches_and_quits() {
     assert!(rows[at(&held)].contains("idle"), "{pane}");
 
     // The filter narrows live; Enter keeps it; Esc clears it.
-    t.keys(&["/"]);
+    t.keys(&["\\"]);
     t.type_text("heldproj");
     let pane = t.wait_until("the filtered list", T, |p| {
         let r = list_rows(p);
         r.len() == 1 && r[0].contains(short(&held))
     });
-    assert!(pane.contains("/heldproj"), "{pane}");
+    assert!(pane.contains("\\heldproj"), "{pane}");
     t.keys(&["Enter"]);
-    t.wait("[/heldproj]", T);
+    t.wait("[\\heldproj]", T);
 
     // Enter attaches: keys reach the session.
     t.keys(&["Enter"]);
-    t.wait_until("the attached session", T, |p| !p.contains("[/heldproj]"));
+    t.wait_until("the attached session", T, |p| !p.contains("[\\heldproj]"));
     std::thread::sleep(Duration::from_millis(300));
     t.type_text("typed-through-the-dashboard");
     wait_for(T, "the typed text on the session's screen", || {
@@ -289,7 +289,7 @@ fn new_with_completion_fork_observe_and_kill_with_confirm() {
     );
 
     // o: observe, read-only; the detach key comes back.
-    t.keys(&["/"]);
+    t.keys(&["\\"]);
     t.type_text("orig");
     t.keys(&["Enter"]);
     t.wait_until("only the original", T, |p| {
@@ -318,8 +318,8 @@ fn new_with_completion_fork_observe_and_kill_with_confirm() {
 
     // k asks first: any key but y keeps it; y kills it.
     t.keys(&["Escape"]);
-    t.wait_until("the filter cleared", T, |p| !p.contains("[/orig]"));
-    t.keys(&["/"]);
+    t.wait_until("the filter cleared", T, |p| !p.contains("[\\orig]"));
+    t.keys(&["\\"]);
     t.type_text(short(&held)); // the fork has the same directory
     t.keys(&["Enter"]);
     t.wait_until("only the original", T, |p| {
@@ -480,6 +480,115 @@ fn an_empty_machine_says_which_key_starts_a_session() {
         pane.contains("no Claude Code sessions on this machine yet"),
         "{pane}"
     );
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}
+
+/// The search's hit line of `sid` (after the WHAT WAS SAID header).
+fn hit_line(pane: &str, sid: &str) -> Option<String> {
+    pane.lines()
+        .skip_while(|l| !l.contains("WHAT WAS SAID"))
+        .skip(1)
+        .find(|l| l.contains(short(sid)))
+        .map(String::from)
+}
+
+/// Issue 55 §3: `/` searches what was said, in the background, and
+/// Enter on a hit does what Enter on its row does: a dead session is
+/// resumed in its own folder (the dashboard runs elsewhere), a held one
+/// is attached.
+#[test]
+fn slash_searches_what_was_said_and_enter_on_a_hit_goes_back_in() {
+    let _share = shared();
+    if !tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let held = sb.new_session("heldsearch");
+    sb.ok(&["send", &held, "the aardvarkheld plan for the week"]);
+    let gone = sb.new_session("gonesearch");
+    sb.ok(&["send", &gone, "where is the zebraquokka handler"]);
+    wait_for(T, "both turns in their transcripts", || {
+        let (h, g) = (common::row(&sb, &held), common::row(&sb, &gone));
+        (h["status"] == "idle"
+            && g["status"] == "idle"
+            && !h["transcript"].is_null()
+            && !g["transcript"].is_null())
+        .then_some(())
+    });
+    sb.ok(&["kill", &gone]);
+    let gone_dir = sb.work.join("gonesearch");
+    wait_for(T, "the killed session dead", || {
+        (common::row(&sb, &gone)["state"] == "dead").then_some(())
+    });
+
+    let t = Tmux::start(&sb, &["ui"], 120, 40);
+    t.wait(short(&gone), T);
+    // `/`: the prompt; the words; Enter: every machine asked.
+    t.keys(&["/"]);
+    t.wait("search what was said", T);
+    t.type_text("zebraquokka");
+    t.keys(&["Enter"]);
+    let pane = t.wait_until("the dead session's hit", T, |p| {
+        hit_line(p, &gone).is_some()
+    });
+    let line = hit_line(&pane, &gone).unwrap_or_default();
+    assert!(
+        line.contains("dead") && line.contains("zebraquokka") && line.contains("gonesearch"),
+        "{pane}"
+    );
+    assert!(hit_line(&pane, &held).is_none(), "one hit:\n{pane}");
+    // Enter on the hit: resumed, in its own folder, attached.
+    t.keys(&["Enter"]);
+    t.wait_until("attached to the resumed session", T, |p| {
+        !p.contains("WHAT WAS SAID")
+    });
+    let r = wait_for(T, "the session resumed under ccd", || {
+        let r = common::row(&sb, &gone);
+        (r["state"] == "live" && !r["ccd"].is_null()).then_some(r)
+    });
+    assert_eq!(r["cwd"], gone_dir.to_str().unwrap(), "{r}");
+    assert_eq!(
+        r["writers"][0]["cwd"],
+        gone_dir.to_str().unwrap(),
+        "resumed in its own folder: {r}"
+    );
+    // The detach key: back to the hits, which say what the session is now.
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", short(&gone)), T);
+    t.wait_until("the hit now held", T, |p| {
+        hit_line(p, &gone).is_some_and(|l| l.contains("held"))
+    });
+
+    // `/` edits the search (Ctrl-U clears it): a held session's hit,
+    // Enter attaches (keys reach it).
+    t.keys(&["/"]);
+    t.keys(&["C-u"]);
+    t.type_text("aardvarkheld");
+    t.keys(&["Enter"]);
+    let pane = t.wait_until("the held session's hit", T, |p| {
+        hit_line(p, &held).is_some()
+    });
+    assert!(
+        hit_line(&pane, &held).is_some_and(|l| l.contains("held")),
+        "{pane}"
+    );
+    t.keys(&["Enter"]);
+    t.wait_until("attached to the held session", T, |p| {
+        !p.contains("WHAT WAS SAID")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    t.type_text("typed-from-a-search-hit");
+    wait_for(T, "the typed text on the held session's screen", || {
+        sb.ok(&["screen", &held])
+            .contains("typed-from-a-search-hit")
+            .then_some(())
+    });
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", short(&held)), T);
+    // Esc: the list again, with its name filter on `\`.
+    t.keys(&["Escape"]);
+    t.wait_until("the list", T, |p| list_rows(p).len() >= 2);
     t.keys(&["q"]);
     t.wait("ccd-exited=0", T);
 }

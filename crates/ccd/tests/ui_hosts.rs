@@ -70,7 +70,7 @@ fn row_of<'a>(rows: &'a [String], sid: &str) -> Option<&'a String> {
 /// Filters the list down to `sid` (selecting it).
 fn select(t: &Tmux, sid: &str) {
     t.keys(&["Escape"]);
-    t.keys(&["/"]);
+    t.keys(&["\\"]);
     t.type_text(short(sid));
     t.keys(&["Enter"]);
     t.wait_until("the row alone", T, |p| {

@@ -4,7 +4,8 @@
 //! through its daemon's `sessions.list`), a preview (a held session's
 //! screen, else the transcript's tail rendered like `ccd observe`: read
 //! from the file here, through `session.tail` elsewhere), and the actions
-//! (`session.respond`, `session.kill`, `session.fork`, `session.new`),
+//! (`session.respond`, `session.kill`, `session.fork`, `session.new`), the
+//! content search (`sessions.search`),
 //! each a typed call through any [`Caller`] (a connection of its own, or
 //! the one a machine's link shares).
 
@@ -18,8 +19,9 @@ use ccd_claude::ClaudeConfigDir;
 use ccd_client::{Caller, ClientError};
 use ccd_protocol::methods::session::{
     ForkParams, KillParams, KillSignal, ListParams, NewParams, RespondChoice, RespondParams,
-    ScreenFormat, ScreenParams, SessionCost, SessionFork, SessionInfo, SessionKill, SessionNew,
-    SessionRespond, SessionScreen, SessionTail, TailParams,
+    ScreenFormat, ScreenParams, SearchParams, SearchResult, SessionCost, SessionFork, SessionInfo,
+    SessionKill, SessionNew, SessionRespond, SessionScreen, SessionTail, SessionsSearch,
+    TailParams,
 };
 use std::collections::HashMap;
 use std::path::Path;
@@ -118,6 +120,15 @@ pub fn tail(client: &mut impl Caller, session: &str) -> Result<Vec<String>, Clie
         .filter_map(crate::term::run::rendered)
         .map(|r| render_line(&r, 1_000))
         .collect())
+}
+
+/// `sessions.search` of `query` on the machine `client` reaches (its
+/// daemon answers from its index, or scans), at most
+/// [`super::search::HITS_PER_MACHINE`] hits.
+pub fn search(client: &mut impl Caller, query: &str) -> Result<SearchResult, ClientError> {
+    let mut p = SearchParams::new(query);
+    p.limit = super::search::HITS_PER_MACHINE;
+    client.ask::<SessionsSearch>(&p)
 }
 
 /// `dirs.complete`: `input` completed to a directory on the daemon's

@@ -22,6 +22,7 @@ pub enum Action {
     Approve,
     Deny,
     SortByMemory,
+    Search,
     Filter,
     ClearFilter,
     Reload,
@@ -119,10 +120,15 @@ pub const KEYS: &[Binding] = &[
         map: &[(ch('m'), Action::SortByMemory)],
     },
     Binding {
-        keys: "/ Esc",
-        does: "filter (Enter keeps it, Esc clears it)",
+        keys: "/",
+        does: "search what was said (Enter on a hit goes in as on its row)",
+        map: &[(ch('/'), Action::Search)],
+    },
+    Binding {
+        keys: "\\ Esc",
+        does: "filter by id, name, title, folder (Enter keeps, Esc clears)",
         map: &[
-            (ch('/'), Action::Filter),
+            (ch('\\'), Action::Filter),
             (plain(KeyCode::Esc), Action::ClearFilter),
         ],
     },
@@ -191,8 +197,10 @@ fn readme_keys() -> String {
             let keys: Vec<String> = b
                 .keys
                 .split(' ')
-                .filter(|k| *k != "/" || b.keys.starts_with("/ "))
-                .map(|k| format!("`{k}`"))
+                .enumerate()
+                // `a / d`: the `/` between two keys is not a key.
+                .filter(|&(n, k)| k != "/" || n == 0)
+                .map(|(_, k)| format!("`{k}`"))
                 .collect();
             format!("{} {}", keys.join(" "), b.does)
         })
@@ -240,6 +248,15 @@ mod tests {
         assert_eq!(
             action_of(&key(KeyCode::Char('m'), false)),
             Some(Action::SortByMemory)
+        );
+        // `/` searches what was said (issue 55); `\` filters the list.
+        assert_eq!(
+            action_of(&key(KeyCode::Char('/'), false)),
+            Some(Action::Search)
+        );
+        assert_eq!(
+            action_of(&key(KeyCode::Char('\\'), false)),
+            Some(Action::Filter)
         );
     }
 

@@ -278,6 +278,13 @@ impl Model {
         self.refilter();
     }
 
+    /// The row of `sid` on `host`, filtered or not.
+    pub fn row(&self, host: &str, sid: &str) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.host == host && r.info.session_id == sid)
+    }
+
     pub fn selected(&self) -> Option<&Row> {
         let s = self.selected.as_ref()?;
         self.visible_rows().find(|r| r.is(s))

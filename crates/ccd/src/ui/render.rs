@@ -12,8 +12,9 @@ use super::model::{Attention, Row};
 use super::view::{Daemon, Mode, PreviewKind, View};
 use crate::shared::cells::{ago, tilde};
 use ccd_claude::display::line;
-use ccd_claude::display::width::clip;
+use ccd_claude::display::width::{clip, pad, width};
 use ccd_protocol::methods::session::{ActivityStatus, SessionState};
+use ccd_protocol::search::SearchHit;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -21,7 +22,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row as TRow, Table};
 use ratatui::Frame;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use unicode_width::UnicodeWidthStr;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// A list column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,8 +276,12 @@ pub fn draw(f: &mut Frame, view: &mut View) {
     let [list, preview] =
         Layout::vertical([Constraint::Length(list_h), Constraint::Min(0)]).areas(body);
     draw_header(f, header, view);
-    draw_list(f, list, view);
-    draw_preview(f, preview, view);
+    if view.mode == Mode::Search {
+        draw_search(f, body, view);
+    } else {
+        draw_list(f, list, view);
+        draw_preview(f, preview, view);
+    }
     draw_footer(f, footer, view);
     match &view.mode {
         Mode::Help => draw_help(f, area, view),
@@ -393,7 +398,7 @@ fn draw_list(f: &mut Frame, area: Rect, view: &mut View) {
     // header (a table cell would clip it to its column).
     if len == 0 && !view.loading && area.height >= 2 {
         let note = if !view.model.filter().is_empty() {
-            format!(" nothing matches /{}", line(view.model.filter()))
+            format!(" nothing matches \\{}", line(view.model.filter()))
         } else if view.shows_hosts() {
             " no Claude Code sessions on these machines yet: press n to start one".to_string()
         } else {
@@ -469,9 +474,233 @@ fn draw_preview(f: &mut Frame, area: Rect, view: &View) {
     f.render_widget(Paragraph::new(text), inner);
 }
 
+/// What a search hit's session is now, in a word: from the dashboard's
+/// row when it lists the session (kept current by events: a hit resumed
+/// a moment ago says `held`), else as the search found it. It says what
+/// `Enter` will do: attach (`held`), refuse with `o`/`f` offered
+/// (`elsewhere`, `unknown`), resume (`dead`), put back and resume
+/// (`archived`).
+fn hit_state(view: &View, h: &SearchHit) -> &'static str {
+    let state = match view.model.row(&h.host, &h.session_id) {
+        Some(r) if r.held() => return "held",
+        Some(r) => &r.info.state,
+        None => &h.state,
+    };
+    match state {
+        SessionState::Live => "elsewhere",
+        SessionState::Dead => "dead",
+        SessionState::Archived => "archived",
+        _ => "unknown",
+    }
+}
+
+/// The last columns of `s` that fit `max`, `…` first when something was
+/// cut.
+fn clip_left(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in s.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max - 1 {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    let mut out = String::from("…");
+    out.extend(kept.into_iter().rev());
+    while width(&out) > max {
+        out.remove(1);
+    }
+    out
+}
+
+/// A snippet's parts (sanitized) fitted to `room` columns with the match
+/// in view: the match first (clipped only when it alone is wider), then
+/// what comes before it, cut on its left, keeping at least half of what
+/// is left for what follows when that is as long.
+pub fn fit_snippet(before: &str, matched: &str, after: &str, room: usize) -> [String; 3] {
+    let m = clip(matched, room);
+    let left = room - width(&m);
+    let b = clip_left(before, left - width(after).min(left / 2));
+    let a = clip(after, left - width(&b));
+    [b, m, a]
+}
+
+/// The content search: its prompt, what each machine answered (a failed
+/// one named), and the hits, one line each (machine, session, what it is
+/// now, when, folder, what was said with the match marked).
+fn draw_search(f: &mut Frame, area: Rect, view: &mut View) {
+    if area.height == 0 {
+        return;
+    }
+    let w = usize::from(area.width);
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let alarm = if view.colour {
+        Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+    } else {
+        bold
+    };
+    let search = &view.search;
+    let mut top: Vec<Line> = vec![];
+    let cursor = if search.editing { "▏" } else { "" };
+    top.push(Line::from(Span::styled(
+        clip(&format!(" /{}{cursor}", line(&search.query)), w),
+        bold,
+    )));
+    let hits = search.hits().len();
+    let pending: Vec<String> = search.pending().map(|h| line(h).into_owned()).collect();
+    let status = match &search.asked {
+        None => {
+            " words, or \"a phrase\": Enter searches what was said in every session".to_string()
+        }
+        Some(_) if !pending.is_empty() => {
+            format!(" {hits} found so far · searching {}…", pending.join(", "))
+        }
+        Some(_) if hits == 0 => " no session matches".to_string(),
+        Some(_) => format!(
+            " {hits} session{} found{}",
+            if hits == 1 { "" } else { "s" },
+            if search.truncated() {
+                " (more matched: add a word)"
+            } else {
+                ""
+            }
+        ),
+    };
+    top.push(Line::from(Span::styled(clip(&status, w), dim)));
+    for (host, why) in search.failed() {
+        let text = format!(
+            " {}: {} (its sessions are not searched)",
+            line(host),
+            line(why)
+        );
+        top.push(Line::from(Span::styled(clip(&text, w), alarm)));
+    }
+    let host_w = host_width(view).map(usize::from);
+    let folder_w = match w {
+        w if w >= 100 => (w / 5).min(32),
+        w if w >= 70 => 16,
+        _ => 0,
+    };
+    let mut cols: Vec<(&str, usize)> = vec![];
+    if let Some(h) = host_w {
+        cols.push(("HOST", h));
+    }
+    cols.extend([("ID", 8), ("STATE", 9), ("WHEN", 8)]);
+    if folder_w > 0 {
+        cols.push(("FOLDER", folder_w));
+    }
+    let fixed: usize = cols.iter().map(|(_, c)| c + 1).sum::<usize>() + 1;
+    let said_w = w.saturating_sub(fixed);
+    let header = {
+        let mut t = String::from(" ");
+        for (name, c) in &cols {
+            t.push_str(&pad(name, *c));
+            t.push(' ');
+        }
+        t.push_str("WHAT WAS SAID");
+        Line::from(Span::styled(clip(&t, w), bold))
+    };
+    if hits > 0 {
+        top.push(header);
+    }
+    let top_h = (top.len() as u16).min(area.height);
+    f.render_widget(
+        Paragraph::new(top),
+        Rect {
+            height: top_h,
+            ..area
+        },
+    );
+    let list = Rect {
+        y: area.y + top_h,
+        height: area.height - top_h,
+        ..area
+    };
+    let height = usize::from(list.height);
+    let selected = search.selected_index();
+    let offset = scroll(search.offset, selected, height, hits);
+    let mut lines: Vec<Line> = vec![];
+    for n in offset..(offset + height).min(hits) {
+        let h = &search.hits()[n];
+        let mut t = String::from(" ");
+        let mut cell = |text: &str, c: usize| {
+            t.push_str(&pad(&clip(text, c), c));
+            t.push(' ');
+        };
+        if let Some(c) = host_w {
+            cell(&line(&h.host), c);
+        }
+        cell(&line(crate::shared::cells::short_id(&h.session_id)), 8);
+        cell(hit_state(view, h), 9);
+        let when = h
+            .timestamp
+            .as_deref()
+            .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+            .map_or_else(|| "-".to_string(), |t| ago(view.now, t));
+        cell(&when, 8);
+        if folder_w > 0 {
+            // Another machine's home is not this one's: `~` only here.
+            let folder = h.folder.as_deref().map_or_else(
+                || "-".to_string(),
+                |c| {
+                    if h.host == crate::hosts::LOCAL {
+                        tilde(c, view.home.as_deref())
+                    } else {
+                        c.to_string()
+                    }
+                },
+            );
+            // Its end names the project: cut on the left.
+            cell(&clip_left(&line(&folder), folder_w), folder_w);
+        }
+        // Sanitized first, then marked: a transcript cannot forge the mark.
+        let role = clip(&format!("{}: ", line(&h.role)), said_w);
+        let [b, m, a] = fit_snippet(
+            &line(&h.snippet.before),
+            &line(&h.snippet.matched),
+            &line(&h.snippet.after),
+            said_w - width(&role),
+        );
+        let mut mark = Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED);
+        if view.colour {
+            mark = mark.fg(Color::Yellow);
+        }
+        let mut l = Line::from(vec![
+            Span::raw(t),
+            Span::raw(role),
+            Span::raw(b),
+            Span::styled(m, mark),
+            Span::raw(a),
+        ]);
+        if Some(n) == selected {
+            l = l.style(Style::default().add_modifier(Modifier::REVERSED));
+        }
+        lines.push(l);
+    }
+    f.render_widget(Paragraph::new(lines), list);
+    view.search.offset = offset;
+}
+
 fn draw_footer(f: &mut Frame, area: Rect, view: &View) {
     let text = match &view.mode {
-        Mode::Filter => format!("/{}▏  Enter keep · Esc clear", line(view.model.filter())),
+        Mode::Search if view.search.editing => {
+            "search what was said: Enter searches · ↑/↓ hits · Ctrl-U clears · Esc back to the list"
+                .to_string()
+        }
+        Mode::Search => match &view.message {
+            Some(m) => line(m).into_owned(),
+            None => "Enter go in (attach, or resume in its folder) · o observe · f fork · / edit · Esc list · q quit".to_string(),
+        },
+        Mode::Filter => format!("\\{}▏  Enter keep · Esc clear", line(view.model.filter())),
         Mode::ConfirmKill { label, .. } => {
             format!("kill {}? y to kill, any other key to keep it", line(label))
         }
@@ -485,16 +714,16 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &View) {
                 let filter = if view.model.filter().is_empty() {
                     String::new()
                 } else {
-                    format!("[/{}] ", line(view.model.filter()))
+                    format!("[\\{}] ", line(view.model.filter()))
                 };
                 let full = format!(
-                    "{filter}Enter attach · o observe · f fork · n new · k kill · a/d approve/deny · / filter · ? help · q quit"
+                    "{filter}Enter attach · o observe · f fork · n new · k kill · a/d approve/deny · / search · \\ filter · ? help · q quit"
                 );
                 if full.width() <= area.width as usize {
                     full
                 } else {
                     // Narrow: every key still shown, `?` and `q` included.
-                    format!("{filter}⏎ attach · o obs · f fork · n new · k kill · a/d · / filter · ? help · q quit")
+                    format!("{filter}⏎ attach · o obs · f fork · n new · k kill · a/d · / search · \\ filter · ? · q")
                 }
             }
         },
@@ -876,13 +1105,136 @@ mod tests {
                 session: "s".into(),
                 label: "s".into(),
             };
-            for mode in [Mode::List, Mode::Help, Mode::Filter, new, kill] {
+            for mode in [
+                Mode::List,
+                Mode::Help,
+                Mode::Filter,
+                Mode::Search,
+                new,
+                kill,
+            ] {
                 let mut v = fixture();
                 v.mode = mode;
                 v.hosts[0].daemon = Daemon::Gone("x".into());
                 render(&mut v, w, h);
             }
         }
+    }
+
+    /// The content search's hits: one line each (machine, id, what the
+    /// session is now, when, folder, what was said with the match
+    /// marked), a machine that failed named, hostile text in a snippet
+    /// sanitized before the mark.
+    #[test]
+    fn search_hits_with_a_hostile_snippet_at_120x30() {
+        use crate::ui::search::tests::hit;
+        use ccd_protocol::methods::session::SearchResult;
+        let mut v = View::new(
+            false,
+            Some("/home/me".into()),
+            "ctrl-\\".into(),
+            &["local".into(), "devbox".into(), "far".into()],
+        );
+        v.now = OffsetDateTime::parse(NOW, &Rfc3339).unwrap();
+        v.loading = false;
+        // The held one is listed: its word comes from the dashboard's row.
+        let mut held = info("9cc17429-held", "live", Some("idle"), Some("idle"), 0);
+        held.last_activity = Some(at(60));
+        v.set_rows("local", vec![held]);
+        v.set_daemon("local", Daemon::Connected);
+        v.set_daemon("devbox", Daemon::Connected);
+        v.set_daemon("far", Daemon::Gone("ssh: Connection refused".into()));
+        v.mode = Mode::Search;
+        v.search.query = "auth bug".into();
+        let hosts = ["local".to_string(), "devbox".into(), "far".into()];
+        v.search.asked(1, "auth bug", &hosts);
+        let dead = SessionState::Dead;
+        let ok = |hits| {
+            Ok(SearchResult {
+                hits,
+                sessions: 3,
+                truncated: false,
+                indexed: true,
+            })
+        };
+        v.search.answer(
+            "local",
+            1,
+            ok(vec![
+                hit(
+                    "9cc17429-held",
+                    SessionState::Live,
+                    3.0,
+                    &at(120),
+                    ["where is the ", "auth bug", " coming from?"],
+                ),
+                hit(
+                    "0b6c5c1e-dead",
+                    dead,
+                    2.0,
+                    &at(86_400 * 3),
+                    [
+                        "a very long preamble that cannot all fit before the match so it is cut on its left: \x1b]0;pwned\x07title\x1b[2J and \u{202e}bidi\r\n",
+                        "AUTH\x1b[31m bug",
+                        " in 日本語 login.rs 🚀 then more text after it that runs on and on past the edge of the pane",
+                    ],
+                ),
+            ]),
+        );
+        v.search.answer(
+            "devbox",
+            1,
+            ok(vec![hit(
+                "77aa88bb-far",
+                dead,
+                2.5,
+                &at(86_400 * 9),
+                ["", "auth bug", " fixed by rotating the key"],
+            )]),
+        );
+        v.search.answer(
+            "far",
+            1,
+            Err("unreachable (ssh: connect to host far port 22: Connection refused)".into()),
+        );
+        let b = render(&mut v, 120, 30);
+        let text = format!("{b}");
+        assert!(
+            !text.contains('\x1b') && !text.contains('\u{202e}') && !text.contains('\x07'),
+            "{text}"
+        );
+        assert!(text.contains("far: unreachable"), "{text}");
+        assert!(text.contains("held") && text.contains("dead"), "{text}");
+        // The match is marked (bold, underlined), its sanitized text alone.
+        let buf = b.buffer();
+        let marked: String = buf
+            .content()
+            .iter()
+            .filter(|c| c.modifier.contains(Modifier::UNDERLINED))
+            .map(|c| c.symbol())
+            .collect();
+        assert_eq!(marked, "auth bugauth bugAUTH bug", "{text}");
+        insta::assert_snapshot!(b);
+    }
+
+    #[test]
+    fn a_snippet_keeps_its_match_in_view() {
+        // Room for all: as it is.
+        assert_eq!(fit_snippet("ab ", "cd", " ef", 20), ["ab ", "cd", " ef"]);
+        // A long before is cut on its left; after keeps half the rest.
+        let [b, m, a] = fit_snippet(&"x".repeat(50), "MATCH", &"y".repeat(50), 25);
+        assert_eq!(m, "MATCH");
+        assert!(b.starts_with('…') && a.ends_with('…'), "{b}|{a}");
+        assert_eq!(width(&b) + width(&m) + width(&a), 25);
+        assert_eq!(width(&b), 10);
+        // Nothing after: before takes the room.
+        let [b, _, a] = fit_snippet(&"界".repeat(30), "m", "", 21);
+        assert!(a.is_empty() && width(&b) <= 20 && width(&b) >= 19, "{b}");
+        // A match wider than the room is clipped; nothing else shows.
+        let [b, m, a] = fit_snippet("before", &"M".repeat(40), "after", 10);
+        assert_eq!((b.as_str(), m.as_str(), a.as_str()), ("", "MMMMMMMMM…", ""));
+        // No room at all.
+        assert_eq!(fit_snippet("a", "b", "c", 0), ["", "", ""]);
     }
 
     #[test]

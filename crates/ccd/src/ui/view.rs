@@ -1,6 +1,6 @@
 //! Everything the screen shows besides the rows: the input mode (list,
-//! filter, help, a confirm, the new-session machine and directory
-//! prompts), the preview's lines, the message line, each machine's
+//! filter, search, help, a confirm, the new-session machine and directory
+//! prompts), the content search ([`super::search::Search`]), the preview's lines, the message line, each machine's
 //! daemon's state. Pure data, so render tests build it directly.
 
 use super::model::Model;
@@ -21,6 +21,8 @@ pub enum Mode {
     List,
     /// Typing the filter.
     Filter,
+    /// The content search: its prompt and hits ([`View::search`]).
+    Search,
     Help,
     /// Asking before `session.kill` of this session (machine, id, shown
     /// name).
@@ -126,6 +128,9 @@ pub struct HostView {
 pub struct View {
     pub model: Model,
     pub mode: Mode,
+    /// The last content search (kept while the list shows: `/` shows it
+    /// again).
+    pub search: super::search::Search,
     pub preview: Option<Preview>,
     /// One line at the bottom (an action's result or error); sanitized when shown.
     pub message: Option<String>,
@@ -167,6 +172,7 @@ impl View {
         View {
             model: Model::default(),
             mode: Mode::List,
+            search: Default::default(),
             preview: None,
             message: None,
             hosts,

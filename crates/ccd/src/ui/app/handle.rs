@@ -8,6 +8,7 @@ use super::{
 };
 use crate::hosts::LOCAL;
 use crate::term::Mode as AttachMode;
+use crate::ui::keys::Action;
 use crate::ui::model::Applied;
 use crate::ui::render;
 use crate::ui::view::{Daemon, Mode, View};
@@ -245,6 +246,11 @@ impl App {
                 }
                 current
             }
+            Msg::Searched {
+                host,
+                generation,
+                result,
+            } => view.search.answer(&host, generation, result) && view.mode == Mode::Search,
             Msg::Attachable {
                 host,
                 session,
@@ -271,6 +277,7 @@ impl App {
         }
         match view.mode.clone() {
             Mode::Help => view.mode = Mode::List,
+            Mode::Search => self.search_key(term, view, k),
             Mode::Filter => match k.code {
                 KeyCode::Enter => view.mode = Mode::List,
                 KeyCode::Esc => {
@@ -415,6 +422,10 @@ impl App {
                 .model
                 .select_index(view.model.visible_len().saturating_sub(1)),
             A::Filter => view.mode = Mode::Filter,
+            A::Search => {
+                view.search.open();
+                view.mode = Mode::Search;
+            }
             A::SortByMemory => {
                 let on = !view.model.sorted_by_memory();
                 view.model.sort_by_memory(on);
@@ -459,12 +470,7 @@ impl App {
                     return;
                 }
                 match action {
-                    A::Attach => self.attach(term, view, &host, &sid, AttachMode::Interactive),
-                    A::Observe => self.attach(term, view, &host, &sid, AttachMode::Observe),
-                    A::Fork => {
-                        view.message = Some(format!("forking {short}…"));
-                        self.job(&host, Job::Fork(sid));
-                    }
+                    A::Attach | A::Observe | A::Fork => self.go(term, view, action, &host, &sid),
                     A::Kill if r.held() => {
                         view.mode = Mode::ConfirmKill {
                             host,
@@ -512,6 +518,84 @@ impl App {
                     }
                 }
             }
+        }
+    }
+}
+
+impl App {
+    /// Goes into a session (a row of the list, or a search hit: one
+    /// code): `Enter` attaches, which is ccd's one rule (attach if held,
+    /// refused with what to do if it runs elsewhere, resumed in its own
+    /// folder if dead, an archived one put back first); `o` observes;
+    /// `f` forks and attaches to the fork.
+    fn go(&mut self, term: &mut Term, view: &mut View, action: Action, host: &str, sid: &str) {
+        if let Some(why) = view.stale(host) {
+            // Answered at once: nothing can reach it now.
+            view.message = Some(super::jobs::unreachable(host, why));
+            return;
+        }
+        match action {
+            Action::Attach => self.attach(term, view, host, sid, AttachMode::Interactive),
+            Action::Observe => self.attach(term, view, host, sid, AttachMode::Observe),
+            Action::Fork => {
+                view.message = Some(format!("forking {}…", crate::shared::cells::short_id(sid)));
+                self.job(host, Job::Fork(sid.to_string()));
+            }
+            _ => {}
+        }
+    }
+
+    /// A key in the content search: typing, moving among the hits,
+    /// searching (every machine shown, in the background), going into a
+    /// hit, or back to the list.
+    fn search_key(&mut self, term: &mut Term, view: &mut View, k: KeyEvent) {
+        use crate::ui::search::Step;
+        if k.code == KeyCode::Esc && self.give_up_attaching(view) {
+            return;
+        }
+        if !view.search.editing {
+            view.message = None;
+        }
+        let page = term
+            .size()
+            .map(|s| (s.height as isize / 2 - 3).max(1))
+            .unwrap_or(10);
+        match view.search.key(&k, page) {
+            Step::Stay => {}
+            Step::Leave => view.mode = Mode::List,
+            Step::Quit => self.quit = Some(ExitCode::SUCCESS),
+            Step::Ask { generation, query } => self.search(view, generation, &query),
+            Step::Go(action, key) => self.go(term, view, action, &key.host, &key.session),
+            Step::NotHere(_) => {
+                view.message = Some(
+                    "on a hit: Enter goes in, o observes, f forks; Esc back to the list".into(),
+                )
+            }
+        }
+    }
+
+    /// Sends search `generation` of `query` to every machine shown (an
+    /// unreachable one answers at once); the hits come as
+    /// [`Msg::Searched`], the dashboard never waits.
+    fn search(&mut self, view: &mut View, generation: u64, query: &str) {
+        self.search_latest
+            .store(generation, std::sync::atomic::Ordering::Relaxed);
+        let hosts: Vec<String> = view.hosts.iter().map(|h| h.label.clone()).collect();
+        view.search.asked(generation, query, &hosts);
+        for host in &hosts {
+            if let Some(why) = view.stale(host).map(str::to_string) {
+                view.search
+                    .answer(host, generation, Err(format!("unreachable ({why})")));
+                continue;
+            }
+            self.job(
+                host,
+                Job::Search {
+                    generation,
+                    query: query.to_string(),
+                    latest: self.search_latest.clone(),
+                },
+            );
         }
     }
 }

@@ -49,6 +49,25 @@ pub(super) fn run<C: Caller>(
         // Quiet: with no daemon the figures stay as the last listing
         // measured them; a failed call leaves them.
         (Job::Costs, None) => None,
+        (
+            Job::Search {
+                generation, latest, ..
+            },
+            _,
+        ) if latest.load(std::sync::atomic::Ordering::Relaxed) > generation => None,
+        (
+            Job::Search {
+                generation, query, ..
+            },
+            c,
+        ) => Some(Msg::Searched {
+            host: host.to_string(),
+            generation,
+            result: match c {
+                Some(c) => data::search(c, &query).map_err(|e| note(&e)),
+                None => Err("the ccd daemon is not running".into()),
+            },
+        }),
         (Job::Complete(typed), Some(c)) => match data::complete_dir(c, &typed) {
             Ok((input, choices)) => Some(Msg::Completed {
                 host: host.to_string(),
@@ -140,6 +159,11 @@ pub(super) fn refuse(host: &str, job: Job, why: &str) -> Option<Msg> {
         Job::Preview { session, .. } => {
             Some(Msg::Preview(unreachable_preview(host, &session, why)))
         }
+        Job::Search { generation, .. } => Some(Msg::Searched {
+            host: host.to_string(),
+            generation,
+            result: Err(format!("unreachable ({why})")),
+        }),
         _ => Some(Msg::Done(
             host.to_string(),
             Done::Message(unreachable(host, why)),

@@ -107,6 +107,13 @@ enum Msg {
         input: String,
         choices: Vec<String>,
     },
+    /// A machine's answer to content search `generation` (or why it
+    /// failed).
+    Searched {
+        host: String,
+        generation: u64,
+        result: Result<ccd_protocol::methods::session::SearchResult, String>,
+    },
     /// A connection for an attach to another machine's session (made off
     /// the main thread), or why not.
     Attachable {
@@ -142,6 +149,14 @@ enum Job {
     Costs,
     /// Complete a typed directory there (Tab in the new-session prompt).
     Complete(String),
+    /// Search what was said there (`sessions.search`): search
+    /// `generation` of `query`, skipped when `latest` has moved past it
+    /// (a newer search was asked while it queued).
+    Search {
+        generation: u64,
+        query: String,
+        latest: Arc<std::sync::atomic::AtomicU64>,
+    },
     /// List the machine's sessions again (another machine's link; this
     /// one's loader has its own channel).
     Reload,
@@ -374,6 +389,7 @@ pub fn run(global: &GlobalArgs, key_arg: &DetachKeyArg) -> anyhow::Result<ExitCo
         preview_asked: None,
         preview_at: Instant::now(),
         preview_stale: false,
+        search_latest: Arc::default(),
         quit: None,
     };
     let code = app.run(&mut term, &mut view, &rx, first_frame_only);
@@ -402,6 +418,8 @@ struct App {
     preview_at: Instant,
     /// The shown preview is out of date (its session's events, an attach).
     preview_stale: bool,
+    /// The newest content search asked (queued older ones are skipped).
+    search_latest: Arc<std::sync::atomic::AtomicU64>,
     quit: Option<ExitCode>,
 }
 
