@@ -52,10 +52,18 @@ pub struct Entry {
     pub usage: FileUsage,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Stored {
     format: u32,
     files: Vec<(PathBuf, Entry)>,
+}
+
+/// [`Stored`] as written: the same bytes, from borrowed entries (a cold
+/// run's 10,000 entries are not copied to be written).
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    format: u32,
+    files: Vec<(&'a PathBuf, &'a Entry)>,
 }
 
 /// What one [`UsageCache::refresh`] did.
@@ -142,13 +150,11 @@ impl UsageCache {
 
     /// [`Self::save`] with another bound (tests).
     pub fn save_within(&self, path: &Path, max: u64) -> std::io::Result<()> {
-        let mut files: Vec<(PathBuf, Entry)> = self
-            .files
-            .iter()
-            .map(|(p, e)| (p.clone(), e.clone()))
-            .collect();
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        let stored = Stored {
+        let mut files: Vec<(&PathBuf, &Entry)> = self.files.iter().collect();
+        // In byte order of the paths (a stable order, cheaper to make
+        // than the order of their components).
+        files.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+        let stored = StoredRef {
             format: FORMAT,
             files,
         };
