@@ -85,7 +85,11 @@ pub fn tokens_cell(r: &SessionInfo) -> String {
     let Some(u) = r.usage.as_ref() else {
         return "-".into();
     };
-    let n = u.total_tokens;
+    tokens_text(u.total_tokens)
+}
+
+/// A token count as the TOKENS cell shows it (`950`, `12k`, `1.2M`).
+pub fn tokens_text(n: u64) -> String {
     match n {
         0..=999 => n.to_string(),
         1_000..=999_999 => format!("{}k", n / 1_000),
@@ -102,12 +106,18 @@ pub fn dollars_cell(r: &SessionInfo) -> String {
     let Some(u) = r.usage.as_ref() else {
         return "-".into();
     };
-    let mut s = if u.cost_usd >= 1000.0 {
-        format!("${:.0}", u.cost_usd)
+    dollars_text(u.cost_usd, !u.unpriced.is_empty())
+}
+
+/// Dollars as the `$` cell shows them (`$0.42`, `$1234`), `+` after them
+/// when `lower_bound` (a model is not priced).
+pub fn dollars_text(usd: f64, lower_bound: bool) -> String {
+    let mut s = if usd >= 1000.0 {
+        format!("${usd:.0}")
     } else {
-        format!("${:.2}", u.cost_usd)
+        format!("${usd:.2}")
     };
-    if !u.unpriced.is_empty() {
+    if lower_bound {
         s.push('+');
     }
     s

@@ -123,7 +123,7 @@ impl Row {
             };
         }
         match i.state {
-            SessionState::Dead => Attention::Dead,
+            SessionState::Dead | SessionState::Archived => Attention::Dead,
             _ => match i.status {
                 Some(ActivityStatus::Waiting) => Attention::Waiting,
                 Some(ActivityStatus::Busy) => Attention::Busy,
@@ -472,6 +472,30 @@ impl Model {
             .fold((0, 0), |(sum, n), c| (sum + c.memory_bytes, n + 1))
     }
 
+    /// What the sessions cost in tokens and dollars (those with a `usage`:
+    /// every one the machine's daemon has read), on every machine and on
+    /// each (`hosts` in order); `None` when no row has a figure.
+    pub fn usage_totals<'a>(
+        &self,
+        hosts: impl IntoIterator<Item = &'a str>,
+    ) -> Option<UsageTotals> {
+        let mut total = UsageSum::default();
+        let mut by_host: Vec<(String, UsageSum)> = hosts
+            .into_iter()
+            .map(|h| (h.to_string(), UsageSum::default()))
+            .collect();
+        for r in &self.rows {
+            let Some(u) = r.info.usage.as_ref() else {
+                continue;
+            };
+            total.add(u);
+            if let Some((_, s)) = by_host.iter_mut().find(|(h, _)| *h == r.host) {
+                s.add(u);
+            }
+        }
+        (total.sessions > 0).then_some(UsageTotals { total, by_host })
+    }
+
     /// Counts per attention group, for the header.
     pub fn counts(&self) -> [usize; 5] {
         let mut c = [0; 5];
@@ -480,6 +504,32 @@ impl Model {
         }
         c
     }
+}
+
+/// Tokens and dollars added over sessions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageSum {
+    pub sessions: usize,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    /// A session's model is not priced: the dollars are a lower bound.
+    pub unpriced: bool,
+}
+
+impl UsageSum {
+    fn add(&mut self, u: &ccd_protocol::methods::session::SessionUsage) {
+        self.sessions += 1;
+        self.tokens += u.total_tokens;
+        self.cost_usd += u.cost_usd;
+        self.unpriced |= !u.unpriced.is_empty();
+    }
+}
+
+/// [`Model::usage_totals`]: on every machine, and on each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageTotals {
+    pub total: UsageSum,
+    pub by_host: Vec<(String, UsageSum)>,
 }
 
 fn touch(row: &mut Row, t: OffsetDateTime) {

@@ -35,6 +35,8 @@ pub enum Col {
     Ctx,
     Mem,
     Cpu,
+    Tokens,
+    Dollars,
     Active,
     Ccd,
     Cwd,
@@ -52,6 +54,8 @@ impl Col {
             Col::Ctx => "CTX",
             Col::Mem => "MEM",
             Col::Cpu => "CPU",
+            Col::Tokens => "TOKENS",
+            Col::Dollars => "$",
             Col::Active => "ACTIVE",
             Col::Ccd => "CCD",
             Col::Cwd => "CWD",
@@ -62,7 +66,8 @@ impl Col {
 
 /// The columns that fit `width` and their widths, in screen order: the
 /// fixed ones by priority (id, status, active, state, ctx, mem, ccd)
-/// while a title of 16 columns still fits, cpu while the title keeps 40,
+/// while a title of 16 columns still fits, cpu, then $, then tokens, each
+/// while the title keeps 40,
 /// the cwd (a third of what is left, at most 40) when there is room for
 /// it, the title takes the rest. `host`: the HOST column's width, when
 /// rows say their machine (it comes right after the mark, before the id).
@@ -78,7 +83,7 @@ pub fn columns(width: u16, host: Option<u16>) -> Vec<(Col, u16)> {
     for (c, w) in [
         (Col::Status, 8),
         (Col::Active, 8),
-        (Col::State, 7),
+        (Col::State, 8),
         (Col::Ctx, 5),
         (Col::Mem, 5),
         (Col::Ccd, 12),
@@ -92,9 +97,13 @@ pub fn columns(width: u16, host: Option<u16>) -> Vec<(Col, u16)> {
     let title_of = |rest: i32| rest - cwd_of(rest) - i32::from(cwd_of(rest) > 0);
     // The title says what a waiting session asks: CPU only where the
     // title keeps 40 columns beside it.
-    if title_of(width - used - 5) >= 40 {
-        fixed.push((Col::Cpu, 4));
-        used += 5;
+    // Then what the conversations cost: dollars, then tokens, on the
+    // same terms.
+    for (c, w) in [(Col::Cpu, 4), (Col::Dollars, 8), (Col::Tokens, 6)] {
+        if title_of(width - used - (w + 1)) >= 40 {
+            fixed.push((c, w));
+            used += w + 1;
+        }
     }
     let rest = width - used;
     let cwd = cwd_of(rest);
@@ -107,6 +116,8 @@ pub fn columns(width: u16, host: Option<u16>) -> Vec<(Col, u16)> {
         Col::Ctx,
         Col::Mem,
         Col::Cpu,
+        Col::Tokens,
+        Col::Dollars,
         Col::Active,
         Col::Ccd,
     ];
@@ -165,6 +176,7 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
         Col::State => match i.state {
             SessionState::Live => "live",
             SessionState::Dead => "dead",
+            SessionState::Archived => "archived",
             _ => "unknown",
         }
         .into(),
@@ -173,6 +185,8 @@ fn cell(r: &Row, col: Col, width: u16, view: &View) -> String {
         Col::Ctx => crate::shared::cells::ctx_cell(i),
         Col::Mem => crate::shared::cells::mem_cell(i),
         Col::Cpu => crate::shared::cells::cpu_cell(i),
+        Col::Tokens => crate::shared::cells::tokens_cell(i),
+        Col::Dollars => crate::shared::cells::dollars_cell(i),
         Col::Active => i
             .last_activity
             .as_deref()
@@ -299,10 +313,27 @@ fn draw_header(f: &mut Frame, area: Rect, view: &View) {
     let c = view.model.counts();
     // The memory in use before the counts: it must fit at 80 columns.
     let (memory, measured) = view.model.memory_total();
-    let memory = if measured > 0 {
-        format!(" ({} in use)", crate::shared::cells::size_cell(memory))
-    } else {
-        String::new()
+    // And what the conversations cost, on every machine (each machine's
+    // after the counts).
+    let usage = view
+        .model
+        .usage_totals(view.hosts.iter().map(|h| h.label.as_str()));
+    let spent = |u: &super::model::UsageSum| {
+        format!(
+            "{} · {} tokens",
+            crate::shared::cells::dollars_text(u.cost_usd, u.unpriced),
+            crate::shared::cells::tokens_text(u.tokens)
+        )
+    };
+    let memory = match (measured > 0, &usage) {
+        (true, Some(u)) => format!(
+            " ({} in use · {})",
+            crate::shared::cells::size_cell(memory),
+            spent(&u.total)
+        ),
+        (true, None) => format!(" ({} in use)", crate::shared::cells::size_cell(memory)),
+        (false, Some(u)) => format!(" ({})", spent(&u.total)),
+        (false, None) => String::new(),
     };
     let mut text = format!(
         " ccd{memory} · {} sessions: {} waiting · {} busy · {} held idle · {} elsewhere · {} dead",
@@ -315,6 +346,11 @@ fn draw_header(f: &mut Frame, area: Rect, view: &View) {
     );
     if view.model.dropped > 0 {
         text.push_str(&format!(" · {} oldest not shown", view.model.dropped));
+    }
+    if let Some(u) = usage.as_ref().filter(|_| view.shows_hosts()) {
+        for (host, sum) in u.by_host.iter().filter(|(_, s)| s.sessions > 0) {
+            text.push_str(&format!(" · {}: {}", line(host), spent(sum)));
+        }
     }
     if view.loading {
         text = " ccd · loading sessions…".into();
@@ -836,6 +872,7 @@ mod tests {
     use super::*;
     use crate::ui::model::tests::info;
     use crate::ui::view::{Preview, PreviewKind};
+    use ccd_protocol::methods::session::SessionUsage;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
@@ -909,6 +946,19 @@ mod tests {
                 .unwrap(),
             );
         }
+        // What three conversations cost (one with a model the table does
+        // not price: a lower bound).
+        for (n, (tokens, usd, unpriced)) in [
+            (1_234_567u64, 4.56, false),
+            (98_000, 0.42, false),
+            (12_000_000, 123.0, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            rows[[0, 1, 3][n]].usage = Some(usage(tokens, usd, unpriced));
+        }
+        rows[4].state = SessionState::Archived;
         v.model.set_rows("local", rows);
         v.model.select_id("local", "9cc17429-aaaa");
         v.preview = Some(Preview::new(
@@ -927,6 +977,23 @@ mod tests {
             ],
         ));
         v
+    }
+
+    fn usage(tokens: u64, usd: f64, unpriced: bool) -> SessionUsage {
+        SessionUsage {
+            input_tokens: tokens,
+            output_tokens: 0,
+            cache_creation_tokens: 0,
+            cache_read_tokens: 0,
+            total_tokens: tokens,
+            cost_usd: usd,
+            models: vec!["claude-sonnet-4-20250514".into()],
+            unpriced: if unpriced {
+                vec!["claude-opus-5-5".into()]
+            } else {
+                vec![]
+            },
+        }
     }
 
     fn render(v: &mut View, w: u16, h: u16) -> TestBackend {
@@ -999,18 +1066,16 @@ mod tests {
             i.last_activity = Some(at(ago_s));
             i
         };
-        v.set_rows(
-            "local",
-            vec![row("11111111-here", Some("idle"), Some("idle"), 30)],
-        );
+        let mut here = row("11111111-here", Some("idle"), Some("idle"), 30);
+        here.usage = Some(usage(2_000_000, 26.4, false));
+        let mut busy = row("33333333-busy", Some("busy"), Some("busy"), 1);
+        busy.usage = Some(usage(500_000, 1.5, false));
+        v.set_rows("local", vec![here]);
         v.set_rows(
             "devbox",
             vec![row("22222222-there", Some("waiting"), None, 5)],
         );
-        v.set_rows(
-            "build-server-in-the-basement",
-            vec![row("33333333-busy", Some("busy"), Some("busy"), 1)],
-        );
+        v.set_rows("build-server-in-the-basement", vec![busy]);
         v.set_daemon("local", Daemon::Connected);
         v.set_daemon("build-server-in-the-basement", Daemon::Connected);
         v.set_daemon(
@@ -1028,6 +1093,15 @@ mod tests {
         insta::assert_snapshot!(shot);
         let text = format!("{shot:?}");
         assert!(text.contains("HOST") && text.contains("[stale]"), "{text}");
+        // What the conversations cost, over all and on each machine.
+        // (wide enough for the header to hold it beside the gone machine).
+        let wide = render(&mut v, 300, 30);
+        let header: String = wide.buffer().content()[..300]
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(header.contains("$27.90 · 2.5M tokens"), "{header}");
+        assert!(header.contains("local: $26.40 · 2.0M tokens"), "{header}");
         // The machine picker of `n`.
         v.mode = Mode::NewHost { at: 1 };
         let picker = format!("{:?}", render(&mut v, 80, 24));
