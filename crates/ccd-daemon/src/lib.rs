@@ -57,6 +57,7 @@ pub mod session_ops;
 pub mod startup;
 pub mod state;
 pub mod tasks;
+pub mod transcript_watch;
 pub mod usage;
 pub mod views;
 

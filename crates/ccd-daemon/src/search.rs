@@ -9,14 +9,22 @@
 //! the daemon's start and other requests never wait for it; a search that
 //! comes first scans (`indexed: false`), with the same hits.
 //!
-//! **Kept current.** Each search brings the index up to date with the
-//! session list it is answered over (the list `sessions.list` builds,
-//! liveness re-validated) before answering: a transcript that grew has
-//! only its appended complete lines read, one trimmed or replaced is read
-//! again, one gone or no longer listed is dropped (`Index::update`); the
-//! write lock is held for that update only. The keeper saves the index
-//! when an update changed it, at most every [`SAVE_EVERY`] and once more
-//! at shutdown, under the same `flock` a daemon-less `ccd search` takes
+//! **Kept current.** The transcript watch ([`crate::transcript_watch`],
+//! started by the keeper before its first update) says which transcripts
+//! were written and whether any came or went. A search takes what it saw:
+//! the written files are brought up to date (only their appended complete
+//! lines read; a trimmed or replaced one read again) and nothing else is
+//! stat'ed, the index trusted for the rest (`Freshness::Trusted`); the
+//! session list of the last search is reused with each session's state
+//! judged again from the registry (as the session index judges it). When
+//! a transcript came or went, or the watch cannot tell (none on this
+//! system, an overflow, a lost watch), the session list is built again as
+//! `sessions.list` builds it and the whole index updated against it
+//! (every transcript stat'ed; gone or unlisted ones dropped), and without
+//! a watch every file's freshness is checked by a stat. The write lock is
+//! held for the update only. The keeper saves the index when an update
+//! changed it, at most every [`SAVE_EVERY`] and once more at shutdown,
+//! under the same `flock` a daemon-less `ccd search` takes
 //! (`ccd_search::service::save_locked`), written to a temporary file and
 //! renamed: neither ever sees the other's half-written file.
 //!
@@ -33,14 +41,19 @@
 //! `truncated`: more may match). Its hits: at most `SEARCH_LIMIT_MAX`. The index's memory:
 //! `ccd_search::index::MAX_POSTINGS`.
 
+use crate::transcript_watch::TranscriptWatch;
+use ccd_claude::context::ContextWindows;
 use ccd_claude::index::SessionRecord;
+use ccd_claude::liveness::Liveness;
+use ccd_claude::ClaudeConfigDir;
 use ccd_protocol::methods::session::SearchResult;
-use ccd_search::index::{Index, UpdateStats};
+use ccd_search::index::{Freshness, Index, UpdateStats};
 use ccd_search::service::{self, Request};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -66,7 +79,15 @@ pub struct Busy;
 /// The daemon's search index and its search slots (module header).
 pub struct SearchService {
     state_dir: PathBuf,
+    config: ClaudeConfigDir,
+    windows: ContextWindows,
     index: RwLock<Option<Index>>,
+    /// The session list of the last search, reused while the watch says
+    /// no transcript came or went (states re-validated each time).
+    list: Mutex<Option<Arc<Vec<SessionRecord>>>>,
+    /// Which transcripts changed; `None`: no watch (every search lists
+    /// the sessions again and stats every transcript).
+    watch: Mutex<Option<TranscriptWatch>>,
     slots: Arc<Semaphore>,
     waiting: AtomicUsize,
     /// An update changed the index since its last save.
@@ -74,10 +95,14 @@ pub struct SearchService {
 }
 
 impl SearchService {
-    pub fn new(state_dir: PathBuf) -> Self {
+    pub fn new(state_dir: PathBuf, config: ClaudeConfigDir, windows: ContextWindows) -> Self {
         Self {
             state_dir,
+            config,
+            windows,
             index: RwLock::new(None),
+            list: Mutex::new(None),
+            watch: Mutex::new(None),
             slots: Arc::new(Semaphore::new(MAX_SEARCHES)),
             waiting: AtomicUsize::new(0),
             dirty: AtomicBool::new(false),
@@ -117,20 +142,77 @@ impl SearchService {
         self.index.read().is_ok_and(|g| g.is_some())
     }
 
-    /// Answers `req` over `sessions` (blocking): the index brought up to
-    /// date and used when loaded, else a scan.
-    pub fn answer(
-        &self,
-        req: &Request,
-        sessions: &[SessionRecord],
-        now: OffsetDateTime,
-    ) -> SearchResult {
+    /// Starts the transcript watch if there is none (blocking; the
+    /// keeper's). Its first changes say `everything`, so whatever came
+    /// before it is seen by the next search.
+    pub fn watch(&self) {
+        let mut g = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_some() {
+            return;
+        }
+        match TranscriptWatch::start(&self.config.projects_dir()) {
+            Ok(w) => *g = Some(w),
+            Err(error) => {
+                tracing::debug!(%error, "no transcript watch: searches list and stat every transcript")
+            }
+        }
+    }
+
+    /// Answers `req` (blocking): the session list (kept while no
+    /// transcript came or went, states re-validated), the index brought
+    /// up to date with what changed and used when loaded, else a scan.
+    pub fn answer(&self, req: &Request, now: OffsetDateTime) -> std::io::Result<SearchResult> {
         let started = Instant::now();
         let req = req.clone().until(started + SEARCH_TIME);
-        let picked = service::pick(sessions, &req);
+        let changes = self
+            .watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(TranscriptWatch::take);
+        let watched = changes.as_ref().is_some_and(|c| !c.everything);
+        let kept = self.list.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let (sessions, relisted) = match (&changes, kept) {
+            (Some(c), Some(l)) if !c.everything && !c.listing => (l, false),
+            _ => {
+                let l = Arc::new(sessions_blocking(
+                    &self.config,
+                    &self.windows,
+                    &self.state_dir,
+                )?);
+                *self.list.lock().unwrap_or_else(|p| p.into_inner()) = Some(l.clone());
+                (l, true)
+            }
+        };
+        // A list just built has its states judged now; a kept one is
+        // judged again from the registry.
+        let states = (!relisted).then(|| running_states(&self.config));
+        let state_of = |r: &SessionRecord| match &states {
+            None => r.state,
+            Some(m) => m
+                .get(r.session_id.as_str())
+                .copied()
+                .unwrap_or(Liveness::Dead),
+        };
+        let picked = service::pick_with(&sessions, &req, state_of, relisted);
         if let Ok(mut g) = self.index.write() {
             if let Some(ix) = g.as_mut() {
-                let st = ix.update(&picked.all);
+                let st = if relisted {
+                    ix.update(&picked.all)
+                } else {
+                    let files = changes.as_ref().map(|c| &c.files);
+                    let changed: Vec<ccd_search::Source> = sessions
+                        .iter()
+                        .filter_map(|r| {
+                            let p = r.transcript.as_ref()?;
+                            files?.contains(p).then(|| ccd_search::Source {
+                                session_id: r.session_id.clone(),
+                                path: p.clone(),
+                            })
+                        })
+                        .collect();
+                    ix.update_some(&changed)
+                };
                 if st != UpdateStats::default() {
                     self.dirty.store(true, Ordering::Release);
                     tracing::debug!(
@@ -145,10 +227,20 @@ impl SearchService {
             }
         }
         let g = self.index.read().ok();
-        let ix = g.as_ref().and_then(|g| g.as_ref());
+        let freshness = if watched {
+            Freshness::Trusted
+        } else {
+            Freshness::Stat
+        };
+        let ix = g
+            .as_ref()
+            .and_then(|g| g.as_ref())
+            .map(|ix| (ix, freshness));
         let a = service::answer(&req, &picked, ix, now);
         tracing::debug!(
             indexed = a.result.indexed,
+            relisted,
+            watched,
             hits = a.result.hits.len(),
             sessions = a.result.sessions,
             files = a.stats.files,
@@ -156,16 +248,17 @@ impl SearchService {
             elapsed_us = started.elapsed().as_micros() as u64,
             "search answered"
         );
-        a.result
+        Ok(a.result)
     }
 
     /// Loads the index file (or starts empty), brings it up to date with
-    /// `sessions` and installs it (blocking; the keeper's start). Saved
-    /// when that changed it.
-    pub fn load(&self, sessions: &[SessionRecord]) {
+    /// every transcript and installs it (blocking; the keeper's start).
+    /// Saved when that changed it.
+    pub fn load(&self) -> std::io::Result<()> {
         let started = Instant::now();
+        let sessions = sessions_blocking(&self.config, &self.windows, &self.state_dir)?;
         let mut ix = service::load_or_new(&self.state_dir);
-        let all = all_sources(sessions);
+        let all = all_sources(&sessions);
         let st = ix.update(&all);
         tracing::info!(
             files_read = st.files_read,
@@ -181,6 +274,7 @@ impl SearchService {
             self.dirty.store(true, Ordering::Release);
             self.save_if_changed();
         }
+        Ok(())
     }
 
     /// Saves the index when an update changed it since the last save
@@ -205,6 +299,25 @@ impl SearchService {
             }
         }
     }
+}
+
+/// Each session a registry entry names that may be running, judged now
+/// as the session index judges it: live if one of its processes is,
+/// unknown if one may be, absent (dead) otherwise.
+fn running_states(config: &ClaudeConfigDir) -> HashMap<String, Liveness> {
+    let probe = ccd_claude::liveness::system_probe();
+    let mut out: HashMap<String, Liveness> = HashMap::new();
+    for e in ccd_claude::registry::read_all(&config.sessions_dir()).unwrap_or_default() {
+        let l = ccd_claude::liveness::check(&e, probe.as_ref()).liveness;
+        if !l.may_be_running() {
+            continue;
+        }
+        let s = out.entry(e.session_id).or_insert(Liveness::Unknown);
+        if l == Liveness::Live {
+            *s = Liveness::Live;
+        }
+    }
+    out
 }
 
 /// Every session on the machine, liveness re-validated (blocking): the

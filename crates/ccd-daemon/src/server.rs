@@ -154,9 +154,6 @@ async fn serve(options: DaemonOptions, claimed: startup::Claimed) -> anyhow::Res
     ));
     tokio::spawn(crate::tasks::search_keeper::run(
         daemon.search.clone(),
-        daemon.options.claude_config.clone(),
-        daemon.options.context_windows.clone(),
-        daemon.options.state_dir.clone(),
         daemon.shutdown.subscribe(),
     ));
     tokio::spawn(crate::tasks::refresh_watch::run(

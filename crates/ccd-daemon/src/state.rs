@@ -64,7 +64,11 @@ impl Daemon {
             )
             .with_projects(options.claude_config.projects_dir()),
         );
-        let search = Arc::new(crate::search::SearchService::new(options.state_dir.clone()));
+        let search = Arc::new(crate::search::SearchService::new(
+            options.state_dir.clone(),
+            options.claude_config.clone(),
+            options.context_windows.clone(),
+        ));
         Self {
             restore,
             search,

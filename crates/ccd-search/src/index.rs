@@ -171,6 +171,18 @@ pub struct IndexSearchStats {
     pub scanned: usize,
 }
 
+/// How a search judges whether the index has seen a file as it is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// A stat of each file against its mark (a stale file is scanned).
+    Stat,
+    /// The caller vouches that every file changed since it was read has
+    /// been updated (a watcher told it): no stat. A file that changed
+    /// under the search all the same is read whole when its record
+    /// cannot be read as indexed.
+    Trusted,
+}
+
 /// The candidates of a query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidates {
@@ -371,6 +383,16 @@ impl Index {
     /// replaced or shrunk one again, drops the files no longer listed or
     /// gone.
     pub fn update(&mut self, sources: &[Source]) -> UpdateStats {
+        self.update_listed(sources, true)
+    }
+
+    /// [`Index::update`] of `sources` only (files changed, as a watcher
+    /// saw them): the files not among them are left as they are.
+    pub fn update_some(&mut self, sources: &[Source]) -> UpdateStats {
+        self.update_listed(sources, false)
+    }
+
+    fn update_listed(&mut self, sources: &[Source], drop_unlisted: bool) -> UpdateStats {
         let mut stats = UpdateStats::default();
         let mut listed = vec![false; self.files.len()];
         let mut buf = Vec::new();
@@ -433,7 +455,7 @@ impl Index {
             }
         }
         for (id, seen) in listed.iter().enumerate() {
-            if !seen && self.files[id].live {
+            if drop_unlisted && !seen && self.files[id].live {
                 self.drop_file(id as u32);
                 stats.dropped += 1;
             }
@@ -451,6 +473,19 @@ impl Index {
         filters: &Filters,
         now: OffsetDateTime,
         limit: usize,
+    ) -> (Vec<Hit>, ScanStats, IndexSearchStats) {
+        self.search_with(sources, query, filters, now, limit, Freshness::Stat)
+    }
+
+    /// [`Index::search`], the files' freshness judged as `fresh` says.
+    pub fn search_with(
+        &self,
+        sources: &[Source],
+        query: &Query,
+        filters: &Filters,
+        now: OffsetDateTime,
+        limit: usize,
+        freshness: Freshness,
     ) -> (Vec<Hit>, ScanStats, IndexSearchStats) {
         let cands = self.candidates(query);
         let Candidates::Records(cands) = cands else {
@@ -488,8 +523,12 @@ impl Index {
                 .filter(|&id| {
                     let f = &self.files[id as usize];
                     f.indexed
-                        && std::fs::metadata(&src.path)
-                            .is_ok_and(|m| f.mark().plan(&FileStamp::of(&m)) == ReadPlan::Unchanged)
+                        && match freshness {
+                            Freshness::Trusted => self.mark(id).is_some(),
+                            Freshness::Stat => std::fs::metadata(&src.path).is_ok_and(|m| {
+                                f.mark().plan(&FileStamp::of(&m)) == ReadPlan::Unchanged
+                            }),
+                        }
                 });
             let hit = match fresh {
                 Some(id) => {

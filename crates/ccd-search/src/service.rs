@@ -20,7 +20,7 @@
 //! Everything here blocks (file reads, the scan's threads): callers on an
 //! async runtime run it on their blocking pool.
 
-use crate::index::{Index, IndexError, Limits, UpdateStats};
+use crate::index::{Freshness, Index, IndexError, Limits, UpdateStats};
 use crate::scan::{self, Filters, Hit, ScanStats, Source};
 use crate::{Query, QueryError, Role};
 use ccd_claude::index::SessionRecord;
@@ -113,41 +113,57 @@ impl Request {
 }
 
 /// The transcripts of a session list: every one (what the index covers)
-/// and those a request searches, with each searched session's record.
+/// and those a request searches, with each searched session's record and
+/// state.
 pub struct Picked<'a> {
     pub all: Vec<Source>,
     pub searched: Vec<Source>,
-    sessions: HashMap<&'a str, &'a SessionRecord>,
+    /// Beside `searched`, one for one.
+    recs: Vec<(&'a SessionRecord, Liveness)>,
 }
 
-/// Splits `sessions` for `req` (see [`Picked`]).
+/// Splits `sessions` for `req` (see [`Picked`]), each with its own state.
 pub fn pick<'a>(sessions: &'a [SessionRecord], req: &Request) -> Picked<'a> {
+    pick_with(sessions, req, |r| r.state, true)
+}
+
+/// [`pick`] with each session's state from `state_of` (re-validated by
+/// the caller), and `all` left empty unless `with_all`.
+pub fn pick_with<'a>(
+    sessions: &'a [SessionRecord],
+    req: &Request,
+    state_of: impl Fn(&SessionRecord) -> Liveness,
+    with_all: bool,
+) -> Picked<'a> {
     let mut picked = Picked {
-        all: Vec::with_capacity(sessions.len()),
+        all: Vec::with_capacity(if with_all { sessions.len() } else { 0 }),
         searched: Vec::new(),
-        sessions: HashMap::new(),
+        recs: Vec::new(),
     };
     for r in sessions {
         let Some(path) = &r.transcript else { continue };
-        let src = Source {
-            session_id: r.session_id.clone(),
-            path: path.clone(),
-        };
+        let state = state_of(r);
         let in_scope = match req.scope {
             SearchScope::All => true,
-            SearchScope::Live => r.state != Liveness::Dead,
-            SearchScope::Dead => r.state == Liveness::Dead,
+            SearchScope::Live => state != Liveness::Dead,
+            SearchScope::Dead => state == Liveness::Dead,
         };
         let in_folder = req.cwd.as_deref().is_none_or(|dir| {
             r.cwd
                 .as_deref()
                 .is_some_and(|c| is_within(Path::new(c), dir))
         });
+        let src = || Source {
+            session_id: r.session_id.clone(),
+            path: path.clone(),
+        };
         if in_scope && in_folder {
-            picked.sessions.insert(&r.session_id, r);
-            picked.searched.push(src.clone());
+            picked.recs.push((r, state));
+            picked.searched.push(src());
         }
-        picked.all.push(src);
+        if with_all {
+            picked.all.push(src());
+        }
     }
     picked
 }
@@ -160,20 +176,21 @@ pub struct Answer {
 }
 
 /// Answers `req` over `picked`: from `index` when given (its hits equal
-/// the scan's), else by scanning every searched transcript.
+/// the scan's; files' freshness judged as the [`Freshness`] says), else
+/// by scanning every searched transcript.
 pub fn answer(
     req: &Request,
     picked: &Picked<'_>,
-    index: Option<&Index>,
+    index: Option<(&Index, Freshness)>,
     now: OffsetDateTime,
 ) -> Answer {
     let started = Instant::now();
     // One more than asked says whether more sessions matched.
     let want = req.limit + 1;
     let (mut hits, stats) = match index {
-        Some(ix) => {
+        Some((ix, fresh)) => {
             let (hits, stats, used) =
-                ix.search(&picked.searched, &req.query, &req.filters, now, want);
+                ix.search_with(&picked.searched, &req.query, &req.filters, now, want, fresh);
             tracing::debug!(
                 verified = used.verified,
                 scanned = used.scanned,
@@ -198,9 +215,25 @@ pub fn answer(
     // the deadline passed.
     let truncated = hits.len() > req.limit || stats.timed_out > 0;
     hits.truncate(req.limit);
+    // The hits' sessions, found in one pass (not a map of every session).
+    let wanted: HashMap<&str, usize> = hits
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.session_id.as_str(), i))
+        .collect();
+    let mut of_hit: Vec<Option<(&SessionRecord, Liveness)>> = vec![None; hits.len()];
+    for (r, st) in &picked.recs {
+        if let Some(&i) = wanted.get(r.session_id.as_str()) {
+            of_hit[i] = Some((*r, *st));
+        }
+    }
     Answer {
         result: SearchResult {
-            hits: hits.into_iter().map(|h| row(h, picked)).collect(),
+            hits: hits
+                .into_iter()
+                .zip(of_hit)
+                .map(|(h, rec)| row(h, rec))
+                .collect(),
             sessions: picked.searched.len() as u64,
             truncated,
             indexed: index.is_some(),
@@ -211,9 +244,8 @@ pub fn answer(
 
 /// A hit as the wire shows it: the session's state and folder from the
 /// list.
-fn row(h: Hit, picked: &Picked<'_>) -> SearchHit {
-    let rec = picked.sessions.get(h.session_id.as_str());
-    let state = match rec.map_or(Liveness::Dead, |r| r.state) {
+fn row(h: Hit, rec: Option<(&SessionRecord, Liveness)>) -> SearchHit {
+    let state = match rec.map_or(Liveness::Dead, |r| r.1) {
         Liveness::Live => SessionState::Live,
         Liveness::Dead => SessionState::Dead,
         Liveness::Unknown => SessionState::Unknown,
@@ -222,13 +254,13 @@ fn row(h: Hit, picked: &Picked<'_>) -> SearchHit {
     // session's newest match, else its last activity.
     let timestamp = h.timestamp.clone().or_else(|| {
         h.newest
-            .or_else(|| rec.and_then(|r| r.last_activity))
+            .or_else(|| rec.and_then(|r| r.0.last_activity))
             .and_then(|t| t.format(&Rfc3339).ok())
     });
     SearchHit {
         host: LOCAL.to_string(),
         state,
-        folder: rec.and_then(|r| r.cwd.clone()).or(h.cwd),
+        folder: rec.and_then(|r| r.0.cwd.clone()).or(h.cwd),
         path: h.path.to_string_lossy().into_owned(),
         role: h.role.as_str().to_string(),
         timestamp,

@@ -62,7 +62,7 @@ fn indexed(c: &mut ccd_client::Client, query: &str) -> SearchResult {
 #[test]
 fn the_daemon_answers_from_its_index_and_keeps_it_current() {
     let sb = Sandbox::new();
-    let (mut dead, _live) = plant(&sb);
+    let (mut dead, mut live) = plant(&sb);
     let mut c = sb.client_or_start();
 
     let r = indexed(&mut c, "oauth");
@@ -120,12 +120,31 @@ fn the_daemon_answers_from_its_index_and_keeps_it_current() {
         "{logs}"
     );
 
+    // Answered over the kept session list, the changed file told by the
+    // watch (no stat of every transcript).
+    let logs = sb.logs_with(&["relisted=false"]);
+    assert!(
+        logs.lines().any(|l| l.contains("search answered")
+            && l.contains("relisted=false")
+            && l.contains("watched=true")),
+        "{logs}"
+    );
+
+    // The live session's process ends: its state is judged again at the
+    // next search, though no transcript changed.
+    let _ = live.0.kill();
+    let _ = live.0.wait();
+    wait_for(T, "the ended session to be dead", || {
+        (ids(&search(&mut c, &dead_only)) == ["dead-sess", "live-sess"]).then_some(())
+    });
+
     // A deleted transcript's hits are gone.
     std::fs::remove_file(&dead.path).unwrap();
     let gone = wait_for(T, "the deleted transcript's hits to go", || {
         let r = search(&mut c, &SearchParams::new("oauth"));
         (ids(&r) == ["live-sess"]).then_some(r)
     });
+    assert_eq!(serde_json::to_value(gone.hits[0].state).unwrap(), "dead");
     assert!(gone.indexed);
     assert!(search(&mut c, &SearchParams::new("zanzibar"))
         .hits

@@ -163,17 +163,11 @@ pub async fn search(
         .slot()
         .await
         .map_err(|e| RpcError::internal(e.to_string()))?;
-    let (config, windows, state) = (
-        ctx.daemon.options.claude_config.clone(),
-        ctx.daemon.options.context_windows.clone(),
-        ctx.daemon.options.state_dir.clone(),
-    );
     let s = search.clone();
     tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        let sessions = crate::search::sessions_blocking(&config, &windows, &state)
-            .map_err(|e| RpcError::internal(format!("reading Claude Code's files: {e}")))?;
-        Ok(s.answer(&req, &sessions, time::OffsetDateTime::now_utc()))
+        s.answer(&req, time::OffsetDateTime::now_utc())
+            .map_err(|e| RpcError::internal(format!("reading Claude Code's files: {e}")))
     })
     .await
     .map_err(|e| RpcError::internal(e.to_string()))?

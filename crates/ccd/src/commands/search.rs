@@ -39,6 +39,7 @@ use ccd_client::ClientError;
 use ccd_protocol::methods::session::SessionState;
 use ccd_protocol::methods::session::{SearchParams, SearchResult, SearchScope, SessionsSearch};
 use ccd_protocol::search::SearchHit;
+use ccd_search::index::Freshness;
 use ccd_search::service::{self, Request};
 use ccd_search::{Role, ScanStats};
 use std::ffi::OsString;
@@ -270,7 +271,8 @@ fn local_hits(
     } else {
         service::kept_index(&state, &picked.all, args.rebuild_index)
     };
-    let answer = service::answer(&plan.request, &picked, kept.as_ref(), now);
+    let index = kept.as_ref().map(|ix| (ix, Freshness::Stat));
+    let answer = service::answer(&plan.request, &picked, index, now);
     Ok((answer.result, Some(answer.stats)))
 }
 
