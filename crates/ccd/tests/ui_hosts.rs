@@ -451,3 +451,107 @@ for line in sys.stdin:
     );
     assert!(!pane.contains("did not answer"), "{pane}");
 }
+
+/// The search line of `sid` on `host` (after the WHAT WAS SAID header).
+fn hit_of(pane: &str, host: &str, sid: &str) -> Option<String> {
+    pane.lines()
+        .skip_while(|l| !l.contains("WHAT WAS SAID"))
+        .skip(1)
+        .find(|l| l.contains(short(sid)) && l.trim_start().starts_with(host))
+        .map(String::from)
+}
+
+/// A session with one turn saying `prompt`, then killed: dead, with a
+/// transcript.
+fn dead_with(sb: &Sandbox, project: &str, prompt: &str) -> String {
+    let sid = sb.new_session(project);
+    sb.ok(&["send", &sid, prompt]);
+    wait_for(T, "the turn", || {
+        let r = common::row(sb, &sid);
+        (r["status"] == "idle" && !r["transcript"].is_null()).then_some(())
+    });
+    sb.ok(&["kill", &sid]);
+    wait_for(T, "the session dead", || {
+        (common::row(sb, &sid)["state"] == "dead").then_some(())
+    });
+    sid
+}
+
+/// Issue 55 §3 across machines: `/` asks every machine shown through its
+/// link; the hits of both come in one list with their machine, a machine
+/// that cannot be reached is named while the others answer, and Enter on
+/// the other machine's dead hit resumes it there, in its own folder.
+#[test]
+fn the_search_asks_every_machine_names_a_failed_one_and_resumes_a_remote_hit_there() {
+    if !tmux_or_skip() {
+        return;
+    }
+    let far = Sandbox::new();
+    let mut near = Sandbox::new();
+    let ssh = stand_in_ssh(&near, &far);
+    // A third machine whose ssh fails at once.
+    let gone = near.tmp.path().join("fake-ssh-gone");
+    std::fs::write(
+        &gone,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *gone*) echo 'ssh: connect to host gone port 22: Connection refused' >&2; exit 255;; esac\nexec {} \"$@\"\n",
+            quote(ssh.to_str().unwrap())
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&gone, std::fs::Permissions::from_mode(0o755)).unwrap();
+    near.env
+        .push(("CCD_SSH_COMMAND".into(), gone.display().to_string()));
+    let mine = dead_with(&near, "nearproj", "the zebraquokka near side");
+    let theirs = dead_with(&far, "farproj", "the zebraquokka far side onlyfarword");
+    std::fs::write(
+        near.tmp.path().join("ccd.toml"),
+        "ui_hosts = [\"local\", \"ssh://far\", \"ssh://gone\"]\n",
+    )
+    .unwrap();
+    let t = Tmux::start(&near, &["ui"], 140, 40);
+    t.wait_until("rows of both machines", T, |p| {
+        let r = list_rows(p);
+        row_of(&r, &mine).is_some() && row_of(&r, &theirs).is_some()
+    });
+    t.keys(&["/"]);
+    t.type_text("zebraquokka");
+    t.keys(&["Enter"]);
+    let pane = t.wait_until("both machines' hits and the failed one named", T, |p| {
+        hit_of(p, "local", &mine).is_some()
+            && hit_of(p, "far", &theirs).is_some()
+            && p.contains("gone not searched: unreachable")
+    });
+    assert!(pane.contains("Connection refused"), "{pane}");
+    assert!(
+        hit_of(&pane, "far", &theirs).is_some_and(|l| l.contains("dead") && l.contains("far side")),
+        "{pane}"
+    );
+    // The far machine's hit alone; Enter: resumed there, in its folder.
+    t.keys(&["/", "C-u"]);
+    t.type_text("onlyfarword");
+    t.keys(&["Enter"]);
+    t.wait_until("the far hit alone", T, |p| {
+        hit_of(p, "far", &theirs).is_some() && hit_of(p, "local", &mine).is_none()
+    });
+    t.keys(&["Enter"]);
+    t.wait_until("attached to the resumed session", T, |p| {
+        !p.contains("WHAT WAS SAID")
+    });
+    let r = wait_for(T, "the far session resumed under ccd there", || {
+        let r = common::row(&far, &theirs);
+        (r["state"] == "live" && !r["ccd"].is_null()).then_some(r)
+    });
+    let dir = far.work.join("farproj");
+    assert_eq!(
+        r["writers"][0]["cwd"],
+        dir.to_str().unwrap(),
+        "resumed in its own folder: {r}"
+    );
+    assert_eq!(common::row(&near, &mine)["state"], "dead", "not this one");
+    t.keys(&["C-\\"]);
+    t.wait(&format!("detached from {}", short(&theirs)), T);
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    t.wait("ccd-exited=0", T);
+}

@@ -613,11 +613,8 @@ fn draw_search(f: &mut Frame, area: Rect, view: &mut View) {
     };
     top.push(Line::from(Span::styled(clip(&status, w), dim)));
     for (host, why) in search.failed() {
-        let text = format!(
-            " {}: {} (its sessions are not searched)",
-            line(host),
-            line(why)
-        );
+        // What matters first: the line is clipped to the width.
+        let text = format!(" {} not searched: {}", line(host), line(why));
         top.push(Line::from(Span::styled(clip(&text, w), alarm)));
     }
     let host_w = host_width(view).map(usize::from);
@@ -1277,7 +1274,7 @@ mod tests {
             !text.contains('\x1b') && !text.contains('\u{202e}') && !text.contains('\x07'),
             "{text}"
         );
-        assert!(text.contains("far: unreachable"), "{text}");
+        assert!(text.contains("far not searched: unreachable"), "{text}");
         assert!(text.contains("held") && text.contains("dead"), "{text}");
         // The match is marked (bold, underlined), its sanitized text alone.
         let buf = b.buffer();
