@@ -3,8 +3,13 @@
 //! ([`crate::search`]), so a search reads what changed and stats nothing
 //! else.
 //!
-//! On Linux: one inotify instance read by a thread of its own (blocking
-//! in `poll` with a 500 ms timeout, to see the stop flag), watching the
+//! On Linux: one inotify instance, drained by a thread of its own
+//! (blocking in `poll` on a duplicate of its descriptor with a 500 ms
+//! timeout, to see the stop flag) and by every [`TranscriptWatch::take`]
+//! before it answers — so a write that returned before a search began is
+//! always among what the search takes (the kernel queues the event in
+//! the write itself). The one lock (the watcher's state) is held only to
+//! drain the queue or take the changes, never across the `poll`. It watches the
 //! projects folder (folders created, removed, moved) and every project
 //! folder in it (a `*.jsonl` written, created, removed, moved). What it
 //! saw piles up in [`Changes`] until a search takes it: the files written
@@ -50,7 +55,8 @@ impl Changes {
 
 /// A running watch (see the module header); stops when dropped.
 pub struct TranscriptWatch {
-    changes: Arc<Mutex<Changes>>,
+    #[cfg(target_os = "linux")]
+    watcher: Arc<Mutex<linux::Watcher>>,
     stop: Arc<AtomicBool>,
     /// Set once a watch is lost for good: every change is `everything`.
     lost: Arc<AtomicBool>,
@@ -60,21 +66,20 @@ impl TranscriptWatch {
     /// Starts watching `projects` (Err: no watch here; see the module
     /// header).
     pub fn start(projects: &Path) -> std::io::Result<TranscriptWatch> {
-        let changes = Arc::new(Mutex::new(Changes::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let lost = Arc::new(AtomicBool::new(false));
         #[cfg(target_os = "linux")]
         {
-            linux::start(projects, changes.clone(), stop.clone(), lost.clone())?;
+            let watcher = linux::start(projects, stop.clone(), lost.clone())?;
             Ok(TranscriptWatch {
-                changes,
+                watcher,
                 stop,
                 lost,
             })
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (projects, &changes, &stop, &lost);
+            let _ = (projects, &stop, &lost);
             Err(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
                 "no transcript watch on this system",
@@ -84,8 +89,17 @@ impl TranscriptWatch {
 
     /// What changed since the last call.
     pub fn take(&self) -> Changes {
-        let mut g = self.changes.lock().unwrap_or_else(|p| p.into_inner());
-        let mut c = std::mem::take(&mut *g);
+        #[cfg(target_os = "linux")]
+        let mut c = {
+            let mut w = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+            w.drain();
+            std::mem::take(&mut w.changes)
+        };
+        #[cfg(not(target_os = "linux"))]
+        let mut c = Changes {
+            everything: true,
+            ..Changes::default()
+        };
         c.everything |= self.lost.load(Ordering::Acquire);
         c
     }
@@ -122,29 +136,33 @@ mod linux {
         root_mask() | AddWatchFlags::IN_MODIFY | AddWatchFlags::IN_CLOSE_WRITE
     }
 
-    struct Watcher {
+    pub(super) struct Watcher {
         fd: Inotify,
         root: PathBuf,
         root_wd: WatchDescriptor,
         dirs: HashMap<WatchDescriptor, PathBuf>,
-        changes: Arc<Mutex<Changes>>,
+        pub(super) changes: Changes,
         lost: Arc<AtomicBool>,
     }
 
     pub(super) fn start(
         projects: &Path,
-        changes: Arc<Mutex<Changes>>,
         stop: Arc<AtomicBool>,
         lost: Arc<AtomicBool>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<Arc<Mutex<Watcher>>> {
         let fd = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
         let root_wd = fd.add_watch(projects, root_mask())?;
+        let waker = nix::unistd::dup(fd.as_fd())?;
         let mut w = Watcher {
             fd,
             root: projects.to_path_buf(),
             root_wd,
             dirs: HashMap::new(),
-            changes,
+            // Whatever came before the watch: the first search looks.
+            changes: Changes {
+                everything: true,
+                ..Changes::default()
+            },
             lost,
         };
         for e in std::fs::read_dir(projects)?.flatten() {
@@ -152,16 +170,39 @@ mod linux {
                 w.add_folder(&e.path());
             }
         }
+        let w = Arc::new(Mutex::new(w));
+        let shared = w.clone();
         std::thread::Builder::new()
             .name("ccd-transcript-watch".into())
-            .spawn(move || w.run(&stop))?;
-        Ok(())
+            .spawn(move || run(&shared, &waker, &stop))?;
+        Ok(w)
+    }
+
+    /// Waits for events on `waker` (the inotify descriptor's duplicate)
+    /// and drains them into the watcher, until `stop`.
+    fn run(w: &Mutex<Watcher>, waker: &std::os::fd::OwnedFd, stop: &AtomicBool) {
+        while !stop.load(Ordering::Acquire) {
+            let mut fds = [PollFd::new(waker.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(500u16)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(error) => {
+                    tracing::warn!(%error, "transcript watch broke: searches stat every transcript");
+                    w.lock().unwrap_or_else(|p| p.into_inner()).lost();
+                    return;
+                }
+            }
+            let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
+            if !g.drain() {
+                return;
+            }
+        }
     }
 
     impl Watcher {
-        fn note(&self, f: impl FnOnce(&mut Changes)) {
-            let mut g = self.changes.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut g);
+        fn note(&mut self, f: impl FnOnce(&mut Changes)) {
+            f(&mut self.changes);
         }
 
         fn add_folder(&mut self, dir: &Path) {
@@ -177,35 +218,28 @@ mod linux {
         }
 
         /// A watch lost for good: every search from now on stats.
-        fn lost(&self) {
+        fn lost(&mut self) {
             self.note(|c| c.everything = true);
             self.lost.store(true, Ordering::Release);
         }
 
-        fn run(mut self, stop: &AtomicBool) {
-            while !stop.load(Ordering::Acquire) {
-                let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
-                match poll(&mut fds, PollTimeout::from(500u16)) {
-                    Ok(0) => continue,
-                    Ok(_) => {}
+        /// Reads every queued event. False: the watch broke (lost).
+        pub(super) fn drain(&mut self) -> bool {
+            loop {
+                match self.fd.read_events() {
+                    Ok(events) if events.is_empty() => return true,
+                    Ok(events) => {
+                        for ev in events {
+                            self.event(ev);
+                        }
+                    }
+                    Err(nix::errno::Errno::EAGAIN) => return true,
                     Err(nix::errno::Errno::EINTR) => continue,
                     Err(error) => {
                         tracing::warn!(%error, "transcript watch broke: searches stat every transcript");
                         self.lost();
-                        return;
+                        return false;
                     }
-                }
-                let events = match self.fd.read_events() {
-                    Ok(ev) => ev,
-                    Err(nix::errno::Errno::EAGAIN) => continue,
-                    Err(error) => {
-                        tracing::warn!(%error, "transcript watch broke: searches stat every transcript");
-                        self.lost();
-                        return;
-                    }
-                };
-                for ev in events {
-                    self.event(ev);
                 }
             }
         }
