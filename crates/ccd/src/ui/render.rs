@@ -293,11 +293,12 @@ pub fn draw(f: &mut Frame, view: &mut View) {
         Layout::vertical([Constraint::Length(list_h), Constraint::Min(0)]).areas(body);
     draw_header(f, header, view);
     if view.mode == Mode::Search {
-        search::draw_search(f, body, view);
+        // The hits, and the selected hit's session below them.
+        search::draw_search(f, list, view);
     } else {
         draw_list(f, list, view);
-        draw_preview(f, preview, view);
     }
+    draw_preview(f, preview, view);
     draw_footer(f, footer, view);
     match &view.mode {
         Mode::Help => draw_help(f, area, view),
@@ -459,26 +460,24 @@ fn draw_preview(f: &mut Frame, area: Rect, view: &View) {
     if area.height == 0 {
         return;
     }
-    let sel = view.model.selected();
+    let sel = view.focus();
+    let sel = sel.as_ref();
     let title = match (sel, &view.preview) {
-        (Some(r), Some(p)) if p.session == r.info.session_id && p.host == r.host => format!(
+        (Some(r), Some(p)) if p.session == r.session && p.host == r.host => format!(
             " {}{} · {} ",
             if view.shows_hosts() {
                 format!("{}:", line(&r.host))
             } else {
                 String::new()
             },
-            line(crate::shared::cells::short_id(&r.info.session_id)),
+            line(crate::shared::cells::short_id(&r.session)),
             match p.kind {
                 PreviewKind::Screen => "live screen",
                 PreviewKind::Transcript => "transcript",
                 PreviewKind::Note => "preview",
             }
         ),
-        (Some(r), _) => format!(
-            " {} ",
-            line(crate::shared::cells::short_id(&r.info.session_id))
-        ),
+        (Some(r), _) => format!(" {} ", line(crate::shared::cells::short_id(&r.session))),
         (None, _) => " preview ".into(),
     };
     let block = Block::default()
@@ -487,7 +486,7 @@ fn draw_preview(f: &mut Frame, area: Rect, view: &View) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let lines: Vec<String> = match (sel, &view.preview) {
-        (Some(r), Some(p)) if p.session == r.info.session_id && p.host == r.host => {
+        (Some(r), Some(p)) if p.session == r.session && p.host == r.host => {
             let h = inner.height as usize;
             let src = match p.kind {
                 // A screen is clipped at the top: its last rows are the
@@ -1057,8 +1056,19 @@ mod tests {
             1,
             Err("unreachable (ssh: connect to host far port 22: Connection refused)".into()),
         );
+        // The selected hit's session below the hits.
+        v.preview = Some(Preview::new(
+            "local",
+            "9cc17429-held",
+            PreviewKind::Screen,
+            &[
+                "> where is the auth bug coming from?".into(),
+                "● In token.rs".into(),
+            ],
+        ));
         let b = render(&mut v, 120, 30);
         let text = format!("{b}");
+        assert!(text.contains("local:9cc17429 · live screen"), "{text}");
         assert!(
             !text.contains('\x1b') && !text.contains('\u{202e}') && !text.contains('\x07'),
             "{text}"

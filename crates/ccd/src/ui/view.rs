@@ -102,6 +102,34 @@ impl Preview {
     }
 }
 
+/// The session the preview shows: the selected row, or in the content
+/// search the selected hit (with its row's state when the dashboard lists
+/// it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Focus {
+    pub host: String,
+    pub session: String,
+    /// ccd holds it: the preview is its screen.
+    pub held: bool,
+    /// Held and running a turn: its screen is fetched more often.
+    pub busy: bool,
+    /// Its transcript on this machine (the preview of one not held).
+    pub transcript: Option<String>,
+}
+
+impl Focus {
+    fn of(host: &str, session: &str, row: Option<&super::model::Row>) -> Focus {
+        let held = row.is_some_and(|r| r.held());
+        Focus {
+            host: host.to_string(),
+            session: session.to_string(),
+            held,
+            busy: held && row.is_some_and(|r| r.attention() == super::model::Attention::Busy),
+            transcript: row.and_then(|r| r.info.transcript.clone()),
+        }
+    }
+}
+
 /// Whether a machine's daemon answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Daemon {
@@ -248,6 +276,26 @@ impl View {
         }
     }
 
+    /// The session the preview is of: in the content search the selected
+    /// hit (a transcript of this machine read from the hit's path when
+    /// the dashboard does not list it), else the selected row.
+    pub fn focus(&self) -> Option<Focus> {
+        if self.mode == Mode::Search {
+            let h = self.search.selected_hit()?;
+            let mut f = Focus::of(
+                &h.host,
+                &h.session_id,
+                self.model.row(&h.host, &h.session_id),
+            );
+            if f.transcript.is_none() && h.host == crate::hosts::LOCAL {
+                f.transcript = Some(h.path.clone());
+            }
+            return Some(f);
+        }
+        let r = self.model.selected()?;
+        Some(Focus::of(&r.host, &r.info.session_id, Some(r)))
+    }
+
     /// Whether rows say which machine they are on: several machines, or
     /// one that is not this one.
     pub fn shows_hosts(&self) -> bool {
@@ -273,6 +321,59 @@ mod tests {
         let long = "界".repeat(MAX_PREVIEW_LINE_BYTES);
         let p = Preview::new("local", "s", PreviewKind::Screen, &[long]);
         assert!(p.lines[0].len() <= MAX_PREVIEW_LINE_BYTES);
+    }
+
+    /// The preview follows the selected row, and in the content search
+    /// the selected hit: held as its row says, a transcript from the
+    /// hit's path when this machine's dashboard does not list it.
+    #[test]
+    fn the_preview_follows_the_selected_hit_in_the_search() {
+        use crate::ui::model::tests::info;
+        use crate::ui::search::tests::hit;
+        use ccd_protocol::methods::session::{SearchResult, SessionState};
+        let mut v = View::new(false, None, "ctrl-]".into(), &[]);
+        v.set_rows(
+            "local",
+            vec![
+                info("listed", "live", Some("busy"), Some("busy"), 5),
+                info("other", "dead", None, None, 50),
+            ],
+        );
+        v.model.select_id("local", "other");
+        let f = v.focus().unwrap();
+        assert_eq!((f.session.as_str(), f.held), ("other", false));
+        v.mode = Mode::Search;
+        assert_eq!(v.focus(), None, "no hit yet");
+        v.search.asked(1, "q", &["local".to_string()]);
+        let at = "2026-12-01T10:00:00Z";
+        v.search.answer(
+            "local",
+            1,
+            Ok(SearchResult {
+                hits: vec![
+                    hit("listed", SessionState::Live, 2.0, at, ["", "q", ""]),
+                    hit("unlisted", SessionState::Dead, 1.0, at, ["", "q", ""]),
+                ],
+                ..Default::default()
+            }),
+        );
+        let f = v.focus().unwrap();
+        assert_eq!((f.session.as_str(), f.held, f.busy), ("listed", true, true));
+        v.search.editing = false;
+        let down = ratatui::crossterm::event::KeyEvent::new(
+            ratatui::crossterm::event::KeyCode::Down,
+            ratatui::crossterm::event::KeyModifiers::NONE,
+        );
+        v.search.key(&down, 10);
+        let f = v.focus().unwrap();
+        assert_eq!((f.session.as_str(), f.held), ("unlisted", false));
+        assert_eq!(
+            f.transcript.as_deref(),
+            Some("/home/me/.claude/projects/x/unlisted.jsonl")
+        );
+        // Back to the list: the selected row again.
+        v.mode = Mode::List;
+        assert_eq!(v.focus().unwrap().session, "other");
     }
 
     #[test]

@@ -51,10 +51,8 @@ impl App {
             if let Some(code) = self.quit.take() {
                 return Ok(code);
             }
-            let busy_preview = view
-                .model
-                .selected()
-                .is_some_and(|r| r.held() && r.attention() == crate::ui::model::Attention::Busy);
+            let focus = view.focus();
+            let busy_preview = focus.as_ref().is_some_and(|f| f.busy);
             let mut wait = TICK.saturating_sub(last_tick.elapsed());
             // With a preview in flight its answer wakes the loop: no
             // shorter wait (a zero one would spin).
@@ -84,8 +82,8 @@ impl App {
                     }
                 }
             }
-            let held_every = view.model.selected().filter(|r| r.held()).map(|r| {
-                if r.host == LOCAL {
+            let held_every = focus.filter(|f| f.held).map(|f| {
+                if f.host == LOCAL {
                     TICK
                 } else {
                     REMOTE_IDLE_SCREEN_REFRESH
@@ -104,37 +102,37 @@ impl App {
         }
     }
 
-    /// Asks the selected session's preview when it is not the one shown or
-    /// asked (one request in flight at a time).
+    /// Asks the preview of the selected session (or search hit:
+    /// [`View::focus`]) when it is not the one shown or asked (one request
+    /// in flight at a time).
     fn ask_preview(&mut self, view: &mut View) -> bool {
-        let Some(r) = view.model.selected() else {
+        let Some(f) = view.focus() else {
             return false;
         };
-        let sid = &r.info.session_id;
         if self.preview_asked.is_some() {
             return false; // one in flight: its answer first, then this
         }
         let shown = view
             .preview
             .as_ref()
-            .is_some_and(|p| &p.session == sid && p.host == r.host);
+            .is_some_and(|p| p.session == f.session && p.host == f.host);
         if shown && !self.preview_stale {
             return false;
         }
         self.preview_stale = false;
         self.preview_at = Instant::now();
-        if let Some(why) = view.stale(&r.host) {
+        if let Some(why) = view.stale(&f.host) {
             // Its machine is unreachable: said here, nothing asked.
-            view.preview = Some(super::jobs::unreachable_preview(&r.host, sid, why));
+            view.preview = Some(super::jobs::unreachable_preview(&f.host, &f.session, why));
             return true;
         }
-        self.preview_asked = Some(r.key());
+        self.preview_asked = Some(crate::ui::model::RowKey::new(&f.host, &f.session));
         self.job(
-            &r.host,
+            &f.host,
             Job::Preview {
-                session: sid.clone(),
-                held: r.held(),
-                transcript: r.info.transcript.clone(),
+                session: f.session,
+                held: f.held,
+                transcript: f.transcript,
             },
         );
         false
