@@ -3,8 +3,10 @@
 //! totals by session id, as the usage reader (`tasks::usage_reader`) last
 //! found them.
 //!
-//! The reader does the work off the request path: each pass brings the
-//! usage cache in the state dir up to date through
+//! The reader does the work off the request path: a pass that finds the
+//! transcripts as the last one left them (their fingerprint: paths,
+//! lengths, inodes, times) ends there; else it brings the usage cache in
+//! the state dir up to date through
 //! [`ccd_usage::here::by_session`] — the very code `ccd ls` and `ccd usage`
 //! run, reading only the bytes appended since the last pass, on a blocking
 //! thread — and replaces the board's totals. A list only copies from the
@@ -149,6 +151,25 @@ pub fn by_session_blocking(
         .collect()
 }
 
+/// A fingerprint of every transcript under `config_root` (the files
+/// [`ccd_usage::files::transcripts`] names, with each one's length, inode
+/// and modification time; no file opened): equal fingerprints, nothing to
+/// read again.
+pub fn fingerprint_blocking(config_root: &std::path::Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for t in ccd_usage::files::transcripts(config_root) {
+        t.path.hash(&mut h);
+        if let Ok(m) = std::fs::metadata(&t.path) {
+            m.len().hash(&mut h);
+            m.modified().ok().hash(&mut h);
+            #[cfg(unix)]
+            std::os::unix::fs::MetadataExt::ino(&m).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +207,31 @@ mod tests {
         assert_eq!(rows[0].usage.as_ref().map(|u| u.total_tokens), Some(7));
         assert!(rows[1].usage.is_none());
         assert!(b.watched());
+    }
+
+    #[test]
+    fn the_fingerprint_changes_with_an_append_a_new_file_or_a_replacement_only() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("projects/-w");
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = dir.join("a.jsonl");
+        std::fs::write(&a, "{}\n").unwrap();
+        let first = fingerprint_blocking(d.path());
+        assert_eq!(fingerprint_blocking(d.path()), first, "nothing changed");
+        std::fs::write(dir.join("notes.txt"), "x").unwrap();
+        assert_eq!(fingerprint_blocking(d.path()), first, "not a transcript");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&a).unwrap();
+        std::io::Write::write_all(&mut f, b"{}\n").unwrap();
+        let appended = fingerprint_blocking(d.path());
+        assert_ne!(appended, first, "an append");
+        std::fs::write(dir.join("b.jsonl"), "").unwrap();
+        let added = fingerprint_blocking(d.path());
+        assert_ne!(added, appended, "a new transcript");
+        // Replaced by a file of the same length (another inode).
+        let tmp = dir.join("a.tmp");
+        std::fs::write(&tmp, "{}\n{}\n").unwrap();
+        std::fs::rename(&tmp, &a).unwrap();
+        assert_ne!(fingerprint_blocking(d.path()), added, "a replacement");
     }
 
     #[test]

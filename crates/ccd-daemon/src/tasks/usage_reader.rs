@@ -1,8 +1,11 @@
 //! The usage reader: keeps the usage board ([`crate::usage::UsageBoard`])
 //! current as transcripts grow, at the pace the board's module doc
-//! describes. Each pass runs [`crate::usage::by_session_blocking`] on a
-//! blocking thread (the usage cache in the state dir: only appended bytes
-//! are read) and swaps the result in. Started by the server, handed the
+//! describes. Each pass, on a blocking thread, first takes the
+//! transcripts' fingerprint ([`crate::usage::fingerprint_blocking`]: their
+//! paths, lengths, inodes and times, no file opened); when it is the last
+//! pass's, nothing changed and the pass ends there; else it runs
+//! [`crate::usage::by_session_blocking`] (the usage cache in the state dir:
+//! only appended bytes are read) and swaps the result in. Started by the server, handed the
 //! board, Claude Code's config dir, the cache's path, the price table and
 //! the shutdown flag.
 
@@ -22,19 +25,34 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let prices = Arc::new(prices);
+    // What the transcripts looked like at the last pass: a pass that finds
+    // them as they were reads nothing more (no cache decoded, no report).
+    let mut last: Option<u64> = None;
     loop {
         let started = Instant::now();
         let (root, cache2, prices2) = (config.root().to_path_buf(), cache.clone(), prices.clone());
+        let before = last;
         match tokio::task::spawn_blocking(move || {
-            crate::usage::by_session_blocking(&root, &cache2, &prices2)
+            let now = crate::usage::fingerprint_blocking(&root);
+            if before == Some(now) {
+                return (now, None);
+            }
+            (
+                now,
+                Some(crate::usage::by_session_blocking(&root, &cache2, &prices2)),
+            )
         })
         .await
         {
-            Ok(by_session) => {
-                let sessions = by_session.len();
-                board.replace(by_session);
+            Ok((now, by_session)) => {
+                last = Some(now);
+                let sessions = by_session.as_ref().map(|b| b.len());
+                if let Some(b) = by_session {
+                    board.replace(b);
+                }
                 tracing::trace!(
                     sessions,
+                    unchanged = sessions.is_none(),
                     took_us = started.elapsed().as_micros() as u64,
                     "usage pass"
                 );
