@@ -14,6 +14,14 @@
 //! Printed: min, median and p90 wall time of each whole process, the
 //! ratios of the medians, and the kept index file's size.
 //!
+//! Then the daemon (unless `--no-daemon`): one of its own, fresh state
+//! dir and socket, over the same transcripts: how long after its start its
+//! index opens (built from no file: the first build's MB/s), then the
+//! whole `ccd search` process answered through it (the files checked
+//! against rg's) alternating with `rg -F -l`, the ratio; `sessions.search`
+//! alone, and the one that takes in a MB just appended to a transcript;
+//! the daemon's RSS with the index open.
+//!
 //! Then the index (ccd-search's `index`, in this process): the first build over the same transcripts (MB/s), its
 //! file's size against theirs, a save and a load, the same phrase through
 //! the index and through the scan (`--runs` each, hits checked equal to
@@ -49,6 +57,9 @@ pub struct Args {
     /// Skip the index's measurements.
     #[arg(long)]
     pub no_index: bool,
+    /// Skip the daemon's measurements.
+    #[arg(long)]
+    pub no_daemon: bool,
     /// Write the figures as JSON here too.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -183,7 +194,13 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                 q(&r_times, 0.5),
             )?
         };
+        let daemon = if a.no_daemon {
+            serde_json::Value::Null
+        } else {
+            daemon_figures(&ccd, &dir, &home, bytes, &phrase, &want, a.runs, &rg)?
+        };
         results.push(serde_json::json!({
+            "daemon": daemon,
             "transcripts": n, "bytes": bytes, "runs": a.runs,
             "search_ms": {"min": s_times[0], "median": q(&s_times, 0.5), "p90": q(&s_times, 0.9)},
             "rg_ms": {"min": r_times[0], "median": q(&r_times, 0.5), "p90": q(&r_times, 0.9)},
@@ -198,6 +215,172 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         std::fs::write(p, serde_json::to_vec_pretty(&results)?)?;
     }
     Ok(())
+}
+
+/// The daemon's figures (see the module header): a daemon of its own
+/// (fresh state dir and socket) over `dir`; the time it takes to open its
+/// index (the first build, from no index file), then the whole `ccd
+/// search` process answered through it alternating with `rg -F -l`; one
+/// appended MB's cost in the search that takes it in; the daemon's RSS.
+#[allow(clippy::too_many_arguments)]
+fn daemon_figures(
+    ccd: &Path,
+    dir: &Path,
+    home: &Path,
+    bytes: u64,
+    phrase: &str,
+    want: &BTreeSet<PathBuf>,
+    runs: usize,
+    rg: &dyn Fn() -> anyhow::Result<(Duration, BTreeSet<PathBuf>)>,
+) -> anyhow::Result<serde_json::Value> {
+    use ccd_protocol::methods::session::{SearchParams, SessionsSearch};
+    let state = home.join("dstate");
+    let sock = home.join("dsock");
+    let _ = std::fs::remove_dir_all(&state);
+    let env = |c: &mut Command| {
+        c.env("HOME", home)
+            .env("CCD_STATE_DIR", &state)
+            .env("CCD_SOCKET_DIR", &sock)
+            .env("CCD_LOG", "warn")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CCD_HOST");
+    };
+    let mut cmd = Command::new(ccd);
+    cmd.args(["daemon", "--claude-config-dir"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    env(&mut cmd);
+    let t0 = Instant::now();
+    let mut daemon = cmd.spawn()?;
+    struct Stop<'a>(&'a mut std::process::Child);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let pid = daemon.id();
+    let _stop = Stop(&mut daemon);
+    let sdir = ccd_client::SocketDir::new(&sock);
+    let mut c = loop {
+        match ccd_client::Client::connect(&sdir, "ccd-bench/search") {
+            Ok(c) => break c,
+            Err(_) if t0.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let quoted = format!("\"{phrase}\"");
+    // The index opens in the background: searches scan until then.
+    let opened = loop {
+        let r = c.call::<SessionsSearch>(&SearchParams::new(&quoted))?;
+        if r.indexed {
+            break t0.elapsed();
+        }
+        anyhow::ensure!(
+            t0.elapsed() < Duration::from_secs(600),
+            "the daemon's index did not open"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let search = || -> anyhow::Result<(Duration, BTreeSet<PathBuf>)> {
+        let mut cmd = Command::new(ccd);
+        cmd.args(["search", &quoted, "--json"])
+            .stderr(Stdio::inherit());
+        env(&mut cmd);
+        let t0 = Instant::now();
+        let out = cmd.output()?;
+        let took = t0.elapsed();
+        anyhow::ensure!(out.status.success(), "ccd search failed");
+        let v: Vec<ccd_protocol::search::SearchHit> = serde_json::from_slice(&out.stdout)?;
+        Ok((took, v.into_iter().map(|h| PathBuf::from(h.path)).collect()))
+    };
+    let (_, got) = search()?;
+    anyhow::ensure!(
+        &got == want,
+        "ccd search (daemon) found {got:?}, rg -F -l {want:?}"
+    );
+    let (mut d_times, mut r_times) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        d_times.push(search()?.0.as_secs_f64() * 1e3);
+        r_times.push(rg()?.0.as_secs_f64() * 1e3);
+    }
+    d_times.sort_by(f64::total_cmp);
+    r_times.sort_by(f64::total_cmp);
+    let q = |v: &[f64], f| crate::stats::nearest_rank(v, f);
+    // The request alone (no process start), then one with a MB appended
+    // to a transcript: the difference is the update's.
+    let mut calls = Vec::new();
+    for _ in 0..runs.max(1) {
+        let t0 = Instant::now();
+        c.call::<SessionsSearch>(&SearchParams::new(&quoted))?;
+        calls.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    calls.sort_by(f64::total_cmp);
+    let target = ccd_claude::transcript::list_all(&dir.join("projects"))
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no transcript"))?;
+    let mut appended = Vec::new();
+    let mut turn = 0;
+    while appended.len() < 1 << 20 {
+        let words: String = (0..100)
+            .map(|w| format!("daemonword{} ", turn * 131 + w * 7))
+            .collect();
+        let line = serde_json::json!({"type":"user","timestamp":"2026-12-01T00:00:00Z","message":{"role":"user","content":words}});
+        appended.extend_from_slice(line.to_string().as_bytes());
+        appended.push(b'\n');
+        turn += 1;
+    }
+    std::io::Write::write_all(
+        &mut std::fs::OpenOptions::new()
+            .append(true)
+            .open(&target.path)?,
+        &appended,
+    )?;
+    let t0 = Instant::now();
+    let r = c.call::<SessionsSearch>(&SearchParams::new("daemonword7"))?;
+    let append_ms = t0.elapsed().as_secs_f64() * 1e3;
+    anyhow::ensure!(
+        r.hits.iter().any(|h| h.session_id == target.session_id),
+        "the appended MB was not found"
+    );
+    let rss_mb = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0);
+    let idx = std::fs::metadata(state.join("search.idx")).map_or(0, |m| m.len());
+    let mb = bytes as f64 / 1e6;
+    let ratio = q(&r_times, 0.5) / q(&d_times, 0.5);
+    println!(
+        "daemon: index open (first build, from no file) {:.2} s after start ({:.0} MB/s), index file {:.1} MB ({:.2}% of {mb:.0} MB); RSS with the index open {rss_mb:.0} MB",
+        opened.as_secs_f64(),
+        mb / opened.as_secs_f64(),
+        idx as f64 / 1e6,
+        100.0 * idx as f64 / bytes as f64,
+    );
+    println!(
+        "daemon: ccd search (whole process) min {:.1} ms, median {:.1} ms, p90 {:.1} ms; rg -F -l median {:.1} ms: rg / ccd search = {ratio:.1}x ({runs} runs); sessions.search alone median {:.2} ms; with {:.2} MB just appended {append_ms:.1} ms",
+        d_times[0],
+        q(&d_times, 0.5),
+        q(&d_times, 0.9),
+        q(&r_times, 0.5),
+        q(&calls, 0.5),
+        appended.len() as f64 / 1e6,
+    );
+    Ok(serde_json::json!({
+        "open_s": opened.as_secs_f64(), "index_file_bytes": idx, "rss_mb": rss_mb,
+        "search_ms": {"min": d_times[0], "median": q(&d_times, 0.5), "p90": q(&d_times, 0.9)},
+        "rg_ms": {"median": q(&r_times, 0.5)}, "rg_over_search": ratio,
+        "call_ms": q(&calls, 0.5), "append_bytes": appended.len(), "append_call_ms": append_ms,
+    }))
 }
 
 /// The index's figures over `projects` (see the module header).

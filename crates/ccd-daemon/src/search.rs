@@ -84,7 +84,7 @@ pub struct SearchService {
     index: RwLock<Option<Index>>,
     /// The session list of the last search, reused while the watch says
     /// no transcript came or went (states re-validated each time).
-    list: Mutex<Option<Arc<Vec<SessionRecord>>>>,
+    list: Mutex<Option<Arc<Listed>>>,
     /// Which transcripts changed; `None`: no watch (every search lists
     /// the sessions again and stats every transcript).
     watch: Mutex<Option<TranscriptWatch>>,
@@ -175,18 +175,18 @@ impl SearchService {
         let (sessions, relisted) = match (&changes, kept) {
             (Some(c), Some(l)) if !c.everything && !c.listing => (l, false),
             _ => {
-                let l = Arc::new(sessions_blocking(
-                    &self.config,
-                    &self.windows,
-                    &self.state_dir,
-                )?);
+                let sessions = sessions_blocking(&self.config, &self.windows, &self.state_dir)?;
+                let sources = all_sources(&sessions);
+                let l = Arc::new(Listed { sessions, sources });
                 *self.list.lock().unwrap_or_else(|p| p.into_inner()) = Some(l.clone());
                 (l, true)
             }
         };
+        let listed_us = started.elapsed().as_micros() as u64;
         // A list just built has its states judged now; a kept one is
         // judged again from the registry.
         let states = (!relisted).then(|| running_states(&self.config));
+        let states_us = started.elapsed().as_micros() as u64;
         let state_of = |r: &SessionRecord| match &states {
             None => r.state,
             Some(m) => m
@@ -194,23 +194,29 @@ impl SearchService {
                 .copied()
                 .unwrap_or(Liveness::Dead),
         };
-        let picked = service::pick_with(&sessions, &req, state_of, relisted);
+        let picked = service::pick_with(
+            &sessions.sessions,
+            &req,
+            state_of,
+            relisted,
+            Some(&sessions.sources),
+        );
+        let picked_us = started.elapsed().as_micros() as u64;
         if let Ok(mut g) = self.index.write() {
             if let Some(ix) = g.as_mut() {
                 let st = if relisted {
                     ix.update(&picked.all)
                 } else {
                     let files = changes.as_ref().map(|c| &c.files);
-                    let changed: Vec<ccd_search::Source> = sessions
-                        .iter()
-                        .filter_map(|r| {
-                            let p = r.transcript.as_ref()?;
-                            files?.contains(p).then(|| ccd_search::Source {
-                                session_id: r.session_id.clone(),
-                                path: p.clone(),
-                            })
-                        })
-                        .collect();
+                    let changed: Vec<ccd_search::Source> = match files {
+                        Some(f) if !f.is_empty() => sessions
+                            .sources
+                            .iter()
+                            .filter(|s| f.contains(&s.path))
+                            .cloned()
+                            .collect(),
+                        _ => Vec::new(),
+                    };
                     ix.update_some(&changed)
                 };
                 if st != UpdateStats::default() {
@@ -226,6 +232,7 @@ impl SearchService {
                 }
             }
         }
+        let updated_us = started.elapsed().as_micros() as u64;
         let g = self.index.read().ok();
         let freshness = if watched {
             Freshness::Trusted
@@ -245,6 +252,10 @@ impl SearchService {
             sessions = a.result.sessions,
             files = a.stats.files,
             timed_out = a.stats.timed_out,
+            listed_us,
+            states_us,
+            picked_us,
+            updated_us,
             elapsed_us = started.elapsed().as_micros() as u64,
             "search answered"
         );
@@ -299,6 +310,12 @@ impl SearchService {
             }
         }
     }
+}
+
+/// A session list and its transcripts (made once per list).
+struct Listed {
+    sessions: Vec<SessionRecord>,
+    sources: Vec<ccd_search::Source>,
 }
 
 /// Each session a registry entry names that may be running, judged now

@@ -117,32 +117,46 @@ impl Request {
 /// state.
 pub struct Picked<'a> {
     pub all: Vec<Source>,
-    pub searched: Vec<Source>,
-    /// Beside `searched`, one for one.
-    recs: Vec<(&'a SessionRecord, Liveness)>,
+    pub searched: std::borrow::Cow<'a, [Source]>,
+    /// The searched sessions' records.
+    recs: Vec<&'a SessionRecord>,
+    /// Each session's state.
+    state_of: Box<dyn Fn(&SessionRecord) -> Liveness + 'a>,
 }
 
 /// Splits `sessions` for `req` (see [`Picked`]), each with its own state.
 pub fn pick<'a>(sessions: &'a [SessionRecord], req: &Request) -> Picked<'a> {
-    pick_with(sessions, req, |r| r.state, true)
+    pick_with(sessions, req, |r| r.state, true, None)
 }
 
 /// [`pick`] with each session's state from `state_of` (re-validated by
-/// the caller), and `all` left empty unless `with_all`.
+/// the caller), and `all` left empty unless `with_all`. `sources`: every
+/// transcript of `sessions`, made once by the caller (borrowed as the
+/// searched ones when the request filters nothing out).
 pub fn pick_with<'a>(
     sessions: &'a [SessionRecord],
     req: &Request,
-    state_of: impl Fn(&SessionRecord) -> Liveness,
+    state_of: impl Fn(&SessionRecord) -> Liveness + 'a,
     with_all: bool,
+    sources: Option<&'a [Source]>,
 ) -> Picked<'a> {
     let mut picked = Picked {
         all: Vec::with_capacity(if with_all { sessions.len() } else { 0 }),
-        searched: Vec::new(),
+        searched: std::borrow::Cow::Owned(Vec::new()),
         recs: Vec::new(),
+        state_of: Box::new(state_of),
     };
+    if let (Some(all), SearchScope::All, None, false) =
+        (sources, req.scope, req.cwd.as_deref(), with_all)
+    {
+        picked.searched = std::borrow::Cow::Borrowed(all);
+        picked.recs = sessions.iter().filter(|r| r.transcript.is_some()).collect();
+        return picked;
+    }
+    let mut searched = Vec::new();
     for r in sessions {
         let Some(path) = &r.transcript else { continue };
-        let state = state_of(r);
+        let state = (picked.state_of)(r);
         let in_scope = match req.scope {
             SearchScope::All => true,
             SearchScope::Live => state != Liveness::Dead,
@@ -158,13 +172,14 @@ pub fn pick_with<'a>(
             path: path.clone(),
         };
         if in_scope && in_folder {
-            picked.recs.push((r, state));
-            picked.searched.push(src());
+            picked.recs.push(r);
+            searched.push(src());
         }
         if with_all {
             picked.all.push(src());
         }
     }
+    picked.searched = std::borrow::Cow::Owned(searched);
     picked
 }
 
@@ -222,9 +237,11 @@ pub fn answer(
         .map(|(i, h)| (h.session_id.as_str(), i))
         .collect();
     let mut of_hit: Vec<Option<(&SessionRecord, Liveness)>> = vec![None; hits.len()];
-    for (r, st) in &picked.recs {
-        if let Some(&i) = wanted.get(r.session_id.as_str()) {
-            of_hit[i] = Some((*r, *st));
+    if !wanted.is_empty() {
+        for r in &picked.recs {
+            if let Some(&i) = wanted.get(r.session_id.as_str()) {
+                of_hit[i] = Some((*r, (picked.state_of)(r)));
+            }
         }
     }
     Answer {
