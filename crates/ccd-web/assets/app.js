@@ -11,6 +11,13 @@
 // WebSocket's {"t":"sessions"} messages; a session view sends
 // {"t":"watch","session":sid} and draws {"t":"screen"} (held sessions) or
 // {"t":"tail"} (the others). The WebSocket reconnects with backoff.
+//
+// The search box above the list asks POST /api/search (every machine the
+// list shows); a hit is a link to its session's view, as a list row is:
+// the view then offers what fits (the live screen and typing for a held
+// session, the tail and a fork for one running elsewhere, a resume for a
+// dead one). A snippet's text goes in with textContent, its match in a
+// <mark>.
 "use strict";
 
 (function () {
@@ -27,6 +34,9 @@
     backoff: 500,
     reconnectTimer: null,
     authed: true,
+    usage: null, // every listed session's tokens and dollars, added
+    hits: [], // the last search's hits
+    searchSeq: 0,
   };
 
   // ---- helpers ---------------------------------------------------------
@@ -61,7 +71,38 @@
     for (var i = 0; i < state.sessions.length; i++) {
       if (state.sessions[i].id === sid) return state.sessions[i];
     }
+    // A search hit the list does not show (past its bound): what the hit
+    // says of it, so the view acts on its own machine.
+    for (var j = 0; j < state.hits.length; j++) {
+      var h = state.hits[j];
+      if (h.session === sid) {
+        return { id: sid, machine: h.machine, title: h.title, cwd: h.folder, state: h.state, held: false, needs: null, prompt: null, usage: null };
+      }
+    }
     return null;
+  }
+
+  // Tokens as `ccd ls` writes them: 950, 12k, 1.2M, 34M, 1.2G.
+  function fmtTokens(n) {
+    if (typeof n !== "number" || !isFinite(n) || n < 0) return null;
+    if (n < 1e3) return String(Math.floor(n));
+    if (n < 1e6) return Math.floor(n / 1e3) + "k";
+    if (n < 1e7) return (n / 1e6).toFixed(1) + "M";
+    if (n < 1e9) return Math.floor(n / 1e6) + "M";
+    return (n / 1e9).toFixed(1) + "G";
+  }
+
+  // Dollars as `ccd ls` writes them ($0.42, $1234), "+" after them when a
+  // model has no price (the figure is a lower bound).
+  function fmtUsd(usd, lowerBound) {
+    if (typeof usd !== "number" || !isFinite(usd)) usd = 0;
+    return "$" + (usd >= 1000 ? usd.toFixed(0) : usd.toFixed(2)) + (lowerBound ? "+" : "");
+  }
+
+  // A session's (or the total's) tokens and dollars, or null.
+  function usageText(u) {
+    if (!u || typeof u.tokens !== "number") return null;
+    return fmtTokens(u.tokens) + " tokens · " + fmtUsd(u.cost_usd, !!u.unpriced);
   }
 
   function needsRank(s) { return s.needs ? 0 : 1; }
@@ -125,6 +166,7 @@
 
   function applySessions(msg) {
     state.machines = Array.isArray(msg.machines) ? msg.machines : [];
+    state.usage = msg.usage || null;
     state.sessions = sorted(Array.isArray(msg.sessions) ? msg.sessions : []);
     if (typeof msg.read_only === "boolean") state.readOnly = msg.read_only;
     renderList();
@@ -157,10 +199,15 @@
       if (typeof s.context_pct === "number") bottom.appendChild(el("span", "ctx", Math.round(s.context_pct) + "% context"));
       var mem = fmtBytes(s.mem_bytes);
       if (mem) bottom.appendChild(el("span", "mem", mem));
+      var used = usageText(s.usage);
+      if (used) bottom.appendChild(el("span", "usage", used));
       a.appendChild(bottom);
       li.appendChild(a);
       ul.appendChild(li);
     });
+    var total = usageText(state.usage);
+    $("usage-total").textContent = total ? "Total: " + total : "";
+    $("usage-total").hidden = !total;
     $("empty").hidden = state.sessions.length > 0;
     $("new-link").hidden = state.readOnly;
   }
@@ -168,6 +215,104 @@
   function loadList() {
     return get("/api/sessions").then(function (r) {
       if (r.status === 200) { state.authed = true; applySessions(r.body); connect(); }
+    });
+  }
+
+  // ---- the search ------------------------------------------------------
+
+  var searchTimer = null;
+
+  function when(ts) {
+    if (typeof ts !== "string" || !ts) return "";
+    // "2026-11-01T10:00:00Z" -> "2026-11-01 10:00"
+    return ts.slice(0, 16).replace("T", " ");
+  }
+
+  function clearSearch() {
+    state.searchSeq++;
+    state.hits = [];
+    clear($("hits"));
+    clear($("search-machines"));
+    $("search-status").textContent = "";
+    $("search-results").hidden = true;
+    $("search-clear").hidden = !$("search-q").value;
+  }
+
+  function search() {
+    var q = $("search-q").value.trim();
+    $("search-clear").hidden = !$("search-q").value;
+    if (!q) { clearSearch(); return; }
+    var seq = ++state.searchSeq;
+    $("search-results").hidden = false;
+    $("search-status").textContent = "Searching…";
+    post("/api/search", { query: q }).then(function (r) {
+      if (seq !== state.searchSeq) return; // a newer search is under way
+      if (r.status !== 200) {
+        state.hits = [];
+        clear($("hits"));
+        clear($("search-machines"));
+        $("search-status").textContent = errorText(r);
+        return;
+      }
+      renderHits(r.body || {});
+    });
+  }
+
+  function renderHits(body) {
+    var hits = Array.isArray(body.hits) ? body.hits : [];
+    state.hits = hits;
+    var machines = $("search-machines");
+    clear(machines);
+    (Array.isArray(body.machines) ? body.machines : []).forEach(function (m) {
+      if (m && m.error) machines.appendChild(el("div", "machine-error", (m.name || "?") + ": " + m.error));
+    });
+    $("search-status").textContent = hits.length === 0 ? "No conversation says that."
+      : hits.length + (body.truncated ? "+" : "") + (hits.length === 1 ? " conversation" : " conversations");
+    var ul = $("hits");
+    clear(ul);
+    hits.forEach(function (h) {
+      if (!h || typeof h.session !== "string") return;
+      var li = el("li");
+      var a = el("a", "item hit");
+      a.href = "#/s/" + encodeURIComponent(h.session);
+      a.setAttribute("data-session", h.session);
+      var top = el("div", "top");
+      top.appendChild(el("span", "folder", (h.machine || "local") + " · " + basename(h.folder)));
+      top.appendChild(el("span", "when", when(h.timestamp)));
+      a.appendChild(top);
+      a.appendChild(el("div", "title", h.title || h.session));
+      var snip = el("div", "snippet");
+      var sn = h.snippet || {};
+      snip.appendChild(document.createTextNode(sn.before || ""));
+      snip.appendChild(el("mark", null, sn.matched || ""));
+      snip.appendChild(document.createTextNode(sn.after || ""));
+      a.appendChild(snip);
+      var bottom = el("div", "bottom");
+      bottom.appendChild(el("span", "state state-" + String(h.state || "").replace(/[^a-z_-]/gi, ""), h.state || ""));
+      var listed = findSession(h.session);
+      if (listed && listed.held) bottom.appendChild(el("span", "held", "held"));
+      if (h.role) bottom.appendChild(el("span", "role", h.role));
+      if (typeof h.matches === "number" && h.matches > 1) bottom.appendChild(el("span", "matches", h.matches + " messages"));
+      a.appendChild(bottom);
+      li.appendChild(a);
+      ul.appendChild(li);
+    });
+  }
+
+  function bindSearch() {
+    $("search-form").addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      clearTimeout(searchTimer);
+      search();
+    });
+    $("search-q").addEventListener("input", function () {
+      clearTimeout(searchTimer);
+      searchTimer = setTimeout(search, 300);
+    });
+    $("search-clear").addEventListener("click", function () {
+      $("search-q").value = "";
+      clearSearch();
+      $("search-q").focus();
     });
   }
 
@@ -186,6 +331,8 @@
       if (typeof s.context_pct === "number") meta.push(Math.round(s.context_pct) + "% context");
       var mem = fmtBytes(s.mem_bytes);
       if (mem) meta.push(mem);
+      var used = usageText(s.usage);
+      if (used) meta.push(used);
     }
     $("s-meta").textContent = meta.join(" · ");
 
@@ -212,7 +359,8 @@
       $("prompt").removeAttribute("data-prompt");
     }
 
-    var dead = !!(s && s.state === "dead");
+    // Dead or archived: a resume brings it back (in its own folder).
+    var dead = !!(s && (s.state === "dead" || s.state === "archived"));
     var ro = state.readOnly;
     $("attach").hidden = ro || !held;
     $("send-form").hidden = ro || dead;
@@ -632,6 +780,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     bindSessionActions();
     bindNew();
+    bindSearch();
     window.addEventListener("hashchange", route);
     window.addEventListener("resize", fitScreen);
     route();

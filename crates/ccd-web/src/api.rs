@@ -1,6 +1,7 @@
 //! The routes: the token login, the page and its assets, the session list,
 //! and the actions (each one daemon call, with the daemon's own guards:
 //! the prompt id of `session.respond`, the text rules of `session.send`).
+//! The content search's route is [`crate::search::route`].
 //!
 //! Every machine served (`--host`, `ui_hosts`) has its routes under
 //! `/api/m/<machine>/…`; the routes without `/m/<machine>` are the first
@@ -62,6 +63,8 @@ pub struct State {
     pub list: watch::Sender<Arc<String>>,
     /// Slots of [`limits::WEBSOCKETS`].
     pub websockets: Arc<Semaphore>,
+    /// Slots of [`limits::SEARCHES`].
+    pub searches: Arc<Semaphore>,
 }
 
 impl State {
@@ -91,6 +94,7 @@ impl State {
             machines,
             list: watch::channel(Arc::new(String::new())).0,
             websockets: Arc::new(Semaphore::new(limits::WEBSOCKETS)),
+            searches: Arc::new(Semaphore::new(limits::SEARCHES)),
         }
     }
 
@@ -166,6 +170,7 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/api/link/view", post(crate::link::view))
         .route("/api/link/respond", post(crate::link::respond))
         .route("/api/sessions", get(list))
+        .route("/api/search", post(crate::search::route))
         .route("/api/ws", get(crate::ws::upgrade))
         .route("/api/new", post(new_session))
         .route("/api/complete", get(complete))
@@ -246,6 +251,7 @@ fn assemble(state: &State) -> String {
         read_only: state.read_only,
         machines: Vec::new(),
         sessions: Vec::new(),
+        usage: None,
     };
     for m in &state.machines {
         let listed = m.listed.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -259,6 +265,7 @@ fn assemble(state: &State) -> String {
     }
     // Needs-you first across machines, each machine's order kept.
     list.sessions.sort_by_key(|s| s.needs.is_none());
+    list.usage = sessions::Usage::total(&list.sessions);
     serde_json::to_string(&list).unwrap_or_else(|_| "{}".into())
 }
 

@@ -13,7 +13,8 @@
 //! - [`server`]: the accept loop (connection bound, TLS, header timeout);
 //! - [`tls`]: the TLS acceptor (Linux: rustls with ring; macOS: the
 //!   system's own, Security.framework through native-tls; see there);
-//! - [`api`]: the routes (login, page, `/api/sessions`, actions);
+//! - [`api`]: the routes (login, page, `/api/sessions`, actions; the
+//!   search's is in [`search`]);
 //! - [`link`]: prompt links (a notification's `/p#<token>`: one prompt,
 //!   answered once, without a login);
 //! - [`daemon`]: each machine served (this one, others through ssh): its
@@ -22,6 +23,9 @@
 //!   pushes;
 //! - [`sessions`]: the daemon's `sessions.list` rows made the page's list
 //!   (pure);
+//! - [`search`]: the page's content search (`POST /api/search`): its
+//!   request checked, every machine's `sessions.search` asked at once and
+//!   the hits merged;
 //! - [`ws`]: the WebSocket: list pushes, the watched session's screen or
 //!   tail;
 //! - [`limits`]: every bound.
@@ -77,11 +81,28 @@
 //!   last listing), each session: `machine, id, title, cwd, state,
 //!   needs (null | "permission" | "question" | "attention"), context_pct,
 //!   mem_bytes, held (bool), prompt (null | {id, tool, detail,
-//!   options:[{key,label}]})`, from `sessions.list`. `state` is ccd's
+//!   options:[{key,label}]}), usage (null | {tokens, cost_usd,
+//!   unpriced})`, from `sessions.list` (`usage`: the conversation's
+//!   tokens, all four kinds added, and dollars; `unpriced`: a model the
+//!   price table does not name, so the dollars are a lower bound); and
+//!   `"usage"` (null | the same, every listed session's added). `state` is ccd's
 //!   lifecycle for a held session, Claude Code's status (`idle`, `busy`,
 //!   `waiting`) for one running elsewhere, else `dead`. Sorted: needs-you
 //!   first, then each machine's in order as its daemon lists them (most
 //!   recently active first).
+//! - `POST /api/search {"query","scope"?:"all"|"live"|"dead","limit"?}`
+//!   (cookie + Origin checked, as every POST; a read, so allowed
+//!   `--read-only`; the query at most 512 characters, `limit` 1 to 100,
+//!   default 30; at most 4 searches at once, then 429) → every machine's
+//!   `sessions.search` at once: `{"machines":[{"name","error"}],
+//!   "hits":[{machine, session, title, folder, state, timestamp, role,
+//!   snippet:{before, matched, after}, matches, score}], "truncated"}`,
+//!   best score first across machines (ties newest first); a machine that
+//!   fails (another one not answering within 10 s) is named with why and
+//!   the others' hits are given; a query every machine refuses (a bad
+//!   regex) is 400 with the daemon's words. Each snippet part is at most
+//!   160 characters; the page marks `matched` and puts every part in with
+//!   `textContent`. A hit opens as a list row does (`#/s/<sid>`).
 //! - `GET /api/ws` (WebSocket, Origin checked, cookie needed). Server →
 //!   page (JSON text frames): `{"t":"sessions", …same as /api/sessions}`
 //!   whenever the list changes (driven by `events.subscribe`, no polling
@@ -136,6 +157,7 @@ pub mod guard;
 pub mod limits;
 pub mod link;
 pub mod render;
+pub mod search;
 pub mod server;
 pub mod sessions;
 pub mod tls;

@@ -45,3 +45,17 @@ pub const REMOTE_LIST_WAIT: Duration = Duration::from_secs(3);
 /// this the one expiring first is forgotten and links expiring no later
 /// than it are refused (crate::link).
 pub const USED_LINKS: usize = 1024;
+/// A search's query (characters, trimmed); a longer one is refused (400).
+pub const SEARCH_QUERY_CHARS: usize = 512;
+/// Hits one search answers with, every machine merged (`limit`, at most).
+pub const SEARCH_HITS: u32 = 100;
+/// Hits when the page does not say.
+pub const SEARCH_HITS_DEFAULT: u32 = 30;
+/// Searches running at once (each a daemon call per machine); one more
+/// is refused with 429.
+pub const SEARCHES: usize = 4;
+/// Characters of a snippet's each part (before, matched, after).
+pub const SNIPPET_CHARS: usize = 160;
+/// `/api/search` waits this long for another machine's answer; past it,
+/// that machine is named with why (the others' hits are shown).
+pub const REMOTE_SEARCH_WAIT: Duration = Duration::from_secs(10);

@@ -26,6 +26,40 @@ pub struct Session {
     pub mem_bytes: Option<u64>,
     pub held: bool,
     pub prompt: Option<Prompt>,
+    /// What the conversation cost (`usage` of `sessions.list`), when the
+    /// daemon counts it.
+    pub usage: Option<Usage>,
+}
+
+/// Tokens and dollars, a session's or the list's total.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Usage {
+    /// Input, output, cache writes and cache reads added.
+    pub tokens: u64,
+    /// US dollars.
+    pub cost_usd: f64,
+    /// A model the price table does not name was used: `cost_usd` is a
+    /// lower bound.
+    pub unpriced: bool,
+}
+
+impl Usage {
+    /// The sum of the sessions' usage; `None` when none has any.
+    pub fn total<'a>(of: impl IntoIterator<Item = &'a Session>) -> Option<Usage> {
+        of.into_iter()
+            .filter_map(|s| s.usage.as_ref())
+            .fold(None, |acc: Option<Usage>, u| {
+                let mut t = acc.unwrap_or(Usage {
+                    tokens: 0,
+                    cost_usd: 0.0,
+                    unpriced: false,
+                });
+                t.tokens = t.tokens.saturating_add(u.tokens);
+                t.cost_usd += u.cost_usd;
+                t.unpriced |= u.unpriced;
+                Some(t)
+            })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,6 +84,8 @@ pub struct List {
     pub read_only: bool,
     pub machines: Vec<Machine>,
     pub sessions: Vec<Session>,
+    /// Every listed session's usage added (`null` when none has any).
+    pub usage: Option<Usage>,
 }
 
 /// The page's rows of one machine's `sessions.list` rows, needs-you first
@@ -144,6 +180,18 @@ fn one(machine: &str, r: &Value, prompts: &HashMap<String, SeenPrompt>) -> Optio
             .and_then(Value::as_u64),
         held,
         prompt,
+        usage: r
+            .get("usage")
+            .filter(|u| u.is_object())
+            .and_then(|u| {
+                serde_json::from_value::<ccd_protocol::methods::session::SessionUsage>(u.clone())
+                    .ok()
+            })
+            .map(|u| Usage {
+                tokens: u.total_tokens,
+                cost_usd: u.cost_usd,
+                unpriced: !u.unpriced.is_empty(),
+            }),
         id,
     })
 }
@@ -265,6 +313,25 @@ mod tests {
         let v = view("local", &[r], &HashMap::new());
         assert!(!v[0].held);
         assert_eq!(v[0].state, "lost");
+    }
+
+    #[test]
+    fn usage_shown_per_row_and_added_up() {
+        let mut a = held("a", "idle", None);
+        a["usage"] = json!({"input_tokens":10,"output_tokens":5,"cache_creation_tokens":100,
+            "cache_read_tokens":1000,"total_tokens":1115,"cost_usd":0.25,"models":["claude-opus-5-5"]});
+        let mut b = held("b", "idle", None);
+        b["usage"] = json!({"input_tokens":1,"output_tokens":1,"cache_creation_tokens":0,
+            "cache_read_tokens":0,"total_tokens":2,"cost_usd":0.5,"models":["x"],"unpriced":["x"]});
+        let c = held("c", "idle", None);
+        let v = view("local", &[a, b, c], &HashMap::new());
+        let u = v[0].usage.as_ref().unwrap();
+        assert_eq!((u.tokens, u.cost_usd, u.unpriced), (1115, 0.25, false));
+        assert!(v[1].usage.as_ref().unwrap().unpriced);
+        assert_eq!(v[2].usage, None);
+        let t = Usage::total(&v).unwrap();
+        assert_eq!((t.tokens, t.cost_usd, t.unpriced), (1117, 0.75, true));
+        assert_eq!(Usage::total(&v[2..]), None);
     }
 
     #[test]

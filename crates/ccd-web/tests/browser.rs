@@ -13,7 +13,11 @@
 //! name refused, a `--read-only` page that shows the screen but has its
 //! send refused, `ccd web --revoke` ending the page's cookie, a new
 //! session in a folder found by completion, a kill that asks first, and a
-//! phone's viewport (390×844, touch) in one column; and on the real CLI
+//! phone's viewport (390×844, touch) in one column; the search box (words
+//! typed, the hits of a dead and a held conversation shown with the match
+//! marked and a transcript's markup shown as text, a hit tapped opening
+//! its session as a list row does: the tail and Resume for the dead one,
+//! the live screen for the held one); and on the real CLI
 //! (both pinned versions, against `ccd-mock-api`) a Bash permission prompt
 //! approved from the page and the command run; a notification's prompt
 //! link opened on a phone without a login, its prompt approved with one
@@ -37,6 +41,34 @@ fn wait_screen(sb: &Sandbox, sid: &str, needle: &str) -> String {
         let s = sb.screen(sid);
         s.contains(needle).then_some(s)
     })
+}
+
+/// Asks the page's search again (its form submitted) until the hit of
+/// `sid` shows: a daemon's index may still be catching up on what was
+/// just written.
+async fn search_until_hit(b: &Browser, sid: &str) {
+    let deadline = std::time::Instant::now() + T;
+    let shown = format!("return !!document.querySelector('#hits .item[data-session=\"{sid}\"]');");
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        if b.js(&shown, vec![]).await == json!(true) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no hit of {sid}; the page says: {}",
+            b.js(
+                "return document.getElementById('search-results').innerText",
+                vec![]
+            )
+            .await
+        );
+        b.js(
+            "document.getElementById('search-form').requestSubmit(); return true",
+            vec![],
+        )
+        .await;
+    }
 }
 
 /// The list item of `sid` exists on the page.
@@ -311,6 +343,98 @@ async fn the_list_a_prompt_approved_in_one_tap_a_stale_answer_refused_deny_with_
         json!(true),
         "no keys for a session ccd does not hold"
     );
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_box_finds_what_was_said_and_a_hit_opens_its_session() {
+    let Some((chromium, driver)) = browser_or_skip("search") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    // A dead conversation whose prompt carries markup (shown as text, never
+    // made elements), and a held one told something through the daemon.
+    let dead = ccd_testkit::gen::sid(7001);
+    let folder = sb.work.join("oldproj");
+    std::fs::create_dir_all(&folder).expect("a folder");
+    let mut w = ccd_testkit::gen::TranscriptWriter::create(
+        &sb.config,
+        &dead,
+        folder.to_str().expect("UTF-8"),
+    );
+    w.turn("an unrelated first question", 1000, 10);
+    w.turn(
+        "fix the <img src=x onerror=\"window.__pwned=1\"> quokka lattice now",
+        1200,
+        10,
+    );
+    drop(w);
+    let held = sb.new_session("liveproj");
+    sb.ok(&["send", &held, "remember the wombat protocol"]);
+    wait_screen(&sb, &held, "echo: remember the wombat protocol");
+    let web = Web::start(&sb, &[]);
+    let b = Browser::start(&chromium, &driver, Device::Desktop).await;
+    b.login(&web.login_url).await;
+    b.until("the held session in the list", &item(&held)).await;
+
+    // Words typed in the box: the dead conversation's hit, the match
+    // marked, its markup text only.
+    b.type_into("#search-q", "\"quokka lattice\"").await;
+    search_until_hit(&b, &dead).await;
+    let sel = format!("#hits .item[data-session=\"{dead}\"]");
+    let shown = b
+        .js(
+            "var e = document.querySelector(arguments[0]); return {text: e.innerText, mark: e.querySelector('mark').textContent, imgs: document.querySelectorAll('#hits img').length, pwned: window.__pwned === 1};",
+            vec![json!(sel)],
+        )
+        .await;
+    assert_eq!(
+        shown["mark"].as_str().map(str::to_lowercase),
+        Some("quokka lattice".into()),
+        "{shown}"
+    );
+    let text = shown["text"].as_str().unwrap_or_default();
+    assert!(text.contains("<img src=x"), "markup shown as text: {shown}");
+    assert!(text.contains("oldproj") && text.contains("dead"), "{shown}");
+    assert_eq!(shown["imgs"], json!(0), "no element made of a transcript");
+    assert_eq!(shown["pwned"], json!(false), "no script ran");
+
+    // Tapping the hit opens its session as a list row does: a dead one
+    // shows its tail and offers Resume.
+    b.tap(&sel).await;
+    b.until(
+        "the dead session's view",
+        &format!("return !document.getElementById('view-session').hidden && location.hash === '#/s/{dead}'"),
+    )
+    .await;
+    b.until(
+        "its tail, with what was said",
+        "var t = document.getElementById('tail'); return !t.hidden && t.textContent.indexOf('quokka lattice') >= 0",
+    )
+    .await;
+    b.until(
+        "Resume offered",
+        "return !document.getElementById('a-resume').hidden && document.getElementById('attach').hidden",
+    )
+    .await;
+
+    // Back to the list: the held conversation found by what it was told;
+    // its hit opens the live screen.
+    b.tap("#view-session .back").await;
+    b.js(
+        "var f = document.getElementById('search-q'); f.value = ''; return true",
+        vec![],
+    )
+    .await;
+    b.type_into("#search-q", "wombat protocol").await;
+    search_until_hit(&b, &held).await;
+    b.tap(&format!("#hits .item[data-session=\"{held}\"]"))
+        .await;
+    b.until(
+        "the held session's live screen",
+        &format!("return location.hash === '#/s/{held}' && document.getElementById('screen').textContent.indexOf('wombat protocol') >= 0 && !document.getElementById('attach').hidden"),
+    )
+    .await;
     b.close().await;
 }
 

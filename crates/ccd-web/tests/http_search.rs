@@ -1,0 +1,208 @@
+//! `ccd web`'s content search (`POST /api/search`, issue 55): guarded as
+//! every other API route (the cookie, this page's `Origin`, the query's
+//! length), answered from every machine's `sessions.search` at once and
+//! merged: a phrase planted in a transcript on this machine and one on
+//! another machine (a second sandbox reached through a stand-in for ssh,
+//! as http_hosts.rs does) both found, each with its machine, folder, state
+//! and a snippet whose match is the phrase; a machine that cannot be
+//! reached named with why, the others' hits still given. And the list's
+//! tokens and dollars (`usage`) when the daemon counts them.
+//!
+//! Every process is the sandboxes' own (ended by their handles).
+
+mod http;
+
+use http::{stand_in_ssh, wait_for, Sandbox, Web, T};
+use serde_json::{json, Value};
+
+/// The sandbox's Claude config dir (`CLAUDE_CONFIG_DIR` of its env).
+fn config(sb: &Sandbox) -> std::path::PathBuf {
+    sb.env
+        .iter()
+        .find(|(k, _)| k == "CLAUDE_CONFIG_DIR")
+        .map(|(_, v)| v.into())
+        .expect("CLAUDE_CONFIG_DIR in the sandbox's env")
+}
+
+/// A dead conversation in `folder` whose first prompt says `said`; its id.
+fn plant(sb: &Sandbox, n: u64, folder: &str, said: &str) -> String {
+    let sid = ccd_testkit::gen::sid(n);
+    let cwd = sb.work.join(folder);
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut w =
+        ccd_testkit::gen::TranscriptWriter::create(&config(sb), &sid, cwd.to_str().unwrap());
+    w.turn("an unrelated first question", 1000, 10);
+    w.turn(said, 1200, 10);
+    sid
+}
+
+fn search(web: &Web, cookie: &str, query: &str) -> http::Resp {
+    web.post(
+        cookie,
+        "/api/search",
+        &json!({ "query": query }).to_string(),
+    )
+}
+
+fn hit<'a>(answer: &'a Value, sid: &str) -> Option<&'a Value> {
+    answer["hits"]
+        .as_array()?
+        .iter()
+        .find(|h| h["session"] == sid)
+}
+
+#[test]
+fn search_needs_the_cookie_and_this_pages_origin_and_bounds_the_query() {
+    let sb = Sandbox::new();
+    let web = Web::start(&sb, &[]);
+    let cookie = web.login();
+    let body = json!({"query": "anything"}).to_string();
+    let origin = web.origin();
+    let c = format!("ccd_web={cookie}");
+
+    // No cookie: 401, nothing searched.
+    let r = web.req(
+        "POST",
+        "/api/search",
+        &[("Origin", &origin), ("Content-Type", "application/json")],
+        Some(&body),
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+    http::assert_security_headers(&r);
+    // Another origin's page (the cookie would go along on the same site),
+    // or no Origin at all: 403.
+    for bad in [Some("http://evil.example"), None] {
+        let mut h = vec![("Cookie", c.as_str()), ("Content-Type", "application/json")];
+        if let Some(o) = bad {
+            h.push(("Origin", o));
+        }
+        let r = web.req("POST", "/api/search", &h, Some(&body));
+        assert_eq!(r.status, 403, "{bad:?}: {r:?}");
+        assert!(r.body.contains("Origin"), "{r:?}");
+        http::assert_security_headers(&r);
+    }
+    // A forged Host: 403.
+    let r = http::request(
+        &web.addr,
+        "POST",
+        "/api/search",
+        &[
+            ("Host", "evil.example"),
+            ("Cookie", &c),
+            ("Origin", &origin),
+            ("Content-Type", "application/json"),
+        ],
+        Some(&body),
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    // Not a GET route (a search is asked with this page's Origin).
+    let r = web.get(&cookie, "/api/search?query=anything");
+    assert_eq!(r.status, 405, "{r:?}");
+    // The query: bounded, not empty; unknown fields refused.
+    let r = search(&web, &cookie, &"x".repeat(513));
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.json()["code"], "query", "{r:?}");
+    let r = search(&web, &cookie, "   ");
+    assert_eq!(r.status, 400, "{r:?}");
+    let r = web.post(
+        &cookie,
+        "/api/search",
+        &json!({"query": "x", "limit": 101}).to_string(),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    let r = web.post(
+        &cookie,
+        "/api/search",
+        &json!({"query": "x", "sql": "1"}).to_string(),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+}
+
+#[test]
+fn hits_from_every_machine_merged_with_an_unreachable_one_named() {
+    let far = Sandbox::new();
+    let mut near = Sandbox::new();
+    stand_in_ssh(&mut near, &far);
+    let here = plant(
+        &near,
+        501,
+        "nearproj",
+        "where did we fix the zanzibar handshake",
+    );
+    let there = plant(
+        &far,
+        502,
+        "farproj",
+        "the zanzibar handshake fails on arm64",
+    );
+    let other = plant(&near, 503, "otherproj", "nothing to see here");
+    std::fs::write(
+        near.root.join("ccd.toml"),
+        "ui_hosts = [\"local\", \"ssh://far\", \"ssh://nowhere\"]\n",
+    )
+    .unwrap();
+    let web = Web::start(&near, &[]);
+    let cookie = web.login();
+
+    // The daemons may still be indexing: asked again until both are found.
+    let answer = wait_for(T, "both planted conversations found", || {
+        // A quoted phrase: the words together, the whole phrase marked.
+        let r = search(&web, &cookie, "\"zanzibar handshake\"");
+        assert_eq!(r.status, 200, "{r:?}");
+        let a = r.json();
+        (hit(&a, &here).is_some() && hit(&a, &there).is_some()).then_some(a)
+    });
+    assert!(hit(&answer, &other).is_none(), "{answer}");
+    let h = hit(&answer, &here).unwrap();
+    assert_eq!(h["machine"], "local", "{h}");
+    assert_eq!(h["state"], "dead", "{h}");
+    assert!(h["folder"].as_str().unwrap().ends_with("/nearproj"), "{h}");
+    assert_eq!(
+        h["snippet"]["matched"].as_str().unwrap().to_lowercase(),
+        "zanzibar handshake",
+        "{h}"
+    );
+    assert!(
+        h["snippet"]["before"]
+            .as_str()
+            .unwrap()
+            .ends_with("where did we fix the "),
+        "{h}"
+    );
+    assert!(
+        h["timestamp"].as_str().unwrap().starts_with("2026-11-"),
+        "{h}"
+    );
+    let t = hit(&answer, &there).unwrap();
+    assert_eq!(t["machine"], "far", "{t}");
+    assert!(t["folder"].as_str().unwrap().ends_with("/farproj"), "{t}");
+    assert_eq!(
+        t["snippet"]["after"].as_str().unwrap(),
+        " fails on arm64",
+        "{t}"
+    );
+    // Every machine named; the unreachable one with ssh's words.
+    let machines = answer["machines"].as_array().unwrap();
+    let names: Vec<&str> = machines
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["local", "far", "nowhere"], "{answer}");
+    assert!(machines[0]["error"].is_null(), "{answer}");
+    assert!(machines[1]["error"].is_null(), "{answer}");
+    assert!(
+        machines[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("Could not resolve hostname nowhere"),
+        "{answer}"
+    );
+    // Best first across machines.
+    let scores: Vec<f64> = answer["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{answer}");
+}
