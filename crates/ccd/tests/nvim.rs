@@ -3,7 +3,10 @@
 //! claude. The script lists sessions through the plugin's socket client,
 //! sees an event become a notification, opens the `:Ccd` attach terminal
 //! and finds the session's prompt on its screen, runs `:checkhealth ccd`,
-//! observes it, forks it, and kills both through the plugin.
+//! observes it, forks it, and kills both through the plugin; shows a
+//! session's tokens and dollars in the picker's columns; and finds a dead
+//! conversation planted here by a phrase said in it (`:CcdSearch`,
+//! `sessions.search`), choosing the hit resuming it in an attach terminal.
 //!
 //! Neovim ≥ 0.9 comes from `$CCD_NVIM`, else `nvim` on PATH. Without one the
 //! test is skipped, except under CI (`$CI` set), where it fails: install
@@ -72,6 +75,15 @@ fn the_neovim_plugin_lists_notifies_and_attaches() {
     // Turns long enough that the registry shows `busy` before `idle`.
     let sb = Sandbox::with_env(&[("FAKE_CLAUDE_TURN_MS", "800")]);
     let sid = sb.new_session("nvim");
+    // A dead conversation the search must find by what was said in it.
+    let planted = ccd_testkit::gen::sid(4242);
+    let folder = sb.work.join("searched");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut w =
+        ccd_testkit::gen::TranscriptWriter::create(&sb.config, &planted, folder.to_str().unwrap());
+    w.turn("an unrelated first question", 1000, 10);
+    w.turn("where did we fix the quokka lattice regression", 1200, 10);
+    drop(w);
 
     let spec = common::nvim::plugin().join("tests/headless_spec.lua");
     let bin_dir = common::ccd_bin().parent().unwrap().to_path_buf();
@@ -81,7 +93,9 @@ fn the_neovim_plugin_lists_notifies_and_attaches() {
     ));
     let mut cmd = common::nvim::headless(&nvim, &sb, &spec);
     cmd.env("PATH", std::env::join_paths(path).unwrap())
-        .env("CCD_TEST_SESSION", &sid);
+        .env("CCD_TEST_SESSION", &sid)
+        .env("CCD_TEST_SEARCH_SESSION", &planted)
+        .env("CCD_TEST_SEARCH_PHRASE", "quokka lattice");
 
     let (ok, out, err) = run_with_timeout(cmd, sb.tmp.path(), TIMEOUT);
     assert!(

@@ -24,6 +24,12 @@ local commands = {
   CcdDeny = { 'deny', 'Refuse what the permission prompt of a ccd session asks' },
 }
 
+-- :CcdSearch {words}: what was said in the sessions; the hit chosen is
+-- attached to (resumed if dead). :CcdSearch! asks what to do with it.
+vim.api.nvim_create_user_command('CcdSearch', function(o)
+  require('ccd').search(o.args, o.bang and 'menu' or 'attach')
+end, { nargs = '+', bang = true, desc = 'Search what was said in ccd sessions, then open the one chosen' })
+
 for name, spec in pairs(commands) do
   vim.api.nvim_create_user_command(name, function(o)
     require('ccd').run(spec[1], o.fargs[1])

@@ -5,6 +5,8 @@
 --
 -- The session must be held by ccd and idle at its prompt (the fake claude
 -- in CI, with turns long enough that `busy` is seen: FAKE_CLAUDE_TURN_MS).
+-- CCD_TEST_SEARCH_SESSION names a dead conversation whose transcript says
+-- CCD_TEST_SEARCH_PHRASE (`:CcdSearch` must find it and resume it).
 -- `ccd` must be on PATH (or CCD_BIN). Exits 0 on success; otherwise prints
 -- what failed to stderr and exits 1.
 
@@ -79,7 +81,7 @@ end
 -- The plugin, as a user loads it (plugin/ then setup()).
 vim.cmd('runtime plugin/ccd.lua')
 check(vim.fn.exists(':Ccd') == 2, ':Ccd is not defined by plugin/ccd.lua')
-for _, c in ipairs({ 'CcdObserve', 'CcdFork', 'CcdKill', 'CcdActions' }) do
+for _, c in ipairs({ 'CcdObserve', 'CcdFork', 'CcdKill', 'CcdActions', 'CcdSearch' }) do
   check(vim.fn.exists(':' .. c) == 2, ':' .. c .. ' is not defined')
 end
 
@@ -145,6 +147,32 @@ check(memcell:match('^[%d.]+[KMG]?$') and line:find(' ' .. memcell .. '  ', 1, t
 check(picker.size(1288490189) == '1.2G' and picker.size(641728512) == '612M' and picker.size(35000) == '34K',
   'sizes are written as ccd ls writes them')
 log('listed: ' .. line)
+
+-- What a conversation cost, when the daemon counts it: its tokens and
+-- dollars as `ccd ls` writes them, `-` when not counted.
+do
+  local costly = {
+    session_id = 'c0ffee00-0000-4000-8000-000000000001',
+    state = 'dead',
+    cwd = '/w/p',
+    usage = { total_tokens = 1234567, cost_usd = 3.456, unpriced = {} },
+  }
+  local unpriced = {
+    session_id = 'c0ffee00-0000-4000-8000-000000000002',
+    state = 'dead',
+    cwd = '/w/q',
+    usage = { total_tokens = 48000, cost_usd = 0.5, unpriced = { 'claude-next' } },
+  }
+  local bare = { session_id = 'c0ffee00-0000-4000-8000-000000000003', state = 'dead', cwd = '/w/r' }
+  local lines = picker.format({ costly, unpriced, bare })
+  check(lines[1]:find(' 1%.2M +%$3%.46  /w/p'), 'tokens and dollars: ' .. lines[1])
+  check(lines[2]:find('  48k  %$0%.50%+  /w/q'), 'an unpriced model: ' .. lines[2])
+  check(lines[3]:find('  %- +%-  /w/r'), 'not counted: ' .. lines[3])
+  if type(mine.usage) == 'table' then
+    local cell = picker.tokens_text(mine.usage.total_tokens)
+    check(line:find(' ' .. cell .. '  ', 1, true), ('picker line lacks the tokens %s: %s'):format(cell, line))
+  end
+end
 
 -- (2) An event arrives and becomes a notification: a turn (busy -> idle)
 -- started through a second connection of the rpc module.
@@ -353,6 +381,90 @@ local second = events.message(
 check(second and second:find('several processes', 1, true) and second:find('11, 22', 1, true), 'second writer message: ' .. tostring(second))
 events.handle({ type = 'session.appeared', session = 'aaaaaaaa-moved-from', cwd = '/x/proj', pid = 1, state = 'live', held = true })
 events.handle({ type = 'session.id_changed', session = 'bbbbbbbb-moved-to', from = 'aaaaaaaa-moved-from', to = 'bbbbbbbb-moved-to', pid = 1, reason = 'clear', held = true })
+
+-- (5) :CcdSearch: a dead conversation found by what was said in it; the
+-- hit chosen opens as a session chosen in :Ccd does (attach: a dead one
+-- resumed in its own folder).
+do
+  local planted = os.getenv('CCD_TEST_SEARCH_SESSION')
+  local phrase = os.getenv('CCD_TEST_SEARCH_PHRASE')
+  check(planted and phrase, 'CCD_TEST_SEARCH_SESSION / CCD_TEST_SEARCH_PHRASE are not set')
+  -- Asked again until found: the daemon's index may still be catching up.
+  local hit
+  local deadline = vim.loop.now() + T
+  while not hit do
+    local got
+    picker.search(phrase, {}, function(err, hits)
+      got = { err = err, hits = hits }
+    end)
+    wait_for('sessions.search to answer', function()
+      return got
+    end)
+    check(not got.err, 'sessions.search: ' .. vim.inspect(got.err))
+    for _, h in ipairs(got.hits) do
+      if h.session_id == planted then
+        hit = h
+      end
+    end
+    if not hit then
+      check(vim.loop.now() < deadline, ('sessions.search never found %s: %s'):format(planted, vim.inspect(got.hits)))
+      vim.wait(300)
+    end
+  end
+  check(hit.state == 'dead', 'hit state: ' .. vim.inspect(hit))
+  check(hit.snippet and #hit.snippet.matched > 0 and phrase:find(hit.snippet.matched:lower(), 1, true),
+    'hit snippet: ' .. vim.inspect(hit.snippet))
+  check(type(hit.folder) == 'string' and hit.folder:find('/searched$'), 'hit folder: ' .. tostring(hit.folder))
+  local hline = picker.format_hits({ hit })[1]
+  check(hline:find(planted:sub(1, 8), 1, true) and hline:find('[' .. hit.snippet.matched .. ']', 1, true),
+    'hit line: ' .. hline)
+  check(picker.snippet({ snippet = { before = 'a\27[31mb\n', matched = 'x', after = '\226\128\174c' } }) == 'a [31mb [x] c',
+    'a snippet drives nothing: ' .. picker.snippet({ snippet = { before = 'a\27[31mb\n', matched = 'x', after = '\226\128\174c' } }))
+  log('found: ' .. hline)
+
+  local offered_hits
+  vim.ui.select = function(items, opts, on_choice)
+    offered_hits = {}
+    local choice
+    for _, item in ipairs(items) do
+      table.insert(offered_hits, opts.format_item(item))
+      if item.session_id == planted then
+        choice = item
+      end
+    end
+    on_choice(choice)
+  end
+  vim.cmd('CcdSearch ' .. phrase)
+  local sbuf = wait_for('the attach terminal of the hit', function()
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.b[b].ccd_session == planted and vim.bo[b].buftype == 'terminal' then
+        return b
+      end
+    end
+  end)
+  vim.ui.select = saved_select
+  check(offered_hits and #offered_hits >= 1, 'the search picker offered nothing')
+  wait_for('the resumed conversation at its prompt', function()
+    for _, l in ipairs(vim.api.nvim_buf_get_lines(sbuf, 0, -1, false)) do
+      if l:find('❯', 1, true) then
+        return true
+      end
+    end
+  end)
+  local resumed = wait_for('the hit held by ccd', function()
+    local res = other:request_sync('sessions.get', { session = planted }, 5000)
+    return res and res.ccd and res.state == 'live' and res
+  end)
+  check(resumed.cwd and resumed.cwd:find('/searched$'), 'resumed in its own folder: ' .. tostring(resumed.cwd))
+  log('opened the hit: ' .. planted)
+  local killed_hit
+  ccd.kill(planted, { confirm = false }, function(err, res)
+    killed_hit = { err = err, res = res }
+  end)
+  wait_for('session.kill of the resumed hit', function()
+    return killed_hit
+  end)
+end
 
 log('all checks passed')
 os.exit(0)

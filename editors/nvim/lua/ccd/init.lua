@@ -39,6 +39,8 @@ local defaults = {
   list_limit = 200,
   --- Only sessions a process may be running.
   live_only = false,
+  --- `:CcdSearch`: at most this many hits (one per session), best first.
+  search_limit = 50,
   --- Another machine: 'ssh://[user@]host[:port]' (nil: this one). The
   --- socket client runs `ssh -T host -- <remote_ccd> dial-stdio`; terminals
   --- run `ccd --host <host> attach ...`. ssh must not need to ask anything
@@ -307,6 +309,24 @@ function M.run(action, id)
     else
       M[action](s.session_id)
     end
+  end)
+end
+
+--- Searches what was said in the sessions (`sessions.search`: prompts,
+--- replies, commands, paths, titles) and lets the user choose a hit; the
+--- chosen session is opened as one chosen in the `:Ccd` picker is:
+--- `action` (default 'attach', ccd's one rule: attach if ccd holds it,
+--- resume it in its own folder if dead, say what to do if it runs
+--- elsewhere; 'menu' asks, e.g. observe or fork). opts: see
+--- `picker.search`.
+function M.search(query, action, opts)
+  query = vim.trim(query or '')
+  if query == '' then
+    return vim.notify('ccd: search for what? :CcdSearch {words}', vim.log.levels.WARN)
+  end
+  action = action or 'attach'
+  require('ccd.picker').pick_hit(query, opts, function(hit)
+    M.run(action, hit.session_id)
   end)
 end
 
