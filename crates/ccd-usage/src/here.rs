@@ -1,6 +1,8 @@
 //! The IO edge: this machine's transcripts read through the cache, and the
 //! report over them. Used by `ccd usage` and by `ccd ls` (each session's
-//! row).
+//! row). Blocking: the transcripts are read on the cache's threads, and
+//! the cache is written on a scoped thread while the report is built;
+//! every thread is joined before [`report`] returns.
 
 use crate::cache::{Refresh, UsageCache};
 use crate::files::transcripts;
@@ -32,16 +34,28 @@ pub fn report(
         failed = r.failed,
         "usage cache refreshed"
     );
-    if r.full + r.appended > 0 || cache.len() != before {
-        if let Err(e) = cache.save(cache_path) {
+    let changed = r.full + r.appended > 0 || cache.len() != before;
+    // The cache is written on a thread of its own while the report is
+    // built: both only read it.
+    let cache = &cache;
+    let report = std::thread::scope(|s| {
+        let saving = changed.then(|| s.spawn(|| cache.save(cache_path)));
+        let with: Vec<_> = files
+            .iter()
+            .filter_map(|t| cache.get(&t.path).map(|u| (t, u)))
+            .collect();
+        let report = build(&with, prices, q);
+        let saved = match saving.map(|h| h.join()) {
+            None => Ok(()),
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(std::io::Error::other("the thread writing it panicked")),
+        };
+        if let Err(e) = saved {
             tracing::warn!(path = %cache_path.display(), error = %e, "usage cache not written");
         }
-    }
-    let with: Vec<_> = files
-        .iter()
-        .filter_map(|t| cache.get(&t.path).map(|u| (t, u)))
-        .collect();
-    (build(&with, prices, q), r)
+        report
+    });
+    (report, r)
 }
 
 /// Each session's totals (all dates), by session id.
