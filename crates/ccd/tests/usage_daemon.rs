@@ -3,7 +3,8 @@
 //! usage --by session`'s totals and following appended usage; another
 //! machine's rows in `ccd ls --host` (an ssh stand-in running the far
 //! sandbox's `ccd dial-stdio`) carrying its tokens; archived conversations
-//! listed and answered by the daemon.
+//! listed and answered by the daemon; `ccd ui` (tmux) showing this
+//! machine's TOKENS and `$` per row and their total, and an archived row.
 
 mod common;
 
@@ -227,4 +228,30 @@ fn ls_host_shows_the_other_machines_tokens_and_dollars() {
     let table = run(&["ls"]);
     let line = table.lines().find(|l| l.contains(&A[..8])).unwrap();
     assert!(line.contains("1k") && line.contains("$0.01"), "{table}");
+}
+
+#[test]
+fn the_dashboard_shows_tokens_dollars_their_total_and_an_archived_row() {
+    if !common::tmux::tmux_or_skip() {
+        return;
+    }
+    let sb = Sandbox::new();
+    drop(two_sessions(&sb));
+    let c = "cccccccc-3333-4333-8333-333333333333";
+    let mut w = TranscriptWriter::create(&sb.config, c, "/w/old");
+    user(&mut w, c, "/w/old", "2026-10-01T09:59:00Z");
+    drop(w);
+    sb.ok_stderr(&["archive", c]);
+    let t = common::tmux::Tmux::start(&sb, &["ui"], 250, 30);
+    let pane = t.wait_until("the rows with their usage", T, |p| {
+        p.contains(&A[..8]) && p.contains(&c[..8]) && p.contains("$0.01")
+    });
+    let rows = common::tmux::list_rows(&pane);
+    let row = |sid: &str| rows.iter().find(|r| r.contains(&sid[..8])).unwrap().clone();
+    assert!(row(A).contains("1k") && row(A).contains("$0.01"), "{pane}");
+    assert!(row(B).contains("77") && row(B).contains("$0.00"), "{pane}");
+    assert!(row(c).contains("archived"), "{pane}");
+    let header = pane.lines().next().unwrap_or_default();
+    assert!(header.contains("$0.01 · 1k tokens"), "the total: {pane}");
+    t.keys(&["q"]);
 }

@@ -241,21 +241,11 @@ fn list_local(
 /// usage cache `ccd usage` keeps in the state dir: only bytes appended
 /// since the last run are read.
 fn put_usage(settings: &Settings, config: &ClaudeConfigDir, rows: &mut [SessionInfo]) {
-    let prices = ccd_usage::PriceTable::with(&settings.prices).unwrap_or_else(|e| {
-        eprintln!(
-            "ccd: {}: the built-in prices are used",
-            display::line(&e.to_string())
-        );
-        ccd_usage::PriceTable::builtin()
-    });
-    let cache = crate::settings::state_dir().join(ccd_usage::cache::CACHE_FILE);
-    // The same totals the daemon's usage board keeps (`ccd_daemon::usage`).
-    let mut by = ccd_daemon::usage::by_session_blocking(config.root(), &cache, &prices);
-    for r in rows {
-        if let Some(u) = by.remove(&r.session_id) {
-            r.usage = Some(u);
-        }
+    let (by, bad_prices) = crate::shared::listing::usage_here(settings, config);
+    if let Some(e) = bad_prices {
+        eprintln!("ccd: {}: the built-in prices are used", display::line(&e));
     }
+    crate::shared::listing::put_usage(rows, &by);
 }
 
 /// Marks the sessions ccd holds, asking a running daemon (never starting

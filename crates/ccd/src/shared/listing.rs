@@ -1,7 +1,9 @@
 //! The session listing as a daemon gives it, for `ccd ls` and the
 //! dashboard alike: every page of `sessions.list`, the sessions a daemon
 //! holds with their costs, the costs measured here when no daemon runs,
-//! and the note on Claude Code versions ccd was not verified against.
+//! this machine's conversations' tokens and dollars (`usage_here`, the
+//! code the daemon's usage board runs), and the note on Claude Code
+//! versions ccd was not verified against.
 //! Every call goes through a [`Caller`] (a connection of its own, or a
 //! shared [`ccd_client::Link`]) and blocks until its reply or deadline.
 
@@ -109,4 +111,39 @@ pub fn costs_here(rows: &[SessionInfo]) -> HashMap<u32, SessionCost> {
         .into_iter()
         .map(|(pid, c)| (pid, ccd_daemon::cost::on_the_wire(c, &at)))
         .collect()
+}
+
+/// Each session's tokens and dollars on this machine (by session id),
+/// read through the usage cache in the state dir (only bytes appended
+/// since the last read are read; blocking), priced with the config's
+/// `[prices]` over the built-in table — and, when those are bad, why (the
+/// built-in prices are used then).
+pub fn usage_here(
+    settings: &crate::settings::Settings,
+    config: &ccd_claude::ClaudeConfigDir,
+) -> (
+    HashMap<String, ccd_protocol::methods::session::SessionUsage>,
+    Option<String>,
+) {
+    let (prices, bad) = match ccd_usage::PriceTable::with(&settings.prices) {
+        Ok(p) => (p, None),
+        Err(e) => (ccd_usage::PriceTable::builtin(), Some(e.to_string())),
+    };
+    let cache = crate::settings::state_dir().join(ccd_usage::cache::CACHE_FILE);
+    // The same totals the daemon's usage board keeps (`ccd_daemon::usage`).
+    let by = ccd_daemon::usage::by_session_blocking(config.root(), &cache, &prices);
+    (by, bad)
+}
+
+/// Each row's `usage` from `by` (by session id); a row it has none for
+/// keeps what it had.
+pub fn put_usage(
+    rows: &mut [SessionInfo],
+    by: &HashMap<String, ccd_protocol::methods::session::SessionUsage>,
+) {
+    for r in rows {
+        if let Some(u) = by.get(&r.session_id) {
+            r.usage = Some(u.clone());
+        }
+    }
 }

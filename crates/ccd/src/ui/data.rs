@@ -1,7 +1,8 @@
 //! What the dashboard asks for off its main thread: the listing (as
 //! `ccd ls` builds it: Claude Code's files through the transcript summary
-//! cache, joined with the sessions the daemon holds; another machine's
-//! through its daemon's `sessions.list`), a preview (a held session's
+//! cache, joined with the sessions the daemon holds, the archived ones,
+//! each conversation's tokens and dollars; another machine's through its
+//! daemon's `sessions.list`), a preview (a held session's
 //! screen, else the transcript's tail rendered like `ccd observe`: read
 //! from the file here, through `session.tail` elsewhere), and the actions
 //! (`session.respond`, `session.kill`, `session.fork`, `session.new`), the
@@ -41,7 +42,7 @@ pub fn listing<C: Caller + Send>(
     let settings = Settings::load(global.config.as_deref())?;
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let probe = ccd_claude::liveness::system_probe();
-    let windows = ContextWindows::new(settings.context_windows);
+    let windows = ContextWindows::new(settings.context_windows.clone());
     let cache = crate::settings::state_dir();
     // The daemon is asked while the index is built (as `ccd ls` does).
     let (held, idx) = std::thread::scope(|s| {
@@ -63,7 +64,7 @@ pub fn listing<C: Caller + Send>(
         .iter()
         .map(ccd_daemon::views::record_to_info)
         .collect();
-    Ok(match held {
+    let mut rows = match held {
         Some((h, costs)) => {
             let mut rows = ccd_daemon::views::join_held(rows, h.sessions);
             if let Some(costs) = costs {
@@ -77,7 +78,39 @@ pub fn listing<C: Caller + Send>(
             crate::shared::listing::put_costs(&mut rows, &here);
             rows
         }
-    })
+    };
+    // Archived conversations (state `archived`) and what each
+    // conversation cost, as `ccd ls` lists them.
+    let archived = ccd_daemon::views::archived_info(&cache.join("archive"));
+    rows = ccd_daemon::views::with_archived(rows, archived);
+    put_usage_here(&settings, &config, &mut rows);
+    Ok(rows)
+}
+
+/// The last usage read here, and the transcripts' fingerprint then
+/// (`ccd_daemon::usage::fingerprint_blocking`): a listing that finds them
+/// as they were reuses it (no cache decoded, no report; the listing runs
+/// on the loader thread at most once a `RELOAD_EVERY`).
+type UsageMemo = Option<(
+    u64,
+    HashMap<String, ccd_protocol::methods::session::SessionUsage>,
+)>;
+static USAGE_HERE: std::sync::Mutex<UsageMemo> = std::sync::Mutex::new(None);
+
+/// Fills this machine's rows' `usage` (`shared::listing::usage_here`).
+fn put_usage_here(settings: &Settings, config: &ClaudeConfigDir, rows: &mut [SessionInfo]) {
+    let now = ccd_daemon::usage::fingerprint_blocking(config.root());
+    let mut memo = USAGE_HERE.lock().unwrap_or_else(|p| p.into_inner());
+    if memo.as_ref().is_none_or(|(f, _)| *f != now) {
+        let (by, bad_prices) = crate::shared::listing::usage_here(settings, config);
+        if let Some(e) = bad_prices {
+            tracing::warn!(error = %e, "the config's [prices] are not used: the built-in prices are");
+        }
+        *memo = Some((now, by));
+    }
+    if let Some((_, by)) = memo.as_ref() {
+        crate::shared::listing::put_usage(rows, by);
+    }
 }
 
 /// Every session another machine's daemon lists (with their costs).

@@ -328,18 +328,17 @@ fn draw_header(f: &mut Frame, area: Rect, view: &View) {
             crate::shared::cells::tokens_text(u.tokens)
         )
     };
-    let memory = match (measured > 0, &usage) {
-        (true, Some(u)) => format!(
-            " ({} in use · {})",
-            crate::shared::cells::size_cell(memory),
-            spent(&u.total)
-        ),
-        (true, None) => format!(" ({} in use)", crate::shared::cells::size_cell(memory)),
-        (false, Some(u)) => format!(" ({})", spent(&u.total)),
-        (false, None) => String::new(),
+    let memory = if measured > 0 {
+        format!(" ({} in use)", crate::shared::cells::size_cell(memory))
+    } else {
+        String::new()
     };
+    let spent_total = usage
+        .as_ref()
+        .map(|u| format!(" · {}", spent(&u.total)))
+        .unwrap_or_default();
     let mut text = format!(
-        " ccd{memory} · {} sessions: {} waiting · {} busy · {} held idle · {} elsewhere · {} dead",
+        " ccd{memory}{spent_total} · {} sessions: {} waiting · {} busy · {} held idle · {} elsewhere · {} dead",
         view.model.len(),
         c[0],
         c[1],
