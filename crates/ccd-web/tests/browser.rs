@@ -13,7 +13,8 @@
 //! name refused, a `--read-only` page that shows the screen but has its
 //! send refused, `ccd web --revoke` ending the page's cookie, a new
 //! session in a folder found by completion, a kill that asks first, and a
-//! phone's viewport (390×844, touch) in one column; the search box (words
+//! phone's viewport (390×844, touch) in one column; a conversation's tokens
+//! and dollars on its row and the list's total; the search box (words
 //! typed, the hits of a dead and a held conversation shown with the match
 //! marked and a transcript's markup shown as text, a hit tapped opening
 //! its session as a list row does: the tail and Resume for the dead one,
@@ -376,6 +377,18 @@ async fn the_search_box_finds_what_was_said_and_a_hit_opens_its_session() {
     let b = Browser::start(&chromium, &driver, Device::Desktop).await;
     b.login(&web.login_url).await;
     b.until("the held session in the list", &item(&held)).await;
+    // What the dead conversation cost, on its row and in the total (its
+    // two turns: 4,414 tokens, written as `ccd ls` writes them).
+    b.until(
+        "the dead conversation's tokens on its row",
+        &format!("var e = document.querySelector('#sessions .item[data-session=\"{dead}\"] .usage'); return !!e && /^4k tokens · \\$\\d+\\.\\d\\d\\+?$/.test(e.textContent)"),
+    )
+    .await;
+    b.until(
+        "the list's total",
+        "var t = document.getElementById('usage-total'); return !t.hidden && t.textContent.indexOf('Total: ') === 0",
+    )
+    .await;
 
     // Words typed in the box: the dead conversation's hit, the match
     // marked, its markup text only.

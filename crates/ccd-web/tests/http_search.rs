@@ -6,7 +6,8 @@
 //! as http_hosts.rs does) both found, each with its machine, folder, state
 //! and a snippet whose match is the phrase; a machine that cannot be
 //! reached named with why, the others' hits still given. And the list's
-//! tokens and dollars (`usage`) when the daemon counts them.
+//! tokens and dollars (`usage`, from the daemon's usage board): a planted
+//! conversation's tokens on its row and in the list's total.
 //!
 //! Every process is the sandboxes' own (ended by their handles).
 
@@ -205,4 +206,35 @@ fn hits_from_every_machine_merged_with_an_unreachable_one_named() {
         .map(|h| h["score"].as_f64().unwrap())
         .collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{answer}");
+}
+
+#[test]
+fn the_list_carries_each_conversations_tokens_and_dollars_and_their_total() {
+    let sb = Sandbox::new();
+    // Two turns: (1000 + 100 + 1000 + 7) + (1200 + 100 + 1000 + 7) tokens.
+    let sid = plant(&sb, 601, "costly", "what does this cost");
+    let web = Web::start(&sb, &[]);
+    let cookie = web.login();
+    let list = wait_for(T, "the planted conversation's usage listed", || {
+        let l = web.sessions(&cookie);
+        let has = l["sessions"]
+            .as_array()?
+            .iter()
+            .any(|s| s["id"] == sid.as_str() && s["usage"].is_object());
+        has.then_some(l)
+    });
+    let row = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == sid.as_str())
+        .unwrap();
+    assert_eq!(row["usage"]["tokens"], 4414, "{row}");
+    assert!(row["usage"]["cost_usd"].as_f64().is_some(), "{row}");
+    assert!(row["usage"]["unpriced"].is_boolean(), "{row}");
+    let total = &list["usage"];
+    assert!(
+        total["tokens"].as_u64().is_some_and(|t| t >= 4414),
+        "{list}"
+    );
 }
