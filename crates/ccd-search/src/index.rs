@@ -181,6 +181,11 @@ pub enum Freshness {
     /// under the search all the same is read whole when its record
     /// cannot be read as indexed.
     Trusted,
+    /// [`Freshness::Trusted`], and the sources are every file of the list
+    /// the index was last updated against in full (none filtered out):
+    /// when the index covers as many files as there are sources, only
+    /// the candidates' files are visited, not every source.
+    TrustedAll,
 }
 
 /// The candidates of a query.
@@ -507,6 +512,9 @@ impl Index {
                 .or_default()
                 .push(r);
         }
+        if freshness == Freshness::TrustedAll && self.covered() == sources.len() {
+            return self.search_candidates(&per_file, query, filters, now, limit);
+        }
         let mut hits = Vec::new();
         let mut stats = ScanStats::default();
         let mut istats = IndexSearchStats::default();
@@ -524,7 +532,7 @@ impl Index {
                     let f = &self.files[id as usize];
                     f.indexed
                         && match freshness {
-                            Freshness::Trusted => self.mark(id).is_some(),
+                            Freshness::Trusted | Freshness::TrustedAll => self.mark(id).is_some(),
                             Freshness::Stat => std::fs::metadata(&src.path).is_ok_and(|m| {
                                 f.mark().plan(&FileStamp::of(&m)) == ReadPlan::Unchanged
                             }),
@@ -546,6 +554,53 @@ impl Index {
                 None => {
                     istats.scanned += 1;
                     search_file(src, query, filters, now, &mut buf, &mut stats)
+                }
+            };
+            hits.extend(hit);
+        }
+        scan::rank(&mut hits);
+        hits.truncate(limit);
+        (hits, stats, istats)
+    }
+
+    /// Files the index covers: live, indexed and read at least once.
+    fn covered(&self) -> usize {
+        self.files
+            .iter()
+            .filter(|f| f.live && f.indexed && (f.len > 0 || f.ino > 0))
+            .count()
+    }
+
+    /// The candidates' files verified, no other file visited (every
+    /// source covered and trusted: [`Freshness::TrustedAll`]).
+    fn search_candidates(
+        &self,
+        per_file: &HashMap<u32, Vec<u32>>,
+        query: &Query,
+        filters: &Filters,
+        now: OffsetDateTime,
+        limit: usize,
+    ) -> (Vec<Hit>, ScanStats, IndexSearchStats) {
+        let mut hits = Vec::new();
+        let mut stats = ScanStats::default();
+        let mut istats = IndexSearchStats::default();
+        let mut buf = Vec::new();
+        for (&id, recs) in per_file {
+            if filters.expired() {
+                stats.timed_out += 1;
+                continue;
+            }
+            let f = &self.files[id as usize];
+            let src = Source {
+                session_id: f.session_id.clone(),
+                path: f.path.clone().into(),
+            };
+            istats.verified += recs.len();
+            let hit = match self.verify(&src, recs, query, filters, now, &mut stats) {
+                Ok(hit) => hit,
+                Err(()) => {
+                    istats.scanned += 1;
+                    search_file(&src, query, filters, now, &mut buf, &mut stats)
                 }
             };
             hits.extend(hit);

@@ -204,6 +204,12 @@ pub fn answer(
     let want = req.limit + 1;
     let (mut hits, stats) = match index {
         Some((ix, fresh)) => {
+            // Every listed transcript searched: the index may visit only
+            // its candidates' files.
+            let fresh = match (fresh, &picked.searched) {
+                (Freshness::Trusted, std::borrow::Cow::Borrowed(_)) => Freshness::TrustedAll,
+                (f, _) => f,
+            };
             let (hits, stats, used) =
                 ix.search_with(&picked.searched, &req.query, &req.filters, now, want, fresh);
             tracing::debug!(
