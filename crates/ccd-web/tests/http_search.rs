@@ -5,7 +5,10 @@
 //! another machine (a second sandbox reached through a stand-in for ssh,
 //! as http_hosts.rs does) both found, each with its machine, folder, state
 //! and a snippet whose match is the phrase; a machine that cannot be
-//! reached named with why, the others' hits still given. And the list's
+//! reached named with why, the others' hits still given; one that stalls
+//! named after its wait (10 s) while this machine's hits are given, and
+//! searches at once bounded (4: a fifth is refused with 429, not queued).
+//! And the list's
 //! tokens and dollars (`usage`, from the daemon's usage board): a planted
 //! conversation's tokens on its row and in the list's total.
 //!
@@ -15,6 +18,7 @@ mod http;
 
 use http::{stand_in_ssh, wait_for, Sandbox, Web, T};
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 /// The sandbox's Claude config dir (`CLAUDE_CONFIG_DIR` of its env).
 fn config(sb: &Sandbox) -> std::path::PathBuf {
@@ -237,4 +241,56 @@ fn the_list_carries_each_conversations_tokens_and_dollars_and_their_total() {
         total["tokens"].as_u64().is_some_and(|t| t >= 4414),
         "{list}"
     );
+}
+
+#[test]
+fn a_stalled_machine_is_named_after_its_wait_and_searches_at_once_are_bounded() {
+    let far = Sandbox::new();
+    let mut near = Sandbox::new();
+    stand_in_ssh(&mut near, &far);
+    let here = plant(&near, 701, "nearproj", "the marmoset cache eviction");
+    std::fs::write(
+        near.root.join("ccd.toml"),
+        "ui_hosts = [\"local\", \"ssh://stall\"]\n",
+    )
+    .unwrap();
+    let web = Web::start(&near, &[]);
+    let cookie = web.login();
+
+    // Four searches hold every slot while the stalled machine is waited
+    // for; a fifth meanwhile is refused at once, not queued.
+    std::thread::scope(|s| {
+        let held: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| search(&web, &cookie, "\"marmoset cache\"")))
+            .collect();
+        std::thread::sleep(Duration::from_millis(1500));
+        let r = search(&web, &cookie, "anything");
+        assert_eq!(r.status, 429, "{r:?}");
+        assert_eq!(r.json()["code"], "busy", "{r:?}");
+        for h in held {
+            let r = h.join().unwrap();
+            assert_eq!(r.status, 200, "{r:?}");
+            let a = r.json();
+            assert!(a["machines"][0]["error"].is_null(), "{a}");
+            assert!(
+                a["machines"][1]["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("stall did not answer within 10 s"),
+                "{a}"
+            );
+        }
+    });
+    // The slots are free again; this machine's hit is given whatever the
+    // stalled one does, never after much more than its wait.
+    wait_for(T * 3, "this machine's hit beside the stalled one", || {
+        let t = Instant::now();
+        let r = search(&web, &cookie, "\"marmoset cache\"");
+        assert!(t.elapsed() < Duration::from_secs(16), "{:?}", t.elapsed());
+        assert_eq!(r.status, 200, "{r:?}");
+        let a = r.json();
+        assert_eq!(a["machines"][1]["name"], "stall", "{a}");
+        assert!(a["machines"][1]["error"].is_string(), "{a}");
+        hit(&a, &here).map(|_| ())
+    });
 }
