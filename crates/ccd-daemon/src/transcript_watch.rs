@@ -26,7 +26,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(target_os = "linux")]
+use std::sync::Mutex;
 
 /// The most distinct changed files remembered between two searches;
 /// beyond, `everything`.
@@ -44,6 +46,7 @@ pub struct Changes {
 }
 
 impl Changes {
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn file(&mut self, p: PathBuf) {
         if self.files.len() >= MAX_FILES {
             self.everything = true;
