@@ -255,3 +255,43 @@ fn the_dashboard_shows_tokens_dollars_their_total_and_an_archived_row() {
     assert!(header.contains("$0.01 · 1k tokens"), "the total: {pane}");
     t.keys(&["q"]);
 }
+
+#[test]
+fn a_fork_over_the_socket_puts_an_archived_conversation_back_first() {
+    let sb = Sandbox::new();
+    let dir = sb.project("kept");
+    let cwd = dir.to_str().unwrap();
+    let sid = "dddddddd-4444-4444-8444-444444444444";
+    let mut w = TranscriptWriter::create(&sb.config, sid, cwd);
+    user(&mut w, sid, cwd, "2026-11-03T09:59:00Z");
+    assistant(&mut w, sid, "m9", "2026-11-03T10:00:00Z", [10, 1, 0, 0]);
+    drop(w);
+    let transcript = sb
+        .config
+        .join("projects")
+        .join(ccd_claude::slug::slug(cwd))
+        .join(format!("{sid}.jsonl"));
+    let before = std::fs::read(&transcript).unwrap();
+    sb.ok_stderr(&["archive", sid]);
+    assert!(!transcript.exists());
+    let mut c = sb.client_or_start();
+    let forked = c.call::<ccd_protocol::methods::session::SessionFork>(
+        &ccd_protocol::methods::session::ForkParams {
+            session: sid[..8].to_string(),
+            size: None,
+        },
+    );
+    // Put back byte for byte (whatever the fork then made of it), and no
+    // longer archived.
+    assert_eq!(
+        std::fs::read(&transcript).ok(),
+        Some(before),
+        "put back: {forked:?}"
+    );
+    assert_eq!(sb.ok(&["archive", "--list"]), "");
+    let rows = listed(&sb, &ListParams::default());
+    assert_eq!(
+        row_of(&rows, sid).map(|r| r["state"].clone()),
+        Some(json!("dead"))
+    );
+}

@@ -27,7 +27,7 @@ use crate::conn_ctx::ConnCtx;
 use crate::holders::attachment::{attachment_of, connect_sending, read_first_line, Attachment};
 use crate::holders::rpc::{stopped, HolderConn, HolderError, CALL_TIMEOUT};
 use crate::holders::HolderEntry;
-use crate::session_ops::resolve::{held, resolve_for_attach};
+use crate::session_ops::resolve::{held, resolve_putting_back};
 use crate::session_ops::resume::{fresh_instead, live_elsewhere, resume};
 use ccd_protocol::error_data::CapRefusedData;
 use ccd_protocol::holder as h;
@@ -58,7 +58,8 @@ pub async fn attach(
             "mode must be interactive or observe",
         ));
     }
-    let (info, holder) = resolve_for_attach(&ctx.daemon, &p.session).await?;
+    // An archived conversation is put back first, then resumed.
+    let (info, holder) = resolve_putting_back(&ctx.daemon, &p.session, true).await?;
     let mut resumed = false;
     let mut fresh = None;
     let running = holder

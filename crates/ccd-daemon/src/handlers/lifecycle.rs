@@ -8,7 +8,7 @@ use crate::holders::rpc::call_once;
 use crate::holders::spawn::new_holder_id;
 use crate::holders::spec::{HolderMeta, Origin};
 use crate::session_ops::drive::{submit, text_within_bound, typed_for};
-use crate::session_ops::resolve::{held, resolve};
+use crate::session_ops::resolve::{held, resolve_putting_back};
 use crate::session_ops::resume::resumable;
 use crate::session_ops::start::{checked_cwd, start};
 use ccd_claude::typing;
@@ -93,7 +93,8 @@ fn fresh_id(ctx: &ConnCtx, wanted: &str) -> Result<String, RpcError> {
 /// entry of the child's pid.
 pub async fn fork(ctx: &ConnCtx, p: ForkParams) -> Result<NewResult, RpcError> {
     let size = p.size.map(TermSize::checked).transpose()?;
-    let (info, _) = resolve(&ctx.daemon, &p.session).await?;
+    // An archived conversation is put back first.
+    let (info, _) = resolve_putting_back(&ctx.daemon, &p.session, false).await?;
     let (cwd, _transcript) = resumable(&info)?;
     let meta = HolderMeta {
         id: new_holder_id(),

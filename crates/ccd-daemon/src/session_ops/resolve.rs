@@ -398,6 +398,54 @@ async fn registry_only(daemon: &Daemon, query: &str) -> Option<RpcError> {
     )
 }
 
+/// [`resolve`] (`for_attach`: [`resolve_for_attach`]) that, when nothing
+/// answers to `query` but an archived conversation does (its id, or a
+/// prefix only one archived id starts with: `ccd archive` moved it into
+/// `<state dir>/archive`), puts that conversation back where it was
+/// (`ccd_claude::archive::restore`, on the blocking pool) and resolves
+/// again: `session.attach` and `session.fork` of an archived session
+/// resume it in its own folder, from any client. A put-back that fails
+/// says why (the archive stays as it was).
+pub async fn resolve_putting_back(
+    daemon: &Daemon,
+    query: &str,
+    for_attach: bool,
+) -> Result<(SessionInfo, Option<HolderEntry>), RpcError> {
+    let first = resolve_with(daemon, query, !for_attach).await;
+    match first {
+        Err(e) if e.code == ErrorCode::SessionNotFound.code() => {
+            let root = daemon.options.state_dir.join("archive");
+            let q = query.trim().to_string();
+            let put_back = tokio::task::spawn_blocking(move || {
+                let ids: Vec<String> = ccd_claude::archive::list(&root)
+                    .into_iter()
+                    .map(|m| m.session_id)
+                    .filter(|sid| sid.starts_with(&q))
+                    .collect();
+                let sid = match ids.iter().find(|sid| **sid == q) {
+                    Some(sid) => sid.clone(),
+                    None if ids.len() == 1 && !q.is_empty() => ids[0].clone(),
+                    None => return Ok(None),
+                };
+                ccd_claude::archive::restore(&root, &sid)
+                    .map(|_| Some(sid.clone()))
+                    .map_err(|e| format!("putting back archived session {sid}: {e}"))
+            })
+            .await
+            .map_err(|e| RpcError::internal(e.to_string()))?
+            .map_err(RpcError::internal)?;
+            match put_back {
+                Some(sid) => {
+                    tracing::info!(session = %sid, "archived conversation put back");
+                    resolve_with(daemon, &sid, !for_attach).await
+                }
+                None => Err(e),
+            }
+        }
+        r => r,
+    }
+}
+
 /// The holder of `query`, or the error saying why there is none.
 pub async fn held(ctx: &ConnCtx, query: &str) -> Result<HolderEntry, RpcError> {
     let (info, holder) = resolve(&ctx.daemon, query).await?;
