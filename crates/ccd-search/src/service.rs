@@ -57,6 +57,8 @@ pub enum RequestError {
     Since(String),
     #[error("limit {0}: 1 to {SEARCH_LIMIT_MAX}")]
     Limit(u32),
+    #[error("cwd {0:?} is not an absolute path")]
+    RelativeCwd(String),
 }
 
 /// A search, parsed.
@@ -90,6 +92,9 @@ impl Request {
             .transpose()?;
         if p.limit == 0 || p.limit > SEARCH_LIMIT_MAX {
             return Err(RequestError::Limit(p.limit));
+        }
+        if let Some(c) = p.cwd.as_deref().filter(|c| !Path::new(c).is_absolute()) {
+            return Err(RequestError::RelativeCwd(c.to_string()));
         }
         Ok(Request {
             query,

@@ -183,6 +183,13 @@ fn a_bad_query_is_invalid_params_with_the_reason() {
             },
             "limit",
         ),
+        (
+            SearchParams {
+                cwd: Some("dev/api".into()),
+                ..SearchParams::new("oauth")
+            },
+            "absolute",
+        ),
     ] {
         match c.call::<SessionsSearch>(&p) {
             Err(ccd_client::ClientError::Rpc(e)) => {
@@ -267,6 +274,12 @@ fn ccd_search_asks_the_running_daemon_and_never_starts_one() {
         ids
     };
     assert_eq!(rows(&here), rows(&there));
+    // A relative --cwd is the caller's folder's, not the daemon's.
+    let mut cmd = sb.cmd(&["search", "--json", "--cwd", "dev/api", "oauth"]);
+    cmd.current_dir("/home").env("CCD_LOG", "ccd=trace");
+    let rel = cmd.output().unwrap();
+    assert!(String::from_utf8_lossy(&rel.stderr).contains("search answered by the daemon"));
+    assert_eq!(rows(&rel), ["dead-sess"]);
     // --no-index and --rebuild-index keep their meaning: searched here.
     for flag in ["--no-index", "--rebuild-index"] {
         let o = traced(&["search", "--json", flag, "oauth"]);

@@ -225,7 +225,12 @@ impl Plan {
         let params = SearchParams {
             query: args.query.join(" "),
             regex: args.regex,
-            cwd: args.cwd.as_ref().map(|c| c.to_string_lossy().into_owned()),
+            // Absolute here: the daemon's working folder is not this one.
+            cwd: args.cwd.as_deref().map(|c| {
+                ccd_claude::paths::normalize(c)
+                    .to_string_lossy()
+                    .into_owned()
+            }),
             since,
             scope: if args.live {
                 SearchScope::Live
