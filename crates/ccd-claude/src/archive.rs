@@ -560,13 +560,26 @@ pub fn open_entry(
     m: &Manifest,
     entry: &Entry,
 ) -> Result<Box<dyn Read + Send>, ArchiveError> {
-    let dir = folder(root, &m.session_id)
+    let path = stored_path(root, m, entry)
         .ok_or_else(|| ArchiveError::NotFound(m.session_id.clone(), root.into()))?;
-    let path = dir.join(&entry.store);
-    let f = File::open(&path).map_err(io_err(format!("opening {}", path.display())))?;
+    open_stored(&path, entry.len)
+}
+
+/// Where `entry`'s compressed copy is (`None` for a session id that
+/// names no archive folder).
+pub fn stored_path(root: &Path, m: &Manifest, entry: &Entry) -> Option<PathBuf> {
+    folder(root, &m.session_id).map(|dir| dir.join(&entry.store))
+}
+
+/// A reader of the original bytes of the compressed copy at `path`
+/// ([`stored_path`]), never past `len` (the manifest's stated length):
+/// what [`open_entry`] opens, for a caller that keeps the path (usage,
+/// which caches by the stored file's identity).
+pub fn open_stored(path: &Path, len: u64) -> Result<Box<dyn Read + Send>, ArchiveError> {
+    let f = File::open(path).map_err(io_err(format!("opening {}", path.display())))?;
     let dec = ruzstd::decoding::StreamingDecoder::new(io::BufReader::new(f))
-        .map_err(|e| ArchiveError::Corrupt(path.clone(), e.to_string()))?;
-    Ok(Box::new(dec.take(entry.len)))
+        .map_err(|e| ArchiveError::Corrupt(path.to_path_buf(), e.to_string()))?;
+    Ok(Box::new(dec.take(len)))
 }
 
 /// The archived transcript of `sid`, whole (bounded by its stated length).

@@ -154,20 +154,51 @@ pub fn by_session_blocking(
 /// A fingerprint of every transcript under `config_root` (the files
 /// [`ccd_usage::files::transcripts`] names, with each one's length, inode
 /// and modification time; no file opened): equal fingerprints, nothing to
-/// read again.
+/// read again. An archive or a restore changes it too (it moves the
+/// transcript out of or into its place); [`fingerprint_with_archives`]
+/// also sees an archive removed or replaced by hand.
 pub fn fingerprint_blocking(config_root: &std::path::Path) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for t in ccd_usage::files::transcripts(config_root) {
         t.path.hash(&mut h);
-        if let Ok(m) = std::fs::metadata(&t.path) {
-            m.len().hash(&mut h);
-            m.modified().ok().hash(&mut h);
-            #[cfg(unix)]
-            std::os::unix::fs::MetadataExt::ino(&m).hash(&mut h);
+        stamp(&mut h, &t.path);
+    }
+    h.finish()
+}
+
+/// [`fingerprint_blocking`] and the archives beside the cache at
+/// `cache_path` (each archive folder's name, inode and time: an archive is
+/// renamed into place whole and never changed, so a new, replaced or
+/// removed one changes them; no manifest read).
+pub fn fingerprint_with_archives(
+    config_root: &std::path::Path,
+    cache_path: &std::path::Path,
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    fingerprint_blocking(config_root).hash(&mut h);
+    let archives = ccd_usage::here::archive_root(cache_path);
+    if let Ok(rd) = std::fs::read_dir(&archives) {
+        let mut names: Vec<_> = rd.flatten().map(|e| e.file_name()).collect();
+        names.sort_unstable();
+        for n in names {
+            n.hash(&mut h);
+            stamp(&mut h, &archives.join(&n));
         }
     }
     h.finish()
+}
+
+/// A file's length, time and inode into `h` (nothing when it is gone).
+fn stamp(h: &mut impl std::hash::Hasher, p: &std::path::Path) {
+    use std::hash::Hash;
+    if let Ok(m) = std::fs::metadata(p) {
+        m.len().hash(h);
+        m.modified().ok().hash(h);
+        #[cfg(unix)]
+        std::os::unix::fs::MetadataExt::ino(&m).hash(h);
+    }
 }
 
 #[cfg(test)]
@@ -216,22 +247,45 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let a = dir.join("a.jsonl");
         std::fs::write(&a, "{}\n").unwrap();
-        let first = fingerprint_blocking(d.path());
-        assert_eq!(fingerprint_blocking(d.path()), first, "nothing changed");
+        let cache = d.path().join("state").join(ccd_usage::cache::CACHE_FILE);
+        let first = fingerprint_with_archives(d.path(), &cache);
+        assert_eq!(
+            fingerprint_with_archives(d.path(), &cache),
+            first,
+            "nothing changed"
+        );
         std::fs::write(dir.join("notes.txt"), "x").unwrap();
-        assert_eq!(fingerprint_blocking(d.path()), first, "not a transcript");
+        assert_eq!(
+            fingerprint_with_archives(d.path(), &cache),
+            first,
+            "not a transcript"
+        );
         let mut f = std::fs::OpenOptions::new().append(true).open(&a).unwrap();
         std::io::Write::write_all(&mut f, b"{}\n").unwrap();
-        let appended = fingerprint_blocking(d.path());
+        let appended = fingerprint_with_archives(d.path(), &cache);
         assert_ne!(appended, first, "an append");
         std::fs::write(dir.join("b.jsonl"), "").unwrap();
-        let added = fingerprint_blocking(d.path());
+        let added = fingerprint_with_archives(d.path(), &cache);
         assert_ne!(added, appended, "a new transcript");
         // Replaced by a file of the same length (another inode).
         let tmp = dir.join("a.tmp");
         std::fs::write(&tmp, "{}\n{}\n").unwrap();
         std::fs::rename(&tmp, &a).unwrap();
-        assert_ne!(fingerprint_blocking(d.path()), added, "a replacement");
+        let replaced = fingerprint_with_archives(d.path(), &cache);
+        assert_ne!(replaced, added, "a replacement");
+        // An archive comes (renamed into place whole), and goes.
+        let archives = d.path().join("state").join(ccd_usage::here::ARCHIVE_DIR);
+        std::fs::create_dir_all(archives.join(".s.tmp-1")).unwrap();
+        std::fs::rename(archives.join(".s.tmp-1"), archives.join("s")).unwrap();
+        let archived = fingerprint_with_archives(d.path(), &cache);
+        assert_ne!(archived, replaced, "an archive");
+        assert_eq!(fingerprint_with_archives(d.path(), &cache), archived);
+        std::fs::remove_dir_all(archives.join("s")).unwrap();
+        assert_ne!(
+            fingerprint_with_archives(d.path(), &cache),
+            archived,
+            "an archive gone"
+        );
     }
 
     #[test]

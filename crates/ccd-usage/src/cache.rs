@@ -8,7 +8,13 @@
 //! ([`ccd_search::incremental::ReadMark`]): the same file grown is read
 //! from the mark on; a file replaced (another device or inode, as a trim's
 //! rewrite makes) or shorter is read again from the start; an unchanged one
-//! is not opened (its metadata alone says so). A missing, unreadable, foreign or older-format cache
+//! is not opened (its metadata alone says so). An archived transcript
+//! ([`crate::files::Archived`]) is keyed by its compressed copy's path,
+//! with that file's identity and length: an archive never changes once
+//! written, so it is decompressed once (whole, through
+//! [`ccd_claude::archive::open_stored`], never past its stated length)
+//! and a warm run only looks at its metadata; an archive removed (put
+//! back) or replaced is dropped or read again as any file. A missing, unreadable, foreign or older-format cache
 //! ([`FORMAT`]) is an empty one: the next run rebuilds it. Files gone are
 //! dropped from it.
 //!
@@ -18,12 +24,12 @@
 //! them ([`ccd_search::incremental::MAX_RECORD_BYTES`] a line, longer ones
 //! skipped and counted); at most [`MAX_THREADS`] reading threads.
 
-use crate::files::Transcript;
+use crate::files::{Transcript, Unreadable};
 use crate::tally::FileUsage;
-use ccd_search::incremental::{read_appended, ReadMark, MAX_RECORD_BYTES};
+use ccd_search::incremental::{read_appended, Lines, ReadMark, CHUNK_BYTES, MAX_RECORD_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -67,7 +73,7 @@ struct StoredRef<'a> {
 }
 
 /// What one [`UsageCache::refresh`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Refresh {
     /// Files not opened (unchanged).
     pub unchanged: usize,
@@ -81,6 +87,9 @@ pub struct Refresh {
     pub failed: usize,
     /// Lines skipped for their length.
     pub oversized: u64,
+    /// Archived transcripts that could not be read (left out of the
+    /// cache; tried again next run), and why.
+    pub unreadable: Vec<Unreadable>,
 }
 
 /// The cache in memory.
@@ -187,6 +196,10 @@ impl UsageCache {
             .iter()
             .map(|t| Mutex::new((t.path.clone(), old.remove(&t.path))))
             .collect();
+        let archived: Vec<Option<(u64, &str)>> = files
+            .iter()
+            .map(|t| t.archived.as_ref().map(|a| (a.len, t.session.as_str())))
+            .collect();
         drop(old);
         let next = AtomicUsize::new(0);
         let stats = Mutex::new(Refresh::default());
@@ -201,7 +214,17 @@ impl UsageCache {
                         let Some(slot) = work.get(i) else { break };
                         let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
                         let (path, entry) = &mut *g;
-                        *entry = update(path, entry.take(), &mut buf, &mut mine);
+                        *entry = match archived[i] {
+                            None => update(path, entry.take(), &mut buf, &mut mine),
+                            Some((len, session)) => update_archived(
+                                path,
+                                len,
+                                session,
+                                entry.take(),
+                                &mut buf,
+                                &mut mine,
+                            ),
+                        };
                     }
                     let mut st = stats.lock().unwrap_or_else(|p| p.into_inner());
                     st.unchanged += mine.unchanged;
@@ -210,6 +233,7 @@ impl UsageCache {
                     st.bytes += mine.bytes;
                     st.failed += mine.failed;
                     st.oversized += mine.oversized;
+                    st.unreadable.append(&mut mine.unreadable);
                 });
             }
         });
@@ -308,6 +332,80 @@ fn update(path: &Path, entry: Option<Entry>, buf: &mut Vec<u8>, st: &mut Refresh
         ino: r.mark.ino,
         len: r.mark.len,
         offset: r.mark.offset,
+        usage,
+    })
+}
+
+/// One archived transcript (the compressed copy at `path`, `len` bytes
+/// once decompressed) brought up to date: not opened when its copy is the
+/// one read last time, else decompressed whole. `None` (and named in
+/// `st.unreadable`) when it cannot be read or is not as long as its
+/// manifest says.
+fn update_archived(
+    path: &Path,
+    len: u64,
+    session: &str,
+    entry: Option<Entry>,
+    buf: &mut Vec<u8>,
+    st: &mut Refresh,
+) -> Option<Entry> {
+    let failed = |st: &mut Refresh, error: String| {
+        tracing::trace!(path = %path.display(), %error, "archived transcript unreadable");
+        st.failed += 1;
+        st.unreadable.push(Unreadable {
+            session: session.to_owned(),
+            error,
+        });
+        None
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return failed(st, format!("{}: {e}", path.display())),
+    };
+    let (dev, ino) = identity(&meta);
+    if let Some(e) = entry {
+        if e.dev == dev && e.ino == ino && e.len == meta.len() && e.offset == len {
+            st.unchanged += 1;
+            return Some(e);
+        }
+    }
+    let mut r = match ccd_claude::archive::open_stored(path, len) {
+        Ok(r) => r,
+        Err(e) => return failed(st, e.to_string()),
+    };
+    let mut usage = FileUsage::default();
+    let mut lines = Lines::new(0, MAX_RECORD_BYTES);
+    buf.resize(CHUNK_BYTES, 0);
+    let mut read: u64 = 0;
+    loop {
+        let n = match r.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return failed(st, format!("{}: {e}", path.display())),
+        };
+        read += n as u64;
+        lines.push(&buf[..n], |_, line| {
+            usage.push_line(line);
+        });
+    }
+    if read != len {
+        return failed(
+            st,
+            format!(
+                "{}: {read} bytes where the manifest says {len}",
+                path.display()
+            ),
+        );
+    }
+    st.full += 1;
+    st.bytes += read;
+    st.oversized += lines.oversized();
+    Some(Entry {
+        dev,
+        ino,
+        len: meta.len(),
+        offset: len,
         usage,
     })
 }

@@ -5,6 +5,16 @@
 //! transcript `<slug>/<sid>.jsonl` and its subagents'
 //! `<slug>/<sid>/subagents/agent-<id>.jsonl` (docs/claude-cli-compat.md),
 //! both the session `<sid>`'s.
+//!
+//! And the same files of an archived conversation ([`archived`]: `ccd
+//! archive` moved them into `<state>/archive/<sid>/`, one zstd frame
+//! each, [`ccd_claude::archive`]): each member whose original path was a
+//! transcript as above, named and grouped by that original path, as if
+//! it were still in place; [`with_archived`] puts them among the others
+//! in the order of those paths (so counting each message once picks the
+//! same copy), and leaves out a member whose place holds the file again
+//! (a conversation put back is counted from its place). A manifest that
+//! cannot be read is named ([`Unreadable`]), never guessed at.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +30,119 @@ pub struct Transcript {
     pub session: String,
     /// The project folder's name (the slug of the session's folder).
     pub project: String,
+    /// For a member of an archive (`path` is then its compressed copy),
+    /// where it was and its stated length.
+    pub archived: Option<Archived>,
+}
+
+/// Where an archived transcript was, and how long it is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Archived {
+    /// Its original path (the order and the grouping go by it).
+    pub original: PathBuf,
+    /// Its length as the manifest states it (never read past).
+    pub len: u64,
+}
+
+impl Transcript {
+    /// Where the transcript is, or was before it was archived.
+    pub fn place(&self) -> &Path {
+        self.archived.as_ref().map_or(&self.path, |a| &a.original)
+    }
+}
+
+/// An archived conversation whose usage could not be read (or only in
+/// part), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub session: String,
+    pub error: String,
+}
+
+/// The transcripts of every archive under `archive_root` (see the module
+/// doc), sorted by their original paths, and the archives whose manifest
+/// could not be read. Reads each manifest (bounded by
+/// [`ccd_claude::archive::MAX_MANIFEST_BYTES`]), never a compressed file.
+pub fn archived(archive_root: &Path) -> (Vec<Transcript>, Vec<Unreadable>) {
+    let mut out = Vec::new();
+    let mut bad = Vec::new();
+    for e in sorted_entries(archive_root) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        // Archives being written or removed (`.<sid>.tmp-<pid>`).
+        if name.starts_with('.') {
+            continue;
+        }
+        let m = match ccd_claude::archive::manifest(archive_root, &name) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(err) => {
+                bad.push(Unreadable {
+                    session: name,
+                    error: err.to_string(),
+                });
+                continue;
+            }
+        };
+        let Some(project_dir) = m.files[0].path.parent() else {
+            continue;
+        };
+        let project = project_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for f in &m.files {
+            let Ok(rel) = f.path.strip_prefix(project_dir) else {
+                continue;
+            };
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let Some(file) = parts.last() else { continue };
+            let Some(stem) = file.strip_suffix(".jsonl") else {
+                continue;
+            };
+            if parts.len() > MAX_DEPTH {
+                continue;
+            }
+            let Some(stored) = ccd_claude::archive::stored_path(archive_root, &m, f) else {
+                continue;
+            };
+            let session = if parts.len() == 1 { stem } else { &parts[0] };
+            out.push(Transcript {
+                path: stored,
+                session: session.to_owned(),
+                project: project.clone(),
+                archived: Some(Archived {
+                    original: f.path.clone(),
+                    len: f.len,
+                }),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.place().cmp(b.place()));
+    (out, bad)
+}
+
+/// `in_place` (as [`transcripts`] lists them) and `archived` (as
+/// [`archived`] does) in one list in the order of their places; an
+/// archived member whose place is listed in place is left out.
+pub fn with_archived(in_place: Vec<Transcript>, archived: Vec<Transcript>) -> Vec<Transcript> {
+    if archived.is_empty() {
+        return in_place;
+    }
+    let mut out = Vec::with_capacity(in_place.len() + archived.len());
+    let mut a = archived.into_iter().peekable();
+    for t in in_place {
+        while let Some(x) = a.next_if(|x| x.place() < t.place()) {
+            out.push(x);
+        }
+        // The same place: the file is back (restored), the archive stale.
+        while a.next_if(|x| x.place() == t.place()).is_some() {}
+        out.push(t);
+    }
+    out.extend(a);
+    out
 }
 
 /// Every transcript under `<config_root>/projects`, sorted by path.
@@ -73,6 +196,7 @@ fn walk(dir: &Path, project: &str, session: Option<&str>, depth: usize, out: &mu
                     path: e.path(),
                     session: session.unwrap_or(stem).to_owned(),
                     project: project.to_owned(),
+                    archived: None,
                 });
             }
         }
@@ -109,6 +233,47 @@ mod tests {
         assert!(t
             .iter()
             .any(|t| t.path.ends_with("s1/subagents/agent-x.jsonl")));
+    }
+
+    #[test]
+    fn archived_members_go_in_their_places_order_and_a_place_taken_wins() {
+        let t = |p: &str, archived: bool| Transcript {
+            path: if archived {
+                PathBuf::from(format!("/state/archive{p}.zst"))
+            } else {
+                PathBuf::from(p)
+            },
+            session: String::new(),
+            project: String::new(),
+            archived: archived.then(|| Archived {
+                original: PathBuf::from(p),
+                len: 1,
+            }),
+        };
+        let here = vec![t("/p/a-b.jsonl", false), t("/p/c.jsonl", false)];
+        // Each in the order of the paths' components (as the walk and
+        // `archived` make them).
+        let arch = vec![
+            t("/p/a/subagents/x.jsonl", true),
+            t("/p/a.jsonl", true),
+            t("/p/c.jsonl", true),
+            t("/p/d.jsonl", true),
+        ];
+        let got = with_archived(here, arch);
+        let places: Vec<(&Path, bool)> = got
+            .iter()
+            .map(|t| (t.place(), t.archived.is_some()))
+            .collect();
+        assert_eq!(
+            places,
+            vec![
+                (Path::new("/p/a/subagents/x.jsonl"), true),
+                (Path::new("/p/a-b.jsonl"), false),
+                (Path::new("/p/a.jsonl"), true),
+                (Path::new("/p/c.jsonl"), false),
+                (Path::new("/p/d.jsonl"), true),
+            ]
+        );
     }
 
     #[test]

@@ -202,6 +202,7 @@ mod tests {
             path: PathBuf::from(format!("/p/{session}.jsonl")),
             session: session.into(),
             project: "-p".into(),
+            archived: None,
         }
     }
 

@@ -143,3 +143,48 @@ fn a_foreign_or_other_format_cache_is_rebuilt_and_the_bound_holds() {
     let r = c.refresh(&t, 2);
     assert_eq!(r.full, 20);
 }
+
+#[test]
+fn an_archive_is_decompressed_once_and_read_again_only_when_replaced() {
+    use ccd_usage::here::{archive_root, report};
+    use ccd_usage::report::{By, Query};
+    let d = tempfile::tempdir().unwrap();
+    let proj = d.path().join("projects/-w");
+    std::fs::create_dir_all(proj.join("s2/subagents")).unwrap();
+    append(&proj.join("s1.jsonl"), &rec("1", 10));
+    append(&proj.join("s2.jsonl"), &rec("3", 30));
+    append(&proj.join("s2/subagents/agent-1.jsonl"), &rec("4", 40));
+    let cache_file = d.path().join("state").join(ccd_usage::cache::CACHE_FILE);
+    let prices = ccd_usage::PriceTable::builtin();
+    let q = Query {
+        by: By::Session,
+        since: None,
+        until: None,
+        offset: time::UtcOffset::UTC,
+    };
+    let (before, _) = report(d.path(), &cache_file, &prices, &q);
+    let config = ccd_claude::ClaudeConfigDir::new(d.path());
+    let root = archive_root(&cache_file);
+    let archive = || {
+        ccd_claude::archive::archive(&config, &root, "s2", &|| None, false, &|_| {}).unwrap();
+    };
+    archive();
+    // The two archived transcripts read once, the archive's files
+    // decompressed: the same report.
+    let (got, r) = report(d.path(), &cache_file, &prices, &q);
+    assert_eq!(got, before);
+    assert_eq!((r.full, r.unchanged), (2, 1), "{r:?}");
+    // Warm: nothing decompressed, nothing read.
+    let (got, r) = report(d.path(), &cache_file, &prices, &q);
+    assert_eq!(got, before);
+    assert_eq!((r.full, r.unchanged, r.bytes), (0, 3, 0), "{r:?}");
+    // Put back and archived again (another archive): read again.
+    ccd_claude::archive::restore(&root, "s2").unwrap();
+    let (got, r) = report(d.path(), &cache_file, &prices, &q);
+    assert_eq!(got, before);
+    assert_eq!((r.full, r.unchanged), (2, 1), "{r:?}");
+    archive();
+    let (got, r) = report(d.path(), &cache_file, &prices, &q);
+    assert_eq!(got, before);
+    assert_eq!((r.full, r.unchanged), (2, 1), "{r:?}");
+}

@@ -1,9 +1,10 @@
 //! The usage reader: keeps the usage board ([`crate::usage::UsageBoard`])
 //! current as transcripts grow, at the pace the board's module doc
 //! describes. Each pass, on a blocking thread, first takes the
-//! transcripts' fingerprint ([`crate::usage::fingerprint_blocking`]: their
+//! transcripts' fingerprint ([`crate::usage::fingerprint_with_archives`]: their
 //! paths, lengths, inodes and times, no file opened); when it is the last
-//! pass's, nothing changed and the pass ends there; else it runs
+//! pass's (and the archives beside the cache are as they were), nothing
+//! changed and the pass ends there; else it runs
 //! [`crate::usage::by_session_blocking`] (the usage cache in the state dir:
 //! only appended bytes are read) and swaps the result in. Started by the server, handed the
 //! board, Claude Code's config dir, the cache's path, the price table and
@@ -33,7 +34,7 @@ pub async fn run(
         let (root, cache2, prices2) = (config.root().to_path_buf(), cache.clone(), prices.clone());
         let before = last;
         match tokio::task::spawn_blocking(move || {
-            let now = crate::usage::fingerprint_blocking(&root);
+            let now = crate::usage::fingerprint_with_archives(&root, &cache2);
             if before == Some(now) {
                 return (now, None);
             }

@@ -7,7 +7,10 @@
 //! machine runs `ccd usage --json` with the same query over ssh (the same
 //! ssh command line as `dial-stdio`'s) and the rows are merged by key; a
 //! machine that cannot be reached is named on stderr and in the JSON's
-//! `unreachable`, and the others are still shown. Text from transcripts
+//! `unreachable`, and the others are still shown. Archived conversations
+//! (`ccd archive`) count as if they were still in place; one whose archive
+//! cannot be read (whole or in part) is named on stderr and in the JSON's
+//! `unreadable`, the rest still counted. Text from transcripts
 //! (folders, model names) goes through [`display::line`] before printing.
 
 use crate::cli::{GlobalArgs, UsageArgs};
@@ -40,6 +43,17 @@ pub struct UsageOut {
     pub hosts: Vec<HostTotal>,
     /// Machines that could not be asked, and why.
     pub unreachable: Vec<Unreachable>,
+    /// Archived conversations whose usage could not be read (whole or in
+    /// part: what was read is counted), and why.
+    #[serde(default)]
+    pub unreadable: Vec<UnreadableOut>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UnreadableOut {
+    pub host: String,
+    pub session: String,
+    pub error: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -83,13 +97,28 @@ pub fn run(global: &GlobalArgs, args: &UsageArgs) -> anyhow::Result<ExitCode> {
     };
     let mut parts: Vec<(String, Report)> = Vec::new();
     let mut unreachable = Vec::new();
+    let mut unreadable = Vec::new();
     for t in &global.targets {
         match t {
-            Target::Local => parts.push((t.label().to_owned(), local(global, &prices, &q)?)),
+            Target::Local => {
+                let (report, bad) = local(global, &prices, &q)?;
+                unreadable.extend(bad.into_iter().map(|u| UnreadableOut {
+                    host: t.label().to_owned(),
+                    session: u.session,
+                    error: u.error,
+                }));
+                parts.push((t.label().to_owned(), report));
+            }
             Target::Remote(r) => match remote(r, args) {
                 Ok(out) => {
                     for u in out.unreachable {
                         unreachable.push(u);
+                    }
+                    for u in out.unreadable {
+                        unreadable.push(UnreadableOut {
+                            host: t.label().to_owned(),
+                            ..u
+                        });
                     }
                     parts.push((
                         t.label().to_owned(),
@@ -126,6 +155,7 @@ pub fn run(global: &GlobalArgs, args: &UsageArgs) -> anyhow::Result<ExitCode> {
             })
             .collect(),
         unreachable,
+        unreadable,
     };
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
@@ -134,6 +164,14 @@ pub fn run(global: &GlobalArgs, args: &UsageArgs) -> anyhow::Result<ExitCode> {
         writeln!(w)?;
     } else {
         print_table(&mut w, &out, by)?;
+    }
+    for u in &out.unreadable {
+        eprintln!(
+            "ccd usage: the archived conversation {} on {} could not be read, its tokens are not (all) counted: {}",
+            display::line(&u.session),
+            display::line(&u.host),
+            display::line(&u.error)
+        );
     }
     for u in &out.unreachable {
         eprintln!(
@@ -149,8 +187,13 @@ pub fn run(global: &GlobalArgs, args: &UsageArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// This machine's report, through the cache.
-fn local(global: &GlobalArgs, prices: &PriceTable, q: &Query) -> anyhow::Result<Report> {
+/// This machine's report, through the cache, and the archived
+/// conversations that could not be read.
+fn local(
+    global: &GlobalArgs,
+    prices: &PriceTable,
+    q: &Query,
+) -> anyhow::Result<(Report, Vec<ccd_usage::files::Unreadable>)> {
     let config = ClaudeConfigDir::resolve(global.claude_config_dir.as_deref())?;
     let cache_path = crate::settings::state_dir().join(CACHE_FILE);
     let (report, r) = ccd_usage::here::report(config.root(), &cache_path, prices, q);
@@ -161,7 +204,7 @@ fn local(global: &GlobalArgs, prices: &PriceTable, q: &Query) -> anyhow::Result<
             ccd_search::incremental::MAX_RECORD_BYTES >> 20
         );
     }
-    Ok(report)
+    Ok((report, r.unreadable))
 }
 
 /// Another machine's report: its `ccd usage --json` over ssh.
