@@ -7,7 +7,8 @@
 //! and a snippet whose match is the phrase; a machine that cannot be
 //! reached named with why, the others' hits still given; one that stalls
 //! named after its wait (10 s) while this machine's hits are given, and
-//! searches at once bounded (4: a fifth is refused with 429, not queued).
+//! searches at once bounded (4: a fifth is refused with 429, not queued);
+//! a `--read-only` page may search (a read), while its actions are refused.
 //! And the list's
 //! tokens and dollars (`usage`, from the daemon's usage board): a planted
 //! conversation's tokens on its row and in the list's total.
@@ -292,5 +293,21 @@ fn a_stalled_machine_is_named_after_its_wait_and_searches_at_once_are_bounded() 
         assert_eq!(a["machines"][1]["name"], "stall", "{a}");
         assert!(a["machines"][1]["error"].is_string(), "{a}");
         hit(&a, &here).map(|_| ())
+    });
+}
+
+#[test]
+fn a_read_only_page_may_search() {
+    let sb = Sandbox::new();
+    let sid = plant(&sb, 801, "ro", "the pangolin retry budget");
+    let web = Web::start(&sb, &["--read-only"]);
+    let cookie = web.login();
+    // A search is a read: served, while actions are refused.
+    let r = web.post(&cookie, "/api/new", &json!({"cwd": "/tmp"}).to_string());
+    assert_eq!(r.status, 403, "{r:?}");
+    wait_for(T, "the hit on a read-only page", || {
+        let r = search(&web, &cookie, "\"pangolin retry\"");
+        assert_eq!(r.status, 200, "{r:?}");
+        hit(&r.json(), &sid).map(|_| ())
     });
 }
