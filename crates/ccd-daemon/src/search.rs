@@ -243,7 +243,12 @@ impl SearchService {
             .as_ref()
             .and_then(|g| g.as_ref())
             .map(|ix| (ix, freshness));
-        let a = service::answer(&req, &picked, ix, now);
+        let mut a = service::answer(&req, &picked, ix, now);
+        drop(g);
+        // Archived conversations, read decompressed (never indexed).
+        let (archived, arch) =
+            ccd_search::archived::search(&self.state_dir.join("archive"), &req, now);
+        ccd_search::archived::merge(&mut a.result, archived, &arch, req.limit);
         tracing::debug!(
             indexed = a.result.indexed,
             relisted,
@@ -252,6 +257,7 @@ impl SearchService {
             sessions = a.result.sessions,
             files = a.stats.files,
             timed_out = a.stats.timed_out,
+            archives = arch.files,
             listed_us,
             states_us,
             picked_us,

@@ -15,6 +15,8 @@
 //!   file's [`incremental::ReadMark`], candidates verified against the
 //!   files so hits equal the scan's; saved atomically with a format
 //!   version.
+//! - [`archived`]: conversations `ccd archive` moved into ccd's state dir,
+//!   read decompressed by the scan's matcher (not indexed).
 //! - [`service`]: one search of this machine's sessions as `ccd search`
 //!   and the daemon's `sessions.search` answer it (the request parsed, the
 //!   sessions picked, the rows built, the kept index file under its lock).
@@ -23,6 +25,7 @@
 //! (and its dependencies), which nothing else that reads Claude Code's
 //! files needs.
 
+pub mod archived;
 pub mod extract;
 pub mod incremental;
 pub mod index;

@@ -238,6 +238,76 @@ impl Matcher {
     }
 }
 
+/// Feeds one transcript's lines to a [`Matcher`], each message with its
+/// timestamp resolved (a message without one takes the last seen).
+struct Feed<'q> {
+    msgs: Vec<Message>,
+    last_ts: Option<String>,
+    matcher: Matcher,
+    query: &'q Query,
+    filters: &'q Filters,
+}
+
+impl<'q> Feed<'q> {
+    fn new(query: &'q Query, filters: &'q Filters) -> Self {
+        Feed {
+            msgs: Vec::new(),
+            last_ts: None,
+            matcher: Matcher::default(),
+            query,
+            filters,
+        }
+    }
+
+    fn line(&mut self, off: u64, line: &[u8]) {
+        self.msgs.clear();
+        extract::messages(line, off, &mut self.msgs);
+        for mut m in self.msgs.drain(..) {
+            match &m.timestamp {
+                Some(t) => self.last_ts = Some(t.clone()),
+                None => m.timestamp = self.last_ts.clone(),
+            }
+            self.matcher.message(m, self.query, self.filters);
+        }
+    }
+}
+
+/// Searches one transcript read from `reader` whole (an archived one,
+/// decompressed as it is read), as [`scan`] searches a file; `src.path`
+/// names it in the hit. `None` when nothing matched or it could not be
+/// read (counted in `stats`).
+pub fn search_reader(
+    src: &Source,
+    reader: &mut dyn std::io::Read,
+    query: &Query,
+    filters: &Filters,
+    now: OffsetDateTime,
+    stats: &mut ScanStats,
+) -> Option<Hit> {
+    let mut feed = Feed::new(query, filters);
+    let mut lines = crate::incremental::Lines::new(0, MAX_RECORD_BYTES);
+    let mut buf = vec![0u8; crate::incremental::CHUNK_BYTES];
+    let mut bytes = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                stats.unreadable += 1;
+                tracing::debug!(path = %src.path.display(), error = %e, "transcript not searched");
+                return None;
+            }
+        };
+        bytes += n as u64;
+        lines.push(&buf[..n], |off, line| feed.line(off, line));
+    }
+    stats.files += 1;
+    stats.bytes += bytes;
+    stats.oversized += lines.oversized();
+    feed.matcher.finish(src, now)
+}
+
 /// Searches one whole file.
 pub(crate) fn search_file(
     src: &Source,
@@ -247,19 +317,9 @@ pub(crate) fn search_file(
     buf: &mut Vec<u8>,
     stats: &mut ScanStats,
 ) -> Option<Hit> {
-    let mut msgs = Vec::new();
-    let mut last_ts: Option<String> = None;
-    let mut matcher = Matcher::default();
+    let mut feed = Feed::new(query, filters);
     let read = read_appended(&src.path, None, MAX_RECORD_BYTES, buf, |off, line| {
-        msgs.clear();
-        extract::messages(line, off, &mut msgs);
-        for mut m in msgs.drain(..) {
-            match &m.timestamp {
-                Some(t) => last_ts = Some(t.clone()),
-                None => m.timestamp = last_ts.clone(),
-            }
-            matcher.message(m, query, filters);
-        }
+        feed.line(off, line)
     });
     match read {
         Ok(r) => {
@@ -276,7 +336,7 @@ pub(crate) fn search_file(
             return None;
         }
     }
-    matcher.finish(src, now)
+    feed.matcher.finish(src, now)
 }
 
 #[cfg(test)]

@@ -241,3 +241,85 @@ fn archive_auto_moves_what_the_sweep_would_reach_within_five_days() {
     );
     assert!(sb.logs().contains("archived before the retention sweep"));
 }
+
+/// `ccd search --json QUERY…` rows (as JSON values).
+fn search_rows(sb: &Sandbox, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = vec!["search", "--json"];
+    all.extend_from_slice(args);
+    let o = sb.run(&all);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "ccd {all:?}: {e}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+/// Search still sees an archived conversation (issue 56 item 5), read
+/// decompressed, with state `archived` and its folder: without a daemon,
+/// through the daemon (`sessions.search`), never with `--live`; put back,
+/// it is found once, dead.
+#[test]
+fn search_finds_an_archived_conversation_with_and_without_the_daemon() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let (sid, dir, transcript) = dead_session(&sb, "found");
+    let record = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": "where did the quokka ledger go"},
+        "timestamp": "2026-12-01T10:00:00Z",
+        "cwd": dir,
+        "sessionId": sid,
+    });
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .unwrap();
+    writeln!(f, "{record}").unwrap();
+    drop(f);
+    sb.ok_stderr(&["archive", &sid[..8]]);
+    assert!(!transcript.exists());
+    assert_eq!(sb.daemon_pid(), None, "searched here, without a daemon");
+
+    let check = |rows: &[serde_json::Value], how: &str| {
+        assert_eq!(rows.len(), 1, "{how}: {rows:?}");
+        assert_eq!(rows[0]["session_id"], sid.as_str(), "{how}");
+        assert_eq!(rows[0]["state"], "archived", "{how}");
+        assert_eq!(rows[0]["folder"], dir.to_str().unwrap(), "{how}");
+        assert_eq!(rows[0]["snippet"]["matched"], "quokka", "{how}");
+    };
+    check(&search_rows(&sb, &["quokka ledger"]), "without a daemon");
+    assert!(search_rows(&sb, &["--live", "quokka ledger"]).is_empty());
+
+    let mut c = sb.client_or_start();
+    let got = c
+        .call_value(
+            "sessions.search",
+            serde_json::json!({"query": "quokka ledger"}),
+        )
+        .unwrap();
+    check(
+        got["hits"].as_array().unwrap(),
+        "sessions.search over the socket",
+    );
+    check(
+        &search_rows(&sb, &["quokka ledger"]),
+        "ccd search through the daemon",
+    );
+    let scoped = c
+        .call_value(
+            "sessions.search",
+            serde_json::json!({"query": "quokka ledger", "scope": "live"}),
+        )
+        .unwrap();
+    assert_eq!(scoped["hits"], serde_json::json!([]));
+
+    // Put back: found once, where it was, dead.
+    sb.ok_stderr(&["archive", "--restore", &sid]);
+    assert!(transcript.exists());
+    wait_for(T, "the put-back conversation found once, dead", || {
+        let rows = search_rows(&sb, &["quokka ledger"]);
+        (rows.len() == 1 && rows[0]["state"] == "dead").then_some(())
+    });
+}

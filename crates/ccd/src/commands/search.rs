@@ -277,7 +277,12 @@ fn local_hits(
         service::kept_index(&state, &picked.all, args.rebuild_index)
     };
     let index = kept.as_ref().map(|ix| (ix, Freshness::Stat));
-    let answer = service::answer(&plan.request, &picked, index, now);
+    let mut answer = service::answer(&plan.request, &picked, index, now);
+    // Archived conversations, read decompressed (never indexed).
+    let (archived, arch) =
+        ccd_search::archived::search(&super::archive::archive_root(), &plan.request, now);
+    ccd_search::archived::merge(&mut answer.result, archived, &arch, plan.request.limit);
+    answer.stats.add(&arch);
     Ok((answer.result, Some(answer.stats)))
 }
 
