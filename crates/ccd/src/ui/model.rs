@@ -97,14 +97,10 @@ impl Row {
         }
     }
 
-    /// Whether ccd holds a running process for it.
+    /// Whether ccd holds a running process for it (not one that ended:
+    /// exited, failed, reaped, discarded, lost).
     pub fn held(&self) -> bool {
-        self.info.ccd.as_ref().is_some_and(|c| {
-            !matches!(
-                c.lifecycle,
-                Lifecycle::Exited | Lifecycle::Failed | Lifecycle::Lost
-            )
-        })
+        self.info.ccd.as_ref().is_some_and(|c| !c.lifecycle.ended())
     }
 
     pub fn attention(&self) -> Attention {
@@ -635,6 +631,17 @@ pub mod tests {
         assert!(!r.held(), "lost: no process holds it");
         assert!(matches!(r.attention(), Attention::Dead));
         assert!(r.matches("lost"), "its word is found by the filter");
+    }
+
+    #[test]
+    fn an_ended_session_is_not_held_whatever_ended_it() {
+        for how in ["exited", "failed", "reaped", "discarded", "lost"] {
+            let r = Row::new("local", info("e", "dead", None, Some(how), 5));
+            assert!(!r.held(), "{how}: no process holds it");
+            assert!(matches!(r.attention(), Attention::Dead), "{how}");
+        }
+        let r = Row::new("local", info("h", "live", Some("idle"), Some("idle"), 5));
+        assert!(r.held());
     }
 
     #[test]
