@@ -221,12 +221,14 @@ pub fn role_weight(role: Role) -> f64 {
 ///
 /// Relevance: the best matching message's role weight ([`role_weight`]),
 /// times 1.5 when its first match is a whole word, plus `ln(1 + n)` for
-/// the `n` occurrences in all its matching messages. Recency: that is
+/// the session's `n` matching messages (messages, not occurrences: the
+/// index bounds a session's score before reading it, and it knows its
+/// messages but not how often a phrase occurs in each). Recency: that is
 /// multiplied by `1 / (1 + age_days / 30)`, the age being that of the
 /// session's newest matching message (so a month-old hit weighs half a
 /// fresh one). Ties: the newest first.
-pub fn score(best: f64, occurrences: usize, age_days: f64) -> f64 {
-    (best + (1.0 + occurrences as f64).ln()) / (1.0 + age_days.max(0.0) / 30.0)
+pub fn score(best: f64, matching_messages: usize, age_days: f64) -> f64 {
+    (best + (1.0 + matching_messages as f64).ln()) / (1.0 + age_days.max(0.0) / 30.0)
 }
 
 /// The relevance of one matching message (before recency).

@@ -180,7 +180,6 @@ struct Best {
 pub(crate) struct Matcher {
     best: Option<Best>,
     matches: usize,
-    occurrences: usize,
     newest: Option<OffsetDateTime>,
 }
 
@@ -200,7 +199,6 @@ impl Matcher {
             }
         }
         self.matches += 1;
-        self.occurrences += found.count;
         self.newest = self.newest.max(time);
         let weight = query::message_weight(m.role, &found);
         if self
@@ -232,7 +230,7 @@ impl Matcher {
             offset: b.msg.offset,
             snippet: Snippet::of(&b.msg.text, &b.found),
             matches: self.matches,
-            score: query::score(b.weight, self.occurrences, age_days),
+            score: query::score(b.weight, self.matches, age_days),
             newest: self.newest,
         })
     }

@@ -375,7 +375,7 @@ const SEARCH_HELP: &str = "Examples:
   ccd search --host local --host devbox auth bug
 
 Matching: case-insensitive substrings of a normalized form (fullwidth ASCII as ASCII, Unicode lowercase), so words need no spaces around them (CJK).
-Ranking: one line per session, its best message: title 3, prompt or summary 2, reply or tool call 1, ×1.5 when the match is a whole word, plus ln(1 + occurrences); divided by (1 + age in days / 30) of its newest match. Ties: newest first.
+Ranking: one line per session, its best message: title 3, prompt or summary 2, reply or tool call 1, ×1.5 when the match is a whole word, plus ln(1 + its matching messages); divided by (1 + age in days / 30) of its newest match. Ties: newest first.
 Searched: what people and Claude said and the tools it called (commands, paths, inputs); not tool output, images, or JSON keys and ids. Needs no daemon.
 Index: each search keeps a search index in the state dir (search.idx) up to date as it answers, reading only what transcripts gained since (a trimmed or replaced one again, a deleted one dropped); the first search builds it (about 2 s per 400 MB of transcripts). One that is damaged or of another version is rebuilt; while another search is updating it, the index as saved answers and files changed since are read whole. --rebuild-index builds it again from scratch; --no-index reads every transcript and leaves the index alone.
 --host (several allowed, `local` for this machine): each other machine runs `ccd search --json` over ssh; the rows are merged by score, and a machine that cannot be reached is named (exit 1) while the others answer.";

@@ -23,6 +23,15 @@
 //! (its inode or length differ from its [`ReadMark`]), is scanned whole
 //! instead: a stale index is slower, never wrong.
 //!
+//! **Top k, early stop** (the [`Freshness::TrustedAll`] path, every file
+//! covered): each record also keeps its messages' best role weight, their
+//! count and their time, so a candidate session's best possible place in
+//! the ranking is known unread ([`topk`]). Sessions are verified
+//! best bound first, stopping once `limit` are verified and the next
+//! bound ranks below the `limit`-th hit: the exhaustive ranking's top
+//! `limit` exactly, a phrase found everywhere reading about `limit` files.
+//! The scan, and the path that stats every source, stay exhaustive.
+//!
 //! **Updating** ([`Index::update`]): each file's [`ReadMark`] says where
 //! to read: only the appended complete lines of a file that grew (a
 //! half-written last line waits for its newline), everything again for a
@@ -48,6 +57,7 @@
 //! the bound. An index file over [`MAX_INDEX_FILE_BYTES`] is not loaded.
 
 mod disk;
+mod topk;
 
 use crate::extract::{self, Message};
 use crate::incremental::{read_appended, ReadMark, ReadPlan, MAX_RECORD_BYTES};
@@ -55,23 +65,26 @@ use crate::query::{self, Query};
 use crate::scan::{self, search_file, Filters, Hit, Matcher, ScanStats, Source};
 use ccd_claude::transcript::summary_cache::FileStamp;
 use serde::{Deserialize, Serialize};
+
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
+use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// The first bytes of an index file.
 pub const MAGIC: &[u8; 8] = b"CCDSIDX\n";
 
 /// The on-disk format's version: another one is rebuilt.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The most posting entries held (1 GiB of them in memory), a record
 /// counting as [`RECORD_ENTRIES`] more.
 pub const MAX_POSTINGS: u64 = 256 << 20;
 
-/// What one record weighs against [`MAX_POSTINGS`]: its entry, its
-/// tombstone flag and its place in its file's list are about 32 bytes.
-pub const RECORD_ENTRIES: u64 = 8;
+/// What one record weighs against [`MAX_POSTINGS`]: its entry (with its
+/// score bound's parts), its tombstone flag and its place in its file's
+/// list are about 48 bytes.
+pub const RECORD_ENTRIES: u64 = 12;
 
 /// The largest index file loaded.
 pub const MAX_INDEX_FILE_BYTES: u64 = 2 << 30;
@@ -139,7 +152,18 @@ struct RecordEntry {
     len: u32,
     /// The record whose timestamp this one's messages take, or [`NONE`].
     ts_from: u32,
+    /// What bounds a session's score before its file is read: the
+    /// highest [`query::role_weight`] of the record's messages,
+    rank_weight: u8,
+    /// how many messages it holds (saturating),
+    messages: u16,
+    /// and their time (its own or the inherited one), in Unix seconds
+    /// rounded up, or [`NO_TIME`].
+    time: i64,
 }
+
+/// A record's messages have no time (or none that parses).
+const NO_TIME: i64 = i64::MIN;
 
 #[derive(Serialize, Deserialize)]
 struct Stored {
@@ -170,6 +194,9 @@ pub struct IndexSearchStats {
     pub verified: usize,
     /// Files scanned whole (not covered, stale, or no trigram to look up).
     pub scanned: usize,
+    /// Candidate sessions left unread: their score's bound was below the
+    /// `limit`-th score found ([`Freshness::TrustedAll`] only).
+    pub unverified: usize,
 }
 
 /// How a search judges whether the index has seen a file as it is now.
@@ -330,11 +357,32 @@ impl Index {
         }
         let rec = self.records.len() as u32;
         let has_ts = msgs.iter().any(|m| m.timestamp.is_some());
+        let ts_from = if has_ts { NONE } else { f.last_ts };
+        let time = if has_ts {
+            msgs.iter()
+                .find_map(|m| m.timestamp.as_deref())
+                .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+                .map_or(NO_TIME, |t| {
+                    t.unix_timestamp() + i64::from(t.nanosecond() > 0)
+                })
+        } else {
+            self.records
+                .get(ts_from as usize)
+                .map_or(NO_TIME, |r| r.time)
+        };
+        let rank_weight = msgs
+            .iter()
+            .map(|m| query::role_weight(m.role) as u8)
+            .max()
+            .unwrap_or(0);
         self.records.push(RecordEntry {
             file: id,
             offset,
             len: line.len() as u32,
-            ts_from: if has_ts { NONE } else { f.last_ts },
+            ts_from,
+            rank_weight,
+            messages: u16::try_from(msgs.len()).unwrap_or(u16::MAX),
+            time,
         });
         self.dead.push(false);
         self.file_records[id as usize].push(rec);
@@ -501,8 +549,8 @@ impl Index {
                 hits,
                 stats,
                 IndexSearchStats {
-                    verified: 0,
                     scanned,
+                    ..IndexSearchStats::default()
                 },
             );
         };
@@ -570,45 +618,6 @@ impl Index {
             .iter()
             .filter(|f| f.live && f.indexed && (f.len > 0 || f.ino > 0))
             .count()
-    }
-
-    /// The candidates' files verified, no other file visited (every
-    /// source covered and trusted: [`Freshness::TrustedAll`]).
-    fn search_candidates(
-        &self,
-        per_file: &HashMap<u32, Vec<u32>>,
-        query: &Query,
-        filters: &Filters,
-        now: OffsetDateTime,
-        limit: usize,
-    ) -> (Vec<Hit>, ScanStats, IndexSearchStats) {
-        let mut hits = Vec::new();
-        let mut stats = ScanStats::default();
-        let mut istats = IndexSearchStats::default();
-        let mut buf = Vec::new();
-        for (&id, recs) in per_file {
-            if filters.expired() {
-                stats.timed_out += 1;
-                continue;
-            }
-            let f = &self.files[id as usize];
-            let src = Source {
-                session_id: f.session_id.clone(),
-                path: f.path.clone().into(),
-            };
-            istats.verified += recs.len();
-            let hit = match self.verify(&src, recs, query, filters, now, &mut stats) {
-                Ok(hit) => hit,
-                Err(()) => {
-                    istats.scanned += 1;
-                    search_file(&src, query, filters, now, &mut buf, &mut stats)
-                }
-            };
-            hits.extend(hit);
-        }
-        scan::rank(&mut hits);
-        hits.truncate(limit);
-        (hits, stats, istats)
     }
 
     /// Reads `recs` (ascending) of `src` by offset and matches them; `Err`
@@ -861,7 +870,10 @@ mod tests {
             Index::load(&p, small),
             Err(IndexError::Corrupt(_))
         ));
-        std::fs::write(&p, b"CCDSIDX\n\x01\0\0\0\xff\xff").unwrap();
+        let mut damaged = MAGIC.to_vec();
+        damaged.extend(FORMAT.to_le_bytes());
+        damaged.extend(b"\xff\xff");
+        std::fs::write(&p, &damaged).unwrap();
         assert!(matches!(
             Index::load(&p, Limits::default()),
             Err(IndexError::Corrupt(_))
