@@ -20,9 +20,8 @@ use crate::service::Request;
 use ccd_claude::archive;
 use ccd_claude::paths::{is_within, normalize};
 use ccd_protocol::methods::session::{SearchResult, SearchScope, SessionState};
-use ccd_protocol::search::{SearchHit, SearchSnippet};
+use ccd_protocol::search::SearchHit;
 use std::path::{Path, PathBuf};
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// The archives under `root` (ccd's `<state>/archive`) that `req` keeps,
@@ -75,7 +74,10 @@ pub fn search(root: &Path, req: &Request, now: OffsetDateTime) -> (Vec<SearchHit
             .then(a.0.session_id.cmp(&b.0.session_id))
     });
     hits.truncate(req.limit + 1);
-    let rows = hits.into_iter().map(|(h, cwd)| row(h, cwd)).collect();
+    let rows = hits
+        .into_iter()
+        .map(|(h, cwd)| crate::service::hit_row(h, SessionState::Archived, cwd, None))
+        .collect();
     (rows, stats)
 }
 
@@ -94,29 +96,5 @@ pub fn merge(result: &mut SearchResult, extra: Vec<SearchHit>, stats: &ScanStats
     if result.hits.len() > limit {
         result.truncated = true;
         result.hits.truncate(limit);
-    }
-}
-
-fn row(h: Hit, cwd: Option<String>) -> SearchHit {
-    let timestamp = h
-        .timestamp
-        .clone()
-        .or_else(|| h.newest.and_then(|t| t.format(&Rfc3339).ok()));
-    SearchHit {
-        host: crate::service::LOCAL.to_string(),
-        state: SessionState::Archived,
-        folder: cwd.or(h.cwd),
-        path: h.path.to_string_lossy().into_owned(),
-        role: h.role.as_str().to_string(),
-        timestamp,
-        offset: h.offset,
-        snippet: SearchSnippet {
-            before: h.snippet.before,
-            matched: h.snippet.matched,
-            after: h.snippet.after,
-        },
-        matches: h.matches as u64,
-        score: h.score,
-        session_id: h.session_id,
     }
 }

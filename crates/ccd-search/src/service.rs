@@ -278,17 +278,33 @@ fn row(h: Hit, rec: Option<(&SessionRecord, Liveness)>) -> SearchHit {
         Liveness::Dead => SessionState::Dead,
         Liveness::Unknown => SessionState::Unknown,
     };
-    // A title has no time of its own before the first message: the
-    // session's newest match, else its last activity.
+    hit_row(
+        h,
+        state,
+        rec.and_then(|r| r.0.cwd.clone()),
+        rec.and_then(|r| r.0.last_activity),
+    )
+}
+
+/// A hit as the wire shows it, of a session in `state`: its folder (the
+/// hit's record's `cwd` when not given), its time (a title has no time of
+/// its own before the first message: the session's newest match, else
+/// `last_activity`).
+pub(crate) fn hit_row(
+    h: Hit,
+    state: SessionState,
+    folder: Option<String>,
+    last_activity: Option<OffsetDateTime>,
+) -> SearchHit {
     let timestamp = h.timestamp.clone().or_else(|| {
         h.newest
-            .or_else(|| rec.and_then(|r| r.0.last_activity))
+            .or(last_activity)
             .and_then(|t| t.format(&Rfc3339).ok())
     });
     SearchHit {
         host: LOCAL.to_string(),
         state,
-        folder: rec.and_then(|r| r.0.cwd.clone()).or(h.cwd),
+        folder: folder.or(h.cwd),
         path: h.path.to_string_lossy().into_owned(),
         role: h.role.as_str().to_string(),
         timestamp,
