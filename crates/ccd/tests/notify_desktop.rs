@@ -17,7 +17,6 @@ mod common;
 
 use common::desk::{desk_or_skip, notifier, notifier_with, sandbox};
 use common::{wait_for, Sandbox};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(30);
@@ -216,33 +215,13 @@ fn open_runs_attach_in_the_terminal() {
     drop(n);
 }
 
-/// A stand-in for ssh (whatever its options and host) running `far`'s
-/// `ccd dial-stdio` in `far`'s environment (as `ui_hosts.rs` does).
-fn stand_in_ssh(near: &Sandbox, far: &Sandbox) -> PathBuf {
-    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-    let path = near.tmp.path().join("fake-ssh");
-    let mut script = "#!/bin/sh\nexec env -u XDG_RUNTIME_DIR".to_string();
-    for (k, v) in &far.env {
-        script.push_str(&format!(" {k}={}", quote(v)));
-    }
-    script.push_str(&format!(
-        " {} dial-stdio\n",
-        quote(common::ccd_bin().to_str().unwrap())
-    ));
-    std::fs::write(&path, script).unwrap();
-    let mut perm = std::fs::metadata(&path).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-    std::fs::set_permissions(&path, perm).unwrap();
-    path
-}
-
 #[test]
 fn a_prompt_on_another_machine_is_notified_and_answered_there_and_a_cut_link_comes_back() {
     let Some(desk) = desk_or_skip() else { return };
     let near = sandbox(&desk);
     let far = sandbox(&desk);
     let sid = far.new_session("faraway");
-    let ssh = stand_in_ssh(&near, &far);
+    let ssh = near.stand_in_ssh_to(&far);
     let n = notifier_with(
         &near,
         &desk,

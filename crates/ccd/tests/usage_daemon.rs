@@ -13,7 +13,6 @@ use ccd_protocol::methods::SessionRef;
 use ccd_testkit::gen::TranscriptWriter;
 use common::{wait_for, Sandbox};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(30);
@@ -177,32 +176,12 @@ fn an_archived_conversation_is_listed_and_answered_by_the_daemon() {
     assert_eq!(l["transcript"], b["transcript"]);
 }
 
-/// A stand-in for ssh (whatever its options and host) running `far`'s
-/// `ccd dial-stdio` in `far`'s environment.
-fn stand_in_ssh(near: &Sandbox, far: &Sandbox) -> PathBuf {
-    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-    let path = near.tmp.path().join("fake-ssh");
-    let mut script = "#!/bin/sh\nexec env -u XDG_RUNTIME_DIR".to_string();
-    for (k, v) in &far.env {
-        script.push_str(&format!(" {k}={}", quote(v)));
-    }
-    script.push_str(&format!(
-        " {} dial-stdio\n",
-        quote(common::ccd_bin().to_str().unwrap())
-    ));
-    std::fs::write(&path, script).unwrap();
-    let mut perm = std::fs::metadata(&path).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-    std::fs::set_permissions(&path, perm).unwrap();
-    path
-}
-
 #[test]
 fn ls_host_shows_the_other_machines_tokens_and_dollars() {
     let near = Sandbox::new();
     let far = Sandbox::new();
     drop(two_sessions(&far));
-    let ssh = stand_in_ssh(&near, &far);
+    let ssh = near.stand_in_ssh_to(&far);
     let run = |args: &[&str]| {
         let mut full = vec!["--host", "ssh://far"];
         full.extend_from_slice(args);

@@ -285,6 +285,27 @@ impl Sandbox {
         self.set_env("CCD_TEST_BOOT_ID", boot);
     }
 
+    /// A stand-in for ssh (whatever its options and host), written in this
+    /// sandbox, that runs `far`'s `ccd dial-stdio` in `far`'s environment:
+    /// `far` as another machine, for `--host` tests.
+    pub fn stand_in_ssh_to(&self, far: &Sandbox) -> PathBuf {
+        let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+        let path = self.tmp.path().join("fake-ssh");
+        let mut script = "#!/bin/sh\nexec env -u XDG_RUNTIME_DIR".to_string();
+        for (k, v) in &far.env {
+            script.push_str(&format!(" {k}={}", quote(v)));
+        }
+        script.push_str(&format!(
+            " {} dial-stdio\n",
+            quote(ccd_bin().to_str().unwrap())
+        ));
+        std::fs::write(&path, script).unwrap();
+        let mut perm = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&path, perm).unwrap();
+        path
+    }
+
     /// The holder processes' pids (from their sockets' peers is not
     /// available; read from the daemon's view).
     pub fn holder_pids(&self) -> Vec<u32> {
