@@ -2,10 +2,17 @@
 //! run on the same transcripts: token totals exactly, dollars to the cent,
 //! per session and per day.
 //!
-//! Transcripts: the real CLI's recorded ones (tests/recordings/claude-cli/
-//! transcript-*.jsonl; several were re-serialized with `": "` separators,
-//! which ccusage skips, so each record is written back compact, as the CLI
-//! writes it) and generated ones (ccd-testkit's writer, compact): streamed
+//! Transcripts: the real CLI's, recorded byte for byte by
+//! tests/real-cli/record-usage.sh (tests/recordings/claude-cli/
+//! usage-2.1.173.jsonl and its subagent's usage-2.1.173-subagent-1.jsonl:
+//! two prompts, a Bash tool use, a subagent; copied unchanged, checked by
+//! reading them back; 2.1.332's are not checked in: its transcripts carry
+//! the CLI's whole system prompt and tool list, ~280 KB); the real CLI's
+//! older recordings (transcript-*.jsonl, made by record-background.sh and
+//! by hand: several were re-serialized with `": "` separators, which
+//! ccusage skips, and their long strings redacted, so each record is
+//! written back compact, as the CLI writes it); and generated ones
+//! (ccd-testkit's writer, compact): streamed
 //! messages repeated with their ids, the same message copied into a second
 //! file (a resume or fork), subagent files, sidechain records, priced
 //! models (Sonnet 4 past its 200k tier, Opus 4.5, Haiku 4.5) and unknown
@@ -166,6 +173,75 @@ fn equal_on_the_real_clis_recorded_transcripts() {
         n += 1;
     }
     assert!(n >= 5, "recorded transcripts: {n}");
+    assert_equal(d.path(), &bin);
+}
+
+/// The real CLI's transcripts recorded byte for byte by
+/// tests/real-cli/record-usage.sh (`usage-<version>.jsonl` and its
+/// `usage-<version>-subagent-<n>.jsonl`), copied unchanged where the CLI
+/// keeps them: `<slug>/<sid>.jsonl` and `<slug>/<sid>/subagents/agent-<id>.jsonl`.
+#[test]
+fn equal_on_byte_true_real_cli_transcripts() {
+    let Some(bin) = ccusage() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let dir = ccd_testkit::fixtures::claude_cli_dir();
+    // The first value of `key` in a JSONL file's records.
+    let first = |bytes: &[u8], key: &str| -> String {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find_map(|r| r[key].as_str().map(str::to_owned))
+            .unwrap_or_else(|| panic!("no {key} in the recording"))
+    };
+    let copy = |bytes: &[u8], to: &Path| {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, bytes).unwrap();
+        assert_eq!(std::fs::read(to).unwrap(), bytes, "{}", to.display());
+    };
+    let mut mains = 0;
+    let mut subs = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(version) = name
+            .strip_prefix("usage-")
+            .and_then(|n| n.strip_suffix(".jsonl"))
+            .filter(|v| !v.contains("-subagent-"))
+        else {
+            continue;
+        };
+        let proj = d.path().join(format!("projects/-tmp-usage-{version}"));
+        let bytes = std::fs::read(&p).unwrap();
+        let sid = first(&bytes, "sessionId");
+        copy(&bytes, &proj.join(format!("{sid}.jsonl")));
+        mains += 1;
+        for n in 1.. {
+            let sub = dir.join(format!("usage-{version}-subagent-{n}.jsonl"));
+            let Ok(bytes) = std::fs::read(&sub) else {
+                break;
+            };
+            let agent = first(&bytes, "agentId");
+            copy(
+                &bytes,
+                &proj.join(format!("{sid}/subagents/agent-{agent}.jsonl")),
+            );
+            subs += 1;
+        }
+    }
+    assert!(
+        mains >= 1 && subs >= 1,
+        "recordings: {mains} main, {subs} subagent"
+    );
+    // Both tools see the usage (all of it: assert_equal compares them).
+    let sum = |t: &Totals| t.values().map(|x| x.0 + x.1 + x.2 + x.3).sum::<u64>();
+    assert!(
+        sum(&theirs(&bin, d.path(), "session")) > 0,
+        "ccusage counted no tokens"
+    );
+    assert!(
+        sum(&ours(d.path(), By::Session)) > 0,
+        "ccd counted no tokens"
+    );
     assert_equal(d.path(), &bin);
 }
 
