@@ -38,51 +38,8 @@ CLAUDE="${1:?usage: $0 <path-to-claude> [bash|agent|fg-agent] [outdir]}"
 KIND="${2:-bash}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUTDIR="${3:-$REPO/tests/recordings/claude-cli}"
-API_KEY="sk-ant-test-0123456789abcdefghijklmnop"
-
-SB="$(mktemp -d "${TMPDIR:-/tmp}/ccd-record-XXXXXX")"
-MOCK_PID=""
-cleanup() {
-    if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null || true; fi
-    rm -rf "$SB"
-}
-trap cleanup EXIT
-
-MOCK="${CCD_MOCK_API:-}"
-if [ -z "$MOCK" ]; then
-    # The path cargo reports (target/<triple>/debug/ with the repo's
-    # .cargo/config.toml).
-    MOCK="$(cd "$REPO" && cargo build -q -p ccd-mock-api --message-format=json-render-diagnostics |
-        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"
-    [ -x "$MOCK" ] || { echo "building ccd-mock-api gave no executable" >&2; exit 2; }
-fi
-
-mkdir -p "$SB/home/.claude" "$SB/tmp" "$SB/proj"
-PROJ="$(cd "$SB/proj" && pwd -P)"
-VERSION="$(env -i PATH=/usr/bin:/bin HOME="$SB/home" CLAUDE_CONFIG_DIR="$SB/home/.claude" \
-    TMPDIR="$SB/tmp" "$CLAUDE" --version </dev/null 2>/dev/null | awk '{print $1; exit}')"
-[ -n "$VERSION" ] || { echo "$0: cannot read the version of $CLAUDE" >&2; exit 2; }
-
-python3 - "$VERSION" "${API_KEY: -20}" "$PROJ" "$SB/home/.claude/.claude.json" "$SB/home/.claude.json" <<'EOF'
-import json, sys
-version, tail, proj, *paths = sys.argv[1:]
-v = {"hasCompletedOnboarding": True, "lastOnboardingVersion": version, "theme": "dark",
-     "customApiKeyResponses": {"approved": [tail], "rejected": []},
-     "projects": {proj: {"hasTrustDialogAccepted": True, "allowedTools": []}}}
-for p in paths:
-    with open(p, "w") as f:
-        json.dump(v, f, indent=2)
-EOF
-
-mkfifo "$SB/mock.out"
-"$MOCK" --port 0 --log "$SB/mock.log" >"$SB/mock.out" 2>"$SB/mock.stderr" </dev/null &
-MOCK_PID=$!
-read -r -t 10 line <"$SB/mock.out" || true
-(cat "$SB/mock.out" >/dev/null 2>&1 &)
-case "$line" in
-    "listening on "*) MOCK_URL="http://${line#listening on }" ;;
-    *) echo "$0: mock did not start: $line" >&2; exit 2 ;;
-esac
+# shellcheck source=tests/real-cli/offline.sh
+. "$REPO/tests/real-cli/offline.sh"
 
 AGENT_TASK='TOOL:timeout 4 tail -f /dev/null; echo agent-done > bg.txt'
 case "$KIND" in
@@ -91,14 +48,6 @@ case "$KIND" in
     fg-agent) PROMPT="AGENT:$AGENT_TASK" ;;
     *) echo "$0: kind is bash, agent or fg-agent" >&2; exit 2 ;;
 esac
-if [ -n "${RECORD_ARGS+x}" ]; then
-    read -r -a ARGS <<<"$RECORD_ARGS"
-else
-    case "$VERSION" in
-        2.1.1[0-9][0-9]) ARGS=(--allowed-tools=Bash) ;;
-        *) ARGS=(--permission-mode acceptEdits --allowed-tools=Bash) ;;
-    esac
-fi
 
 cd "$PROJ"
 env -i PATH=/usr/local/bin:/usr/bin:/bin TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8 \
