@@ -25,7 +25,7 @@ use ccd_cost::{CostProbe, MemoryKind, TreeCost};
 use ccd_protocol::methods::session::{self, SessionCost, SessionInfo, SessionState};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use tokio::sync::watch;
@@ -34,9 +34,8 @@ use tokio::sync::watch;
 /// shorten it with `CCD_COST_INTERVAL_MS`).
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 
-/// How long after a client's last ask for costs the sampler keeps the
-/// fast period.
-pub const WATCHED: Duration = Duration::from_secs(120);
+/// How long one ask keeps the sampler fast.
+pub use crate::demand::WATCHED;
 
 /// The period when no budget is on and nobody asked lately.
 pub const SLOW_INTERVAL: Duration = Duration::from_secs(60);
@@ -50,10 +49,8 @@ pub struct CostBoard {
     costs: Mutex<Figures>,
     /// Bumped after every sampler tick (the budget acts on it).
     generation: watch::Sender<u64>,
-    /// When a client last asked for costs.
-    asked_at: Mutex<Option<Instant>>,
-    /// Wakes a sampler in its slow period when a client asks.
-    asked: tokio::sync::Notify,
+    /// Whether clients ask for costs (paces the sampler).
+    demand: crate::demand::Demand,
 }
 
 /// What the last samples found.
@@ -130,23 +127,12 @@ impl CostBoard {
     /// A client asks for costs: keeps the sampler fast for [`WATCHED`],
     /// and wakes it if it was slow.
     pub fn asked(&self) {
-        let now = Instant::now();
-        let before = self
-            .asked_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(now);
-        if before.is_none_or(|b| now.duration_since(b) >= WATCHED) {
-            self.asked.notify_one();
-        }
+        self.demand.asked()
     }
 
     /// Whether a client asked within [`WATCHED`].
     pub(crate) fn watched(&self) -> bool {
-        self.asked_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some_and(|t| t.elapsed() < WATCHED)
+        self.demand.watched()
     }
 
     /// A receiver that sees a new value after every sampler tick.
@@ -160,7 +146,7 @@ impl CostBoard {
 
     /// Resolves when a client asks after a quiet spell (see [`asked`](Self::asked)).
     pub(crate) async fn asked_again(&self) {
-        self.asked.notified().await
+        self.demand.asked_again().await
     }
 }
 

@@ -40,6 +40,7 @@ pub mod conn_ctx;
 pub mod conn_slots;
 pub mod connection;
 pub mod cost;
+pub mod demand;
 pub mod events;
 pub mod exit_watch;
 pub mod handlers;

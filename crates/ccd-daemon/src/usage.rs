@@ -30,14 +30,13 @@
 use ccd_protocol::methods::session::{SessionInfo, SessionUsage};
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The reader's period while a client asked lately.
 pub const WATCHED_INTERVAL: Duration = Duration::from_secs(5);
 
-/// How long after a client's last ask the reader keeps
-/// [`WATCHED_INTERVAL`].
-pub const WATCHED: Duration = Duration::from_secs(120);
+/// How long one ask keeps the reader at [`WATCHED_INTERVAL`].
+pub use crate::demand::WATCHED;
 
 /// The period when nobody asked lately.
 pub const SLOW_INTERVAL: Duration = Duration::from_secs(300);
@@ -49,10 +48,8 @@ pub const MAX_SESSIONS: usize = 200_000;
 #[derive(Default)]
 pub struct UsageBoard {
     totals: Mutex<HashMap<String, SessionUsage>>,
-    /// When a client last asked for usage.
-    asked_at: Mutex<Option<Instant>>,
-    /// Wakes a reader in its slow period when a client asks.
-    asked: tokio::sync::Notify,
+    /// Whether clients ask for usage (paces the reader).
+    demand: crate::demand::Demand,
 }
 
 impl UsageBoard {
@@ -97,28 +94,17 @@ impl UsageBoard {
     /// A client asks for usage: keeps the reader at
     /// [`WATCHED_INTERVAL`] for [`WATCHED`], and wakes it if it was slow.
     pub fn asked(&self) {
-        let now = Instant::now();
-        let before = self
-            .asked_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(now);
-        if before.is_none_or(|b| now.duration_since(b) >= WATCHED) {
-            self.asked.notify_one();
-        }
+        self.demand.asked()
     }
 
     /// Whether a client asked within [`WATCHED`].
     pub fn watched(&self) -> bool {
-        self.asked_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some_and(|t| t.elapsed() < WATCHED)
+        self.demand.watched()
     }
 
     /// Resolves when a client asks after a quiet spell.
     pub async fn asked_again(&self) {
-        self.asked.notified().await
+        self.demand.asked_again().await
     }
 }
 
