@@ -16,7 +16,14 @@
 //! lines read; a trimmed or replaced one read again) and nothing else is
 //! stat'ed, the index trusted for the rest (`Freshness::Trusted`); the
 //! session list of the last search is reused with each session's state
-//! judged again from the registry (as the session index judges it). When
+//! judged again from the registry (as the session index judges it):
+//! [`Registry`] lists `sessions/` and stats each file at every search,
+//! re-reading only a file whose identity or stamps changed
+//! (`ccd_claude::registry::RegistryCache`: a cached parse, never a cached
+//! verdict), and [`States`] judges a session (pid and start time through
+//! the probe, made once) only when the answer asks for it: the hits'
+//! sessions when the request filters by neither scope nor folder, every
+//! candidate named by an entry when it does; once per search. When
 //! a transcript came or went, or the watch cannot tell (none on this
 //! system, an overflow, a lost watch), the session list is built again as
 //! `sessions.list` builds it and the whole index updated against it
@@ -39,16 +46,20 @@
 //! (`internal`, "busy"). A search reads for at most [`SEARCH_TIME`]:
 //! transcripts not read by then are left out (the answer says
 //! `truncated`: more may match). Its hits: at most `SEARCH_LIMIT_MAX`. The index's memory:
-//! `ccd_search::index::MAX_POSTINGS`.
+//! `ccd_search::index::MAX_POSTINGS`. The registry's kept parses:
+//! `ccd_claude::registry::MAX_CACHED` files of at most
+//! `MAX_CACHED_ENTRY_BYTES` (further ones parsed at every search).
 
 use crate::transcript_watch::TranscriptWatch;
 use ccd_claude::context::ContextWindows;
 use ccd_claude::index::SessionRecord;
-use ccd_claude::liveness::Liveness;
+use ccd_claude::liveness::{Liveness, ProcessProbe};
+use ccd_claude::registry::{RegistryCache, RegistryEntry};
 use ccd_claude::ClaudeConfigDir;
 use ccd_protocol::methods::session::SearchResult;
 use ccd_search::index::{Freshness, Index, UpdateStats};
 use ccd_search::service::{self, Request};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -81,6 +92,8 @@ pub struct SearchService {
     state_dir: PathBuf,
     config: ClaudeConfigDir,
     windows: ContextWindows,
+    /// The registry's parses, kept between searches, and the probe.
+    registry: Registry,
     index: RwLock<Option<Index>>,
     /// The session list of the last search, reused while the watch says
     /// no transcript came or went (states re-validated each time).
@@ -97,6 +110,7 @@ pub struct SearchService {
 impl SearchService {
     pub fn new(state_dir: PathBuf, config: ClaudeConfigDir, windows: ContextWindows) -> Self {
         Self {
+            registry: Registry::new(config.sessions_dir(), ccd_claude::liveness::system_probe()),
             state_dir,
             config,
             windows,
@@ -175,7 +189,12 @@ impl SearchService {
         let (sessions, relisted) = match (&changes, kept) {
             (Some(c), Some(l)) if !c.everything && !c.listing => (l, false),
             _ => {
-                let sessions = sessions_blocking(&self.config, &self.windows, &self.state_dir)?;
+                let sessions = sessions_blocking(
+                    &self.config,
+                    &self.windows,
+                    &self.state_dir,
+                    self.registry.probe.as_ref(),
+                )?;
                 let sources = all_sources(&sessions);
                 let l = Arc::new(Listed { sessions, sources });
                 *self.list.lock().unwrap_or_else(|p| p.into_inner()) = Some(l.clone());
@@ -184,15 +203,14 @@ impl SearchService {
         };
         let listed_us = started.elapsed().as_micros() as u64;
         // A list just built has its states judged now; a kept one is
-        // judged again from the registry.
-        let states = (!relisted).then(|| running_states(&self.config));
+        // judged again from the registry, each session when the answer
+        // needs it (the hits' sessions; every candidate when the request
+        // filters by scope or folder).
+        let states = (!relisted).then(|| self.registry.states());
         let states_us = started.elapsed().as_micros() as u64;
         let state_of = |r: &SessionRecord| match &states {
             None => r.state,
-            Some(m) => m
-                .get(r.session_id.as_str())
-                .copied()
-                .unwrap_or(Liveness::Dead),
+            Some(s) => s.of(&r.session_id),
         };
         let picked = service::pick_with(
             &sessions.sessions,
@@ -258,6 +276,8 @@ impl SearchService {
             files = a.stats.files,
             timed_out = a.stats.timed_out,
             archives = arch.files,
+            registry_read = states.as_ref().map_or(0, |s| s.read),
+            judged = states.as_ref().map_or(0, States::judged),
             listed_us,
             states_us,
             picked_us,
@@ -273,7 +293,12 @@ impl SearchService {
     /// Saved when that changed it.
     pub fn load(&self) -> std::io::Result<()> {
         let started = Instant::now();
-        let sessions = sessions_blocking(&self.config, &self.windows, &self.state_dir)?;
+        let sessions = sessions_blocking(
+            &self.config,
+            &self.windows,
+            &self.state_dir,
+            self.registry.probe.as_ref(),
+        )?;
         let mut ix = service::load_or_new(&self.state_dir);
         let all = all_sources(&sessions);
         let st = ix.update(&all);
@@ -324,23 +349,90 @@ struct Listed {
     sources: Vec<ccd_search::Source>,
 }
 
-/// Each session a registry entry names that may be running, judged now
-/// as the session index judges it: live if one of its processes is,
-/// unknown if one may be, absent (dead) otherwise.
-fn running_states(config: &ClaudeConfigDir) -> HashMap<String, Liveness> {
-    let probe = ccd_claude::liveness::system_probe();
-    let mut out: HashMap<String, Liveness> = HashMap::new();
-    for e in ccd_claude::registry::read_all(&config.sessions_dir()).unwrap_or_default() {
-        let l = ccd_claude::liveness::check(&e, probe.as_ref()).liveness;
-        if !l.may_be_running() {
-            continue;
-        }
-        let s = out.entry(e.session_id).or_insert(Liveness::Unknown);
-        if l == Liveness::Live {
-            *s = Liveness::Live;
+/// The registry as the searches read it: each file's parse kept while
+/// its [`ccd_claude::registry::FileKey`] holds (a cached parse, never a
+/// cached verdict), and the system's probe, made once (it reads the
+/// machine id and the pid namespace).
+pub struct Registry {
+    dir: PathBuf,
+    cache: Mutex<RegistryCache>,
+    probe: Box<dyn ProcessProbe + Send + Sync>,
+}
+
+impl Registry {
+    pub fn new(dir: PathBuf, probe: Box<dyn ProcessProbe + Send + Sync>) -> Self {
+        Self {
+            dir,
+            cache: Mutex::new(RegistryCache::new()),
+            probe,
         }
     }
-    out
+
+    /// The registry now (blocking: the directory listed, each file
+    /// stat'ed, the changed ones read), its sessions' states judged
+    /// later, on demand ([`States::of`]). An unreadable directory names
+    /// no session (every one dead, as the session index has it).
+    pub fn states(&self) -> States<'_> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = cache.read_all(&self.dir).unwrap_or_else(|error| {
+            tracing::debug!(dir = %self.dir.display(), %error, "registry unreadable: no session running");
+            Vec::new()
+        });
+        let read = cache.read_last();
+        drop(cache);
+        let mut by_sid: HashMap<String, Vec<Arc<RegistryEntry>>> = HashMap::new();
+        for e in entries {
+            by_sid.entry(e.session_id.clone()).or_default().push(e);
+        }
+        States {
+            by_sid,
+            probe: self.probe.as_ref(),
+            judged: RefCell::new(HashMap::new()),
+            read,
+        }
+    }
+}
+
+/// The registry's entries by session, each session judged when first
+/// asked, against the process table as it is then (once per search).
+pub struct States<'a> {
+    by_sid: HashMap<String, Vec<Arc<RegistryEntry>>>,
+    probe: &'a dyn ProcessProbe,
+    judged: RefCell<HashMap<String, Liveness>>,
+    /// Registry files read (not from the cache) for this search.
+    read: usize,
+}
+
+impl States<'_> {
+    /// `sid`'s state as the session index judges it: live if one of its
+    /// entries' processes is, unknown if one may be, dead otherwise (no
+    /// entry names it: dead, no probe asked).
+    pub fn of(&self, sid: &str) -> Liveness {
+        let Some(entries) = self.by_sid.get(sid) else {
+            return Liveness::Dead;
+        };
+        if let Some(l) = self.judged.borrow().get(sid) {
+            return *l;
+        }
+        let mut state = Liveness::Dead;
+        for e in entries {
+            match ccd_claude::liveness::check(e, self.probe).liveness {
+                Liveness::Live => {
+                    state = Liveness::Live;
+                    break;
+                }
+                Liveness::Unknown => state = Liveness::Unknown,
+                Liveness::Dead => {}
+            }
+        }
+        self.judged.borrow_mut().insert(sid.to_string(), state);
+        state
+    }
+
+    /// Sessions judged so far (probes asked for their entries).
+    pub fn judged(&self) -> usize {
+        self.judged.borrow().len()
+    }
 }
 
 /// Every session on the machine, liveness re-validated (blocking): the
@@ -349,9 +441,9 @@ pub fn sessions_blocking(
     config: &ccd_claude::ClaudeConfigDir,
     windows: &ccd_claude::context::ContextWindows,
     state_dir: &std::path::Path,
+    probe: &dyn ProcessProbe,
 ) -> std::io::Result<Vec<SessionRecord>> {
-    let probe = ccd_claude::liveness::system_probe();
-    Ok(ccd_claude::index::build_cached(config, probe.as_ref(), windows, Some(state_dir))?.sessions)
+    Ok(ccd_claude::index::build_cached(config, probe, windows, Some(state_dir))?.sessions)
 }
 
 /// Every transcript of `sessions` (what the index covers).
@@ -365,4 +457,83 @@ fn all_sources(sessions: &[SessionRecord]) -> Vec<ccd_search::Source> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccd_claude::liveness::ProcessState;
+    use std::sync::atomic::AtomicU64;
+
+    /// Every pid running since `start` (or gone when it is empty);
+    /// counts the questions.
+    struct Fake {
+        start: Mutex<String>,
+        asked: AtomicU64,
+    }
+    impl ProcessProbe for &'static Fake {
+        fn process(&self, _: u32) -> ProcessState {
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            match self.start.lock().unwrap().clone() {
+                s if s.is_empty() => ProcessState::Gone,
+                start => ProcessState::Running { start },
+            }
+        }
+        fn pid_domain(&self) -> Option<String> {
+            None
+        }
+        fn same_start(&self, a: &str, b: &str) -> Option<bool> {
+            Some(a == b)
+        }
+    }
+
+    fn registry(dir: &std::path::Path, fake: &'static Fake) -> Registry {
+        Registry {
+            dir: dir.to_path_buf(),
+            // Files just written are trusted at once: a verdict that
+            // changes below must come from judging, not from a re-read.
+            cache: Mutex::new(RegistryCache::with_margin(Duration::ZERO)),
+            probe: Box::new(fake),
+        }
+    }
+
+    #[test]
+    fn each_search_judges_again_only_the_sessions_it_asks_for() {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, sid) in [(7, "s7"), (8, "s8")] {
+            std::fs::write(
+                dir.path().join(format!("{pid}.json")),
+                format!(r#"{{"pid":{pid},"sessionId":"{sid}","procStart":"100"}}"#),
+            )
+            .unwrap();
+        }
+        let fake: &'static Fake = Box::leak(Box::new(Fake {
+            start: Mutex::new("100".into()),
+            asked: AtomicU64::new(0),
+        }));
+        let r = registry(dir.path(), fake);
+        let s = r.states();
+        assert_eq!(s.read, 2);
+        assert_eq!(s.of("s7"), Liveness::Live);
+        assert_eq!(s.of("s7"), Liveness::Live);
+        // No entry names it: dead, no probe asked.
+        assert_eq!(s.of("nobody"), Liveness::Dead);
+        // Judged once per search, and only what was asked.
+        assert_eq!(fake.asked.load(Ordering::Relaxed), 1);
+        assert_eq!(s.judged(), 1);
+        drop(s);
+
+        // The pid now another process's (reused): dead at the next
+        // search, though no file changed (nothing read again).
+        *fake.start.lock().unwrap() = "200".into();
+        let s = r.states();
+        assert_eq!(s.read, 0);
+        assert_eq!(s.of("s7"), Liveness::Dead);
+        drop(s);
+        // Gone: dead too; back (same start): live again.
+        *fake.start.lock().unwrap() = String::new();
+        assert_eq!(r.states().of("s8"), Liveness::Dead);
+        *fake.start.lock().unwrap() = "100".into();
+        assert_eq!(r.states().of("s8"), Liveness::Live);
+    }
 }

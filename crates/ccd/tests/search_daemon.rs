@@ -2,12 +2,16 @@
 //! with their state and folder over the socket, the index the daemon keeps
 //! open following a transcript's growth and deletion, the same rows as
 //! `ccd search --no-index`, a bad regex refused as `invalid_params`,
-//! searches past the concurrency bound waiting their turn, and `ccd
-//! search` answered through the running daemon (never starting one).
+//! searches past the concurrency bound waiting their turn, `ccd search`
+//! answered through the running daemon (never starting one), and the
+//! hits' states judged again at every search from the registry (a pid
+//! that died, an entry rewritten in place) as `sessions.list` judges them.
 
 mod common;
 
-use ccd_protocol::methods::session::{SearchParams, SearchResult, SearchScope, SessionsSearch};
+use ccd_protocol::methods::session::{
+    ListParams, SearchParams, SearchResult, SearchScope, SessionsList, SessionsSearch,
+};
 use ccd_testkit::gen::{registry_entry, write_registry_entry, TranscriptWriter};
 use common::{wait_for, Sandbox};
 use std::process::{Child, Command};
@@ -287,4 +291,99 @@ fn ccd_search_asks_the_running_daemon_and_never_starts_one() {
         assert!(!String::from_utf8_lossy(&o.stderr).contains("search answered by the daemon"));
         assert_eq!(rows(&o), rows(&here));
     }
+}
+
+/// Each hit's session and state, and `sessions.list`'s state of each.
+fn states(c: &mut ccd_client::Client, query: &str) -> Vec<(String, String, String)> {
+    let r = search(c, &SearchParams::new(query));
+    assert!(r.indexed);
+    let list = c.call::<SessionsList>(&ListParams::default()).unwrap();
+    let state = |s: ccd_protocol::methods::session::SessionState| {
+        serde_json::to_value(s)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut out: Vec<(String, String, String)> = r
+        .hits
+        .iter()
+        .map(|h| {
+            let listed = list
+                .sessions
+                .iter()
+                .find(|s| s.session_id == h.session_id)
+                .map_or("unlisted".to_string(), |s| state(s.state));
+            (h.session_id.clone(), state(h.state), listed)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn hits_states_are_judged_again_at_every_search_as_sessions_list_judges_them() {
+    let sb = Sandbox::new();
+    let (_dead, live) = plant(&sb);
+    let mut other = TranscriptWriter::create(&sb.config, "other-sess", "/home/dev/cli");
+    other.turn("the oauth scopes", 1000, 10);
+    let mut other_proc = Reaped(Command::new("sleep").arg("120").spawn().unwrap());
+    let pid = other_proc.0.id();
+    let start = ccd_claude::liveness::current_proc_start(pid).unwrap();
+    write_registry_entry(
+        &sb.config,
+        &registry_entry(pid, "other-sess", "/home/dev/cli", &start, None),
+    );
+    let live_entry = sb
+        .config
+        .join("sessions")
+        .join(format!("{}.json", live.0.id()));
+    let mut c = sb.client_or_start();
+    indexed(&mut c, "oauth");
+    // The registry's files older than the racy margin: the next search
+    // keeps their parse, and must see a rewrite by its stamps alone.
+    std::thread::sleep(ccd_claude::registry::RACY_MARGIN + Duration::from_millis(200));
+    let row = |sid: &str, st: &str| (sid.to_string(), st.to_string(), st.to_string());
+    assert_eq!(
+        states(&mut c, "oauth"),
+        [
+            row("dead-sess", "dead"),
+            row("live-sess", "live"),
+            row("other-sess", "live")
+        ]
+    );
+
+    // A pid that died between two searches (no file changed) reads dead.
+    let _ = other_proc.0.kill();
+    let _ = other_proc.0.wait();
+    assert_eq!(
+        states(&mut c, "oauth"),
+        [
+            row("dead-sess", "dead"),
+            row("live-sess", "live"),
+            row("other-sess", "dead")
+        ]
+    );
+
+    // The live entry rewritten in place, same length, its procStart now
+    // another process's (a reused pid): dead at the very next search.
+    let text = std::fs::read_to_string(&live_entry).unwrap();
+    let at = text.find("\"procStart\":\"").unwrap() + "\"procStart\":\"".len();
+    let end = at + text[at..].find('"').unwrap();
+    let last = text.as_bytes()[end - 1] - b'0';
+    let reused = format!("{}{}{}", &text[..end - 1], (last + 1) % 10, &text[end..]);
+    assert_eq!(reused.len(), text.len());
+    std::fs::write(&live_entry, reused).unwrap();
+    assert_eq!(
+        states(&mut c, "oauth"),
+        [
+            row("dead-sess", "dead"),
+            row("live-sess", "dead"),
+            row("other-sess", "dead")
+        ]
+    );
+    // Judged from the kept session list (no transcript came or went).
+    let logs = sb.logs_with(&["relisted=false"]);
+    assert!(logs.contains("registry_read=1"), "{logs}");
+    drop(live);
 }
