@@ -10,6 +10,7 @@
 //! target/<host triple>/release/ccd-bench trim          # trim a generated 1 GB transcript: time, MB/s, peak RSS, cp baseline
 //! target/<host triple>/release/ccd-bench ui            # ccd ui: process start → first frame, 10k transcripts
 //! target/<host triple>/release/ccd-bench search        # ccd search vs rg -F -l, 10k transcripts (--scales 1,10: and 100k), page cache warm
+//! target/<host triple>/release/ccd-bench search-archived # one search over 300 and 1,000 archived conversations: decompressed vs indexed
 //! target/<host triple>/release/ccd-bench restore       # after a simulated reboot: daemon start → 50 sessions back; record writes per change
 //! ```
 
@@ -23,6 +24,7 @@ mod parse;
 mod pty;
 mod restore;
 mod search;
+mod search_archived;
 mod stats;
 mod trim;
 mod ui;
@@ -74,6 +76,9 @@ enum Cmd {
     /// `ccd search` beside `rg -F -l` over the same generated transcripts,
     /// page cache warm: wall times, their ratio, MB/s.
     Search(search::Args),
+    /// One search over N archived conversations: every archive
+    /// decompressed, against the index that covers them.
+    SearchArchived(search_archived::Args),
     /// `ccd usage` beside `ccusage` on the same query over generated
     /// transcripts (several GB): cold, warm, after appends.
     Usage(usage::Args),
@@ -102,6 +107,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::UiHosts(a) => ui_hosts::run(&a),
         Cmd::Restore(a) => restore::run(&a),
         Cmd::Search(a) => search::run(&a),
+        Cmd::SearchArchived(a) => search_archived::run(&a),
         Cmd::Usage(a) => usage::run(&a),
         Cmd::Emit(a) => pty::child::emit(&a),
         Cmd::Echo(a) => pty::child::echo(&a),

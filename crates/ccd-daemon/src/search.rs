@@ -35,6 +35,13 @@
 //! (`ccd_search::service::save_locked`), written to a temporary file and
 //! renamed: neither ever sees the other's half-written file.
 //!
+//! **Archived conversations** (`<state>/archive`): each search's update
+//! also stats the archive folder (`Index::update_archives`: listed again
+//! only when an archive came or went, a new one indexed whole), and the
+//! archives are searched through the index under the same read lock;
+//! until the index is open they are read whole, decompressed, with no
+//! lock held.
+//!
 //! **What blocks.** Everything here but [`SearchService::slot`] blocks
 //! (file reads, the scan's threads) and runs on the blocking pool; no lock
 //! is held across an `.await`. A search holds the read lock while it
@@ -237,6 +244,12 @@ impl SearchService {
                     };
                     ix.update_some(&changed)
                 };
+                // The archived conversations: one stat of their folder
+                // when none came or went.
+                let arch = ix.update_archives(&self.state_dir.join(service::ARCHIVE_DIR));
+                if arch != UpdateStats::default() {
+                    self.dirty.store(true, Ordering::Release);
+                }
                 if st != UpdateStats::default() {
                     self.dirty.store(true, Ordering::Release);
                     tracing::debug!(
@@ -262,11 +275,17 @@ impl SearchService {
             .and_then(|g| g.as_ref())
             .map(|ix| (ix, freshness));
         let mut a = service::answer(&req, &picked, ix, now);
+        // Archived conversations through the index (it covers them), else
+        // each read decompressed with the index's lock released.
+        let root = self.state_dir.join(service::ARCHIVE_DIR);
+        let arch = g
+            .as_ref()
+            .and_then(|g| g.as_ref())
+            .and_then(|ix| ccd_search::archived::search_indexed(ix, &root, &req, now));
         drop(g);
-        // Archived conversations, read decompressed (never indexed).
-        let (archived, arch) =
-            ccd_search::archived::search(&self.state_dir.join("archive"), &req, now);
-        ccd_search::archived::merge(&mut a.result, archived, &arch, req.limit);
+        let arch = arch.unwrap_or_else(|| ccd_search::archived::search(&root, &req, now));
+        let archives = arch.stats.files;
+        ccd_search::archived::merge(&mut a.result, arch, req.limit);
         tracing::debug!(
             indexed = a.result.indexed,
             relisted,
@@ -275,7 +294,7 @@ impl SearchService {
             sessions = a.result.sessions,
             files = a.stats.files,
             timed_out = a.stats.timed_out,
-            archives = arch.files,
+            archives,
             registry_read = states.as_ref().map_or(0, |s| s.read),
             judged = states.as_ref().map_or(0, States::judged),
             listed_us,
@@ -302,9 +321,11 @@ impl SearchService {
         let mut ix = service::load_or_new(&self.state_dir);
         let all = all_sources(&sessions);
         let st = ix.update(&all);
+        let arch = ix.update_archives(&self.state_dir.join(service::ARCHIVE_DIR));
         tracing::info!(
             files_read = st.files_read,
             bytes = st.bytes,
+            archives_read = arch.files_read,
             records = ix.records_len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "search index open"
@@ -312,7 +333,7 @@ impl SearchService {
         if let Ok(mut g) = self.index.write() {
             *g = Some(ix);
         }
-        if st != UpdateStats::default() {
+        if st != UpdateStats::default() || arch != UpdateStats::default() {
             self.dirty.store(true, Ordering::Release);
             self.save_if_changed();
         }

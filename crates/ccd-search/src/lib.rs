@@ -16,7 +16,9 @@
 //!   files so hits equal the scan's; saved atomically with a format
 //!   version.
 //! - [`archived`]: conversations `ccd archive` moved into ccd's state dir,
-//!   read decompressed by the scan's matcher (not indexed).
+//!   searched through the index (which covers them: `index`'s
+//!   `archives`, each decompressed once), else read decompressed by the
+//!   scan's matcher.
 //! - [`service`]: one search of this machine's sessions as `ccd search`
 //!   and the daemon's `sessions.search` answer it (the request parsed, the
 //!   sessions picked, the rows built, the kept index file under its lock).

@@ -13,7 +13,8 @@
 //!   [`SearchResult`] rows ([`SearchHit`]) built from the hits and the
 //!   sessions;
 //! - [`kept_index`]: the index file in the state dir ([`INDEX_FILE`])
-//!   loaded, brought up to date and saved under the advisory lock
+//!   loaded, brought up to date (the transcripts and the archived
+//!   conversations in [`ARCHIVE_DIR`]) and saved under the advisory lock
 //!   [`LOCK_FILE`] (`flock`), which every writer of the file takes, the
 //!   daemon's saves included ([`save_locked`]).
 //!
@@ -42,6 +43,10 @@ pub const INDEX_FILE: &str = "search.idx";
 /// The advisory lock (`flock`) held while the index file is updated and
 /// saved, beside it in the state dir.
 pub const LOCK_FILE: &str = "search.idx.lock";
+
+/// The archived conversations' folder in the state dir (`ccd archive`'s),
+/// which the index covers too.
+pub const ARCHIVE_DIR: &str = "archive";
 
 /// The `host` of this machine's hits.
 pub const LOCAL: &str = "local";
@@ -367,7 +372,8 @@ pub fn load_or_new(state: &Path) -> Index {
 }
 
 /// The search index in `state`, kept up to date with `all` (every
-/// transcript of the machine) and saved when that changed it, under
+/// transcript of the machine) and the archives in [`ARCHIVE_DIR`], and
+/// saved when that changed it, under
 /// [`LOCK_FILE`]; with the lock held by another search, the index as
 /// saved (not updated, not saved). `None`: no index to answer from (the
 /// caller scans). `rebuild` starts from empty, waiting for the lock.
@@ -407,17 +413,21 @@ pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<Index> 
     };
     let started = Instant::now();
     let st = ix.update(all);
+    let arch = ix.update_archives(&state.join(ARCHIVE_DIR));
     tracing::debug!(
         files_read = st.files_read,
         restarted = st.restarted,
         dropped = st.dropped,
         left_out = st.left_out,
         bytes = st.bytes,
+        archives_read = arch.files_read,
+        archives_dropped = arch.dropped,
+        archive_listings = arch.listings,
         fresh,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "search index updated"
     );
-    if fresh || st != UpdateStats::default() {
+    if fresh || st != UpdateStats::default() || arch != UpdateStats::default() {
         let started = Instant::now();
         match ix.save(&path) {
             Ok(()) => tracing::debug!(

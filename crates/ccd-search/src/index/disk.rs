@@ -34,6 +34,7 @@ impl Index {
             files: self.files.clone(),
             records: self.records.clone(),
             postings,
+            archive_root: self.archive_root.clone(),
         };
         let body = postcard::to_stdvec(&stored).map_err(|e| IndexError::Corrupt(e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -120,6 +121,7 @@ fn decode(bytes: &[u8], limits: Limits) -> Result<Index, IndexError> {
         records: s.records,
         postings,
         entries,
+        archive_root: s.archive_root,
         ..Index::default()
     };
     idx.rebuild_derived();

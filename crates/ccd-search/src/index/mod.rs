@@ -23,6 +23,14 @@
 //! (its inode or length differ from its [`ReadMark`]), is scanned whole
 //! instead: a stale index is slower, never wrong.
 //!
+//! **Archived conversations** ([`archives`]): each archive's transcript
+//! is a file of the index too, decompressed once when the archive is new
+//! or changed, keyed by its folder; the archive folder's stamp says
+//! whether any came or went ([`Index::update_archives`]). They are
+//! searched apart from the transcripts in place
+//! ([`Index::search_archives`]; [`Index::search`] and the transcripts'
+//! early stop never see them), their candidates verified decompressed.
+//!
 //! **Top k, early stop** (the [`Freshness::TrustedAll`] path, every file
 //! covered): each record also keeps its messages' best role weight, their
 //! count and their time, so a candidate session's best possible place in
@@ -45,7 +53,8 @@
 //!
 //! **On disk** ([`Index::save`], [`Index::load`]): [`MAGIC`], the format
 //! version [`FORMAT`] (little-endian u32), then the body in `postcard`
-//! (files, records, posting lists delta-encoded as varints), written to a
+//! (files, records, posting lists delta-encoded as varints, the archive
+//! folder's last listing), written to a
 //! temporary file in the same directory and renamed over the old one.
 //! Another version, or a body that does not decode, is an
 //! [`IndexError`]: the caller rebuilds ([`Index::open_or_new`] does).
@@ -54,8 +63,11 @@
 //! (default [`MAX_POSTINGS`], 4 bytes each in memory); a file whose
 //! records would pass it is left out of the index (its records dropped,
 //! flagged) and scanned at every search, so exactness never depends on
-//! the bound. An index file over [`MAX_INDEX_FILE_BYTES`] is not loaded.
+//! the bound; an archived transcript counts against the same bound (one
+//! left out is read whole, decompressed, at every search). An index file
+//! over [`MAX_INDEX_FILE_BYTES`] is not loaded.
 
+mod archives;
 mod disk;
 mod topk;
 
@@ -66,6 +78,8 @@ use crate::scan::{self, search_file, Filters, Hit, Matcher, ScanStats, Source};
 use ccd_claude::transcript::summary_cache::FileStamp;
 use serde::{Deserialize, Serialize};
 
+pub use archives::{ArchivesAnswer, RACY_NS};
+
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use time::format_description::well_known::Rfc3339;
@@ -75,7 +89,7 @@ use time::OffsetDateTime;
 pub const MAGIC: &[u8; 8] = b"CCDSIDX\n";
 
 /// The on-disk format's version: another one is rebuilt.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// The most posting entries held (1 GiB of them in memory), a record
 /// counting as [`RECORD_ENTRIES`] more.
@@ -133,6 +147,11 @@ struct FileEntry {
     indexed: bool,
     /// False once the file is gone or unlisted (dropped at compaction).
     live: bool,
+    /// An archived conversation's transcript, read decompressed from its
+    /// compressed copy (`path` is then the archive's folder, `ino` its
+    /// inode, `len` the transcript's stated length); `None` for a
+    /// transcript in place.
+    archive: Option<archives::Archived>,
 }
 
 impl FileEntry {
@@ -171,6 +190,8 @@ struct Stored {
     records: Vec<RecordEntry>,
     /// (trigram, record ids delta-encoded).
     postings: Vec<(u32, Vec<u32>)>,
+    /// The archive folder as last listed.
+    archive_root: Option<archives::RootMark>,
 }
 
 /// What an update did.
@@ -182,9 +203,12 @@ pub struct UpdateStats {
     pub restarted: usize,
     /// Files dropped (gone, unlisted).
     pub dropped: usize,
-    /// Files left out for the postings bound.
+    /// Files left out for the postings bound (and archives that could
+    /// not be decompressed: read whole at each search).
     pub left_out: usize,
     pub bytes: u64,
+    /// Listings of the archive folder read ([`Index::update_archives`]).
+    pub listings: usize,
 }
 
 /// How a search was answered.
@@ -237,6 +261,11 @@ pub struct Index {
     dead: Vec<bool>,
     postings: HashMap<u32, Vec<u32>>,
     entries: u64,
+    /// The archive folder as last listed ([`Index::update_archives`]).
+    archive_root: Option<archives::RootMark>,
+    /// [`Index::update_archives`] ran on this index in this process (not
+    /// saved: a loaded index's archives are judged by the folder's stamp).
+    archives_updated: bool,
 }
 
 fn trigram(w: &[u8]) -> u32 {
@@ -284,6 +313,7 @@ impl Index {
             last_ts: NONE,
             indexed: true,
             live: true,
+            archive: None,
         });
         self.file_records.push(Vec::new());
         self.by_path.insert(path.to_string(), id);
@@ -509,7 +539,9 @@ impl Index {
             }
         }
         for (id, seen) in listed.iter().enumerate() {
-            if drop_unlisted && !seen && self.files[id].live {
+            // Archives are listed by `update_archives`, not here.
+            let f = &self.files[id];
+            if drop_unlisted && !seen && f.live && f.archive.is_none() {
                 self.drop_file(id as u32);
                 stats.dropped += 1;
             }
@@ -556,10 +588,11 @@ impl Index {
         };
         let mut per_file: HashMap<u32, Vec<u32>> = HashMap::new();
         for r in cands {
-            per_file
-                .entry(self.records[r as usize].file)
-                .or_default()
-                .push(r);
+            let file = self.records[r as usize].file;
+            // Archives are searched apart (`search_archives`).
+            if self.files[file as usize].archive.is_none() {
+                per_file.entry(file).or_default().push(r);
+            }
         }
         if freshness == Freshness::TrustedAll && self.covered() == sources.len() {
             return self.search_candidates(&per_file, query, filters, now, limit);
@@ -612,11 +645,12 @@ impl Index {
         (hits, stats, istats)
     }
 
-    /// Files the index covers: live, indexed and read at least once.
+    /// Transcripts in place the index covers: live, indexed and read at
+    /// least once (archives not counted).
     fn covered(&self) -> usize {
         self.files
             .iter()
-            .filter(|f| f.live && f.indexed && (f.len > 0 || f.ino > 0))
+            .filter(|f| f.live && f.indexed && f.archive.is_none() && (f.len > 0 || f.ino > 0))
             .count()
     }
 

@@ -2,7 +2,9 @@
 //! verified best score bound first, the verification stopped once no
 //! unread session can enter the top `limit` (see the [`super`] header).
 //! The bound comes from what each record keeps besides its place: its
-//! messages' best role weight, their count and their time.
+//! messages' best role weight, their count and their time. The same for
+//! transcripts in place and for archived conversations (whose candidates
+//! are verified decompressed: [`super::archives`]).
 
 use super::{Index, IndexSearchStats, NO_TIME};
 use crate::query::{self, Query};
@@ -53,16 +55,38 @@ impl Index {
                 continue;
             }
             let f = &self.files[*id as usize];
-            let src = Source {
-                session_id: f.session_id.clone(),
-                path: f.path.clone().into(),
-            };
             istats.verified += recs.len();
-            let hit = match self.verify(&src, recs, query, filters, now, &mut stats) {
-                Ok(hit) => hit,
-                Err(()) => {
-                    istats.scanned += 1;
-                    search_file(&src, query, filters, now, &mut buf, &mut stats)
+            let hit = match &f.archive {
+                // An archived conversation: read decompressed.
+                Some(a) => {
+                    let src = Source {
+                        session_id: f.session_id.clone(),
+                        path: a.origin.clone().into(),
+                    };
+                    match self
+                        .verify_archived(&src, a, f.len, recs, query, filters, now, &mut stats)
+                    {
+                        Ok(hit) => hit,
+                        Err(()) => {
+                            istats.scanned += 1;
+                            super::archives::scan_archived(
+                                &src, a, f.len, query, filters, now, &mut stats,
+                            )
+                        }
+                    }
+                }
+                None => {
+                    let src = Source {
+                        session_id: f.session_id.clone(),
+                        path: f.path.clone().into(),
+                    };
+                    match self.verify(&src, recs, query, filters, now, &mut stats) {
+                        Ok(hit) => hit,
+                        Err(()) => {
+                            istats.scanned += 1;
+                            search_file(&src, query, filters, now, &mut buf, &mut stats)
+                        }
+                    }
                 }
             };
             if let Some(h) = hit {

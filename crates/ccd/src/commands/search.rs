@@ -278,11 +278,15 @@ fn local_hits(
     };
     let index = kept.as_ref().map(|ix| (ix, Freshness::Stat));
     let mut answer = service::answer(&plan.request, &picked, index, now);
-    // Archived conversations, read decompressed (never indexed).
-    let (archived, arch) =
-        ccd_search::archived::search(&super::archive::archive_root(), &plan.request, now);
-    ccd_search::archived::merge(&mut answer.result, archived, &arch, plan.request.limit);
-    answer.stats.add(&arch);
+    // Archived conversations: through the kept index (it covers them),
+    // else each read decompressed.
+    let root = super::archive::archive_root();
+    let arch = kept
+        .as_ref()
+        .and_then(|ix| ccd_search::archived::search_indexed(ix, &root, &plan.request, now))
+        .unwrap_or_else(|| ccd_search::archived::search(&root, &plan.request, now));
+    answer.stats.add(&arch.stats);
+    ccd_search::archived::merge(&mut answer.result, arch, plan.request.limit);
     Ok((answer.result, Some(answer.stats)))
 }
 
