@@ -2,7 +2,8 @@
 //! conversation moved into the state dir and back byte for byte; `ccd
 //! attach` of an archived one puts it back and resumes it in its own
 //! folder; a live one refused; `--older-than`; a full disk (a 64 KiB tmpfs
-//! as the archive folder) leaves the original in place and says so.
+//! as the archive folder) leaves the original in place and says so;
+//! search finds archived conversations, through the daemon's index too.
 
 mod common;
 
@@ -322,4 +323,70 @@ fn search_finds_an_archived_conversation_with_and_without_the_daemon() {
         let rows = search_rows(&sb, &["quokka ledger"]);
         (rows.len() == 1 && rows[0]["state"] == "dead").then_some(())
     });
+}
+
+/// The daemon's search index covers archived conversations (issue 55):
+/// conversations archived after the index was open are found by the very
+/// next search through the daemon, which decompresses only the archive
+/// that matches (its "search answered" line says `archives=1` of three);
+/// one put back is found once, dead; one whose archive is deleted is no
+/// longer found.
+#[test]
+fn the_daemons_index_covers_archives_made_after_it_opened() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let mut planted = Vec::new();
+    for (name, word) in [("one", "quokka"), ("two", "numbat"), ("three", "bilby")] {
+        let (sid, dir, transcript) = dead_session(&sb, name);
+        let record = serde_json::json!({
+            "type": "user",
+            "message": {"role": "user", "content": format!("where did the {word} ledger go")},
+            "timestamp": "2026-12-01T10:00:00Z",
+            "cwd": dir,
+            "sessionId": sid,
+        });
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(&transcript)
+            .unwrap();
+        writeln!(f, "{record}").unwrap();
+        planted.push((sid, transcript));
+    }
+    let mut c = sb.client_or_start();
+    wait_for(T, "the daemon's search index", || {
+        let r = c
+            .call_value("sessions.search", serde_json::json!({"query": "ledger"}))
+            .unwrap();
+        (r["indexed"] == true && r["hits"].as_array().map(Vec::len) == Some(3)).then_some(())
+    });
+    for (sid, _) in &planted {
+        sb.ok_stderr(&["archive", &sid[..8]]);
+    }
+
+    let rows = search_rows(&sb, &["quokka ledger"]);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["session_id"], planted[0].0.as_str());
+    assert_eq!(rows[0]["state"], "archived");
+    let logs = sb.logs_with(&["archives=1"]);
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("search answered") && l.contains("archives=1")),
+        "one archive decompressed of three: {logs}"
+    );
+
+    // Put back: found once, where it was, dead.
+    sb.ok_stderr(&["archive", "--restore", &planted[0].0]);
+    assert!(planted[0].1.exists());
+    wait_for(T, "the put-back conversation found once, dead", || {
+        let rows = search_rows(&sb, &["quokka ledger"]);
+        (rows.len() == 1 && rows[0]["state"] == "dead").then_some(())
+    });
+    // Its archive deleted: not found any more.
+    assert_eq!(search_rows(&sb, &["numbat ledger"]).len(), 1);
+    fs::remove_dir_all(sb.state.join("archive").join(&planted[1].0)).unwrap();
+    assert_eq!(
+        search_rows(&sb, &["numbat ledger"]),
+        Vec::<serde_json::Value>::new()
+    );
+    assert_eq!(search_rows(&sb, &["bilby ledger"]).len(), 1);
 }
