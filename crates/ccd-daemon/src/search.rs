@@ -203,7 +203,12 @@ impl SearchService {
                     self.registry.probe.as_ref(),
                 )?;
                 let sources = all_sources(&sessions);
-                let l = Arc::new(Listed { sessions, sources });
+                let by_id = service::SessionsById::new(&sessions);
+                let l = Arc::new(Listed {
+                    sessions,
+                    sources,
+                    by_id,
+                });
                 *self.list.lock().unwrap_or_else(|p| p.into_inner()) = Some(l.clone());
                 (l, true)
             }
@@ -225,6 +230,7 @@ impl SearchService {
             state_of,
             relisted,
             Some(&sessions.sources),
+            Some(&sessions.by_id),
         );
         let picked_us = started.elapsed().as_micros() as u64;
         if let Ok(mut g) = self.index.write() {
@@ -368,6 +374,8 @@ impl SearchService {
 struct Listed {
     sessions: Vec<SessionRecord>,
     sources: Vec<ccd_search::Source>,
+    /// The hits' records found by id (4 bytes a session).
+    by_id: service::SessionsById,
 }
 
 /// The registry as the searches read it: each file's parse kept while
