@@ -140,6 +140,22 @@ impl Client {
         from_result::<M, M::Result>(v)
     }
 
+    /// Waits for the reply to the call sent behind `hello`
+    /// ([`Client::connect_sending`], [`Client::connect_if_running_sending`])
+    /// within that call's deadline, as [`Client::call`] waits for its own
+    /// (notifications meanwhile queued).
+    pub fn wait_sent<M: Method>(&mut self, sent: Sent) -> Result<M::Result, ClientError> {
+        if sent.method != M::NAME {
+            return Err(ClientError::Protocol(format!(
+                "waiting for {} as {}",
+                sent.method,
+                M::NAME
+            )));
+        }
+        let v = self.wait_within(&sent.id, None, false, sent.within, sent.method)?;
+        from_result::<M, M::Result>(v)
+    }
+
     /// Calls `method`, handing every notification that arrives meanwhile
     /// to `on_note` (instead of queueing it).
     fn call_value_with(

@@ -3,8 +3,8 @@
 //! remote ccd, and a direct stream's connection to a holder.
 
 use super::{
-    encode_request, from_result, to_params, Client, ClientError, PeerInfo, Reader, Sent, Writer,
-    GONE, READ_BUF,
+    encode_request, from_result, to_params, Client, ClientError, PeerInfo, Reader, RecvBuf, Sent,
+    Writer, GONE, READ_BUF,
 };
 use crate::deadline::{self, Peer};
 use crate::passed_fd::RecvStream;
@@ -14,7 +14,7 @@ use ccd_protocol::methods::daemon::{Hello, HelloParams, HelloResult};
 use ccd_protocol::{Id, Method, Notification, ProtocolRange};
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -88,6 +88,23 @@ impl Client {
         client_name: &str,
     ) -> Result<Option<Self>, ClientError> {
         match Self::connect(dir, client_name) {
+            Ok(c) => Ok(Some(c)),
+            Err(e) if e.nobody_answers() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`Client::connect_if_running`] with a call of `M` sent right behind
+    /// `hello` in the same write ([`Client::connect_sending`]): one round
+    /// trip for a command that asks a running daemon one thing
+    /// (`ccd search`). `Ok(None)` is nobody answering, as there; then the
+    /// call was never served. Its reply is read with [`Client::wait_sent`].
+    pub fn connect_if_running_sending<M: Method>(
+        dir: &SocketDir,
+        client_name: &str,
+        params: &M::Params,
+    ) -> Result<Option<(Self, Sent)>, ClientError> {
+        match Self::connect_sending::<M>(dir, client_name, params) {
             Ok(c) => Ok(Some(c)),
             Err(e) if e.nobody_answers() => Ok(None),
             Err(e) => Err(e),
@@ -230,7 +247,7 @@ impl Client {
         };
         let reader = Reader {
             // An output line is up to ~88 KB: read it in a few calls, not 11.
-            stream: BufReader::with_capacity(READ_BUF, RecvStream::new(stream)),
+            stream: RecvBuf::with_capacity(READ_BUF, RecvStream::new(stream)),
             buf: ccd_protocol::PartialLine::default(),
             _ssh: None,
         };

@@ -11,7 +11,8 @@
 //! behind `hello`, in the same write (the daemon handles `hello` before it
 //! reads the next line), and [`Client::wait_sent_watching`] reads its
 //! reply: one round trip fewer for a command that makes one call first
-//! (`ccd attach`).
+//! (`ccd attach`; `ccd search` through [`Client::connect_if_running_sending`]
+//! and [`Client::wait_sent`], never starting a daemon).
 //!
 //! A direct stream (`session.attach` with `direct`) arrives as a descriptor
 //! passed with the reply ([`Client::take_passed_fd`]), already attached;
@@ -22,17 +23,20 @@
 //! ids and deadlines, notifications routed to their subscribers (a front
 //! end's connection to each machine it shows).
 //!
-//! The code is in four parts besides the types here: `connect` (making a
+//! The code is in five parts besides the types here: `connect` (making a
 //! connection: checks, `hello`, a remote's, a direct stream's), `call`
 //! (calls, the bounded waits for their replies, notifications, `split`),
-//! `halves` (the [`Writer`] and [`Reader`] a split gives) and [`link`]
-//! (a connection shared by many callers).
+//! `halves` (the [`Writer`] and [`Reader`] a split gives), `recv_buf`
+//! (the reader's buffer, allocated zeroed) and [`link`] (a connection
+//! shared by many callers).
 
 mod call;
 pub use call::Caller;
 mod connect;
 mod halves;
 pub use halves::Oversized;
+mod recv_buf;
+use recv_buf::RecvBuf;
 pub mod link;
 pub use link::{Link, LinkBuilder};
 
@@ -44,7 +48,6 @@ use ccd_protocol::{Id, Method, Notification, Request, RpcError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::io::BufReader;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -244,7 +247,7 @@ pub struct Writer {
 
 /// The receiving half of a connection.
 pub struct Reader {
-    stream: BufReader<RecvStream>,
+    stream: RecvBuf<RecvStream>,
     /// The line being read: a read timeout mid-line keeps what came of it.
     buf: ccd_protocol::PartialLine,
     /// The ssh under a remote connection: ended with the reader.
@@ -397,6 +400,43 @@ mod tests {
             .expect("refused");
         assert_eq!(e.rpc().map(|r| r.code), Some(-32001), "{e}");
         peer.join().expect("peer");
+    }
+
+    /// `ccd search`'s way in: nothing listening is `None` (searched
+    /// here); a daemon that answers serves the call sent behind `hello`,
+    /// its reply read with `wait_sent`; a refused `hello` is the error.
+    #[test]
+    fn asking_a_running_daemon_in_one_write() {
+        let (_tmp, dir, listener) = listening();
+        let nobody = SocketDir::new(dir.path().join("none"));
+        let got = Client::connect_if_running_sending::<DaemonStatus>(&nobody, "test/0", &Empty {})
+            .expect("no daemon is not an error");
+        assert!(got.is_none());
+        let peer = std::thread::spawn(move || {
+            let (mut r, mut w) = accept_peer(&listener);
+            // Both lines came before any reply: one write.
+            let got = read_lines(&mut r, 2);
+            writeln!(w, "{HELLO_REPLY}\n{}", status_reply(2, 7)).expect("write");
+            let (mut r, w) = accept_peer(&listener);
+            read_lines(&mut r, 2);
+            let refused = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no common protocol version"}}"#;
+            (&w).write_all(format!("{refused}\n").as_bytes())
+                .expect("write");
+            got
+        });
+        let (mut c, sent) =
+            Client::connect_if_running_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
+                .expect("connect")
+                .expect("a daemon answers");
+        assert_eq!(c.wait_sent::<DaemonStatus>(sent).expect("status").pid, 7);
+        let e = Client::connect_if_running_sending::<DaemonStatus>(&dir, "test/0", &Empty {})
+            .err()
+            .expect("refused");
+        assert_eq!(e.rpc().map(|r| r.code), Some(-32001), "{e}");
+        let got = peer.join().expect("peer");
+        assert_eq!(got[0]["method"], "hello");
+        assert_eq!(got[1]["method"], "daemon.status");
+        assert_eq!(got[1]["id"], 2);
     }
 
     /// A daemon going away as we connect (it removes its socket first)

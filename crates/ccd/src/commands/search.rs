@@ -28,7 +28,7 @@ use crate::cli::{GlobalArgs, SearchArgs};
 use crate::hosts::{Target, LOCAL};
 use crate::settings::Settings;
 use crate::shared::cells::{ago, short_id, tilde};
-use crate::shared::connect::connect_existing_local;
+use crate::shared::connect::sending_existing_local;
 use anyhow::Context;
 use ccd_claude::context::ContextWindows;
 use ccd_claude::display;
@@ -294,7 +294,8 @@ fn local_hits(
 /// socket (`None`: none runs, or it could not be asked: searched here).
 /// A refusal of the query is an error like any other.
 fn from_daemon(global: &GlobalArgs, params: &SearchParams) -> anyhow::Result<Option<SearchResult>> {
-    let mut client = match connect_existing_local(global) {
+    // The search goes out right behind `hello`: one round trip.
+    let (mut client, sent) = match sending_existing_local::<SessionsSearch>(global, params) {
         Ok(Some(c)) => c,
         Ok(None) => {
             tracing::trace!("no daemon: searched here");
@@ -305,7 +306,7 @@ fn from_daemon(global: &GlobalArgs, params: &SearchParams) -> anyhow::Result<Opt
             return Ok(None);
         }
     };
-    match client.call::<SessionsSearch>(params) {
+    match client.wait_sent::<SessionsSearch>(sent) {
         Ok(r) => {
             tracing::trace!(
                 indexed = r.indexed,

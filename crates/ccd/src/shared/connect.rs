@@ -94,3 +94,15 @@ pub fn connect_existing_local(global: &GlobalArgs) -> Result<Option<Client>, Cli
     let dir = SocketDir::resolve(global.socket_dir.as_deref());
     Client::connect_if_running(&dir, CLIENT_NAME)
 }
+
+/// [`connect_existing_local`] with a call of `M` sent right behind
+/// `hello`, in the same write (one round trip: `ccd search` asking a
+/// running daemon); its reply is read with [`Client::wait_sent`].
+/// `Ok(None)` when no daemon answers (the call was never served).
+pub fn sending_existing_local<M: ccd_protocol::Method>(
+    global: &GlobalArgs,
+    params: &M::Params,
+) -> Result<Option<(Client, ccd_client::Sent)>, ClientError> {
+    let dir = SocketDir::resolve(global.socket_dir.as_deref());
+    Client::connect_if_running_sending::<M>(&dir, CLIENT_NAME, params)
+}
