@@ -3,46 +3,90 @@
 //! [`Index::load`] / [`Index::open_or_new`] (the magic, the format
 //! version, the `postcard` body checked for references out of range);
 //! the format is the parent module's header's "On disk".
+//!
+//! **Memory.** A save streams the body to the file ([`StoredRef`]: the
+//! index's own lists by reference, each posting list delta-encoded as
+//! it is written), so it needs no copy of the index nor of its encoding;
+//! a load turns each decoded delta list into record ids in place, and
+//! drops the file's bytes before the lookups are built.
 
-use super::{Index, IndexError, Limits, Stored, FORMAT, MAGIC, NONE};
+use super::{
+    archives, FileEntry, Index, IndexError, Limits, RecordEntry, Stored, FORMAT, MAGIC, NONE,
+};
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::Path;
+
+/// [`Stored`] as [`Index::save`] writes it: the same fields in the same
+/// order (postcard writes a struct as its fields in order, a slice as a
+/// `Vec`), borrowed from the index instead of copied.
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    files: &'a [FileEntry],
+    records: &'a [RecordEntry],
+    postings: Postings<'a>,
+    archive_root: &'a Option<archives::RootMark>,
+}
+
+/// The posting lists by ascending trigram, each written as
+/// `(trigram, deltas)`.
+struct Postings<'a>(Vec<(u32, &'a [u32])>);
+
+/// One list's record ids, written delta-encoded.
+struct Deltas<'a>(&'a [u32]);
+
+impl Serialize for Postings<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for (t, l) in &self.0 {
+            seq.serialize_element(&(t, Deltas(l)))?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Deltas<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        let mut prev = 0;
+        for &r in self.0 {
+            seq.serialize_element(&(r - prev))?;
+            prev = r;
+        }
+        seq.end()
+    }
+}
 
 impl Index {
     /// Compacts and writes the index to `path` atomically.
     pub fn save(&mut self, path: &Path) -> Result<(), IndexError> {
         self.compact();
-        let mut postings: Vec<(u32, Vec<u32>)> = self
+        let mut postings: Vec<(u32, &[u32])> = self
             .postings
             .iter()
-            .map(|(t, l)| {
-                let mut prev = 0;
-                let d = l
-                    .iter()
-                    .map(|&r| {
-                        let d = r - prev;
-                        prev = r;
-                        d
-                    })
-                    .collect();
-                (*t, d)
-            })
+            .map(|(t, l)| (*t, l.as_slice()))
             .collect();
         postings.sort_unstable_by_key(|p| p.0);
-        let stored = Stored {
-            files: self.files.clone(),
-            records: self.records.clone(),
-            postings,
-            archive_root: self.archive_root.clone(),
+        let stored = StoredRef {
+            files: &self.files,
+            records: &self.records,
+            postings: Postings(postings),
+            archive_root: &self.archive_root,
         };
-        let body = postcard::to_stdvec(&stored).map_err(|e| IndexError::Corrupt(e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        tmp.write_all(MAGIC)?;
-        tmp.write_all(&FORMAT.to_le_bytes())?;
-        tmp.write_all(&body)?;
+        let mut w = BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+        w.write_all(MAGIC)?;
+        w.write_all(&FORMAT.to_le_bytes())?;
+        let mut w = postcard::to_io(&stored, w).map_err(|e| match e {
+            postcard::Error::SerializeBufferFull => IndexError::Corrupt(e.to_string()),
+            e => IndexError::Io(std::io::Error::other(e)),
+        })?;
+        w.flush()?;
+        drop(w);
         tmp.as_file().sync_all()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
@@ -60,7 +104,7 @@ impl Index {
         }
         let mut bytes = Vec::with_capacity(len as usize);
         f.read_to_end(&mut bytes)?;
-        decode(&bytes, limits)
+        decode(bytes, limits)
     }
 
     /// Loads the index at `path`, or a new empty one when there is none,
@@ -80,7 +124,9 @@ impl Index {
     }
 }
 
-fn decode(bytes: &[u8], limits: Limits) -> Result<Index, IndexError> {
+/// The index in `bytes` (dropped once decoded, before the lookups are
+/// built).
+fn decode(bytes: Vec<u8>, limits: Limits) -> Result<Index, IndexError> {
     let corrupt = |m: &str| IndexError::Corrupt(m.to_string());
     let rest = bytes
         .strip_prefix(&MAGIC[..])
@@ -93,6 +139,7 @@ fn decode(bytes: &[u8], limits: Limits) -> Result<Index, IndexError> {
         return Err(IndexError::Format { found });
     }
     let s: Stored = postcard::from_bytes(body).map_err(|e| IndexError::Corrupt(e.to_string()))?;
+    drop(bytes);
     let nf = s.files.len() as u32;
     let nr = s.records.len() as u32;
     let bad_ref = |r: u32| r != NONE && r >= nr;
@@ -103,15 +150,18 @@ fn decode(bytes: &[u8], limits: Limits) -> Result<Index, IndexError> {
     }
     let mut postings = HashMap::with_capacity(s.postings.len());
     let mut entries = 0u64;
-    for (t, deltas) in s.postings {
+    for (t, mut list) in s.postings {
+        // The deltas become record ids where they are.
         let mut prev = 0u32;
-        let mut list = Vec::with_capacity(deltas.len());
-        for (i, d) in deltas.into_iter().enumerate() {
-            let r = prev.checked_add(d).filter(|r| *r < nr && (i == 0 || d > 0));
+        for (i, d) in list.iter_mut().enumerate() {
+            let r = prev
+                .checked_add(*d)
+                .filter(|r| *r < nr && (i == 0 || *d > 0));
             let r = r.ok_or_else(|| corrupt("a posting out of range"))?;
-            list.push(r);
+            *d = r;
             prev = r;
         }
+        list.shrink_to_fit();
         entries += list.len() as u64;
         postings.insert(t, list);
     }
@@ -126,4 +176,99 @@ fn decode(bytes: &[u8], limits: Limits) -> Result<Index, IndexError> {
     };
     idx.rebuild_derived();
     Ok(idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Limits;
+
+    fn index_of(files: usize, lines: usize) -> Index {
+        let mut i = Index::new(Limits::default());
+        let mut msgs = Vec::new();
+        for f in 0..files {
+            let id = i.file_id(&format!("/p/{f}.jsonl"), &format!("s{f}"));
+            let mut off = 0;
+            for l in 0..lines {
+                let line = serde_json::json!({"type":"user","timestamp":"2026-01-02T03:04:05Z",
+                    "message":{"content":format!("word{} common text {f}-{l}", l % 7)}})
+                .to_string();
+                i.add_line(id, off, line.as_bytes(), &mut msgs);
+                off += line.len() as u64 + 1;
+            }
+        }
+        i
+    }
+
+    /// The streamed save writes exactly what [`Stored`] encodes (the
+    /// format load reads), tombstones dropped.
+    #[test]
+    fn the_streamed_save_is_the_stored_encoding() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("search.idx");
+        let mut i = index_of(5, 40);
+        i.drop_file(2);
+        i.save(&p).unwrap();
+        let mut postings: Vec<(u32, Vec<u32>)> = i
+            .postings
+            .iter()
+            .map(|(t, l)| {
+                let mut prev = 0;
+                (
+                    *t,
+                    l.iter()
+                        .map(|&r| r - std::mem::replace(&mut prev, r))
+                        .collect(),
+                )
+            })
+            .collect();
+        postings.sort_unstable_by_key(|p| p.0);
+        let want = Stored {
+            files: i.files.clone(),
+            records: i.records.clone(),
+            postings,
+            archive_root: i.archive_root.clone(),
+        };
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend(FORMAT.to_le_bytes());
+        bytes.extend(postcard::to_stdvec(&want).unwrap());
+        let got = std::fs::read(&p).unwrap();
+        assert!(got == bytes, "the saved file is not Stored's encoding");
+        let back = Index::load(&p, Limits::default()).unwrap();
+        assert_eq!(back.files.len(), 4);
+        assert_eq!(back.records.len(), 160);
+        assert_eq!(back.postings, i.postings);
+    }
+
+    /// What lives as long as the index keeps little spare capacity: an
+    /// eighth (and 4 items) while it grows, none once compacted or
+    /// loaded.
+    #[test]
+    fn the_index_keeps_little_spare_capacity() {
+        let lean = |cap: usize, len: usize| cap <= len + len / 8 + 4;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("search.idx");
+        let mut i = index_of(3, 3000);
+        assert!(lean(i.records.capacity(), i.records.len()));
+        for l in i.postings.values() {
+            assert!(
+                lean(l.capacity(), l.len()),
+                "{} of {}",
+                l.capacity(),
+                l.len()
+            );
+        }
+        for l in &i.file_records {
+            assert!(lean(l.capacity(), l.len()));
+        }
+        i.save(&p).unwrap();
+        let back = Index::load(&p, Limits::default()).unwrap();
+        for ix in [&i, &back] {
+            assert_eq!(ix.records.capacity(), ix.records.len());
+            assert_eq!(ix.files.capacity(), ix.files.len());
+            for l in ix.postings.values().chain(&ix.file_records) {
+                assert_eq!(l.capacity(), l.len());
+            }
+        }
+    }
 }

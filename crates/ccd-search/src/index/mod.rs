@@ -60,7 +60,9 @@
 //! [`IndexError`]: the caller rebuilds ([`Index::open_or_new`] does).
 //!
 //! **Bounds.** The postings are at most [`Limits::max_postings`] entries
-//! (default [`MAX_POSTINGS`], 4 bytes each in memory); a file whose
+//! (default [`MAX_POSTINGS`], 4 bytes each in memory, with at most an
+//! eighth spare: lists grow by an eighth, [`push_lean`], and a
+//! compaction or a load leaves them exact); a file whose
 //! records would pass it is left out of the index (its records dropped,
 //! flagged) and scanned at every search, so exactness never depends on
 //! the bound; an archived transcript counts against the same bound (one
@@ -184,6 +186,9 @@ struct RecordEntry {
 /// A record's messages have no time (or none that parses).
 const NO_TIME: i64 = i64::MIN;
 
+/// The body of the index file. [`Index::save`] writes it through
+/// `disk::StoredRef` (the same fields in the same order, borrowed): a
+/// field added here is added there.
 #[derive(Serialize, Deserialize)]
 struct Stored {
     files: Vec<FileEntry>,
@@ -275,6 +280,17 @@ fn trigram(w: &[u8]) -> u32 {
 /// The distinct trigrams of normalized `text`, added to `out`.
 fn trigrams_of(norm: &str, out: &mut Vec<u32>) {
     out.extend(norm.as_bytes().windows(3).map(trigram));
+}
+
+/// Pushes `x`, growing a full `v` by an eighth (at least 4 items) rather
+/// than doubling it: the postings and records live as long as the index,
+/// so their spare capacity is bounded by an eighth of what they hold
+/// instead of up to as much again (amortized O(1) all the same).
+fn push_lean<T>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len() / 8 + 4);
+    }
+    v.push(x);
 }
 
 impl Index {
@@ -405,23 +421,26 @@ impl Index {
             .map(|m| query::role_weight(m.role) as u8)
             .max()
             .unwrap_or(0);
-        self.records.push(RecordEntry {
-            file: id,
-            offset,
-            len: line.len() as u32,
-            ts_from,
-            rank_weight,
-            messages: u16::try_from(msgs.len()).unwrap_or(u16::MAX),
-            time,
-        });
-        self.dead.push(false);
-        self.file_records[id as usize].push(rec);
+        push_lean(
+            &mut self.records,
+            RecordEntry {
+                file: id,
+                offset,
+                len: line.len() as u32,
+                ts_from,
+                rank_weight,
+                messages: u16::try_from(msgs.len()).unwrap_or(u16::MAX),
+                time,
+            },
+        );
+        push_lean(&mut self.dead, false);
+        push_lean(&mut self.file_records[id as usize], rec);
         if has_ts {
             self.files[id as usize].last_ts = rec;
         }
         self.entries += tris.len() as u64;
         for t in tris {
-            self.postings.entry(t).or_default().push(rec);
+            push_lean(self.postings.entry(t).or_default(), rec);
         }
         true
     }
@@ -709,47 +728,59 @@ impl Index {
         ccd_claude::transcript::record::Record::parse(&line)?.timestamp
     }
 
-    /// Drops tombstoned records and dropped files, renumbering the rest.
+    /// Drops tombstoned records and dropped files, renumbering the rest,
+    /// in place; every list and table is left with no spare capacity
+    /// (what grows later grows by an eighth: [`push_lean`]).
     pub fn compact(&mut self) {
         let mut file_map = vec![NONE; self.files.len()];
-        let mut files = Vec::new();
+        let mut n = 0;
         for (i, f) in self.files.iter().enumerate() {
             if f.live {
-                file_map[i] = files.len() as u32;
-                files.push(f.clone());
+                file_map[i] = n;
+                n += 1;
             }
         }
+        self.files.retain(|f| f.live);
         let mut rec_map = vec![NONE; self.records.len()];
-        let mut records = Vec::new();
+        let mut n = 0;
         for (i, r) in self.records.iter().enumerate() {
             if !self.dead[i] && file_map[r.file as usize] != NONE {
-                rec_map[i] = records.len() as u32;
-                records.push(*r);
+                rec_map[i] = n;
+                n += 1;
             }
         }
+        let mut i = 0;
+        self.records.retain(|_| {
+            i += 1;
+            rec_map[i - 1] != NONE
+        });
         let remap = |r: u32| if r == NONE { NONE } else { rec_map[r as usize] };
-        for r in &mut records {
+        for r in &mut self.records {
             r.file = file_map[r.file as usize];
             r.ts_from = remap(r.ts_from);
         }
-        for f in &mut files {
+        for f in &mut self.files {
             f.last_ts = remap(f.last_ts);
         }
+        self.files.shrink_to_fit();
+        self.records.shrink_to_fit();
         let mut entries = 0;
         self.postings.retain(|_, l| {
             l.retain_mut(|r| {
                 *r = rec_map[*r as usize];
                 *r != NONE
             });
+            l.shrink_to_fit();
             entries += l.len() as u64;
             !l.is_empty()
         });
+        self.postings.shrink_to_fit();
         self.entries = entries;
-        self.files = files;
-        self.records = records;
         self.rebuild_derived();
     }
 
+    /// The lookups derived from `files` and `records`, built at their
+    /// exact sizes.
     fn rebuild_derived(&mut self) {
         self.dead = vec![false; self.records.len()];
         self.by_path = self
@@ -758,7 +789,11 @@ impl Index {
             .enumerate()
             .map(|(i, f)| (f.path.clone(), i as u32))
             .collect();
-        self.file_records = vec![Vec::new(); self.files.len()];
+        let mut counts = vec![0usize; self.files.len()];
+        for r in &self.records {
+            counts[r.file as usize] += 1;
+        }
+        self.file_records = counts.into_iter().map(Vec::with_capacity).collect();
         for (i, r) in self.records.iter().enumerate() {
             self.file_records[r.file as usize].push(i as u32);
         }
