@@ -112,6 +112,9 @@ pub struct SearchService {
     waiting: AtomicUsize,
     /// An update changed the index since its last save.
     dirty: AtomicBool,
+    /// A search listed the sessions again since the keeper last released
+    /// freed heap (the old list and the listing's garbage are freed).
+    relisted: AtomicBool,
 }
 
 impl SearchService {
@@ -127,6 +130,7 @@ impl SearchService {
             slots: Arc::new(Semaphore::new(MAX_SEARCHES)),
             waiting: AtomicUsize::new(0),
             dirty: AtomicBool::new(false),
+            relisted: AtomicBool::new(false),
         }
     }
 
@@ -210,6 +214,7 @@ impl SearchService {
                     by_id,
                 });
                 *self.list.lock().unwrap_or_else(|p| p.into_inner()) = Some(l.clone());
+                self.relisted.store(true, Ordering::Release);
                 (l, true)
             }
         };
@@ -343,13 +348,20 @@ impl SearchService {
             self.dirty.store(true, Ordering::Release);
             self.save_if_changed();
         }
+        release_freed();
         Ok(())
     }
 
     /// Saves the index when an update changed it since the last save
-    /// (blocking; under the index file's lock).
+    /// (blocking; under the index file's lock), then releases the heap
+    /// that freed; else releases it when a search listed the sessions
+    /// again since.
     pub fn save_if_changed(&self) {
+        let relisted = self.relisted.swap(false, Ordering::AcqRel);
         if !self.dirty.swap(false, Ordering::AcqRel) {
+            if relisted {
+                release_freed();
+            }
             return;
         }
         let Ok(mut g) = self.index.write() else {
@@ -358,16 +370,36 @@ impl SearchService {
         let Some(ix) = g.as_mut() else { return };
         let started = Instant::now();
         match service::save_locked(&self.state_dir, ix) {
-            Ok(()) => tracing::debug!(
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "search index saved"
-            ),
+            Ok(()) => {
+                tracing::debug!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "search index saved"
+                );
+                drop(g);
+                release_freed();
+            }
             Err(e) => {
                 self.dirty.store(true, Ordering::Release);
                 tracing::warn!(error = %e, "search index not saved")
             }
         }
     }
+}
+
+/// Hands the heap that a build, a load or a save freed back to the
+/// system (`ccd_os::heap`): glibc keeps freed memory in the arena of the
+/// blocking thread that freed it, and over a hundred thousand
+/// transcripts the index's build and save left ~300 MB there
+/// (docs/architecture.md, the daemon's search bounds). Blocking; called
+/// by the keeper (its load, its saves, its tick after a relist), never
+/// on a search's path.
+fn release_freed() {
+    let started = Instant::now();
+    ccd_os::heap::release_freed();
+    tracing::debug!(
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "freed heap released"
+    );
 }
 
 /// A session list and its transcripts (made once per list).

@@ -71,6 +71,10 @@ fn the_daemon_answers_from_its_index_and_keeps_it_current() {
 
     let r = indexed(&mut c, "oauth");
     assert_eq!(ids(&r), ["dead-sess", "live-sess"]);
+    // The keeper hands back the heap its load (a build here) and its
+    // save freed.
+    let logs = sb.logs_with(&["search index saved", "freed heap released"]);
+    assert!(logs.contains("freed heap released"), "{logs}");
     for h in &r.hits {
         let (state, folder) = match h.session_id.as_str() {
             "dead-sess" => ("dead", "/home/dev/api"),
