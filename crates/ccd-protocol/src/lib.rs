@@ -42,8 +42,8 @@ pub mod transport;
 
 pub use error_code::ErrorCode;
 pub use framing::{
-    encode, encode_into, read_line_bounded, read_line_bytes, read_line_resumable, FrameError,
-    LineDecoder, PartialLine, MAX_LINE_BYTES,
+    encode, encode_into, find_newline, read_line_bounded, read_line_bytes, read_line_resumable,
+    FrameError, LineDecoder, PartialLine, MAX_LINE_BYTES,
 };
 pub use handshake::{negotiate, ProtocolRange, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 pub use jsonrpc::{

@@ -154,7 +154,7 @@ impl Reader {
     /// True when a whole line is already buffered (the next read will not
     /// wait).
     pub fn has_buffered_line(&self) -> bool {
-        memchr::memchr(b'\n', self.stream.buffer()).is_some()
+        ccd_protocol::find_newline(self.stream.buffer()).is_some()
     }
 
     /// The next message of any kind.
