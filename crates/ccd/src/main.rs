@@ -14,13 +14,12 @@ mod shared;
 mod term;
 mod ui;
 
-use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let _ = ui::app::STARTED.set(std::time::Instant::now());
-    let args = match cli::Cli::try_parse() {
+    let args = match cli::Cli::parse_args() {
         Ok(args) => args,
         Err(e) => return usage_error(e),
     };
