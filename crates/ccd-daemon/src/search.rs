@@ -17,8 +17,9 @@
 //! stat'ed, the index trusted for the rest (`Freshness::Trusted`); the
 //! session list of the last search is reused with each session's state
 //! judged again from the registry (as the session index judges it):
-//! [`Registry`] lists `sessions/` and stats each file at every search,
-//! re-reading only a file whose identity or stamps changed
+//! [`Registry`] lists `sessions/` and stats each file when its inotify
+//! watch saw a change since the last search (at every search where there
+//! is no watch), re-reading only a file whose identity or stamps changed
 //! (`ccd_claude::registry::RegistryCache`: a cached parse, never a cached
 //! verdict), and [`States`] judges a session (pid and start time through
 //! the probe, made once) only when the answer asks for it: the hits'
@@ -55,7 +56,8 @@
 //! `truncated`: more may match). Its hits: at most `SEARCH_LIMIT_MAX`. The index's memory:
 //! `ccd_search::index::MAX_POSTINGS`. The registry's kept parses:
 //! `ccd_claude::registry::MAX_CACHED` files of at most
-//! `MAX_CACHED_ENTRY_BYTES` (further ones parsed at every search).
+//! `MAX_CACHED_ENTRY_BYTES` (further ones parsed at every search); the
+//! registry's watch: one inotify instance with one watch.
 
 use crate::transcript_watch::TranscriptWatch;
 use ccd_claude::context::ContextWindows;
@@ -306,6 +308,7 @@ impl SearchService {
             files = a.stats.files,
             timed_out = a.stats.timed_out,
             archives,
+            registry_listed = states.as_ref().is_some_and(|s| s.listed),
             registry_read = states.as_ref().map_or(0, |s| s.read),
             judged = states.as_ref().map_or(0, States::judged),
             listed_us,
@@ -414,54 +417,111 @@ struct Listed {
 /// its [`ccd_claude::registry::FileKey`] holds (a cached parse, never a
 /// cached verdict), and the system's probe, made once (it reads the
 /// machine id and the pid namespace).
+///
+/// On Linux an inotify watch on `sessions/` (drained at each search
+/// before anything is read: the kernel queues an event within the write
+/// itself) lets a search that finds no event since the last listing
+/// reuse that listing's entries, with no listing and no stat; any event,
+/// an overflow or a lost watch lists again (and re-places the watch
+/// before listing). Elsewhere, or while the folder is missing, every
+/// search lists.
 pub struct Registry {
     dir: PathBuf,
-    cache: Mutex<RegistryCache>,
+    cache: Mutex<Listing>,
     probe: Box<dyn ProcessProbe + Send + Sync>,
+}
+
+/// The kept parses, the last listing's entries and the watch (one lock,
+/// held for a drain and a listing only).
+struct Listing {
+    cache: RegistryCache,
+    /// The last listing's entries by session id.
+    last: Option<Arc<BySid>>,
+    watch: Option<registry_watch::RegistryWatch>,
 }
 
 impl Registry {
     pub fn new(dir: PathBuf, probe: Box<dyn ProcessProbe + Send + Sync>) -> Self {
+        Self::with_cache(dir, RegistryCache::new(), probe)
+    }
+
+    fn with_cache(
+        dir: PathBuf,
+        cache: RegistryCache,
+        probe: Box<dyn ProcessProbe + Send + Sync>,
+    ) -> Self {
         Self {
             dir,
-            cache: Mutex::new(RegistryCache::new()),
+            cache: Mutex::new(Listing {
+                cache,
+                last: None,
+                watch: None,
+            }),
             probe,
         }
     }
 
-    /// The registry now (blocking: the directory listed, each file
-    /// stat'ed, the changed ones read), its sessions' states judged
-    /// later, on demand ([`States::of`]). An unreadable directory names
-    /// no session (every one dead, as the session index has it).
+    /// The registry now (blocking: the watch drained; unless it is
+    /// quiet, the directory listed, each file stat'ed, the changed ones
+    /// read), its sessions' states judged later, on demand
+    /// ([`States::of`]). An unreadable directory names no session (every
+    /// one dead, as the session index has it).
     pub fn states(&self) -> States<'_> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let entries = cache.read_all(&self.dir).unwrap_or_else(|error| {
-            tracing::debug!(dir = %self.dir.display(), %error, "registry unreadable: no session running");
-            Vec::new()
-        });
-        let read = cache.read_last();
-        drop(cache);
-        let mut by_sid: HashMap<String, Vec<Arc<RegistryEntry>>> = HashMap::new();
-        for e in entries {
-            by_sid.entry(e.session_id.clone()).or_default().push(e);
+        let mut k = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let quiet = match k.watch.as_mut().map(|w| w.quiet()) {
+            Some(Some(q)) => q,
+            Some(None) => {
+                k.watch = None;
+                false
+            }
+            None => false,
+        };
+        if k.watch.is_none() {
+            // Placed before the listing: nothing after it goes unseen.
+            k.watch = registry_watch::RegistryWatch::start(&self.dir);
         }
+        let (by_sid, read, listed) = match (&k.last, quiet) {
+            (Some(last), true) => (last.clone(), 0, false),
+            _ => {
+                let entries = k.cache.read_all(&self.dir);
+                let read = k.cache.read_last();
+                let ok = entries.is_ok();
+                let mut by_sid = BySid::new();
+                for e in entries.unwrap_or_else(|error| {
+                    tracing::debug!(dir = %self.dir.display(), %error, "registry unreadable: no session running");
+                    Vec::new()
+                }) {
+                    by_sid.entry(e.session_id.clone()).or_default().push(e);
+                }
+                let by_sid = Arc::new(by_sid);
+                k.last = ok.then(|| by_sid.clone());
+                (by_sid, read, true)
+            }
+        };
+        drop(k);
         States {
             by_sid,
             probe: self.probe.as_ref(),
             judged: RefCell::new(HashMap::new()),
             read,
+            listed,
         }
     }
 }
 
+/// A registry's entries by session id.
+type BySid = HashMap<String, Vec<Arc<RegistryEntry>>>;
+
 /// The registry's entries by session, each session judged when first
 /// asked, against the process table as it is then (once per search).
 pub struct States<'a> {
-    by_sid: HashMap<String, Vec<Arc<RegistryEntry>>>,
+    by_sid: Arc<BySid>,
     probe: &'a dyn ProcessProbe,
     judged: RefCell<HashMap<String, Liveness>>,
     /// Registry files read (not from the cache) for this search.
     read: usize,
+    /// Whether this search listed the registry (else the watch was quiet).
+    listed: bool,
 }
 
 impl States<'_> {
@@ -493,6 +553,91 @@ impl States<'_> {
     /// Sessions judged so far (probes asked for their entries).
     pub fn judged(&self) -> usize {
         self.judged.borrow().len()
+    }
+}
+
+/// The registry folder's inotify watch (Linux); elsewhere none.
+mod registry_watch {
+    #[cfg(target_os = "linux")]
+    pub use linux::RegistryWatch;
+
+    #[cfg(target_os = "linux")]
+    mod linux {
+        use nix::errno::Errno;
+        use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+        use std::path::Path;
+
+        /// Any change of an entry, or of the folder itself; never opens
+        /// or reads (the listings' own reads raise nothing).
+        const MASK: u32 = libc::IN_CREATE
+            | libc::IN_DELETE
+            | libc::IN_CLOSE_WRITE
+            | libc::IN_MODIFY
+            | libc::IN_MOVED_FROM
+            | libc::IN_MOVED_TO
+            | libc::IN_ATTRIB
+            | libc::IN_DELETE_SELF
+            | libc::IN_MOVE_SELF
+            | libc::IN_ONLYDIR
+            | libc::IN_DONT_FOLLOW;
+        /// The watch cannot be trusted any more.
+        const LOST: u32 =
+            libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_Q_OVERFLOW;
+
+        /// One inotify instance on `sessions/` (its descriptor closed
+        /// when dropped).
+        pub struct RegistryWatch(Inotify);
+
+        impl RegistryWatch {
+            /// `None`: the folder is missing, a symlink, or no watch can
+            /// be added (the caller lists at every search).
+            pub fn start(dir: &Path) -> Option<Self> {
+                let q = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+                match q.add_watch(dir, AddWatchFlags::from_bits_truncate(MASK)) {
+                    Ok(_) => Some(Self(q)),
+                    Err(error) => {
+                        tracing::trace!(dir = %dir.display(), %error, "no registry watch: searches list it");
+                        None
+                    }
+                }
+            }
+
+            /// Drains the queue: `Some(true)` nothing happened since the
+            /// last drain, `Some(false)` something did, `None` the watch
+            /// is lost (overflow, folder gone or moved, a read error).
+            pub fn quiet(&mut self) -> Option<bool> {
+                let mut quiet = true;
+                loop {
+                    match self.0.read_events() {
+                        Ok(events) if events.is_empty() => break,
+                        Ok(events) => {
+                            if events.iter().any(|e| e.mask.bits() & LOST != 0) {
+                                return None;
+                            }
+                            quiet = false;
+                        }
+                        Err(Errno::EAGAIN) => break,
+                        Err(Errno::EINTR) => continue,
+                        Err(_) => return None,
+                    }
+                }
+                Some(quiet)
+            }
+        }
+    }
+
+    /// No watch here: every search lists the registry.
+    #[cfg(not(target_os = "linux"))]
+    pub struct RegistryWatch;
+
+    #[cfg(not(target_os = "linux"))]
+    impl RegistryWatch {
+        pub fn start(_dir: &std::path::Path) -> Option<Self> {
+            None
+        }
+        pub fn quiet(&mut self) -> Option<bool> {
+            None
+        }
     }
 }
 
@@ -549,13 +694,13 @@ mod tests {
     }
 
     fn registry(dir: &std::path::Path, fake: &'static Fake) -> Registry {
-        Registry {
-            dir: dir.to_path_buf(),
-            // Files just written are trusted at once: a verdict that
-            // changes below must come from judging, not from a re-read.
-            cache: Mutex::new(RegistryCache::with_margin(Duration::ZERO)),
-            probe: Box::new(fake),
-        }
+        // Files just written are trusted at once: a verdict that
+        // changes below must come from judging, not from a re-read.
+        Registry::with_cache(
+            dir.to_path_buf(),
+            RegistryCache::with_margin(Duration::ZERO),
+            Box::new(fake),
+        )
     }
 
     #[test]
@@ -596,5 +741,30 @@ mod tests {
         assert_eq!(r.states().of("s8"), Liveness::Dead);
         *fake.start.lock().unwrap() = "100".into();
         assert_eq!(r.states().of("s8"), Liveness::Live);
+        // Nothing changed: no listing (where the folder is watched).
+        let s = r.states();
+        assert_eq!((s.listed, s.read), (!cfg!(target_os = "linux"), 0));
+        drop(s);
+
+        // An entry that appears, or one rewritten, is in the next search.
+        std::fs::write(
+            dir.path().join("9.json"),
+            r#"{"pid":9,"sessionId":"s9","procStart":"100"}"#,
+        )
+        .unwrap();
+        let s = r.states();
+        assert!(s.listed);
+        assert_eq!(s.of("s9"), Liveness::Live);
+        drop(s);
+        std::fs::write(
+            dir.path().join("9.json"),
+            r#"{"pid":9,"sessionId":"s9","procStart":"300"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.states().of("s9"), Liveness::Dead);
+        std::fs::remove_file(dir.path().join("9.json")).unwrap();
+        let s = r.states();
+        assert!(s.listed);
+        assert_eq!(s.of("s9"), Liveness::Dead);
     }
 }

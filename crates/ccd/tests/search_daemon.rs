@@ -389,5 +389,22 @@ fn hits_states_are_judged_again_at_every_search_as_sessions_list_judges_them() {
     // Judged from the kept session list (no transcript came or went).
     let logs = sb.logs_with(&["relisted=false"]);
     assert!(logs.contains("registry_read=1"), "{logs}");
+
+    // An entry that appears (the dead session resumed by a process of
+    // its own) is seen by the very next search.
+    let resumed = Reaped(Command::new("sleep").arg("120").spawn().unwrap());
+    let start = ccd_claude::liveness::current_proc_start(resumed.0.id()).unwrap();
+    write_registry_entry(
+        &sb.config,
+        &registry_entry(resumed.0.id(), "dead-sess", "/home/dev/api", &start, None),
+    );
+    assert_eq!(
+        states(&mut c, "oauth"),
+        [
+            row("dead-sess", "live"),
+            row("live-sess", "dead"),
+            row("other-sess", "dead")
+        ]
+    );
     drop(live);
 }
