@@ -1,8 +1,9 @@
-//! The index on disk: [`Index::save`] (compacted, written to a temporary
-//! file in the same directory, synced, renamed over the old one) and
-//! [`Index::load`] / [`Index::open_or_new`] (the magic, the format
-//! version, the `postcard` body checked for references out of range);
-//! the format is the parent module's header's "On disk".
+//! The index on disk: [`Index::compact`] (what a save does first),
+//! [`Index::save`] (written to a temporary file in the same directory,
+//! synced, renamed over the old one) and [`Index::load`] /
+//! [`Index::open_or_new`] (the magic, the format version, the `postcard`
+//! body checked for references out of range); the format is the parent
+//! module's header's "On disk".
 //!
 //! **Memory.** A save streams the body to the file ([`StoredRef`]: the
 //! index's own lists by reference, each posting list delta-encoded as
@@ -120,6 +121,79 @@ impl Index {
                 tracing::info!(path = %path.display(), error = %e, "search index rebuilt");
                 Index::new(limits)
             }
+        }
+    }
+}
+
+impl Index {
+    /// Drops tombstoned records and dropped files, renumbering the rest,
+    /// in place; every list and table is left with no spare capacity
+    /// (what grows later grows by an eighth: [`super::push_lean`]).
+    pub fn compact(&mut self) {
+        let mut file_map = vec![NONE; self.files.len()];
+        let mut n = 0;
+        for (i, f) in self.files.iter().enumerate() {
+            if f.live {
+                file_map[i] = n;
+                n += 1;
+            }
+        }
+        self.files.retain(|f| f.live);
+        let mut rec_map = vec![NONE; self.records.len()];
+        let mut n = 0;
+        for (i, r) in self.records.iter().enumerate() {
+            if !self.dead[i] && file_map[r.file as usize] != NONE {
+                rec_map[i] = n;
+                n += 1;
+            }
+        }
+        let mut i = 0;
+        self.records.retain(|_| {
+            i += 1;
+            rec_map[i - 1] != NONE
+        });
+        let remap = |r: u32| if r == NONE { NONE } else { rec_map[r as usize] };
+        for r in &mut self.records {
+            r.file = file_map[r.file as usize];
+            r.ts_from = remap(r.ts_from);
+        }
+        for f in &mut self.files {
+            f.last_ts = remap(f.last_ts);
+        }
+        self.files.shrink_to_fit();
+        self.records.shrink_to_fit();
+        let mut entries = 0;
+        self.postings.retain(|_, l| {
+            l.retain_mut(|r| {
+                *r = rec_map[*r as usize];
+                *r != NONE
+            });
+            l.shrink_to_fit();
+            entries += l.len() as u64;
+            !l.is_empty()
+        });
+        self.postings.shrink_to_fit();
+        self.entries = entries;
+        self.rebuild_derived();
+    }
+
+    /// The lookups derived from `files` and `records`, built at their
+    /// exact sizes.
+    fn rebuild_derived(&mut self) {
+        self.dead = vec![false; self.records.len()];
+        self.by_path = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.path.clone(), i as u32))
+            .collect();
+        let mut counts = vec![0usize; self.files.len()];
+        for r in &self.records {
+            counts[r.file as usize] += 1;
+        }
+        self.file_records = counts.into_iter().map(Vec::with_capacity).collect();
+        for (i, r) in self.records.iter().enumerate() {
+            self.file_records[r.file as usize].push(i as u32);
         }
     }
 }
