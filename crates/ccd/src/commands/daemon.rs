@@ -29,6 +29,9 @@ pub fn run(global: &GlobalArgs, args: &DaemonArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The daemon's allocator arenas (`ccd_os::heap::limit_arenas`).
+pub const DAEMON_ARENAS: u32 = 2;
+
 /// The claude binary: flag, `$CCD_CLAUDE_BIN`, config file, else `claude`
 /// on PATH (kept as the bare name when not found: sessions then fail with
 /// a clear reason).
@@ -60,6 +63,10 @@ fn memory_budget(settings: &Settings) -> anyhow::Result<Option<u64>> {
 }
 
 fn serve(global: &GlobalArgs, background: bool) -> anyhow::Result<ExitCode> {
+    // Before any thread: few allocator arenas, so the heap that the
+    // search index's build and the session listings free can be handed
+    // back (`ccd_os::heap`; 100,000 transcripts: 552 -> 458 MB RSS).
+    ccd_os::heap::limit_arenas(DAEMON_ARENAS);
     let state = state_dir();
     // Logs hold screens and people's folders: everything the daemon
     // creates is owner-only, in an owner-only state dir.
