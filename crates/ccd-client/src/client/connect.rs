@@ -4,7 +4,7 @@
 
 use super::{
     encode_request, from_result, to_params, Client, ClientError, PeerInfo, Reader, RecvBuf, Sent,
-    Writer, GONE, READ_BUF,
+    Writer, GONE, READ_BUF, READ_BUF_FIRST,
 };
 use crate::deadline::{self, Peer};
 use crate::passed_fd::RecvStream;
@@ -247,7 +247,7 @@ impl Client {
         };
         let reader = Reader {
             // An output line is up to ~88 KB: read it in a few calls, not 11.
-            stream: RecvBuf::with_capacity(READ_BUF, RecvStream::new(stream)),
+            stream: RecvBuf::new(READ_BUF_FIRST, READ_BUF, RecvStream::new(stream)),
             buf: ccd_protocol::PartialLine::default(),
             _ssh: None,
         };

@@ -254,8 +254,12 @@ pub struct Reader {
     _ssh: Option<std::sync::Arc<crate::ssh::SshProcess>>,
 }
 
-/// The socket reader's buffer.
+/// The socket reader's buffer: at most this (an output line is up to
+/// ~88 KB: read in a few calls, not 11)...
 const READ_BUF: usize = 256 * 1024;
+/// ...and this until a read fills it: a client whose replies are short
+/// never maps (and unmaps) the larger one (`recv_buf`).
+const READ_BUF_FIRST: usize = 16 * 1024;
 
 /// Appends the request line `id` `method` `params` to `out`.
 fn encode_request(

@@ -1,33 +1,41 @@
 //! The reading half's buffer: [`std::io::BufReader`]'s, but allocated
-//! zeroed and so never filled with zeros by hand.
+//! zeroed, never filled with zeros by hand, and small until a read fills
+//! it.
 //!
 //! A `BufReader` over a reader without `read_buf` (the standard library's
 //! `BorrowedCursor` is unstable, so [`crate::passed_fd::RecvStream`] has
 //! none) writes zeros over its whole buffer before the first read. For
-//! the 256 KiB a connection keeps (an output line is up to ~88 KB) that
+//! the 256 KiB a connection may use (an output line is up to ~88 KB) that
 //! was a 256 KiB `memset` and 64 page faults on every connection, the
 //! largest cost of a one-call client like `ccd search` after the process
-//! start. Zeroed by the allocator instead (`calloc`: fresh pages from the
-//! kernel, already zero, for a buffer this size), a page is touched only
-//! when the kernel writes a reply into it.
+//! start. Here the buffer starts at [`RecvBuf::new`]'s `initial` bytes,
+//! allocated zeroed (from the heap, no `mmap` and `munmap` for a client
+//! whose replies are short), and the first read that fills it moves it to
+//! its `max` (allocated zeroed too: fresh pages from the kernel, touched
+//! only where the kernel writes), which it keeps. Bounded by `max`.
 
 use std::io::{BufRead, Read};
 
-/// A buffered reader whose buffer is allocated zeroed (see the module
-/// header). Holds at most its capacity.
+/// A buffered reader whose buffer is allocated zeroed and grows once
+/// (see the module header). Holds at most `max` bytes.
 pub(crate) struct RecvBuf<R> {
     inner: R,
     buf: Box<[u8]>,
+    /// What the buffer grows to once a read fills it.
+    max: usize,
     /// The unread bytes are `buf[pos..filled]`.
     pos: usize,
     filled: usize,
 }
 
 impl<R: Read> RecvBuf<R> {
-    pub(crate) fn with_capacity(capacity: usize, inner: R) -> Self {
+    /// `initial` bytes of buffer, `max` once a read fills them.
+    pub(crate) fn new(initial: usize, max: usize, inner: R) -> Self {
+        let initial = initial.clamp(1, max.max(1));
         Self {
             inner,
-            buf: vec![0u8; capacity.max(1)].into_boxed_slice(),
+            buf: vec![0u8; initial].into_boxed_slice(),
+            max: max.max(initial),
             pos: 0,
             filled: 0,
         }
@@ -73,6 +81,12 @@ impl<R: Read> BufRead for RecvBuf<R> {
             self.filled = 0;
             let n = self.inner.read(&mut self.buf)?;
             self.filled = n.min(self.buf.len());
+            if self.filled == self.buf.len() && self.buf.len() < self.max {
+                // Long lines come: the whole buffer from the next read on.
+                let mut grown = vec![0u8; self.max].into_boxed_slice();
+                grown[..self.filled].copy_from_slice(&self.buf[..self.filled]);
+                self.buf = grown;
+            }
         }
         Ok(&self.buf[self.pos..self.filled])
     }
@@ -111,7 +125,8 @@ mod tests {
     #[test]
     fn lines_come_whole_across_reads_and_an_error() {
         let data = b"first line\nsecond, longer line\n\nthird\n".to_vec();
-        let mut r = RecvBuf::with_capacity(
+        let mut r = RecvBuf::new(
+            8,
             8,
             Trickle {
                 data: data.clone(),
@@ -143,7 +158,8 @@ mod tests {
 
     #[test]
     fn read_takes_buffered_bytes_first() {
-        let mut r = RecvBuf::with_capacity(
+        let mut r = RecvBuf::new(
+            4,
             4,
             Trickle {
                 data: b"abcdefghij".to_vec(),
@@ -161,5 +177,37 @@ mod tests {
         let mut rest = Vec::new();
         r.read_to_end(&mut rest).unwrap();
         assert_eq!(rest, b"defghij");
+    }
+
+    #[test]
+    fn a_read_that_fills_the_buffer_grows_it_to_its_max_once() {
+        let data: Vec<u8> = (0..100u8).collect();
+        let mut r = RecvBuf::new(
+            4,
+            32,
+            Trickle {
+                data: data.clone(),
+                at: 0,
+                step: 1000,
+                fail_at: None,
+            },
+        );
+        assert_eq!(r.buf.len(), 4);
+        let mut got = Vec::new();
+        let mut reads = Vec::new();
+        loop {
+            let avail = r.fill_buf().unwrap();
+            if avail.is_empty() {
+                break;
+            }
+            reads.push(avail.len());
+            got.extend_from_slice(avail);
+            let n = avail.len();
+            r.consume(n);
+        }
+        assert_eq!(got, data);
+        // 4 (which filled it), then 32 at a time.
+        assert_eq!(reads, [4, 32, 32, 32]);
+        assert_eq!(r.buf.len(), 32);
     }
 }
