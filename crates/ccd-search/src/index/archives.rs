@@ -145,7 +145,7 @@ impl Index {
             let Some((ino, mtime_ns)) = stamp_of(&dir) else {
                 continue;
             };
-            if let Some(&id) = self.by_path.get(key) {
+            if let Some(id) = self.file_of(key) {
                 let f = &self.files[id as usize];
                 let same =
                     f.ino == ino && f.archive.as_ref().is_some_and(|a| a.mtime_ns == mtime_ns);
@@ -171,7 +171,7 @@ impl Index {
             ) else {
                 continue; // not UTF-8: never indexed, read at each search
             };
-            let known = self.by_path.contains_key(key);
+            let known = self.file_of(key).is_some();
             let id = self.file_id(key, &m.session_id);
             if seen.len() <= id as usize {
                 seen.resize(id as usize + 1, false);

@@ -181,12 +181,11 @@ impl Index {
     /// exact sizes.
     fn rebuild_derived(&mut self) {
         self.dead = vec![false; self.records.len()];
-        self.by_path = self
-            .files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.path.clone(), i as u32))
-            .collect();
+        self.by_path =
+            super::paths::PathIds::with_capacity_and_hasher(self.files.len(), Default::default());
+        for (i, f) in self.files.iter().enumerate() {
+            self.by_path.insert(&f.path, i as u32);
+        }
         let mut counts = vec![0usize; self.files.len()];
         for r in &self.records {
             counts[r.file as usize] += 1;

@@ -71,6 +71,7 @@
 
 mod archives;
 mod disk;
+mod paths;
 mod topk;
 
 use crate::extract::{self, Message};
@@ -259,7 +260,7 @@ pub enum Candidates {
 pub struct Index {
     limits: Limits,
     files: Vec<FileEntry>,
-    by_path: HashMap<String, u32>,
+    by_path: paths::PathIds,
     /// Each file's records, ascending.
     file_records: Vec<Vec<u32>>,
     records: Vec<RecordEntry>,
@@ -313,7 +314,7 @@ impl Index {
 
     /// The file's id, a new (empty) entry when it is not known.
     pub fn file_id(&mut self, path: &str, session_id: &str) -> u32 {
-        if let Some(&id) = self.by_path.get(path) {
+        if let Some(id) = self.file_of(path) {
             let f = &mut self.files[id as usize];
             f.live = true;
             f.session_id = session_id.to_string();
@@ -332,8 +333,14 @@ impl Index {
             archive: None,
         });
         self.file_records.push(Vec::new());
-        self.by_path.insert(path.to_string(), id);
+        self.by_path.insert(path, id);
         id
+    }
+
+    /// The id of the file at `path`, if the index has it.
+    fn file_of(&self, path: &str) -> Option<u32> {
+        self.by_path
+            .get(path, |id| self.files[id as usize].path.as_str())
     }
 
     /// The file's mark (`None` before its first read).
@@ -370,8 +377,7 @@ impl Index {
         self.reset_file(id);
         let f = &mut self.files[id as usize];
         f.live = false;
-        let path = f.path.clone();
-        self.by_path.remove(&path);
+        self.by_path.remove(&f.path, id);
     }
 
     /// Indexes one complete line of file `id` at `offset` (sans IO).
@@ -628,7 +634,7 @@ impl Index {
             let fresh = src
                 .path
                 .to_str()
-                .and_then(|p| self.by_path.get(p).copied())
+                .and_then(|p| self.file_of(p))
                 .filter(|&id| {
                     let f = &self.files[id as usize];
                     f.indexed
