@@ -21,84 +21,12 @@ use ccd_search::archived::{self, Searched};
 use ccd_search::index::{Index, Limits};
 use ccd_search::service::Request;
 use ccd_testkit::gen::{sid, TranscriptWriter};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
-use time::OffsetDateTime;
 
-/// 2026-12-01T12:00:00Z.
-fn now() -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp(1_796_126_400).unwrap()
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
-
-const WORDS: &[&str] = &[
-    "alpha", "bravo", "charlie", "deploy", "plan", "refund", "token", "crab",
-];
-
-fn text(r: &mut Rng) -> String {
-    let n = 1 + r.below(6);
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let w = r.pick(WORDS);
-        out.push(match r.below(4) {
-            0 => format!("x{w}y"),
-            _ => w.to_string(),
-        });
-    }
-    out.join(" ")
-}
-
-fn stamp(r: &mut Rng) -> String {
-    let t = now() - time::Duration::seconds(r.below(420 * 86_400) as i64);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        r.below(1000)
-    )
-}
-
-fn record(r: &mut Rng, sid: &str, cwd: &str) -> Value {
-    let ts = stamp(r);
-    let mut v = match r.below(6) {
-        0 => json!({"type":"custom-title","customTitle":text(r),"sessionId":sid}),
-        1 => json!({"type":"summary","summary":text(r),"leafUuid":"l"}),
-        2 => json!({"type":"assistant","message":{"role":"assistant","content":[
-                {"type":"text","text":text(r)},
-                {"type":"tool_use","id":"t","name":"Bash","input":{"command":text(r)}}]},
-              "timestamp":ts,"cwd":cwd,"sessionId":sid}),
-        _ => json!({"type":"user","message":{"role":"user","content":text(r)},
-              "timestamp":ts,"cwd":cwd,"sessionId":sid}),
-    };
-    if r.below(8) == 0 {
-        if let Some(o) = v.as_object_mut() {
-            o.remove("timestamp");
-        }
-    }
-    v
-}
+mod common;
+use common::{now, record, stamp, Rng, WORDS};
 
 /// Writes session `n`'s transcript in `config` and archives it into
 /// `root`, as `ccd archive` does.
@@ -111,7 +39,7 @@ fn archived_session(config: &Path, root: &Path, n: u64, r: &mut Rng) -> String {
         "timestamp":stamp(r),"cwd":cwd,"sessionId":s}),
     );
     for _ in 0..r.below(9) {
-        w.line(record(r, &s, &cwd));
+        w.line(record(r, &s, Some(&cwd)));
     }
     drop(w);
     archive::archive(

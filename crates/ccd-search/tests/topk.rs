@@ -10,87 +10,11 @@
 use ccd_search::index::{Freshness, Index, IndexSearchStats, Limits};
 use ccd_search::{scan, Filters, Hit, Query, Role, ScanStats, Source};
 use ccd_testkit::gen::{sid, TranscriptWriter};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
-use time::OffsetDateTime;
 
-/// 2026-12-01T12:00:00Z.
-fn now() -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp(1_796_126_400).unwrap()
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
-
-const WORDS: &[&str] = &[
-    "alpha", "bravo", "charlie", "deploy", "plan", "refund", "token", "crab",
-];
-
-fn text(r: &mut Rng) -> String {
-    let n = 1 + r.below(6);
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let w = r.pick(WORDS);
-        // Sometimes inside a longer word (not a whole-word match).
-        out.push(match r.below(4) {
-            0 => format!("x{w}y"),
-            _ => w.to_string(),
-        });
-    }
-    out.join(" ")
-}
-
-fn stamp(r: &mut Rng) -> String {
-    let t = now() - time::Duration::seconds(r.below(420 * 86_400) as i64);
-    let ms = r.below(1000);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
-}
-
-fn record(r: &mut Rng, sid: &str) -> Value {
-    let ts = stamp(r);
-    let mut v = match r.below(6) {
-        0 => json!({"type":"custom-title","customTitle":text(r),"sessionId":sid}),
-        1 => json!({"type":"summary","summary":text(r),"leafUuid":"l"}),
-        2 => json!({"type":"assistant","message":{"role":"assistant","content":[
-                {"type":"text","text":text(r)},
-                {"type":"tool_use","id":"t","name":"Bash","input":{"command":text(r)}}]},
-              "timestamp":ts,"sessionId":sid}),
-        3 => json!({"type":"user","isCompactSummary":true,
-              "message":{"role":"user","content":text(r)},"timestamp":ts,"sessionId":sid}),
-        _ => json!({"type":"user","message":{"role":"user","content":text(r)},
-              "timestamp":ts,"sessionId":sid}),
-    };
-    // Some records have no time of their own.
-    if r.below(8) == 0 {
-        if let Some(o) = v.as_object_mut() {
-            o.remove("timestamp");
-        }
-    }
-    v
-}
+mod common;
+use common::{now, record, Rng, WORDS};
 
 fn corpus(config: &Path, sessions: u64, seed: u64) -> Vec<Source> {
     let mut r = Rng(seed);
@@ -98,7 +22,7 @@ fn corpus(config: &Path, sessions: u64, seed: u64) -> Vec<Source> {
         let s = sid(n);
         let mut w = TranscriptWriter::create(config, &s, &format!("/home/dev/p{}", n % 5));
         for _ in 0..1 + r.below(9) {
-            w.line(record(&mut r, &s));
+            w.line(record(&mut r, &s, None));
         }
     }
     sources(config)
