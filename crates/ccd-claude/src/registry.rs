@@ -98,25 +98,11 @@ pub fn pid_from_file_name(name: &str) -> Option<u32> {
 /// Reads every valid entry in `sessions_dir`. A missing directory is an
 /// empty registry; an unreadable one is an error.
 pub fn read_all(sessions_dir: &Path) -> std::io::Result<Vec<RegistryEntry>> {
-    let dir = match std::fs::read_dir(sessions_dir) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+    let Some(files) = entry_files(sessions_dir)? else {
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for item in dir {
-        let item = match item {
-            Ok(i) => i,
-            Err(e) => {
-                tracing::debug!(dir = %sessions_dir.display(), error = %e, "registry: unreadable directory item skipped");
-                continue;
-            }
-        };
-        let name = item.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if pid_from_file_name(name).is_none() {
-            continue;
-        }
+    for item in files {
         match read_entry(&item.path()) {
             Ok(e) => out.push(e),
             Err(EntryError::Vanished) => {}
@@ -245,28 +231,14 @@ impl RegistryCache {
     /// only the files whose [`FileKey`] changed (or were racy) read.
     pub fn read_all(&mut self, sessions_dir: &Path) -> std::io::Result<Vec<Arc<RegistryEntry>>> {
         self.read_last = 0;
-        let dir = match std::fs::read_dir(sessions_dir) {
-            Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.files.clear();
-                return Ok(Vec::new());
-            }
-            Err(e) => return Err(e),
+        let Some(files) = entry_files(sessions_dir)? else {
+            self.files.clear();
+            return Ok(Vec::new());
         };
         let mut old = std::mem::take(&mut self.files);
         let mut out = Vec::new();
-        for item in dir {
-            let item = match item {
-                Ok(i) => i,
-                Err(e) => {
-                    tracing::debug!(dir = %sessions_dir.display(), error = %e, "registry: unreadable directory item skipped");
-                    continue;
-                }
-            };
+        for item in files {
             let name = item.file_name();
-            if name.to_str().and_then(pid_from_file_name).is_none() {
-                continue;
-            }
             // `lstat` (a directory entry's metadata follows no symlink).
             let key = match item.metadata() {
                 Ok(m) => FileKey::of(&m),
@@ -305,6 +277,27 @@ impl RegistryCache {
         out.sort_by_key(|e| e.pid);
         Ok(out)
     }
+}
+
+/// The directory items of `sessions_dir` named like registry entries
+/// (`<pid>.json`); `None` when the folder does not exist. An unreadable
+/// item is skipped (said at debug).
+fn entry_files(
+    sessions_dir: &Path,
+) -> std::io::Result<Option<impl Iterator<Item = std::fs::DirEntry> + '_>> {
+    let dir = match std::fs::read_dir(sessions_dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(Some(dir.filter_map(move |item| {
+        let item = item
+            .map_err(|e| tracing::debug!(dir = %sessions_dir.display(), error = %e, "registry: unreadable directory item skipped"))
+            .ok()?;
+        let name = item.file_name();
+        name.to_str().and_then(pid_from_file_name)?;
+        Some(item)
+    })))
 }
 
 /// Reads and validates one registry file.
