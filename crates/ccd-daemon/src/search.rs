@@ -567,19 +567,10 @@ mod registry_watch {
         use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
         use std::path::Path;
 
-        /// Any change of an entry, or of the folder itself; never opens
-        /// or reads (the listings' own reads raise nothing).
-        const MASK: u32 = libc::IN_CREATE
-            | libc::IN_DELETE
-            | libc::IN_CLOSE_WRITE
-            | libc::IN_MODIFY
-            | libc::IN_MOVED_FROM
-            | libc::IN_MOVED_TO
-            | libc::IN_ATTRIB
-            | libc::IN_DELETE_SELF
-            | libc::IN_MOVE_SELF
-            | libc::IN_ONLYDIR
-            | libc::IN_DONT_FOLLOW;
+        /// Any change of an entry, or of the folder itself (the registry
+        /// watcher's mask); never opens or reads (the listings' own reads
+        /// raise nothing); the folder itself, not a symlink to one.
+        const MASK: u32 = crate::events::dir_watch::TARGET_MASK | libc::IN_DONT_FOLLOW;
         /// The watch cannot be trusted any more.
         const LOST: u32 =
             libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_Q_OVERFLOW;

@@ -71,6 +71,9 @@ impl DirWatch {
 }
 
 #[cfg(target_os = "linux")]
+pub(crate) use linux::TARGET_MASK;
+
+#[cfg(target_os = "linux")]
 mod linux {
     use crate::reactor::Watched;
     use nix::errno::Errno;
@@ -78,8 +81,9 @@ mod linux {
     use std::io;
     use std::path::{Path, PathBuf};
 
-    /// Changes in the folder itself.
-    const TARGET_MASK: u32 = libc::IN_CREATE
+    /// Changes in the folder itself (what the searches' registry watch
+    /// asks for too, `crate::search`).
+    pub(crate) const TARGET_MASK: u32 = libc::IN_CREATE
         | libc::IN_DELETE
         | libc::IN_CLOSE_WRITE
         | libc::IN_MODIFY
