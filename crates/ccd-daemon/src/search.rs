@@ -202,12 +202,7 @@ impl SearchService {
         let (sessions, relisted) = match (&changes, kept) {
             (Some(c), Some(l)) if !c.everything && !c.listing => (l, false),
             _ => {
-                let sessions = sessions_blocking(
-                    &self.config,
-                    &self.windows,
-                    &self.state_dir,
-                    self.registry.probe.as_ref(),
-                )?;
+                let sessions = self.sessions_now()?;
                 let sources = all_sources(&sessions);
                 let by_id = service::SessionsById::new(&sessions);
                 let l = Arc::new(Listed {
@@ -321,17 +316,23 @@ impl SearchService {
         Ok(a.result)
     }
 
+    /// Every session on the machine now, as `sessions.list` builds it
+    /// (blocking), judged with the service's probe.
+    fn sessions_now(&self) -> std::io::Result<Vec<SessionRecord>> {
+        sessions_blocking(
+            &self.config,
+            &self.windows,
+            &self.state_dir,
+            self.registry.probe.as_ref(),
+        )
+    }
+
     /// Loads the index file (or starts empty), brings it up to date with
     /// every transcript and installs it (blocking; the keeper's start).
     /// Saved when that changed it.
     pub fn load(&self) -> std::io::Result<()> {
         let started = Instant::now();
-        let sessions = sessions_blocking(
-            &self.config,
-            &self.windows,
-            &self.state_dir,
-            self.registry.probe.as_ref(),
-        )?;
+        let sessions = self.sessions_now()?;
         let mut ix = service::load_or_new(&self.state_dir);
         let all = all_sources(&sessions);
         let st = ix.update(&all);
