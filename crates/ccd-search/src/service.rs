@@ -425,10 +425,17 @@ pub fn load_or_new(state: &Path) -> Index {
 /// saved (not updated, not saved). `None`: no index to answer from (the
 /// caller scans). `rebuild` starts from empty, waiting for the lock.
 ///
+/// With it, how the search judges the files: [`Freshness::Trusted`] when
+/// this call updated the index (every file of `all` was stat'ed by the
+/// update a moment ago and read up to that stat, or dropped: one stat a
+/// file for the whole search, not a second one in [`answer`]; the answer
+/// is the files as that stat found them), [`Freshness::Stat`] for an
+/// index as saved by another.
+///
 /// A first build happens inside the search that finds no index: about
 /// 1.4 s per 400 MB of transcripts (docs/architecture.md, "Search"),
 /// once; every later search reads only what was appended.
-pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<Index> {
+pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<(Index, Freshness)> {
     let path = state.join(INDEX_FILE);
     let limits = Limits::default();
     let held = lock(state, rebuild);
@@ -440,7 +447,7 @@ pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<Index> 
     };
     let Some(_held) = held else {
         return match loaded {
-            Ok(ix) => Some(ix),
+            Ok(ix) => Some((ix, Freshness::Stat)),
             Err(e) => {
                 if let Some(e) = e.filter(|e| !is_absent(e)) {
                     tracing::info!(path = %path.display(), error = %e, "search index not used: scanning");
@@ -488,7 +495,7 @@ pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<Index> 
             }
         }
     }
-    Some(ix)
+    Some((ix, Freshness::Trusted))
 }
 
 fn is_absent(e: &IndexError) -> bool {

@@ -504,9 +504,11 @@ fn concurrent_searches_leave_a_loadable_index() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("claude");
     let state = home.path().join("state");
+    let mut writers = Vec::new();
     for i in 0..40 {
         let mut w = TranscriptWriter::create(&config, &format!("sess-{i:02}"), "/home/dev/api");
         w.turn(&format!("oauth token refresh number {i}"), 20_000, 10);
+        writers.push(w);
     }
     for round in 0..3 {
         let runs: Vec<_> = (0..4)
@@ -544,7 +546,19 @@ fn concurrent_searches_leave_a_loadable_index() {
     assert!(String::from_utf8_lossy(&busy.stderr).contains("search index busy"));
     assert_eq!(logged(&busy, "search index used", "scanned"), 1);
     assert_eq!(std::fs::read(state.join("search.idx")).unwrap(), saved);
+    // A transcript the index holds, grown since it was saved: the index
+    // as saved is not trusted for it (a stat says it changed; only an
+    // index this search updated is trusted without a second stat).
+    writers[0].turn("zebra grown while the index is busy", 20_000, 10);
+    let grown = kept(home.path(), &config, &state, &["zebra"]);
+    assert_eq!(ids(&rows(&grown)), ["sess-00"]);
+    assert_eq!(logged(&grown, "search index used", "scanned"), 2);
     drop(held);
     let free = kept(home.path(), &config, &state, &["oauth", "--limit", "100"]);
-    assert_eq!(logged(&free, "search index updated", "files_read"), 1);
+    assert_eq!(logged(&free, "search index updated", "files_read"), 2);
+    // Updated by this search: the grown transcript found through its
+    // records, nothing scanned.
+    let again = kept(home.path(), &config, &state, &["zebra"]);
+    assert_eq!(ids(&rows(&again)), ["sess-00"]);
+    assert_eq!(logged(&again, "search index used", "scanned"), 0);
 }

@@ -39,7 +39,6 @@ use ccd_client::ClientError;
 use ccd_protocol::methods::session::SessionState;
 use ccd_protocol::methods::session::{SearchParams, SearchResult, SearchScope, SessionsSearch};
 use ccd_protocol::search::SearchHit;
-use ccd_search::index::Freshness;
 use ccd_search::service::{self, Request};
 use ccd_search::{Role, ScanStats};
 use std::ffi::OsString;
@@ -276,14 +275,16 @@ fn local_hits(
     } else {
         service::kept_index(&state, &picked.all, args.rebuild_index)
     };
-    let index = kept.as_ref().map(|ix| (ix, Freshness::Stat));
+    // Trusted when the kept index was updated just now: its update's stat
+    // of each file is the search's one.
+    let index = kept.as_ref().map(|(ix, fresh)| (ix, *fresh));
     let mut answer = service::answer(&plan.request, &picked, index, now);
     // Archived conversations: through the kept index (it covers them),
     // else each read decompressed.
     let root = super::archive::archive_root();
     let arch = kept
         .as_ref()
-        .and_then(|ix| ccd_search::archived::search_indexed(ix, &root, &plan.request, now))
+        .and_then(|(ix, _)| ccd_search::archived::search_indexed(ix, &root, &plan.request, now))
         .unwrap_or_else(|| ccd_search::archived::search(&root, &plan.request, now));
     answer.stats.add(&arch.stats);
     ccd_search::archived::merge(&mut answer.result, arch, plan.request.limit);
