@@ -16,8 +16,11 @@
 // list shows); a hit is a link to its session's view, as a list row is:
 // the view then offers what fits (the live screen and typing for a held
 // session, the tail and a fork for one running elsewhere, a resume for a
-// dead one). A snippet's text goes in with textContent, its match in a
-// <mark>.
+// dead one). Under the box: which sessions (all, live, dead), whose words
+// (anyone, the user's, Claude's, tools') and a regex toggle, sent along
+// (the server checks them); a changed choice searches again. A refused
+// search (a bad regex) shows the server's words as the status. A
+// snippet's text goes in with textContent, its match in a <mark>.
 "use strict";
 
 (function () {
@@ -245,7 +248,13 @@
     var seq = ++state.searchSeq;
     $("search-results").hidden = false;
     $("search-status").textContent = "Searching…";
-    post("/api/search", { query: q }).then(function (r) {
+    var ask = { query: q };
+    var scope = $("search-scope").value;
+    if (scope && scope !== "all") ask.scope = scope;
+    var role = $("search-role").value;
+    if (role) ask.roles = [role];
+    if ($("search-regex").checked) ask.regex = true;
+    post("/api/search", ask).then(function (r) {
       if (seq !== state.searchSeq) return; // a newer search is under way
       if (r.status !== 200) {
         state.hits = [];
@@ -308,6 +317,12 @@
     $("search-q").addEventListener("input", function () {
       clearTimeout(searchTimer);
       searchTimer = setTimeout(search, 300);
+    });
+    ["search-scope", "search-role", "search-regex"].forEach(function (id) {
+      $(id).addEventListener("change", function () {
+        clearTimeout(searchTimer);
+        if ($("search-q").value.trim()) search();
+      });
     });
     $("search-clear").addEventListener("click", function () {
       $("search-q").value = "";

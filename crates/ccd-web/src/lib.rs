@@ -90,9 +90,11 @@
 //!   `waiting`) for one running elsewhere, else `dead`. Sorted: needs-you
 //!   first, then each machine's in order as its daemon lists them (most
 //!   recently active first).
-//! - `POST /api/search {"query","scope"?:"all"|"live"|"dead","limit"?}`
+//! - `POST /api/search {"query","scope"?:"all"|"live"|"dead","regex"?:bool,
+//!   "roles"?:["user"|"assistant"|"tool"|"title"|"summary"],"limit"?}`
 //!   (cookie + Origin checked, as every POST; a read, so allowed
-//!   `--read-only`; the query at most 512 characters, `limit` 1 to 100,
+//!   `--read-only`; the query at most 512 characters, an unknown scope or
+//!   role or a repeated role 400, `limit` 1 to 100,
 //!   default 30; at most 4 searches at once, then 429) → every machine's
 //!   `sessions.search` at once: `{"machines":[{"name","error"}],
 //!   "hits":[{machine, session, title, folder, state, timestamp, role,

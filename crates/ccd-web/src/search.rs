@@ -1,5 +1,7 @@
 //! The page's content search (`POST /api/search`, issue 55): what the
-//! page asks ([`Request`], checked), each machine's `sessions.search`
+//! page asks ([`Request`]: the words, which sessions, regex or not, whose
+//! words, how many; each checked here and made the daemon's
+//! [`SearchParams`], an unknown value refused, never forwarded raw), each machine's `sessions.search`
 //! answer made the page's hits ([`hits_of`]) and every machine's merged
 //! ([`merge`]): best first across machines, at most the limit asked.
 //!
@@ -21,7 +23,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// What the page asks: `{"query", "scope"?, "limit"?}`.
+/// The roles a search may be narrowed to (`sessions.search`'s `roles`).
+pub const ROLES: [&str; 5] = ["user", "assistant", "tool", "title", "summary"];
+
+/// What the page asks: `{"query", "scope"?, "regex"?, "roles"?, "limit"?}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
@@ -29,6 +34,14 @@ pub struct Request {
     /// `all` (default), `live` or `dead`.
     #[serde(default)]
     pub scope: Option<String>,
+    /// The query is a regular expression (the daemon compiles it; a bad
+    /// one is its 400).
+    #[serde(default)]
+    pub regex: bool,
+    /// Only messages of these roles (of [`ROLES`], each once); every role
+    /// when absent or empty.
+    #[serde(default)]
+    pub roles: Option<Vec<String>>,
     /// At most this many hits (default [`limits::SEARCH_HITS_DEFAULT`],
     /// at most [`limits::SEARCH_HITS`]).
     #[serde(default)]
@@ -44,6 +57,8 @@ pub enum BadRequest {
     TooLong { max: usize },
     #[error("scope is all, live or dead")]
     Scope,
+    #[error("roles are user, assistant, tool, title or summary, each once")]
+    Roles,
     #[error("limit is 1 to {max}")]
     Limit { max: u32 },
 }
@@ -66,6 +81,13 @@ impl Request {
             Some("dead") => SearchScope::Dead,
             Some(_) => return Err(BadRequest::Scope),
         };
+        let mut roles: Vec<String> = Vec::new();
+        for r in self.roles.iter().flatten() {
+            if !ROLES.contains(&r.as_str()) || roles.contains(r) {
+                return Err(BadRequest::Roles);
+            }
+            roles.push(r.clone());
+        }
         let limit = self.limit.unwrap_or(limits::SEARCH_HITS_DEFAULT);
         if limit == 0 || limit > limits::SEARCH_HITS {
             return Err(BadRequest::Limit {
@@ -74,6 +96,8 @@ impl Request {
         }
         let mut p = SearchParams::new(query);
         p.scope = scope;
+        p.regex = self.regex;
+        p.roles = roles;
         p.limit = limit;
         Ok(p)
     }
@@ -178,7 +202,7 @@ pub fn merge(mut hits: Vec<Hit>, limit: usize) -> (Vec<Hit>, bool) {
     (hits, cut)
 }
 
-/// `POST /api/search {"query","scope"?,"limit"?}`: every machine's
+/// `POST /api/search {"query","scope"?,"regex"?,"roles"?,"limit"?}`: every machine's
 /// `sessions.search` at once, merged best first (see this module's functions);
 /// each machine named with why when it did not answer (another one
 /// within [`limits::REMOTE_SEARCH_WAIT`]). A read: allowed read-only too.
@@ -211,6 +235,9 @@ pub async fn route(
     tracing::info!(
         machines = state.machines.len(),
         chars = params.query.chars().count(),
+        scope = ?params.scope,
+        regex = params.regex,
+        roles = params.roles.len(),
         "search"
     );
     let asks = state.machines.iter().map(|m| {
@@ -301,7 +328,16 @@ mod tests {
         Request {
             query: q.into(),
             scope: scope.map(String::from),
+            regex: false,
+            roles: None,
             limit,
+        }
+    }
+
+    fn roles(rs: &[&str]) -> Request {
+        Request {
+            roles: Some(rs.iter().map(|r| r.to_string()).collect()),
+            ..req("x", None, None)
         }
     }
 
@@ -328,6 +364,18 @@ mod tests {
             req("x", Some("held"), None).params(),
             Err(BadRequest::Scope)
         );
+        let p = Request {
+            regex: true,
+            ..roles(&["user", "assistant"])
+        }
+        .params()
+        .unwrap();
+        assert!(p.regex);
+        assert_eq!(p.roles, ["user", "assistant"]);
+        assert!(roles(&[]).params().unwrap().roles.is_empty());
+        assert!(!req("x", None, None).params().unwrap().regex);
+        assert_eq!(roles(&["system"]).params(), Err(BadRequest::Roles));
+        assert_eq!(roles(&["user", "user"]).params(), Err(BadRequest::Roles));
         assert!(req("x", None, Some(0)).params().is_err());
         assert!(req("x", None, Some(limits::SEARCH_HITS + 1))
             .params()

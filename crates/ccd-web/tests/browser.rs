@@ -18,7 +18,9 @@
 //! typed, the hits of a dead and a held conversation shown with the match
 //! marked and a transcript's markup shown as text, a hit tapped opening
 //! its session as a list row does: the tail and Resume for the dead one,
-//! the live screen for the held one); and on the real CLI
+//! the live screen for the held one; Regex ticked finding both by a
+//! pattern, "Dead" picked showing only the dead one, a bad pattern the
+//! daemon's words); and on the real CLI
 //! (both pinned versions, against `ccd-mock-api`) a Bash permission prompt
 //! approved from the page and the command run; a notification's prompt
 //! link opened on a phone without a login, its prompt approved with one
@@ -446,6 +448,36 @@ async fn the_search_box_finds_what_was_said_and_a_hit_opens_its_session() {
     b.until(
         "the held session's live screen",
         &format!("return location.hash === '#/s/{held}' && document.getElementById('screen').textContent.indexOf('wombat protocol') >= 0 && !document.getElementById('attach').hidden"),
+    )
+    .await;
+
+    // The choices under the box: a regex (Regex ticked) finds both; "Dead"
+    // picked shows only the dead one; a bad pattern shows the daemon's
+    // words as the status.
+    b.tap("#view-session .back").await;
+    b.js(
+        "var f = document.getElementById('search-q'); f.value = ''; return true",
+        vec![],
+    )
+    .await;
+    b.tap("label[for=search-regex]").await;
+    b.type_into("#search-q", "quokka|wombat").await;
+    search_until_hit(&b, &dead).await;
+    search_until_hit(&b, &held).await;
+    b.js(
+        "var s = document.getElementById('search-scope'); s.value = 'dead'; s.dispatchEvent(new Event('change')); return true",
+        vec![],
+    )
+    .await;
+    let only_dead = format!(
+        "var hs = document.querySelectorAll('#hits .item'); return hs.length === 1 && hs[0].getAttribute('data-session') === '{dead}' && /^1 conversation/.test(document.getElementById('search-status').textContent)"
+    );
+    b.until("only the dead conversation's hit", &only_dead)
+        .await;
+    b.type_into("#search-q", "(").await;
+    b.until(
+        "the bad pattern's words",
+        "var t = document.getElementById('search-status').textContent; return t.indexOf('regex') >= 0 && document.querySelectorAll('#hits .item').length === 0",
     )
     .await;
     b.close().await;

@@ -9,6 +9,11 @@
 //! named after its wait (10 s) while this machine's hits are given, and
 //! searches at once bounded (4: a fifth is refused with 429, not queued);
 //! a `--read-only` page may search (a read), while its actions are refused.
+//! The page's choices reach every machine's search and filter it: a dead
+//! and a held conversation saying the same thing, `scope` dead giving only
+//! the dead one (live only the held one), `regex` matching by pattern, a
+//! bad pattern 400 with the daemon's words, `roles` narrowing to the
+//! user's words (a prompt's phrase not found among Claude's); an unknown scope, role or a non-boolean `regex` 400.
 //! And the list's
 //! tokens and dollars (`usage`, from the daemon's usage board): a planted
 //! conversation's tokens on its row and in the list's total.
@@ -310,4 +315,112 @@ fn a_read_only_page_may_search() {
         assert_eq!(r.status, 200, "{r:?}");
         hit(&r.json(), &sid).map(|_| ())
     });
+}
+
+fn ask(web: &Web, cookie: &str, body: Value) -> http::Resp {
+    web.post(cookie, "/api/search", &body.to_string())
+}
+
+/// The sessions of a 200 answer's hits.
+fn sessions_of(r: &http::Resp) -> Vec<String> {
+    assert_eq!(r.status, 200, "{r:?}");
+    r.json()["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["session"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn scope_regex_and_roles_reach_the_search_and_filter_it() {
+    let sb = Sandbox::new();
+    let dead = plant(&sb, 901, "oldproj", "the capybara ledger is off by one");
+    let held = sb.new_session("liveproj");
+    sb.ok(&["send", &held, "check the capybara ledger again"]);
+    wait_for(T, "the held session's echo", || {
+        sb.screen(&held)
+            .contains("echo: check the capybara ledger again")
+            .then_some(())
+    });
+    let web = Web::start(&sb, &[]);
+    let cookie = web.login();
+
+    // Every scope: both found (the daemon may still be indexing).
+    wait_for(T, "both conversations found", || {
+        let got = sessions_of(&search(&web, &cookie, "\"capybara ledger\""));
+        (got.contains(&dead) && got.contains(&held)).then_some(())
+    });
+    // Dead only: no held session; live only: no dead one.
+    let got = sessions_of(&ask(
+        &web,
+        &cookie,
+        json!({"query": "\"capybara ledger\"", "scope": "dead"}),
+    ));
+    assert_eq!(got, std::slice::from_ref(&dead), "dead only");
+    let got = sessions_of(&ask(
+        &web,
+        &cookie,
+        json!({"query": "\"capybara ledger\"", "scope": "live"}),
+    ));
+    assert_eq!(got, std::slice::from_ref(&held), "live only");
+    // A regex: matched as a pattern (as words it matches nothing), and
+    // with the scope too.
+    assert_eq!(
+        sessions_of(&search(&web, &cookie, "capy[a-z]+ +led.er")),
+        Vec::<String>::new()
+    );
+    let r = ask(
+        &web,
+        &cookie,
+        json!({"query": "capy[a-z]+ +led.er", "regex": true}),
+    );
+    let got = sessions_of(&r);
+    assert!(got.contains(&dead) && got.contains(&held), "{r:?}");
+    let got = sessions_of(&ask(
+        &web,
+        &cookie,
+        json!({"query": "capy[a-z]+ +led.er", "regex": true, "scope": "dead"}),
+    ));
+    assert_eq!(
+        got,
+        std::slice::from_ref(&dead),
+        "a regex over dead sessions only"
+    );
+    // A bad pattern: 400 with the daemon's words.
+    let r = ask(&web, &cookie, json!({"query": "capy(bara", "regex": true}));
+    assert_eq!(r.status, 400, "{r:?}");
+    let msg = r.json()["error"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("regex") && msg.contains("unclosed"), "{r:?}");
+    // Roles: the user's words only.
+    let r = ask(
+        &web,
+        &cookie,
+        json!({"query": "\"capybara ledger\"", "roles": ["user"]}),
+    );
+    assert!(sessions_of(&r).contains(&dead), "{r:?}");
+    for h in r.json()["hits"].as_array().unwrap() {
+        assert_eq!(h["role"], "user", "{h}");
+    }
+    // Claude's words only: the dead conversation said it in a prompt.
+    let r = ask(
+        &web,
+        &cookie,
+        json!({"query": "\"capybara ledger\"", "roles": ["assistant"]}),
+    );
+    assert!(!sessions_of(&r).contains(&dead), "{r:?}");
+    // Unknown values: 400, not forwarded.
+    for bad in [
+        json!({"query": "capybara", "scope": "held"}),
+        json!({"query": "capybara", "scope": 1}),
+        json!({"query": "capybara", "roles": ["system"]}),
+        json!({"query": "capybara", "roles": ["user", "user"]}),
+        json!({"query": "capybara", "roles": "user"}),
+        json!({"query": "capybara", "regex": "yes"}),
+    ] {
+        let r = ask(&web, &cookie, bad.clone());
+        assert_eq!(r.status, 400, "{bad}: {r:?}");
+    }
+    let r = ask(&web, &cookie, json!({"query": "capybara", "scope": "held"}));
+    assert!(r.body.contains("scope is all, live or dead"), "{r:?}");
 }
