@@ -24,7 +24,9 @@
 //! verdict), and [`States`] judges a session (pid and start time through
 //! the probe, made once) only when the answer asks for it: the hits'
 //! sessions when the request filters by neither scope nor folder, every
-//! candidate named by an entry when it does; once per search. When
+//! session an entry names when it filters by scope (every other one is
+//! dead, no probe asked); once per search. A filtered search borrows the
+//! kept list's transcripts (`service::pick_with`), never copies them. When
 //! a transcript came or went, or the watch cannot tell (none on this
 //! system, an overflow, a lost watch), the session list is built again as
 //! `sessions.list` builds it and the whole index updated against it
@@ -203,7 +205,7 @@ impl SearchService {
             (Some(c), Some(l)) if !c.everything && !c.listing => (l, false),
             _ => {
                 let sessions = self.sessions_now()?;
-                let sources = all_sources(&sessions);
+                let sources = service::sources_of(&sessions);
                 let by_id = service::SessionsById::new(&sessions);
                 let l = Arc::new(Listed {
                     sessions,
@@ -226,19 +228,22 @@ impl SearchService {
             None => r.state,
             Some(s) => s.of(&r.session_id),
         };
+        // Only the sessions a registry entry names may be other than dead.
+        let named: Option<Vec<&str>> = states.as_ref().map(States::named);
         let picked = service::pick_with(
             &sessions.sessions,
             &req,
             state_of,
-            relisted,
+            false,
             Some(&sessions.sources),
             Some(&sessions.by_id),
+            named.as_deref(),
         );
         let picked_us = started.elapsed().as_micros() as u64;
         if let Ok(mut g) = self.index.write() {
             if let Some(ix) = g.as_mut() {
                 let st = if relisted {
-                    ix.update(&picked.all)
+                    ix.update(&sessions.sources)
                 } else {
                     let files = changes.as_ref().map(|c| &c.files);
                     let changed: Vec<ccd_search::Source> = match files {
@@ -334,7 +339,7 @@ impl SearchService {
         let started = Instant::now();
         let sessions = self.sessions_now()?;
         let mut ix = service::load_or_new(&self.state_dir);
-        let all = all_sources(&sessions);
+        let all = service::sources_of(&sessions);
         let st = ix.update(&all);
         let arch = ix.update_archives(&self.state_dir.join(service::ARCHIVE_DIR));
         tracing::info!(
@@ -551,6 +556,11 @@ impl States<'_> {
         state
     }
 
+    /// The sessions an entry names: every other one is dead.
+    pub fn named(&self) -> Vec<&str> {
+        self.by_sid.keys().map(String::as_str).collect()
+    }
+
     /// Sessions judged so far (probes asked for their entries).
     pub fn judged(&self) -> usize {
         self.judged.borrow().len()
@@ -642,19 +652,6 @@ pub fn sessions_blocking(
     probe: &dyn ProcessProbe,
 ) -> std::io::Result<Vec<SessionRecord>> {
     Ok(ccd_claude::index::build_cached(config, probe, windows, Some(state_dir))?.sessions)
-}
-
-/// Every transcript of `sessions` (what the index covers).
-fn all_sources(sessions: &[SessionRecord]) -> Vec<ccd_search::Source> {
-    sessions
-        .iter()
-        .filter_map(|r| {
-            Some(ccd_search::Source {
-                session_id: r.session_id.clone(),
-                path: r.transcript.clone()?,
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

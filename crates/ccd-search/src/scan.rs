@@ -112,8 +112,10 @@ pub fn threads_for(items: usize) -> usize {
 }
 
 /// Searches `sources` for `query`; the best `limit` hits, best first.
-pub fn scan(
-    sources: &[Source],
+/// `sources`: the transcripts themselves or references to them (a
+/// caller's list filtered without copies).
+pub fn scan<S: std::borrow::Borrow<Source> + Sync>(
+    sources: &[S],
     query: &Query,
     filters: &Filters,
     now: OffsetDateTime,
@@ -129,7 +131,9 @@ pub fn scan(
                 let mut buf = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(src) = sources.get(i) else { break };
+                    let Some(src) = sources.get(i).map(S::borrow) else {
+                        break;
+                    };
                     if filters.expired() {
                         stats.timed_out += 1;
                         continue;

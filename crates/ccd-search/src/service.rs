@@ -9,6 +9,11 @@
 //!   re-validated by whoever built it) made into the transcripts the index
 //!   covers (every one) and those searched (the scope and `cwd` applied
 //!   before any transcript is read), with each session's state and folder;
+//!   [`pick_with`] for a caller that keeps a list ([`sources_of`] made
+//!   once): the searched ones borrowed from it, never copied, only the
+//!   sessions a registry entry names judged for a scope, the folder
+//!   compared by bytes ([`is_within`]'s answer), and the index asked for
+//!   the candidates' files only ([`Index::search_covered`]);
 //! - [`answer`]: the search itself, from an index or by scanning, and the
 //!   [`SearchResult`] rows ([`SearchHit`]) built from the hits and the
 //!   sessions;
@@ -27,6 +32,7 @@ use crate::{Query, QueryError, Role};
 use ccd_claude::index::SessionRecord;
 use ccd_claude::liveness::Liveness;
 use ccd_claude::paths::{is_within, normalize};
+use ccd_claude::transcript::summary_cache::FileStamp;
 use ccd_protocol::methods::session::{
     SearchParams, SearchResult, SearchScope, SessionState, SEARCH_LIMIT_MAX,
 };
@@ -127,19 +133,46 @@ impl Request {
 /// state.
 pub struct Picked<'a> {
     pub all: Vec<Source>,
-    pub searched: std::borrow::Cow<'a, [Source]>,
+    pub searched: Searched<'a>,
     /// The searched sessions' records (unless `by_id` finds them).
     recs: Vec<&'a SessionRecord>,
     /// The caller's sessions by id: each hit's record looked up, not
     /// searched for among every record.
     by_id: Option<(&'a [SessionRecord], &'a SessionsById)>,
+    /// Of the caller's list (`by_id` given) filtered: which sessions are
+    /// searched, by position, and how many transcripts the list has.
+    chosen: Option<(Vec<bool>, usize)>,
     /// Each session's state.
     state_of: Box<dyn Fn(&SessionRecord) -> Liveness + 'a>,
 }
 
+/// The transcripts a request searches.
+pub enum Searched<'a> {
+    /// Every one of the caller's list, borrowed.
+    Every(&'a [Source]),
+    /// Some of the caller's list, by reference (no copies).
+    Some(Vec<&'a Source>),
+    /// Made here (the caller gave no list).
+    Owned(Vec<Source>),
+}
+
+impl Searched<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Searched::Every(s) => s.len(),
+            Searched::Some(s) => s.len(),
+            Searched::Owned(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Splits `sessions` for `req` (see [`Picked`]), each with its own state.
 pub fn pick<'a>(sessions: &'a [SessionRecord], req: &Request) -> Picked<'a> {
-    pick_with(sessions, req, |r| r.state, true, None, None)
+    pick_with(sessions, req, |r| r.state, true, None, None, None)
 }
 
 /// A session list's positions sorted by session id (4 bytes a session,
@@ -169,15 +202,51 @@ impl SessionsById {
             .ok()?;
         at(self.0[i]).filter(|r| r.session_id == sid)
     }
+
+    /// The positions in `sessions` (the list this was made of) of every
+    /// record of `sid`.
+    pub fn positions<'s>(
+        &'s self,
+        sessions: &'s [SessionRecord],
+        sid: &'s str,
+    ) -> impl Iterator<Item = usize> + 's {
+        let id = move |i: u32| {
+            sessions
+                .get(i as usize)
+                .map_or("", |r| r.session_id.as_str())
+        };
+        let from = self.0.partition_point(|&i| id(i) < sid);
+        self.0[from..]
+            .iter()
+            .take_while(move |&&i| id(i) == sid)
+            .map(|&i| i as usize)
+    }
+}
+
+/// Every transcript of `sessions`, in their order: the `sources` that
+/// [`pick_with`] takes.
+pub fn sources_of(sessions: &[SessionRecord]) -> Vec<Source> {
+    sessions
+        .iter()
+        .filter_map(|r| {
+            Some(Source {
+                session_id: r.session_id.clone(),
+                path: r.transcript.clone()?,
+            })
+        })
+        .collect()
 }
 
 /// [`pick`] with each session's state from `state_of` (re-validated by
 /// the caller), and `all` left empty unless `with_all`. `sources`: every
-/// transcript of `sessions`, made once by the caller (borrowed as the
-/// searched ones when the request filters nothing out). `by_id`:
-/// `sessions` by id, made once by the caller (the hits' records looked
-/// up). A session's state is asked for only when the scope needs it, and
-/// for the hits.
+/// transcript of `sessions` in their order ([`sources_of`]), made once by
+/// the caller (the searched ones borrowed from it, never copied).
+/// `by_id`: `sessions` by id, made once by the caller (the hits' records
+/// looked up). `named`: when given, the only sessions whose state may be
+/// other than dead (those a registry entry names): with `by_id`, only
+/// they are asked of `state_of` for a scope, every other one is dead. A
+/// session's state is asked for only when the scope needs it, and for
+/// the hits.
 pub fn pick_with<'a>(
     sessions: &'a [SessionRecord],
     req: &Request,
@@ -185,36 +254,58 @@ pub fn pick_with<'a>(
     with_all: bool,
     sources: Option<&'a [Source]>,
     by_id: Option<&'a SessionsById>,
+    named: Option<&[&str]>,
 ) -> Picked<'a> {
     let mut picked = Picked {
         all: Vec::with_capacity(if with_all { sessions.len() } else { 0 }),
-        searched: std::borrow::Cow::Owned(Vec::new()),
+        searched: Searched::Owned(Vec::new()),
         recs: Vec::new(),
         by_id: by_id.map(|b| (sessions, b)),
+        chosen: None,
         state_of: Box::new(state_of),
     };
     if let (Some(all), SearchScope::All, None, false) =
         (sources, req.scope, req.cwd.as_deref(), with_all)
     {
-        picked.searched = std::borrow::Cow::Borrowed(all);
+        picked.searched = Searched::Every(all);
         if by_id.is_none() {
             picked.recs = sessions.iter().filter(|r| r.transcript.is_some()).collect();
         }
         return picked;
     }
-    let mut searched = Vec::new();
-    for r in sessions {
+    // The sessions not dead, by position, when only the named ones can be.
+    let alive = match (req.scope, named, by_id) {
+        (SearchScope::Live | SearchScope::Dead, Some(names), Some(b)) => {
+            let mut alive = vec![false; sessions.len()];
+            for sid in names {
+                for i in b.positions(sessions, sid) {
+                    alive[i] = (picked.state_of)(&sessions[i]) != Liveness::Dead;
+                }
+            }
+            Some(alive)
+        }
+        _ => None,
+    };
+    let folder = req.cwd.as_deref().map(Folder::new);
+    let mut chosen = vec![false; if by_id.is_some() { sessions.len() } else { 0 }];
+    let (mut refs, mut owned) = (Vec::new(), Vec::new());
+    let mut at = 0;
+    for (i, r) in sessions.iter().enumerate() {
         let Some(path) = &r.transcript else { continue };
+        let src_at = at;
+        at += 1;
+        let not_dead = || match &alive {
+            Some(a) => a[i],
+            None => (picked.state_of)(r) != Liveness::Dead,
+        };
         let in_scope = match req.scope {
             SearchScope::All => true,
-            SearchScope::Live => (picked.state_of)(r) != Liveness::Dead,
-            SearchScope::Dead => (picked.state_of)(r) == Liveness::Dead,
+            SearchScope::Live => not_dead(),
+            SearchScope::Dead => !not_dead(),
         };
-        let in_folder = req.cwd.as_deref().is_none_or(|dir| {
-            r.cwd
-                .as_deref()
-                .is_some_and(|c| is_within(Path::new(c), dir))
-        });
+        let in_folder = folder
+            .as_ref()
+            .is_none_or(|f| r.cwd.as_deref().is_some_and(|c| f.holds(c)));
         let src = || Source {
             session_id: r.session_id.clone(),
             path: path.clone(),
@@ -222,15 +313,73 @@ pub fn pick_with<'a>(
         if in_scope && in_folder {
             if by_id.is_none() {
                 picked.recs.push(r);
+            } else {
+                chosen[i] = true;
             }
-            searched.push(src());
+            match sources.and_then(|s| s.get(src_at)) {
+                Some(s) => {
+                    debug_assert!(s.session_id == r.session_id, "sources not of sessions");
+                    refs.push(s);
+                }
+                None => owned.push(src()),
+            }
         }
         if with_all {
             picked.all.push(src());
         }
     }
-    picked.searched = std::borrow::Cow::Owned(searched);
+    picked.searched = if sources.is_some() && owned.is_empty() {
+        Searched::Some(refs)
+    } else {
+        owned.extend(refs.into_iter().cloned());
+        Searched::Owned(owned)
+    };
+    if by_id.is_some() {
+        picked.chosen = Some((chosen, at));
+    }
     picked
+}
+
+/// A request's folder, made once per search: whether a session's `cwd`
+/// is it or inside it, as [`is_within`] answers, mostly from its bytes.
+struct Folder<'d> {
+    dir: &'d Path,
+    /// `dir`'s bytes when it is plain (absolute, no empty or dot
+    /// component, no trailing `/` but the root): its components are then
+    /// its `/`-separated parts.
+    plain: Option<&'d [u8]>,
+}
+
+impl<'d> Folder<'d> {
+    fn new(dir: &'d Path) -> Self {
+        use std::os::unix::ffi::OsStrExt;
+        let b = dir.as_os_str().as_bytes();
+        let plain = b.starts_with(b"/")
+            && !b.windows(2).any(|w| w == b"//" || w == b"/.")
+            && (b == b"/" || !b.ends_with(b"/"));
+        Self {
+            dir,
+            plain: plain.then_some(b),
+        }
+    }
+
+    /// Whether `cwd` is the folder or inside it ([`is_within`]'s answer).
+    /// Past their common bytes: the folder's end followed by the end of
+    /// `cwd` or a `/` is inside; a difference elsewhere is outside unless
+    /// `cwd` has an empty or dot component there (`//`, `/.`), which the
+    /// components' comparison decides.
+    fn holds(&self, cwd: &str) -> bool {
+        let Some(d) = self.plain else {
+            return is_within(Path::new(cwd), self.dir);
+        };
+        let c = cwd.as_bytes();
+        let m = c.iter().zip(d).take_while(|(a, b)| a == b).count();
+        if m == d.len() {
+            return c.len() == m || c[m] == b'/' || d.ends_with(b"/");
+        }
+        let odd = m > 0 && c[m - 1] == b'/' && c.get(m).is_some_and(|&x| x == b'/' || x == b'.');
+        odd && is_within(Path::new(cwd), self.dir)
+    }
 }
 
 /// A search's answer and what it read.
@@ -254,14 +403,51 @@ pub fn answer(
     let want = req.limit + 1;
     let (mut hits, stats) = match index {
         Some((ix, fresh)) => {
-            // Every listed transcript searched: the index may visit only
-            // its candidates' files.
-            let fresh = match (fresh, &picked.searched) {
-                (Freshness::Trusted, std::borrow::Cow::Borrowed(_)) => Freshness::TrustedAll,
-                (f, _) => f,
+            let (hits, stats, used) = match &picked.searched {
+                // Every listed transcript searched: the index may visit
+                // only its candidates' files.
+                Searched::Every(all) => {
+                    let fresh = match fresh {
+                        Freshness::Trusted => Freshness::TrustedAll,
+                        f => f,
+                    };
+                    ix.search_with(all, &req.query, &req.filters, now, want, fresh)
+                }
+                Searched::Some(some) => {
+                    // Some of them: the candidates' files asked whether
+                    // they are searched, when the index covers the list.
+                    let covered = match (fresh, &picked.chosen, picked.by_id) {
+                        (Freshness::Trusted, Some((chosen, listed)), Some((sessions, by_id))) => ix
+                            .search_covered(
+                                *listed,
+                                |sid, path| {
+                                    by_id.positions(sessions, sid).any(|i| {
+                                        chosen[i]
+                                            && sessions[i]
+                                                .transcript
+                                                .as_deref()
+                                                .is_some_and(|t| t.as_os_str() == path)
+                                    })
+                                },
+                                &req.query,
+                                &req.filters,
+                                now,
+                                want,
+                            ),
+                        _ => None,
+                    };
+                    // Else each searched transcript looked up (copied for
+                    // it: the index not yet covering the list, or a query
+                    // with no trigram).
+                    covered.unwrap_or_else(|| {
+                        let own: Vec<Source> = some.iter().map(|s| (*s).clone()).collect();
+                        ix.search_with(&own, &req.query, &req.filters, now, want, fresh)
+                    })
+                }
+                Searched::Owned(own) => {
+                    ix.search_with(own, &req.query, &req.filters, now, want, fresh)
+                }
             };
-            let (hits, stats, used) =
-                ix.search_with(&picked.searched, &req.query, &req.filters, now, want, fresh);
             tracing::debug!(
                 verified = used.verified,
                 scanned = used.scanned,
@@ -269,7 +455,11 @@ pub fn answer(
             );
             (hits, stats)
         }
-        None => scan::scan(&picked.searched, &req.query, &req.filters, now, want),
+        None => match &picked.searched {
+            Searched::Every(s) => scan::scan(s, &req.query, &req.filters, now, want),
+            Searched::Some(s) => scan::scan(s, &req.query, &req.filters, now, want),
+            Searched::Owned(s) => scan::scan(s, &req.query, &req.filters, now, want),
+        },
     };
     tracing::debug!(
         files = stats.files,
@@ -426,16 +616,28 @@ pub fn load_or_new(state: &Path) -> Index {
 /// caller scans). `rebuild` starts from empty, waiting for the lock.
 ///
 /// With it, how the search judges the files: [`Freshness::Trusted`] when
-/// this call updated the index (every file of `all` was stat'ed by the
-/// update a moment ago and read up to that stat, or dropped: one stat a
-/// file for the whole search, not a second one in [`answer`]; the answer
-/// is the files as that stat found them), [`Freshness::Stat`] for an
-/// index as saved by another.
+/// this call updated the index (every file of `all` was stat'ed for the
+/// update a moment ago, by it or by the caller's listing, and read up to
+/// that stat, or dropped: one stat a file for the whole search, not a
+/// second one in [`answer`]; the answer is the files as that stat found
+/// them), [`Freshness::Stat`] for an index as saved by another.
 ///
 /// A first build happens inside the search that finds no index: about
 /// 1.4 s per 400 MB of transcripts (docs/architecture.md, "Search"),
 /// once; every later search reads only what was appended.
 pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<(Index, Freshness)> {
+    kept_index_stamped(state, all, rebuild, &|_| None)
+}
+
+/// [`kept_index`], the update taking each file's stamp from `stamp_of`
+/// when it has one (`ccd_claude::index::SessionIndex::stamps`, taken by
+/// the session listing of the same search: one stat a transcript).
+pub fn kept_index_stamped(
+    state: &Path,
+    all: &[Source],
+    rebuild: bool,
+    stamp_of: &dyn Fn(&Path) -> Option<FileStamp>,
+) -> Option<(Index, Freshness)> {
     let path = state.join(INDEX_FILE);
     let limits = Limits::default();
     let held = lock(state, rebuild);
@@ -466,7 +668,7 @@ pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<(Index,
         }
     };
     let started = Instant::now();
-    let st = ix.update(all);
+    let st = ix.update_stamped(all, stamp_of);
     let arch = ix.update_archives(&state.join(ARCHIVE_DIR));
     tracing::debug!(
         files_read = st.files_read,
@@ -500,4 +702,52 @@ pub fn kept_index(state: &Path, all: &[Source], rebuild: bool) -> Option<(Index,
 
 fn is_absent(e: &IndexError) -> bool {
     matches!(e, IndexError::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_holds_what_is_within_says() {
+        let dirs = [
+            "/", "/a", "/a/b", "/a/b/", "/a//b", "/a/./b", "/a/.b", "a/b", "/ab",
+        ];
+        let cwds = [
+            "",
+            "/",
+            "//",
+            "/a",
+            "/a/",
+            "/a/b",
+            "/a/b/",
+            "/a/bc",
+            "/a/b/c",
+            "/a//b",
+            "/a//b/c",
+            "/a/./b",
+            "/a/b/.",
+            "/a/b/..",
+            "/a/../a/b",
+            "/a/.b",
+            "/a/.b/c",
+            "/ab",
+            "/ab/c",
+            "a/b",
+            "a/b/c",
+            "/b",
+            "/a/b//",
+            "/a/b/./c",
+        ];
+        for d in dirs {
+            let f = Folder::new(Path::new(d));
+            for c in cwds {
+                assert_eq!(
+                    f.holds(c),
+                    is_within(Path::new(c), Path::new(d)),
+                    "{c:?} in {d:?}"
+                );
+            }
+        }
+    }
 }

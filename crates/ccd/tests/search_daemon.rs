@@ -5,7 +5,8 @@
 //! searches past the concurrency bound waiting their turn, `ccd search`
 //! answered through the running daemon (never starting one), and the
 //! hits' states judged again at every search from the registry (a pid
-//! that died, an entry rewritten in place) as `sessions.list` judges them.
+//! that died, an entry rewritten in place) as `sessions.list` judges them,
+//! and searches by state and folder answered with `--no-index`'s rows.
 
 mod common;
 
@@ -407,4 +408,87 @@ fn hits_states_are_judged_again_at_every_search_as_sessions_list_judges_them() {
         ]
     );
     drop(live);
+}
+
+#[test]
+fn scoped_and_folder_searches_through_the_daemon_equal_no_index() {
+    let sb = Sandbox::new();
+    let (_dead, live) = plant(&sb);
+    // More sessions: folders under, beside and written oddly (a `//`, a
+    // `.` component, a trailing `/`), one named by an entry whose
+    // process is gone (dead though named), one live in a nested folder.
+    let mut keep = Vec::new();
+    for (sid, cwd) in [
+        ("under-sess", "/home/dev/api/sub"),
+        ("beside-sess", "/home/dev/apix"),
+        ("slashes-sess", "/home/dev//api/deep"),
+        ("dot-sess", "/home/dev/./api"),
+        ("trail-sess", "/home/dev/api/"),
+        ("gone-sess", "/home/dev/api"),
+        ("nested-live", "/home/dev/web/ui"),
+    ] {
+        let mut t = TranscriptWriter::create(&sb.config, sid, cwd);
+        t.turn(&format!("the oauth flow of {sid}"), 1000, 10);
+        keep.push(t);
+    }
+    let nested = Reaped(Command::new("sleep").arg("120").spawn().unwrap());
+    let start = ccd_claude::liveness::current_proc_start(nested.0.id()).unwrap();
+    write_registry_entry(
+        &sb.config,
+        &registry_entry(
+            nested.0.id(),
+            "nested-live",
+            "/home/dev/web/ui",
+            &start,
+            None,
+        ),
+    );
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    let _ = gone.wait();
+    write_registry_entry(
+        &sb.config,
+        &registry_entry(gone_pid, "gone-sess", "/home/dev/api", &start, None),
+    );
+    let mut c = sb.client_or_start();
+    indexed(&mut c, "oauth");
+    // Every session, folder and state as a row.
+    let rows = |args: &[&str]| {
+        let o = sb.ok(args);
+        let v: Vec<ccd_protocol::search::SearchHit> = serde_json::from_str(&o).unwrap();
+        let mut rows: Vec<(String, String, Option<String>, String)> = v
+            .into_iter()
+            .map(|h| {
+                let st = serde_json::to_value(h.state).unwrap();
+                (h.session_id, st.to_string(), h.folder, h.path)
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    for filter in [
+        &[][..],
+        &["--dead"][..],
+        &["--live"][..],
+        &["--cwd", "/home/dev/api"][..],
+        &["--dead", "--cwd", "/home/dev"][..],
+        &["--live", "--cwd", "/home/dev/web"][..],
+        &["--cwd", "/home/dev/api/sub"][..],
+        &["--cwd", "/"][..],
+    ] {
+        let mut here: Vec<&str> = vec!["search", "--json", "--no-index", "oauth"];
+        here.extend(filter);
+        let mut there: Vec<&str> = vec!["search", "--json", "oauth"];
+        there.extend(filter);
+        // Twice: a fresh session list, then the kept one (states judged
+        // from the registry).
+        for _ in 0..2 {
+            let want = rows(&here);
+            assert!(!want.is_empty(), "{filter:?}");
+            assert_eq!(rows(&there), want, "{filter:?}");
+        }
+    }
+    let logs = sb.logs_with(&["relisted=false"]);
+    assert!(logs.contains("relisted=false"), "{logs}");
+    drop((live, nested));
 }

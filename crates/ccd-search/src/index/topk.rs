@@ -6,7 +6,7 @@
 //! transcripts in place and for archived conversations (whose candidates
 //! are verified decompressed: [`super::archives`]).
 
-use super::{Index, IndexSearchStats, NO_TIME};
+use super::{Candidates, Index, IndexSearchStats, NO_TIME};
 use crate::query::{self, Query};
 use crate::scan::{self, search_file, Filters, Hit, ScanStats, Source};
 use std::cmp::Reverse;
@@ -14,6 +14,51 @@ use std::collections::{BinaryHeap, HashMap};
 use time::OffsetDateTime;
 
 impl Index {
+    /// [`Index::search_with`] over the transcripts `keep` accepts (by
+    /// session id and path) among a listing of `listed` transcripts that
+    /// the index was last updated against in full, each trusted
+    /// ([`Freshness::Trusted`](super::Freshness::Trusted)): when the
+    /// index covers as many files as were listed, only the candidates'
+    /// files are asked of `keep` and verified ([`Index::search_candidates`]),
+    /// no searched transcript is looked up — the same hits as searching
+    /// the accepted ones one by one. `None` when the index does not cover
+    /// the listing or the query has no candidates to look up (the caller
+    /// searches the transcripts one by one).
+    pub fn search_covered(
+        &self,
+        listed: usize,
+        keep: impl Fn(&str, &str) -> bool,
+        query: &Query,
+        filters: &Filters,
+        now: OffsetDateTime,
+        limit: usize,
+    ) -> Option<(Vec<Hit>, ScanStats, IndexSearchStats)> {
+        if self.covered() != listed {
+            return None;
+        }
+        let Candidates::Records(cands) = self.candidates(query) else {
+            return None;
+        };
+        let mut per_file: HashMap<u32, Vec<u32>> = HashMap::new();
+        // Each file's verdict, asked once.
+        let mut kept: HashMap<u32, bool> = HashMap::new();
+        for r in cands {
+            let file = self.records[r as usize].file;
+            let f = &self.files[file as usize];
+            // Archives are searched apart (`search_archives`).
+            if f.archive.is_some() {
+                continue;
+            }
+            if *kept
+                .entry(file)
+                .or_insert_with(|| keep(&f.session_id, &f.path))
+            {
+                per_file.entry(file).or_default().push(r);
+            }
+        }
+        Some(self.search_candidates(&per_file, query, filters, now, limit))
+    }
+
     /// The candidates' files verified, no other file visited (every
     /// source covered and trusted: [`Freshness::TrustedAll`]), best bound
     /// first, stopping early (see [`Index::bound`]): once `limit` sessions
