@@ -97,6 +97,13 @@ pub struct SessionIndex {
     /// Transcripts with no parsable record (0-byte files included): not
     /// sessions, not listed; their paths, for saying why an id is missing.
     pub empty_transcripts: Vec<PathBuf>,
+    /// Each transcript's stamp as [`build_cached`] took it to judge its
+    /// kept summary (none without a cache, or when no summary was kept
+    /// yet): what another reader of the same files in the same command
+    /// may take instead of a stat of its own (`ccd search`'s index
+    /// update). Not liveness: a file's size, mtime and inode.
+    #[serde(skip)]
+    pub stamps: HashMap<PathBuf, FileStamp>,
 }
 
 impl SessionIndex {
@@ -154,7 +161,12 @@ pub fn build_cached(
                 .filter_map(|(st, s)| Some(((*st)?, s)))
                 .collect();
             cache.save(&now, read);
-            summaries
+            let stamps = now.iter().map(|(st, s)| (s.path.clone(), *st)).collect();
+            drop(now);
+            return Ok(SessionIndex {
+                stamps,
+                ..merge(entries, summaries, probe, windows)
+            });
         }
     };
     Ok(merge(entries, summaries, probe, windows))
@@ -420,5 +432,6 @@ fn merge(
         sessions,
         stale_entries: stale,
         empty_transcripts,
+        stamps: HashMap::new(),
     }
 }

@@ -201,6 +201,15 @@ fn cached_summaries_follow_every_change() {
     same(&after, &index(&c));
     assert_eq!(title(&after, "s03").as_deref(), Some("a brand new prompt"));
     assert!(after.sessions.iter().all(|r| r.session_id != "s07"));
+    // Each listed transcript's stamp, as its file is now (the rewritten
+    // one's new stamp): what ccd search's index update takes for a stat.
+    for r in &after.sessions {
+        let p = r.transcript.as_ref().expect("a transcript");
+        let now =
+            ccd_claude::transcript::summary_cache::FileStamp::of(&std::fs::metadata(p).unwrap());
+        assert_eq!(after.stamps.get(p), Some(&now), "{}", p.display());
+    }
+    assert_eq!(after.stamps.len(), after.sessions.len());
 
     // A corrupt cache is an empty one, rewritten.
     std::fs::write(&file, b"{not a cache").unwrap();

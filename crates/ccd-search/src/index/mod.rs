@@ -492,16 +492,32 @@ impl Index {
     /// replaced or shrunk one again, drops the files no longer listed or
     /// gone.
     pub fn update(&mut self, sources: &[Source]) -> UpdateStats {
-        self.update_listed(sources, true)
+        self.update_listed(sources, true, &|_| None)
+    }
+
+    /// [`Index::update`] taking a file's stamp from `stamp_of` when it
+    /// has one (taken by the caller in the same command: one stat a file
+    /// for the whole search), else from a stat of its own.
+    pub fn update_stamped(
+        &mut self,
+        sources: &[Source],
+        stamp_of: &dyn Fn(&std::path::Path) -> Option<FileStamp>,
+    ) -> UpdateStats {
+        self.update_listed(sources, true, stamp_of)
     }
 
     /// [`Index::update`] of `sources` only (files changed, as a watcher
     /// saw them): the files not among them are left as they are.
     pub fn update_some(&mut self, sources: &[Source]) -> UpdateStats {
-        self.update_listed(sources, false)
+        self.update_listed(sources, false, &|_| None)
     }
 
-    fn update_listed(&mut self, sources: &[Source], drop_unlisted: bool) -> UpdateStats {
+    fn update_listed(
+        &mut self,
+        sources: &[Source],
+        drop_unlisted: bool,
+        stamp_of: &dyn Fn(&std::path::Path) -> Option<FileStamp>,
+    ) -> UpdateStats {
         let mut stats = UpdateStats::default();
         let mut listed = vec![false; self.files.len()];
         let mut buf = Vec::new();
@@ -519,8 +535,12 @@ impl Index {
                 continue;
             }
             let mark = self.mark(id);
-            let restarted = match (mark, std::fs::metadata(&src.path)) {
-                (Some(m), Ok(meta)) => match m.plan(&FileStamp::of(&meta)) {
+            let stamp = stamp_of(&src.path).map_or_else(
+                || std::fs::metadata(&src.path).map(|m| FileStamp::of(&m)),
+                Ok,
+            );
+            let restarted = match (mark, stamp) {
+                (Some(m), Ok(st)) => match m.plan(&st) {
                     ReadPlan::Unchanged => continue,
                     ReadPlan::Restart => true,
                     ReadPlan::From(_) => false,
@@ -767,6 +787,38 @@ mod tests {
             Candidates::Records(r) => r,
             Candidates::All => panic!("{q}: all"),
         }
+    }
+
+    /// `update_stamped` judges a file by the stamp it is given (the
+    /// caller's stat of it), a stat of its own only without one.
+    #[test]
+    fn an_update_takes_the_callers_stamp_for_a_file() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s.jsonl");
+        let line =
+            |t: &str| serde_json::json!({"type":"user","message":{"content":t}}).to_string() + "\n";
+        std::fs::write(&path, line("first words")).unwrap();
+        let src = [Source {
+            session_id: "s".into(),
+            path: path.clone(),
+        }];
+        let mut i = Index::new(Limits::default());
+        assert_eq!(i.update(&src).files_read, 1);
+        let before = FileStamp::of(&std::fs::metadata(&path).unwrap());
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, line("second words").as_bytes()).unwrap();
+        // Stamped as it was: unchanged, not read.
+        let st = i.update_stamped(&src, &|p| (p == path).then_some(before));
+        assert_eq!(st.files_read, 0);
+        assert!(recs(&i, "second").is_empty());
+        // Stamped as it is now (or not stamped: stat'ed): the growth read.
+        let now = FileStamp::of(&std::fs::metadata(&path).unwrap());
+        let st = i.update_stamped(&src, &|p| (p == path).then_some(now));
+        assert_eq!(st.files_read, 1);
+        assert_eq!(recs(&i, "second").len(), 1);
     }
 
     /// The index normalizes text as the query does: every text a term

@@ -273,7 +273,10 @@ fn local_hits(
     let kept = if args.no_index {
         None
     } else {
-        service::kept_index(&state, &picked.all, args.rebuild_index)
+        // The listing's stamps: its stat of each transcript is the search's one.
+        service::kept_index_stamped(&state, &picked.all, args.rebuild_index, &|p| {
+            idx.stamps.get(p).copied()
+        })
     };
     // Trusted when the kept index was updated just now: its update's stat
     // of each file is the search's one.
