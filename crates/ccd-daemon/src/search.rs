@@ -243,11 +243,12 @@ impl SearchService {
         if let Ok(mut g) = self.index.write() {
             if let Some(ix) = g.as_mut() {
                 let st = if relisted {
-                    ix.update(&sessions.sources)
+                    ix.update(&sessions.sources.sources)
                 } else {
                     let files = changes.as_ref().map(|c| &c.files);
                     let changed: Vec<ccd_search::Source> = match files {
                         Some(f) if !f.is_empty() => sessions
+                            .sources
                             .sources
                             .iter()
                             .filter(|s| f.contains(&s.path))
@@ -339,7 +340,7 @@ impl SearchService {
         let started = Instant::now();
         let sessions = self.sessions_now()?;
         let mut ix = service::load_or_new(&self.state_dir);
-        let all = service::sources_of(&sessions);
+        let all = service::sources_of(&sessions).sources;
         let st = ix.update(&all);
         let arch = ix.update_archives(&self.state_dir.join(service::ARCHIVE_DIR));
         tracing::info!(
@@ -414,7 +415,7 @@ fn release_freed() {
 /// A session list and its transcripts (made once per list).
 struct Listed {
     sessions: Vec<SessionRecord>,
-    sources: Vec<ccd_search::Source>,
+    sources: service::ListSources,
     /// The hits' records found by id (4 bytes a session).
     by_id: service::SessionsById,
 }

@@ -223,18 +223,45 @@ impl SessionsById {
     }
 }
 
+/// Every transcript of a session list, in its order, with what a
+/// filtered search asks of each (made once per list, [`sources_of`]):
+/// its session's position and folder, so a search by scope or folder
+/// reads these few compact vectors, not every session's record.
+#[derive(Debug, Clone, Default)]
+pub struct ListSources {
+    pub sources: Vec<Source>,
+    /// Each transcript's session: its position in the list.
+    at: Vec<u32>,
+    /// Each transcript's session's folder: its place in `folders`
+    /// ([`NO_FOLDER`]: none).
+    folder: Vec<u32>,
+    /// The list's folders, each once.
+    folders: Vec<String>,
+}
+
+const NO_FOLDER: u32 = u32::MAX;
+
 /// Every transcript of `sessions`, in their order: the `sources` that
 /// [`pick_with`] takes.
-pub fn sources_of(sessions: &[SessionRecord]) -> Vec<Source> {
-    sessions
-        .iter()
-        .filter_map(|r| {
-            Some(Source {
-                session_id: r.session_id.clone(),
-                path: r.transcript.clone()?,
+pub fn sources_of(sessions: &[SessionRecord]) -> ListSources {
+    let mut l = ListSources::default();
+    let mut seen: HashMap<&str, u32> = HashMap::new();
+    for (i, r) in sessions.iter().enumerate() {
+        let Some(path) = &r.transcript else { continue };
+        l.sources.push(Source {
+            session_id: r.session_id.clone(),
+            path: path.clone(),
+        });
+        l.at.push(u32::try_from(i).unwrap_or(u32::MAX));
+        let folder = r.cwd.as_deref().map_or(NO_FOLDER, |c| {
+            *seen.entry(c).or_insert_with(|| {
+                l.folders.push(c.to_string());
+                u32::try_from(l.folders.len() - 1).unwrap_or(NO_FOLDER)
             })
-        })
-        .collect()
+        });
+        l.folder.push(folder);
+    }
+    l
 }
 
 /// [`pick`] with each session's state from `state_of` (re-validated by
@@ -252,7 +279,7 @@ pub fn pick_with<'a>(
     req: &Request,
     state_of: impl Fn(&SessionRecord) -> Liveness + 'a,
     with_all: bool,
-    sources: Option<&'a [Source]>,
+    sources: Option<&'a ListSources>,
     by_id: Option<&'a SessionsById>,
     named: Option<&[&str]>,
 ) -> Picked<'a> {
@@ -267,7 +294,7 @@ pub fn pick_with<'a>(
     if let (Some(all), SearchScope::All, None, false) =
         (sources, req.scope, req.cwd.as_deref(), with_all)
     {
-        picked.searched = Searched::Every(all);
+        picked.searched = Searched::Every(&all.sources);
         if by_id.is_none() {
             picked.recs = sessions.iter().filter(|r| r.transcript.is_some()).collect();
         }
@@ -287,6 +314,43 @@ pub fn pick_with<'a>(
         _ => None,
     };
     let folder = req.cwd.as_deref().map(Folder::new);
+    if let (Some(list), false) = (sources, with_all) {
+        // Each of the list's folders judged once.
+        let holds: Vec<bool> = folder.as_ref().map_or_else(Vec::new, |f| {
+            list.folders.iter().map(|c| f.holds(c)).collect()
+        });
+        let mut chosen = vec![false; if by_id.is_some() { sessions.len() } else { 0 }];
+        let mut refs = Vec::new();
+        for ((src, &i), &fo) in list.sources.iter().zip(&list.at).zip(&list.folder) {
+            let i = i as usize;
+            let in_folder = folder.is_none() || holds.get(fo as usize).copied().unwrap_or(false);
+            if !in_folder {
+                continue;
+            }
+            let Some(r) = sessions.get(i) else { continue };
+            let not_dead = || match &alive {
+                Some(a) => a[i],
+                None => (picked.state_of)(r) != Liveness::Dead,
+            };
+            let in_scope = match req.scope {
+                SearchScope::All => true,
+                SearchScope::Live => not_dead(),
+                SearchScope::Dead => !not_dead(),
+            };
+            if in_scope {
+                match chosen.get_mut(i) {
+                    Some(c) => *c = true,
+                    None => picked.recs.push(r),
+                }
+                refs.push(src);
+            }
+        }
+        picked.searched = Searched::Some(refs);
+        if by_id.is_some() {
+            picked.chosen = Some((chosen, list.sources.len()));
+        }
+        return picked;
+    }
     let mut chosen = vec![false; if by_id.is_some() { sessions.len() } else { 0 }];
     let (mut refs, mut owned) = (Vec::new(), Vec::new());
     let mut at = 0;
@@ -316,7 +380,7 @@ pub fn pick_with<'a>(
             } else {
                 chosen[i] = true;
             }
-            match sources.and_then(|s| s.get(src_at)) {
+            match sources.and_then(|s| s.sources.get(src_at)) {
                 Some(s) => {
                     debug_assert!(s.session_id == r.session_id, "sources not of sessions");
                     refs.push(s);
