@@ -97,7 +97,7 @@ pub struct SessionIndex {
     /// Transcripts with no parsable record (0-byte files included): not
     /// sessions, not listed; their paths, for saying why an id is missing.
     pub empty_transcripts: Vec<PathBuf>,
-    /// Each transcript's stamp as [`build_cached`] took it to judge its
+    /// Each transcript's stamp as [`build_cached_stamped`] took it to judge its
     /// kept summary (none without a cache, or when no summary was kept
     /// yet): what another reader of the same files in the same command
     /// may take instead of a stat of its own (`ccd search`'s index
@@ -146,6 +146,28 @@ pub fn build_cached(
     windows: &ContextWindows,
     cache_dir: Option<&Path>,
 ) -> std::io::Result<SessionIndex> {
+    build_cached_with(config, probe, windows, cache_dir, false)
+}
+
+/// [`build_cached`] that keeps each transcript's stamp in
+/// [`SessionIndex::stamps`] (a path and 40 bytes a transcript, for a
+/// caller that reads the same files next: `ccd search`).
+pub fn build_cached_stamped(
+    config: &ClaudeConfigDir,
+    probe: &dyn ProcessProbe,
+    windows: &ContextWindows,
+    cache_dir: Option<&Path>,
+) -> std::io::Result<SessionIndex> {
+    build_cached_with(config, probe, windows, cache_dir, true)
+}
+
+fn build_cached_with(
+    config: &ClaudeConfigDir,
+    probe: &dyn ProcessProbe,
+    windows: &ContextWindows,
+    cache_dir: Option<&Path>,
+    keep_stamps: bool,
+) -> std::io::Result<SessionIndex> {
     let entries = registry::read_all(&config.sessions_dir())?;
     let projects = config.projects_dir();
     let files = transcript::list_all(&projects);
@@ -161,7 +183,11 @@ pub fn build_cached(
                 .filter_map(|(st, s)| Some(((*st)?, s)))
                 .collect();
             cache.save(&now, read);
-            let stamps = now.iter().map(|(st, s)| (s.path.clone(), *st)).collect();
+            let stamps = if keep_stamps {
+                now.iter().map(|(st, s)| (s.path.clone(), *st)).collect()
+            } else {
+                HashMap::new()
+            };
             drop(now);
             return Ok(SessionIndex {
                 stamps,

@@ -142,7 +142,7 @@ fn missing_config_dir_is_empty() {
 /// deleted one gone — and a corrupt cache file is simply rebuilt.
 #[test]
 fn cached_summaries_follow_every_change() {
-    use ccd_claude::index::build_cached;
+    use ccd_claude::index::build_cached_stamped as build_cached;
     use ccd_claude::transcript::summary_cache::cache_file;
     let tmp = tempfile::tempdir().unwrap();
     let c = tmp.path().join("claude");

@@ -267,7 +267,7 @@ fn local_hits(
     let probe = ccd_claude::liveness::system_probe();
     let windows = ContextWindows::new(settings.context_windows);
     let state = crate::settings::state_dir();
-    let idx = index::build_cached(&config, probe.as_ref(), &windows, Some(&state))
+    let idx = index::build_cached_stamped(&config, probe.as_ref(), &windows, Some(&state))
         .with_context(|| format!("reading sessions under {}", config.root().display()))?;
     let picked = service::pick(&idx.sessions, &plan.request);
     let kept = if args.no_index {
