@@ -69,8 +69,11 @@ pub fn fd_count(pid: u32) -> usize {
 pub const START_FORM: StartForm = StartForm::BootTicks;
 
 /// The start of `pid` (`/proc/<pid>/stat` field 22); a zombie is gone.
+/// A pid that names no process (signal 0: `ESRCH`) is gone after one
+/// system call, with no path opened or `/proc` checked (most registry
+/// entries a search judges are of exited processes).
 pub fn start_of(pid: u32) -> StartState {
-    if pid == 0 {
+    if pid == 0 || !super::exists(pid) {
         return StartState::Gone;
     }
     match std::fs::read(format!("/proc/{pid}/stat")) {
