@@ -328,15 +328,10 @@ pub fn pick_with<'a>(
                 continue;
             }
             let Some(r) = sessions.get(i) else { continue };
-            let not_dead = || match &alive {
+            let in_scope = in_scope(req.scope, || match &alive {
                 Some(a) => a[i],
                 None => (picked.state_of)(r) != Liveness::Dead,
-            };
-            let in_scope = match req.scope {
-                SearchScope::All => true,
-                SearchScope::Live => not_dead(),
-                SearchScope::Dead => !not_dead(),
-            };
+            });
             if in_scope {
                 match chosen.get_mut(i) {
                     Some(c) => *c = true,
@@ -358,15 +353,10 @@ pub fn pick_with<'a>(
         let Some(path) = &r.transcript else { continue };
         let src_at = at;
         at += 1;
-        let not_dead = || match &alive {
+        let in_scope = in_scope(req.scope, || match &alive {
             Some(a) => a[i],
             None => (picked.state_of)(r) != Liveness::Dead,
-        };
-        let in_scope = match req.scope {
-            SearchScope::All => true,
-            SearchScope::Live => not_dead(),
-            SearchScope::Dead => !not_dead(),
-        };
+        });
         let in_folder = folder
             .as_ref()
             .is_none_or(|f| r.cwd.as_deref().is_some_and(|c| f.holds(c)));
@@ -443,6 +433,16 @@ impl<'d> Folder<'d> {
         }
         let odd = m > 0 && c[m - 1] == b'/' && c.get(m).is_some_and(|&x| x == b'/' || x == b'.');
         odd && is_within(Path::new(cwd), self.dir)
+    }
+}
+
+/// Whether a session is in `scope`; `not_dead` judges it (asked only
+/// for a live or dead scope).
+fn in_scope(scope: SearchScope, not_dead: impl FnOnce() -> bool) -> bool {
+    match scope {
+        SearchScope::All => true,
+        SearchScope::Live => not_dead(),
+        SearchScope::Dead => !not_dead(),
     }
 }
 
